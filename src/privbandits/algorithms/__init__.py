@@ -1,0 +1,25 @@
+"""Bandit algorithms, one module per family; importing this package fills the registry."""
+
+from privbandits.algorithms import linucb, uniform  # noqa: F401  (registration side effects)
+from privbandits.algorithms.base import (
+    Algorithm,
+    Client,
+    Curator,
+    LocalAlgorithm,
+    Server,
+    ShuffleAlgorithm,
+)
+from privbandits.algorithms.registry import available, get, make, register
+
+__all__ = [
+    "Algorithm",
+    "Client",
+    "Curator",
+    "LocalAlgorithm",
+    "Server",
+    "ShuffleAlgorithm",
+    "available",
+    "get",
+    "make",
+    "register",
+]

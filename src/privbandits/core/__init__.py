@@ -1,0 +1,30 @@
+"""Core building blocks: links, seed streams, typed messages, validation, errors."""
+
+from privbandits.core.errors import (
+    ConfigError,
+    DataBoundError,
+    PrivacyError,
+    PrivbanditsError,
+    ResultsStoreError,
+    TrustBoundaryError,
+    UnknownNameError,
+    ValidationError,
+)
+from privbandits.core.links import LINKS, Link, get_link
+from privbandits.core.rng import Streams, make_streams
+
+__all__ = [
+    "ConfigError",
+    "DataBoundError",
+    "PrivacyError",
+    "PrivbanditsError",
+    "ResultsStoreError",
+    "TrustBoundaryError",
+    "UnknownNameError",
+    "ValidationError",
+    "LINKS",
+    "Link",
+    "get_link",
+    "Streams",
+    "make_streams",
+]

@@ -1,0 +1,43 @@
+"""Exception hierarchy of privbandits.
+
+Every error the library raises on purpose is a :class:`PrivbanditsError`, so callers can catch
+library errors without catching programming errors.  Messages name the offending parameter, the
+value received and what is allowed, so that the fix is obvious from the message alone.
+"""
+
+from __future__ import annotations
+
+
+class PrivbanditsError(Exception):
+    """Base class of every error raised on purpose by privbandits."""
+
+
+class ValidationError(PrivbanditsError, ValueError):
+    """A parameter or input is outside its allowed range, has the wrong shape or type."""
+
+
+class ConfigError(ValidationError):
+    """An experiment configuration is invalid (unknown key, bad value, missing field)."""
+
+
+class PrivacyError(PrivbanditsError):
+    """A privacy requirement cannot be met (budget exhausted, calibration invalid, ...)."""
+
+
+class TrustBoundaryError(PrivacyError):
+    """Raw user data was about to cross a trust boundary (see DESIGN section 2)."""
+
+
+class DataBoundError(ValidationError):
+    """Data violates a declared norm bound that the privacy guarantee relies on."""
+
+
+class ResultsStoreError(PrivbanditsError):
+    """The results database is unreadable, locked, or inconsistent."""
+
+
+class UnknownNameError(ValidationError, KeyError):
+    """A name (algorithm, environment, preset, mechanism) is not registered."""
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,135 @@
+"""Typed objects that cross a trust boundary (DESIGN section 2).
+
+In the local and shuffle models the server may only ever receive :class:`PrivatizedMessage` or
+:class:`ShuffledBatch` objects; in every model, users only ever receive :class:`PublicState`.  The
+simulation loop checks these types at each crossing, so an algorithm that tried to hand raw
+``(x, a, r)`` to its server fails loudly instead of silently leaking.
+
+All arrays carry the replication axis ``R`` first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from privbandits.core.errors import TrustBoundaryError
+
+__all__ = ["PublicState", "PrivatizedMessage", "ShuffledBatch", "shuffle_messages"]
+
+
+def _frozen(arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    out = {}
+    for k, v in arrays.items():
+        a = np.array(v, copy=True)
+        a.setflags(write=False)
+        out[k] = a
+    return MappingProxyType(out)
+
+
+class _ArrayBag(Mapping[str, np.ndarray]):
+    """Read-only mapping name -> array (copied on construction)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, arrays: Mapping[str, np.ndarray] | None = None, **kw: np.ndarray) -> None:
+        merged = dict(arrays or {})
+        merged.update(kw)
+        self._data = _frozen(merged)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{k}: {v.shape}" for k, v in self._data.items())
+        return f"{type(self).__name__}({shapes})"
+
+
+class PublicState(_ArrayBag):
+    """What the server broadcasts to users: public, already differentially private, free to read."""
+
+
+@dataclass(frozen=True)
+class PrivatizedMessage:
+    """Output of a local randomizer: the only thing a user sends in the local / shuffle models.
+
+    Parameters
+    ----------
+    payload : mapping of str to ndarray
+        Arrays with leading axis ``R`` (one user per replication).  In multi-message protocols the
+        second axis enumerates the user's messages.
+    mechanism : str
+        Name of the local randomizer that produced the payload (recorded for auditing).
+    """
+
+    payload: Mapping[str, np.ndarray]
+    mechanism: str
+
+    def __post_init__(self) -> None:
+        if not self.mechanism:
+            raise TrustBoundaryError("a PrivatizedMessage must name the randomizer that produced it")
+        object.__setattr__(self, "payload", _frozen(self.payload))
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.payload[key]
+
+
+@dataclass(frozen=True)
+class ShuffledBatch:
+    """A batch of messages after a uniform random permutation per replication.
+
+    ``payload[k]`` has shape ``(R, n, ...)``: the ``n`` messages of the batch in shuffled order;
+    nothing links position ``j`` to the user who sent it.
+    """
+
+    payload: Mapping[str, np.ndarray]
+    mechanism: str
+    n_users: int = field(default=0)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.payload[key]
+
+
+def shuffle_messages(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> ShuffledBatch:
+    """Uniformly permute a batch of users' messages, independently in each replication.
+
+    Each message's payload arrays have shape ``(R, ...)`` (single message per user) or
+    ``(R, m, ...)`` when the key ends in ``"_multi"`` (``m`` messages per user).  Messages are
+    concatenated along a new message axis and that axis is permuted by an independent uniform
+    permutation per replication (argsort of i.i.d. uniform keys).
+
+    Raises
+    ------
+    TrustBoundaryError
+        If any element is not a :class:`PrivatizedMessage` or the batch mixes randomizers.
+    """
+    if not messages:
+        raise TrustBoundaryError("cannot shuffle an empty batch")
+    for m in messages:
+        if not isinstance(m, PrivatizedMessage):
+            raise TrustBoundaryError(f"the shuffler only accepts PrivatizedMessage, got {type(m).__name__}")
+    mech = messages[0].mechanism
+    if any(m.mechanism != mech for m in messages):
+        raise TrustBoundaryError("a shuffled batch must come from a single randomizer")
+    stacked: dict[str, np.ndarray] = {}
+    for key in messages[0].payload:
+        if key.endswith("_multi"):
+            stacked[key] = np.concatenate([m.payload[key] for m in messages], axis=1)
+        else:
+            stacked[key] = np.stack([m.payload[key] for m in messages], axis=1)
+    R, n = next(iter(stacked.values())).shape[:2]
+    perm = np.argsort(rng.random((R, n)), axis=1)
+    out = {}
+    for key, arr in stacked.items():
+        idx = perm.reshape(perm.shape + (1,) * (arr.ndim - 2))
+        out[key] = np.take_along_axis(arr, idx, axis=1)
+    return ShuffledBatch(payload=_frozen(out), mechanism=mech, n_users=len(messages))

@@ -1,0 +1,8 @@
+"""Batched environments (synthetic, fixed action sets, context sequences)."""
+
+from privbandits.envs.base import Environment
+from privbandits.envs.finite import FiniteActionEnv
+from privbandits.envs.sequence import ContextSequenceEnv
+from privbandits.envs.synthetic import SyntheticEnv
+
+__all__ = ["Environment", "SyntheticEnv", "FiniteActionEnv", "ContextSequenceEnv"]

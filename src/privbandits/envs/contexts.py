@@ -1,0 +1,82 @@
+"""Context samplers: batched draws of feature vectors.
+
+Every sampler returns an array of shape ``size + (d,)`` with l2 norms at most ``bound``
+(Gaussian draws are clipped to the bound; :func:`sample_contexts` reports how many were).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandits.core.validation import check_choice
+
+__all__ = ["CONTEXT_DISTRIBUTIONS", "sample_contexts", "unit_sphere"]
+
+CONTEXT_DISTRIBUTIONS: tuple[str, ...] = ("sphere", "ball", "gaussian", "gaussian_normalized")
+
+
+def unit_sphere(rng: np.random.Generator, size: tuple[int, ...], d: int) -> np.ndarray:
+    """Uniform draws on the unit sphere S^{d-1} (normalized standard Gaussians)."""
+    g = rng.standard_normal(size + (d,))
+    n = np.linalg.norm(g, axis=-1, keepdims=True)
+    n[n == 0.0] = 1.0  # probability zero; keeps the output finite
+    return g / n
+
+
+def sample_contexts(
+    rng: np.random.Generator,
+    size: tuple[int, ...],
+    d: int,
+    distribution: str = "sphere",
+    bound: float = 1.0,
+    cov_sqrt: np.ndarray | None = None,
+) -> tuple[np.ndarray, int]:
+    """Draw contexts.
+
+    Parameters
+    ----------
+    rng : Generator
+        The contexts stream.
+    size : tuple of int
+        Leading shape, e.g. ``(B, R, K)``.
+    d : int
+        Dimension.
+    distribution : {"sphere", "ball", "gaussian", "gaussian_normalized"}
+        ``sphere``: uniform on the sphere of radius ``bound``.  ``ball``: uniform in the ball of
+        radius ``bound``.  ``gaussian``: ``N(0, bound^2 Sigma / d)`` (``Sigma = I`` unless
+        ``cov_sqrt`` is given), clipped to norm ``bound``.  ``gaussian_normalized``: a Gaussian
+        draw rescaled to norm exactly ``bound``.
+    bound : float
+        Context norm bound ``C_B``.
+    cov_sqrt : ndarray of shape (d, d), optional
+        A square root of the covariance ``Sigma`` for the Gaussian families.
+
+    Returns
+    -------
+    contexts : ndarray
+        Shape ``size + (d,)``.
+    n_clipped : int
+        Number of vectors clipped to the bound (Gaussian only; the clipping is the recorded
+        policy of DESIGN section 5).
+    """
+    check_choice("context distribution", distribution, CONTEXT_DISTRIBUTIONS)
+    if distribution == "sphere":
+        return bound * unit_sphere(rng, size, d), 0
+    if distribution == "ball":
+        u = unit_sphere(rng, size, d)
+        radius = rng.random(size + (1,)) ** (1.0 / d)
+        return bound * radius * u, 0
+    g = rng.standard_normal(size + (d,))
+    if cov_sqrt is not None:
+        g = g @ np.asarray(cov_sqrt, dtype=float).T
+    if distribution == "gaussian_normalized":
+        n = np.linalg.norm(g, axis=-1, keepdims=True)
+        n[n == 0.0] = 1.0
+        return bound * g / n, 0
+    x = g * (bound / np.sqrt(d))
+    n = np.linalg.norm(x, axis=-1, keepdims=True)
+    over = n > bound
+    n_clipped = int(over.sum())
+    if n_clipped:
+        x = np.where(over, x * (bound / np.maximum(n, 1e-300)), x)
+    return x, n_clipped

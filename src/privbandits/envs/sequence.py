@@ -1,0 +1,79 @@
+"""Contexts supplied by an iterator: adversarial, replayed or externally generated contexts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.links import Link
+from privbandits.core.validation import check_finite_array, check_norm_bound, check_positive
+from privbandits.envs.base import Environment
+from privbandits.envs.synthetic import draw_theta
+
+__all__ = ["ContextSequenceEnv"]
+
+
+class ContextSequenceEnv(Environment):
+    """Single-parameter environment whose per-round action sets come from an iterable.
+
+    Parameters
+    ----------
+    d, K : int
+        Dimension and arms per round.
+    contexts : iterable or callable returning an iterable
+        Yields one array per round, of shape ``(K, d)`` (same set in every replication) or
+        ``(R, K, d)``.  A callable is called at every reset (so reruns replay the same
+        sequence); a plain iterable can be consumed once.  Every vector must have norm at most
+        ``context_bound`` (checked; violations raise :class:`DataBoundError`).
+    theta : {"sphere", "ball"} or array of shape (d,)
+        True parameter.
+    link, noise, noise_scale, context_bound, reward_range :
+        As for :class:`~privbandits.envs.synthetic.SyntheticEnv`.
+    """
+
+    def __init__(
+        self,
+        d: int,
+        K: int,
+        contexts: Iterable[Any] | Callable[[], Iterable[Any]],
+        theta: Any = "sphere",
+        theta_norm: float = 1.0,
+        link: str | Link = "identity",
+        noise: str = "gaussian",
+        noise_scale: float = 0.1,
+        context_bound: float = 1.0,
+        reward_range: tuple[float, float] | None = None,
+    ) -> None:
+        super().__init__(d, K, link, noise, noise_scale, context_bound, reward_range)
+        self._source = contexts
+        self.theta = theta
+        self.theta_norm = check_positive("theta_norm", theta_norm)
+
+    @property
+    def theta_star(self) -> np.ndarray:
+        return self._theta
+
+    def _reset(self) -> None:
+        src = self._source() if callable(self._source) else self._source
+        self._it: Iterator[Any] = iter(src)
+        self._theta = draw_theta(self.streams.instance, (self.R,), self.d, self.theta, self.theta_norm)
+
+    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        try:
+            raw = next(self._it)
+        except StopIteration:
+            raise ValidationError(f"the context sequence ended after {self.t} rounds; "
+                                  f"it must supply at least horizon={self.horizon}") from None
+        X = check_finite_array(f"contexts of round {self.t}", raw)
+        if X.shape == (self.K, self.d):
+            X = np.broadcast_to(X, (self.R, self.K, self.d))
+        elif X.shape != (self.R, self.K, self.d):
+            raise ValidationError(f"contexts of round {self.t} must have shape ({self.K}, {self.d}) or "
+                                  f"({self.R}, {self.K}, {self.d}), got {X.shape}")
+        check_norm_bound(f"contexts of round {self.t}", X, self.context_bound)
+        means = self.link.mu(np.einsum("rkd,rd->rk", X, self._theta))
+        self.noise.check_means(means)
+        return X, means, self.noise.draw_variates(self.streams.rewards, (self.R,))

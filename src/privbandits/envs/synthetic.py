@@ -1,0 +1,186 @@
+"""Synthetic stochastic contextual environments (single- and multi-parameter, any link)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.links import Link
+from privbandits.core.validation import check_choice, check_finite_array, check_positive
+from privbandits.envs.base import Environment
+from privbandits.envs.contexts import CONTEXT_DISTRIBUTIONS, sample_contexts, unit_sphere
+
+__all__ = ["SyntheticEnv", "draw_theta"]
+
+#: Target number of floats per generated chunk of contexts (bounds memory, amortizes RNG calls).
+_CHUNK_FLOATS = 1 << 21
+_MAX_CHUNK_ROUNDS = 4096
+
+
+def draw_theta(
+    rng: np.random.Generator, shape: tuple[int, ...], d: int, theta: Any = "sphere", norm: float = 1.0
+) -> np.ndarray:
+    """Draw or broadcast the true parameter(s).
+
+    ``theta="sphere"``: uniform on the sphere of radius ``norm``; ``"ball"``: uniform in the ball;
+    an array of shape ``(d,)`` (or ``(K, d)`` in the multi setting) is used as given in every
+    replication.
+    """
+    if isinstance(theta, str):
+        check_choice("theta", theta, ("sphere", "ball"))
+        u = unit_sphere(rng, shape, d)
+        if theta == "ball":
+            u = u * rng.random(shape + (1,)) ** (1.0 / d)
+        return norm * u
+    arr = check_finite_array("theta", theta)
+    want = shape[1:] + (d,)
+    if arr.shape != want:
+        raise ValidationError(f"theta must have shape {want}, got {arr.shape}")
+    return np.broadcast_to(arr, shape + (d,)).copy()
+
+
+class SyntheticEnv(Environment):
+    """Synthetic contextual bandit with i.i.d. contexts drawn every round.
+
+    Parameters
+    ----------
+    d : int
+        Context dimension.
+    K : int
+        Number of arms.
+    setting : {"single", "multi"}
+        ``single``: each arm gets its own context ``x_{t,a}`` (drawn i.i.d.), one shared
+        ``theta*``; mean reward ``mu(x_{t,a} @ theta*)``.  ``multi``: one shared context ``X_t``,
+        one ``theta*_a`` per arm; mean reward ``mu(X_t @ theta*_a)``.
+    contexts : {"sphere", "ball", "gaussian", "gaussian_normalized"}
+        Context distribution (see :func:`~privbandits.envs.contexts.sample_contexts`).
+    link : str or Link
+        Reward link (identity, logistic, probit, poisson).
+    noise : {"gaussian", "bounded", "bernoulli", "poisson", "none"}
+        Reward model (see :class:`~privbandits.envs.noise.RewardNoise`).
+    noise_scale : float
+        Scale of additive noise.
+    theta : {"sphere", "ball"} or array
+        True parameter, drawn per replication from the instance stream or given.
+    theta_norm : float
+        Radius for drawn parameters.
+    context_bound : float
+        ``C_B``.
+    context_cov : array of shape (d, d), optional
+        Covariance of the Gaussian context families.
+    features : {"shared", "block"}
+        Multi setting only: ``block`` presents the problem as a single-parameter one with
+        block one-hot features ``e_a kron X_t`` in dimension ``K d`` and parameter
+        ``vec(theta*_1..theta*_K)`` (the construction of Zheng et al. 2020 for LinUCB-type
+        algorithms).
+    reward_range : tuple, optional
+        Clipping interval announced to algorithms (default from the noise kind).
+    """
+
+    def __init__(
+        self,
+        d: int,
+        K: int,
+        setting: str = "single",
+        contexts: str = "sphere",
+        link: str | Link = "identity",
+        noise: str = "gaussian",
+        noise_scale: float = 0.1,
+        theta: Any = "sphere",
+        theta_norm: float = 1.0,
+        context_bound: float = 1.0,
+        context_cov: Any = None,
+        features: str = "shared",
+        reward_range: tuple[float, float] | None = None,
+    ) -> None:
+        super().__init__(d, K, link, noise, noise_scale, context_bound, reward_range)
+        self._setting = check_choice("setting", setting, ("single", "multi"))
+        self.contexts = check_choice("contexts", contexts, CONTEXT_DISTRIBUTIONS)
+        self.theta = theta
+        self.theta_norm = check_positive("theta_norm", theta_norm)
+        self.features = check_choice("features", features, ("shared", "block"))
+        if self.features == "block" and self._setting != "multi":
+            raise ValidationError("features='block' applies to setting='multi' only")
+        self.cov_sqrt = None
+        if context_cov is not None:
+            cov = check_finite_array("context_cov", context_cov, ndim=2)
+            if cov.shape != (d, d):
+                raise ValidationError(f"context_cov must have shape ({d}, {d}), got {cov.shape}")
+            try:
+                self.cov_sqrt = np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:
+                raise ValidationError("context_cov must be symmetric positive definite") from None
+
+    # public description -------------------------------------------------------------------
+    @property
+    def setting(self) -> str:  # type: ignore[override]
+        return "single" if self.features == "block" else self._setting
+
+    @property
+    def d_features(self) -> int:  # type: ignore[override]
+        return self.K * self.d if self.features == "block" else self.d
+
+    @property
+    def theta_bound(self) -> float:  # type: ignore[override]
+        return self.theta_norm * (np.sqrt(self.K) if self.features == "block" else 1.0)
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        theta = self.theta if isinstance(self.theta, str) else np.asarray(self.theta).tolist()
+        out.update(setting=self._setting, contexts=self.contexts, theta=theta,
+                   theta_norm=self.theta_norm, features=self.features)
+        return out
+
+    # protocol ------------------------------------------------------------------------------
+    @property
+    def theta_star(self) -> np.ndarray:
+        if self.features == "block":
+            return self._theta.reshape(self.R, self.K * self.d)
+        return self._theta
+
+    def _reset(self) -> None:
+        shape = (self.R,) if self._setting == "single" else (self.R, self.K)
+        self._theta = draw_theta(self.streams.instance, shape, self.d, self.theta, self.theta_norm)
+        per_round = self.R * (self.K if self._setting == "single" else 1) * self.d
+        self._chunk = int(max(1, min(_MAX_CHUNK_ROUNDS, _CHUNK_FLOATS // per_round)))
+        self._pos = 0
+        self._len = 0
+
+    def _refill(self) -> None:
+        B = min(self._chunk, self.horizon - self.t) if self.t < self.horizon else self._chunk
+        rng = self.streams.contexts
+        if self._setting == "single":
+            X, nclip = sample_contexts(rng, (B, self.R, self.K), self.d, self.contexts,
+                                       self.context_bound, self.cov_sqrt)
+            z = np.einsum("brkd,rd->brk", X, self._theta)
+        else:
+            X, nclip = sample_contexts(rng, (B, self.R), self.d, self.contexts,
+                                       self.context_bound, self.cov_sqrt)
+            z = np.einsum("brd,rkd->brk", X, self._theta)
+        means = self.link.mu(z)
+        self.noise.check_means(means)
+        self.n_clipped += nclip
+        self._X, self._M = X, means
+        self._V = self.noise.draw_variates(self.streams.rewards, (B, self.R))
+        self._pos, self._len = 0, B
+
+    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._pos >= self._len:
+            self._refill()
+        i = self._pos
+        self._pos += 1
+        X = self._X[i]
+        if self.features == "block":
+            X = _block_features(X, self.K)
+        return X, self._M[i], self._V[i]
+
+
+def _block_features(X: np.ndarray, K: int) -> np.ndarray:
+    """``(R, d)`` shared contexts -> ``(R, K, K d)`` block one-hot features ``e_a kron X``."""
+    R, d = X.shape
+    out = np.zeros((R, K, K, d))
+    idx = np.arange(K)
+    out[:, idx, idx, :] = X[:, None, :]
+    return out.reshape(R, K, K * d)

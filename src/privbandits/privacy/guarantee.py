@@ -1,0 +1,61 @@
+"""The privacy statement every algorithm and mechanism carries (DESIGN section 2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from privbandits.core.validation import check_choice, check_in_range
+
+__all__ = ["PrivacyGuarantee", "TRUST_MODELS", "NON_PRIVATE"]
+
+#: Trust models in the order of DESIGN section 2, plus "none" for non-private baselines.
+TRUST_MODELS: tuple[str, ...] = ("none", "local", "shuffle", "joint", "central")
+
+
+@dataclass(frozen=True)
+class PrivacyGuarantee:
+    """A differential-privacy statement, computed by the accountant from the noise actually added.
+
+    Parameters
+    ----------
+    model : {"none", "local", "shuffle", "joint", "central"}
+        Trust model in which the guarantee holds.
+    epsilon : float
+        Privacy loss; ``inf`` for non-private algorithms.
+    delta : float
+        Failure probability in [0, 1); 0 for pure DP.
+    unit : str
+        What neighbouring datasets differ in ("user" = one round's user).
+    notes : str
+        Calibration preset, composition used, caveats (for example classic Gaussian used at
+        epsilon >= 1).
+    rho : float or None
+        zCDP parameter when the guarantee was derived from zCDP accounting.
+    """
+
+    model: str
+    epsilon: float
+    delta: float = 0.0
+    unit: str = "user"
+    notes: str = ""
+    rho: float | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        check_choice("model", self.model, TRUST_MODELS)
+        check_in_range("epsilon", self.epsilon, 0.0, None, allow_inf=True)
+        check_in_range("delta", self.delta, 0.0, 1.0, high_inclusive=False)
+
+    @property
+    def is_private(self) -> bool:
+        """False for the non-private baselines (epsilon = inf)."""
+        return self.model != "none" and math.isfinite(self.epsilon)
+
+    def __str__(self) -> str:
+        if not self.is_private:
+            return "non-private"
+        d = "" if self.delta == 0 else f", delta={self.delta:.3g}"
+        return f"({self.epsilon:.4g}{d})-DP [{self.model}, per {self.unit}]"
+
+
+NON_PRIVATE = PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, notes="non-private baseline")
