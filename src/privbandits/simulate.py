@@ -128,6 +128,7 @@ class _Recorder:
         self.alg, self.env = alg, env
         self.ckpt = checkpoints
         self.next_idx = 0
+        self.next_t = int(checkpoints[0])
         R, n = env.R, len(checkpoints)
         self.cum_regret = np.zeros(R)
         self.cum_reward = np.zeros(R)
@@ -136,10 +137,10 @@ class _Recorder:
         self.err: np.ndarray | None = np.full((R, n), np.nan)
         self.has_estimate = True
 
-    def record(self, t: int, actions: np.ndarray, rewards: np.ndarray) -> None:
-        self.cum_regret += self.env.regret(actions)
+    def record(self, t: int, regret: np.ndarray, rewards: np.ndarray) -> None:
+        self.cum_regret += regret
         self.cum_reward += rewards
-        if t + 1 == self.ckpt[self.next_idx]:
+        if t + 1 == self.next_t:
             self.snapshot()
 
     def snapshot(self) -> None:
@@ -155,15 +156,16 @@ class _Recorder:
                 diff = np.asarray(est, float) - self.env.theta_star
                 self.err[:, i] = np.sqrt((diff.reshape(diff.shape[0], -1) ** 2).sum(axis=1))  # type: ignore[index]
         self.next_idx += 1
+        self.next_t = int(self.ckpt[self.next_idx]) if self.next_idx < len(self.ckpt) else -1
 
 
 def _drive_curator(alg: Curator, env: Environment, T: int, rec: _Recorder, tick: ProgressFn) -> None:
     for t in range(T):
         X = env.next_round()
         a = alg.select(t, X)
-        r = env.pull(a)
+        r, reg = env.step(a)
         alg.update(t, X, a, r)
-        rec.record(t, a, r)
+        rec.record(t, reg, r)
         tick(t)
 
 
@@ -188,10 +190,10 @@ def _drive_local(alg: LocalAlgorithm, env: Environment, T: int, rec: _Recorder, 
         X = env.next_round()
         public = _check_public(server.public_state())
         a = client.choose(t, public, X, rng_policy)
-        r = env.pull(a)
+        r, reg = env.step(a)
         msg = _check_message(client.randomize(t, public, X, a, r, rng_client))
         server.receive(t, msg)
-        rec.record(t, a, r)
+        rec.record(t, reg, r)
         tick(t)
 
 
@@ -203,13 +205,13 @@ def _drive_shuffle(alg: ShuffleAlgorithm, env: Environment, T: int, rec: _Record
     for t in range(T):
         X = env.next_round()
         a = client.choose(t, public, X, rng_policy)
-        r = env.pull(a)
+        r, reg = env.step(a)
         pending.append(_check_message(client.randomize(t, public, X, a, r, rng_client)))
         if alg.batch_ends(t) or t == T - 1:
             server.receive_batch(t, shuffle_messages(pending, rng_shuffle))
             pending = []
             public = _check_public(server.public_state())
-        rec.record(t, a, r)
+        rec.record(t, reg, r)
         tick(t)
 
 

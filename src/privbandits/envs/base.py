@@ -99,25 +99,31 @@ class Environment(ABC):
         self.streams = streams
         self.t = 0
         self.n_clipped = 0
+        self._ar = np.arange(self.R)
         self._reset()
         return self.spec(horizon)
 
     def next_round(self) -> np.ndarray:
         """Advance to the next round and return its contexts; sets :attr:`means`."""
-        X, means, variates = self._next_round()
+        X, means, variates, best = self._next_round()
         self.means = means
         self._variates = variates
+        self._best = best
         self.t += 1
         return X
 
     def pull(self, actions: np.ndarray) -> np.ndarray:
         """Realized rewards (R,) of the chosen arms in the current round."""
-        m = self.means[np.arange(self.R), actions]
-        return self.noise.realize(m, self._variates)
+        return self.step(actions)[0]
 
     def regret(self, actions: np.ndarray) -> np.ndarray:
         """Per-replication pseudo-regret of ``actions`` in the current round."""
-        return self.means.max(axis=1) - self.means[np.arange(self.R), actions]
+        return self._best - self.means[self._ar, actions]
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Realized rewards and pseudo-regret (both (R,)) of ``actions`` in the current round."""
+        chosen = self.means[self._ar, actions]
+        return self.noise.realize(chosen, self._variates), self._best - chosen
 
     @property
     @abstractmethod
@@ -128,5 +134,5 @@ class Environment(ABC):
     def _reset(self) -> None: ...
 
     @abstractmethod
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Return (contexts, means (R, K), reward variates (R,)) of the next round."""
+    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Return (contexts, means (R, K), reward variates (R,), best mean (R,)) of the next round."""

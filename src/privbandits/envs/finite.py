@@ -108,12 +108,13 @@ class FiniteActionEnv(Environment):
         self._means = self.link.mu(np.einsum("rkd,rd->rk", A, self._theta))
         self.noise.check_means(self._means)
         self._means.setflags(write=False)
+        self._best_fixed = self._means.max(axis=1)
         self._pos = self._len = 0
 
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if self._pos >= self._len:
             self._V = self.noise.draw_variates(self.streams.rewards, (_CHUNK_ROUNDS, self.R))
             self._pos, self._len = 0, _CHUNK_ROUNDS
         i = self._pos
         self._pos += 1
-        return self._A, self._means, self._V[i]
+        return self._A, self._means, self._V[i], self._best_fixed

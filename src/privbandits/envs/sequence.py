@@ -61,7 +61,7 @@ class ContextSequenceEnv(Environment):
         self._it: Iterator[Any] = iter(src)
         self._theta = draw_theta(self.streams.instance, (self.R,), self.d, self.theta, self.theta_norm)
 
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         try:
             raw = next(self._it)
         except StopIteration:
@@ -76,4 +76,4 @@ class ContextSequenceEnv(Environment):
         check_norm_bound(f"contexts of round {self.t}", X, self.context_bound)
         means = self.link.mu(np.einsum("rkd,rd->rk", X, self._theta))
         self.noise.check_means(means)
-        return X, means, self.noise.draw_variates(self.streams.rewards, (self.R,))
+        return X, means, self.noise.draw_variates(self.streams.rewards, (self.R,)), means.max(axis=1)

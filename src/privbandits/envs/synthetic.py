@@ -162,11 +162,11 @@ class SyntheticEnv(Environment):
         means = self.link.mu(z)
         self.noise.check_means(means)
         self.n_clipped += nclip
-        self._X, self._M = X, means
+        self._X, self._M, self._Best = X, means, means.max(axis=-1)
         self._V = self.noise.draw_variates(self.streams.rewards, (B, self.R))
         self._pos, self._len = 0, B
 
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if self._pos >= self._len:
             self._refill()
         i = self._pos
@@ -174,7 +174,7 @@ class SyntheticEnv(Environment):
         X = self._X[i]
         if self.features == "block":
             X = _block_features(X, self.K)
-        return X, self._M[i], self._V[i]
+        return X, self._M[i], self._V[i], self._Best[i]
 
 
 def _block_features(X: np.ndarray, K: int) -> np.ndarray:
