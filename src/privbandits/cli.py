@@ -1,0 +1,382 @@
+"""The ``privbandits`` command-line tool (typer + rich).
+
+Commands: ``demo``, ``run``, ``sweep``, ``reproduce``, ``plot``, ``export``, ``list``, ``audit``.
+Every :class:`~privbandits.core.errors.PrivbanditsError` is reported as one red line
+``error: ...`` with exit code 2 (never a traceback); Ctrl-C exits with code 130 after the finished
+work units have been stored, and rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from privbandits.core.errors import PrivbanditsError, ValidationError
+from privbandits.experiments.store import DEFAULT_DB
+
+app = typer.Typer(
+    name="privbandits",
+    help="Differentially private contextual bandits: run, sweep, reproduce, plot, export, audit.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# -- shared options ----------------------------------------------------------------------------
+DbOpt = Annotated[Path, typer.Option("--db", help="Results database (SQLite).")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Output directory for figures and report "
+                                                "(default: <db dir>/<experiment>).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or status messages.")]
+WorkersOpt = Annotated[Optional[int], typer.Option("--workers", "-w", help="Local worker processes "
+                                                   "(default: min(2, CPUs)); 1 runs in this process.")]
+SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address, e.g. "
+                                                     "tcp://host:8786 (needs the cluster extra).")]
+HorizonOpt = Annotated[Optional[int], typer.Option("--horizon", "-T", help="Override the horizon T.")]
+ReplicationsOpt = Annotated[Optional[int], typer.Option("--replications", "-R", help="Override replications.")]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Run a single root seed instead of the config's.")]
+PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Calibration preset for every algorithm "
+                                                  "that has one: strict, paper or authors_code.")]
+QuickOpt = Annotated[bool, typer.Option("--quick", help="Apply the overrides in the config's quick table.")]
+
+
+def _out() -> Console:
+    return Console(highlight=False)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _guard(fn: F) -> F:
+    """Turn library errors into one red line and exit code 2; Ctrl-C into exit code 130."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PrivbanditsError as exc:
+            msg = " ".join(str(exc).split())
+            _err().print(f"error: {msg}", style="bold red", markup=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            _err().print("interrupted: finished work units are stored; rerun the same command to resume",
+                         style="yellow", markup=False, soft_wrap=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def _regret_table(series: Sequence[Any], title: str) -> Table:
+    from privbandits.experiments.report import regret_table_rows
+
+    rows = regret_table_rows(series)
+    presets = {s.preset for s in series if "preset" in s.params}
+    for row in rows:
+        del row["trust model"]
+        if not presets:
+            del row["preset"]
+    table = Table(title=title, title_justify="left")
+    for col in (rows[0] if rows else {"algorithm": ""}):
+        table.add_column(col, justify="right" if col in ("final regret", "n", "wall time (s)") else "left",
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*row.values())
+    return table
+
+
+def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
+    out = _out()
+    cfg = outcome.config
+    n_runs = cfg.replications * len(cfg.seeds)
+    out.print(_regret_table(outcome.series, f"Final cumulative regret at T = {cfg.horizon} "
+                                            f"(mean ± std over {n_runs} runs per row)"))
+    for chk in outcome.checks:
+        verdict = "agree" if chk.agree else ("incomplete" if chk.missing else "DISAGREE")
+        style = "green" if chk.agree else "red"
+        out.print(f"claimed order ({chk.cell_name}): ", end="", markup=False)
+        out.print(verdict, style=style)
+        for pair in chk.pairs:
+            out.print(f"  {pair}", markup=False)
+        if chk.missing:
+            out.print(f"  not measured: {', '.join(chk.missing)}", markup=False)
+    for path in outcome.figures:
+        out.print(f"regret plot: {path}", markup=False, soft_wrap=True)
+    if show_report and outcome.report is not None:
+        out.print(f"report: {outcome.report}", markup=False, soft_wrap=True)
+
+
+def _overrides(quick: bool = False, horizon: int | None = None, replications: int | None = None,
+               seed: int | None = None, preset: str | None = None, grid: dict[str, list[Any]] | None = None) -> Any:
+    from privbandits.experiments.config import Overrides
+
+    return Overrides(quick=quick, horizon=horizon, replications=replications,
+                     seeds=None if seed is None else [seed], preset=preset, grid=grid)
+
+
+def _run_config(config: Any, db: Path, out: Path | None, workers: int | None, scheduler: str | None,
+                quiet: bool) -> None:
+    from privbandits.experiments.pipeline import run_pipeline
+
+    outcome = run_pipeline(config, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err())
+    _print_outcome(outcome)
+
+
+# -- commands ----------------------------------------------------------------------------------
+@app.command()
+@_guard
+def demo(db: DbOpt = DEFAULT_DB, out: OutOpt = None, quiet: QuietOpt = False, horizon: HorizonOpt = None,
+         replications: ReplicationsOpt = None, workers: WorkersOpt = None) -> None:
+    """Short comparison of the algorithms on synthetic data: progress bar, regret table, PNG plot."""
+    from privbandits.experiments.pipeline import run_pipeline
+    from privbandits.experiments.presets import load_preset
+
+    config = load_preset("demo", _overrides(horizon=horizon, replications=replications))
+    outcome = run_pipeline(config, db, out, workers=workers, quiet=quiet, console=_err(), formats=("png",),
+                           write_markdown=False)
+    _print_outcome(outcome, show_report=False)
+
+
+@app.command()
+@_guard
+def run(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")], db: DbOpt = DEFAULT_DB,
+        workers: WorkersOpt = None, scheduler: SchedulerOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
+        quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
+        seed: SeedOpt = None, preset: PresetOpt = None) -> None:
+    """Run a TOML experiment (algorithms x parameters x seeds); resumes where a previous run stopped."""
+    from privbandits.experiments.config import load_config
+
+    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset))
+    _run_config(cfg, db, out, workers, scheduler, quiet)
+
+
+@app.command()
+@_guard
+def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
+          grid: Annotated[list[str], typer.Option("--grid", "-g", help="KEY=V1,V2,... (repeatable); replaces "
+                                                  "the config's grid entry for KEY.")],
+          db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
+          quiet: QuietOpt = False, out: OutOpt = None, quick: QuickOpt = False, horizon: HorizonOpt = None,
+          replications: ReplicationsOpt = None, seed: SeedOpt = None, preset: PresetOpt = None) -> None:
+    """Run a TOML experiment with a parameter grid given on the command line."""
+    from privbandits.experiments.config import load_config, parse_grid_option
+
+    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, parse_grid_option(grid)))
+    _run_config(cfg, db, out, workers, scheduler, quiet)
+
+
+@app.command()
+@_guard
+def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (see --list).")] = None,
+              list_: Annotated[bool, typer.Option("--list", help="List the presets and exit.")] = False,
+              quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
+              seed: SeedOpt = None, preset: PresetOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
+              db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None) -> None:
+    """Reproduce a paper's experiment from a preset; writes PNG + PDF figures and report.md."""
+    from privbandits.experiments.presets import available_presets, load_preset
+
+    if list_:
+        _out().print(_presets_table(available_presets()))
+        return
+    if not name:
+        raise ValidationError("give a preset NAME (privbandits reproduce --list shows them)")
+    cfg = load_preset(name, _overrides(quick, horizon, replications, seed, preset))
+    _run_config(cfg, db, out, workers, scheduler, quiet)
+
+
+@app.command()
+@_guard
+def plot(db: DbOpt = DEFAULT_DB,
+         experiment: Annotated[Optional[str], typer.Option("--experiment", "-e", help="Experiment name "
+                                                           "(default: the most recent).")] = None,
+         facet: Annotated[Optional[str], typer.Option("--facet", help="One panel per value of this "
+                                                      "parameter, e.g. epsilon.")] = None,
+         band: Annotated[float, typer.Option("--band", help="Band half-width in standard deviations.")] = 0.5,
+         logx: Annotated[bool, typer.Option("--logx", help="Logarithmic t axis.")] = False,
+         logy: Annotated[bool, typer.Option("--logy", help="Logarithmic regret axis.")] = False,
+         loglog: Annotated[bool, typer.Option("--loglog", help="Both axes logarithmic.")] = False,
+         horizon: Annotated[Optional[int], typer.Option("--horizon", "-T", help="Only units with this "
+                                                        "horizon (default: that of the newest unit).")] = None,
+         out: OutOpt = None) -> None:
+    """Plot mean ± band x std regret curves of a stored experiment (PNG and PDF)."""
+    from privbandits.experiments.pipeline import default_out_dir
+    from privbandits.experiments.plots import plot_regret
+    from privbandits.experiments.store import ResultsStore
+    from privbandits.experiments.summary import build_series
+
+    with ResultsStore(db, create=False) as store:
+        name = experiment or _latest_experiment(store)
+        results = store.load(experiment=name)
+        if not results:
+            known = ", ".join(e[0] for e in store.experiments()) or "none"
+            raise ValidationError(f"no results for experiment {name!r} in {str(db)!r} (experiments: {known})")
+    if horizon is None:
+        horizon = max(results, key=lambda r: r.created_at).horizon
+    kept = [r for r in results if r.horizon == horizon]
+    if not kept:
+        raise ValidationError(f"experiment {name!r} has no units with horizon {horizon} "
+                              f"(horizons: {sorted({r.horizon for r in results})})")
+    if len(kept) < len(results):
+        _err().print(f"note: plotting the {len(kept)} units with horizon {horizon}; "
+                     f"{len(results) - len(kept)} with other horizons left out (--horizon)", markup=False)
+    paths = plot_regret(build_series(kept), (out or default_out_dir(db, name)) / "regret", facet=facet,
+                        band=band, logx=logx or loglog, logy=logy or loglog, title=name)
+    for p in paths:
+        _out().print(f"regret plot: {p}", markup=False, soft_wrap=True)
+
+
+def _latest_experiment(store: Any) -> str:
+    exps = store.experiments()
+    if not exps:
+        raise ValidationError(f"the results database {str(store.path)!r} is empty")
+    return exps[0][0]
+
+
+@app.command()
+@_guard
+def export(db: DbOpt = DEFAULT_DB,
+           fmt: Annotated[str, typer.Option("--format", "-f", help="csv or parquet.")] = "csv",
+           out: Annotated[Optional[Path], typer.Option("--out", help="Output file (default: "
+                                                       "<db dir>/<experiment or results>.<format>).")] = None,
+           experiment: Annotated[Optional[str], typer.Option("--experiment", "-e", help="Only this "
+                                                             "experiment (default: all).")] = None) -> None:
+    """Export stored results in long format (one row per replication and checkpoint)."""
+    from privbandits.experiments.export import export_results
+    from privbandits.experiments.store import ResultsStore
+
+    target = out or db.parent / f"{experiment or 'results'}.{fmt}"
+    with ResultsStore(db, create=False) as store:
+        path, n = export_results(store, target, fmt, experiment)
+    _out().print(f"wrote {n} rows to {path}", markup=False, soft_wrap=True)
+
+
+@app.command("list")
+@_guard
+def list_() -> None:
+    """List the registered algorithms (paper, trust model, settings, reward links) and the presets."""
+    from privbandits.algorithms import available
+    from privbandits.experiments.presets import available_presets
+
+    table = Table(title="Algorithms", title_justify="left")
+    for col in ("name", "paper", "trust model", "settings", "links", "presets"):
+        table.add_column(col, overflow="fold")
+    for name, cls in available().items():
+        has_preset = "preset" in inspect.signature(cls.__init__).parameters
+        table.add_row(name, cls.paper, cls.trust_model, ", ".join(cls.settings), ", ".join(cls.links),
+                      "strict, paper, authors_code" if has_preset else "-")
+    out = _out()
+    out.print(table)
+    out.print(_presets_table(available_presets()))
+
+
+def _presets_table(presets: dict[str, str]) -> Table:
+    table = Table(title="Presets (privbandits reproduce NAME)", title_justify="left")
+    table.add_column("name", overflow="fold")
+    table.add_column("description", overflow="fold")
+    for name, text in presets.items():
+        table.add_row(name, text)
+    return table
+
+
+@app.command()
+@_guard
+def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism to audit (see --list).")] = None,
+          all_: Annotated[bool, typer.Option("--all", help="Audit every auditable mechanism.")] = False,
+          list_: Annotated[bool, typer.Option("--list", help="List the auditable mechanisms.")] = False) -> None:
+    """Empirical privacy audit: audited lower bound on epsilon vs the claimed epsilon."""
+    try:
+        mod = importlib.import_module("privbandits.privacy.audit")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("privbandits.privacy.audit",):
+            raise PrivbanditsError("privacy auditing is not available in this version yet "
+                                   "(module privbandits.privacy.audit is missing)") from None
+        raise
+    auditable = getattr(mod, "AUDITABLE", {})
+    out = _out()
+    if list_ or (mechanism is None and not all_):
+        table = Table(title="Auditable mechanisms (privbandits audit NAME | --all)", title_justify="left")
+        table.add_column("name")
+        table.add_column("description")
+        for name, obj in auditable.items():
+            table.add_row(name, _describe(obj))
+        out.print(table)
+        return
+    if all_:
+        _render(out, mod.run_all())
+        return
+    if mechanism not in auditable:
+        import difflib
+
+        close = difflib.get_close_matches(str(mechanism), list(auditable), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ValidationError(f"unknown mechanism {mechanism!r}{hint}; auditable: {', '.join(auditable) or 'none'}")
+    _render(out, mod.audit_mechanism(mechanism))
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, str):
+        return obj
+    doc = inspect.getdoc(obj) or ""
+    return doc.splitlines()[0] if doc else type(obj).__name__
+
+
+def _render(out: Console, obj: Any) -> None:
+    """Print audit results: dataclasses as table rows, mappings as name -> value, else ``str``."""
+    if isinstance(obj, dict):
+        items = list(obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = [(None, o) for o in obj]
+    else:
+        items = [(None, obj)]
+    if items and all(is_dataclass(v) and not isinstance(v, type) for _, v in items):
+        names = [f.name for f in fields(items[0][1])]
+        table = Table(title="Privacy audit", title_justify="left")
+        if any(k is not None for k, _ in items):
+            table.add_column("name")
+        for n in names:
+            table.add_column(n)
+        for k, v in items:
+            cells = [_cell(getattr(v, n, "")) for n in names]
+            table.add_row(*([str(k)] if k is not None else []), *cells)
+        out.print(table)
+        return
+    for k, v in items:
+        out.print(f"{k}: {v}" if k is not None else str(v), markup=False, soft_wrap=True)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from privbandits import __version__
+
+        _out().print(f"privbandits {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Show the version and exit.")] = False) -> None:
+    """Differentially private contextual bandits: run, sweep, reproduce, plot, export, audit."""
+
+
+def main() -> None:
+    """Console-script entry point ``privbandits``."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,540 @@
+"""TOML experiment configurations, validated completely before any work starts.
+
+Schema (every table and key is checked; unknown keys are rejected with the closest allowed one)::
+
+    name = "my-sweep"              # default: the file's stem; letters, digits, ``_ . -``
+    description = "free text"
+    horizon = 20000                # T >= 1 (1e4 is accepted)
+    replications = 10              # R >= 1, batched in one simulation
+    seeds = [0, 1]                 # root seeds >= 0, one work unit per seed
+    checkpoints = 50               # log-spaced points, or { log = 50, every = 1000 }
+    preset = "strict"              # strict | paper | authors_code, for algorithms that take it
+
+    [env]
+    kind = "synthetic"             # synthetic | finite, then the environment's constructor args
+    d = 5
+    K = 10
+
+    [grid]                         # cartesian product, applied to every algorithm accepting the key
+    epsilon = [1.0, 5.0]
+
+    [[algorithms]]
+    name = "linucb"                # a registered algorithm
+    label = "LinUCB"               # default: the name; unique across entries
+    params = { lam = 1.0 }         # constructor arguments
+    grid = { alpha = [0.1, 1.0] }  # per-algorithm grid (overrides the global grid's key)
+    preset = "paper"
+
+    [quick]                        # overrides applied by ``--quick``
+    horizon = 2000
+    replications = 3
+
+    [plot]
+    facet = "epsilon"              # one panel per value of this parameter
+    band = 0.5                     # shaded band = band x std across all replications of all seeds
+    logx = false
+    logy = false
+
+    [report]                       # used by ``privbandits reproduce``
+    title = "..."
+    source = "Paper, Figure 1"
+    claimed_order = ["ldp-sgd", "ldp-ols"]   # labels (or names), lowest final regret first
+    claims = "free text"
+
+Privacy parameters (keys ``epsilon``, ``delta`` and keys ending in ``_epsilon`` / ``_delta``)
+are checked centrally wherever they appear, and every algorithm variant is constructed and reset
+on the environment once, so errors name their key path (``algorithms[1].params.delta``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import itertools
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from privbandits.algorithms import available
+from privbandits.algorithms.base import Algorithm
+from privbandits.core.errors import ConfigError, PrivbanditsError
+from privbandits.core.rng import make_streams
+from privbandits.core.validation import check_in_range, check_int
+from privbandits.experiments.units import ENV_KINDS, WorkUnit, build_env
+
+__all__ = [
+    "CALIBRATION_PRESETS",
+    "AlgorithmEntry",
+    "ExperimentConfig",
+    "Overrides",
+    "PlotConfig",
+    "ReportConfig",
+    "load_config",
+    "parse_config",
+    "parse_grid_option",
+]
+
+CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
+
+TOP_KEYS = ("name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
+            "env", "grid", "algorithms", "quick", "plot", "report")
+ALGO_KEYS = ("name", "label", "params", "grid", "preset")
+QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
+CHECKPOINT_KEYS = ("log", "every")
+PLOT_KEYS = ("facet", "band", "logx", "logy")
+REPORT_KEYS = ("title", "source", "claimed_order", "claims")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_GOT_RE = re.compile(r", got [^,]*$")
+
+
+# ------------------------------------------------------------------------------------------
+# result objects
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    """One ``[[algorithms]]`` entry with its expanded parameter variants."""
+
+    name: str
+    label: str
+    variants: tuple[tuple[dict[str, Any], dict[str, Any]], ...]  # (full params, grid values)
+
+
+@dataclass(frozen=True)
+class PlotConfig:
+    """``[plot]``: facet parameter, band multiplier and axis scales."""
+
+    facet: str | None = None
+    band: float = 0.5
+    logx: bool = False
+    logy: bool = False
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """``[report]``: the paper's claims a reproduction is compared with."""
+
+    title: str = ""
+    source: str = ""
+    claimed_order: tuple[str, ...] = ()
+    claims: str = ""
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A validated experiment; :meth:`units` expands it into work units."""
+
+    name: str
+    description: str
+    horizon: int
+    replications: int
+    seeds: tuple[int, ...]
+    checkpoints: dict[str, Any]
+    env: dict[str, Any]
+    algorithms: tuple[AlgorithmEntry, ...]
+    plot: PlotConfig = field(default_factory=PlotConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    source: str = "<config>"
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def units(self) -> list[WorkUnit]:
+        """All work units: algorithm entries x variants x seeds, in a deterministic order."""
+        return [
+            WorkUnit(experiment=self.name, label=entry.label, algorithm=entry.name, params=params,
+                     grid=grid, env=dict(self.env), seed=seed, horizon=self.horizon,
+                     replications=self.replications, checkpoints=dict(self.checkpoints))
+            for entry in self.algorithms
+            for params, grid in entry.variants
+            for seed in self.seeds
+        ]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(e.label for e in self.algorithms)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line overrides, applied to the raw TOML before validation."""
+
+    quick: bool = False
+    horizon: int | None = None
+    replications: int | None = None
+    seeds: Sequence[int] | None = None
+    preset: str | None = None
+    grid: Mapping[str, list[Any]] | None = None
+
+    def apply(self, raw: dict[str, Any]) -> dict[str, Any]:
+        out = dict(raw)
+        if self.quick:
+            quick = out.get("quick", {})
+            if isinstance(quick, dict):
+                out.update(quick)
+        for key, value in (("horizon", self.horizon), ("replications", self.replications)):
+            if value is not None:
+                out[key] = value
+        if self.seeds is not None:
+            out["seeds"] = list(self.seeds)
+        if self.preset is not None:
+            out["preset"] = self.preset
+            out["algorithms"] = [{k: v for k, v in a.items() if k != "preset"} if isinstance(a, dict) else a
+                                 for a in out.get("algorithms", [])]
+        if self.grid:
+            grid = dict(out.get("grid", {})) if isinstance(out.get("grid", {}), dict) else {}
+            grid.update(self.grid)
+            out["grid"] = grid
+        return out
+
+
+# ------------------------------------------------------------------------------------------
+# entry points
+# ------------------------------------------------------------------------------------------
+def load_config(path: str | Path, overrides: Overrides | None = None) -> ExperimentConfig:
+    """Read and validate a TOML experiment file (see the module docstring for the schema)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror}") from None
+    return parse_config(text, source=p.name, default_name=p.stem, overrides=overrides)
+
+
+def parse_config(text: str | Mapping[str, Any], source: str = "<config>", default_name: str = "experiment",
+                 overrides: Overrides | None = None) -> ExperimentConfig:
+    """Validate a configuration given as TOML text or as an already parsed mapping."""
+    if isinstance(text, str):
+        try:
+            raw: dict[str, Any] = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{source}: invalid TOML: {exc}") from None
+    else:
+        raw = dict(text)
+    if overrides is not None:
+        raw = overrides.apply(raw)
+    return _Validator(source).config(raw, default_name)
+
+
+def parse_grid_option(items: Sequence[str]) -> dict[str, list[Any]]:
+    """Parse ``--grid key=v1,v2,...`` options; values are read as TOML (numbers, strings, booleans)."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, rhs = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not rhs.strip():
+            raise ConfigError(f"--grid {item!r}: expected KEY=V1,V2,... (for example epsilon=0.5,1,2)")
+        values = []
+        for tok in rhs.split(","):
+            tok = tok.strip()
+            try:
+                values.append(tomllib.loads(f"v = {tok}")["v"])
+            except tomllib.TOMLDecodeError:
+                values.append(tok)
+        grid[key] = values
+    return grid
+
+
+# ------------------------------------------------------------------------------------------
+# validation
+# ------------------------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value)
+
+
+def _accepted(cls: type[Algorithm]) -> tuple[set[str], bool]:
+    """Named constructor parameters of ``cls`` and whether it also takes arbitrary keywords."""
+    if cls.__init__ is Algorithm.__init__:
+        return set(), False
+    sig = inspect.signature(cls.__init__)
+    named = {n for n, p in sig.parameters.items()
+             if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return named, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
+
+def _privacy_kind(key: str) -> str | None:
+    for kind in ("epsilon", "delta"):
+        if key == kind or key.endswith("_" + kind):
+            return kind
+    return None
+
+
+class _Validator:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    # -- error helpers ----------------------------------------------------------------------
+    def fail(self, path: str, value: Any, reason: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {path} = {_show(value)}: {reason}")
+
+    def check(self, path: str, value: Any, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except PrivbanditsError as exc:
+            raise self.fail(path, value, _GOT_RE.sub("", str(exc))) from None
+
+    def keys(self, table: Any, allowed: Sequence[str], where: str, what: str = "key") -> dict[str, Any]:
+        if not isinstance(table, dict):
+            raise self.fail(where, table, "must be a table")
+        for key in table:
+            if key not in allowed:
+                raise ConfigError(f"{self.source}: unknown {what} '{key}' in {where}{_suggest(key, allowed)}; "
+                                  f"allowed: {', '.join(sorted(allowed)) or '(none)'}")
+        return table
+
+    def string(self, path: str, value: Any, pattern: re.Pattern[str] | None = None) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(path, value, "must be a non-empty string")
+        if pattern is not None and not pattern.match(value):
+            raise self.fail(path, value, "may contain only letters, digits, '_', '.' and '-'")
+        return value
+
+    def boolean(self, path: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, value, "must be true or false")
+        return value
+
+    def privacy(self, path: str, key: str, value: Any) -> None:
+        kind = _privacy_kind(key)
+        if kind == "epsilon":
+            self.check(path, value, lambda: check_in_range(key, value, 0.0, None, low_inclusive=False))
+        elif kind == "delta":
+            self.check(path, value, lambda: check_in_range(key, value, 0.0, 1.0, low_inclusive=False,
+                                                           high_inclusive=False))
+
+    def grid(self, path: str, table: Any) -> dict[str, list[Any]]:
+        if not isinstance(table, dict):
+            raise self.fail(path, table, "must be a table of lists, e.g. { epsilon = [1.0, 5.0] }")
+        out = {}
+        for key, values in table.items():
+            kp = f"{path}.{key}"
+            if not isinstance(values, list) or not values:
+                raise self.fail(kp, values, "must be a non-empty list of values")
+            for i, v in enumerate(values):
+                if isinstance(v, (dict, list)):
+                    raise self.fail(f"{kp}[{i}]", v, "grid values must be numbers, strings or booleans")
+                self.privacy(f"{kp}[{i}]", key, v)
+            if len({repr(v) for v in values}) != len(values):
+                raise self.fail(kp, values, "contains duplicate values")
+            out[key] = values
+        return out
+
+    # -- sections ---------------------------------------------------------------------------
+    def checkpoints(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, dict):
+            self.keys(value, CHECKPOINT_KEYS, "checkpoints")
+            log = self.check("checkpoints.log", value.get("log", 50),
+                             lambda: check_int("log", value.get("log", 50), 0, 10_000))
+            every = value.get("every")
+            if every is not None:
+                every = self.check("checkpoints.every", every, lambda: check_int("every", every, 1))
+            return {"log": log, "every": every}
+        log = self.check("checkpoints", value, lambda: check_int("checkpoints", value, 0, 10_000))
+        return {"log": log, "every": None}
+
+    def env(self, table: Any) -> dict[str, Any]:
+        if not isinstance(table, dict):
+            raise self.fail("env", table, "must be a table")
+        table = dict(table)
+        kind = table.get("kind", "synthetic")
+        if kind not in ENV_KINDS:
+            raise self.fail("env.kind", kind, f"unknown environment kind{_suggest(kind, ENV_KINDS)}; "
+                                              f"allowed: {', '.join(ENV_KINDS)}")
+        self.keys(table, ("kind", *_env_args(ENV_KINDS[kind])), f"[env] (kind = \"{kind}\")")
+        for key, value in table.items():
+            self.privacy(f"env.{key}", key, value)
+        table["kind"] = kind
+        return table
+
+    def algorithm(self, i: int, entry: Any, global_grid: dict[str, list[Any]], preset: str | None,
+                  env: dict[str, Any], horizon: int) -> AlgorithmEntry:
+        where = f"algorithms[{i}]"
+        self.keys(entry, ALGO_KEYS, where)
+        if "name" not in entry:
+            raise ConfigError(f"{self.source}: {where} needs a 'name' (one of {', '.join(available())})")
+        name = entry["name"]
+        registry = available()
+        if name not in registry:
+            raise self.fail(f"{where}.name", name,
+                            f"unknown algorithm{_suggest(name, registry)}; available: {', '.join(registry)}")
+        cls = registry[name]
+        named, var_kw = _accepted(cls)
+        allowed = sorted(named - {"preset"})
+        label = self.string(f"{where}.label", entry.get("label", name))
+        params = entry.get("params", {})
+        if not isinstance(params, dict):
+            raise self.fail(f"{where}.params", params, "must be a table")
+        if "preset" in params:
+            raise ConfigError(f"{self.source}: {where}.params.preset: set the calibration preset with "
+                              f"{where}.preset (or the top-level preset)")
+        if not var_kw:
+            self.keys(params, allowed, f"{where}.params (algorithm '{name}')", "parameter")
+        for key, value in params.items():
+            self.privacy(f"{where}.params.{key}", key, value)
+        own_grid = self.grid(f"{where}.grid", entry.get("grid", {}))
+        if not var_kw:
+            self.keys(own_grid, allowed, f"{where}.grid (algorithm '{name}')", "parameter")
+        for key in own_grid:
+            if key in params:
+                raise ConfigError(f"{self.source}: {where}: '{key}' is set both in params and in grid")
+        grid = {k: v for k, v in global_grid.items() if k in named and k not in params and k not in own_grid}
+        grid.update(own_grid)
+        own_preset = entry.get("preset")
+        if own_preset is not None:
+            self.check(f"{where}.preset", own_preset, lambda: _check_preset(own_preset))
+            if "preset" not in named:
+                raise self.fail(f"{where}.preset", own_preset,
+                                f"algorithm '{name}' has no calibration presets (it takes no 'preset' argument)")
+        eff_preset = own_preset if own_preset is not None else preset
+        variants = []
+        for combo in itertools.product(*grid.values()):
+            values = dict(zip(grid, combo))
+            full = {**params, **values}
+            if eff_preset is not None and "preset" in named:
+                full["preset"] = eff_preset
+            self.instantiate(where, name, full, params, own_grid, env, horizon)
+            variants.append((full, values))
+        return AlgorithmEntry(name=name, label=label, variants=tuple(variants))
+
+    def instantiate(self, where: str, name: str, full: dict[str, Any], params: dict[str, Any],
+                    own_grid: dict[str, Any], env: dict[str, Any], horizon: int) -> None:
+        """Construct the variant and reset it on the environment's public spec (R = 1)."""
+        from privbandits.algorithms import make
+
+        try:
+            alg = make(name, **full)
+            env_obj = build_env(env)
+            spec = env_obj.reset(1, make_streams(0), horizon)
+            alg.reset(spec, 1, make_streams(0))
+        except PrivbanditsError as exc:
+            msg = str(exc)
+            key = msg.split(" ", 1)[0]
+            if key in params:
+                raise self.fail(f"{where}.params.{key}", params[key], _GOT_RE.sub("", msg)) from None
+            if key in own_grid:
+                raise self.fail(f"{where}.grid.{key}", full[key], _GOT_RE.sub("", msg)) from None
+            shown = ", ".join(f"{k}={_show(v)}" for k, v in full.items())
+            raise ConfigError(f"{self.source}: {where} ({name}({shown})): {msg}") from None
+
+    def plot(self, table: Any) -> PlotConfig:
+        self.keys(table, PLOT_KEYS, "[plot]")
+        facet = table.get("facet")
+        if facet is not None:
+            self.string("plot.facet", facet)
+        band = table.get("band", 0.5)
+        band = self.check("plot.band", band, lambda: check_in_range("band", band, 0.0, None))
+        return PlotConfig(facet=facet, band=band,
+                          logx=self.boolean("plot.logx", table.get("logx", False)),
+                          logy=self.boolean("plot.logy", table.get("logy", False)))
+
+    def report(self, table: Any, algorithms: Sequence[AlgorithmEntry]) -> ReportConfig:
+        self.keys(table, REPORT_KEYS, "[report]")
+        order = table.get("claimed_order", [])
+        if not isinstance(order, list):
+            raise self.fail("report.claimed_order", order, "must be a list of algorithm labels")
+        known = {e.label for e in algorithms} | {e.name for e in algorithms}
+        for j, item in enumerate(order):
+            if item not in known:
+                raise self.fail(f"report.claimed_order[{j}]", item,
+                                f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}")
+        texts = {}
+        for key in ("title", "source", "claims"):
+            value = table.get(key, "")
+            if not isinstance(value, str):
+                raise self.fail(f"report.{key}", value, "must be a string")
+            texts[key] = value
+        return ReportConfig(claimed_order=tuple(order), **texts)
+
+    # -- whole file -------------------------------------------------------------------------
+    def config(self, raw: dict[str, Any], default_name: str) -> ExperimentConfig:
+        self.keys(raw, TOP_KEYS, "the top level")
+        name = self.string("name", raw.get("name", default_name), _NAME_RE)
+        description = raw.get("description", "")
+        if not isinstance(description, str):
+            raise self.fail("description", description, "must be a string")
+        if "horizon" not in raw:
+            raise ConfigError(f"{self.source}: missing required key 'horizon' (number of rounds T >= 1)")
+        horizon = self.check("horizon", raw["horizon"], lambda: check_int("horizon", raw["horizon"], 1))
+        reps = raw.get("replications", 10)
+        replications = self.check("replications", reps, lambda: check_int("replications", reps, 1))
+        seeds = raw.get("seeds", [0])
+        if not isinstance(seeds, list) or not seeds:
+            raise self.fail("seeds", seeds, "must be a non-empty list of integers >= 0, e.g. [0, 1, 2]")
+        seeds = [self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0)) for j, s in enumerate(seeds)]
+        if len(set(seeds)) != len(seeds):
+            raise self.fail("seeds", seeds, "contains duplicate seeds")
+        checkpoints = self.checkpoints(raw.get("checkpoints", 50))
+        preset = raw.get("preset")
+        if preset is not None:
+            self.check("preset", preset, lambda: _check_preset(preset))
+        quick = self.keys(raw.get("quick", {}), QUICK_KEYS, "[quick]")
+        if quick:  # validate the quick overrides even when they are not applied
+            probe = {k: v for k, v in raw.items() if k not in ("env", "algorithms", "grid", "quick")}
+            probe.update(quick)
+            _Validator(f"{self.source} [quick]").scalars(probe)
+        env = self.env(raw.get("env", {}))
+        try:
+            env_obj = build_env(env)
+            env_obj.reset(1, make_streams(0), 1)
+            env_obj.next_round()
+        except PrivbanditsError as exc:
+            msg = str(exc)
+            key = msg.split(" ", 1)[0]
+            path = f"env.{key}" if key in env else "env"
+            raise self.fail(path, env.get(key, env), _GOT_RE.sub("", msg)) from None
+        global_grid = self.grid("grid", raw.get("grid", {}))
+        entries = raw.get("algorithms")
+        if not isinstance(entries, list) or not entries:
+            raise ConfigError(f"{self.source}: at least one [[algorithms]] entry is required "
+                              f"(available: {', '.join(available())})")
+        algorithms = [self.algorithm(i, e, global_grid, preset, env, horizon) for i, e in enumerate(entries)]
+        seen: dict[str, int] = {}
+        for i, entry in enumerate(algorithms):
+            if entry.label in seen:
+                raise self.fail(f"algorithms[{i}].label", entry.label,
+                                f"already used by algorithms[{seen[entry.label]}]; give each entry a distinct label")
+            seen[entry.label] = i
+        for key in global_grid:
+            if not any(key in _accepted(available()[e.name])[0] for e in algorithms):
+                raise self.fail(f"grid.{key}", global_grid[key],
+                                f"no algorithm of this experiment accepts '{key}'")
+        plot = self.plot(raw.get("plot", {}))
+        report = self.report(raw.get("report", {}), algorithms)
+        return ExperimentConfig(name=name, description=description, horizon=horizon, replications=replications,
+                                seeds=tuple(seeds), checkpoints=checkpoints, env=env,
+                                algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
+                                raw=raw)
+
+    def scalars(self, raw: dict[str, Any]) -> None:
+        """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""
+        for key in ("horizon", "replications"):
+            if key in raw:
+                self.check(key, raw[key], lambda key=key: check_int(key, raw[key], 1))
+        seeds = raw.get("seeds", [0])
+        if not isinstance(seeds, list) or not seeds:
+            raise self.fail("seeds", seeds, "must be a non-empty list of integers >= 0")
+        for j, s in enumerate(seeds):
+            self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0))
+        self.checkpoints(raw.get("checkpoints", 50))
+
+
+def _suggest(value: Any, options: Any) -> str:
+    close = difflib.get_close_matches(str(value), sorted(options), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _env_args(cls: type) -> list[str]:
+    sig = inspect.signature(cls.__init__)
+    return [n for n, p in sig.parameters.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _check_preset(value: Any) -> str:
+    from privbandits.core.validation import check_choice
+
+    return check_choice("preset", value, CALIBRATION_PRESETS)

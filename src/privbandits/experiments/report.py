@@ -1,0 +1,102 @@
+"""Markdown report of a run: configuration, final-regret table, guarantees, claims check."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from privbandits.experiments.claims import OrderCheck
+from privbandits.experiments.config import ExperimentConfig
+from privbandits.experiments.runner import RunReport
+from privbandits.experiments.summary import Series
+
+__all__ = ["regret_table_rows", "render_report", "write_report"]
+
+
+def regret_table_rows(series: Sequence[Series]) -> list[dict[str, str]]:
+    """One row per series: name, trust model, guarantee, final regret mean +/- std, n, wall time."""
+    return [{
+        "algorithm": s.name,
+        "trust model": s.trust_model,
+        "preset": s.preset,
+        "guarantee": str(s.guarantee) if s.guarantee.is_private else "non-private",
+        "final regret": f"{_num(s.final_mean)} ± {_num(s.final_std, 3)}",
+        "n": str(s.n),
+        "wall time (s)": f"{s.wall_time:.1f}",
+    } for s in series]
+
+
+def _num(x: float, digits: int = 4) -> str:
+    """Plain notation for regrets: 4 significant digits, no exponent below 1e7."""
+    return f"{x:.0f}" if 10 ** digits <= abs(x) < 1e7 else f"{x:.{digits}g}"
+
+
+def _md_table(rows: Sequence[dict[str, str]]) -> list[str]:
+    if not rows:
+        return ["(no results)"]
+    cols = list(rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    out += ["| " + " | ".join(r[c].replace("|", "\\|") for c in cols) + " |" for r in rows]
+    return out
+
+
+def render_report(config: ExperimentConfig, series: Sequence[Series], figures: Sequence[Path] = (),
+                  checks: Sequence[OrderCheck] = (), run: RunReport | None = None) -> str:
+    """The report as markdown text."""
+    rep = config.report
+    title = rep.title or f"Experiment {config.name}"
+    lines = [f"# {title}", ""]
+    if rep.source:
+        lines += [f"Source: {rep.source}", ""]
+    if config.description:
+        lines += [config.description.strip(), ""]
+    n_seeds = len(config.seeds)
+    lines += [
+        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by privbandits.",
+        f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
+        f"= {config.replications * n_seeds} runs per series; environment: "
+        + ", ".join(f"{k}={v}" for k, v in config.env.items()) + ".",
+        "",
+        "## Final cumulative regret",
+        "",
+        "Mean ± sample standard deviation over all replications of all seeds at t = T. The guarantee is the "
+        "one each algorithm's accountant computed from the noise it actually added (the weakest over seeds).",
+        "",
+        *_md_table(regret_table_rows(series)),
+        "",
+    ]
+    if run is not None:
+        lines += [f"This invocation ran {run.executed} work unit(s) and reused {run.skipped} already stored "
+                  f"(wall time {run.wall_time:.1f} s); the wall-time column is the simulation time of each series.",
+                  ""]
+    if figures:
+        lines += ["## Figures", ""] + [f"![regret]({p.name})" if p.suffix == ".png" else f"- [{p.name}]({p.name})"
+                                       for p in figures] + [""]
+    if rep.claimed_order or rep.claims:
+        lines += ["## The paper's claims", ""]
+        if rep.claims:
+            lines += [rep.claims.strip(), ""]
+        if rep.claimed_order:
+            lines += [f"Claimed ordering of final regret (lowest first): {' < '.join(rep.claimed_order)}.", ""]
+            for chk in checks:
+                verdict = "agree" if chk.agree else ("incomplete" if chk.missing else "DISAGREE")
+                lines.append(f"- **{chk.cell_name}**: {verdict}")
+                lines += [f"  - {p}" for p in chk.pairs]
+                if chk.missing:
+                    lines.append(f"  - not measured in this cell: {', '.join(chk.missing)}")
+            lines.append("")
+    lines += ["## Configuration", "", "```json", json.dumps(config.raw, indent=2, sort_keys=False, default=str),
+              "```", ""]
+    return "\n".join(lines)
+
+
+def write_report(path: str | Path, config: ExperimentConfig, series: Sequence[Series],
+                 figures: Sequence[Path] = (), checks: Sequence[OrderCheck] = (),
+                 run: RunReport | None = None) -> Path:
+    """Write :func:`render_report` to ``path`` (parents created) and return the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(config, series, figures, checks, run), encoding="utf-8")
+    return out

@@ -1,0 +1,1082 @@
+"""Shuffle protocols: Cheu et al. vector / matrix summation and the single-message Laplace protocol.
+
+Two protocols, each split into the roles of DESIGN section 2 (client randomizer -> shuffler ->
+server analyzer), batched over the replication axis ``R``:
+
+1. **Vector / matrix summation** ``(R1, S1, A1)``, ``(R2, S2, A2)`` of Cheu, Joseph, Mao & Peng
+   (2022) as used by Sarmasarkar (2026), Appendix T (spec ``sarmasarkar2026-shuffle-jdp-glm.md``
+   section 4.4).  Each user biases every coordinate by ``Delta`` and sends, per coordinate label, a
+   multiset of ``ceil(2 g) + b`` bits with ``x_hat + gamma2`` ones; the shuffler permutes all
+   messages; the analyzer counts the ones per label and de-biases.  The message-level path
+   (:func:`local_randomizer` -> :func:`shuffle` -> :func:`analyze`) is the reference;
+   :func:`aggregate_sum` draws the analyzer's output directly and is exact in distribution.
+2. **Single-message Laplace protocol** of Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 3
+   (spec ``hanna2022-dp-linear-bandits.md`` section 4.3): the shuffler assigns the batch's actions
+   to clients by a uniform permutation, each client reports its clipped reward plus Laplace noise
+   at the amplified local budget ``eps0`` (spec section 3.9), the server sums the reports per
+   action.
+
+References
+----------
+Cheu, Joseph, Mao & Peng (2022), "Shuffle private stochastic convex optimization", ICLR.
+Sarmasarkar (2026), arXiv 2602.00417v2, Appendix T (Algorithms 4-6, eq. 122, Lemmas T.1-T.2).
+Hanna, Girgis, Fragouli & Diggavi (2022), "Differentially private stochastic linear bandits:
+(almost) for free", Algorithm 3 and eq. (10).
+Feldman, McMillan & Talwar (2021), "Hiding among the clones", Theorem 3.1.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
+from privbandits.core.messages import PrivatizedMessage, ShuffledBatch, shuffle_messages
+from privbandits.core.validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_finite_array,
+    check_in_range,
+    check_int,
+    check_positive,
+)
+from privbandits.privacy.accounting import (
+    ApproxDP,
+    gaussian_zcdp,
+    sigma_for_zcdp,
+    to_guarantee,
+    zcdp_for_approx_dp,
+)
+from privbandits.privacy.amplification import (
+    BOUNDS,
+    amplified_guarantee,
+    closed_form_inverse,
+    local_epsilon_for_target,
+)
+from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.mechanisms import laplace_epsilon, sample_laplace
+from privbandits.privacy.randomizers import binomial_bit_counts, bits_from_counts, randomized_rounding
+
+__all__ = [
+    # Cheu et al. vector / matrix summation
+    "CHEU_MAX_EPSILON",
+    "CHEU_CONSTANT",
+    "SumParams",
+    "theory_params",
+    "calibrated_params",
+    "theorem_epsilon",
+    "encode_vectors",
+    "encode_matrices",
+    "encode_rank_one",
+    "local_randomizer",
+    "randomize_users",
+    "shuffle",
+    "analyze",
+    "aggregate_sum",
+    "analyzer_variance",
+    "upper_to_symmetric",
+    "ShuffleSumResult",
+    "shuffle_vector_sum",
+    "shuffle_matrix_sum",
+    # Hanna et al. single-message Laplace protocol
+    "LAPLACE_MECHANISM",
+    "LaplaceShuffleParams",
+    "laplace_shuffle_params",
+    "assign_actions",
+    "laplace_randomizer",
+    "forward_reports",
+    "per_action_sums",
+]
+
+#: Largest epsilon covered by Lemmas T.1 / T.2 (Cheu et al. 2022).
+CHEU_MAX_EPSILON: float = 15.0
+#: The constant of eq. (122); Lemma T.1 is proved for this value.
+CHEU_CONSTANT: float = 24e4
+
+_KINDS = ("vector", "matrix")
+_CONVERSIONS = ("bs", "cks")
+_NORM_POLICIES = ("clip", "reject")
+
+
+# ============================================================================================
+# 1. Cheu et al. (2022) vector / matrix summation (Sarmasarkar 2026, Appendix T)
+# ============================================================================================
+@dataclass(frozen=True)
+class SumParams:
+    """Parameters of one call of the shuffle summation protocol (all public).
+
+    Build with :func:`theory_params` (eq. 122) or :func:`calibrated_params` (spec section 4.4,
+    "practical calibrated mode").
+
+    Attributes
+    ----------
+    kind : {"vector", "matrix"}
+        ``R1/A1`` (labels ``k = 1..d``) or ``R2/A2`` (labels ``(i, j)``, ``i <= j``).
+    n : int
+        Number of users of the call.
+    d : int
+        Feature dimension (vector length, or the side of the matrices).
+    n_labels : int
+        Number of summed coordinates: ``d`` (vector) or ``d (d + 1) / 2`` (matrix, upper triangle).
+    d_formula : int
+        The dimension plugged into ``g`` and the log of eq. (122): ``d`` (paper, literal) or
+        ``d (d + 1) / 2`` for matrices with ``matrix_dim="summed"`` (spec section 11.16).
+    Delta : float
+        Input norm bound and bias: ``||v||_2 <= Delta`` (vectors), ``||X||_F <= Delta`` (matrices).
+    g : float
+        Precision ``max(2 sqrt(n), d_formula, 4)`` (real-valued, spec section 4.4).
+    b : int
+        Binomial noise bits per label and user.
+    p : float
+        Bit probability of the binomial noise (1/4).
+    epsilon, delta : float
+        Target of the call (``epsilon`` is nan when the call was calibrated from ``rho``).
+    mode : {"theory", "calibrated"}
+        How ``b`` was chosen.
+    sensitivity : float
+        l2 replacement sensitivity of the vector of summed coordinates, used by the
+        Gaussian-approximation accounting (``2 Delta``; ``sqrt(2) Delta`` for PSD matrices).
+    psd_inputs : bool
+        Whether matrix inputs are declared (and checked) positive semidefinite.
+    conversion : {"bs", "cks"}
+        zCDP -> (epsilon, delta) conversion used by the calibrated mode.
+    """
+
+    kind: str
+    n: int
+    d: int
+    n_labels: int
+    d_formula: int
+    Delta: float
+    g: float
+    b: int
+    p: float
+    epsilon: float
+    delta: float
+    mode: str
+    sensitivity: float
+    psd_inputs: bool = False
+    conversion: str = "bs"
+
+    @property
+    def bits_per_label(self) -> int:
+        """Bits each user sends per label: ``ceil(2 g) + b`` (spec section 11.14)."""
+        return math.ceil(2.0 * self.g) + self.b
+
+    @property
+    def messages_per_user(self) -> int:
+        """Bits each user sends in total: ``n_labels * (ceil(2 g) + b)``."""
+        return self.n_labels * self.bits_per_label
+
+    @property
+    def mechanism(self) -> str:
+        """Name carried by the protocol's messages."""
+        return f"cheu-{self.kind}-sum"
+
+    @property
+    def binomial_noise_std(self) -> float:
+        """Std of the binomial part of the per-coordinate error: ``(Delta/g) sqrt(n b p (1-p))``."""
+        return self.Delta / self.g * math.sqrt(self.n * self.b * self.p * (1.0 - self.p))
+
+    @property
+    def noise_std_bound(self) -> float:
+        """Upper bound ``(Delta/g) sqrt(n/4 + n b p (1-p))`` on the per-coordinate error std."""
+        return self.Delta / self.g * math.sqrt(self.n / 4.0 + self.n * self.b * self.p * (1.0 - self.p))
+
+    def theorem_epsilon(self) -> float:
+        """epsilon that Lemma T.1 certifies for the ``b`` actually used (see :func:`theorem_epsilon`).
+
+        Lemma T.1's dimension is that of the summed vector, ``n_labels`` (``d (d + 1) / 2`` for
+        matrices, spec section 11.16), whatever dimension chose ``b``; with the paper's literal
+        ``d`` the certified epsilon of a matrix call is therefore slightly above its target.
+        """
+        return theorem_epsilon(self.g, self.b, self.n, self.n_labels, self.delta)
+
+    def theorem_applies(self) -> bool:
+        """Whether Lemma T.1 covers this call.
+
+        Needs eq. (122)'s ``g`` (at ``n_labels``) and ``p``, a certified epsilon <= 15 and
+        ``delta < 1/2``.
+        """
+        return (self.g == _precision(self.n, self.n_labels) and self.p == 0.25
+                and self.theorem_epsilon() <= CHEU_MAX_EPSILON and self.delta < 0.5)
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """Per-call shuffle-DP guarantee of the protocol, computed from the parameters actually used.
+
+        * If Lemma T.1 applies (:meth:`theorem_applies`: eq. (122)'s ``g`` and ``p`` for the
+          summed dimension, certified epsilon at most 15, ``delta < 1/2``):
+          ``(theorem_epsilon, delta)``-shuffle DP (Cheu et al. 2022; Lemma T.2 for matrices is
+          Lemma T.1 on the ``d (d + 1) / 2`` upper-triangular coordinates).
+        * Otherwise (in practice: calibrated mode): the binomial noise ``Bin(n b, p)`` is treated
+          as Gaussian with the same variance, ``sigma = binomial_noise_std``, which is
+          ``rho = sensitivity^2 / (2 sigma^2)``-zCDP under that approximation, converted at
+          ``delta``.  This is a heuristic (spec section 4.4) and the notes say so.
+
+        One call, replacement of one user's input; calls compose (basic, advanced or zCDP).
+        """
+        eps_thm = self.theorem_epsilon()
+        if self.theorem_applies():
+            g = ApproxDP(eps_thm, self.delta)
+            notes = (f"Cheu et al. (2022) / Sarmasarkar (2026) Lemma T.{1 if self.kind == 'vector' else 2}: "
+                     f"{self.kind} summation, n={self.n}, g={self.g:.6g}, b={self.b}, p={self.p}, "
+                     f"Delta={self.Delta:g} (eq. 122 solved for epsilon at the b used); mode={self.mode}")
+            return to_guarantee(g, model="shuffle", unit="user", notes=notes)
+        sigma = self.binomial_noise_std
+        if sigma == 0.0:
+            return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit="user",
+                                    notes=f"{self.kind} summation with b = 0: no privacy noise")
+        rho = gaussian_zcdp(sigma, self.sensitivity)
+        notes = (f"calibrated, not the Cheu et al. theorem: Bin(nb, p) noise treated as Gaussian with "
+                 f"std {sigma:.6g} at l2 sensitivity {self.sensitivity:.6g} (rho={_rho_value(rho):.6g}, "
+                 f"{self.conversion} conversion); Lemma T.{1 if self.kind == 'vector' else 2} would certify "
+                 f"only epsilon={eps_thm:.4g} (and only for epsilon <= 15 with eq. 122's g); "
+                 f"{self.kind} summation, n={self.n}, "
+                 f"g={self.g:.6g}, b={self.b}")
+        return to_guarantee(rho, model="shuffle", unit="user", notes=notes, delta=self.delta,
+                            method=self.conversion)
+
+
+def _rho_value(rho: object) -> float:
+    return float(getattr(rho, "rho", rho))  # ZCDP object or bare float
+
+
+def _labels(kind: str, d: int) -> int:
+    return d if kind == "vector" else d * (d + 1) // 2
+
+
+def _dims(kind: str, n: int, d: int, matrix_dim: str) -> tuple[str, int, int, int, str]:
+    kind = check_choice("kind", kind, _KINDS)
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 1)
+    matrix_dim = check_choice("matrix_dim", matrix_dim, ("literal", "summed"))
+    n_labels = _labels(kind, d)
+    d_formula = n_labels if (kind == "matrix" and matrix_dim == "summed") else d
+    return kind, n, d, d_formula, matrix_dim
+
+
+def _precision(n: int, d_formula: int) -> float:
+    """``g = max(2 sqrt(n), d, 4)`` of eq. (122)."""
+    return max(2.0 * math.sqrt(n), float(d_formula), 4.0)
+
+
+def _log_term(d_formula: int, delta: float) -> float:
+    """``log(4 (d^2 + 1) / delta)`` of eq. (122)."""
+    return math.log(4.0 * (d_formula**2 + 1) / delta)
+
+
+def theorem_epsilon(g: float, b: int, n: int, d_formula: int, delta: float) -> float:
+    """The epsilon for which eq. (122) yields exactly this ``b``: ``g log(4(d^2+1)/delta) sqrt(24e4/(b n))``.
+
+    Lemma T.1 (Cheu et al. 2022) states the protocol with ``b = 24e4 g^2 log^2(4(d^2+1)/delta) /
+    (epsilon^2 n)`` is (epsilon, delta)-shuffle DP for ``0 < epsilon <= 15``; solving for epsilon at
+    the (integer) ``b`` actually used gives the epsilon the theorem certifies.  ``inf`` when b = 0.
+    """
+    b = check_int("b", b, 0)
+    n = check_int("n", n, 1)
+    if b == 0:
+        return math.inf
+    return check_positive("g", g) * _log_term(check_int("d_formula", d_formula, 1), check_delta(delta)) * math.sqrt(
+        CHEU_CONSTANT / (b * n)
+    )
+
+
+def theory_params(
+    n: int,
+    d: int,
+    epsilon: float,
+    delta: float,
+    Delta: float,
+    *,
+    kind: str = "vector",
+    matrix_dim: str = "literal",
+    constant: float = CHEU_CONSTANT,
+    psd_inputs: bool = False,
+) -> SumParams:
+    """Parameters of eq. (122) for one call at ``(epsilon, delta)`` with ``n`` users.
+
+    ``g = max(2 sqrt(n), d, 4)``, ``p = 1/4``,
+    ``b = ceil(constant g^2 log^2(4 (d^2 + 1) / delta) / (epsilon^2 n))`` (Sarmasarkar 2026, eq. 122;
+    spec section 4.4).  Lemmas T.1/T.2 need ``0 < epsilon <= 15`` and ``0 < delta < 1/2``.
+
+    Parameters
+    ----------
+    n : int
+        Number of users of this call.
+    d : int
+        Feature dimension.
+    epsilon, delta : float
+        Privacy target of this call.
+    Delta : float
+        Input norm bound and bias.
+    kind : {"vector", "matrix"}
+        Vector (R1) or symmetric-matrix (R2) summation.
+    matrix_dim : {"literal", "summed"}
+        Which dimension enters eq. (122) for matrices: the paper's feature dimension ``d``
+        (default) or the number of summed coordinates ``d (d + 1) / 2`` (spec section 11.16).
+    constant : float
+        Multiplier of eq. (122) (24e4).  A smaller value (as in the Chowdhury & Zhou script) is
+        allowed; the guarantee is then recomputed from the resulting ``b`` (see
+        :meth:`SumParams.guarantee`), never assumed.
+    psd_inputs : bool
+        Matrix inputs are positive semidefinite (checked by :func:`encode_matrices`); only the
+        Gaussian-approximation fallback accounting uses it.
+    """
+    kind, n, d, d_formula, _ = _dims(kind, n, d, matrix_dim)
+    eps = check_in_range("epsilon", epsilon, 0.0, CHEU_MAX_EPSILON, low_inclusive=False)
+    dlt = check_in_range("delta", delta, 0.0, 0.5, low_inclusive=False, high_inclusive=False)
+    Delta = check_positive("Delta", Delta)
+    constant = check_positive("constant", constant)
+    g = _precision(n, d_formula)
+    b = math.ceil(constant * g**2 * _log_term(d_formula, dlt) ** 2 / (eps**2 * n))
+    sens = _sensitivity(kind, Delta, psd_inputs)
+    return SumParams(kind=kind, n=n, d=d, n_labels=_labels(kind, d), d_formula=d_formula, Delta=Delta, g=g,
+                     b=b, p=0.25, epsilon=eps, delta=dlt, mode="theory", sensitivity=sens,
+                     psd_inputs=bool(psd_inputs and kind == "matrix"))
+
+
+def _sensitivity(kind: str, Delta: float, psd_inputs: bool) -> float:
+    """l2 replacement sensitivity of the summed coordinates (spec section 4.4, calibrated mode).
+
+    Vectors with ``||v|| <= Delta``: ``2 Delta``.  Symmetric matrices with ``||X||_F <= Delta``: the
+    upper-triangle vector of a difference has norm ``<= ||X - X'||_F <= 2 Delta``, and
+    ``<= sqrt(2) Delta`` when both are PSD (``<X, X'> >= 0``).
+    """
+    if kind == "matrix" and psd_inputs:
+        return math.sqrt(2.0) * Delta
+    return 2.0 * Delta
+
+
+def calibrated_params(
+    n: int,
+    d: int,
+    Delta: float,
+    *,
+    delta: float,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    kind: str = "vector",
+    matrix_dim: str = "literal",
+    psd_inputs: bool = False,
+    conversion: str = "bs",
+) -> SumParams:
+    """Practical calibrated mode (spec section 4.4): ``b`` from a Gaussian-equivalent noise level.
+
+    ``rho = zcdp_for_approx_dp(epsilon, delta)`` (or the given ``rho``),
+    ``sigma_G = sigma_for_zcdp(rho, Delta_2)`` with ``Delta_2 = 2 Delta`` (vectors, general
+    matrices) or ``sqrt(2) Delta`` (PSD matrices), and
+    ``b = ceil(sigma_G^2 g^2 / (Delta^2 n p (1 - p)))`` so that the aggregate binomial noise
+    ``(Delta/g)(Bin(n b, p) - n b p)`` has variance at least ``sigma_G^2``.  ``g`` and ``p`` as in
+    eq. (122).  The privacy statement relies on the Gaussian approximation of the binomial
+    (heuristic, flagged in :meth:`SumParams.guarantee`).
+
+    Parameters
+    ----------
+    n, d, Delta, kind, matrix_dim, psd_inputs
+        As in :func:`theory_params`.
+    delta : float
+        delta of the (epsilon, delta) statement.
+    epsilon : float, optional
+        Target epsilon (exactly one of ``epsilon`` and ``rho`` must be given).
+    rho : float, optional
+        Target zCDP level of this call (e.g. a per-round share of a zCDP budget, spec section 4.5).
+    conversion : {"bs", "cks"}
+        zCDP <-> (epsilon, delta) conversion: Bun & Steinke (2016) (the spec's ``rho_for``) or
+        Canonne, Kamath & Steinke (2020).
+    """
+    kind, n, d, d_formula, _ = _dims(kind, n, d, matrix_dim)
+    Delta = check_positive("Delta", Delta)
+    dlt = check_delta(delta)
+    conversion = check_choice("conversion", conversion, _CONVERSIONS)
+    if (epsilon is None) == (rho is None):
+        raise ValidationError("give exactly one of epsilon and rho to calibrated_params, got "
+                              f"epsilon={epsilon!r}, rho={rho!r}")
+    if rho is None:
+        eps = check_epsilon(epsilon)
+        rho_v = _rho_value(zcdp_for_approx_dp(eps, dlt, method=conversion))
+    else:
+        eps = math.nan
+        rho_v = check_positive("rho", rho)
+    sens = _sensitivity(kind, Delta, psd_inputs)
+    sigma_G = sigma_for_zcdp(rho_v, sens)
+    g = _precision(n, d_formula)
+    p = 0.25
+    b = math.ceil(sigma_G**2 * g**2 / (Delta**2 * n * p * (1.0 - p)))
+    return SumParams(kind=kind, n=n, d=d, n_labels=_labels(kind, d), d_formula=d_formula, Delta=Delta, g=g,
+                     b=b, p=p, epsilon=eps, delta=dlt, mode="calibrated", sensitivity=sens,
+                     psd_inputs=bool(psd_inputs and kind == "matrix"), conversion=conversion)
+
+
+# --------------------------------------------------------------------------------------------
+# encoding: norm policy, bias by Delta (client side, before randomizing)
+# --------------------------------------------------------------------------------------------
+def _project_rows(a: np.ndarray, norms: np.ndarray, Delta: float, policy: str, name: str, what: str
+                  ) -> tuple[np.ndarray, int]:
+    over = norms > Delta
+    n_over = int(over.sum())
+    if n_over and policy == "reject":
+        raise DataBoundError(
+            f"{name} has {what} up to {float(norms.max()):.6g}, above Delta={Delta:g}; rescale the data, "
+            "raise Delta, or use norm_policy='clip'"
+        )
+    if n_over:
+        factor = np.where(over, Delta / np.where(over, norms, 1.0), 1.0)
+        a = a * factor.reshape(factor.shape + (1,) * (a.ndim - factor.ndim))
+    return a, n_over
+
+
+def encode_vectors(v: np.ndarray, Delta: float, *, norm_policy: str = "clip") -> tuple[np.ndarray, int]:
+    """Client-side encoding of ``R1``: project onto the l2 ball of radius Delta, add the bias Delta.
+
+    Parameters
+    ----------
+    v : ndarray of shape (..., d)
+        Input vectors (e.g. ``(R, n, d)``).
+    Delta : float
+        Norm bound.
+    norm_policy : {"clip", "reject"}
+        Vectors with ``||v||_2 > Delta`` are rescaled onto the sphere of radius Delta and counted
+        (spec S-7; coordinate clipping alone would not meet the privacy condition), or rejected.
+
+    Returns
+    -------
+    w : ndarray of shape (..., d)
+        ``v + Delta``, in ``[0, 2 Delta]``.
+    n_clipped : int
+    """
+    Delta = check_positive("Delta", Delta)
+    policy = check_choice("norm_policy", norm_policy, _NORM_POLICIES)
+    v = check_finite_array("v", v)
+    if v.ndim < 1:
+        raise ValidationError(f"v must have at least one dimension (..., d), got shape {v.shape}")
+    v, n_clipped = _project_rows(v, np.linalg.norm(v, axis=-1), Delta, policy, "v", "l2 norm")
+    return np.clip(v + Delta, 0.0, 2.0 * Delta), n_clipped
+
+
+def encode_matrices(
+    X: np.ndarray, Delta: float, *, norm_policy: str = "clip", psd_inputs: bool = False, atol: float = 1e-10
+) -> tuple[np.ndarray, int]:
+    """Client-side encoding of ``R2``: Frobenius projection, upper triangle, bias Delta.
+
+    Parameters
+    ----------
+    X : ndarray of shape (..., d, d)
+        Symmetric input matrices.
+    Delta : float
+        Frobenius norm bound (spec section 11.41: the privacy condition is on the l2 norm of the
+        summed entries, for which ``||X||_F <= Delta`` suffices; the paper's operator norm does not).
+    norm_policy : {"clip", "reject"}
+        Matrices with ``||X||_F > Delta`` are rescaled (and counted) or rejected.
+    psd_inputs : bool
+        Check that every input is positive semidefinite (needed when the parameters use the PSD
+        sensitivity ``sqrt(2) Delta``).
+    atol : float
+        Tolerance (relative to ``max(1, Delta)``) for the symmetry and PSD checks.
+
+    Returns
+    -------
+    w : ndarray of shape (..., d (d + 1) / 2)
+        Upper-triangular entries ``X_ij + Delta``, ``i <= j``, row-major (``numpy.triu_indices``).
+    n_clipped : int
+    """
+    Delta = check_positive("Delta", Delta)
+    policy = check_choice("norm_policy", norm_policy, _NORM_POLICIES)
+    X = check_finite_array("X", X)
+    if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
+        raise ValidationError(f"X must have shape (..., d, d), got {X.shape}")
+    tol = atol * max(1.0, Delta)
+    asym = float(np.max(np.abs(X - np.swapaxes(X, -1, -2)))) if X.size else 0.0
+    if asym > tol:
+        raise ValidationError(f"X must be symmetric; max |X - X^T| = {asym:.3g} exceeds {tol:.3g}")
+    if psd_inputs and X.size:
+        lam_min = float(np.min(np.linalg.eigvalsh(X)))
+        if lam_min < -tol:
+            raise DataBoundError(f"X must be positive semidefinite (psd_inputs=True); smallest eigenvalue "
+                                 f"{lam_min:.3g}")
+    X, n_clipped = _project_rows(X, np.linalg.norm(X, axis=(-2, -1)), Delta, policy, "X", "Frobenius norm")
+    iu = np.triu_indices(X.shape[-1])
+    return np.clip(X[..., iu[0], iu[1]] + Delta, 0.0, 2.0 * Delta), n_clipped
+
+
+def encode_rank_one(
+    x: np.ndarray, weight: np.ndarray | float = 1.0, Delta: float = 1.0, *, norm_policy: str = "clip"
+) -> tuple[np.ndarray, int]:
+    """Encode the rank-one PSD inputs ``w x x^T`` of both Sarmasarkar algorithms without forming them twice.
+
+    ``||w x x^T||_F = w ||x||^2``; inputs above Delta are rescaled (or rejected) as in
+    :func:`encode_matrices`.  PSD by construction (``w >= 0`` is checked), so the PSD
+    sensitivity ``sqrt(2) Delta`` applies.
+
+    Parameters
+    ----------
+    x : ndarray of shape (..., d)
+    weight : float or ndarray of shape (...)
+        Nonnegative weights ``w``.
+    Delta : float
+    norm_policy : {"clip", "reject"}
+
+    Returns
+    -------
+    w : ndarray of shape (..., d (d + 1) / 2), n_clipped : int
+    """
+    Delta = check_positive("Delta", Delta)
+    policy = check_choice("norm_policy", norm_policy, _NORM_POLICIES)
+    x = check_finite_array("x", x)
+    if x.ndim < 1:
+        raise ValidationError(f"x must have shape (..., d), got {x.shape}")
+    wt = check_finite_array("weight", np.broadcast_to(np.asarray(weight, dtype=float), x.shape[:-1]))
+    if wt.size and float(wt.min()) < 0.0:
+        raise ValidationError(f"weight must be nonnegative (PSD inputs), got minimum {float(wt.min()):g}")
+    fro = wt * np.einsum("...d,...d->...", x, x)
+    scale = np.ones_like(fro)
+    over = fro > Delta
+    n_clipped = int(over.sum())
+    if n_clipped and policy == "reject":
+        raise DataBoundError(f"w ||x||^2 reaches {float(fro.max()):.6g}, above Delta={Delta:g}; rescale the data, "
+                             "raise Delta, or use norm_policy='clip'")
+    if n_clipped:
+        scale = np.where(over, Delta / np.where(over, fro, 1.0), 1.0)
+    iu = np.triu_indices(x.shape[-1])
+    upper = (wt * scale)[..., None] * x[..., iu[0]] * x[..., iu[1]]
+    return np.clip(upper + Delta, 0.0, 2.0 * Delta), n_clipped
+
+
+def upper_to_symmetric(o: np.ndarray, d: int) -> np.ndarray:
+    """Mirror upper-triangular values ``(..., d (d + 1) / 2)`` into symmetric ``(..., d, d)`` matrices (A2)."""
+    d = check_int("d", d, 1)
+    o = np.asarray(o)
+    if o.shape[-1] != d * (d + 1) // 2:
+        raise ValidationError(f"o must have last axis d(d+1)/2 = {d * (d + 1) // 2}, got shape {o.shape}")
+    iu = np.triu_indices(d)
+    out = np.zeros(o.shape[:-1] + (d, d), dtype=o.dtype)
+    out[..., iu[0], iu[1]] = o
+    out[..., iu[1], iu[0]] = o
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# roles: client randomizer, shuffler, analyzer (the reference message-level path)
+# --------------------------------------------------------------------------------------------
+def _check_w(w: np.ndarray, params: SumParams, lead: int) -> np.ndarray:
+    w = check_finite_array("w", w)
+    if w.ndim != lead + 1 or w.shape[-1] != params.n_labels:
+        axes = "(R, n_labels)" if lead == 1 else "(R, n, n_labels)"
+        raise ValidationError(f"w must have shape {axes} with n_labels={params.n_labels}, got {w.shape}")
+    return w
+
+
+def local_randomizer(
+    w: np.ndarray, params: SumParams, rng: np.random.Generator, *, materialize_bits: bool = False
+) -> PrivatizedMessage:
+    """One user's randomizer ``R1`` / ``R2`` (Algorithm 4) applied to its encoded coordinates.
+
+    Parameters
+    ----------
+    w : ndarray of shape (R, n_labels)
+        The user's biased coordinates from :func:`encode_vectors` / :func:`encode_matrices` /
+        :func:`encode_rank_one` (one user per replication).
+    params : SumParams
+    rng : Generator
+        Client noise stream.
+    materialize_bits : bool
+        If True the message is the literal labelled multiset: payload ``label_multi`` and
+        ``bit_multi`` of shape ``(R, n_labels * (ceil(2g) + b))`` (only for small ``b``).
+        Otherwise each label's multiset is sent as its number of ones, payload ``count`` of shape
+        ``(R, n_labels)`` -- the same multiset, encoded compactly.
+    """
+    w = _check_w(w, params, 1)
+    counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
+    if not materialize_bits:
+        return PrivatizedMessage(payload={"count": counts}, mechanism=params.mechanism)
+    return PrivatizedMessage(payload=_bit_payload(counts, params), mechanism=params.mechanism)
+
+
+def _bit_payload(counts: np.ndarray, params: SumParams) -> dict[str, np.ndarray]:
+    nb = params.bits_per_label
+    if params.messages_per_user > 50_000_000:
+        raise ValidationError(f"materialize_bits would create {params.messages_per_user} bits per user; "
+                              "use the count encoding (materialize_bits=False) for large b")
+    bits = bits_from_counts(counts, nb)  # (..., n_labels, nb)
+    labels = np.broadcast_to(np.arange(params.n_labels, dtype=np.int32)[:, None], bits.shape)
+    lead = counts.shape[:-1]
+    return {"label_multi": labels.reshape(lead + (-1,)), "bit_multi": bits.reshape(lead + (-1,))}
+
+
+def randomize_users(
+    w: np.ndarray, params: SumParams, rng: np.random.Generator, *, materialize_bits: bool = False
+) -> list[PrivatizedMessage]:
+    """Run :func:`local_randomizer` for each of the ``n`` users of ``w`` (shape ``(R, n, n_labels)``).
+
+    The randomness is drawn for all users at once (vectorized) and split into one
+    :class:`PrivatizedMessage` per user; each message depends only on its own user's row.
+    """
+    w = _check_w(w, params, 2)
+    if w.shape[1] != params.n:
+        raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
+    counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
+    out = []
+    for u in range(params.n):
+        payload = _bit_payload(counts[:, u], params) if materialize_bits else {"count": counts[:, u]}
+        out.append(PrivatizedMessage(payload=payload, mechanism=params.mechanism))
+    return out
+
+
+def shuffle(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> ShuffledBatch:
+    """Shuffler ``S1`` / ``S2`` (Algorithm 5): a uniform permutation of all users' messages.
+
+    Delegates to :func:`privbandits.core.messages.shuffle_messages` (independent uniform
+    permutation per replication, drawn from the shuffler's generator).  With materialized bits
+    every labelled bit is a message and all bits of all users are permuted together; with the
+    count encoding the users' messages are permuted.
+    """
+    return shuffle_messages(messages, rng)
+
+
+def analyze(batch: ShuffledBatch, params: SumParams) -> np.ndarray:
+    """Analyzer ``A1`` / ``A2`` (Algorithm 6) on a shuffled batch.
+
+    For each label, ``z = (Delta/g) (sum of its bits - p b n)`` and ``o = z - n Delta``
+    (re-centering; the paper's ``B`` is the number of users, spec section 11.2).
+
+    Returns
+    -------
+    ndarray of shape (R, n_labels)
+        Unbiased estimates of the sums of the users' (projected) coordinates; mirror matrix
+        outputs with :func:`upper_to_symmetric`.
+    """
+    if not isinstance(batch, ShuffledBatch):
+        raise TrustBoundaryError(f"the analyzer only accepts a ShuffledBatch, got {type(batch).__name__}")
+    if batch.mechanism != params.mechanism:
+        raise TrustBoundaryError(f"batch comes from {batch.mechanism!r}, expected {params.mechanism!r}")
+    if batch.n_users != params.n:
+        raise ValidationError(f"batch has {batch.n_users} users but the parameters were set for n={params.n}")
+    if "count" in batch.payload:
+        ones = np.asarray(batch["count"], dtype=np.int64).sum(axis=1)
+    else:
+        labels = np.asarray(batch["label_multi"], dtype=np.int64)
+        bits = np.asarray(batch["bit_multi"], dtype=np.int64)
+        R = labels.shape[0]
+        flat = (np.arange(R)[:, None] * params.n_labels + labels).ravel()
+        ones = np.bincount(flat, weights=bits.ravel(), minlength=R * params.n_labels).reshape(R, params.n_labels)
+        sizes = np.bincount(flat, minlength=R * params.n_labels)
+        if np.any(sizes != params.n * params.bits_per_label):
+            raise ValidationError("each label must carry n (ceil(2g) + b) bits; the batch is malformed")
+        ones = np.rint(ones).astype(np.int64)
+    return _debias(ones, params)
+
+
+def _debias(ones: np.ndarray, params: SumParams) -> np.ndarray:
+    z = params.Delta / params.g * (ones - params.p * params.b * params.n)
+    return z - params.n * params.Delta
+
+
+def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) -> np.ndarray:
+    """Fast path: draw the analyzer's output directly, exact in distribution.
+
+    The analyzer depends on the messages only through the number of ones per label,
+    ``sum_u x_hat_u + sum_u gamma2_u``.  The rounding part is drawn per user (a Poisson-binomial
+    sum) and the binomial part as one ``Binomial(n b, p)`` per label, which is the law of a sum of
+    ``n`` independent ``Binomial(b, p)`` (spec section 4.4, "fast exact simulation").
+
+    Parameters
+    ----------
+    w : ndarray of shape (R, n, n_labels)
+        Encoded coordinates of all users.
+    params : SumParams
+    rng : Generator
+        Client noise stream.
+
+    Returns
+    -------
+    ndarray of shape (R, n_labels), distributed as ``analyze(shuffle(randomize_users(w)))``.
+    """
+    w = _check_w(w, params, 2)
+    if w.shape[1] != params.n:
+        raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
+    if w.size and (float(w.min()) < 0.0 or float(w.max()) > 2.0 * params.Delta * (1.0 + 1e-12)):
+        raise ValidationError(f"w must lie in [0, 2 Delta] = [0, {2 * params.Delta:g}]")
+    u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
+    x_hat = randomized_rounding(u, rng).sum(axis=1)
+    R = w.shape[0]
+    gamma2 = rng.binomial(params.n * params.b, params.p, size=(R, params.n_labels))
+    return _debias(x_hat + gamma2, params)
+
+
+def analyzer_variance(w: np.ndarray, params: SumParams) -> np.ndarray:
+    """Exact per-coordinate variance of the analyzer's error given the encoded inputs.
+
+    ``o - sum_u v_u = (Delta/g) [sum_u (x_hat_u - w_u g/Delta) + (Bin(n b, p) - n b p)]``, a sum of
+    independent zero-mean terms, so ``Var = (Delta/g)^2 (sum_u q_u (1 - q_u) + n b p (1 - p))`` with
+    ``q_u = frac(w_u g / Delta)`` (spec section 4.4, properties).  Coordinates are independent.
+
+    Parameters
+    ----------
+    w : ndarray of shape (R, n, n_labels)
+
+    Returns
+    -------
+    ndarray of shape (R, n_labels)
+    """
+    w = _check_w(w, params, 2)
+    u = w * (params.g / params.Delta)
+    q = u - np.floor(u)
+    return (params.Delta / params.g) ** 2 * ((q * (1.0 - q)).sum(axis=1)
+                                             + params.n * params.b * params.p * (1.0 - params.p))
+
+
+@dataclass(frozen=True)
+class ShuffleSumResult:
+    """Output of one protocol call.
+
+    Attributes
+    ----------
+    estimate : ndarray
+        ``(R, d)`` for vectors, ``(R, d, d)`` (exactly symmetric) for matrices.
+    n_clipped : int
+        Number of user inputs rescaled onto the Delta ball by the clients.
+    params : SumParams
+    """
+
+    estimate: np.ndarray
+    n_clipped: int
+    params: SumParams
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """Per-call guarantee from :meth:`SumParams.guarantee`."""
+        return self.params.guarantee()
+
+
+def _run(w: np.ndarray, params: SumParams, client_rng: np.random.Generator, shuffler_rng: np.random.Generator,
+         path: str, materialize_bits: bool) -> np.ndarray:
+    path = check_choice("path", path, ("messages", "aggregate"))
+    if path == "aggregate":
+        return aggregate_sum(w, params, client_rng)
+    messages = randomize_users(w, params, client_rng, materialize_bits=materialize_bits)
+    return analyze(shuffle(messages, shuffler_rng), params)
+
+
+def shuffle_vector_sum(
+    v: np.ndarray,
+    params: SumParams,
+    client_rng: np.random.Generator,
+    shuffler_rng: np.random.Generator,
+    *,
+    path: str = "messages",
+    materialize_bits: bool = False,
+    norm_policy: str = "clip",
+) -> ShuffleSumResult:
+    """The vector protocol ``A1 o S1 o R1`` on ``v`` of shape ``(R, n, d)``.
+
+    ``path="messages"`` runs the roles (reference); ``path="aggregate"`` uses
+    :func:`aggregate_sum` (exact in distribution).
+    """
+    if params.kind != "vector":
+        raise ValidationError(f"params are for kind={params.kind!r}; use theory_params(..., kind='vector')")
+    v = check_finite_array("v", v, ndim=3)
+    if v.shape[1:] != (params.n, params.d):
+        raise ValidationError(f"v must have shape (R, n={params.n}, d={params.d}), got {v.shape}")
+    w, n_clipped = encode_vectors(v, params.Delta, norm_policy=norm_policy)
+    return ShuffleSumResult(_run(w, params, client_rng, shuffler_rng, path, materialize_bits), n_clipped, params)
+
+
+def shuffle_matrix_sum(
+    X: np.ndarray,
+    params: SumParams,
+    client_rng: np.random.Generator,
+    shuffler_rng: np.random.Generator,
+    *,
+    path: str = "messages",
+    materialize_bits: bool = False,
+    norm_policy: str = "clip",
+) -> ShuffleSumResult:
+    """The matrix protocol ``A2 o S2 o R2`` on symmetric ``X`` of shape ``(R, n, d, d)``.
+
+    Only the upper triangle is randomized and sent (spec section 11.15); the analyzer's output is
+    mirrored, so the estimate is exactly symmetric.
+    """
+    if params.kind != "matrix":
+        raise ValidationError(f"params are for kind={params.kind!r}; use theory_params(..., kind='matrix')")
+    X = check_finite_array("X", X, ndim=4)
+    if X.shape[1:] != (params.n, params.d, params.d):
+        raise ValidationError(f"X must have shape (R, n={params.n}, d={params.d}, d={params.d}), got {X.shape}")
+    w, n_clipped = encode_matrices(X, params.Delta, norm_policy=norm_policy, psd_inputs=params.psd_inputs)
+    o = _run(w, params, client_rng, shuffler_rng, path, materialize_bits)
+    return ShuffleSumResult(upper_to_symmetric(o, params.d), n_clipped, params)
+
+
+# ============================================================================================
+# 2. Hanna et al. (2022), Algorithm 3: single-message Laplace shuffle protocol
+# ============================================================================================
+LAPLACE_MECHANISM = "laplace-shuffle"
+
+
+@dataclass(frozen=True)
+class LaplaceShuffleParams:
+    """Public parameters of one batch of the single-message Laplace shuffle protocol.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        Central target of the batch.
+    n : int
+        Number of clients in the batch (``n_i``).
+    r_lo, r_hi : float
+        Reward range; every report clips its reward to it.
+    sensitivity : float
+        Sensitivity used for the noise scale: ``r_hi - r_lo`` (strict) or 1 (``paper_sensitivity``).
+    eps0 : float
+        Local budget ``eps0^(i)`` from the inverted amplification bound (spec section 3.9).
+    scale : float
+        Laplace scale ``sensitivity / eps0``.
+    shuffle_bound : {"fmt-valid", "paper"}
+        How ``eps0`` was chosen: Algorithm E0 (validity cap + fallback) or the literal inverse.
+    bound : {"closed", "numerical"}
+        Amplification bound used by :func:`local_epsilon_for_target` and by the accountant.
+    """
+
+    epsilon: float
+    delta: float
+    n: int
+    r_lo: float
+    r_hi: float
+    sensitivity: float
+    eps0: float
+    scale: float
+    shuffle_bound: str = "fmt-valid"
+    bound: str = "closed"
+
+    @property
+    def range_width(self) -> float:
+        """True L1 sensitivity of one clipped reward: ``r_hi - r_lo`` (spec section 2.5)."""
+        return self.r_hi - self.r_lo
+
+    def local_epsilon(self) -> float:
+        """Pure LDP epsilon of one report, from the noise actually added at the true sensitivity."""
+        return laplace_epsilon(self.scale, self.range_width)
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """Central guarantee of the batch (shuffle model), computed from the noise actually added.
+
+        ``eps_l = laplace_epsilon(scale, r_hi - r_lo)`` is the LDP level of each report; the
+        accountant's :func:`~privbandits.privacy.amplification.amplified_guarantee` returns
+        ``(f_{n,delta}(eps_l), delta)``-DP when amplification by shuffling is valid and helps
+        (Feldman, McMillan & Talwar 2021; the closed form's validity condition is enforced), and
+        ``eps_l``-DP from the reports alone otherwise.  Clients are in one batch only, so batches
+        compose in parallel.  Requires the footnote-2 assumption of Hanna et al. (the server does
+        not see which client played which action).  With ``paper_sensitivity`` or the literal
+        inverse this is weaker than ``(epsilon, delta)``, and says so.
+        """
+        eps_l = self.local_epsilon()
+        g = amplified_guarantee(eps_l, self.n, self.delta, self.bound)
+        notes = (f"Hanna et al. (2022) Alg. 3, batch of n={self.n}: Laplace scale {self.scale:.6g} on rewards "
+                 f"clipped to [{self.r_lo:g}, {self.r_hi:g}] -> {eps_l:.6g}-LDP per report; "
+                 f"eps0 from shuffle_bound={self.shuffle_bound!r}; ")
+        if isinstance(g, ApproxDP):
+            notes += f"amplification by shuffling ({self.bound} bound, FMT21)"
+        else:
+            notes += "no valid amplification: the LDP level is the guarantee"
+        return to_guarantee(g, model="shuffle", unit="user", notes=notes)
+
+
+def laplace_shuffle_params(
+    epsilon: float,
+    delta: float,
+    n: int,
+    r_lo: float = -1.0,
+    r_hi: float = 1.0,
+    *,
+    shuffle_bound: str = "fmt-valid",
+    bound: str = "closed",
+    paper_sensitivity: bool = False,
+) -> LaplaceShuffleParams:
+    """Parameters of one batch of Hanna et al. (2022), Algorithm 3 (spec section 4.3).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Central target of the batch.
+    n : int
+        Batch size ``n_i`` (public).
+    r_lo, r_hi : float
+        Reward range; ``Delta = r_hi - r_lo`` (spec section 2.5).
+    shuffle_bound : {"fmt-valid", "paper"}
+        ``"fmt-valid"`` (default): ``eps0 = local_epsilon_for_target(epsilon, delta, n, bound)``,
+        Algorithm E0 of spec section 3.9 (validity cap and fallback to ``epsilon``).
+        ``"paper"``: the literal ``f^{-1}_{n,delta}(epsilon)`` with no cap and no fallback
+        (reproduction only; warns).
+    bound : {"closed", "numerical"}
+        Amplification bound of the accountant (FMT21 Thm 3.1 or 3.2).
+    paper_sensitivity : bool
+        Noise scale ``1/eps0`` instead of ``(r_hi - r_lo)/eps0`` (reproduction only; the guarantee
+        is computed at the true sensitivity and is then weaker than ``epsilon``).
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    n = check_int("n", n, 1)
+    lo = check_in_range("r_lo", r_lo)
+    hi = check_in_range("r_hi", r_hi)
+    if not hi > lo:
+        raise ValidationError(f"r_hi must exceed r_lo, got r_lo={lo:g}, r_hi={hi:g}")
+    shuffle_bound = check_choice("shuffle_bound", shuffle_bound, ("fmt-valid", "paper"))
+    bound = check_choice("bound", bound, BOUNDS)
+    if shuffle_bound == "paper":
+        warnings.warn("shuffle_bound='paper' uses the uncapped inverse of eq. (10); it can overclaim privacy "
+                      "(spec section 3.9) -- reproduction only", UserWarning, stacklevel=2)
+        eps0 = closed_form_inverse(eps, dlt, n)
+    else:
+        eps0 = float(local_epsilon_for_target(eps, dlt, n, bound))
+    if paper_sensitivity:
+        warnings.warn("paper_sensitivity=True: Laplace scale 1/eps0 on a reward range of width "
+                      f"{hi - lo:g}; the guarantee is computed at the true sensitivity", UserWarning, stacklevel=2)
+    sens = 1.0 if paper_sensitivity else hi - lo
+    scale = sens / eps0
+    while sens / scale > eps0:  # round the scale up so the accounted LDP level never exceeds eps0
+        scale = math.nextafter(scale, math.inf)
+    return LaplaceShuffleParams(epsilon=eps, delta=dlt, n=n, r_lo=lo, r_hi=hi, sensitivity=sens, eps0=eps0,
+                                scale=scale, shuffle_bound=shuffle_bound, bound=bound)
+
+
+def assign_actions(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Shuffler, step 1: assign the batch's action slots to clients by a uniform permutation.
+
+    The canonical list contains action ``a`` exactly ``counts[r, a]`` times (``a`` in increasing
+    order); client ``j`` of replication ``r`` receives ``list[sigma_r(j)]`` for an independent
+    uniform permutation ``sigma_r`` drawn from the shuffler's generator.
+
+    Parameters
+    ----------
+    counts : ndarray of int, shape (R, K)
+        ``n_ia`` per replication and action (public).  Totals ``n_r`` may differ across
+        replications; rows are then padded.
+    rng : Generator
+        Shuffler stream.
+
+    Returns
+    -------
+    ndarray of int64, shape (R, N) with ``N = max_r n_r``
+        Action index of each client slot; ``-1`` marks padding beyond ``n_r``.
+    """
+    raw = check_finite_array("counts", counts, ndim=2)
+    counts = raw.astype(np.int64)
+    if not np.array_equal(counts, raw):
+        raise ValidationError("counts must be integers (the number of pulls n_ia of each action)")
+    if counts.size and int(counts.min()) < 0:
+        raise ValidationError(f"counts must be nonnegative, got minimum {int(counts.min())}")
+    R, K = counts.shape
+    totals = counts.sum(axis=1)
+    N = int(totals.max()) if R else 0
+    # canonical lists, padded with -1: slot j holds action a = #{a' : cum[a'] <= j}.  One global
+    # searchsorted over the rows' cumulative counts, offset by r (N + 1) so the rows stay sorted.
+    cum = np.cumsum(counts, axis=1)
+    offsets = np.arange(R)[:, None] * (N + 1)
+    j = np.arange(N)
+    pos = np.searchsorted((cum + offsets).ravel(), (j[None, :] + offsets).ravel(), side="right")
+    canonical = pos.reshape(R, N) - np.arange(R)[:, None] * K
+    canonical = np.where(j[None, :] < totals[:, None], canonical, -1)
+    keys = rng.random((R, N))
+    keys = np.where(canonical >= 0, keys, 2.0)  # padding sorts last
+    perm = np.argsort(keys, axis=1)
+    return np.take_along_axis(canonical, perm, axis=1)
+
+
+def laplace_randomizer(
+    rewards: np.ndarray, slots: np.ndarray, params: LaplaceShuffleParams | Sequence[LaplaceShuffleParams],
+    rng: np.random.Generator,
+) -> PrivatizedMessage:
+    """Clients: report ``clip(r, r_lo, r_hi) + Lap(scale)`` (Hanna et al. 2022, Alg. 3).
+
+    Batched representation: entry ``(r, j)`` is the report of the client in slot ``j`` of
+    replication ``r``, computed from that client's own reward only, with fresh noise.
+
+    Parameters
+    ----------
+    rewards : ndarray of shape (R, N)
+        Each client's observed reward for its assigned action (ignored at padded slots).
+    slots : ndarray of shape (R, N)
+        Output of :func:`assign_actions` (``-1`` = padding).
+    params : LaplaceShuffleParams or sequence of R of them
+        One per replication when batch sizes differ across replications.
+    rng : Generator
+        Client noise stream.
+
+    Returns
+    -------
+    PrivatizedMessage with payload ``reward_hat`` of shape (R, N) (0 at padded slots).
+    """
+    slots = np.asarray(slots)
+    rewards = check_finite_array("rewards", rewards, ndim=2)
+    if rewards.shape != slots.shape:
+        raise ValidationError(f"rewards must have the shape of slots {slots.shape}, got {rewards.shape}")
+    R = slots.shape[0]
+    plist = [params] * R if isinstance(params, LaplaceShuffleParams) else list(params)
+    if len(plist) != R:
+        raise ValidationError(f"need one LaplaceShuffleParams per replication ({R}), got {len(plist)}")
+    valid = slots >= 0
+    n_valid = valid.sum(axis=1)
+    for r, p in enumerate(plist):
+        if p.n != int(n_valid[r]):
+            raise ValidationError(f"replication {r} has {int(n_valid[r])} clients but its parameters say n={p.n}")
+    lo = np.array([p.r_lo for p in plist])[:, None]
+    hi = np.array([p.r_hi for p in plist])[:, None]
+    scale = np.array([p.scale for p in plist])[:, None]
+    noise = sample_laplace(rng, slots.shape, 1.0) * scale
+    reports = np.where(valid, np.clip(rewards, lo, hi) + noise, 0.0)
+    return PrivatizedMessage(payload={"reward_hat": reports}, mechanism=LAPLACE_MECHANISM)
+
+
+def forward_reports(slots: np.ndarray, reports: PrivatizedMessage, rng: np.random.Generator) -> ShuffledBatch:
+    """Shuffler, step 2: re-associate each report with its action slot and forward the pairs.
+
+    The pairs ``(a_j, r_hat_j)`` are forwarded in a freshly shuffled order (no client ids, and the
+    position carries no information); padding stays at the end.
+
+    Returns
+    -------
+    ShuffledBatch with payload ``action`` (int, -1 = padding) and ``reward_hat``, shape (R, N).
+    """
+    if not isinstance(reports, PrivatizedMessage):
+        raise TrustBoundaryError(f"the shuffler only forwards PrivatizedMessage, got {type(reports).__name__}")
+    if reports.mechanism != LAPLACE_MECHANISM:
+        raise TrustBoundaryError(f"expected reports from {LAPLACE_MECHANISM!r}, got {reports.mechanism!r}")
+    slots = np.asarray(slots, dtype=np.int64)
+    r_hat = np.asarray(reports["reward_hat"])
+    if r_hat.shape != slots.shape:
+        raise ValidationError(f"reports have shape {r_hat.shape}, slots {slots.shape}")
+    keys = np.where(slots >= 0, rng.random(slots.shape), 2.0)
+    perm = np.argsort(keys, axis=1)
+    payload = {"action": np.take_along_axis(slots, perm, axis=1),
+               "reward_hat": np.take_along_axis(r_hat, perm, axis=1)}
+    n_users = int((slots >= 0).sum(axis=1).max()) if slots.size else 0
+    return ShuffledBatch(payload=payload, mechanism=LAPLACE_MECHANISM, n_users=n_users)
+
+
+def per_action_sums(batch: ShuffledBatch, n_actions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Server analyzer: ``r_hat_ia`` = sum of the reports paired with action ``a`` (Alg. 3).
+
+    Returns
+    -------
+    sums : ndarray of shape (R, n_actions)
+    counts : ndarray of int64, shape (R, n_actions)
+        Number of reports per action (equals the public ``n_ia``).
+    """
+    if not isinstance(batch, ShuffledBatch):
+        raise TrustBoundaryError(f"the server only accepts a ShuffledBatch, got {type(batch).__name__}")
+    if batch.mechanism != LAPLACE_MECHANISM:
+        raise TrustBoundaryError(f"batch comes from {batch.mechanism!r}, expected {LAPLACE_MECHANISM!r}")
+    K = check_int("n_actions", n_actions, 1)
+    a = np.asarray(batch["action"], dtype=np.int64)
+    y = np.asarray(batch["reward_hat"], dtype=float)
+    if a.size and int(a.max()) >= K:
+        raise ValidationError(f"batch contains action {int(a.max())} >= n_actions={K}")
+    R = a.shape[0]
+    valid = a >= 0
+    flat = (np.arange(R)[:, None] * K + np.where(valid, a, 0))[valid]
+    sums = np.bincount(flat, weights=y[valid], minlength=R * K).reshape(R, K)
+    counts = np.bincount(flat, minlength=R * K).reshape(R, K)
+    return sums, counts

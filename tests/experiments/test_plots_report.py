@@ -1,0 +1,100 @@
+"""Series pooling, regret plots, claimed-order checks and the markdown report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privbandits.core.errors import ValidationError
+from privbandits.experiments.claims import check_claimed_order
+from privbandits.experiments.config import parse_config
+from privbandits.experiments.plots import plot_regret
+from privbandits.experiments.report import render_report
+from privbandits.experiments.runner import run_units
+from privbandits.experiments.store import ResultsStore
+from privbandits.experiments.summary import build_series
+
+from .conftest import SMALL
+
+GRID = SMALL.replace('name = "linucb"\n', 'name = "linucb"\ngrid = { alpha = [0.2, 1.0] }\n') + """
+[report]
+title = "Small"
+claimed_order = ["LinUCB", "uniform"]
+claims = "LinUCB beats uniform."
+"""
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory):
+    cfg = parse_config(GRID)
+    with ResultsStore(tmp_path_factory.mktemp("plots") / "r.db") as store:
+        report = run_units(cfg.units(), store, workers=1, quiet=True)
+    return cfg, report
+
+
+def test_series_pool_all_replications_of_all_seeds(stored) -> None:
+    cfg, report = stored
+    series = build_series(report.results)
+    assert [s.name for s in series] == ["LinUCB (alpha=0.2)", "LinUCB (alpha=1)", "uniform"]
+    uni = series[-1]
+    units = [r for r in report.results if r.label == "uniform"]
+    stacked = np.concatenate([r.regret for r in sorted(units, key=lambda r: r.seed)])
+    assert uni.seeds == (0, 1) and uni.n == 2 * cfg.replications
+    np.testing.assert_array_equal(uni.regret, stacked)
+    mean, std = uni.curve()
+    np.testing.assert_allclose(mean, stacked.mean(axis=0))
+    np.testing.assert_allclose(std, stacked.std(axis=0, ddof=1))
+    assert uni.final_std == pytest.approx(stacked[:, -1].std(ddof=1))
+    assert uni.final_se == pytest.approx(uni.final_std / np.sqrt(6))
+
+
+def test_plot_files_created(stored, tmp_path: Path) -> None:
+    series = build_series(stored[1].results)
+    paths = plot_regret(series, tmp_path / "fig" / "regret", facet="alpha", band=0.5, logx=True, logy=True,
+                        title="t")
+    assert [p.name for p in paths] == ["regret.png", "regret.pdf"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[0].stat().st_size > 5000
+    assert paths[1].read_bytes()[:5] == b"%PDF-"
+    one = plot_regret(series, tmp_path / "single", formats=("png",))
+    assert [p.name for p in one] == ["single.png"]
+
+
+def test_plot_errors(stored, tmp_path: Path) -> None:
+    series = build_series(stored[1].results)
+    with pytest.raises(ValidationError, match="facet 'epsilon' is not a parameter of any result; available: alpha"):
+        plot_regret(series, tmp_path / "x", facet="epsilon")
+    with pytest.raises(ValidationError, match="band must lie in"):
+        plot_regret(series, tmp_path / "x", band=-1.0)
+    with pytest.raises(ValidationError, match="nothing to plot"):
+        plot_regret([], tmp_path / "x")
+
+
+def test_claimed_order_checked_per_cell(stored) -> None:
+    series = build_series(stored[1].results)
+    checks = check_claimed_order(["LinUCB", "uniform"], series)
+    assert [c.cell for c in checks] == [{"alpha": 0.2}, {"alpha": 1.0}]  # uniform joins every cell
+    for chk in checks:
+        (pair,) = chk.pairs
+        assert chk.agree and pair.agree and pair.z > 5
+        lin = next(s for s in series if s.label == "LinUCB" and s.grid == chk.cell)
+        assert pair.mean_better == pytest.approx(lin.final_mean) and pair.se_better == pytest.approx(lin.final_se)
+    reversed_ = check_claimed_order(["uniform", "LinUCB"], series)
+    assert not any(c.agree for c in reversed_) and all(p.z < -5 for c in reversed_ for p in c.pairs)
+    assert "DISAGREE" in str(reversed_[0].pairs[0])
+
+
+def test_report_contents(stored) -> None:
+    cfg, report = stored
+    series = build_series(report.results)
+    checks = check_claimed_order(cfg.report.claimed_order, series)
+    text = render_report(cfg, series, [Path("regret.png"), Path("regret.pdf")], checks, report)
+    assert text.startswith("# Small")
+    assert "| algorithm | trust model | preset | guarantee | final regret | n | wall time (s) |" in text
+    uni = series[-1]
+    assert f"| uniform | none | strict | non-private | {uni.final_mean:.4g} ± {uni.final_std:.3g} | 6 |" in text
+    assert uni.final_mean < 1e4  # (plain %g formatting applies below 1e4)
+    assert "![regret](regret.png)" in text and "LinUCB beats uniform." in text
+    assert "- **alpha=0.2**: agree" in text and "- **alpha=1**: agree" in text
+    assert '"horizon": 300' in text  # the configuration is recorded

@@ -1,0 +1,207 @@
+"""The ``privbandits`` command line, driven in-process with typer's CliRunner."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from privbandits.cli import app
+
+runner = CliRunner(env={"COLUMNS": "200"})  # wide enough that rich never folds a cell
+
+SMALL = """
+name = "small"
+horizon = 200
+replications = 2
+seeds = [0, 1]
+checkpoints = 8
+
+[env]
+kind = "synthetic"
+d = 3
+K = 4
+
+[[algorithms]]
+name = "linucb"
+label = "LinUCB"
+
+[[algorithms]]
+name = "uniform"
+"""
+
+
+def _rows(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    n = conn.execute("SELECT COUNT(*) FROM units").fetchone()[0]
+    conn.close()
+    return int(n)
+
+
+@pytest.fixture
+def cfg(tmp_path: Path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def _ok(args: list[str]):  # noqa: ANN202
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def test_list_shows_algorithms_and_presets() -> None:
+    out = _ok(["list"]).stdout
+    for word in ("linucb", "uniform", "Abbasi-Yadkori", "trust model", "demo"):
+        assert word in out
+
+
+def test_demo_tiny(tmp_path: Path) -> None:
+    db, out = tmp_path / "res" / "results.db", tmp_path / "out"
+    result = _ok(["demo", "--horizon", "150", "--replications", "2", "--workers", "1", "--db", str(db),
+                  "--out", str(out)])
+    assert "Final cumulative regret at T = 150" in result.stdout
+    assert "linucb" in result.stdout and "uniform" in result.stdout and "non-private" in result.stdout
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("regret plot: "))
+    png = Path(line.removeprefix("regret plot: "))
+    assert png == out / "regret.png" and png.read_bytes()[:4] == b"\x89PNG"
+    assert _rows(db) == 4  # 2 algorithms x 2 seeds
+    assert "work units" in result.stderr  # status and progress go to stderr
+    quiet = _ok(["demo", "--horizon", "150", "--replications", "2", "--workers", "1", "--db", str(db),
+                 "--out", str(out), "--quiet"])
+    assert "work units" not in quiet.stderr and _rows(db) == 4  # nothing rerun
+
+
+def test_run_writes_figures_and_report_and_resumes(cfg: Path, tmp_path: Path) -> None:
+    db, out = tmp_path / "r.db", tmp_path / "out"
+    first = _ok(["run", str(cfg), "--db", str(db), "--out", str(out), "--workers", "1"])
+    assert "4 work units: 0 already stored, 4 to run" in first.stderr
+    for name in ("regret.png", "regret.pdf", "report.md"):
+        assert (out / name).stat().st_size > 0
+    second = _ok(["run", str(cfg), "--db", str(db), "--out", str(out), "--workers", "1"])
+    assert "4 work units: 4 already stored, 0 to run" in second.stderr
+    _ok(["run", str(cfg), "--db", str(db), "--out", str(out), "--workers", "1", "--seed", "5", "-T", "100", "-q"])
+    assert _rows(db) == 6  # the override made two new units (seed 5, T = 100)
+
+
+def test_sweep_grid_from_command_line(cfg: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _ok(["sweep", str(cfg), "--grid", "alpha=0.5,1", "--db", str(db), "--workers", "1", "-q"])
+    conn = sqlite3.connect(db)
+    grids = sorted(g for (g,) in conn.execute("SELECT grid FROM units WHERE algorithm = 'linucb'"))
+    conn.close()
+    assert grids == ['{"alpha":0.5}', '{"alpha":0.5}', '{"alpha":1}', '{"alpha":1}']
+    assert _rows(db) == 6  # uniform does not take alpha: 2 units
+
+
+def test_export_and_plot_from_database(cfg: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    _ok(["run", str(cfg), "--db", str(db), "--workers", "1", "-q"])
+    res = _ok(["export", "--db", str(db), "--format", "csv", "--out", str(tmp_path / "x.csv")])
+    assert "wrote" in res.stdout
+    with (tmp_path / "x.csv").open() as fh:
+        header = next(csv.reader(fh))
+    assert header[:4] == ["experiment", "key", "algorithm", "label"]
+    assert header[-6:] == ["seed", "replication", "t", "regret", "reward", "estimation_error"]
+    _ok(["export", "--db", str(db), "--format", "parquet", "--out", str(tmp_path / "x.parquet")])
+    res = _ok(["plot", "--db", str(db), "--experiment", "small", "--loglog", "--band", "1", "--out", str(tmp_path / "p")])
+    assert (tmp_path / "p" / "regret.png").exists() and (tmp_path / "p" / "regret.pdf").exists()
+    assert "regret plot:" in res.stdout
+
+
+BAD = {
+    "typo": ("horizn = 10\n", "unknown key 'horizn' in the top level (did you mean 'horizon'?)"),
+    "epsilon0": ("[grid]\nepsilon = [0]\n", "grid.epsilon[0] = 0: epsilon must lie in (0, inf)"),
+    "delta15": ("", "algorithms[0].params.delta = 1.5: delta must lie in (0, 1)"),
+    "unknown": ("", "algorithms[1].name = \"unifrm\": unknown algorithm (did you mean 'uniform'?)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_config_errors_exit_2_before_any_work(case: str, tmp_path: Path) -> None:
+    extra, needle = BAD[case]
+    text = SMALL
+    if case == "delta15":
+        text = text.replace('label = "LinUCB"', 'label = "LinUCB"\nparams = { delta = 1.5 }')
+    if case == "unknown":
+        text = text.replace('name = "uniform"', 'name = "unifrm"')
+    if case == "typo":
+        text = extra + text
+    elif extra:
+        text = text.replace("[env]", extra + "[env]")
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    db = tmp_path / "r.db"
+    result = runner.invoke(app, ["run", str(path), "--db", str(db)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: bad.toml: ") and needle in lines[0], lines
+    assert "Traceback" not in result.output
+    assert not db.exists()  # failed before any work started
+
+
+def test_other_errors_exit_2(tmp_path: Path) -> None:
+    for args, needle in (
+        (["run", str(tmp_path / "missing.toml")], "does not exist"),
+        (["plot", "--db", str(tmp_path / "none.db")], "no results database"),
+        (["export", "--db", str(tmp_path / "none.db")], "no results database"),
+        (["reproduce", "dem"], "unknown preset 'dem' (did you mean 'demo'?)"),
+        (["reproduce"], "give a preset NAME"),
+        (["sweep", str(tmp_path / "x.toml"), "--grid", "epsilon"], "expected KEY=V1,V2"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.startswith("error: ") and needle in result.stderr, result.stderr
+
+
+def test_reproduce_list_and_quick(tmp_path: Path) -> None:
+    assert "demo" in _ok(["reproduce", "--list"]).stdout
+    out = tmp_path / "out"
+    res = _ok(["reproduce", "demo", "--quick", "--horizon", "100", "--replications", "2", "--seed", "3",
+               "--workers", "1", "--db", str(tmp_path / "r.db"), "--out", str(out), "-q"])
+    assert "claimed order (all runs): agree" in res.stdout
+    report = (out / "report.md").read_text()
+    assert "Claimed ordering of final regret (lowest first): linucb < uniform." in report
+    assert (out / "regret.pdf").exists()
+
+
+def test_audit_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "privbandits.privacy.audit", None)
+    result = runner.invoke(app, ["audit", "--all"])
+    assert result.exit_code == 2
+    assert "privacy auditing is not available" in result.stderr and "Traceback" not in result.output
+
+
+@dataclass
+class _Audit:
+    mechanism: str
+    claimed_epsilon: float
+    audited_epsilon: float
+
+
+def test_audit_uses_the_audit_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = types.ModuleType("privbandits.privacy.audit")
+    mod.AUDITABLE = {"gaussian": "Gaussian mechanism", "laplace": "Laplace mechanism"}  # type: ignore[attr-defined]
+    mod.audit_mechanism = lambda name: _Audit(name, 1.0, 0.8)  # type: ignore[attr-defined]
+    mod.run_all = lambda: [_Audit("gaussian", 1.0, 0.8), _Audit("laplace", 2.0, 1.9)]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "privbandits.privacy.audit", mod)
+    assert "Laplace mechanism" in _ok(["audit", "--list"]).stdout
+    one = _ok(["audit", "gaussian"]).stdout
+    assert "claimed_epsilon" in one and "0.8" in one
+    both = _ok(["audit", "--all"]).stdout
+    assert "laplace" in both and "1.9" in both
+    bad = runner.invoke(app, ["audit", "gausian"])
+    assert bad.exit_code == 2 and "did you mean 'gaussian'" in bad.stderr
+
+
+def test_version() -> None:
+    from privbandits import __version__
+
+    assert __version__ in _ok(["--version"]).stdout
