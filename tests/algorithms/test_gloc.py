@@ -65,7 +65,11 @@ def test_mahalanobis_projection_kkt(seed, D, S, scale):
         nu = g @ w[k] / S**2
         assert nu >= -1e-9 * (1 + np.abs(g).max())
         np.testing.assert_allclose(g, nu * w[k], atol=1e-7 * (1 + np.abs(g).max()))
-        f = lambda v: (v - theta[k]) @ A[k] @ (v - theta[k])  # noqa: E731
+        Ak, tk = A[k], theta[k]
+
+        def f(v, Ak=Ak, tk=tk):
+            return (v - tk) @ Ak @ (v - tk)
+
         cand = rng.standard_normal((200, D))
         cand *= S * rng.random((200, 1)) ** (1 / D) / np.linalg.norm(cand, axis=1, keepdims=True)
         assert f(w[k]) <= min(f(c) for c in cand) + 1e-9 * (1 + f(w[k]))
@@ -126,7 +130,7 @@ def test_ons_regret_is_below_its_data_dependent_bound():
     log = _run_logged(alg, env, T, 4, seed=1)
     link = env.link
     zstar = np.einsum("rtd,rd->rt", log["x"], env.theta_star)
-    loss = lambda z: link.m(z) - log["y"] * z  # noqa: E731
+    loss = lambda z: link.m(z) - log["y"] * z
     regret = (loss(log["z"]) - loss(zstar)).sum(axis=1)
     assert np.all(regret <= alg.B)
     assert np.all(alg.B > 2 * alg._kappa * alg._S**2 * alg.ons_eps)

@@ -39,8 +39,8 @@ def _ucb(spec, preset="strict", eps=1.0, delta=0.1, mechanism="gaussian", split=
 
 
 def _gloc(spec, preset="strict", eps=1.0, delta=0.1, mechanism="gaussian", **kw):
-    args = dict(gaussian_calibration="classic", theta_radius=1.0, link_bound=None, link_min_slope=None,
-                grad_bound=None, clip_grad=None, zeta=None, block=False)
+    args = {"gaussian_calibration": "classic", "theta_radius": 1.0, "link_bound": None,
+            "link_min_slope": None, "grad_bound": None, "clip_grad": None, "zeta": None, "block": False}
     args.update(kw)
     return gloc_calibration(spec, spec.d, spec.horizon, eps, delta, preset, mechanism, **args)
 
@@ -153,7 +153,7 @@ def test_upsilon_linear_in_inverse_epsilon():
 
 
 def test_radius_table_matches_function():
-    fn = lambda s: beta_ucb_paper(s, 3.0, 4, 1000, 0.1)  # noqa: E731
+    fn = lambda s: beta_ucb_paper(s, 3.0, 4, 1000, 0.1)
     table = RadiusTable(fn, 50)
     for s in (1, 2, 49, 50, 51, 1000):
         assert table(s) == pytest.approx(float(fn(np.asarray(float(s)))), rel=1e-14)

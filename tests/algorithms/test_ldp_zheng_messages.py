@@ -16,12 +16,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privbandits.algorithms.ldp_zheng import LDPGLOC, LDPUCB
-from privbandits.algorithms.ldp_zheng.randomizer import SymmetricNoise, clip_interval, clip_norm
+from privbandits.algorithms.ldp_zheng.randomizer import (
+    SymmetricNoise,
+    VectorNoise,
+    clip_interval,
+    clip_norm,
+)
 from privbandits.core.links import get_link
 from privbandits.core.messages import PublicState
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.mechanisms import sample_symmetric_gaussian
+from privbandits.privacy.mechanisms import (
+    sample_gaussian,
+    sample_laplace,
+    sample_symmetric_gaussian,
+)
 
 
 def _reset(alg, R, d=3, K=4, link="identity", reward_range=(-1.0, 1.0), T=1000, setting="single"):
@@ -118,6 +127,8 @@ def _noiseless(alg):
     client.__dict__.update(alg.client.__dict__)
     client.cal = cal
     client.noise_V = SymmetricNoise(alg.features.D, 0.0)
+    client.noise_u = VectorNoise(0.0)
+    client.noise_g = VectorNoise(0.0)
     return client
 
 
@@ -188,5 +199,10 @@ def test_clip_norm_properties(v, bound):
 def test_clip_interval():
     y = np.array([-3.0, 0.2, 5.0])
     np.testing.assert_array_equal(clip_interval(y, -1.0, 1.0), [-1.0, 0.2, 1.0])
-    same = np.array([0.1, 0.2])
-    assert clip_interval(same, 0.0, 1.0) is same
+
+
+def test_vector_noise_fast_path_is_bit_identical_to_mechanism():
+    a = VectorNoise(1.7).sample(np.random.default_rng(4), (5, 3))
+    np.testing.assert_array_equal(a, sample_gaussian(np.random.default_rng(4), (5, 3), 1.7))
+    b = VectorNoise(0.4, "laplace").sample(np.random.default_rng(4), (5, 3))
+    np.testing.assert_array_equal(b, sample_laplace(np.random.default_rng(4), (5, 3), 0.4))

@@ -221,7 +221,8 @@ def test_eliminates_suboptimal_arms_and_plays_active_set(alg) -> None:
         exploring = core.committed < 0
         assert core.active[np.arange(R), a].all()  # every pull is from the surviving set
         if exploring.any():
-            assert np.all(alg._remaining[exploring, a[exploring]] > 0)  # and from the batch schedule
+            sched = alg.core.view(np.flatnonzero(exploring)).counts  # and from the batch's core set
+            assert np.all(sched[np.arange(exploring.sum()), a[exploring]] > 0)
         alg.update(t, X, a, env.pull(a))
     assert np.all(alg.core.committed == 0)
     assert np.all(alg.core.active.sum(axis=1) == 1) and np.all(alg.core.active[:, 0])

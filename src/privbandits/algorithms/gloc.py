@@ -53,7 +53,7 @@ from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_delta, check_nonnegative, check_positive
 
-__all__ = ["GLOC", "gloc_alpha", "gloc_beta", "ons_regret_increment", "mahalanobis_ball_projection"]
+__all__ = ["GLOC", "gloc_alpha", "gloc_beta", "mahalanobis_ball_projection", "ons_regret_increment"]
 
 
 def gloc_alpha(B: np.ndarray, kappa: float, R: float, delta: float) -> np.ndarray:

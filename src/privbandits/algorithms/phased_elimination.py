@@ -514,7 +514,12 @@ class _BatchedCurator(Curator):
         self.collector = self.make_collector()
         self.core = None
         self._A_ref: np.ndarray | None = None
-        self._remaining = np.zeros((self.R, spec.K), dtype=np.int64)
+        # schedule of the running batch, compressed to its core set: slot j of row r is action
+        # _slots[r, j] with _remaining[r, j] pulls left (padding slots have 0 pulls)
+        self._slots = np.zeros((self.R, 1), dtype=np.int64)
+        self._remaining = np.zeros((self.R, 1), dtype=np.int64)
+        self._left = np.zeros(self.R, dtype=np.int64)
+        self._slot = np.zeros(self.R, dtype=np.int64)
         self._sums = np.zeros((self.R, spec.K))
 
     # -- hooks ------------------------------------------------------------------------------------
@@ -542,7 +547,18 @@ class _BatchedCurator(Curator):
         self._begin(self.core.plan_batch())
 
     def _begin(self, plan: BatchPlan) -> None:
-        self._remaining[plan.rows] = plan.counts
+        if len(plan) == 0:
+            return
+        C = int(plan.core_size.max())
+        if C > self._slots.shape[1]:
+            pad = C - self._slots.shape[1]
+            self._slots = np.pad(self._slots, ((0, 0), (0, pad)))
+            self._remaining = np.pad(self._remaining, ((0, 0), (0, pad)))
+        # core actions first (stable order), padding slots get 0 pulls
+        order = np.argsort(plan.counts == 0, axis=1, kind="stable")[:, : self._slots.shape[1]]
+        self._slots[plan.rows] = order
+        self._remaining[plan.rows] = np.take_along_axis(plan.counts, order, axis=1)
+        self._left[plan.rows] = plan.n_total
         self._sums[plan.rows] = 0.0
 
     def _check_fixed(self, contexts: np.ndarray) -> None:
@@ -558,9 +574,9 @@ class _BatchedCurator(Curator):
         assert core is not None
         # next pull of each batch: uniform over the remaining multiset (random order of the schedule)
         cum = np.cumsum(self._remaining, axis=1)
-        total = cum[:, -1]
-        u = self.streams.policy.random(self.R) * total
-        nxt = np.argmax(cum > u[:, None], axis=1)
+        u = self.streams.policy.random(self.R) * cum[:, -1]
+        self._slot = np.argmax(cum > u[:, None], axis=1)
+        nxt = self._slots[np.arange(self.R), self._slot]
         return np.where(core.committed >= 0, core.committed, nxt)
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
@@ -570,11 +586,13 @@ class _BatchedCurator(Curator):
         if rows.size == 0:
             return
         a = actions[rows]
-        if np.any(self._remaining[rows, a] <= 0):
+        slot = self._slot[rows]
+        if np.any(self._slots[rows, slot] != a) or np.any(self._remaining[rows, slot] <= 0):
             raise ValidationError("an exploring replication played an action outside its batch schedule")
-        self._remaining[rows, a] -= 1
+        self._remaining[rows, slot] -= 1
+        self._left[rows] -= 1
         self._sums[rows, a] += self.collector.prepare(np.asarray(rewards, dtype=float)[rows])
-        ended = rows[self._remaining[rows].sum(axis=1) == 0]
+        ended = rows[self._left[rows] == 0]
         if ended.size:
             plan = core.view(ended)
             r_hat = self.collector.collect(plan, self._sums[ended], self.streams.server)

@@ -126,7 +126,12 @@ def shuffle_messages(messages: Sequence[PrivatizedMessage], rng: np.random.Gener
             stacked[key] = np.concatenate([m.payload[key] for m in messages], axis=1)
         else:
             stacked[key] = np.stack([m.payload[key] for m in messages], axis=1)
-    R, n = next(iter(stacked.values())).shape[:2]
+    lengths = {arr.shape[:2] for arr in stacked.values()}
+    if len(lengths) != 1:
+        raise TrustBoundaryError(
+            f"every payload key of a shuffled batch must have the same message count; got (R, n) shapes {sorted(lengths)}"
+        )
+    R, n = lengths.pop()
     perm = np.argsort(rng.random((R, n)), axis=1)
     out = {}
     for key, arr in stacked.items():

@@ -59,6 +59,8 @@ class Environment(ABC):
             return tuple(map(float, self._reward_range))  # type: ignore[return-value]
         if self.noise.kind == "bernoulli":
             return (0.0, 1.0)
+        if self.noise.kind == "rademacher":
+            return (-1.0, 1.0)
         if self.noise.kind == "poisson":
             return (0.0, float(np.ceil(np.exp(self.context_bound) * 3)))
         return (-1.0, 1.0)

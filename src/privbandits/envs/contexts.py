@@ -63,9 +63,9 @@ def sample_contexts(
     if distribution == "sphere":
         return bound * unit_sphere(rng, size, d), 0
     if distribution == "ball":
-        u = unit_sphere(rng, size, d)
-        radius = rng.random(size + (1,)) ** (1.0 / d)
-        return bound * radius * u, 0
+        # the first d coordinates of a uniform point on S^{d+1} are uniform in the d-ball
+        # (one draw per vector keeps the stream chunk-independent)
+        return bound * unit_sphere(rng, size, d + 2)[..., :d], 0
     g = rng.standard_normal(size + (d,))
     if cov_sqrt is not None:
         g = g @ np.asarray(cov_sqrt, dtype=float).T

@@ -16,7 +16,7 @@ from privbandits.core.validation import check_choice, check_nonnegative
 
 __all__ = ["REWARD_NOISES", "RewardNoise"]
 
-REWARD_NOISES: tuple[str, ...] = ("gaussian", "bounded", "bernoulli", "poisson", "none")
+REWARD_NOISES: tuple[str, ...] = ("gaussian", "bounded", "bernoulli", "rademacher", "poisson", "none")
 
 
 class RewardNoise:
@@ -26,7 +26,9 @@ class RewardNoise:
     ----------
     kind : {"gaussian", "bounded", "bernoulli", "poisson", "none"}
         ``gaussian``: ``r = mean + scale * N(0, 1)``.  ``bounded``: ``r = mean + U(-scale, scale)``.
-        ``bernoulli``: ``r ~ Bernoulli(mean)`` (means must lie in [0, 1]).  ``poisson``:
+        ``bernoulli``: ``r ~ Bernoulli(mean)`` (means must lie in [0, 1]).  ``rademacher``:
+        ``r in {-1, +1}`` with ``P(r = +1) = (1 + mean) / 2`` (means in [-1, 1]; Hanna et al.
+        2022, spec section 1.4: bounded, 1-sub-Gaussian, mean exactly ``mean``).  ``poisson``:
         ``r ~ Poisson(mean)`` (means must be non-negative).  ``none``: ``r = mean``.
     scale : float
         Noise scale for the additive kinds (sub-Gaussian parameter: ``scale`` for Gaussian,
@@ -40,8 +42,10 @@ class RewardNoise:
     @property
     def sub_gaussian(self) -> float:
         """Sub-Gaussian parameter of ``r - mean`` (1/2 for Bernoulli; Poisson is not sub-Gaussian)."""
-        if self.kind in ("bernoulli",):
+        if self.kind == "bernoulli":
             return 0.5
+        if self.kind == "rademacher":
+            return 1.0
         if self.kind == "none":
             return 0.0
         return self.scale
@@ -59,6 +63,11 @@ class RewardNoise:
                 "noise='bernoulli' needs mean rewards in [0, 1], got range "
                 f"[{means.min():.3g}, {means.max():.3g}]; use the logistic or probit link"
             )
+        if self.kind == "rademacher" and (means.min() < -1.0 or means.max() > 1.0):
+            raise ValidationError(
+                "noise='rademacher' needs mean rewards in [-1, 1], got range "
+                f"[{means.min():.3g}, {means.max():.3g}]"
+            )
         if self.kind == "poisson" and means.min() < 0.0:
             raise ValidationError("noise='poisson' needs non-negative mean rewards; use the poisson link")
 
@@ -70,6 +79,8 @@ class RewardNoise:
             return means + self.scale * (2.0 * variates - 1.0)
         if self.kind == "bernoulli":
             return (variates < means).astype(float)
+        if self.kind == "rademacher":
+            return np.where(variates < 0.5 * (1.0 + means), 1.0, -1.0)
         if self.kind == "poisson":
             return _poisson_ppf(variates, means)
         return np.array(means, dtype=float, copy=True)

@@ -22,4 +22,4 @@ from privbandits.algorithms.ldp_zheng.ldp_ucb import LDPUCB, UCBClient
 from privbandits.algorithms.ldp_zheng.presets import PRESETS
 from privbandits.algorithms.ldp_zheng.server import NoisyRidgeServer
 
-__all__ = ["LDPUCB", "LDPGLOC", "UCBClient", "GLOCClient", "NoisyRidgeServer", "GLOCServer", "PRESETS"]
+__all__ = ["LDPGLOC", "LDPUCB", "PRESETS", "GLOCClient", "GLOCServer", "NoisyRidgeServer", "UCBClient"]

@@ -16,7 +16,7 @@ from privbandits.privacy.accounting import ApproxDP, PureDP, compose_basic, to_g
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.mechanisms import gaussian_epsilon, laplace_epsilon
 
-__all__ = ["NoisePart", "part_guarantee", "message_guarantee"]
+__all__ = ["NoisePart", "message_guarantee", "part_guarantee"]
 
 
 @dataclass(frozen=True)

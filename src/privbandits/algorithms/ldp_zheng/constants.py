@@ -23,17 +23,17 @@ from privbandits.core.validation import check_delta, check_epsilon, check_int, c
 from privbandits.privacy.mechanisms import gaussian_sigma_analytic
 
 __all__ = [
-    "upsilon",
-    "regularizer",
-    "beta_ucb_paper",
-    "beta_ucb_ss",
+    "RadiusTable",
     "beta_gloc",
     "beta_gloc_conservative",
-    "zeta_default",
-    "zeta_paper",
+    "beta_ucb_paper",
+    "beta_ucb_ss",
     "common_gaussian_sigma",
     "common_laplace_scale",
-    "RadiusTable",
+    "regularizer",
+    "upsilon",
+    "zeta_default",
+    "zeta_paper",
 ]
 
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.base import argmax_random_ties
 from privbandits.algorithms.linalg import chosen
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.spec import EnvSpec
 
-__all__ = ["FeatureMap", "block_features", "check_flag", "require_reset"]
+__all__ = ["FeatureMap", "argmax_ties", "block_features", "check_flag", "require_reset"]
 
 
 def block_features(X: np.ndarray, K: int) -> np.ndarray:
@@ -104,3 +105,17 @@ def require_reset(alg: object, attr: str) -> Any:
             f"{type(alg).__name__}: the privacy guarantee depends on the problem's bounds; "
             "call reset(spec, replications, streams) (or simulate) first"
         ) from None
+
+
+def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Row-wise argmax with ties broken uniformly at random.
+
+    Same law as :func:`~privbandits.algorithms.base.argmax_random_ties`, which it calls only
+    when some row has a tie (with continuous contexts that happens in the first round, when the
+    public estimate is still 0, or with repeated arms), so the common case costs one argmax.
+    """
+    a = scores.argmax(axis=1)
+    top = scores[np.arange(scores.shape[0]), a]
+    if np.count_nonzero(scores >= top[:, None]) == scores.shape[0]:
+        return a
+    return argmax_random_ties(scores, rng)

@@ -19,12 +19,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandits.algorithms.base import Client, LocalAlgorithm, argmax_random_ties
+from privbandits.algorithms.base import Client, LocalAlgorithm
 from privbandits.algorithms.ldp_zheng.budget import message_guarantee
-from privbandits.algorithms.ldp_zheng.constants import RadiusTable, beta_gloc, beta_gloc_conservative
-from privbandits.algorithms.ldp_zheng.features import FeatureMap, check_flag, require_reset
-from privbandits.algorithms.ldp_zheng.presets import MECHANISMS, PRESETS, GLOCCalibration, gloc_calibration
-from privbandits.algorithms.ldp_zheng.randomizer import SymmetricNoise, clip_interval, clip_norm, vector_noise
+from privbandits.algorithms.ldp_zheng.constants import (
+    RadiusTable,
+    beta_gloc,
+    beta_gloc_conservative,
+)
+from privbandits.algorithms.ldp_zheng.features import (
+    FeatureMap,
+    argmax_ties,
+    check_flag,
+    require_reset,
+)
+from privbandits.algorithms.ldp_zheng.presets import (
+    MECHANISMS,
+    PRESETS,
+    GLOCCalibration,
+    gloc_calibration,
+)
+from privbandits.algorithms.ldp_zheng.randomizer import (
+    SymmetricNoise,
+    VectorNoise,
+    clip_interval,
+    clip_norm,
+)
 from privbandits.algorithms.ldp_zheng.server import NoisyRidgeServer
 from privbandits.algorithms.registry import register
 from privbandits.core.links import Link
@@ -77,13 +96,15 @@ class GLOCClient(Client):
         self.clip = clip
         self.mechanism_name = mechanism_name
         self.noise_V = SymmetricNoise(features.D, calibration.scale_V, calibration.mechanism)
+        self.noise_u = VectorNoise(calibration.scale_u, calibration.mechanism)
+        self.noise_g = VectorNoise(calibration.scale_g, calibration.mechanism)
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``argmax_a <theta_tilde, x_a> + beta ||x_a||_M`` (Alg. 3 line 7; ties at random)."""
         F = self.features
         width = np.sqrt(np.maximum(F.quad_scores(public["M"], contexts), 0.0))
         scores = F.linear_scores(public["theta"], contexts) + public["beta"] * width
-        return argmax_random_ties(scores, rng)
+        return argmax_ties(scores, rng)
 
     def randomize(
         self,
@@ -109,8 +130,8 @@ class GLOCClient(Client):
             grad = clip_norm(grad, cal.grad_clip)
         R, D = x.shape
         V = x[:, :, None] * x[:, None, :] + self.noise_V.sample(rng, R)
-        u = z[:, None] * x + vector_noise(rng, (R, D), cal.scale_u, cal.mechanism)
-        g = grad + vector_noise(rng, (R, D), cal.scale_g, cal.mechanism)
+        u = z[:, None] * x + self.noise_u.sample(rng, (R, D))
+        g = grad + self.noise_g.sample(rng, (R, D))
         return PrivatizedMessage({"V": V, "u": u, "g": g}, mechanism=self.mechanism_name)
 
 

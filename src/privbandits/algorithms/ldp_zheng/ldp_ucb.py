@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandits.algorithms.base import Client, LocalAlgorithm, argmax_random_ties
+from privbandits.algorithms.base import Client, LocalAlgorithm
 from privbandits.algorithms.ldp_zheng.budget import message_guarantee
 from privbandits.algorithms.ldp_zheng.constants import RadiusTable, beta_ucb_paper, beta_ucb_ss
-from privbandits.algorithms.ldp_zheng.features import FeatureMap, check_flag, require_reset
+from privbandits.algorithms.ldp_zheng.features import (
+    FeatureMap,
+    argmax_ties,
+    check_flag,
+    require_reset,
+)
 from privbandits.algorithms.ldp_zheng.presets import (
     MECHANISMS,
     PRESETS,
@@ -29,7 +34,12 @@ from privbandits.algorithms.ldp_zheng.presets import (
     UCBCalibration,
     ucb_calibration,
 )
-from privbandits.algorithms.ldp_zheng.randomizer import SymmetricNoise, clip_interval, clip_norm, vector_noise
+from privbandits.algorithms.ldp_zheng.randomizer import (
+    SymmetricNoise,
+    VectorNoise,
+    clip_interval,
+    clip_norm,
+)
 from privbandits.algorithms.ldp_zheng.server import NoisyRidgeServer
 from privbandits.algorithms.registry import register
 from privbandits.core.messages import PrivatizedMessage, PublicState
@@ -69,6 +79,7 @@ class UCBClient(Client):
         self.clip = clip
         self.mechanism_name = mechanism_name
         self.noise_V = SymmetricNoise(features.D, calibration.scale_V, calibration.mechanism)
+        self.noise_u = VectorNoise(calibration.scale_u, calibration.mechanism)
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``argmax_a x_a^T theta + beta ||x_a||_M`` (ties uniformly at random)."""
@@ -76,7 +87,7 @@ class UCBClient(Client):
         q = np.maximum(F.quad_scores(public["M"], contexts), 0.0)
         bonus = q if self.cal.bonus == "squared" else np.sqrt(q)
         scores = F.linear_scores(public["theta"], contexts) + public["beta"] * bonus
-        return argmax_random_ties(scores, rng)
+        return argmax_ties(scores, rng)
 
     def randomize(
         self,
@@ -95,7 +106,7 @@ class UCBClient(Client):
             y = clip_interval(y, *self.cal.reward_interval)
         R, D = x.shape
         V = x[:, :, None] * x[:, None, :] + self.noise_V.sample(rng, R)
-        u = y[:, None] * x + vector_noise(rng, (R, D), self.cal.scale_u, self.cal.mechanism)
+        u = y[:, None] * x + self.noise_u.sample(rng, (R, D))
         return PrivatizedMessage({"V": V, "u": u}, mechanism=self.mechanism_name)
 
 

@@ -58,14 +58,14 @@ from privbandits.core.spec import EnvSpec
 from privbandits.privacy.mechanisms import gaussian_sigma_analytic
 
 __all__ = [
-    "PRESETS",
     "MECHANISMS",
+    "PRESETS",
     "REFERENCE_CODES",
-    "UCBCalibration",
     "GLOCCalibration",
-    "ucb_calibration",
+    "UCBCalibration",
     "gloc_calibration",
     "link_range",
+    "ucb_calibration",
 ]
 
 PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")

@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandits.privacy.mechanisms import sample_gaussian, sample_laplace, sample_symmetric_gaussian
+from privbandits.privacy.mechanisms import (
+    sample_gaussian,
+    sample_laplace,
+    sample_symmetric_gaussian,
+)
 
 __all__ = [
-    "clip_norm",
-    "clip_interval",
     "SymmetricNoise",
+    "VectorNoise",
+    "clip_interval",
+    "clip_norm",
     "vector_noise",
 ]
 
@@ -35,17 +40,15 @@ def clip_norm(v: np.ndarray, bound: float) -> np.ndarray:
     Returns ``v`` itself (no copy) when no row exceeds the bound.
     """
     n2 = np.einsum("...d,...d->...", v, v)
-    if n2.max(initial=0.0) <= bound * bound:
+    if n2.size == 0 or n2.max() <= bound * bound:
         return v
     scale = np.minimum(1.0, bound / np.maximum(np.sqrt(n2), 1e-300))
     return v * scale[..., None]
 
 
 def clip_interval(y: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Clip scalars to ``[lo, hi]`` (returns ``y`` itself when nothing is out of range)."""
-    if y.size and (y.min() < lo or y.max() > hi):
-        return np.minimum(np.maximum(y, lo), hi)
-    return y
+    """Clip scalars to ``[lo, hi]``."""
+    return np.minimum(np.maximum(y, lo), hi)
 
 
 class SymmetricNoise:
@@ -92,6 +95,25 @@ class SymmetricNoise:
         W[:, iu0, iu1] = z
         W[:, iu1, iu0] = z
         return W
+
+
+class VectorNoise:
+    """i.i.d. noise vectors with a fixed, pre-validated scale (Gaussian std or Laplace scale).
+
+    The Gaussian draw is bit-identical to :func:`sample_gaussian` for the same generator state;
+    the scale is validated once here instead of every round.
+    """
+
+    def __init__(self, scale: float, mechanism: str = "gaussian") -> None:
+        self.scale = float(scale)
+        self.mechanism = mechanism
+        vector_noise(np.random.default_rng(0), (1,), self.scale, mechanism)  # validates the scale
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """Draw noise of the given shape."""
+        if self.mechanism == "gaussian":
+            return self.scale * rng.standard_normal(shape)
+        return rng.laplace(0.0, self.scale, size=shape)
 
 
 def vector_noise(rng: np.random.Generator, shape: tuple[int, ...], scale: float, mechanism: str) -> np.ndarray:

@@ -97,13 +97,22 @@ class NoisyRidgeServer(Server):
         self.beta_index = beta_index
         self.c_first = c_first
         self._ups = RadiusTable(lambda s: upsilon(s, sigma, D, T, alpha), T + 1)
-        self.V = np.broadcast_to(V0 * np.eye(D), (R, D, D)).copy()
         self.u = np.zeros((R, D))
         self.n = 0
         self.n_shifted = 0
         self._eye = np.eye(D)
         self._shapes = self._message_shapes()
+        # A = V_n + c_n I is kept up to date in place: the diagonal view lets the regularizer change
+        # from c_{n-1} to c_n with one addition (it is never accumulated, spec section 8 A2)
+        self._c = self.regularizer()
+        self.A = np.broadcast_to((V0 + self._c) * self._eye, (R, D, D)).copy()
+        self._diag = self.A.reshape(R, D * D)[:, :: D + 1]
         self._refresh()
+
+    @property
+    def V(self) -> np.ndarray:
+        """The raw noisy Gram sum ``V_n = sum_s (x_s x_s^T + B_s)`` (plus ``V0 I``)."""
+        return self.A - self._c * self._eye
 
     # -- message handling ----------------------------------------------------------------------
     def _message_shapes(self) -> dict[str, tuple[int, ...]]:
@@ -112,9 +121,12 @@ class NoisyRidgeServer(Server):
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         """Add one round's privatized statistics (Alg. 3 line 11 / Alg. 5 server update)."""
         msg = check_message(message, self.mechanism, self._shapes)
-        self.V += msg.payload["V"]
+        self.A += msg.payload["V"]
         self.u += msg.payload[self.vector_key]
         self.n += 1
+        c = self.regularizer()
+        self._diag += c - self._c
+        self._c = c
         self._absorb(msg)
         self._refresh()
 
@@ -134,7 +146,7 @@ class NoisyRidgeServer(Server):
 
     def _regularized_inverse(self) -> np.ndarray:
         """``(V + c I)^{-1}``; a replication whose matrix is not PD is shifted (spec section 4.3.2)."""
-        A = self.V + self.regularizer() * self._eye
+        A = self.A
         try:
             np.linalg.cholesky(A)
         except np.linalg.LinAlgError:
@@ -157,7 +169,7 @@ class NoisyRidgeServer(Server):
 
     def _refresh(self) -> None:
         self.M = self._regularized_inverse()
-        self.theta = np.einsum("rde,re->rd", self.M, self.u)
+        self.theta = (self.M @ self.u[:, :, None])[:, :, 0]
         s = self.n + 1 if self.beta_index == "current" else max(self.n, 1)
         self.beta = float(self._beta(s))
         self._public = PublicState(self._public_arrays())
