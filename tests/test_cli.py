@@ -183,22 +183,43 @@ def test_audit_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
 class _Audit:
     mechanism: str
     claimed_epsilon: float
-    audited_epsilon: float
+    audited_epsilon_lb: float
+    passed: bool
 
 
 def test_audit_uses_the_audit_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def audit_mechanism(name: str, under_noised: float | None = None, n_samples: int | None = None,
+                        seed: int = 0) -> _Audit:
+        calls.append((name, under_noised, n_samples, seed))
+        f = 1.0 if under_noised is None else under_noised
+        return _Audit(name, 1.0, 0.8 / f, 0.8 / f <= 1.0)
+
     mod = types.ModuleType("privbandits.privacy.audit")
     mod.AUDITABLE = {"gaussian": "Gaussian mechanism", "laplace": "Laplace mechanism"}  # type: ignore[attr-defined]
-    mod.audit_mechanism = lambda name: _Audit(name, 1.0, 0.8)  # type: ignore[attr-defined]
-    mod.run_all = lambda: [_Audit("gaussian", 1.0, 0.8), _Audit("laplace", 2.0, 1.9)]  # type: ignore[attr-defined]
+    mod.audit_mechanism = audit_mechanism  # type: ignore[attr-defined]
+    mod.run_all = lambda: [audit_mechanism("gaussian"), _Audit("laplace", 2.0, 1.9, True)]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "privbandits.privacy.audit", mod)
     assert "Laplace mechanism" in _ok(["audit", "--list"]).stdout
-    one = _ok(["audit", "gaussian"]).stdout
-    assert "claimed_epsilon" in one and "0.8" in one
+    one = _ok(["audit", "gaussian", "--samples", "1000", "--seed", "3"]).stdout
+    assert "audited_epsilon_lb" in one and "0.8" in one and calls[-1] == ("gaussian", None, 1000, 3)
     both = _ok(["audit", "--all"]).stdout
     assert "laplace" in both and "1.9" in both
+    violation = runner.invoke(app, ["audit", "gaussian", "--under-noised", "0.5"])
+    assert violation.exit_code == 1 and "1.6" in violation.stdout and "violation" in violation.stderr
     bad = runner.invoke(app, ["audit", "gausian"])
     assert bad.exit_code == 2 and "did you mean 'gaussian'" in bad.stderr
+    bad = runner.invoke(app, ["audit", "gaussian", "--alpha", "0.1"])
+    assert bad.exit_code == 2 and "does not take --alpha" in bad.stderr
+
+
+def test_audit_real_module_lists_mechanisms() -> None:
+    pytest.importorskip("privbandits.privacy.audit")
+    from privbandits.privacy.audit import AUDITABLE
+
+    out = _ok(["audit", "--list"]).stdout
+    assert all(name in out for name in AUDITABLE)
 
 
 def test_version() -> None:

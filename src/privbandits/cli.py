@@ -19,6 +19,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.experiments.store import DEFAULT_DB
@@ -78,21 +79,26 @@ def _guard(fn: F) -> F:
 
 
 # -- rendering ---------------------------------------------------------------------------------
+def _add_row(table: Table, *cells: str) -> None:
+    """Add a row of plain text (no rich markup: guarantees contain brackets such as "[local, per user]")."""
+    table.add_row(*(Text(str(c)) for c in cells))
+
+
 def _regret_table(series: Sequence[Any], title: str) -> Table:
     from privbandits.experiments.report import regret_table_rows
 
     rows = regret_table_rows(series)
-    presets = {s.preset for s in series if "preset" in s.params}
+    no_presets = all(row["preset"] == "-" for row in rows)
     for row in rows:
-        del row["trust model"]
-        if not presets:
+        del row["trust model"]  # the guarantee names the trust model
+        if no_presets:
             del row["preset"]
     table = Table(title=title, title_justify="left")
     for col in (rows[0] if rows else {"algorithm": ""}):
         table.add_column(col, justify="right" if col in ("final regret", "n", "wall time (s)") else "left",
                          overflow="fold")
     for row in rows:
-        table.add_row(*row.values())
+        _add_row(table, *row.values())
     return table
 
 
@@ -273,7 +279,7 @@ def list_() -> None:
         table.add_column(col, overflow="fold")
     for name, cls in available().items():
         has_preset = "preset" in inspect.signature(cls.__init__).parameters
-        table.add_row(name, cls.paper, cls.trust_model, ", ".join(cls.settings), ", ".join(cls.links),
+        _add_row(table, name, cls.paper, cls.trust_model, ", ".join(cls.settings), ", ".join(cls.links),
                       "strict, paper, authors_code" if has_preset else "-")
     out = _out()
     out.print(table)
@@ -285,7 +291,7 @@ def _presets_table(presets: dict[str, str]) -> Table:
     table.add_column("name", overflow="fold")
     table.add_column("description", overflow="fold")
     for name, text in presets.items():
-        table.add_row(name, text)
+        _add_row(table, name, text)
     return table
 
 
@@ -293,8 +299,19 @@ def _presets_table(presets: dict[str, str]) -> Table:
 @_guard
 def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism to audit (see --list).")] = None,
           all_: Annotated[bool, typer.Option("--all", help="Audit every auditable mechanism.")] = False,
-          list_: Annotated[bool, typer.Option("--list", help="List the auditable mechanisms.")] = False) -> None:
-    """Empirical privacy audit: audited lower bound on epsilon vs the claimed epsilon."""
+          list_: Annotated[bool, typer.Option("--list", help="List the auditable mechanisms.")] = False,
+          under_noised: Annotated[Optional[float], typer.Option("--under-noised", help="Audit the variant "
+                                                                "with this multiple of the calibrated noise "
+                                                                "(0.5 = half) against the unchanged claim.")] = None,
+          samples: Annotated[Optional[int], typer.Option("--samples", "-n", help="Outputs drawn per "
+                                                         "neighbouring input.")] = None,
+          seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the sampling streams.")] = None,
+          alpha: Annotated[Optional[float], typer.Option("--alpha", help="1 - confidence of the audited "
+                                                         "lower bound.")] = None) -> None:
+    """Empirical privacy audit: audited lower bound on epsilon vs the claimed epsilon.
+
+    Exit code 1 when an audited lower bound exceeds a claimed epsilon (a detected violation).
+    """
     try:
         mod = importlib.import_module("privbandits.privacy.audit")
     except ModuleNotFoundError as exc:
@@ -306,22 +323,41 @@ def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism to 
     out = _out()
     if list_ or (mechanism is None and not all_):
         table = Table(title="Auditable mechanisms (privbandits audit NAME | --all)", title_justify="left")
-        table.add_column("name")
-        table.add_column("description")
+        table.add_column("name", overflow="fold")
+        table.add_column("description", overflow="fold")
         for name, obj in auditable.items():
-            table.add_row(name, _describe(obj))
+            _add_row(table, name, _describe(obj))
         out.print(table)
         return
+    options = {"under_noised": under_noised, "n_samples": samples, "seed": seed, "alpha": alpha}
     if all_:
-        _render(out, mod.run_all())
-        return
-    if mechanism not in auditable:
-        import difflib
+        results = mod.run_all(**_accepted_options(mod.run_all, options))
+    else:
+        if mechanism not in auditable:
+            import difflib
 
-        close = difflib.get_close_matches(str(mechanism), list(auditable), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ValidationError(f"unknown mechanism {mechanism!r}{hint}; auditable: {', '.join(auditable) or 'none'}")
-    _render(out, mod.audit_mechanism(mechanism))
+            close = difflib.get_close_matches(str(mechanism), list(auditable), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ValidationError(f"unknown mechanism {mechanism!r}{hint}; "
+                                  f"auditable: {', '.join(auditable) or 'none'}")
+        results = mod.audit_mechanism(mechanism, **_accepted_options(mod.audit_mechanism, options))
+    _render(out, results)
+    items = results.values() if isinstance(results, dict) else (
+        results if isinstance(results, (list, tuple)) else [results])
+    if any(getattr(r, "passed", True) is False for r in items):
+        _err().print("privacy violation detected: an audited lower bound exceeds the claimed epsilon",
+                     style="bold red", markup=False, soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _accepted_options(fn: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The options the user gave, checked against what the audit function takes."""
+    params = inspect.signature(fn).parameters
+    given = {k: v for k, v in options.items() if v is not None}
+    unknown = [k for k in given if k not in params]
+    if unknown:
+        raise ValidationError(f"this audit does not take {', '.join('--' + k.replace('_', '-') for k in unknown)}")
+    return given
 
 
 def _describe(obj: Any) -> str:
@@ -340,16 +376,20 @@ def _render(out: Console, obj: Any) -> None:
     else:
         items = [(None, obj)]
     if items and all(is_dataclass(v) and not isinstance(v, type) for _, v in items):
-        names = [f.name for f in fields(items[0][1])]
+        names = [f.name for f in fields(items[0][1]) if f.name != "notes"]
         table = Table(title="Privacy audit", title_justify="left")
         if any(k is not None for k, _ in items):
-            table.add_column("name")
+            table.add_column("name", overflow="fold")
         for n in names:
-            table.add_column(n)
+            table.add_column(n, overflow="fold")
         for k, v in items:
             cells = [_cell(getattr(v, n, "")) for n in names]
-            table.add_row(*([str(k)] if k is not None else []), *cells)
+            _add_row(table, *([str(k)] if k is not None else []), *cells)
         out.print(table)
+        for k, v in items:  # long free-text notes below the table, one line per result
+            if getattr(v, "notes", ""):
+                out.print(f"{k or getattr(v, names[0], '')}: {v.notes}", markup=False, soft_wrap=True,
+                          style="dim")
         return
     for k, v in items:
         out.print(f"{k}: {v}" if k is not None else str(v), markup=False, soft_wrap=True)

@@ -27,7 +27,9 @@ def test_registered_and_non_private() -> None:
 
 
 def test_twins_share_the_private_estimators() -> None:
-    """The non-private twins run the same estimator classes as LDP-OLS / LDP-SGD (fed raw statistics)."""
+    """The non-private twins run the same estimator classes as LDP-OLS / LDP-SGD (fed raw
+    statistics).
+    """
     env = SyntheticEnv(d=2, K=3)
     a, b = GreedyOLS(), GreedySGD()
     for alg in (a, b):
@@ -57,7 +59,8 @@ def test_greedy_ols_equals_ridge_regression() -> None:
 
 @pytest.mark.parametrize("name", ["greedy-ols", "greedy-sgd"])
 def test_tiny_regret_on_sphere_instance(name: str) -> None:
-    """d = 2, K = 10, sphere contexts, noise 0.1: greedy learns in a few hundred rounds; its regret over
+    """d = 2, K = 10, sphere contexts, noise 0.1: greedy learns in a few hundred rounds; its regret
+    over
     1e4 rounds is below 0.5% of the uniform policy's (0.929 T = 9290)."""
     res = simulate(make(name), SyntheticEnv(d=2, K=10), 10_000, replications=4, seed=0)
     assert res.final_regret.max() < 0.005 * RANDOM_PER_ROUND * 10_000
@@ -65,9 +68,13 @@ def test_tiny_regret_on_sphere_instance(name: str) -> None:
 
 
 def test_greedy_sgd_logistic_learns() -> None:
-    """Any link: logistic rewards with Bernoulli noise; the estimate approaches theta* and regret is small."""
+    """Any link: logistic rewards with Bernoulli noise; the estimate approaches theta* and regret is
+    small.
+    """
     env = SyntheticEnv(d=2, K=10, link="logistic", noise="bernoulli")
-    res = simulate(make("greedy-sgd"), env, 10_000, replications=4, seed=1, checkpoints=[100, 10_000])
+    res = simulate(
+        make("greedy-sgd"), env, 10_000, replications=4, seed=1, checkpoints=[100, 10_000]
+    )
     err = res.estimation_error
     assert np.all(err[:, -1] < err[:, 0])
     assert np.all(err[:, -1] < 0.5)
@@ -77,10 +84,18 @@ def test_greedy_sgd_logistic_learns() -> None:
 
 @pytest.mark.parametrize("name", ["greedy-ols", "greedy-sgd"])
 def test_multi_parameter_twin(name: str) -> None:
-    """Multi: round-robin warm-up of s0 pulls per arm, then greedy; after warm-up regret grows slowly."""
+    """Multi: round-robin warm-up of s0 pulls per arm, then greedy; after warm-up regret grows
+    slowly.
+    """
     s0, K, T = 50, 3, 5000
-    res = simulate(make(name, s0=s0), SyntheticEnv(d=2, K=K, setting="multi"), T, replications=4, seed=2,
-                   checkpoints=[K * s0, T])
+    res = simulate(
+        make(name, s0=s0),
+        SyntheticEnv(d=2, K=K, setting="multi"),
+        T,
+        replications=4,
+        seed=2,
+        checkpoints=[K * s0, T],
+    )
     warm, final = res.regret[:, 0], res.regret[:, 1]
     per_round_warm = warm.mean() / (K * s0)
     per_round_main = (final - warm).mean() / (T - K * s0)
@@ -107,14 +122,23 @@ def test_multi_warmup_schedule_and_frozen_estimates() -> None:
     assert np.all(alg.counts.sum(axis=1) == T)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"lam": 0.0}, "lam"), ({"s0": 0}, "s0"), ({"h": -1.0}, "h")])
+@pytest.mark.parametrize(
+    "kwargs, match", [({"lam": 0.0}, "lam"), ({"s0": 0}, "s0"), ({"h": -1.0}, "h")]
+)
 def test_greedy_ols_validation(kwargs: dict, match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         GreedyOLS(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"eta0": 0.0}, "eta0"), ({"step_schedule": "x"}, "step_schedule"),
-                                           ({"init": "x"}, "init"), ({"ridge": -0.1}, "ridge")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"eta0": 0.0}, "eta0"),
+        ({"step_schedule": "x"}, "step_schedule"),
+        ({"init": "x"}, "init"),
+        ({"ridge": -0.1}, "ridge"),
+    ],
+)
 def test_greedy_sgd_validation(kwargs: dict, match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         GreedySGD(**kwargs)

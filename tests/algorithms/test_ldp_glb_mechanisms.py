@@ -1,4 +1,5 @@
-"""Han et al. (2021): presets, randomizers and estimators (spec han2021-ldp-glb.md, section 7, items 1-8).
+"""Han et al. (2021): presets, randomizers and estimators (spec han2021-ldp-glb.md, section 7, items
+1-8).
 
 Statistical thresholds: a sample mean of n i.i.d. draws with std s has standard error s / sqrt(n);
 we accept |mean - target| < 5 se (false-alarm probability < 1e-6 per check).  The sample std of n
@@ -68,7 +69,9 @@ def test_gaussian_multipliers_match_spec_table(level: tuple[float, float]) -> No
 
 @pytest.mark.parametrize("level", sorted(REFERENCE))
 def test_ols_noise_scales_per_preset(level: tuple[float, float]) -> None:
-    """Spec 2.4: s_W = s_u = 2 sigma' (strict); 2 sigma_priv and sigma_priv (paper); sigma_code (code)."""
+    """Spec 2.4: s_W = s_u = 2 sigma' (strict); 2 sigma_priv and sigma_priv (paper); sigma_code
+    (code).
+    """
     eps, delta = level
     paper, strict, code = REFERENCE[level]
     s = ols_calibration("strict", eps, delta)
@@ -80,7 +83,9 @@ def test_ols_noise_scales_per_preset(level: tuple[float, float]) -> None:
 
 
 def test_ols_noise_scales_with_bounds() -> None:
-    """strict: s_W = 2 C_B^2 sigma', s_u = 2 c_r C_B sigma'; paper: 2 C_B sigma, C_B c_r sigma; code ignores them."""
+    """strict: s_W = 2 C_B^2 sigma', s_u = 2 c_r C_B sigma'; paper: 2 C_B sigma, C_B c_r sigma; code
+    ignores them.
+    """
     sp = sigma_strict(1.0, 0.01)
     s = ols_calibration("strict", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
     assert (s.s_W, s.s_u) == pytest.approx((2 * 4 * sp, 2 * 3 * 2 * sp))
@@ -105,7 +110,9 @@ def test_analytic_calibration_is_smaller_and_strict_only() -> None:
 
 def test_shift_constant_reference_values() -> None:
     """Spec 7.7: c_tilde(eps=1, delta=0.01, d=2, T=1e6, alpha=0.1) = 488.244 (97.649 at eps=5)."""
-    assert ols_shift_constant(sigma_priv(1, 0.01), 2, 10**6, 0.1) == pytest.approx(488.244, abs=1e-3)
+    assert ols_shift_constant(sigma_priv(1, 0.01), 2, 10**6, 0.1) == pytest.approx(
+        488.244, abs=1e-3
+    )
     assert ols_shift_constant(sigma_priv(5, 0.01), 2, 10**6, 0.1) == pytest.approx(97.649, abs=1e-3)
     # multi-parameter (Thm 4.1): ln(2 T K / alpha)
     k3 = ols_shift_constant(1.0, 2, 10**6, 0.1, K=3)
@@ -114,13 +121,26 @@ def test_shift_constant_reference_values() -> None:
 
 def test_sgd_defaults_per_preset() -> None:
     s = sgd_defaults("strict", "single", "identity", 1.0, 1.0)
-    assert (s["grad_bound"], s["eta0"], s["t0"], s["init"], s["ridge"]) == (2.0, 5.0, 1.0, "zero", 0.0)
-    assert sgd_defaults("paper", "multi", "identity", 1.0, 1.0) == sgd_defaults("strict", "multi", "identity", 1, 1)
+    assert (s["grad_bound"], s["eta0"], s["t0"], s["init"], s["ridge"]) == (
+        2.0,
+        5.0,
+        1.0,
+        "zero",
+        0.0,
+    )
+    assert sgd_defaults("paper", "multi", "identity", 1.0, 1.0) == sgd_defaults(
+        "strict", "multi", "identity", 1, 1
+    )
     c = sgd_defaults("authors_code", "single", "logistic", 1.0, 1.0)
     assert (c["grad_bound"], c["init"], c["ridge"]) == (1.0, "random_unit", 0.05)
     assert sgd_defaults("authors_code", "single", "identity", 1.0, 1.0)["ridge"] == 0.0
     m = sgd_defaults("authors_code", "multi", "identity", 1.0, 1.0)
-    assert (m["sgd_warmup"], m["synthetic_update"], m["joint_radius"], m["ridge"]) == ("ols", "joint", "d", 0.05)
+    assert (m["sgd_warmup"], m["synthetic_update"], m["joint_radius"], m["ridge"]) == (
+        "ols",
+        "joint",
+        "d",
+        0.05,
+    )
 
 
 def test_default_warmup_length() -> None:
@@ -137,7 +157,9 @@ def _ols(eps: float = 1.0, delta: float = 0.01) -> OLSRandomizer:
 
 
 def test_ols_noise_symmetric_with_calibrated_std(rng: np.random.Generator) -> None:
-    """Spec 7.7: W exactly symmetric; entry stds within 2% of s_W (n = 1e5; rel. se 0.22%); xi std = s_u."""
+    """Spec 7.7: W exactly symmetric; entry stds within 2% of s_W (n = 1e5; rel. se 0.22%); xi std =
+    s_u.
+    """
     ran = _ols()
     n, d = 100_000, 3
     x = np.zeros((n, d))
@@ -175,13 +197,15 @@ def test_ols_clips_contexts_and_rewards(rng: np.random.Generator) -> None:
 
 
 def test_ols_fast_path_matches_reference(rng: np.random.Generator) -> None:
-    """DESIGN 3: the chunked hot path and the message-level twin have the same law (KS, alpha = 1e-3)."""
+    """DESIGN 3: the chunked hot path and the message-level twin have the same law (KS, alpha =
+    1e-3).
+    """
     ran = _ols()
     x = np.array([[0.6, 0.8]] * 4000)
     r = np.full(4000, 0.5)
     fast = np.stack([ran.privatize(x[:1], r[:1], None, rng)["M"][0] for _ in range(4000)])
     ref = ran.privatize_reference(x, r, None, np.random.default_rng(11))["M"]
-    for (i, j) in [(0, 0), (0, 1), (1, 1)]:
+    for i, j in [(0, 0), (0, 1), (1, 1)]:
         assert stats.ks_2samp(fast[:, i, j], ref[:, i, j]).pvalue > 1e-3
 
 
@@ -190,9 +214,15 @@ def test_ols_fast_path_matches_reference(rng: np.random.Generator) -> None:
 # ------------------------------------------------------------------------------------------------
 def test_sgd_radius_reference_values() -> None:
     """Spec 2.5 examples: R = 2, d = 2: 6.79826 at eps = 1, 12.82709 at the per-arm eps/2 = 0.5."""
-    assert SGDRandomizer(1.0, 2.0, IDENTITY, 1.0, (-1, 1)).radius(2) == pytest.approx(6.79826, abs=1e-5)
-    assert SGDRandomizer(0.5, 2.0, IDENTITY, 1.0, (-1, 1)).radius(2) == pytest.approx(12.82709, abs=1e-5)
-    assert SGDRandomizer(1.0, 1.0, IDENTITY, 1.0, (-1, 1)).radius(1) == pytest.approx(2.163953, abs=1e-6)
+    assert SGDRandomizer(1.0, 2.0, IDENTITY, 1.0, (-1, 1)).radius(2) == pytest.approx(
+        6.79826, abs=1e-5
+    )
+    assert SGDRandomizer(0.5, 2.0, IDENTITY, 1.0, (-1, 1)).radius(2) == pytest.approx(
+        12.82709, abs=1e-5
+    )
+    assert SGDRandomizer(1.0, 1.0, IDENTITY, 1.0, (-1, 1)).radius(1) == pytest.approx(
+        2.163953, abs=1e-6
+    )
 
 
 def _l2(g: np.ndarray, eps: float, R: float, rng: np.random.Generator) -> np.ndarray:
@@ -214,8 +244,12 @@ def test_l2_ball_unbiased(d: int, rng: np.random.Generator) -> None:
 
 
 @pytest.mark.parametrize("norm_frac, target", [(1.0, 0.731059), (0.5, 0.615529), (0.0, 0.5)])
-def test_l2_ball_side_probability(norm_frac: float, target: float, rng: np.random.Generator) -> None:
-    """Spec 7.4: P(Z^T x > 0) = [1 + (1/2 + ||x||/(2R))(e^eps - 1)]/(1 + e^eps); binomial 5-se bound."""
+def test_l2_ball_side_probability(
+    norm_frac: float, target: float, rng: np.random.Generator
+) -> None:
+    """Spec 7.4: P(Z^T x > 0) = [1 + (1/2 + ||x||/(2R))(e^eps - 1)]/(1 + e^eps); binomial 5-se
+    bound.
+    """
     n, d, R = 200_000, 3, 1.0
     v = np.array([1.0, 0.0, 0.0])
     g = np.broadcast_to(norm_frac * R * v, (n, d))
@@ -225,7 +259,9 @@ def test_l2_ball_side_probability(norm_frac: float, target: float, rng: np.rando
 
 
 def test_l2_ball_output_norm_and_clipping(rng: np.random.Generator) -> None:
-    """Spec 7.2 and 7.6: ||Z|| = r exactly (incl. x = 0, ||x|| = R); x and x R/||x|| give identical outputs."""
+    """Spec 7.2 and 7.6: ||Z|| = r exactly (incl. x = 0, ||x|| = R); x and x R/||x|| give identical
+    outputs.
+    """
     R, d = 2.0, 4
     ran = SGDRandomizer(1.0, R, IDENTITY, 1.0, (-1, 1))
     g = np.stack([np.zeros(d), R * unit_vectors(rng, (), d), 7.0 * unit_vectors(rng, (), d)])
@@ -233,7 +269,9 @@ def test_l2_ball_output_norm_and_clipping(rng: np.random.Generator) -> None:
     assert np.allclose(np.linalg.norm(out, axis=-1), ran.radius(d), rtol=1e-9)
     big = 5.0 * R * unit_vectors(rng, (50,), d)
     clipped = big * (R / np.linalg.norm(big, axis=-1, keepdims=True))
-    assert np.array_equal(_l2(big, 1.0, R, np.random.default_rng(9)), _l2(clipped, 1.0, R, np.random.default_rng(9)))
+    assert np.array_equal(
+        _l2(big, 1.0, R, np.random.default_rng(9)), _l2(clipped, 1.0, R, np.random.default_rng(9))
+    )
 
 
 def test_l2_ball_at_zero_is_rotation_invariant(rng: np.random.Generator) -> None:
@@ -248,7 +286,9 @@ def test_l2_ball_at_zero_is_rotation_invariant(rng: np.random.Generator) -> None
 
 @pytest.mark.parametrize("d", [2, 5])
 def test_l2_ball_fast_path_matches_reference(d: int, rng: np.random.Generator) -> None:
-    """DESIGN 3: the single-Bernoulli fast path vs mechanisms.l2_ball_mechanism (KS on Z^T g / r, alpha = 1e-3)."""
+    """DESIGN 3: the single-Bernoulli fast path vs mechanisms.l2_ball_mechanism (KS on Z^T g / r,
+    alpha = 1e-3).
+    """
     ran = SGDRandomizer(1.0, 2.0, IDENTITY, 1.0, (-1, 1))
     n = 20_000
     x = np.broadcast_to(unit_vectors(rng, (), d), (n, d))
@@ -263,7 +303,9 @@ def test_l2_ball_fast_path_matches_reference(d: int, rng: np.random.Generator) -
 
 
 def test_sgd_randomizer_unbiased_for_clipped_gradient(rng: np.random.Generator) -> None:
-    """E[Z] = clip_R((mu(x^T theta) - r) x) for a logistic link (eq. 3.5); 5-se bound per coordinate."""
+    """E[Z] = clip_R((mu(x^T theta) - r) x) for a logistic link (eq. 3.5); 5-se bound per
+    coordinate.
+    """
     n, R = 200_000, 1.0
     ran = SGDRandomizer(2.0, R, LOGISTIC, 1.0, (0.0, 1.0))
     x = np.broadcast_to([0.6, 0.8], (n, 2))
@@ -275,7 +317,9 @@ def test_sgd_randomizer_unbiased_for_clipped_gradient(rng: np.random.Generator) 
 
 
 def test_joint_randomizer_radius_and_shrink(rng: np.random.Generator) -> None:
-    """Spec 2.6: joint dK mechanism unbiased with r_{eps,dK}; the code's r_{eps,d} shrinks the mean by 0.533."""
+    """Spec 2.6: joint dK mechanism unbiased with r_{eps,dK}; the code's r_{eps,d} shrinks the mean
+    by 0.533.
+    """
     n, K, d, R = 100_000, 3, 2, 1.0
     x = np.zeros((n, K, d))
     x[:, 1] = [0.6, 0.8]
@@ -362,11 +406,15 @@ def test_ols_estimator_and_sgd_estimator_updates() -> None:
     assert np.allclose(est.solve(1.0), [[1.0, 0.0], [0.0, -0.5]])
     sgd = SGDEstimator(np.ones((2, 2)), ridge=0.5, project_radius=1.0)
     sgd.step(np.zeros((2, 2)), 0.4)
-    assert np.allclose(sgd.theta, 1.0 / math.sqrt(2))  # (1 - 0.4 * 0.5) (1, 1) = (0.8, 0.8), projected to norm 1
+    assert np.allclose(
+        sgd.theta, 1.0 / math.sqrt(2)
+    )  # (1 - 0.4 * 0.5) (1, 1) = (0.8, 0.8), projected to norm 1
     sgd2 = SGDEstimator(np.ones((2, 2)), ridge=0.5)
     sgd2.step(np.ones((2, 2)), 0.4)
     assert np.allclose(sgd2.theta, 0.8 * 0.6)  # theta - eta Z = 0.6, then (1 - eta lambda) = 0.8
-    assert np.allclose(glm_gradient(x, np.array([1.0, 1.0]), np.array([[2.0, 0.0], [0.0, 0.0]]), IDENTITY),
-                       [[1.0, 0.0], [0.0, -1.0]])
+    assert np.allclose(
+        glm_gradient(x, np.array([1.0, 1.0]), np.array([[2.0, 0.0], [0.0, 0.0]]), IDENTITY),
+        [[1.0, 0.0], [0.0, -1.0]],
+    )
     assert step_size(4.0, 5.0, 1.0, "inv_t") == pytest.approx(1.0)
     assert step_size(np.array([3.0]), 2.0, 1.0, "inv_sqrt_t", m=3)[0] == pytest.approx(3.0)

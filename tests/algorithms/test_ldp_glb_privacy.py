@@ -1,4 +1,6 @@
-"""Han et al. (2021): reported guarantees are computed from the noise added (spec 2.4, 2.6, 2.7, 7.8-7.9)."""
+"""Han et al. (2021): reported guarantees are computed from the noise added (spec 2.4, 2.6, 2.7,
+7.8-7.9).
+"""
 
 from __future__ import annotations
 
@@ -27,10 +29,14 @@ def _reset(alg, spec: EnvSpec):
 
 @pytest.mark.parametrize("eps, delta", [(1.0, 0.01), (5.0, 0.01), (1.0, 0.1), (0.5, 0.01)])
 def test_ols_single_strict_guarantee_from_noise(eps: float, delta: float) -> None:
-    """Alg 1 + OLS reports (eps_W + eps_xi, delta) with each part's exact Gaussian epsilon at delta/2."""
+    """Alg 1 + OLS reports (eps_W + eps_xi, delta) with each part's exact Gaussian epsilon at
+    delta/2.
+    """
     g = _reset(LDPOLS(epsilon=eps, delta=delta), SINGLE).guarantee
     cal = ols_calibration("strict", eps, delta)
-    want = gaussian_epsilon(cal.s_W, delta / 2, math.sqrt(2)) + gaussian_epsilon(cal.s_u, delta / 2, 2.0)
+    want = gaussian_epsilon(cal.s_W, delta / 2, math.sqrt(2)) + gaussian_epsilon(
+        cal.s_u, delta / 2, 2.0
+    )
     assert g.model == "local" and g.delta == pytest.approx(delta)
     assert g.epsilon == pytest.approx(want, rel=1e-9)
     assert g.epsilon <= eps  # strict is provably private at the stated level
@@ -38,7 +44,7 @@ def test_ols_single_strict_guarantee_from_noise(eps: float, delta: float) -> Non
 
 
 def test_ols_analytic_calibration_meets_the_level() -> None:
-    """calibration='analytic': the xi part is exactly (eps/2, delta/2); W (tight sensitivity) less."""
+    """calibration='analytic': xi is exactly (eps/2, delta/2); W (tight sensitivity) less."""
     g = _reset(LDPOLS(epsilon=1.0, delta=0.01, calibration="analytic"), SINGLE).guarantee
     assert 0.5 < g.epsilon <= 1.0 + 1e-9
     classic = _reset(LDPOLS(epsilon=1.0, delta=0.01), SINGLE).guarantee
@@ -47,7 +53,8 @@ def test_ols_analytic_calibration_meets_the_level() -> None:
 
 @pytest.mark.parametrize("delta", [0.01, 0.1])
 def test_paper_preset_is_under_calibrated(delta: float) -> None:
-    """Spec 2.4: the printed formulas under-noise xi; the reported epsilon exceeds the requested one.
+    """Spec 2.4: the printed formulas under-noise xi; the reported epsilon exceeds the requested
+    one.
 
     At eps = 5 the exact accounting of the paper's noise gives epsilon > 5 (about 6.1-6.5);
     at eps = 1 the classic formula's slack hides the shortfall, but the paper preset still
@@ -63,7 +70,9 @@ def test_paper_preset_is_under_calibrated(delta: float) -> None:
 
 
 def test_paper_preset_under_calibrated_for_large_context_bound() -> None:
-    """With C_B = 4 the paper's W std (C_B, not C_B^2) is also short: epsilon > requested at eps = 1."""
+    """With C_B = 4 the paper's W std (C_B, not C_B^2) is also short: epsilon > requested at eps =
+    1.
+    """
     spec = EnvSpec(d=2, K=10, setting="single", horizon=1000, context_bound=4.0)
     assert _reset(LDPOLS(epsilon=1.0, preset="paper"), spec).guarantee.epsilon > 1.0
     assert _reset(LDPOLS(epsilon=1.0), spec).guarantee.epsilon <= 1.0
@@ -74,13 +83,20 @@ def test_ols_multi_composes_two_slots() -> None:
     eps, delta = 1.0, 0.1
     g = _reset(LDPOLS(epsilon=eps, delta=delta), MULTI).guarantee
     arm = ols_calibration("strict", eps / 2, delta / 2)
-    slot = gaussian_epsilon(arm.s_W, delta / 4, math.sqrt(2)) + gaussian_epsilon(arm.s_u, delta / 4, 2.0)
-    warm = gaussian_epsilon(arm.s_W, delta / 2, math.sqrt(2)) + gaussian_epsilon(arm.s_u, delta / 2, 2.0)
+    slot = gaussian_epsilon(arm.s_W, delta / 4, math.sqrt(2)) + gaussian_epsilon(
+        arm.s_u, delta / 4, 2.0
+    )
+    warm = gaussian_epsilon(arm.s_W, delta / 2, math.sqrt(2)) + gaussian_epsilon(
+        arm.s_u, delta / 2, 2.0
+    )
     assert g.epsilon == pytest.approx(max(2 * slot, warm), rel=1e-9)
     assert g.delta == pytest.approx(delta)
     assert g.epsilon <= eps
     alg = _reset(LDPOLS(epsilon=eps, delta=delta), MULTI)
-    assert alg.client.main.calibration.epsilon == eps / 2 and alg.client.main.calibration.delta == delta / 2
+    assert (
+        alg.client.main.calibration.epsilon == eps / 2
+        and alg.client.main.calibration.delta == delta / 2
+    )
 
 
 def test_ols_multi_full_budget_warmup_is_accounted() -> None:
@@ -109,7 +125,9 @@ def test_sgd_guarantees_are_pure(eps: float) -> None:
 
 
 def test_sgd_authors_code_multi_reports_ols_warmup() -> None:
-    """authors_code multi: OLS warm-up (an (eps, delta) mechanism) + joint l2-ball -> approximate DP."""
+    """authors_code multi: OLS warm-up (an (eps, delta) mechanism) + joint l2-ball -> approximate
+    DP.
+    """
     alg = _reset(LDPSGD(epsilon=1.0, delta=0.01, preset="authors_code"), MULTI)
     g = alg.guarantee
     assert g.delta == pytest.approx(0.01)
@@ -128,7 +146,9 @@ def test_result_records_preset_and_guarantee() -> None:
     res = simulate(make("ldp-ols", epsilon=5.0, preset="paper"), env, 50, replications=2, seed=0)
     assert res.preset == "paper"
     assert res.guarantee.epsilon > 5.0
-    res = simulate(make("ldp-sgd", epsilon=1.0, preset="authors_code"), env, 50, replications=2, seed=0)
+    res = simulate(
+        make("ldp-sgd", epsilon=1.0, preset="authors_code"), env, 50, replications=2, seed=0
+    )
     assert res.preset == "authors_code" and res.guarantee.epsilon == pytest.approx(1.0)
 
 
@@ -159,3 +179,9 @@ def test_ldp_ols_rejects_nonlinear_links() -> None:
     env = SyntheticEnv(d=2, K=3, link="logistic", noise="bernoulli")
     with pytest.raises(ValidationError, match="links"):
         simulate(make("ldp-ols"), env, 10)
+
+
+def test_sgd_guarantee_at_float_saturated_epsilon() -> None:
+    """At eps = 50, tanh(eps/2) rounds to 1 and the radius cannot be inverted; the level is reported."""
+    g = _reset(LDPSGD(epsilon=50.0), SINGLE).guarantee
+    assert g.epsilon == pytest.approx(50.0) and g.delta == 0.0

@@ -154,8 +154,8 @@ def test_upsilon_linear_in_inverse_epsilon():
 
 def test_radius_table_matches_function():
     fn = lambda s: beta_ucb_paper(s, 3.0, 4, 1000, 0.1)
-    table = RadiusTable(fn, 50)
-    for s in (1, 2, 49, 50, 51, 1000):
+    table = RadiusTable(fn, chunk=50)
+    for s in (1, 2, 49, 50, 51, 1000, 3, 151):  # across chunks, and back to an earlier chunk
         assert table(s) == pytest.approx(float(fn(np.asarray(float(s)))), rel=1e-14)
 
 

@@ -206,3 +206,26 @@ def test_vector_noise_fast_path_is_bit_identical_to_mechanism():
     np.testing.assert_array_equal(a, sample_gaussian(np.random.default_rng(4), (5, 3), 1.7))
     b = VectorNoise(0.4, "laplace").sample(np.random.default_rng(4), (5, 3))
     np.testing.assert_array_equal(b, sample_laplace(np.random.default_rng(4), (5, 3), 0.4))
+
+
+@pytest.mark.parametrize("preset", ["strict", "paper"])
+def test_gloc_client_does_not_trust_the_broadcast_iterate(rng, preset):
+    """A broadcast theta_hat far outside W cannot inflate what the user reports: |z| and the
+    unclipped gradient stay within the bounds the accountant uses."""
+    R, d, K = 200, 2, 3
+    alg = _reset(LDPGLOC(preset=preset), R, d, K, link="identity")
+    client = _noiseless(alg)
+    X = _one_context_batch(R, d, K, rng)
+    pub = PublicState(dict(alg.server.public_state()), theta_hat=rng.standard_normal((R, d)) * 100)
+    m = client.randomize(0, pub, X, np.zeros(R, dtype=int), rng.uniform(-1, 1, R), alg.streams.client)
+    x = X[:, 0]
+    z = np.einsum("rd,rd->r", m["u"], x)  # ||x|| = 1
+    assert np.all(np.abs(z) <= alg.calibration.z_bound + 1e-12)
+    assert np.all(np.linalg.norm(m["g"], axis=1) <= alg.calibration.grad_bound + 1e-12)
+
+
+def test_authors_code_gloc_needs_gradient_clipping():
+    from privbandits.core.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="clip_grad"):
+        _reset(LDPGLOC(preset="authors_code", clip_grad=False), 2)

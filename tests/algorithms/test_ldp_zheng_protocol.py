@@ -261,14 +261,31 @@ def test_preset_is_recorded(preset):
 
 
 # --- settings: block features -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["ldp-ucb", "ldp-gloc"])
+@pytest.mark.parametrize("name", ["ldp-ucb", "gloc"])
 def test_plain_multi_equals_block_env(name):
     """Block features built by the client (plain multi setting) give the same run as the environment's
     block features (SyntheticEnv(setting="multi", features="block"))."""
-    a = simulate(make(name, epsilon=5.0), _env(setting="multi"), 300, replications=3, seed=4)
-    b = simulate(make(name, epsilon=5.0), _env(setting="multi", features="block"), 300, replications=3, seed=4)
+    kw = {"epsilon": 5.0} if name.startswith("ldp") else {}
+    a = simulate(make(name, **kw), _env(setting="multi"), 300, replications=3, seed=4)
+    b = simulate(make(name, **kw), _env(setting="multi", features="block"), 300, replications=3, seed=4)
     np.testing.assert_allclose(a.regret, b.regret, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(a.estimation_error, b.estimation_error, rtol=1e-6)
+
+
+def test_gloc_multi_domain_is_a_product_of_arm_balls():
+    """Plain multi setting: W = product of per-arm unit balls, so |z| <= 1 keeps the single-parameter
+    calibration; with the environment's block features (a single-parameter problem in K d with
+    ||theta*|| <= sqrt(K)) W is the ball of radius sqrt(K) and the noise grows accordingly."""
+    plain = LDPGLOC(epsilon=0.5)
+    simulate(plain, _env(setting="multi"), 300, replications=3, seed=4)
+    blocks = np.linalg.norm(plain.online_estimate(), axis=-1)  # (R, K)
+    assert blocks.shape == (3, 4) and np.all(blocks <= 1 + 1e-12) and np.any(blocks > 1 - 1e-9)
+    assert plain.calibration.blockwise and plain.calibration.z_bound == pytest.approx(1.0)
+    env_block = LDPGLOC(epsilon=0.5)
+    simulate(env_block, _env(setting="multi", features="block"), 2, replications=3, seed=4)
+    assert not env_block.calibration.blockwise
+    assert env_block.calibration.theta_radius == pytest.approx(2.0)  # sqrt(K), K = 4
+    assert env_block.sigma > plain.sigma
 
 
 def test_multi_estimate_shape():
@@ -310,3 +327,17 @@ def test_spec_guard_for_flat_link():
     spec = EnvSpec(d=2, K=2, horizon=10, link=get_link("probit"), context_bound=40.0, reward_range=(0.0, 1.0))
     with pytest.raises(ValidationError, match="slope"):
         LDPGLOC().reset(spec, 1, make_streams(0))
+
+
+def test_argmax_ties_breaks_ties_uniformly():
+    from privbandits.algorithms.ldp_zheng.features import argmax_ties
+
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((50, 7))
+    np.testing.assert_array_equal(argmax_ties(scores, rng), scores.argmax(axis=1))
+    n = 30000
+    tied = np.broadcast_to(np.array([0.3, 1.0, -2.0, 1.0]), (n, 4))
+    a = argmax_ties(tied, rng)
+    assert set(np.unique(a)) == {1, 3}
+    # frequency of arm 1 ~ Binomial(n, 1/2)/n: se = 0.5/sqrt(n)
+    assert abs((a == 1).mean() - 0.5) < 5 * 0.5 / math.sqrt(n)

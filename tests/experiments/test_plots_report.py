@@ -93,7 +93,7 @@ def test_report_contents(stored) -> None:
     assert text.startswith("# Small")
     assert "| algorithm | trust model | preset | guarantee | final regret | n | wall time (s) |" in text
     uni = series[-1]
-    assert f"| uniform | none | strict | non-private | {uni.final_mean:.4g} ± {uni.final_std:.3g} | 6 |" in text
+    assert f"| uniform | none | - | non-private | {uni.final_mean:.4g} ± {uni.final_std:.3g} | 6 |" in text
     assert uni.final_mean < 1e4  # (plain %g formatting applies below 1e4)
     assert "![regret](regret.png)" in text and "LinUCB beats uniform." in text
     assert "- **alpha=0.2**: agree" in text and "- **alpha=1**: agree" in text

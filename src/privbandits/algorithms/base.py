@@ -20,7 +20,7 @@ Contexts are ``(R, K, d)`` in the single-parameter setting (one feature vector p
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -39,6 +39,7 @@ __all__ = [
     "Server",
     "LocalAlgorithm",
     "ShuffleAlgorithm",
+    "BatchedAlgorithm",
     "argmax_random_ties",
     "SETTINGS",
 ]
@@ -186,3 +187,44 @@ class ShuffleAlgorithm(LocalAlgorithm):
     @abstractmethod
     def batch_ends(self, t: int) -> bool:
         """True when round ``t`` (0-based) closes a batch, so the shuffler releases it."""
+
+
+@runtime_checkable
+class BatchedAlgorithm(Protocol):
+    """Batched exploration on a fixed action set whose releases can be simulated in aggregate.
+
+    The exact aggregate driver of :func:`privbandits.simulate.simulate` (``fast=True``) runs such
+    an algorithm batch by batch instead of round by round (DESIGN section 3): within a batch each
+    scheduled action is pulled a public number of times in a uniformly random order, so the
+    per-action reward sums, the released (noisy) sums and the regret at any round are drawn from
+    their exact distributions.  The per-round / per-user path (``fast=False``) stays the
+    reference.  Members (after :meth:`Algorithm.reset`):
+
+    ``make_core(A)``
+        A fresh role-free elimination engine on the action sets ``A`` (R, K, d) with
+        ``plan_batch(rows)`` -> plan (``rows``, ``counts`` (n, K), ``n_total``),
+        ``view(rows)``, ``finish_batch(plan, r_hat)``, ``committed`` (R,), ``theta`` (R, d),
+        ``exploring()`` (e.g. :class:`~privbandits.algorithms.phased_elimination.HannaElimination`).
+    ``core``
+        The engine of the current run; the driver installs the one it creates here, so
+        ``estimate()`` and batch logs read it.
+    ``collector``
+        The release of a completed batch: ``collect(plan, sums, rng)`` maps the per-action sums
+        of the (clipped) rewards to what the algorithm releases, *exactly in distribution* as the
+        per-user path would (e.g. plus one ``Lap`` draw per action in the central model, plus
+        the sum of the users' local noise in the local model); its optional attribute ``clip``
+        (``(lo, hi)`` or None) is the clipping its ``prepare`` applies to each reward, and
+        ``prepare`` must be the identity or that clipping.
+
+    Optional class attributes: ``aggregate_streams = (order, noise)`` names the
+    :class:`~privbandits.core.rng.Streams` roles of the within-batch order and of the release
+    noise (default ``("policy", "server")``); ``aggregate_exact = False`` opts out.
+    """
+
+    core: Any
+    collector: Any
+
+    def make_core(self, A: np.ndarray) -> Any:
+        """A fresh elimination engine on the action sets ``A`` (R, K, d)."""
+        ...
+

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandits.algorithms.base import Curator, argmax_random_ties
-from privbandits.algorithms.ldp_zheng.features import FeatureMap
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.ldp_zheng.features import FeatureMap, argmax_ties
 from privbandits.algorithms.linalg import sherman_morrison_update
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import ValidationError
@@ -157,7 +157,7 @@ class GLOC(Curator):
         ``noise_scale``).
     S : float, optional
         Bound on ``||theta*||`` and radius of ONS's domain (default: the environment's
-        ``theta_bound``).
+        ``theta_bound``; ``sqrt(K)`` times it for the stacked parameter in the multi setting).
 
     References
     ----------
@@ -193,7 +193,10 @@ class GLOC(Curator):
         super().reset(spec, replications, streams)
         self.features = F = FeatureMap(spec)
         R, D = self.R, F.D
-        self._S = spec.theta_bound if self.S is None else self.S
+        # with block features built here (plain multi setting) the stacked parameter has norm <= sqrt(K) S_arm,
+        # the bound SyntheticEnv(features="block") announces for the same problem
+        scale = np.sqrt(spec.K) if F.block else 1.0
+        self._S = spec.theta_bound * scale if self.S is None else self.S
         self._kappa = spec.link.kappa(spec.context_bound * self._S) if self.kappa is None else self.kappa
         if self._kappa <= 0.0:
             raise ValidationError(f"link {spec.link.name!r} has inf mu' = 0 on the domain; pass kappa > 0")
@@ -222,7 +225,7 @@ class GLOC(Curator):
         width = np.sqrt(np.maximum(F.quad_scores(self.V_inv, contexts), 0.0))
         radius = self.alpha * np.sqrt(np.maximum(self.beta, 0.0))
         scores = F.linear_scores(self.theta_hat, contexts) + radius[:, None] * width
-        return argmax_random_ties(scores, self.streams.policy)
+        return argmax_ties(scores, self.streams.policy)
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Relabel with the ONS prediction, feed the loss to ONS, refit the ridge (Alg. 1 lines 5-8)."""

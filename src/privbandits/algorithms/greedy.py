@@ -26,6 +26,7 @@ from privbandits.algorithms.ldp_glb.estimators import (
     glm_gradient,
     ols_statistics,
     step_size,
+    vecdot,
 )
 from privbandits.algorithms.ldp_glb.multi import check_warmup_order, eliminate, warmup_arm
 from privbandits.algorithms.ldp_glb.presets import default_s0
@@ -53,7 +54,11 @@ class _Greedy(Curator):
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         super().reset(spec, replications, streams)
         self.multi = spec.setting == "multi"
-        self._s0 = (self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K)) if self.multi else 0
+        self._s0 = (
+            (self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K))
+            if self.multi
+            else 0
+        )
         self.n_warmup = spec.K * self._s0
         self._rows = np.arange(self.R)
         self._ties = TieBreaker()
@@ -71,12 +76,16 @@ class _Greedy(Curator):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         """Greedy arm (single), or warm-up arm / eliminated greedy arm (multi)."""
         if not self.multi:
-            return self._ties.argmax(np.matmul(contexts, self.theta[:, :, None])[:, :, 0], self.streams.policy)
+            return self._ties.argmax(
+                np.matmul(contexts, self.theta[:, :, None])[:, :, 0], self.streams.policy
+            )
         if t < self.n_warmup:
             return np.full(self.R, warmup_arm(t, self.spec.K, self._s0, self.warmup_order))
-        scores = np.vecdot(contexts[:, None, :], self.theta)
+        scores = vecdot(contexts[:, None, :], self.theta)
         if self.h is not None:
-            scores = np.where(eliminate(contexts, self.theta_warm, self.spec.link, self.h), scores, -np.inf)
+            scores = np.where(
+                eliminate(contexts, self.theta_warm, self.spec.link, self.h), scores, -np.inf
+            )
         return self._ties.argmax(scores, self.streams.policy)
 
     def _pulled(self, contexts: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -95,7 +104,8 @@ class _Greedy(Curator):
 
 @register
 class GreedyOLS(_Greedy):
-    """Greedy ridge regression: ``theta = (sum x x^T + lam I)^{-1} sum r x``, arm = argmax ``x^T theta``.
+    """Greedy ridge regression: ``theta = (sum x x^T + lam I)^{-1} sum r x``, arm = argmax ``x^T
+    theta``.
 
     Parameters
     ----------
@@ -111,8 +121,13 @@ class GreedyOLS(_Greedy):
     name = "greedy-ols"
     links = ("identity",)
 
-    def __init__(self, lam: float = 1.0, s0: int | None = None, h: float | None = None,
-                 warmup_order: str = "round_robin") -> None:
+    def __init__(
+        self,
+        lam: float = 1.0,
+        s0: int | None = None,
+        h: float | None = None,
+        warmup_order: str = "round_robin",
+    ) -> None:
         super().__init__(lam=lam, s0=s0, h=h, warmup_order=warmup_order)
         self.lam = check_positive("lam", lam)
         self._check_schedule(s0, h, warmup_order)
@@ -124,8 +139,10 @@ class GreedyOLS(_Greedy):
     def theta(self) -> np.ndarray:
         return self.est.theta
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        """Add the raw statistics ``(x x^T, r x)`` (eq. 3.3 without noise) and re-solve (eq. 3.4)."""
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
+        """Add the raw ``(x x^T, r x)`` (eq. 3.3 without noise) and re-solve (eq. 3.4)."""
         x, index = self._pulled(contexts, actions)
         M, u = ols_statistics(x, rewards)
         self.est.add(M, u, index)
@@ -156,17 +173,37 @@ class GreedySGD(_Greedy):
     name = "greedy-sgd"
     links = ("*",)
 
-    def __init__(self, eta0: float = 5.0, t0: float = 1.0, step_schedule: str = "inv_t", init: str = "zero",
-                 ridge: float = 0.0, project_radius: float | None = None, s0: int | None = None,
-                 h: float | None = None, warmup_order: str = "round_robin") -> None:
-        super().__init__(eta0=eta0, t0=t0, step_schedule=step_schedule, init=init, ridge=ridge,
-                         project_radius=project_radius, s0=s0, h=h, warmup_order=warmup_order)
+    def __init__(
+        self,
+        eta0: float = 5.0,
+        t0: float = 1.0,
+        step_schedule: str = "inv_t",
+        init: str = "zero",
+        ridge: float = 0.0,
+        project_radius: float | None = None,
+        s0: int | None = None,
+        h: float | None = None,
+        warmup_order: str = "round_robin",
+    ) -> None:
+        super().__init__(
+            eta0=eta0,
+            t0=t0,
+            step_schedule=step_schedule,
+            init=init,
+            ridge=ridge,
+            project_radius=project_radius,
+            s0=s0,
+            h=h,
+            warmup_order=warmup_order,
+        )
         self.eta0 = check_positive("eta0", eta0)
         self.t0 = check_nonnegative("t0", t0)
         self.step_schedule = check_choice("step_schedule", step_schedule, STEP_SCHEDULES)
         self.init = check_choice("init", init, ("zero", "random_unit"))
         self.ridge = check_nonnegative("ridge", ridge)
-        self.project_radius = None if project_radius is None else check_positive("project_radius", project_radius)
+        self.project_radius = (
+            None if project_radius is None else check_positive("project_radius", project_radius)
+        )
         self._check_schedule(s0, h, warmup_order)
 
     def _build(self, lead: tuple[int, ...], spec: EnvSpec, streams: Streams) -> None:
@@ -181,7 +218,9 @@ class GreedySGD(_Greedy):
     def theta(self) -> np.ndarray:
         return self.est.theta
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         """One SGD step on the pulled arm's raw gradient (eq. 3.5-3.6 without privatization)."""
         x, index = self._pulled(contexts, actions)
         theta = self.theta if index is None else self.theta[index]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privbandits.experiments.summary import Series, format_values
+from privbandits.experiments.summary import Series, fmt_num, format_values
 
 __all__ = ["PairCheck", "OrderCheck", "check_claimed_order"]
 
@@ -42,8 +42,9 @@ class PairCheck:
 
     def __str__(self) -> str:
         verdict = "agree" if self.agree else "DISAGREE"
-        return (f"{self.better} ({self.mean_better:.4g} ± {self.se_better:.2g} se) < "
-                f"{self.worse} ({self.mean_worse:.4g} ± {self.se_worse:.2g} se): {verdict}, z = {self.z:.2f}")
+        return (f"{self.better} ({fmt_num(self.mean_better)} ± {fmt_num(self.se_better, 2)} se) < "
+                f"{self.worse} ({fmt_num(self.mean_worse)} ± {fmt_num(self.se_worse, 2)} se): "
+                f"{verdict}, z = {self.z:.2f}")
 
 
 @dataclass(frozen=True)

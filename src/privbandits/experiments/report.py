@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from privbandits.algorithms import get
+from privbandits.core.errors import UnknownNameError
 from privbandits.experiments.claims import OrderCheck
 from privbandits.experiments.config import ExperimentConfig
 from privbandits.experiments.runner import RunReport
-from privbandits.experiments.summary import Series
+from privbandits.experiments.summary import Series, fmt_num
 
 __all__ = ["regret_table_rows", "render_report", "write_report"]
 
@@ -20,17 +23,21 @@ def regret_table_rows(series: Sequence[Series]) -> list[dict[str, str]]:
     return [{
         "algorithm": s.name,
         "trust model": s.trust_model,
-        "preset": s.preset,
+        "preset": _preset(s),
         "guarantee": str(s.guarantee) if s.guarantee.is_private else "non-private",
-        "final regret": f"{_num(s.final_mean)} ± {_num(s.final_std, 3)}",
+        "final regret": f"{fmt_num(s.final_mean)} ± {fmt_num(s.final_std, 3)}",
         "n": str(s.n),
         "wall time (s)": f"{s.wall_time:.1f}",
     } for s in series]
 
 
-def _num(x: float, digits: int = 4) -> str:
-    """Plain notation for regrets: 4 significant digits, no exponent below 1e7."""
-    return f"{x:.0f}" if 10 ** digits <= abs(x) < 1e7 else f"{x:.{digits}g}"
+def _preset(s: Series) -> str:
+    """The series' calibration preset, or "-" for algorithms without presets."""
+    try:
+        takes = "preset" in inspect.signature(get(s.algorithm).__init__).parameters
+    except UnknownNameError:  # stored by an algorithm that is no longer registered
+        takes = True
+    return s.preset if takes else "-"
 
 
 def _md_table(rows: Sequence[dict[str, str]]) -> list[str]:

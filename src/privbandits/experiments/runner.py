@@ -16,9 +16,11 @@ configuration executes just the missing units (resume).
 from __future__ import annotations
 
 import multiprocessing as mp
+import multiprocessing.connection as mp_connection
 import os
 import queue as queue_mod
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -110,7 +112,12 @@ def _guarded(unit: WorkUnit, fn: Callable[[], SimulationResult]) -> SimulationRe
     try:
         return fn()
     except PrivbanditsError as exc:
-        raise type(exc)(f"work unit {unit.describe()} ({unit.algorithm}) failed: {exc}") from None
+        msg = f"work unit {unit.describe()} ({unit.algorithm}) failed: {exc}"
+        try:
+            named = type(exc)(msg)
+        except TypeError:  # a subclass with a different constructor
+            named = PrivbanditsError(msg)
+        raise named from None
     except BrokenProcessPool:
         raise PrivbanditsError(f"a worker process died while running work unit {unit.describe()} "
                                f"({unit.algorithm}), for example out of memory; finished units are stored, "
@@ -121,9 +128,18 @@ _WORKER_QUEUE: Any = None  # set in each worker process by _init_worker (never i
 
 
 def _init_worker(progress_queue: Any) -> None:
+    """Worker set-up: ignore Ctrl-C, keep the progress queue, and die with the parent."""
     global _WORKER_QUEUE
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C once
     _WORKER_QUEUE = progress_queue
+    parent = mp.parent_process()
+    if parent is not None:  # a SIGKILLed parent must not leave idle workers behind forever
+        threading.Thread(target=_exit_with_parent, args=(parent.sentinel,), daemon=True).start()
+
+
+def _exit_with_parent(sentinel: int) -> None:
+    mp_connection.wait([sentinel])  # ready when the parent process has ended, however it ended
+    os._exit(1)
 
 
 def _worker_execute(index: int, unit: WorkUnit) -> SimulationResult:

@@ -18,7 +18,12 @@ from privbandits.core.errors import ValidationError
 from privbandits.experiments.store import StoredResult
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["Series", "build_series", "format_values"]
+__all__ = ["Series", "build_series", "fmt_num", "format_values"]
+
+
+def fmt_num(x: float, digits: int = 4) -> str:
+    """Plain notation for regrets: ``digits`` significant digits, no exponent in [10^digits, 1e7)."""
+    return f"{x:.0f}" if 10 ** digits <= abs(x) < 1e7 else f"{x:.{digits}g}"
 
 
 def format_values(values: dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_delta, check_epsilon, check_int
@@ -122,6 +122,7 @@ def closed_form_inverse(epsilon: float, delta: float, n: int) -> float:
 # --------------------------------------------------------------------------------------------
 def _divergence_given_c(c: np.ndarray, eps: float, eps0: float) -> np.ndarray:
     """``D_{e^eps}(P_c || Q_c)`` for an array of clone counts ``c`` (exact, vectorized)."""
+    from scipy import stats  # lazy: scipy.stats costs ~1 s of import time
     alpha = 1.0 / (1.0 + math.exp(-eps0))  # e^eps0 / (1 + e^eps0)
     ee = math.exp(eps)
     num = alpha - ee * (1.0 - alpha)
@@ -151,6 +152,7 @@ def numerical_delta(eps0: float, n: int, epsilon: float, *, tail: float = 1e-16)
         Mass of each tail of ``C ~ Bin(n - 1, e^{-eps0})`` left unevaluated; it is added to the
         result in full, so the value stays an upper bound.
     """
+    from scipy import stats  # lazy: scipy.stats costs ~1 s of import time
     e0 = _check_eps0(eps0)
     n = check_int("n", n, 1)
     eps = float(epsilon)

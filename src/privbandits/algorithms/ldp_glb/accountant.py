@@ -1,7 +1,8 @@
 """Privacy accounting of Algorithms 1 and 2 from the noise actually added (spec 2.4, 2.6, 2.7).
 
 * One OLS message ``(x x^T + W, r x + xi)``: two Gaussian mechanisms on the same user's data,
-  each accounted exactly (Balle & Wang 2018) by :func:`~privbandits.privacy.mechanisms.gaussian_epsilon`
+  each accounted exactly (Balle & Wang 2018) by
+  :func:`~privbandits.privacy.mechanisms.gaussian_epsilon`
   at its true l2 sensitivity (``sqrt(2) C_B^2`` for the upper triangle of ``x x^T``,
   ``2 c_r C_B`` for ``r x``), with the message's delta split equally; basic composition.
 * One SGD message: pure epsilon of the l2-ball mechanism with the radius used,
@@ -16,10 +17,11 @@
 from __future__ import annotations
 
 from privbandits.algorithms.ldp_glb.presets import OLSCalibration
+from privbandits.core.errors import ValidationError
 from privbandits.privacy.accounting import ApproxDP, PureDP, compose_basic, compose_parallel
 from privbandits.privacy.mechanisms import gaussian_epsilon, l2_ball_epsilon
 
-__all__ = ["ols_message_guarantee", "l2_ball_guarantee", "two_slot_guarantee", "phases_guarantee"]
+__all__ = ["l2_ball_guarantee", "ols_message_guarantee", "phases_guarantee", "two_slot_guarantee"]
 
 
 def ols_message_guarantee(cal: OLSCalibration, delta: float) -> ApproxDP:
@@ -40,9 +42,18 @@ def ols_message_guarantee(cal: OLSCalibration, delta: float) -> ApproxDP:
     return compose_basic(parts)  # type: ignore[return-value]
 
 
-def l2_ball_guarantee(radius: float, d: int, bound: float) -> PureDP:
-    """Pure epsilon of the l2-ball mechanism with output ``radius`` for inputs of norm <= ``bound``."""
-    return PureDP(l2_ball_epsilon(radius, d, bound))
+def l2_ball_guarantee(radius: float, d: int, bound: float, epsilon: float) -> PureDP:
+    """Pure epsilon of the l2-ball mechanism with output ``radius`` for inputs of norm <= ``bound``.
+
+    ``epsilon`` is the level the mechanism was run at; it is used only when the radius cannot be
+    inverted in floating point (``tanh(eps/2)`` rounds to 1 for eps >~ 37, where the radius equals
+    its eps -> infinity limit and the mechanism's side probability ``e^eps/(1+e^eps)`` carries the
+    level).
+    """
+    try:
+        return PureDP(l2_ball_epsilon(radius, d, bound))
+    except ValidationError:
+        return PureDP(epsilon)
 
 
 def two_slot_guarantee(slot: PureDP | ApproxDP) -> PureDP | ApproxDP:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from privbandits.algorithms.base import LocalAlgorithm
@@ -37,30 +38,48 @@ class HanAlgorithm(LocalAlgorithm):
     settings = ("single", "multi")
     paper = "Han et al. 2021"
 
-    def _check_common(self, epsilon: float, delta: float, preset: str, calibration: str, alpha: float,
-                      shift_scale: float | None, s0: int | None, h: float | None, warmup_order: str,
-                      warmup_full_budget: bool) -> None:
+    def _check_common(
+        self,
+        epsilon: float,
+        delta: float,
+        preset: str,
+        calibration: str,
+        alpha: float,
+        shift_scale: float | None,
+        s0: int | None,
+        h: float | None,
+        warmup_order: str,
+        warmup_full_budget: bool,
+    ) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
         self.preset = check_choice("preset", preset, PRESETS)
         self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
         if self.preset != "strict" and self.calibration != "classic":
-            raise ValidationError(f"calibration={calibration!r} is only defined for preset='strict' "
-                                  f"(got preset={preset!r}); use calibration='classic'")
-        self.alpha = check_in_range("alpha", alpha, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-        self.shift_scale = None if shift_scale is None else check_nonnegative("shift_scale", shift_scale)
+            raise ValidationError(
+                f"calibration={calibration!r} is only defined for preset='strict' "
+                f"(got preset={preset!r}); use calibration='classic'"
+            )
+        self.alpha = check_in_range(
+            "alpha", alpha, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
+        self.shift_scale = (
+            None if shift_scale is None else check_nonnegative("shift_scale", shift_scale)
+        )
         self.s0 = None if s0 is None else check_int("s0", s0, 1)
         self.h = None if h is None else check_positive("h", h)
         self.warmup_order = check_warmup_order(warmup_order)
         if not isinstance(warmup_full_budget, bool):
-            raise ValidationError(f"warmup_full_budget must be True or False, got {warmup_full_budget!r}")
+            raise ValidationError(
+                f"warmup_full_budget must be True or False, got {warmup_full_budget!r}"
+            )
         self.warmup_full_budget = warmup_full_budget
 
     def _resolve_s0(self, spec: EnvSpec) -> int:
         return self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K)
 
     def _arm_level(self) -> tuple[float, float]:
-        """Per-arm randomizer level of Algorithm 2: ``(eps/2, delta/2)`` (full level under authors_code OLS)."""
+        """Per-arm randomizer level of Algorithm 2: ``(eps/2, delta/2)``."""
         return self.epsilon / 2.0, self.delta / 2.0
 
     def _accounting(self, spec: EnvSpec) -> tuple[PureDP | ApproxDP, str]:
@@ -77,8 +96,8 @@ class HanAlgorithm(LocalAlgorithm):
         spec = getattr(self, "spec", None)
         if spec is None:
             g = self.guarantee_for(NOMINAL_SPEC)
-            return to_guarantee(ApproxDP(g.epsilon, g.delta) if g.delta else PureDP(g.epsilon), "local", "user",
-                                g.notes + "; nominal single-parameter problem with C_B = c_r = 1 (before reset)")
+            nominal = "nominal single-parameter problem with C_B = c_r = 1 (before reset)"
+            return dataclasses.replace(g, notes=f"{g.notes}; {nominal}")
         return self.guarantee_for(spec)
 
     def resolved_params(self) -> dict[str, Any]:

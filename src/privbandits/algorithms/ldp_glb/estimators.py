@@ -22,23 +22,32 @@ from privbandits.core.validation import check_choice, check_nonnegative, check_p
 
 __all__ = [
     "STEP_SCHEDULES",
-    "solve_shifted",
-    "glm_gradient",
-    "ols_statistics",
-    "step_size",
     "OLSEstimator",
     "SGDEstimator",
+    "glm_gradient",
+    "ols_statistics",
+    "solve_shifted",
+    "step_size",
+    "vecdot",
 ]
 
 STEP_SCHEDULES: tuple[str, ...] = ("inv_t", "inv_sqrt_t")
 
 
+def _einsum_vecdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("...d,...d->...", a, b)
+
+
+#: Dot product over the last axis with broadcasting (``numpy.vecdot`` on numpy >= 2).
+vecdot = getattr(np, "vecdot", _einsum_vecdot)
+
+
 def solve_shifted(S_M: np.ndarray, S_u: np.ndarray, shift: float | np.ndarray) -> np.ndarray:
     """Solve ``(S_M + shift I) theta = S_u`` for every leading index (eq. 3.4).
 
-    Closed forms for ``d <= 2`` (the paper's experiments; far cheaper than a LAPACK call per
-    round), ``numpy.linalg.solve`` otherwise.  Systems that are exactly singular (possible with
-    ``shift = 0`` before enough data) fall back to the minimum-norm least-squares solution.
+    One batched LAPACK call (``numpy.linalg.solve``; a closed form for ``d = 1``).  Systems that
+    are exactly singular (possible with ``shift = 0`` before enough data) fall back to the
+    minimum-norm least-squares solution.
 
     Parameters
     ----------
@@ -55,24 +64,14 @@ def solve_shifted(S_M: np.ndarray, S_u: np.ndarray, shift: float | np.ndarray) -
         den = S_M[..., 0, 0] + shift
         ok = den != 0.0
         return np.where(ok, S_u[..., 0] / np.where(ok, den, 1.0), 0.0)[..., None]
-    if d == 2:
-        a = S_M[..., 0, 0] + shift
-        e = S_M[..., 1, 1] + shift
-        b, c = S_M[..., 0, 1], S_M[..., 1, 0]
-        det = a * e - b * c
-        if det.all():
-            y0, y1 = S_u[..., 0], S_u[..., 1]
-            out = np.empty(S_u.shape)
-            out[..., 0] = e * y0 - b * y1
-            out[..., 1] = a * y1 - c * y0
-            out /= det[..., None]
-            return out
-    A = S_M + np.asarray(shift, dtype=float)[..., None, None] * np.eye(d)
+    if np.ndim(shift):
+        A = S_M + np.asarray(shift, dtype=float)[..., None, None] * np.eye(d)
+    else:
+        A = S_M + float(shift) * np.eye(d)
     try:
         return np.linalg.solve(A, S_u[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        pinv = np.linalg.pinv(A)
-        return np.einsum("...de,...e->...d", pinv, S_u)
+        return np.einsum("...de,...e->...d", np.linalg.pinv(A), S_u)
 
 
 def ols_statistics(x: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,12 +84,14 @@ def glm_gradient(x: np.ndarray, r: np.ndarray, theta: np.ndarray, link: Link) ->
 
     ``x`` and ``theta`` have shape ``(..., d)``, ``r`` shape ``(...)``.
     """
-    z = np.vecdot(x, theta)
+    z = vecdot(x, theta)
     mu = z if link.name == "identity" else link.mu(z)
     return (mu - r)[..., None] * x
 
 
-def step_size(n: np.ndarray | float, eta0: float, t0: float, schedule: str, m: float = 1.0) -> np.ndarray:
+def step_size(
+    n: np.ndarray | float, eta0: float, t0: float, schedule: str, m: float = 1.0
+) -> np.ndarray:
     """SGD step ``eta0 m / (n + t0)`` ("inv_t") or ``eta0 m / sqrt(n + t0)`` ("inv_sqrt_t").
 
     ``n`` counts the updates including the current one (spec 3.3 and 3.5: the authors' code uses
@@ -154,13 +155,17 @@ class SGDEstimator:
         ``rho > 0`` or None (no projection).
     """
 
-    def __init__(self, theta0: np.ndarray, ridge: float = 0.0, project_radius: float | None = None) -> None:
+    def __init__(
+        self, theta0: np.ndarray, ridge: float = 0.0, project_radius: float | None = None
+    ) -> None:
         self.theta = np.array(theta0, dtype=float, copy=True)
         self.ridge = check_nonnegative("ridge", ridge)
-        self.project_radius = None if project_radius is None else check_positive("project_radius", project_radius)
+        self.project_radius = (
+            None if project_radius is None else check_positive("project_radius", project_radius)
+        )
 
     def step(self, Z: np.ndarray, eta: np.ndarray | float, index: Any = None) -> np.ndarray:
-        """One update with direction ``Z`` and step ``eta`` (broadcastable to ``theta[index]``'s lead)."""
+        """One update with direction ``Z`` and step ``eta`` (broadcast over the leading axes)."""
         if isinstance(eta, np.ndarray) and eta.ndim:
             eta = eta[..., None]
         th = self.theta if index is None else self.theta[index]
@@ -168,7 +173,7 @@ class SGDEstimator:
         if self.ridge:
             th = th - (eta * self.ridge) * th
         if self.project_radius is not None:
-            n = np.sqrt(np.vecdot(th, th))
+            n = np.sqrt(vecdot(th, th))
             th = th * np.minimum(1.0, self.project_radius / np.maximum(n, 1e-300))[..., None]
         if index is None:
             self.theta = th

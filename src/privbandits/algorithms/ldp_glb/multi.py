@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from privbandits.algorithms.base import Client, Server
-from privbandits.algorithms.ldp_glb.estimators import OLSEstimator, SGDEstimator, step_size
+from privbandits.algorithms.ldp_glb.estimators import OLSEstimator, SGDEstimator, step_size, vecdot
 from privbandits.algorithms.ldp_glb.protocol import TieBreaker, check_message
 from privbandits.algorithms.ldp_glb.randomizers import OLSRandomizer, SGDRandomizer
 from privbandits.core.errors import ValidationError
@@ -32,12 +32,12 @@ from privbandits.core.validation import check_choice
 
 __all__ = [
     "WARMUP_ORDERS",
-    "warmup_arm",
-    "check_warmup_order",
-    "eliminate",
     "Alg2Client",
     "OLSMultiServer",
     "SGDMultiServer",
+    "check_warmup_order",
+    "eliminate",
+    "warmup_arm",
 ]
 
 WARMUP_ORDERS: tuple[str, ...] = ("round_robin", "blocks")
@@ -46,12 +46,12 @@ Randomizer = OLSRandomizer | SGDRandomizer
 
 
 def warmup_arm(t: int, K: int, s0: int, order: str = "round_robin") -> int:
-    """Arm pulled at warm-up round ``t`` (0-based, ``t < K s0``): ``t mod K`` or ``t // s0`` (spec 8.9)."""
+    """Arm of warm-up round ``t`` (0-based, ``t < K s0``): ``t mod K`` or ``t // s0`` (spec 8.9)."""
     return t % K if order == "round_robin" else t // s0
 
 
 def eliminate(X: np.ndarray, theta_warm: np.ndarray, link: Link, h: float | None) -> np.ndarray:
-    """Kept-arm mask ``K_hat_t = {a : w_a > max_b w_b - h/2}``, ``w_a = mu(X^T theta_warm_a)`` (eq. 4.1).
+    """Kept arms ``K_hat_t = {a : w_a > max_b w_b - h/2}``, ``w_a = mu(X^T theta_warm_a)`` (4.1).
 
     ``X`` is ``(R, d)``, ``theta_warm`` ``(R, K, d)``; returns a boolean ``(R, K)`` mask (all True
     when ``h`` is None).  The argmax of ``w`` is always kept.
@@ -59,7 +59,7 @@ def eliminate(X: np.ndarray, theta_warm: np.ndarray, link: Link, h: float | None
     R, K = theta_warm.shape[:2]
     if h is None:
         return np.ones((R, K), dtype=bool)
-    w = link.mu(np.vecdot(X[:, None, :], theta_warm))
+    w = link.mu(vecdot(X[:, None, :], theta_warm))
     best = w.max(axis=1, keepdims=True)
     return (w > best - h / 2.0) | (w >= best)
 
@@ -87,36 +87,53 @@ class Alg2Client(Client):
         Randomizer of the K main-phase slots (inputs ``(R, K, d)``).
     """
 
-    def __init__(self, K: int, s0: int, warmup_order: str, h: float | None, link: Link,
-                 warm_randomizer: Randomizer, main_randomizer: Randomizer) -> None:
+    def __init__(
+        self,
+        K: int,
+        s0: int,
+        warmup_order: str,
+        h: float | None,
+        link: Link,
+        warm_randomizer: Randomizer,
+        main_randomizer: Randomizer,
+    ) -> None:
         self.K, self.s0, self.order, self.h, self.link = K, s0, warmup_order, h, link
         self.warm, self.main = warm_randomizer, main_randomizer
         self.n_warmup = K * s0
         self._ties = TieBreaker()
         self._arms = np.arange(K)
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """Line 3 (warm-up, public schedule) or lines 9-11 (elimination, then greedy)."""
         R = contexts.shape[0]
         if t < self.n_warmup:
             return np.full(R, warmup_arm(t, self.K, self.s0, self.order))
-        scores = np.vecdot(contexts[:, None, :], public["theta"])
+        scores = vecdot(contexts[:, None, :], public["theta"])
         if self.h is not None:
             kept = eliminate(contexts, public["theta_warm"], self.link, self.h)
             scores = np.where(kept, scores, -np.inf)
         return self._ties.argmax(scores, rng)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        """Line 5 (one message for the public warm-up arm) or lines 13-14 (K messages in arm order)."""
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
+        """Line 5 (one message for the public warm-up arm) or 13-14 (K messages, arm order)."""
         theta = public["theta"]
         if t < self.n_warmup:
             arm = warmup_arm(t, self.K, self.s0, self.order)
             payload = self.warm.privatize(contexts, rewards, theta[:, arm], rng)
             return PrivatizedMessage(payload, self.warm.mechanism)
-        pulled = actions[:, None] == self._arms                       # (R, K)
-        xs = pulled[..., None] * contexts[:, None, :]                  # real slot X_t, synthetic 0
-        rs = np.where(pulled, rewards[:, None], 0.0)                   # real slot r_t, synthetic 0
+        pulled = actions[:, None] == self._arms  # (R, K)
+        xs = pulled[..., None] * contexts[:, None, :]  # real slot X_t, synthetic 0
+        rs = np.where(pulled, rewards[:, None], 0.0)  # real slot r_t, synthetic 0
         payload = self.main.privatize(xs, rs, theta, rng)
         return PrivatizedMessage(payload, self.main.mechanism)
 
@@ -141,7 +158,7 @@ class _Alg2Server(Server):
         return self.n < self.n_warmup
 
     def public_state(self) -> PublicState:
-        """Current estimates ``(R, K, d)`` and the frozen warm-up estimates (zeros before ``K s_0``)."""
+        """Current estimates ``(R, K, d)`` and the frozen warm-up ones (zeros before ``K s_0``)."""
         if self._public is None:
             self._public = PublicState(theta=self.theta, theta_warm=self.theta_warm)
         return self._public
@@ -156,10 +173,22 @@ class _Alg2Server(Server):
 
 
 class OLSMultiServer(_Alg2Server):
-    """Server of Algorithm 2 with per-arm ``phi^OLS``; shift ``c_shift sqrt(t + offset)``, global t (spec 8.27)."""
+    """Server of Algorithm 2 with per-arm ``phi^OLS``; shift ``c_shift sqrt(t + offset)``.
 
-    def __init__(self, R: int, K: int, d: int, s0: int, warmup_order: str, c_shift: float,
-                 offset: float = 0.0, warm_mechanism: str = OLSRandomizer.mechanism) -> None:
+    ``t`` is the global round count for every arm (spec 8.27).
+    """
+
+    def __init__(
+        self,
+        R: int,
+        K: int,
+        d: int,
+        s0: int,
+        warmup_order: str,
+        c_shift: float,
+        offset: float = 0.0,
+        warm_mechanism: str = OLSRandomizer.mechanism,
+    ) -> None:
         super().__init__(R, K, d, s0, warmup_order)
         self.est = OLSEstimator((R, K), d)
         self.c_shift, self.offset = float(c_shift), float(offset)
@@ -178,8 +207,10 @@ class OLSMultiServer(_Alg2Server):
         else:
             p = check_message(message, OLSRandomizer.mechanism, OLSRandomizer.keys)
             if p["u"].shape[1:] != (self.K, self.d):
-                raise ValidationError(f"a main-phase message must carry K={self.K} slots of dimension "
-                                      f"{self.d}, got u of shape {p['u'].shape}")
+                raise ValidationError(
+                    f"a main-phase message must carry K={self.K} slots of dimension "
+                    f"{self.d}, got u of shape {p['u'].shape}"
+                )
             self.est.add(p["M"], p["u"])
         self.n += 1
         self.est.solve(self.c_shift * math.sqrt(self.n + self.offset))
@@ -211,9 +242,22 @@ class SGDMultiServer(_Alg2Server):
         Shift of the OLS warm-up estimator, or None for SGD warm-up.
     """
 
-    def __init__(self, R: int, K: int, d: int, s0: int, warmup_order: str, theta0: np.ndarray, eta0: float,
-                 t0: float, schedule: str, ridge: float = 0.0, project_radius: float | None = None,
-                 mechanism: str = SGDRandomizer.mechanism, warm_ols: tuple[float, float] | None = None) -> None:
+    def __init__(
+        self,
+        R: int,
+        K: int,
+        d: int,
+        s0: int,
+        warmup_order: str,
+        theta0: np.ndarray,
+        eta0: float,
+        t0: float,
+        schedule: str,
+        ridge: float = 0.0,
+        project_radius: float | None = None,
+        mechanism: str = SGDRandomizer.mechanism,
+        warm_ols: tuple[float, float] | None = None,
+    ) -> None:
         super().__init__(R, K, d, s0, warmup_order)
         self.est = SGDEstimator(theta0, ridge, project_radius)
         self.eta0, self.t0, self.schedule = float(eta0), float(t0), schedule
@@ -245,12 +289,15 @@ class SGDMultiServer(_Alg2Server):
         else:
             p = check_message(message, self.mechanism, SGDRandomizer.keys)
             if p["z"].shape[1:] != (self.K, self.d):
-                raise ValidationError(f"a main-phase message must carry K={self.K} slots of dimension "
-                                      f"{self.d}, got z of shape {p['z'].shape}")
+                raise ValidationError(
+                    f"a main-phase message must carry K={self.K} slots of dimension "
+                    f"{self.d}, got z of shape {p['z'].shape}"
+                )
             self.counts += 1
-            self.est.step(p["z"], step_size(self.counts, self.eta0, self.t0, self.schedule, m=self.K))
+            self.est.step(
+                p["z"], step_size(self.counts, self.eta0, self.t0, self.schedule, m=self.K)
+            )
         self.n += 1
         if self.ols is not None and self.n == self.n_warmup:
             self.est.theta = np.array(self.ols.theta, copy=True)  # SGD starts from the OLS warm-up
         self._freeze_if_done()
-

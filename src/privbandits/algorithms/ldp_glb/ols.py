@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from privbandits.algorithms.ldp_glb.accountant import (
     ols_message_guarantee,
     phases_guarantee,
@@ -87,11 +85,30 @@ class LDPOLS(HanAlgorithm):
         warmup_order: str = "round_robin",
         warmup_full_budget: bool = False,
     ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, preset=preset, calibration=calibration, alpha=alpha,
-                         shift_scale=shift_scale, s0=s0, h=h, warmup_order=warmup_order,
-                         warmup_full_budget=warmup_full_budget)
-        self._check_common(epsilon, delta, preset, calibration, alpha, shift_scale, s0, h, warmup_order,
-                           warmup_full_budget)
+        super().__init__(
+            epsilon=epsilon,
+            delta=delta,
+            preset=preset,
+            calibration=calibration,
+            alpha=alpha,
+            shift_scale=shift_scale,
+            s0=s0,
+            h=h,
+            warmup_order=warmup_order,
+            warmup_full_budget=warmup_full_budget,
+        )
+        self._check_common(
+            epsilon,
+            delta,
+            preset,
+            calibration,
+            alpha,
+            shift_scale,
+            s0,
+            h,
+            warmup_order,
+            warmup_full_budget,
+        )
 
     # -- calibration -------------------------------------------------------------------------
     def _calibrations(self, spec: EnvSpec) -> tuple[OLSCalibration, OLSCalibration]:
@@ -104,13 +121,15 @@ class LDPOLS(HanAlgorithm):
         level = (self.epsilon, self.delta) if self.preset == "authors_code" else self._arm_level()
         arm = ols_calibration(self.preset, *level, C_B, c_r, self.calibration)
         if self.warmup_full_budget:
-            warm = ols_calibration(self.preset, self.epsilon, self.delta, C_B, c_r, self.calibration)
+            warm = ols_calibration(
+                self.preset, self.epsilon, self.delta, C_B, c_r, self.calibration
+            )
         else:
             warm = arm
         return arm, warm
 
     def shift_constant(self, spec: EnvSpec) -> tuple[float, float]:
-        """``(shift_scale * c_tilde, offset)``: the shift is ``c * sqrt(t + offset)`` (spec 3.2, 3.6)."""
+        """``(shift_scale * c_tilde, offset)``; the shift is ``c * sqrt(t + offset)`` (spec 3.2)."""
         arm, _ = self._calibrations(spec)
         dflt = ols_shift_defaults(self.preset, spec.setting)
         scale = dflt["shift_scale"] if self.shift_scale is None else self.shift_scale
@@ -122,18 +141,24 @@ class LDPOLS(HanAlgorithm):
         main, warm = self._calibrations(spec)
         caveat = ""
         if self.calibration == "classic" and main.epsilon / 2.0 >= 1.0:
-            caveat = "; classic calibration used at per-part epsilon >= 1 (exact accounting reported)"
+            caveat = (
+                "; classic calibration used at per-part epsilon >= 1 (exact accounting reported)"
+            )
         if spec.setting == "single":
             g = ols_message_guarantee(main, self.delta)
-            return g, (f"Algorithm 1 + OLS: W (s={main.s_W:.6g}, sens={main.sens_M:.6g}) and xi "
-                       f"(s={main.s_u:.6g}, sens={main.sens_u:.6g}) at delta/2 each, exact Gaussian "
-                       f"epsilon, basic composition{caveat}")
+            return g, (
+                f"Algorithm 1 + OLS: W (s={main.s_W:.6g}, sens={main.sens_M:.6g}) and xi "
+                f"(s={main.s_u:.6g}, sens={main.sens_u:.6g}) at delta/2 each, exact Gaussian "
+                f"epsilon, basic composition{caveat}"
+            )
         g_main = two_slot_guarantee(ols_message_guarantee(main, self.delta / 2.0))
         g_warm = ols_message_guarantee(warm, self.delta)
         return phases_guarantee(g_warm, g_main), (
-            f"Algorithm 2 + OLS: per-arm W (s={main.s_W:.6g}) and xi (s={main.s_u:.6g}); main phase = "
-            f"two slots x two parts at delta/4 each, warm-up = one slot (s_W={warm.s_W:.6g}) at delta/2 per "
-            f"part; max over phases{caveat}")
+            f"Algorithm 2 + OLS: per-arm W (s={main.s_W:.6g}) and xi (s={main.s_u:.6g}); "
+            "main phase = two slots x two parts at delta/4 each, warm-up = one slot "
+            f"(s_W={warm.s_W:.6g}) at delta/2 per "
+            f"part; max over phases{caveat}"
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
@@ -141,8 +166,13 @@ class LDPOLS(HanAlgorithm):
         main, warm = self._calibrations(spec)
         c_shift, offset = self.shift_constant(spec)
         rng_range = spec.reward_range
-        self._resolved = {"s_W": main.s_W, "s_u": main.s_u, "sigma_unit": main.sigma_unit,
-                          "c_shift": c_shift, "shift_offset": offset}
+        self._resolved = {
+            "s_W": main.s_W,
+            "s_u": main.s_u,
+            "sigma_unit": main.sigma_unit,
+            "c_shift": c_shift,
+            "shift_offset": offset,
+        }
         if spec.setting == "single":
             self.client = Alg1Client(OLSRandomizer(main, spec.context_bound, rng_range))
             self.server = OLSServer(self.R, spec.d, c_shift, offset)
@@ -151,8 +181,7 @@ class LDPOLS(HanAlgorithm):
         self._resolved.update(s0=s0, warm_s_W=warm.s_W, warm_s_u=warm.s_u)
         warm_rand = OLSRandomizer(warm, spec.context_bound, rng_range)
         main_rand = OLSRandomizer(main, spec.context_bound, rng_range)
-        self.client = Alg2Client(spec.K, s0, self.warmup_order, self.h, spec.link, warm_rand, main_rand)
+        self.client = Alg2Client(
+            spec.K, s0, self.warmup_order, self.h, spec.link, warm_rand, main_rand
+        )
         self.server = OLSMultiServer(self.R, spec.K, spec.d, s0, self.warmup_order, c_shift, offset)
-
-    def estimate(self) -> np.ndarray:
-        return self.server.estimate()  # type: ignore[return-value]

@@ -10,8 +10,9 @@ preset         meaning
 strict         (default) provably (eps, delta)-LDP: each OLS part is the (eps/2, delta/2)
                Gaussian mechanism at the sensitivities ``2 C_B^2`` (conservative) and
                ``2 c_r C_B``; SGD radius ``R = 2 c_r C_B``; theory shift ``c_tilde``.
-paper          the formulas as printed: ``W ~ N(0, 4 C_B^2 sigma^2)``, ``xi ~ N(0, C_B^2 c_r^2 sigma^2)``
-               with ``sigma = 2 sqrt(2 ln(1.25/delta))/eps`` (under-calibrated, spec 2.4).
+paper          the formulas as printed: ``W ~ N(0, 4 C_B^2 sigma^2)``,
+               ``xi ~ N(0, C_B^2 c_r^2 sigma^2)`` with ``sigma = 2 sqrt(2 ln(1.25/delta))/eps``
+               (under-calibrated, spec 2.4).
 authors_code   the public reference code: OLS std ``6 sqrt(2 ln(2.5/delta))/eps`` for both parts
                (full eps per arm in the multi setting), no shift in single-parameter LDP-OLS,
                SGD with ``R = 1``, random unit initialization, ridge 0.05 for GLM links and the
@@ -27,21 +28,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from privbandits.core.errors import ValidationError
-from privbandits.core.validation import check_choice, check_delta, check_epsilon, check_int, check_positive
+from privbandits.core.validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+)
 from privbandits.privacy.mechanisms import gaussian_sigma, gaussian_sigma_classic
 
 __all__ = [
-    "PRESETS",
     "CALIBRATIONS",
+    "PRESETS",
     "OLSCalibration",
-    "sigma_priv",
-    "sigma_strict",
-    "sigma_code",
+    "default_s0",
     "ols_calibration",
     "ols_shift_constant",
     "ols_shift_defaults",
     "sgd_defaults",
-    "default_s0",
+    "sigma_code",
+    "sigma_priv",
+    "sigma_strict",
 ]
 
 PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
@@ -49,7 +56,7 @@ CALIBRATIONS: tuple[str, ...] = ("classic", "analytic")
 
 
 def sigma_priv(epsilon: float, delta: float) -> float:
-    """The paper's Gaussian multiplier ``sigma_{eps,delta} = 2 sqrt(2 ln(1.25/delta)) / eps`` (section 3.1).
+    """The paper's multiplier ``sigma_{eps,delta} = 2 sqrt(2 ln(1.25/delta)) / eps`` (section 3.1).
 
     Reference: 6.21502 at (1, 0.01), 1.24300 at (5, 0.01) (spec 2.4 table).
     """
@@ -73,7 +80,7 @@ def sigma_code(epsilon: float, delta: float) -> float:
 
 @dataclass(frozen=True)
 class OLSCalibration:
-    """Noise of the OLS randomizer ``psi^OLS`` (Han et al. 2021, section 3.1, eq. 3.3) for one preset.
+    """Noise of the OLS randomizer ``psi^OLS`` of one preset (Han et al. 2021, eq. 3.3).
 
     Attributes
     ----------
@@ -115,7 +122,7 @@ def ols_calibration(
     reward_bound: float = 1.0,
     calibration: str = "classic",
 ) -> OLSCalibration:
-    """Noise scales of the OLS randomizer for ``preset`` at level ``(epsilon, delta)`` (spec 2.4 table).
+    """Noise scales of the OLS randomizer for ``preset`` at ``(epsilon, delta)`` (spec 2.4 table).
 
     Parameters
     ----------
@@ -142,12 +149,15 @@ def ols_calibration(
     if preset != "strict" and calibration != "classic":
         raise ValidationError(
             f"calibration={calibration!r} is only defined for preset='strict'; preset={preset!r} "
-            "uses the literal constants of the paper / the authors' code (use calibration='classic')"
+            "uses the literal constants of the paper / the authors' code "
+            "(use calibration='classic')"
         )
     sens_M, sens_u = math.sqrt(2.0) * C_B**2, 2.0 * c_r * C_B
     if preset == "strict":
         s = sigma_strict(eps, dlt, calibration)
-        return OLSCalibration(preset, eps, dlt, 2.0 * C_B**2 * s, 2.0 * c_r * C_B * s, s, sens_M, sens_u, calibration)
+        return OLSCalibration(
+            preset, eps, dlt, 2.0 * C_B**2 * s, 2.0 * c_r * C_B * s, s, sens_M, sens_u, calibration
+        )
     if preset == "paper":
         s = sigma_priv(eps, dlt)
         return OLSCalibration(preset, eps, dlt, 2.0 * C_B * s, C_B * c_r * s, s, sens_M, sens_u)
@@ -182,7 +192,9 @@ def ols_shift_defaults(preset: str, setting: str) -> dict[str, Any]:
     return {"shift_scale": 1.0, "shift_offset": 0.0, "shift_K": setting == "multi"}
 
 
-def sgd_defaults(preset: str, setting: str, link: str, context_bound: float, reward_bound: float) -> dict[str, Any]:
+def sgd_defaults(
+    preset: str, setting: str, link: str, context_bound: float, reward_bound: float
+) -> dict[str, Any]:
     """Hyper-parameters of LDP-SGD implied by ``preset`` (spec 3.3, 3.5, 3.6, 8.18, 8.20, 8.25).
 
     Returns a dict with ``grad_bound`` (the spec's R), ``eta0``, ``t0``, ``step_schedule``,
@@ -216,7 +228,7 @@ def sgd_defaults(preset: str, setting: str, link: str, context_bound: float, rew
 
 
 def default_s0(horizon: int, K: int, total_cap: int = 3000) -> int:
-    """Default warm-up pulls per arm: ``max(1, floor(min(3000, floor(T/10)) / K))`` (spec 3.5 [choice])."""
+    """Default warm-up pulls per arm ``max(1, floor(min(3000, floor(T/10)) / K))`` (spec 3.5)."""
     T = check_int("horizon", horizon, 1)
     K = check_int("K", K, 1)
     W = min(total_cap, T // 10)

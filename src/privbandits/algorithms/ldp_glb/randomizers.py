@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.algorithms.ldp_glb.estimators import glm_gradient, ols_statistics
+from privbandits.algorithms.ldp_glb.estimators import glm_gradient, ols_statistics, vecdot
 from privbandits.algorithms.ldp_glb.presets import OLSCalibration
 from privbandits.core.links import Link
 from privbandits.core.validation import check_epsilon, check_positive
@@ -42,10 +42,10 @@ from privbandits.privacy.mechanisms import (
 
 __all__ = [
     "ChunkedDraws",
-    "clip_norm",
+    "JointSGDRandomizer",
     "OLSRandomizer",
     "SGDRandomizer",
-    "JointSGDRandomizer",
+    "clip_norm",
     "l2_ball_from_draws",
     "unit_vectors",
 ]
@@ -70,8 +70,11 @@ class ChunkedDraws:
         Floats drawn per element of ``lead`` (to size the chunks).
     """
 
-    def __init__(self, draw: Callable[[np.random.Generator, tuple[int, ...]], tuple[np.ndarray, ...]],
-                 floats_per_unit: int) -> None:
+    def __init__(
+        self,
+        draw: Callable[[np.random.Generator, tuple[int, ...]], tuple[np.ndarray, ...]],
+        floats_per_unit: int,
+    ) -> None:
         self._draw = draw
         self._fpu = max(1, int(floats_per_unit))
         self._rng: np.random.Generator | None = None
@@ -92,15 +95,21 @@ class ChunkedDraws:
         return [a[i] for a in entry[0]]
 
 
+#: Relative slack of :func:`clip_norm`: float rounding puts unit vectors at ``1 + 2e-16``.
+_CLIP_RTOL = 1e-12
+
+
 def clip_norm(x: np.ndarray, bound: float) -> tuple[np.ndarray, int]:
     """Scale every vector (last axis) of norm above ``bound`` back to norm ``bound``.
 
-    Returns the clipped array and the number of clipped vectors (spec 1.5 clipping rule).
+    Returns the clipped array and the number of clipped vectors (spec 1.5 clipping rule).  Norms
+    within a relative ``1e-12`` of the bound (floating-point rounding) count as within it.
     """
-    sq = np.vecdot(x, x)
-    if sq.max() <= bound * bound:
+    sq = vecdot(x, x)
+    lim = bound * bound * (1.0 + _CLIP_RTOL)
+    if np.maximum.reduce(sq, axis=None) <= lim:
         return x, 0
-    over = sq > bound * bound
+    over = sq > lim
     scale = np.where(over, bound / np.sqrt(np.where(over, sq, 1.0)), 1.0)
     return x * scale[..., None], int(over.sum())
 
@@ -108,7 +117,7 @@ def clip_norm(x: np.ndarray, bound: float) -> tuple[np.ndarray, int]:
 def unit_vectors(rng: np.random.Generator, shape: tuple[int, ...], d: int) -> np.ndarray:
     """Uniform draws on the unit sphere ``S^{d-1}`` of shape ``shape + (d,)``."""
     g = rng.standard_normal(shape + (d,))
-    n = np.sqrt(np.vecdot(g, g))
+    n = np.sqrt(vecdot(g, g))
     return g / np.where(n == 0.0, 1.0, n)[..., None]
 
 
@@ -124,10 +133,25 @@ def l2_ball_from_draws(
     the hemisphere of the flipped vector w.p. ``e^eps/(1+e^eps)``), including ``g = 0`` (uniform:
     the side is then a fair coin).
     """
-    n = np.sqrt(np.vecdot(g, g))
-    p_toward = 0.5 + (0.5 * math.tanh(epsilon / 2.0) / bound) * np.minimum(n, bound)
-    keep = (v < p_toward) == (np.vecdot(U, g) > 0.0)
-    return (keep * (2.0 * radius) - radius)[..., None] * U
+    Ur, nUr, w = _prepare_l2_draws(U, v, epsilon, bound, radius)
+    return _l2_ball_prepared(g, Ur, nUr, w, bound)
+
+
+def _prepare_l2_draws(
+    U: np.ndarray, v: np.ndarray, epsilon: float, bound: float, radius: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(r U, -r U, w)`` with ``w = (v - 1/2) 2R / tanh(eps/2)``, so that ``v < p_toward`` iff
+    ``w < min(||g||, R)`` (done once per chunk of rounds)."""
+    Ur = radius * U
+    return Ur, -Ur, (v - 0.5) * (2.0 * bound / math.tanh(epsilon / 2.0))
+
+
+def _l2_ball_prepared(
+    g: np.ndarray, Ur: np.ndarray, nUr: np.ndarray, w: np.ndarray, bound: float
+) -> np.ndarray:
+    toward = w < np.minimum(np.sqrt(vecdot(g, g)), bound)
+    keep = toward == (vecdot(Ur, g) > 0.0)
+    return np.where(keep[..., None], Ur, nUr)
 
 
 class OLSRandomizer:
@@ -149,7 +173,9 @@ class OLSRandomizer:
     mechanism = "han2021-ols-gaussian"
     keys: tuple[str, ...] = ("M", "u")
 
-    def __init__(self, calibration: OLSCalibration, context_bound: float, reward_range: tuple[float, float]) -> None:
+    def __init__(
+        self, calibration: OLSCalibration, context_bound: float, reward_range: tuple[float, float]
+    ) -> None:
         self.calibration = calibration
         self.s_W, self.s_u = calibration.s_W, calibration.s_u
         self.C_B = check_positive("context_bound", context_bound)
@@ -158,9 +184,13 @@ class OLSRandomizer:
         self._noise: ChunkedDraws | None = None
         self._d = 0
 
-    def _draw(self, rng: np.random.Generator, prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    def _draw(
+        self, rng: np.random.Generator, prefix: tuple[int, ...]
+    ) -> tuple[np.ndarray, np.ndarray]:
         d = self._d
-        return sample_symmetric_gaussian(rng, prefix, d, self.s_W), sample_gaussian(rng, prefix + (d,), self.s_u)
+        return sample_symmetric_gaussian(rng, prefix, d, self.s_W), sample_gaussian(
+            rng, prefix + (d,), self.s_u
+        )
 
     def statistics(self, x: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Clip ``(x, r)`` to the bounds and return ``(x x^T, r x)``."""
@@ -168,8 +198,9 @@ class OLSRandomizer:
         self.n_clipped += k
         return ols_statistics(x, np.minimum(np.maximum(r, self.r_lo), self.r_hi))
 
-    def privatize(self, x: np.ndarray, r: np.ndarray, theta: np.ndarray | None, rng: np.random.Generator
-                  ) -> dict[str, np.ndarray]:
+    def privatize(
+        self, x: np.ndarray, r: np.ndarray, theta: np.ndarray | None, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """Privatize ``x`` (lead + (d,)) and ``r`` (lead); ``theta`` is unused (hot path)."""
         xx, rx = self.statistics(x, r)
         d = x.shape[-1]
@@ -179,8 +210,9 @@ class OLSRandomizer:
         W, xi = self._noise.take(rng, x.shape[:-1])
         return {"M": xx + W, "u": rx + xi}
 
-    def privatize_reference(self, x: np.ndarray, r: np.ndarray, theta: np.ndarray | None,
-                            rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def privatize_reference(
+        self, x: np.ndarray, r: np.ndarray, theta: np.ndarray | None, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """Message-level twin of :meth:`privatize` (one mechanism call per message)."""
         xx, rx = self.statistics(x, r)
         lead, d = x.shape[:-1], x.shape[-1]
@@ -212,8 +244,14 @@ class SGDRandomizer:
     mechanism = "han2021-l2-ball"
     keys: tuple[str, ...] = ("z",)
 
-    def __init__(self, epsilon: float, grad_bound: float, link: Link, context_bound: float,
-                 reward_range: tuple[float, float]) -> None:
+    def __init__(
+        self,
+        epsilon: float,
+        grad_bound: float,
+        link: Link,
+        context_bound: float,
+        reward_range: tuple[float, float],
+    ) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.bound = check_positive("grad_bound", grad_bound)
         self.link = link
@@ -233,32 +271,37 @@ class SGDRandomizer:
         self.n_clipped += k
         return glm_gradient(x, np.minimum(np.maximum(r, self.r_lo), self.r_hi), theta, self.link)
 
-    def _draw(self, rng: np.random.Generator, prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        return unit_vectors(rng, prefix, self._d), rng.random(prefix)
+    def _draw(self, rng: np.random.Generator, prefix: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+        U, v = unit_vectors(rng, prefix, self._d), rng.random(prefix)
+        return _prepare_l2_draws(U, v, self.epsilon, self.bound, self._radius)
 
     def _privatize_vector(self, g: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         d = g.shape[-1]
         if self._noise is None or self._d != d:
             self._d = d
             self._radius = self.radius(d)
-            self._noise = ChunkedDraws(self._draw, d + 1)
-        U, v = self._noise.take(rng, g.shape[:-1])
-        return l2_ball_from_draws(g, U, v, self.epsilon, self.bound, self._radius)
+            self._noise = ChunkedDraws(self._draw, 3 * d + 1)
+        Ur, nUr, w = self._noise.take(rng, g.shape[:-1])
+        return _l2_ball_prepared(g, Ur, nUr, w, self.bound)
 
-    def privatize(self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
-                  ) -> dict[str, np.ndarray]:
+    def privatize(
+        self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """Privatize ``x`` (lead + (d,)), ``r`` (lead) at the public ``theta`` (hot path)."""
         return {"z": self._privatize_vector(self.gradient(x, r, theta), rng)}
 
-    def privatize_reference(self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
-                            ) -> dict[str, np.ndarray]:
-        """Message-level twin of :meth:`privatize` via :func:`~privbandits.privacy.mechanisms.l2_ball_mechanism`."""
+    def privatize_reference(
+        self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
+        """Message-level twin of :meth:`privatize` via
+        :func:`~privbandits.privacy.mechanisms.l2_ball_mechanism`.
+        """
         z, _ = l2_ball_mechanism(self.gradient(x, r, theta), self.epsilon, self.bound, rng)
         return {"z": z}
 
 
 class JointSGDRandomizer(SGDRandomizer):
-    """Joint ``dK``-dimensional l2-ball update of the authors' multi-parameter code (spec 2.6, 8.25).
+    """Joint ``dK``-dimensional l2-ball update of the authors' multi-parameter code (spec 2.6).
 
     The K per-arm gradient slots (zero except the pulled arm's) are stacked into one
     ``dK``-vector and privatized by a single ``Psi_{eps,R}`` in dimension ``dK``; arm ``i`` gets
@@ -269,8 +312,15 @@ class JointSGDRandomizer(SGDRandomizer):
 
     mechanism = "han2021-l2-ball-joint"
 
-    def __init__(self, epsilon: float, grad_bound: float, link: Link, context_bound: float,
-                 reward_range: tuple[float, float], joint_radius: str = "dK") -> None:
+    def __init__(
+        self,
+        epsilon: float,
+        grad_bound: float,
+        link: Link,
+        context_bound: float,
+        reward_range: tuple[float, float],
+        joint_radius: str = "dK",
+    ) -> None:
         super().__init__(epsilon, grad_bound, link, context_bound, reward_range)
         self.joint_radius = joint_radius
 
@@ -289,12 +339,14 @@ class JointSGDRandomizer(SGDRandomizer):
             Z = self._privatize_vector(G, rng)
         return (self.shrink(d, K) * Z).reshape(g.shape)
 
-    def privatize(self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
-                  ) -> dict[str, np.ndarray]:
+    def privatize(
+        self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """``x`` (R, K, d) slots, ``r`` (R, K), ``theta`` (R, K, d) -> ``z`` (R, K, d)."""
         return {"z": self._joint(self.gradient(x, r, theta), rng, False)}
 
-    def privatize_reference(self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
-                            ) -> dict[str, np.ndarray]:
+    def privatize_reference(
+        self, x: np.ndarray, r: np.ndarray, theta: np.ndarray, rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
         """Message-level twin of :meth:`privatize`."""
         return {"z": self._joint(self.gradient(x, r, theta), rng, True)}

@@ -34,7 +34,7 @@ from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_choice, check_nonnegative, check_positive
 from privbandits.privacy.accounting import ApproxDP, PureDP
 
-__all__ = ["LDPSGD", "INITS", "SGD_WARMUPS", "SYNTHETIC_UPDATES", "JOINT_RADII"]
+__all__ = ["INITS", "JOINT_RADII", "LDPSGD", "SGD_WARMUPS", "SYNTHETIC_UPDATES"]
 
 INITS: tuple[str, ...] = ("zero", "random_unit")
 SGD_WARMUPS: tuple[str, ...] = ("sgd", "ols")
@@ -74,7 +74,8 @@ class LDPSGD(HanAlgorithm):
     project_radius : float, optional
         Project the iterate onto ``||theta|| <= rho`` (None = off).
     s0, h, warmup_order, warmup_full_budget
-        Algorithm 2 warm-up and elimination (see :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`).
+        Algorithm 2 warm-up and elimination (see
+        :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`).
     sgd_warmup : {"sgd", "ols"}, optional
         Multi: warm-up estimator (None = "sgd"; "ols" under authors_code, spec 8.25).
     synthetic_update : {"per_arm", "joint"}, optional
@@ -117,33 +118,69 @@ class LDPSGD(HanAlgorithm):
         alpha: float = 0.1,
         shift_scale: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, preset=preset, grad_bound=grad_bound, eta0=eta0, t0=t0,
-                         step_schedule=step_schedule, init=init, ridge=ridge, project_radius=project_radius,
-                         s0=s0, h=h, warmup_order=warmup_order, warmup_full_budget=warmup_full_budget,
-                         sgd_warmup=sgd_warmup, synthetic_update=synthetic_update, joint_radius=joint_radius,
-                         calibration=calibration, alpha=alpha, shift_scale=shift_scale)
-        self._check_common(epsilon, delta, preset, calibration, alpha, shift_scale, s0, h, warmup_order,
-                           warmup_full_budget)
+        super().__init__(
+            epsilon=epsilon,
+            delta=delta,
+            preset=preset,
+            grad_bound=grad_bound,
+            eta0=eta0,
+            t0=t0,
+            step_schedule=step_schedule,
+            init=init,
+            ridge=ridge,
+            project_radius=project_radius,
+            s0=s0,
+            h=h,
+            warmup_order=warmup_order,
+            warmup_full_budget=warmup_full_budget,
+            sgd_warmup=sgd_warmup,
+            synthetic_update=synthetic_update,
+            joint_radius=joint_radius,
+            calibration=calibration,
+            alpha=alpha,
+            shift_scale=shift_scale,
+        )
+        self._check_common(
+            epsilon,
+            delta,
+            preset,
+            calibration,
+            alpha,
+            shift_scale,
+            s0,
+            h,
+            warmup_order,
+            warmup_full_budget,
+        )
         self._given: dict[str, Any] = {
             "grad_bound": None if grad_bound is None else check_positive("grad_bound", grad_bound),
             "eta0": None if eta0 is None else check_positive("eta0", eta0),
             "t0": None if t0 is None else check_nonnegative("t0", t0),
-            "step_schedule": None if step_schedule is None else check_choice("step_schedule", step_schedule,
-                                                                                STEP_SCHEDULES),
+            "step_schedule": None
+            if step_schedule is None
+            else check_choice("step_schedule", step_schedule, STEP_SCHEDULES),
             "init": None if init is None else check_choice("init", init, INITS),
             "ridge": None if ridge is None else check_nonnegative("ridge", ridge),
-            "sgd_warmup": None if sgd_warmup is None else check_choice("sgd_warmup", sgd_warmup, SGD_WARMUPS),
-            "synthetic_update": None if synthetic_update is None else check_choice(
-                "synthetic_update", synthetic_update, SYNTHETIC_UPDATES),
-            "joint_radius": None if joint_radius is None else check_choice("joint_radius", joint_radius,
-                                                                              JOINT_RADII),
+            "sgd_warmup": None
+            if sgd_warmup is None
+            else check_choice("sgd_warmup", sgd_warmup, SGD_WARMUPS),
+            "synthetic_update": None
+            if synthetic_update is None
+            else check_choice("synthetic_update", synthetic_update, SYNTHETIC_UPDATES),
+            "joint_radius": None
+            if joint_radius is None
+            else check_choice("joint_radius", joint_radius, JOINT_RADII),
         }
-        self.project_radius = None if project_radius is None else check_positive("project_radius", project_radius)
+        self.project_radius = (
+            None if project_radius is None else check_positive("project_radius", project_radius)
+        )
 
     # -- resolution of the preset -----------------------------------------------------------
     def settings_for(self, spec: EnvSpec) -> dict[str, Any]:
         """Hyper-parameters on problem ``spec``: given values, else the preset's (spec 3.6)."""
-        out = sgd_defaults(self.preset, spec.setting, spec.link.name, spec.context_bound, spec.reward_bound)
+        out = sgd_defaults(
+            self.preset, spec.setting, spec.link.name, spec.context_bound, spec.reward_bound
+        )
         out.update({k: v for k, v in self._given.items() if v is not None})
         return out
 
@@ -161,13 +198,17 @@ class LDPSGD(HanAlgorithm):
         if cfg["sgd_warmup"] == "ols":
             warm: Any = OLSRandomizer(self._warm_ols_calibration(spec), C_B, rr)
         else:
-            warm = SGDRandomizer(self.epsilon if self.warmup_full_budget else eps_arm, R, spec.link, C_B, rr)
+            warm = SGDRandomizer(
+                self.epsilon if self.warmup_full_budget else eps_arm, R, spec.link, C_B, rr
+            )
         return main, warm
 
     def _warm_ols_calibration(self, spec: EnvSpec) -> Any:
         full = self.warmup_full_budget or self.preset == "authors_code"
         level = (self.epsilon, self.delta) if full else self._arm_level()
-        return ols_calibration(self.preset, *level, spec.context_bound, spec.reward_bound, self.calibration)
+        return ols_calibration(
+            self.preset, *level, spec.context_bound, spec.reward_bound, self.calibration
+        )
 
     def _accounting(self, spec: EnvSpec) -> tuple[PureDP | ApproxDP, str]:
         cfg = self.settings_for(spec)
@@ -175,23 +216,30 @@ class LDPSGD(HanAlgorithm):
         d, R = spec.d, cfg["grad_bound"]
         if spec.setting == "single":
             r = main.radius(d)
-            return l2_ball_guarantee(r, d, R), f"Algorithm 1 + SGD: l2-ball radius {r:.6g} in d={d}, R={R:g}"
+            notes = f"Algorithm 1 + SGD: l2-ball radius {r:.6g} in d={d}, R={R:g}"
+            return l2_ball_guarantee(r, d, R, main.epsilon), notes
         if cfg["synthetic_update"] == "joint":
             r = main.radius(d * spec.K)
-            g_main = l2_ball_guarantee(r, d * spec.K, R)
-            how = (f"joint l2-ball radius {r:.6g} in dK={d * spec.K}, R={R:g} (output scaled by "
-                   f"{main.shrink(d, spec.K):.6g}, post-processing)")
+            g_main = l2_ball_guarantee(r, d * spec.K, R, main.epsilon)
+            how = (
+                f"joint l2-ball radius {r:.6g} in dK={d * spec.K}, R={R:g} (output scaled by "
+                f"{main.shrink(d, spec.K):.6g}, post-processing)"
+            )
         else:
             r = main.radius(d)
-            g_main = two_slot_guarantee(l2_ball_guarantee(r, d, R))
-            how = f"two slots of the per-arm l2-ball (radius {r:.6g}, d={d}, R={R:g}), basic composition"
+            g_main = two_slot_guarantee(l2_ball_guarantee(r, d, R, main.epsilon))
+            how = (
+                f"two slots of the per-arm l2-ball (radius {r:.6g}, d={d}, R={R:g}), "
+                "basic composition"
+            )
         if isinstance(warm, OLSRandomizer):
             g_warm: PureDP | ApproxDP = ols_message_guarantee(warm.calibration, self.delta)
             wh = f"OLS warm-up (s_W={warm.calibration.s_W:.6g}) at delta/2 per part"
         else:
-            g_warm = l2_ball_guarantee(warm.radius(d), d, R)
+            g_warm = l2_ball_guarantee(warm.radius(d), d, R, warm.epsilon)
             wh = f"one-slot warm-up radius {warm.radius(d):.6g}"
-        return phases_guarantee(g_warm, g_main), f"Algorithm 2 + SGD: main = {how}; {wh}; max over phases"
+        notes = f"Algorithm 2 + SGD: main = {how}; {wh}; max over phases"
+        return phases_guarantee(g_warm, g_main), notes
 
     # -- lifecycle ---------------------------------------------------------------------------
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
@@ -215,12 +263,20 @@ class LDPSGD(HanAlgorithm):
             dflt = ols_shift_defaults(self.preset, "multi")
             scale = dflt["shift_scale"] if self.shift_scale is None else self.shift_scale
             K = spec.K if dflt["shift_K"] else 1
-            c_tilde = ols_shift_constant(warm.calibration.sigma_unit, spec.d, spec.horizon, self.alpha, K)
+            c_tilde = ols_shift_constant(
+                warm.calibration.sigma_unit, spec.d, spec.horizon, self.alpha, K
+            )
             warm_ols = (scale * c_tilde, dflt["shift_offset"])
         self._resolved.update(s0=s0, warm_ols_shift=warm_ols)
         self.client = Alg2Client(spec.K, s0, self.warmup_order, self.h, spec.link, warm, main)
-        self.server = SGDMultiServer(self.R, spec.K, spec.d, s0, self.warmup_order, theta0, *step,
-                                     mechanism=main.mechanism, warm_ols=warm_ols)
-
-    def estimate(self) -> np.ndarray:
-        return self.server.estimate()  # type: ignore[return-value]
+        self.server = SGDMultiServer(
+            self.R,
+            spec.K,
+            spec.d,
+            s0,
+            self.warmup_order,
+            theta0,
+            *step,
+            mechanism=main.mechanism,
+            warm_ols=warm_ols,
+        )

@@ -1,4 +1,5 @@
-"""Algorithm 1 of Han et al. (2021): LDP single-parameter contextual bandit (greedy + private updates).
+"""Algorithm 1 of Han et al. (2021): LDP single-parameter contextual bandit (greedy + private
+updates).
 
 Round t (spec 3.4), user side (:class:`Alg1Client`): read the public ``theta_{t-1}``, choose
 ``a_t = argmax_a x_{t,a}^T theta_{t-1}`` (ties uniformly at random), pull, and send only
@@ -40,13 +41,22 @@ class Alg1Client(Client):
         self._ties = TieBreaker()
         self._rows = np.arange(0)
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """Line 4: ``a_t = argmax_a x_{t,a}^T theta_{t-1}`` for contexts ``(R, K, d)``."""
         scores = np.matmul(contexts, public["theta"][:, :, None])[:, :, 0]
         return self._ties.argmax(scores, rng)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         """Line 6: ``Z_t = psi(x_{t,a_t}, r_t; theta_{t-1})``."""
         R = contexts.shape[0]
         if self._rows.shape[0] != R:
@@ -116,8 +126,15 @@ class SGDServer(_Alg1Server):
     mechanism = SGDRandomizer.mechanism
     keys = SGDRandomizer.keys
 
-    def __init__(self, theta0: np.ndarray, eta0: float, t0: float, schedule: str, ridge: float = 0.0,
-                 project_radius: float | None = None) -> None:
+    def __init__(
+        self,
+        theta0: np.ndarray,
+        eta0: float,
+        t0: float,
+        schedule: str,
+        ridge: float = 0.0,
+        project_radius: float | None = None,
+    ) -> None:
         super().__init__()
         self.est = SGDEstimator(theta0, ridge, project_radius)
         self.eta0, self.t0, self.schedule = float(eta0), float(t0), schedule

@@ -38,24 +38,32 @@ __all__ = [
 
 
 class RadiusTable:
-    """A function of the round index ``s >= 1``, tabulated once for ``s <= n`` (O(1) per round).
+    """A function of the round index ``s >= 1``, tabulated in chunks (O(1) amortized per round).
+
+    Rounds advance one index at a time, so the table keeps only the chunk of ``chunk``
+    consecutive indices containing the last request (bounded memory for any horizon).
 
     Parameters
     ----------
     fn : callable
         Vectorized ``fn(s_array) -> values``.
-    n : int
-        Number of tabulated indices; larger indices are computed on demand.
+    chunk : int
+        Number of indices evaluated at once.
     """
 
-    def __init__(self, fn: Callable[[np.ndarray], np.ndarray], n: int) -> None:
+    def __init__(self, fn: Callable[[np.ndarray], np.ndarray], chunk: int = 1 << 14) -> None:
         self.fn = fn
-        self.values = np.asarray(fn(np.arange(1, n + 1, dtype=float)), dtype=float)
+        self.chunk = chunk
+        self._k = -1
+        self._values = np.empty(0)
 
     def __call__(self, s: int) -> float:
-        if 1 <= s <= self.values.size:
-            return float(self.values[s - 1])
-        return float(self.fn(np.asarray(float(s))))
+        k, i = divmod(int(s) - 1, self.chunk)
+        if k != self._k:
+            start = k * self.chunk + 1
+            self._values = np.asarray(self.fn(np.arange(start, start + self.chunk, dtype=float)), dtype=float)
+            self._k = k
+        return float(self._values[i])
 
 
 def upsilon(t: np.ndarray | float, sigma: float, D: int, T: int, alpha: float) -> np.ndarray:

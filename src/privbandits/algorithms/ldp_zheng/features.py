@@ -51,12 +51,6 @@ class FeatureMap:
         self.block = spec.setting == "multi"
         self.D = spec.K * spec.d if self.block else spec.d
 
-    def check(self, contexts: np.ndarray, R: int) -> None:
-        """Raise if ``contexts`` does not have the shape of the setting."""
-        want = (R, self.d) if self.block else (R, self.K, self.d)
-        if contexts.shape != want:
-            raise ValidationError(f"contexts must have shape {want}, got {contexts.shape}")
-
     def linear_scores(self, theta: np.ndarray, contexts: np.ndarray) -> np.ndarray:
         """``x_a^T theta`` for every arm, ``(R, K)``."""
         if self.block:
@@ -115,7 +109,7 @@ def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     public estimate is still 0, or with repeated arms), so the common case costs one argmax.
     """
     a = scores.argmax(axis=1)
-    top = scores[np.arange(scores.shape[0]), a]
-    if np.count_nonzero(scores >= top[:, None]) == scores.shape[0]:
+    top = np.take_along_axis(scores, a[:, None], axis=1)
+    if np.count_nonzero(scores >= top) == scores.shape[0]:
         return a
     return argmax_random_ties(scores, rng)

@@ -60,13 +60,21 @@ from privbandits.core.validation import (
 )
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["LDPGLOC", "GLOCClient", "GLOCServer", "project_ball"]
+__all__ = ["LDPGLOC", "GLOCClient", "GLOCServer", "project_ball", "project_blocks"]
 
 
 def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
     """Euclidean projection of rows of ``theta`` (R, D) onto the ball of ``radius`` (``Pi_W``)."""
     n = np.sqrt(np.einsum("rd,rd->r", theta, theta))
     return theta * np.minimum(1.0, radius / np.maximum(n, 1e-300))[:, None]
+
+
+def project_blocks(theta: np.ndarray, radius: float, K: int) -> np.ndarray:
+    """Euclidean projection of ``theta`` (R, K d) onto the product of ``K`` balls of ``radius``, one per arm block."""
+    R, D = theta.shape
+    blocks = theta.reshape(R, K, D // K)
+    n = np.sqrt(np.einsum("rkd,rkd->rk", blocks, blocks))
+    return (blocks * np.minimum(1.0, radius / np.maximum(n, 1e-300))[:, :, None]).reshape(R, D)
 
 
 class GLOCClient(Client):
@@ -124,8 +132,11 @@ class GLOCClient(Client):
             y = clip_interval(y, *cal.reward_interval)
         theta_hat = public["theta_hat"]
         a = np.einsum("rd,rd->r", x, theta_hat)
-        z = np.clip(a, -cal.z_bound, cal.z_bound) if self.clip else a
-        grad = (self.link.mu(a) - y)[:, None] * x
+        # the user clips z itself rather than trusting the broadcast theta_hat to lie in W
+        z = clip_interval(a, -cal.z_bound, cal.z_bound) if self.clip else a
+        # with a projected iterate |a| <= z_bound, so z = a for an honest server; using the clipped z keeps
+        # an unclipped gradient bounded even for a broadcast theta_hat outside W
+        grad = (self.link.mu(z if cal.project else a) - y)[:, None] * x
         if cal.grad_clip is not None:
             grad = clip_norm(grad, cal.grad_clip)
         R, D = x.shape
@@ -146,6 +157,8 @@ class GLOCServer(NoisyRidgeServer):
         OGD step size.
     radius : float or None
         Radius of ``W`` for the projection (None: no projection, Han et al.'s code).
+    blocks : int or None
+        With ``K`` given, ``W`` is the product of ``K`` balls of ``radius`` (one per arm block).
     theta0 : ndarray of shape (R, D), optional
         ``theta_tilde_0`` before the first message (0 in the paper).
     **kwargs
@@ -158,12 +171,14 @@ class GLOCServer(NoisyRidgeServer):
         theta_hat0: np.ndarray,
         zeta: float,
         radius: float | None,
+        blocks: int | None = None,
         theta0: np.ndarray | None = None,
         **kwargs: object,
     ) -> None:
         self.theta_hat = np.array(theta_hat0, dtype=float)
         self.zeta = zeta
         self.radius = radius
+        self.blocks = blocks
         self._theta0 = theta0
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
@@ -174,7 +189,12 @@ class GLOCServer(NoisyRidgeServer):
 
     def _absorb(self, message: PrivatizedMessage) -> None:
         step = self.theta_hat - self.zeta * message.payload["g"]
-        self.theta_hat = step if self.radius is None else project_ball(step, self.radius)
+        if self.radius is None:
+            self.theta_hat = step
+        elif self.blocks is None:
+            self.theta_hat = project_ball(step, self.radius)
+        else:
+            self.theta_hat = project_blocks(step, self.radius, self.blocks)
 
     def _refresh(self) -> None:
         super()._refresh()
@@ -220,8 +240,10 @@ class LDPGLOC(LocalAlgorithm):
     zeta : float, "default" or "paper", optional
         OGD step; None: preset default (``strict``: ``2/(C sqrt(1 + D sigma^2) sqrt(T))``;
         ``paper``/``authors_code``: ``1/sqrt(T)``).
-    theta_radius : float
-        Radius of ``W`` (paper: the unit ball).
+    theta_radius : float, optional
+        Radius of ``W`` (paper: the unit ball; default: the environment's ``theta_bound``, 1 for
+        the usual single-parameter instance).  In the multi setting ``W`` is the product of one
+        ball of this radius per arm [CHOICE] (see :mod:`~privbandits.algorithms.ldp_zheng.presets`).
     link_bound : float, optional
         ``C = sup |g|`` on ``[-1, 1]`` (default: computed from the link).
     link_min_slope : float, optional
@@ -259,7 +281,7 @@ class LDPGLOC(LocalAlgorithm):
         beta_scale: float = 1.0,
         c_factor: float = 2.0,
         zeta: float | str | None = None,
-        theta_radius: float = 1.0,
+        theta_radius: float | None = None,
         link_bound: float | None = None,
         link_min_slope: float | None = None,
         grad_bound: float | None = None,
@@ -285,7 +307,7 @@ class LDPGLOC(LocalAlgorithm):
             self.zeta = None if zeta is None else check_choice("zeta", zeta, ("default", "paper"))
         else:
             self.zeta = check_positive("zeta", zeta)
-        self.theta_radius = check_positive("theta_radius", theta_radius)
+        self.theta_radius = None if theta_radius is None else check_positive("theta_radius", theta_radius)
         self.link_bound = None if link_bound is None else check_positive("link_bound", link_bound)
         self.link_min_slope = None if link_min_slope is None else check_positive("link_min_slope", link_min_slope)
         self.grad_bound = None if grad_bound is None else check_positive("grad_bound", grad_bound)
@@ -304,10 +326,10 @@ class LDPGLOC(LocalAlgorithm):
         self.calibration = cal
         D, alpha, scale = F.D, self.alpha, self.beta_scale
         if self.beta_formula == "order":
-            beta = RadiusTable(lambda s: scale * beta_gloc(s, cal.grad_sigma, cal.link_min_slope, D), T + 1)
+            beta = RadiusTable(lambda s: scale * beta_gloc(s, cal.grad_sigma, cal.link_min_slope, D))
         else:
             beta = RadiusTable(lambda s: scale * beta_gloc_conservative(s, cal.sigma, cal.grad_sigma,
-                                                                        cal.link_min_slope, D, T, alpha), T + 1)
+                                                                        cal.link_min_slope, D, T, alpha))
         R = self.R
         if cal.init == "random":
             u = streams.server.standard_normal((2, R, D))
@@ -318,7 +340,8 @@ class LDPGLOC(LocalAlgorithm):
         mech = f"ldp-gloc/{cal.mechanism}"
         self.server = GLOCServer(R, D, mech, cal.sigma, T, alpha, self.c_factor, beta,
                                  theta_hat0=theta_hat0, zeta=cal.zeta,
-                                 radius=cal.theta_radius if cal.project else None, theta0=theta0)
+                                 radius=cal.theta_radius if cal.project else None,
+                                 blocks=F.K if cal.blockwise else None, theta0=theta0)
         self.client = GLOCClient(F, cal, spec.link, self.clip, mech)
         notes = cal.notes if self.clip else cal.notes + "; clip=False: conditional on data within the declared bounds"
         self._guarantee = message_guarantee(cal.parts, notes)

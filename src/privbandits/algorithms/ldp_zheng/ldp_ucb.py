@@ -203,7 +203,7 @@ class LDPUCB(LocalAlgorithm):
         beta_fn = beta_ucb_paper if self.beta_formula == "paper" else beta_ucb_ss
         sigma, D, alpha, scale = cal.sigma, F.D, self.alpha, self.beta_scale
 
-        beta = RadiusTable(lambda s: scale * beta_fn(s, sigma, D, T, alpha), T + 1)
+        beta = RadiusTable(lambda s: scale * beta_fn(s, sigma, D, T, alpha))
 
         mech = f"ldp-ucb/{cal.mechanism}"
         self.server = NoisyRidgeServer(self.R, D, mech, sigma, T, alpha, self.c_factor, beta, cal.V0,

@@ -28,10 +28,15 @@ gradient noise         ``C sigma``, gradient clipped   ``C sigma``, no clipping 
                        to norm ``C`` (A7)              (as printed)                 multi setting), clipped to norm 1
 step zeta              ``2/(C sqrt(1+D sigma^2)        ``1/sqrt(T)``                ``1/sqrt(T)``
                        sqrt(T))``
-projection on W        yes                             yes                          no (``z`` clipped to [-1, 1] instead)
+W (projection)         ball of radius ``theta_bound``  unit ball                    none (``z`` clipped to [-1, 1] instead)
+                       (per-arm balls, multi setting)  (per-arm, multi setting)
 ``beta_t``             ``sqrt((C sigma/mu) sqrt(Dt))``  same                        ``sqrt((sigma/mu) sqrt(Dt))``
 initial iterates       0                               0                            random unit vectors
 =====================  ==============================  ===========================  =====================================
+
+With ``C_B = 1`` and ``||theta*|| <= 1`` the ``strict`` noise equals the paper's; ``strict`` generalizes
+the sensitivities to ``C_B``, ``c_r`` and the radius of ``W`` (the budget is split so that the
+``x x^T`` and ``z x`` / ``y x`` parts share one noise level, as in the paper).
 
 In every preset the user clips what it reports to the bounds the noise is calibrated for (spec
 section 4.0 [CHOICE]; ``clip=False`` turns it off and makes the reported guarantee conditional on
@@ -128,7 +133,12 @@ class GLOCCalibration:
     context_bound, reward_interval
         Clipping bounds of the reported ``x`` (norm) and ``y``.
     theta_radius
-        Radius of ``W`` (the online learner's domain; 1 in the paper).
+        Radius of ``W`` (the online learner's domain; the unit ball in the paper).  With block
+        features built by the client (multi setting) ``W`` is the product of one ball of this
+        radius per arm [CHOICE]: it contains ``vec(theta*_1..theta*_K)`` and keeps ``|z_t|`` at
+        ``C_B * theta_radius``, so the paper's calibration is unchanged.
+    blockwise
+        Whether ``W`` is that product of per-arm balls.
     z_bound
         ``|z_t| = |x_t^T theta_hat_t| <= C_B * theta_radius`` (enforced by clipping when the
         iterate is not projected).
@@ -156,6 +166,7 @@ class GLOCCalibration:
     context_bound: float
     reward_interval: tuple[float, float]
     theta_radius: float
+    blockwise: bool
     z_bound: float
     link_bound: float
     link_min_slope: float
@@ -283,7 +294,7 @@ def gloc_calibration(
     preset: str,
     mechanism: str,
     gaussian_calibration: str,
-    theta_radius: float,
+    theta_radius: float | None,
     link_bound: float | None,
     link_min_slope: float | None,
     grad_bound: float | None,
@@ -303,8 +314,9 @@ def gloc_calibration(
         Per-user privacy target; each of the three parts gets ``(eps/3, delta/3)``.
     preset, mechanism, gaussian_calibration : str
         See :mod:`privbandits.algorithms.ldp_zheng.presets`.
-    theta_radius : float
-        Radius of ``W``.
+    theta_radius : float or None
+        Radius of ``W`` (per arm with client-built block features); None: the EnvSpec's
+        ``theta_bound`` in ``strict`` (so that ``W`` contains ``theta*``), 1 in ``paper``.
     link_bound, link_min_slope : float or None
         ``C`` and ``mu``; None computes them from the link on ``[-z_bound, z_bound]``.
     grad_bound : float or None
@@ -320,12 +332,14 @@ def gloc_calibration(
     notes = [f"LDP-GLOC (Zheng et al. 2020, Alg. 3), preset={preset}"]
     lo, hi = map(float, spec.reward_range)
     if preset == "strict":
-        CB, S_W = spec.context_bound, theta_radius
+        CB, S_W = spec.context_bound, spec.theta_bound if theta_radius is None else theta_radius
     elif preset == "paper":
-        CB, S_W = 1.0, theta_radius
+        CB, S_W = 1.0, 1.0 if theta_radius is None else theta_radius
     else:
         CB, S_W = 1.0, 1.0
     Zb = CB * S_W
+    # half the diameter of W: one ball, or the product of K per-arm balls
+    W_radius = S_W * math.sqrt(spec.K) if block else S_W
     sup_g, inf_dg, g_lo, g_hi = link_range(spec.link, Zb)
     C = sup_g if link_bound is None else link_bound
     mu = inf_dg if link_min_slope is None else link_min_slope
@@ -339,19 +353,22 @@ def gloc_calibration(
         if mechanism != "gaussian":
             raise ValidationError("preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'")
         G = 1.0 if grad_bound is None else grad_bound
-        grad_clip = G if (clip_grad is None or clip_grad) else None
+        if clip_grad is not None and not clip_grad:
+            raise ValidationError("preset='authors_code' does not project the online iterate, so an unclipped "
+                                  "gradient has no finite sensitivity; clip_grad must be True (or None)")
+        grad_clip = G
         sigma_code = 6.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / epsilon
         sigma_srv = 6.0 * math.sqrt(2.0 * math.log(3.75 / delta)) / epsilon
         scale_g = (2.0 if block else 1.0) * sigma_code
-        G_acc = G if grad_clip is not None else grad_data_bound
+        G_acc = G
         parts = (NoisePart("x x^T", "gaussian", sigma_code, _SQRT2, delta / 3.0),
                  NoisePart("z x", "gaussian", sigma_code, 2.0 * Zb, delta / 3.0),
                  NoisePart("gradient", "gaussian", scale_g, 2.0 * G_acc, delta / 3.0))
-        step = _zeta(zeta, "paper", T, G, sigma_srv, D, S_W)
+        step = _zeta(zeta, "paper", T, G, sigma_srv, D, W_radius)
         notes.append("Han et al. code: mechanism noise 6 sqrt(2 ln(2.5/delta))/eps for all parts, "
                      "3.75 form in Upsilon/beta, C dropped from beta, zeta = 1/sqrt(T), random unit init, "
                      "no projection (z clipped to [-1, 1] and gradient to norm 1 so that a guarantee exists)")
-        return GLOCCalibration(preset, mechanism, CB, (lo, hi), S_W, Zb, C, mu, grad_clip, G_acc,
+        return GLOCCalibration(preset, mechanism, CB, (lo, hi), S_W, block, Zb, C, mu, grad_clip, G_acc,
                                sigma_code, sigma_code, scale_g, sigma_srv, sigma_srv, step, False, "random",
                                parts, "; ".join(notes))
 
@@ -382,8 +399,8 @@ def gloc_calibration(
         note = _classic_sigma_at_epsilon_ge_1_note((epsilon / 3.0,), gaussian_calibration)
         if note:
             notes.append(note)
-    step = _zeta(zeta, "default" if preset == "strict" else "paper", T, G, grad_sigma, D, S_W)
-    return GLOCCalibration(preset, mechanism, CB, (lo, hi), S_W, Zb, C, mu, grad_clip, G_acc, scale_V, scale_V,
+    step = _zeta(zeta, "default" if preset == "strict" else "paper", T, G, grad_sigma, D, W_radius)
+    return GLOCCalibration(preset, mechanism, CB, (lo, hi), S_W, block, Zb, C, mu, grad_clip, G_acc, scale_V, scale_V,
                            scale_g, sigma, grad_sigma, step, True, "zero", parts, "; ".join(notes))
 
 

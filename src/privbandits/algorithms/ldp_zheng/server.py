@@ -96,7 +96,7 @@ class NoisyRidgeServer(Server):
         self._beta = beta
         self.beta_index = beta_index
         self.c_first = c_first
-        self._ups = RadiusTable(lambda s: upsilon(s, sigma, D, T, alpha), T + 1)
+        self._ups = RadiusTable(lambda s: upsilon(s, sigma, D, T, alpha))
         self.u = np.zeros((R, D))
         self.n = 0
         self.n_shifted = 0
