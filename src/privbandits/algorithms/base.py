@@ -45,9 +45,16 @@ __all__ = [
 ]
 
 def argmax_random_ties(scores: np.ndarray, rng: np.random.Generator, *, atol: float = 0.0) -> np.ndarray:
-    """Row-wise argmax of ``scores`` (R, K) with ties (within ``atol``) broken uniformly at random."""
-    best = scores.max(axis=1, keepdims=True)
+    """Row-wise argmax of ``scores`` (R, K) with ties (within ``atol``) broken uniformly at random.
+
+    When no row has a tie (the common case with continuous contexts) this is one argmax and
+    consumes no randomness; otherwise every row draws uniform keys over its tied arms.
+    """
+    a = scores.argmax(axis=1)
+    best = np.take_along_axis(scores, a[:, None], axis=1)
     tied = scores >= best - atol
+    if np.count_nonzero(tied) == scores.shape[0]:
+        return a
     keys = rng.random(scores.shape) * tied
     return np.argmax(keys, axis=1)
 

@@ -14,7 +14,7 @@ def chosen(contexts: np.ndarray, actions: np.ndarray) -> np.ndarray:
 
 def quad_form(M: np.ndarray, X: np.ndarray) -> np.ndarray:
     """``x^T M x`` for every arm: ``(R, d, d), (R, K, d) -> (R, K)``."""
-    return np.einsum("rkd,rde,rke->rk", X, M, X)
+    return np.einsum("rkd,rkd->rk", X @ M, X)  # much faster than a three-operand einsum
 
 
 def sherman_morrison_update(V_inv: np.ndarray, x: np.ndarray) -> np.ndarray:

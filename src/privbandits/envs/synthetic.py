@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from privbandits.core.errors import ValidationError
+from privbandits.core.features import block_features
 from privbandits.core.links import Link
 from privbandits.core.validation import check_choice, check_finite_array, check_positive
 from privbandits.envs.base import Environment
@@ -173,14 +174,6 @@ class SyntheticEnv(Environment):
         self._pos += 1
         X = self._X[i]
         if self.features == "block":
-            X = _block_features(X, self.K)
+            X = block_features(X, self.K)
         return X, self._M[i], self._V[i], self._Best[i]
 
-
-def _block_features(X: np.ndarray, K: int) -> np.ndarray:
-    """``(R, d)`` shared contexts -> ``(R, K, K d)`` block one-hot features ``e_a kron X``."""
-    R, d = X.shape
-    out = np.zeros((R, K, K, d))
-    idx = np.arange(K)
-    out[:, idx, idx, :] = X[:, None, :]
-    return out.reshape(R, K, K * d)

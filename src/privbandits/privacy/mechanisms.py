@@ -24,6 +24,7 @@ Han et al. (2021) spec §2.3-2.5, Zheng et al. (2020) spec §3.2-3.3, Hanna et a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -225,12 +226,21 @@ def sample_symmetric_gaussian(rng: np.random.Generator, lead: tuple[int, ...], d
     """
     sig = check_nonnegative("sigma", sigma)
     d = _check_dim(d)
+    n_upper, gather = _symmetric_gather(d)
+    z = rng.standard_normal(lead + (n_upper,)) * sig
+    return z[..., gather].reshape(lead + (d, d))
+
+
+@functools.lru_cache(maxsize=64)
+def _symmetric_gather(d: int) -> tuple[int, np.ndarray]:
+    """For a d x d symmetric matrix: number of upper-triangle entries and, for each of the d*d
+    positions (row-major), the index of its upper-triangle entry (a pure memo of triu_indices)."""
     iu = np.triu_indices(d)
-    z = rng.standard_normal(lead + (iu[0].size,)) * sig
-    W = np.zeros(lead + (d, d))
-    W[..., iu[0], iu[1]] = z
-    W[..., iu[1], iu[0]] = z
-    return W
+    idx = np.empty((d, d), dtype=np.intp)
+    idx[iu] = np.arange(iu[0].size)
+    idx[iu[1], iu[0]] = np.arange(iu[0].size)
+    idx.setflags(write=False)
+    return iu[0].size, idx.ravel()
 
 
 def sample_laplace(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:

@@ -19,18 +19,10 @@ import numpy as np
 from privbandits.algorithms.base import argmax_random_ties
 from privbandits.algorithms.linalg import chosen
 from privbandits.core.errors import PrivbanditsError, ValidationError
+from privbandits.core.features import block_features  # noqa: F401  (re-export)
 from privbandits.core.spec import EnvSpec
 
 __all__ = ["FeatureMap", "argmax_ties", "block_features", "check_flag", "require_reset"]
-
-
-def block_features(X: np.ndarray, K: int) -> np.ndarray:
-    """``(R, d)`` shared contexts -> ``(R, K, K d)`` block one-hot features ``e_a kron X``."""
-    R, d = X.shape
-    out = np.zeros((R, K, K, d))
-    idx = np.arange(K)
-    out[:, idx, idx, :] = X[:, None, :]
-    return out.reshape(R, K, K * d)
 
 
 class FeatureMap:
@@ -101,15 +93,5 @@ def require_reset(alg: object, attr: str) -> Any:
         ) from None
 
 
-def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Row-wise argmax with ties broken uniformly at random.
-
-    Same law as :func:`~privbandits.algorithms.base.argmax_random_ties`, which it calls only
-    when some row has a tie (with continuous contexts that happens in the first round, when the
-    public estimate is still 0, or with repeated arms), so the common case costs one argmax.
-    """
-    a = scores.argmax(axis=1)
-    top = np.take_along_axis(scores, a[:, None], axis=1)
-    if np.count_nonzero(scores >= top) == scores.shape[0]:
-        return a
-    return argmax_random_ties(scores, rng)
+#: Row-wise argmax with uniform tie breaking (kept as an alias for the Zheng modules).
+argmax_ties = argmax_random_ties
