@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import time
 import warnings
@@ -119,7 +120,8 @@ def plot_final_vs_eps(groups: dict[str, dict[float | None, Series]], panels: lis
             e = np.array(sorted(g))
             m = np.array([g[x].final_mean for x in e])
             se = np.array([g[x].final_se for x in e])
-            ax.errorbar(e, m, yerr=se, color=_color(lab), marker="o", ms=4, lw=1.5, capsize=2, label=lab)
+            ax.errorbar(e, m, yerr=se, color=_color(lab), marker="s" if "delta" in lab else "o", ms=4, lw=1.5,
+                        ls=":" if "delta" in lab or "uniform" in lab else "-", capsize=2, label=lab)
         ax.set_xscale("log")
         ax.set_yscale("log")
         if eps_all:
@@ -198,6 +200,9 @@ def _rel(groups: dict[str, dict[float | None, Series]], lab: str, ref: str, e: f
 # the two experiments
 # ------------------------------------------------------------------------------------------------
 def run(name: str, out: Path, db: Path, quick: bool, workers: int | None) -> tuple[Any, float]:
+    # paper-preset warnings are expected here (and recorded in every result's guarantee notes);
+    # the environment variable silences them in the worker processes too
+    os.environ["PYTHONWARNINGS"] = "ignore::UserWarning"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # paper-preset warnings (recorded in the results)
         config = load_preset(name, Overrides(quick=quick))
@@ -266,8 +271,37 @@ def fig2_section(outcome: Any, wall: float, out: Path) -> list[str]:
         f"- *Convergence*: at ε = 100 central / shuffle / local are within "
         f"{max(abs(_rel(groups, lab, np_p, 100.0) - 1) for lab in paper) * 100:.1f}% of NP-batched (paper widths).",
         "",
+        *fig2_notes(groups, cfg.horizon),
     ]
     return lines
+
+
+def fig2_notes(groups: dict[str, dict[float | None, Series]], T: int) -> list[str]:
+    """Observations that qualify the verdicts (all numbers computed from the runs)."""
+    ls, npb = groups["L&S Alg. 12"][None], groups["NP-batched (paper)"][None]
+    nps = groups["NP-batched (strict)"][None]
+    sh_p = groups["shuffle (paper)"]
+    cap = math.log(0.31 * T / (16 * math.log(2 / 1e-6)))  # largest batch n_L ~ 0.3 T at T = 1e6
+    z100 = paired_z(groups["shuffle (strict)"][100.0].final, groups["local (strict)"][100.0].final)
+    c_cost = [groups["central (strict)"][e].final_mean / groups["central (paper)"][e].final_mean for e in (0.1, 1.0)]
+    l_cost = groups["local (strict)"][1.0].final_mean / groups["local (paper)"][1.0].final_mean
+    return [
+        "### Notes", "",
+        f"- The paper's cited non-private comparator, Lattimore & Szepesvári's phased elimination, has lower regret "
+        f"({_fmt(ls.final_mean)} ± {_fmt(ls.final_se)}) than NP-batched ({_fmt(npb.final_mean)}, paper widths; "
+        f"{_fmt(nps.final_mean)}, rigorous widths).  Algorithms 1-3 are NP-batched plus noise and converge to it, "
+        "so “close to non-private” is judged against NP-batched, the ε → ∞ limit (spec §4.4).",
+        f"- Strict preset at ε = 100: the FMT validity cap ln(n_i / (16 ln(2/δ))) is at most ≈ {cap:.2f} < ε, so "
+        "E0 falls back to ε0^(i) = ε and the shuffle algorithm *is* the local algorithm; the “no” in the strict "
+        f"table there (z = {z100:.1f}) is a chance fluctuation between two identically distributed runs (one of "
+        "48 comparisons).",
+        f"- The paper preset's shuffle guarantees, as accounted from the noise actually added (sensitivity 1 on "
+        f"[−1, 1] rewards and the uncapped inverse of eq. (10)): nominal ε = 0.1 → {sh_p[0.1].guarantee}, nominal "
+        f"ε = 1 → {sh_p[1.0].guarantee}.  The strict preset meets its nominal (ε, δ) in every cell.",
+        f"- Cost of the corrections (strict / paper regret): central ×{c_cost[0]:.2f} at ε = 0.1 and ×{c_cost[1]:.2f} "
+        f"at ε = 1 (twice the noise, but tighter rigorous widths); local ×{l_cost:.2f} at ε0 = 1.",
+        "",
+    ]
 
 
 def fig3b_section(outcome: Any, wall: float, out: Path) -> list[str]:

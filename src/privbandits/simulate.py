@@ -444,7 +444,7 @@ def simulate(
         algorithm=algorithm.name,
         params=algorithm.get_params(),
         trust_model=algorithm.trust_model,
-        preset=getattr(algorithm, "preset", "strict"),
+        preset=algorithm.preset,
         guarantee=algorithm.guarantee,
         env=env.describe(),
         seed=seed,

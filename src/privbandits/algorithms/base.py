@@ -78,7 +78,9 @@ class Algorithm(ABC):
     #: Paper citation shown in tables, e.g. ``"Abbasi-Yadkori et al. 2011"``.
     paper: ClassVar[str] = ""
 
-    preset: str = "strict"
+    #: Calibration preset of DESIGN section 2 ("strict", "paper", "authors_code"); algorithms
+    #: without presets report "none".
+    preset: str = "none"
 
     def __init__(self, **params: Any) -> None:
         self._params = dict(params)

@@ -21,10 +21,11 @@ from privbandits.core.errors import TrustBoundaryError
 __all__ = ["PublicState", "PrivatizedMessage", "ShuffledBatch", "shuffle_messages"]
 
 
-def _frozen(arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+def _frozen(arrays: Mapping[str, np.ndarray], *, copy: bool = True) -> Mapping[str, np.ndarray]:
+    """Read-only mapping of read-only arrays (copies unless ``copy=False``, then read-only views)."""
     out = {}
     for k, v in arrays.items():
-        a = np.array(v, copy=True)
+        a = np.array(v, copy=True) if copy else np.asarray(v).view()
         a.setflags(write=False)
         out[k] = a
     return MappingProxyType(out)
@@ -77,7 +78,8 @@ class PrivatizedMessage:
     def __post_init__(self) -> None:
         if not self.mechanism:
             raise TrustBoundaryError("a PrivatizedMessage must name the randomizer that produced it")
-        object.__setattr__(self, "payload", _frozen(self.payload))
+        # randomizer outputs are fresh arrays: read-only views suffice (no copy on the hot path)
+        object.__setattr__(self, "payload", _frozen(self.payload, copy=False))
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.payload[key]
