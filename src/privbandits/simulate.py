@@ -25,8 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
-from privbandits.algorithms.base import BatchedAlgorithm
+from privbandits.algorithms.base import (
+    Algorithm,
+    BatchedAlgorithm,
+    Curator,
+    LocalAlgorithm,
+    ShuffleAlgorithm,
+)
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState, shuffle_messages
 from privbandits.core.rng import make_streams

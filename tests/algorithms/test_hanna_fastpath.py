@@ -139,7 +139,7 @@ def test_prefix_counts_are_nested_hypergeometric_prefixes() -> None:
         fast[k] = _prefix_counts(rng, colors, np.array([3, 7, 10]))
     assert np.all(fast.sum(axis=1) == colors) and np.all(fast.sum(axis=2) == [3, 4, 3])
     # joint law of (first-segment count of color 0, second-segment count of color 0)
-    code = lambda x: x[:, 0, 0] * 10 + x[:, 1, 0]  # noqa: E731
+    code = lambda x: x[:, 0, 0] * 10 + x[:, 1, 0]
     assert same_law(code(brute).astype(float), code(fast).astype(float), bins=20) > P_MIN
 
 

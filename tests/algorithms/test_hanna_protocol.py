@@ -23,6 +23,7 @@ from privbandits.algorithms.hanna import (
 from privbandits.algorithms.hanna.local import LOCAL_MECHANISM
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
+from privbandits.core.rng import make_streams
 from privbandits.envs import FiniteActionEnv
 from privbandits.privacy.accounting import compose_parallel
 from privbandits.privacy.amplification import amplified_guarantee
@@ -197,6 +198,33 @@ def test_empirical_laplace_variance_of_each_model(preset: str, scale: float) -> 
     assert msg["reward_hat"].var() == pytest.approx(2 * s_i**2, rel=0.03)
 
 
+# -- P1: the central release satisfies the eps-DP likelihood-ratio bound ------------------------------------------
+@pytest.mark.parametrize(("preset", "holds"), [("strict", True), ("paper", False)])
+def test_p1_central_release_likelihood_ratio(preset: str, holds: bool) -> None:
+    # Neighbouring batches: the sum of one action differs by Delta = r_hi - r_lo = 2 (one reward -1 -> +1).
+    # Histogram the released value under both; in bins with >= 2000 counts the log count ratio has
+    # sd <= sqrt(2/2000) = 0.032, so max |log ratio| <= eps + 0.16 (5 sd) when the eps-DP bound holds.
+    # The paper preset (scale 1/eps) has true ratio e^{2 eps}, far above that.
+    eps, N = 0.5, 400_000
+    from privbandits.algorithms.phased_elimination import BatchPlan
+
+    plan = BatchPlan(rows=np.arange(N), index=np.ones(N, int), counts=np.ones((N, 1), int),
+                     active=np.ones((N, 1), bool), pi=np.ones((N, 1)), g=np.ones(N), m=np.ones(N, int),
+                     scale=np.ones(N))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alg = HannaCentral(eps, preset=preset)
+    c = CentralLaplaceSums(eps, -1.0, 1.0, alg.switches.sensitivity(-1.0, 1.0))
+    rng = np.random.default_rng(31)
+    x = c.collect(plan, np.full((N, 1), -1.0), rng)[:, 0]
+    y = c.collect(plan, np.full((N, 1), 1.0), rng)[:, 0]
+    edges = np.linspace(-4.0, 4.0, 33)
+    hx, hy = np.histogram(x, edges)[0], np.histogram(y, edges)[0]
+    ok = (hx >= 2000) & (hy >= 2000)
+    worst = float(np.abs(np.log(hx[ok] / hy[ok])).max())
+    assert (worst <= eps + 0.16) is holds, worst
+
+
 # -- U13: clipping ------------------------------------------------------------------------------------------
 def test_rewards_are_clipped_before_the_noise() -> None:
     c = CentralLaplaceSums(1.0, -1.0, 1.0, 2.0)
@@ -210,8 +238,7 @@ def test_rewards_are_clipped_before_the_noise() -> None:
     # a misbehaving environment (Gaussian noise sd 5 on [-1, 1]): the released sums stay within n_ia * [-1, 1]
     env = _env(noise="gaussian", noise_scale=5.0, reward_range=(-1.0, 1.0))
     alg = HannaCentral(1.0)
-    alg.reset(env.reset(2, __import__("privbandits").core.rng.make_streams(0), 1000), 2,
-              __import__("privbandits").core.rng.make_streams(0))
+    alg.reset(env.reset(2, make_streams(0), 1000), 2, make_streams(0))
     sums = env.reward_sums(np.full((2, 6), 50), rng, clip=alg.collector.clip)
     assert np.all(np.abs(sums) <= 50)
 

@@ -23,7 +23,12 @@ for Free", arXiv:2207.03445; spec ``hanna2022-dp-linear-bandits.md``.
 """
 
 from privbandits.algorithms.hanna.central import CentralLaplaceSums, HannaCentral, core_set_option
-from privbandits.algorithms.hanna.local import HannaLocal, LocalClient, LocalLaplaceRandomizer, LocalServer
+from privbandits.algorithms.hanna.local import (
+    HannaLocal,
+    LocalClient,
+    LocalLaplaceRandomizer,
+    LocalServer,
+)
 from privbandits.algorithms.hanna.presets import PRESETS, Switches, resolve_switches
 from privbandits.algorithms.hanna.shuffle import (
     HannaShuffle,

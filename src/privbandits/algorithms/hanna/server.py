@@ -26,7 +26,7 @@ import numpy as np
 from privbandits.algorithms.base import Server
 from privbandits.algorithms.phased_elimination import HannaElimination
 from privbandits.core.errors import TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.core.messages import PublicState
 
 __all__ = ["REPORT_KEYS", "EliminationServer", "check_reports"]
 
