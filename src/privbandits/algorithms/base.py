@@ -50,11 +50,9 @@ def argmax_random_ties(scores: np.ndarray, rng: np.random.Generator, *, atol: fl
     When no row has a tie (the common case with continuous contexts) this is one argmax and
     consumes no randomness; otherwise every row draws uniform keys over its tied arms.
     """
-    a = scores.argmax(axis=1)
-    best = np.take_along_axis(scores, a[:, None], axis=1)
-    tied = scores >= best - atol
+    tied = scores >= np.maximum.reduce(scores, axis=1, keepdims=True) - atol
     if np.count_nonzero(tied) == scores.shape[0]:
-        return a
+        return tied.argmax(axis=1)
     keys = rng.random(scores.shape) * tied
     return np.argmax(keys, axis=1)
 

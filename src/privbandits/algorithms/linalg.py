@@ -38,3 +38,45 @@ def batched_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.linalg.solve(A, b[..., None])[..., 0]
     except np.linalg.LinAlgError:
         return np.stack([np.linalg.lstsq(a, v, rcond=None)[0] for a, v in zip(A, b)])
+
+
+def solve_2x2(A: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """Closed-form batched solve of ``A x = b`` for ``2 x 2`` systems (Cramer's rule).
+
+    About five times faster than a batched LAPACK call at this size, with the same accuracy on
+    well-conditioned systems.  Returns None when some system is singular or ill-conditioned
+    (``|det| <= 1e-12 * ||A||_F^2``), so the caller can fall back to a pivoted solver.
+    """
+    a, b_, c, e = A[..., 0, 0], A[..., 0, 1], A[..., 1, 0], A[..., 1, 1]
+    det = a * e - b_ * c
+    scale = a * a + b_ * b_ + c * c + e * e
+    if not np.all(np.abs(det) > 1e-12 * scale):
+        return None
+    u0, u1 = b[..., 0], b[..., 1]
+    out = np.empty(b.shape)
+    out[..., 0] = (e * u0 - b_ * u1) / det
+    out[..., 1] = (a * u1 - c * u0) / det
+    return out
+
+
+def spd_inverse(A: np.ndarray) -> np.ndarray | None:
+    """Inverse of a batch of symmetric matrices, or None if any is not positive definite.
+
+    ``2 x 2``: closed form with the exact PD test ``a > 0, det > 0`` (several times faster than
+    Cholesky + LAPACK inverse at this size); otherwise a Cholesky test and ``numpy.linalg.inv``.
+    """
+    if A.shape[-1] == 2:
+        a, b, e = A[..., 0, 0], A[..., 0, 1], A[..., 1, 1]
+        det = a * e - b * b
+        if not (np.all(a > 0.0) and np.all(det > 1e-300)):
+            return None
+        out = np.empty(A.shape)
+        out[..., 0, 0] = e / det
+        out[..., 1, 1] = a / det
+        out[..., 0, 1] = out[..., 1, 0] = -b / det
+        return out
+    try:
+        np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return None
+    return np.linalg.inv(A)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.linalg import solve_2x2
 from privbandits.core.links import Link
 from privbandits.core.validation import check_choice, check_nonnegative, check_positive
 
@@ -68,6 +69,10 @@ def solve_shifted(S_M: np.ndarray, S_u: np.ndarray, shift: float | np.ndarray) -
         A = S_M + np.asarray(shift, dtype=float)[..., None, None] * np.eye(d)
     else:
         A = S_M + float(shift) * np.eye(d)
+    if d == 2:  # the papers' experiments: a closed form is several times faster than LAPACK
+        x = solve_2x2(A, S_u)
+        if x is not None:
+            return x
     try:
         return np.linalg.solve(A, S_u[..., None])[..., 0]
     except np.linalg.LinAlgError:

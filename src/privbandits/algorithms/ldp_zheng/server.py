@@ -25,6 +25,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Server
 from privbandits.algorithms.ldp_zheng.constants import RadiusTable, upsilon
+from privbandits.algorithms.linalg import spd_inverse
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 
@@ -146,12 +147,8 @@ class NoisyRidgeServer(Server):
 
     def _regularized_inverse(self) -> np.ndarray:
         """``(V + c I)^{-1}``; a replication whose matrix is not PD is shifted (spec section 4.3.2)."""
-        A = self.A
-        try:
-            np.linalg.cholesky(A)
-        except np.linalg.LinAlgError:
-            A = self._shift(A)
-        return np.linalg.inv(A)
+        inv = spd_inverse(self.A)
+        return np.linalg.inv(self._shift(self.A)) if inv is None else inv
 
     def _shift(self, A: np.ndarray) -> np.ndarray:
         """Shift replications whose ``A`` is not PD by ``|lambda_min| + Upsilon_t`` (and warn)."""
