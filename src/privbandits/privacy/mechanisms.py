@@ -28,6 +28,7 @@ import functools
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Self
 
 import numpy as np
 from scipy import optimize, special
@@ -415,8 +416,39 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
+class _AdditiveNoise:
+    """Shared behaviour of the additive mechanisms ``value + noise`` (Gaussian, Laplace).
+
+    Subclasses are frozen dataclasses with ``sensitivity``, ``noise_factor``, ``guarantee``,
+    ``notes`` and a ``noise(rng, shape)`` sampler.
+    """
+
+    sensitivity: float
+    noise_factor: float
+
+    def privacy_guarantee(self, model: str = "local", unit: str = "user") -> PrivacyGuarantee:
+        """The claimed :attr:`guarantee` as a :class:`PrivacyGuarantee` in ``model``."""
+        return to_guarantee(self.guarantee, model, unit, self.notes)  # type: ignore[attr-defined]
+
+    def sample(self, value: np.ndarray | float, rng: np.random.Generator) -> np.ndarray | float:
+        """Release ``value + noise`` entrywise; any shape (leading axes are batch axes)."""
+        v = _as_float_array("value", value)
+        return _restore_scalar(value, v + self.noise(rng, v.shape))  # type: ignore[attr-defined]
+
+    def under_noised(self, factor: float) -> Self:
+        """Copy with ``factor`` times the noise scale and the same claimed guarantee (for audits)."""
+        return dataclasses.replace(self, noise_factor=self.noise_factor * _check_factor(factor))  # type: ignore[type-var]
+
+    def neighbouring_pair(self, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Worst-case neighbouring values ``(0, Delta e_1)`` in ``R^dim``."""
+        x = np.zeros(_check_dim(dim, "dim"))
+        y = x.copy()
+        y[0] = self.sensitivity
+        return x, y
+
+
 @dataclass(frozen=True)
-class GaussianMechanism:
+class GaussianMechanism(_AdditiveNoise):
     """Gaussian mechanism ``f(x) + N(0, sigma^2 I)`` at L2 sensitivity ``Delta_2``.
 
     Parameters
@@ -532,30 +564,10 @@ class GaussianMechanism:
                      f"at L2 sensitivity {self.sensitivity:g}",
                      self.warning or "", _under_noised_note(self.noise_factor))
 
-    def privacy_guarantee(self, model: str = "local", unit: str = "user") -> PrivacyGuarantee:
-        """The claimed :attr:`guarantee` as a :class:`PrivacyGuarantee` in ``model``."""
-        return to_guarantee(self.guarantee, model, unit, self.notes)
-
     # -- sampling --------------------------------------------------------------------------------
     def noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """i.i.d. ``N(0, sigma^2)`` noise of ``shape``."""
         return sample_gaussian(rng, tuple(shape), self.sigma)
-
-    def sample(self, value: np.ndarray | float, rng: np.random.Generator) -> np.ndarray | float:
-        """Release ``value + N(0, sigma^2 I)``; any shape (leading axes are batch axes)."""
-        v = _as_float_array("value", value)
-        return _restore_scalar(value, v + self.noise(rng, v.shape))
-
-    def under_noised(self, factor: float) -> GaussianMechanism:
-        """Copy with ``factor`` times the noise scale and the same claimed guarantee."""
-        return dataclasses.replace(self, noise_factor=self.noise_factor * _check_factor(factor))
-
-    def neighbouring_pair(self, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Worst-case neighbouring values ``(0, Delta e_1)`` in ``R^dim``."""
-        x = np.zeros(_check_dim(dim, "dim"))
-        y = x.copy()
-        y[0] = self.sensitivity
-        return x, y
 
 
 @dataclass(frozen=True)
@@ -637,7 +649,7 @@ class SymmetricGaussianMechanism:
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(_AdditiveNoise):
     """Laplace mechanism ``f(x) + Lap(b)^p`` with ``b = Delta_1 / epsilon`` (pure epsilon-DP).
 
     Scalar or vector values; ``sensitivity`` is the L1 sensitivity (e.g. ``r_hi - r_lo`` for a
@@ -714,26 +726,9 @@ class LaplaceMechanism:
         return _join(f"Laplace mechanism, scale={self.nominal_scale:.6g} at L1 sensitivity {self.sensitivity:g}",
                      _under_noised_note(self.noise_factor))
 
-    def privacy_guarantee(self, model: str = "local", unit: str = "user") -> PrivacyGuarantee:
-        return to_guarantee(self.guarantee, model, unit, self.notes)
-
     def noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """i.i.d. ``Lap(b)`` noise of ``shape``."""
         return sample_laplace(rng, tuple(shape), self.scale)
-
-    def sample(self, value: np.ndarray | float, rng: np.random.Generator) -> np.ndarray | float:
-        """Release ``value + Lap(b)`` entrywise; any shape (leading axes are batch axes)."""
-        v = _as_float_array("value", value)
-        return _restore_scalar(value, v + self.noise(rng, v.shape))
-
-    def under_noised(self, factor: float) -> LaplaceMechanism:
-        return dataclasses.replace(self, noise_factor=self.noise_factor * _check_factor(factor))
-
-    def neighbouring_pair(self, dim: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Worst-case neighbouring values ``(0, Delta_1 e_1)`` in ``R^dim``."""
-        x = np.zeros(_check_dim(dim, "dim"))
-        y = x.copy()
-        y[0] = self.sensitivity
-        return x, y
 
 
 @dataclass(frozen=True)
