@@ -53,8 +53,8 @@ def argmax_random_ties(scores: np.ndarray, rng: np.random.Generator, *, atol: fl
     tied = scores >= np.maximum.reduce(scores, axis=1, keepdims=True) - atol
     if np.count_nonzero(tied) == scores.shape[0]:
         return tied.argmax(axis=1)
-    keys = 1.0 - rng.random(scores.shape)  # in (0, 1]: a tied entry always beats the zeroed others
-    return (tied * keys).argmax(axis=1)
+    keys = rng.random(scores.shape) * tied
+    return np.argmax(keys, axis=1)
 
 
 class Algorithm(ABC):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.algorithms.base import Curator, argmax_random_ties
+from privbandits.algorithms.base import Curator
 from privbandits.algorithms.ldp_glb.estimators import (
     STEP_SCHEDULES,
     OLSEstimator,
@@ -30,6 +30,7 @@ from privbandits.algorithms.ldp_glb.estimators import (
 )
 from privbandits.algorithms.ldp_glb.multi import check_warmup_order, eliminate, warmup_arm
 from privbandits.algorithms.ldp_glb.presets import default_s0
+from privbandits.algorithms.ldp_glb.protocol import TieBreaker
 from privbandits.algorithms.ldp_glb.randomizers import unit_vectors
 from privbandits.algorithms.registry import register
 from privbandits.core.rng import Streams
@@ -60,6 +61,7 @@ class _Greedy(Curator):
         )
         self.n_warmup = spec.K * self._s0
         self._rows = np.arange(self.R)
+        self._ties = TieBreaker()
         lead = (self.R, spec.K) if self.multi else (self.R,)
         self.theta_warm = np.zeros(lead + (spec.d,))
         self._build(lead, spec, streams)
@@ -74,7 +76,7 @@ class _Greedy(Curator):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         """Greedy arm (single), or warm-up arm / eliminated greedy arm (multi)."""
         if not self.multi:
-            return argmax_random_ties(
+            return self._ties.argmax(
                 np.matmul(contexts, self.theta[:, :, None])[:, :, 0], self.streams.policy
             )
         if t < self.n_warmup:
@@ -84,7 +86,7 @@ class _Greedy(Curator):
             scores = np.where(
                 eliminate(contexts, self.theta_warm, self.spec.link, self.h), scores, -np.inf
             )
-        return argmax_random_ties(scores, self.streams.policy)
+        return self._ties.argmax(scores, self.streams.policy)
 
     def _pulled(self, contexts: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, Any]:
         """Feature of the pulled arm (R, d) and the estimator index of its slot (None = single)."""

@@ -21,9 +21,9 @@ import math
 
 import numpy as np
 
-from privbandits.algorithms.base import Client, Server, argmax_random_ties
+from privbandits.algorithms.base import Client, Server
 from privbandits.algorithms.ldp_glb.estimators import OLSEstimator, SGDEstimator, step_size, vecdot
-from privbandits.algorithms.ldp_glb.protocol import check_message
+from privbandits.algorithms.ldp_glb.protocol import TieBreaker, check_message
 from privbandits.algorithms.ldp_glb.randomizers import OLSRandomizer, SGDRandomizer
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
@@ -100,6 +100,7 @@ class Alg2Client(Client):
         self.K, self.s0, self.order, self.h, self.link = K, s0, warmup_order, h, link
         self.warm, self.main = warm_randomizer, main_randomizer
         self.n_warmup = K * s0
+        self._ties = TieBreaker()
         self._arms = np.arange(K)
 
     def choose(
@@ -113,7 +114,7 @@ class Alg2Client(Client):
         if self.h is not None:
             kept = eliminate(contexts, public["theta_warm"], self.link, self.h)
             scores = np.where(kept, scores, -np.inf)
-        return argmax_random_ties(scores, rng)
+        return self._ties.argmax(scores, rng)
 
     def randomize(
         self,

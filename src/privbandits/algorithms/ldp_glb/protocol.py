@@ -1,8 +1,8 @@
-"""What the servers of Algorithms 1 and 2 (Han et al. 2021) accept.
+"""Helpers shared by the clients and servers of Algorithms 1 and 2 (Han et al. 2021).
 
-:func:`check_message`: a :class:`PrivatizedMessage` of the expected randomizer with exactly the
-expected payload keys, nothing else.  (Uniform tie-breaking among maximizers, spec 8.26, is
-:func:`privbandits.algorithms.base.argmax_random_ties`.)
+* :func:`check_message`: what a server accepts (a :class:`PrivatizedMessage` of the expected
+  randomizer with exactly the expected payload keys, nothing else);
+* :class:`TieBreaker`: uniform random tie-breaking among maximizers (spec 8.26).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage
 
-__all__ = ["check_message"]
+__all__ = ["TieBreaker", "check_message"]
 
 
 def check_message(
@@ -41,3 +41,19 @@ def check_message(
         raise TrustBoundaryError(f"payload keys must be {keys}, got {tuple(message.payload)}")
     return message.payload
 
+
+class TieBreaker:
+    """Row-wise argmax with ties broken uniformly at random (spec 8.26).
+
+    With continuous contexts exact ties only occur in degenerate rounds (e.g. ``theta = 0`` at the
+    start), so the common case costs one tie count; uniform keys are drawn from ``rng`` only in
+    rounds that have a tie (deterministic given the seed).
+    """
+
+    def argmax(self, scores: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``(R, K)`` scores -> ``(R,)`` arms; a uniformly random maximizer in every row."""
+        tied = scores >= np.maximum.reduce(scores, axis=1, keepdims=True)
+        if np.count_nonzero(tied) == scores.shape[0]:
+            return tied.argmax(axis=1)
+        keys = 1.0 - rng.random(scores.shape)  # in (0, 1]: a tied entry beats the zeroed others
+        return (tied * keys).argmax(axis=1)

@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-from privbandits.algorithms.base import Client, Server, argmax_random_ties
+from privbandits.algorithms.base import Client, Server
 from privbandits.algorithms.ldp_glb.estimators import OLSEstimator, SGDEstimator, step_size
-from privbandits.algorithms.ldp_glb.protocol import check_message
+from privbandits.algorithms.ldp_glb.protocol import TieBreaker, check_message
 from privbandits.algorithms.ldp_glb.randomizers import OLSRandomizer, SGDRandomizer
 from privbandits.core.messages import PrivatizedMessage, PublicState
 
@@ -38,6 +38,7 @@ class Alg1Client(Client):
 
     def __init__(self, randomizer: OLSRandomizer | SGDRandomizer) -> None:
         self.randomizer = randomizer
+        self._ties = TieBreaker()
         self._rows = np.arange(0)
 
     def choose(
@@ -45,7 +46,7 @@ class Alg1Client(Client):
     ) -> np.ndarray:
         """Line 4: ``a_t = argmax_a x_{t,a}^T theta_{t-1}`` for contexts ``(R, K, d)``."""
         scores = np.matmul(contexts, public["theta"][:, :, None])[:, :, 0]
-        return argmax_random_ties(scores, rng)
+        return self._ties.argmax(scores, rng)
 
     def randomize(
         self,
