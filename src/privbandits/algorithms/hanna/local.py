@@ -31,7 +31,7 @@ import numpy as np
 from privbandits.algorithms.base import Client, LocalAlgorithm
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
 from privbandits.algorithms.hanna.presets import Switches, resolve_switches
-from privbandits.algorithms.hanna.server import EliminationServer, check_reports
+from privbandits.algorithms.hanna.server import EliminationServer, EngineAccess, check_reports
 from privbandits.algorithms.hanna.widths import LocalWidth
 from privbandits.algorithms.phased_elimination import HannaElimination
 from privbandits.algorithms.registry import register
@@ -178,7 +178,7 @@ def _common_checks(alg: Any, design_factor: float, sigma: float, fail_prob: floa
 
 
 @register
-class HannaLocal(LocalAlgorithm):
+class HannaLocal(EngineAccess, LocalAlgorithm):
     """Algorithm 2 of Hanna et al. (2022): local model, pure eps0-LDP Laplace reports.
 
     Parameters
@@ -244,24 +244,8 @@ class HannaLocal(LocalAlgorithm):
                            self.fail_prob)
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
 
-    @property
-    def core(self) -> HannaElimination | None:
-        """The server's elimination engine (BatchedAlgorithm protocol)."""
-        server = getattr(self, "server", None)
-        return None if server is None else server.core
-
-    @core.setter
-    def core(self, value: HannaElimination) -> None:
-        self.server.core = value
-        self.server._public = None
-
     def resolved_params(self) -> dict[str, Any]:
         return {k: v for k, v in self.switches.as_dict().items() if k != "shuffle_bound"}
-
-    @property
-    def batch_log(self) -> list[dict[str, Any]]:
-        server = getattr(self, "server", None)
-        return [] if server is None else server.batch_log
 
     @property
     def guarantee(self) -> PrivacyGuarantee:

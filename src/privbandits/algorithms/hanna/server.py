@@ -28,7 +28,7 @@ from privbandits.algorithms.phased_elimination import HannaElimination
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PublicState
 
-__all__ = ["REPORT_KEYS", "EliminationServer", "check_reports"]
+__all__ = ["REPORT_KEYS", "EliminationServer", "EngineAccess", "check_reports"]
 
 #: Payload keys of a report: the (public) action and the privatized reward.
 REPORT_KEYS: tuple[str, ...] = ("action", "reward_hat")
@@ -127,3 +127,33 @@ class EliminationServer(Server):
     @property
     def batch_log(self) -> list[dict[str, Any]]:
         return [] if self.core is None else self.core.batch_log
+
+
+class EngineAccess:
+    """``core`` and ``batch_log`` of an algorithm, read from the role object holding the engine.
+
+    The untrusted server of Algorithm 2 and the analyzer of Algorithm 3 own the elimination engine
+    (:class:`~privbandits.algorithms.phased_elimination.HannaElimination`); the exact aggregate
+    driver installs a fresh one through the ``core`` setter (BatchedAlgorithm protocol).
+    ``_engine_holder`` names that role attribute.
+    """
+
+    _engine_holder: str = "server"
+
+    @property
+    def core(self) -> HannaElimination | None:
+        """The elimination engine of the current run (None before :meth:`reset`)."""
+        holder = getattr(self, self._engine_holder, None)
+        return None if holder is None else holder.core
+
+    @core.setter
+    def core(self, value: HannaElimination) -> None:
+        holder = getattr(self, self._engine_holder)
+        holder.core = value
+        holder._public = None
+
+    @property
+    def batch_log(self) -> list[dict[str, Any]]:
+        """Per-batch public record of the run (empty before :meth:`reset`)."""
+        holder = getattr(self, self._engine_holder, None)
+        return [] if holder is None else holder.batch_log

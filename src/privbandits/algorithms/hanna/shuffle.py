@@ -47,7 +47,7 @@ from privbandits.algorithms.base import Client, Server, ShuffleAlgorithm
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
 from privbandits.algorithms.hanna.local import _common_checks
 from privbandits.algorithms.hanna.presets import Switches, resolve_switches
-from privbandits.algorithms.hanna.server import EliminationServer, check_reports
+from privbandits.algorithms.hanna.server import EliminationServer, EngineAccess, check_reports
 from privbandits.algorithms.hanna.widths import LocalWidth
 from privbandits.algorithms.phased_elimination import BatchPlan, HannaElimination
 from privbandits.algorithms.registry import register
@@ -315,7 +315,7 @@ class HannaShuffler(Server):
 
 
 @register
-class HannaShuffle(ShuffleAlgorithm):
+class HannaShuffle(EngineAccess, ShuffleAlgorithm):
     """Algorithm 3 of Hanna et al. (2022): shuffle model, ``(eps, delta)``-DP per batch by amplification.
 
     Parameters
@@ -341,6 +341,8 @@ class HannaShuffle(ShuffleAlgorithm):
     ----------
     Hanna et al. (2022), Algorithm 3, Theorem 3; spec sections 3.9, 4.3, 4.6.
     """
+
+    _engine_holder = "analyzer"  # the untrusted analyzer owns the elimination engine
 
     name = "hanna-shuffle"
     trust_model = "shuffle"
@@ -397,24 +399,9 @@ class HannaShuffle(ShuffleAlgorithm):
     def batch_ends(self, t: int) -> bool:
         return self.server.batch_ends()
 
-    @property
-    def core(self) -> HannaElimination | None:
-        analyzer = getattr(self, "analyzer", None)
-        return None if analyzer is None else analyzer.core
-
-    @core.setter
-    def core(self, value: HannaElimination) -> None:
-        self.analyzer.core = value
-        self.analyzer._public = None
-
     def resolved_params(self) -> dict[str, Any]:
         return {**self.switches.as_dict(), "delta": getattr(self, "resolved_delta", self.delta),
                 "bound": self.bound}
-
-    @property
-    def batch_log(self) -> list[dict[str, Any]]:
-        analyzer = getattr(self, "analyzer", None)
-        return [] if analyzer is None else analyzer.batch_log
 
     @property
     def guarantee(self) -> PrivacyGuarantee:
