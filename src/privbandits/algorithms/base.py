@@ -1,35 +1,74 @@
-"""Roles an algorithm is written as, one per trust model (DESIGN section 2).
+"""The algorithm contract and the roles an algorithm is written as (DESIGN sections 2-3).
 
-=================  ===============================================================================
-class              what the simulation loop does with it
-=================  ===============================================================================
-``Curator``        non-private, central and joint DP: a trusted party sees raw ``(x, a, r)``;
-                   :meth:`Curator.select` and :meth:`Curator.update` run every round.
-``LocalAlgorithm`` local DP: a :class:`Client` (on the user's device) chooses an arm from the
-                   :class:`PublicState` and its own context, then randomizes its own data; the
-                   :class:`Server` only receives :class:`PrivatizedMessage` objects.
-``ShuffleAlgorithm`` shuffle DP: as local, but messages are collected over a batch, permuted
-                   uniformly by the shuffler, and the server receives a :class:`ShuffledBatch`.
-=================  ===============================================================================
+=====================  ===========================================================================
+class                  what the drivers do with it
+=====================  ===========================================================================
+``Curator``            non-private, central and joint DP: a trusted party sees raw ``(x, a, r)``;
+                       :meth:`Curator.select` and :meth:`Curator.update` run every round.
+``LocalAlgorithm``     local DP: a :class:`Client` (on the user's device) chooses an arm from the
+                       :class:`PublicState` and its own context, then randomizes its own data; the
+                       :class:`Server` only receives :class:`PrivatizedMessage` objects.
+``ShuffleAlgorithm``   shuffle DP: as local, but messages go to a :class:`Shuffler` role (assign /
+                       collect / release) and the server receives a :class:`ShuffledBatch`.
+=====================  ===========================================================================
+
+The contract every algorithm follows
+------------------------------------
+* **Parameters are declared once**: the constructor signature is the parameter list and the class
+  attribute ``constraints`` maps each name to its allowed values
+  (:mod:`privbandits.core.params`).  Arguments are validated before the constructor body runs and
+  stored as attributes of the same name; :meth:`Algorithm.get_params` reads them back
+  (scikit-learn style).  Constructors are cheap; all state is created in :meth:`Algorithm.reset`.
+* **One calibration**: :meth:`Algorithm.calibrate` maps the public problem description to a
+  :class:`~privbandits.algorithms.calibration.Calibration` (noise scales, clip norms, budget
+  split, resolved constants, the accounted guarantee).  :attr:`Algorithm.guarantee` and
+  :meth:`Algorithm.resolved_params` come from it, identically for every algorithm.
+* **Guarantee before reset**: the guarantee depends on the problem (dimension, arms, horizon,
+  bounds), so :attr:`Algorithm.guarantee` raises :class:`~privbandits.core.errors.NotResetError`
+  before :meth:`Algorithm.reset` for every algorithm; :meth:`Algorithm.guarantee_for` answers for
+  any problem without resetting.
+* **Compiled steps (optional)**: :meth:`Algorithm.build_kernel` returns the compiled per-round
+  steps (:mod:`privbandits.algorithms.kernel`); the role methods then route to them, and the
+  compiled driver can run the algorithm.  A user's own numpy algorithm overrides the role methods
+  instead and runs on the reference driver.
 
 All arrays carry the replication axis ``R`` first: one call advances all replications at once.
-Contexts are ``(R, K, d)`` in the single-parameter setting (one feature vector per arm) and
-``(R, d)`` in the multi-parameter setting (one shared context, one parameter per arm).
+Contexts are ``(R, K, d)`` in the single-parameter setting and ``(R, d)`` in the multi-parameter
+setting.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from privbandits.core.errors import ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.algorithms.calibration import (
+    NON_PRIVATE_CALIBRATION,
+    Calibration,
+    warn_if_not_strict,
+)
+from privbandits.algorithms.kernel import (
+    CuratorKernel,
+    LocalKernel,
+    choose_all,
+    curator_update_all,
+    randomize_all,
+    select_all,
+    server_update_all,
+)
+from privbandits.core.errors import NotResetError, TrustBoundaryError, ValidationError
+from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch, shuffle_messages
+from privbandits.core.params import Constraint, validate_params
 from privbandits.core.rng import Streams
 from privbandits.core.spec import SETTINGS, EnvSpec
 from privbandits.core.validation import check_int
-from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
+from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.inputs import check_client_inputs
 
 __all__ = [
     "EnvSpec",
@@ -37,18 +76,22 @@ __all__ = [
     "Curator",
     "Client",
     "Server",
+    "Shuffler",
     "LocalAlgorithm",
     "ShuffleAlgorithm",
     "BatchedAlgorithm",
+    "KernelClient",
+    "KernelServer",
     "argmax_random_ties",
     "SETTINGS",
 ]
 
+
 def argmax_random_ties(scores: np.ndarray, rng: np.random.Generator, *, atol: float = 0.0) -> np.ndarray:
     """Row-wise argmax of ``scores`` (R, K) with ties (within ``atol``) broken uniformly at random.
 
-    When no row has a tie (the common case with continuous contexts) this is one argmax and
-    consumes no randomness; otherwise every row draws uniform keys over its tied arms.
+    For numpy algorithms (compiled kernels use :func:`privbandits.algorithms.kernel.argmax_ties`).
+    When no row has a tie this is one argmax and consumes no randomness.
     """
     tied = scores >= np.maximum.reduce(scores, axis=1, keepdims=True) - atol
     if np.count_nonzero(tied) == scores.shape[0]:
@@ -57,12 +100,37 @@ def argmax_random_ties(scores: np.ndarray, rng: np.random.Generator, *, atol: fl
     return np.argmax(keys, axis=1)
 
 
-class Algorithm(ABC):
-    """Base class of every bandit algorithm.
+def _wrap_init(cls: type[Algorithm]) -> None:
+    """Validate and store the constructor arguments of ``cls`` before its body runs."""
+    orig = cls.__dict__["__init__"]
+    sig = inspect.signature(orig)
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"{cls.__name__}.__init__ must list its parameters explicitly (no *args/**kwargs)")
 
-    Subclasses are cheap to construct (they only store and validate hyper-parameters); all state
-    is created in :meth:`reset`.  Class attributes describe the algorithm for the registry and the
-    README table.
+    @functools.wraps(orig)
+    def __init__(self: Algorithm, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            allowed = ", ".join(list(sig.parameters)[1:])
+            raise ValidationError(f"{cls.name or cls.__name__}: {exc}; parameters are: {allowed}") from None
+        bound.apply_defaults()
+        values = dict(list(bound.arguments.items())[1:])
+        checked = validate_params(cls.name or cls.__name__, type(self).all_constraints(), values)
+        for key, value in checked.items():
+            setattr(self, key, value)
+        orig(self, **checked)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    cls._signature = sig  # type: ignore[attr-defined]
+
+
+class Algorithm(ABC):
+    """Base class of every bandit algorithm (see the module docstring for the contract).
+
+    Class attributes describe the algorithm for the registry, the README table and the
+    conformance suite.
     """
 
     #: Registry name, e.g. ``"linucb"``.
@@ -75,26 +143,89 @@ class Algorithm(ABC):
     links: ClassVar[tuple[str, ...]] = ("identity",)
     #: Paper citation shown in tables, e.g. ``"Abbasi-Yadkori et al. 2011"``.
     paper: ClassVar[str] = ""
+    #: Allowed values of the constructor parameters (merged along the class hierarchy).
+    constraints: ClassVar[Mapping[str, Constraint]] = {}
+    #: Small parameter sets the conformance suite runs (each a dict of constructor arguments).
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
+    #: Environments the conformance suite runs the algorithm on: "synthetic" and/or "finite".
+    test_envs: ClassVar[tuple[str, ...]] = ("synthetic",)
 
-    #: Calibration preset of DESIGN section 2 ("strict", "paper", "authors_code"); algorithms
-    #: without presets report "none".
+    #: Calibration preset; algorithms with presets declare ``preset`` as a parameter.
     preset: str = "none"
+    _signature: ClassVar[inspect.Signature]
 
-    def __init__(self, **params: Any) -> None:
-        self._params = dict(params)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            _wrap_init(cls)
+
+    def __init__(self, **_unused: Any) -> None:
+        pass
+
+    @classmethod
+    def all_constraints(cls) -> dict[str, Constraint]:
+        """Constraints of this class and its bases (subclasses override entries)."""
+        merged: dict[str, Constraint] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(getattr(klass, "__dict__", {}).get("constraints", {}))
+        return merged
+
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """Constructor parameter names (the parameter list)."""
+        sig = getattr(cls, "_signature", None)
+        return () if sig is None else tuple(list(sig.parameters)[1:])
 
     # -- description -------------------------------------------------------------------------
     def get_params(self) -> dict[str, Any]:
-        """Hyper-parameters as given to the constructor (JSON-serializable)."""
-        return dict(self._params)
+        """Hyper-parameters as validated by the constructor (JSON-serializable)."""
+        return {k: getattr(self, k) for k in self.param_names()}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+    # -- calibration -------------------------------------------------------------------------
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Resolve noise scales, clip norms, budget split and constants on problem ``spec``.
+
+        Pure: depends on the parameters and ``spec`` only.  Non-private algorithms return the
+        non-private calibration (they may record resolved constants too).
+        """
+        return NON_PRIVATE_CALIBRATION
+
+    def guarantee_for(self, spec: EnvSpec) -> PrivacyGuarantee:
+        """The accounted guarantee this configuration would have on problem ``spec``."""
+        return self.calibrate(spec).guarantee
+
+    @property
+    def calibration(self) -> Calibration:
+        """The calibration of the current run (after :meth:`reset`)."""
+        cal = self.__dict__.get("_calibration")
+        if cal is None:
+            raise NotResetError(
+                f"{self.name}: the calibration and guarantee depend on the problem (d, K, horizon, bounds); "
+                "call reset(...) or simulate(...) first, or use guarantee_for(spec)"
+            )
+        return cal
+
+    @property
+    def guarantee(self) -> PrivacyGuarantee:
+        """The accounted privacy guarantee of the current run (raises before :meth:`reset`)."""
+        return self.calibration.guarantee
+
+    def resolved_params(self) -> dict[str, Any]:
+        """Every constant the current run uses after resolving presets (raises before reset)."""
+        return dict(self.calibration.resolved)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        """Start a fresh run of ``replications`` independent copies on problem ``spec``."""
+        """Start a fresh run of ``replications`` independent copies on problem ``spec``.
+
+        Validates the setting and link, calibrates (warning when the calibration is not the
+        default provable one) and builds the compiled kernel if the algorithm has one.
+        Subclasses that build numpy state extend this and call ``super().reset`` first.
+        """
         if spec.setting not in self.settings:
             raise ValidationError(
                 f"algorithm {self.name!r} supports settings {self.settings}, got setting={spec.setting!r}"
@@ -106,27 +237,53 @@ class Algorithm(ABC):
         self.spec = spec
         self.R = check_int("replications", replications, 1)
         self.streams = streams
+        cal = self.calibrate(spec)
+        self._calibration = cal
+        warn_if_not_strict(self.name, cal, stacklevel=4)
+        self.kernel = self.build_kernel()
 
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """The privacy guarantee of the run, from the accountant (non-private by default)."""
-        return NON_PRIVATE
+    def build_kernel(self) -> CuratorKernel | LocalKernel | None:
+        """The compiled per-round steps and state of a fresh run (None = numpy roles only).
+
+        Called at the end of :meth:`reset` (``self.spec``, ``self.R``, ``self.streams`` and
+        ``self.calibration`` are set).
+        """
+        return None
 
     def estimate(self) -> np.ndarray | None:
         """Current parameter estimate: ``(R, d)`` (single) or ``(R, K, d)`` (multi), or None."""
-        return None
+        kernel = getattr(self, "kernel", None)
+        return None if kernel is None else kernel.estimate()
 
 
 class Curator(Algorithm):
-    """A trusted party that sees raw data: non-private, central-DP and joint-DP algorithms."""
+    """A trusted party that sees raw data: non-private, central-DP and joint-DP algorithms.
 
-    @abstractmethod
+    With a :class:`~privbandits.algorithms.kernel.CuratorKernel`, :meth:`select` and
+    :meth:`update` run its compiled steps; numpy algorithms override both.
+    """
+
+    kernel: CuratorKernel | None
+
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         """Choose arms (R,) for round ``t`` (0-based) given contexts."""
+        k = self._curator_kernel()
+        out = np.empty(self.R, dtype=np.int64)
+        select_all(k.select, k.params, k.state, t, np.ascontiguousarray(contexts), self.streams.policy, out)
+        return out
 
-    @abstractmethod
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Incorporate the round's feedback."""
+        k = self._curator_kernel()
+        curator_update_all(k.update, k.params, k.state, t, np.ascontiguousarray(contexts),
+                           np.asarray(actions, dtype=np.int64), np.asarray(rewards, dtype=float),
+                           self.streams.server)
+
+    def _curator_kernel(self) -> CuratorKernel:
+        k = getattr(self, "kernel", None)
+        if not isinstance(k, CuratorKernel):
+            raise NotImplementedError(f"{type(self).__name__} must implement select/update or build_kernel")
+        return k
 
 
 class Client(ABC):
@@ -172,24 +329,145 @@ class Server(ABC):
         return None
 
 
+class Shuffler:
+    """The shuffler of the shuffle model: assign, collect, release (DESIGN section 2).
+
+    It sits between clients and the server.  ``assign`` may hand each user of a batch its part
+    of a public schedule (default: the server's public state unchanged); ``collect`` accepts only
+    :class:`PrivatizedMessage` objects; ``release`` forwards the batch to the server as a
+    :class:`ShuffledBatch`, uniformly permuted per replication with the shuffler's own stream and
+    stripped of anything that links a message to its sender.
+
+    Parameters
+    ----------
+    rng : Generator
+        The shuffler's stream.
+    min_batch : int
+        Smallest batch the shuffler releases (smaller batches raise).
+    """
+
+    def __init__(self, rng: np.random.Generator, min_batch: int = 1) -> None:
+        self.rng = rng
+        self.min_batch = check_int("min_batch", min_batch, 1)
+        self._pending: list[PrivatizedMessage] = []
+
+    def assign(self, t: int, public: PublicState) -> PublicState:
+        """What the user of round ``t`` receives (default: the broadcast public state)."""
+        return public
+
+    def collect(self, t: int, message: object) -> None:
+        """Hold one round's messages until the batch closes."""
+        if not isinstance(message, PrivatizedMessage):
+            raise TrustBoundaryError(
+                f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}")
+        self._pending.append(message)
+
+    @property
+    def pending(self) -> int:
+        """Number of rounds collected in the open batch."""
+        return len(self._pending)
+
+    def release(self, t: int) -> ShuffledBatch:
+        """The open batch, uniformly permuted per replication; empties the buffer."""
+        if len(self._pending) < self.min_batch:
+            raise TrustBoundaryError(
+                f"the shuffler holds {len(self._pending)} messages, fewer than min_batch={self.min_batch}")
+        batch = shuffle_messages(self._pending, self.rng)
+        self._pending = []
+        return batch
+
+
+class KernelClient(Client):
+    """The user side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver).
+
+    Validates the user's own inputs (finite, within the declared bounds) before randomizing:
+    the privacy guarantee relies on them.
+    """
+
+    def __init__(self, kernel: LocalKernel, spec: EnvSpec) -> None:
+        self.k = kernel
+        self.spec = spec
+
+    def _public(self, public: PublicState) -> tuple[np.ndarray, ...]:
+        return tuple(np.array(public[name]) for name in self.k.public_names)
+
+    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        out = np.empty(contexts.shape[0], dtype=np.int64)
+        choose_all(self.k.choose, self.k.params, self._public(public), t, np.ascontiguousarray(contexts), rng, out)
+        return out
+
+    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+        X = np.ascontiguousarray(contexts, dtype=float)
+        y = np.asarray(rewards, dtype=float)
+        check_client_inputs(X, y, self.spec.context_bound)
+        out = np.empty((X.shape[0], self.k.message.size))
+        randomize_all(self.k.randomize, self.k.params, self._public(public), t, X,
+                      np.asarray(actions, dtype=np.int64), y, rng, out)
+        return PrivatizedMessage(self.k.message.split(out), self.k.message.mechanism)
+
+
+class KernelServer(Server):
+    """The server side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver)."""
+
+    def __init__(self, kernel: LocalKernel) -> None:
+        self.k = kernel
+
+    def public_state(self) -> PublicState:
+        return PublicState(dict(zip(self.k.public_names, self.k.public)))
+
+    def receive(self, t: int, message: PrivatizedMessage) -> None:
+        if not isinstance(message, PrivatizedMessage):
+            raise TrustBoundaryError(
+                f"the server only accepts PrivatizedMessage objects, got {type(message).__name__}; "
+                "raw contexts, rewards and arm indices never reach the server in the local model")
+        if message.mechanism != self.k.message.mechanism:
+            raise TrustBoundaryError(
+                f"expected a message of randomizer {self.k.message.mechanism!r}, got {message.mechanism!r}")
+        names = tuple(n for n, _ in self.k.message.fields)
+        if set(message.payload) != set(names):
+            raise TrustBoundaryError(f"payload keys must be {names}, got {tuple(message.payload)}")
+        flat = self.k.message.join(message.payload)
+        server_update_all(self.k.update, self.k.params, self.k.public, self.k.server, t, flat)
+
+    def estimate(self) -> np.ndarray | None:
+        return self.k.estimate()
+
+
 class LocalAlgorithm(Algorithm):
     """An algorithm in the local trust model: a :class:`Client` plus a :class:`Server`.
 
-    Subclasses build ``self.client`` and ``self.server`` in :meth:`reset`.
+    With a :class:`~privbandits.algorithms.kernel.LocalKernel` the roles are built from it in
+    :meth:`reset`; numpy algorithms build ``self.client`` and ``self.server`` themselves.
     """
 
     trust_model: ClassVar[str] = "local"
     client: Client
     server: Server
 
+    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
+        super().reset(spec, replications, streams)
+        if isinstance(self.kernel, LocalKernel):
+            self.client = KernelClient(self.kernel, spec)
+            self.server = KernelServer(self.kernel)
+
     def estimate(self) -> np.ndarray | None:
         return self.server.estimate()
 
 
 class ShuffleAlgorithm(LocalAlgorithm):
-    """An algorithm in the shuffle model: users' messages reach the server only via the shuffler."""
+    """An algorithm in the shuffle model: users' messages reach the server only via the shuffler.
+
+    ``reset`` builds ``self.shuffler`` (a :class:`Shuffler` on the shuffler stream); subclasses
+    may replace it with a subclass that assigns a public schedule.
+    """
 
     trust_model: ClassVar[str] = "shuffle"
+    shuffler: Shuffler
+
+    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
+        super().reset(spec, replications, streams)
+        self.shuffler = Shuffler(streams.shuffler)
 
     @abstractmethod
     def batch_ends(self, t: int) -> bool:
@@ -200,28 +478,25 @@ class ShuffleAlgorithm(LocalAlgorithm):
 class BatchedAlgorithm(Protocol):
     """Batched exploration on a fixed action set whose releases can be simulated in aggregate.
 
-    The exact aggregate driver of :func:`privbandits.simulate.simulate` (``fast=True``) runs such
-    an algorithm batch by batch instead of round by round (DESIGN section 3): within a batch each
-    scheduled action is pulled a public number of times in a uniformly random order, so the
+    The exact aggregate driver (:mod:`privbandits.engine.aggregate`, ``engine="aggregate"``) runs
+    such an algorithm batch by batch instead of round by round (DESIGN section 3): within a batch
+    each scheduled action is pulled a public number of times in a uniformly random order, so the
     per-action reward sums, the released (noisy) sums and the regret at any round are drawn from
-    their exact distributions.  The per-round / per-user path (``fast=False``) stays the
-    reference.  Members (after :meth:`Algorithm.reset`):
+    their exact distributions.  The per-round / per-user path stays the reference.  Members
+    (after :meth:`Algorithm.reset`):
 
     ``make_core(A)``
         A fresh role-free elimination engine on the action sets ``A`` (R, K, d) with
         ``plan_batch(rows)`` -> plan (``rows``, ``counts`` (n, K), ``n_total``),
         ``view(rows)``, ``finish_batch(plan, r_hat)``, ``committed`` (R,), ``theta`` (R, d),
-        ``exploring()`` (e.g. :class:`~privbandits.algorithms.phased_elimination.HannaElimination`).
+        ``exploring()``.
     ``core``
-        The engine of the current run; the driver installs the one it creates here, so
-        ``estimate()`` and batch logs read it.
+        The engine of the current run; the driver installs the one it creates here.
     ``collector``
         The release of a completed batch: ``collect(plan, sums, rng)`` maps the per-action sums
         of the (clipped) rewards to what the algorithm releases, *exactly in distribution* as the
-        per-user path would (e.g. plus one ``Lap`` draw per action in the central model, plus
-        the sum of the users' local noise in the local model); its optional attribute ``clip``
-        (``(lo, hi)`` or None) is the clipping its ``prepare`` applies to each reward, and
-        ``prepare`` must be the identity or that clipping.
+        per-user path would; its optional attribute ``clip`` (``(lo, hi)`` or None) is the
+        clipping applied to each reward.
 
     Optional class attributes: ``aggregate_streams = (order, noise)`` names the
     :class:`~privbandits.core.rng.Streams` roles of the within-batch order and of the release
@@ -234,4 +509,3 @@ class BatchedAlgorithm(Protocol):
     def make_core(self, A: np.ndarray) -> Any:
         """A fresh elimination engine on the action sets ``A`` (R, K, d)."""
         ...
-

@@ -1,15 +1,20 @@
-"""LinUCB / OFUL (Abbasi-Yadkori, Pal & Szepesvari 2011), batched over replications."""
+"""LinUCB / OFUL (Abbasi-Yadkori, Pal & Szepesvari 2011), compiled per-round steps."""
 
 from __future__ import annotations
 
+import math
+from typing import ClassVar
+
+import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Curator, argmax_random_ties
-from privbandits.algorithms.linalg import chosen, quad_form, sherman_morrison_update
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.registry import register
-from privbandits.core.rng import Streams
+from privbandits.core.params import Delta, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_in_range, check_nonnegative, check_positive
+from privbandits.privacy.guarantee import NON_PRIVATE
 
 __all__ = ["LinUCB", "oful_radius"]
 
@@ -20,6 +25,60 @@ def oful_radius(logdet_ratio: np.ndarray, sigma: float, lam: float, S: float, de
     ``sqrt(beta_t) = sigma * sqrt(2 log(1/delta) + log(det V_t / det(lam I))) + sqrt(lam) * S``.
     """
     return sigma * np.sqrt(2.0 * np.log(1.0 / delta) + logdet_ratio) + np.sqrt(lam) * S
+
+
+@nb.njit(cache=True)
+def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    lam, delta, alpha, sigma, S = params
+    V_inv, b, theta, logdet, scores = state
+    beta = sigma * math.sqrt(2.0 * math.log(1.0 / delta) + logdet[r]) + math.sqrt(lam) * S
+    K, d = X.shape
+    for k in range(K):
+        mean = 0.0
+        quad = 0.0
+        for i in range(d):
+            mean += X[k, i] * theta[r, i]
+            vi = 0.0
+            for j in range(d):
+                vi += V_inv[r, i, j] * X[k, j]
+            quad += X[k, i] * vi
+        scores[r, k] = mean + alpha * beta * math.sqrt(max(quad, 0.0))
+    return argmax_ties(scores[r], rng)
+
+
+@nb.njit(cache=True)
+def sherman_morrison(V_inv, r, x, Vx):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``V_inv[r] <- (V + x x^T)^{-1}`` in place; returns ``q = x^T V^{-1} x`` (before the update)."""
+    d = x.shape[0]
+    q = 0.0
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += V_inv[r, i, j] * x[j]
+        Vx[i] = s
+        q += x[i] * s
+    c = 1.0 / (1.0 + q)
+    for i in range(d):
+        for j in range(d):
+            V_inv[r, i, j] -= c * Vx[i] * Vx[j]
+    return q
+
+
+@nb.njit(cache=True)
+def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    V_inv, b, theta, logdet, scores = state
+    x = X[a]
+    d = x.shape[0]
+    Vx = np.empty(d)
+    q = sherman_morrison(V_inv, r, x, Vx)
+    logdet[r] += math.log1p(q)
+    for i in range(d):
+        b[r, i] += y * x[i]
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += V_inv[r, i, j] * b[r, j]
+        theta[r, i] = s
 
 
 @register
@@ -50,35 +109,20 @@ class LinUCB(Curator):
     settings = ("single",)
     links = ("identity",)
     paper = "Abbasi-Yadkori et al. 2011"
+    constraints: ClassVar = {"lam": Positive, "delta": Delta, "alpha": NonNegative, "sigma": Optional(NonNegative)}
+    test_params: ClassVar = ({}, {"alpha": 0.5, "sigma": 0.2})
 
     def __init__(self, lam: float = 1.0, delta: float = 0.01, alpha: float = 1.0, sigma: float | None = None) -> None:
-        super().__init__(lam=lam, delta=delta, alpha=alpha, sigma=sigma)
-        self.lam = check_positive("lam", lam)
-        self.delta = check_in_range("delta", delta, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-        self.alpha = check_nonnegative("alpha", alpha)
-        self.sigma = None if sigma is None else check_nonnegative("sigma", sigma)
+        pass
 
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        d, R = spec.d, self.R
-        self.V_inv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
-        self.b = np.zeros((R, d))
-        self.theta = np.zeros((R, d))
-        self.logdet_ratio = np.zeros(R)
-        self._sigma = spec.noise_scale if self.sigma is None else self.sigma
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        sigma = spec.noise_scale if self.sigma is None else self.sigma
+        return Calibration(NON_PRIVATE, {"sigma": sigma, "S": spec.theta_bound})
 
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        beta = oful_radius(self.logdet_ratio, self._sigma, self.lam, self.spec.theta_bound, self.delta)
-        width = np.sqrt(np.maximum(quad_form(self.V_inv, contexts), 0.0))
-        scores = np.einsum("rkd,rd->rk", contexts, self.theta) + self.alpha * beta[:, None] * width
-        return argmax_random_ties(scores, self.streams.policy)
-
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        x = chosen(contexts, actions)
-        self.V_inv, q = sherman_morrison_update(self.V_inv, x)
-        self.logdet_ratio += np.log1p(q)
-        self.b += rewards[:, None] * x
-        self.theta = np.einsum("rde,re->rd", self.V_inv, self.b)
-
-    def estimate(self) -> np.ndarray:
-        return self.theta
+    def build_kernel(self) -> CuratorKernel:
+        d, R, res = self.spec.d, self.R, self.calibration.resolved
+        V_inv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
+        theta = np.zeros((R, d))
+        state = (V_inv, np.zeros((R, d)), theta, np.zeros(R), np.zeros((R, self.spec.K)))
+        params = (self.lam, self.delta, self.alpha, float(res["sigma"]), float(res["S"]))
+        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)

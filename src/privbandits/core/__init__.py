@@ -3,6 +3,7 @@
 from privbandits.core.errors import (
     ConfigError,
     DataBoundError,
+    NotResetError,
     PrivacyError,
     PrivbanditsError,
     ResultsStoreError,
@@ -16,6 +17,7 @@ from privbandits.core.rng import Streams, make_streams
 __all__ = [
     "ConfigError",
     "DataBoundError",
+    "NotResetError",
     "PrivacyError",
     "PrivbanditsError",
     "ResultsStoreError",

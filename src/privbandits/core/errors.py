@@ -41,3 +41,8 @@ class UnknownNameError(ValidationError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class NotResetError(PrivbanditsError):
+    """A quantity that depends on the problem (calibration, guarantee, state) was asked for before
+    the algorithm was reset on a problem."""

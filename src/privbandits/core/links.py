@@ -26,9 +26,11 @@ McCullagh & Nelder (1989), *Generalized Linear Models*; Filippi et al. (2010) fo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
+import numba as nb
 import numpy as np
 from scipy import special
 
@@ -40,6 +42,8 @@ __all__ = ["Link", "IDENTITY", "LOGISTIC", "PROBIT", "POISSON", "get_link", "LIN
 ArrayFn = Callable[[np.ndarray], np.ndarray]
 
 POISSON_Z_MAX = 50.0
+#: Codes of the links in compiled kernels (:attr:`Link.code`).
+LINK_IDENTITY, LINK_LOGISTIC, LINK_PROBIT, LINK_POISSON = 0, 1, 2, 3
 _SQRT_2PI = float(np.sqrt(2.0 * np.pi))
 
 
@@ -65,6 +69,8 @@ class Link:
     d2mu: ArrayFn
     m: ArrayFn
     monotone_derivative: bool = False
+    code: int = 0
+
 
     def kappa(self, bound: float) -> float:
         """``inf_{|z| <= bound} mu'(z)``: the curvature lower bound (``zeta`` in Han et al. 2021)."""
@@ -162,10 +168,40 @@ def _pois_exp(z: np.ndarray) -> np.ndarray:
     return np.exp(np.minimum(_as_float(z), POISSON_Z_MAX))
 
 
-POISSON = Link("poisson", _pois_exp, _pois_exp, _pois_exp, _pois_exp, monotone_derivative=True)
-IDENTITY = Link("identity", _id_mu, _id_dmu, _id_d2mu, _id_m)
-LOGISTIC = Link("logistic", _logit_mu, _logit_dmu, _logit_d2mu, _logit_m)
-PROBIT = Link("probit", _probit_mu, _probit_dmu, _probit_d2mu, _probit_m)
+POISSON = Link("poisson", _pois_exp, _pois_exp, _pois_exp, _pois_exp, monotone_derivative=True,
+               code=LINK_POISSON)
+IDENTITY = Link("identity", _id_mu, _id_dmu, _id_d2mu, _id_m, code=LINK_IDENTITY)
+LOGISTIC = Link("logistic", _logit_mu, _logit_dmu, _logit_d2mu, _logit_m, code=LINK_LOGISTIC)
+PROBIT = Link("probit", _probit_mu, _probit_dmu, _probit_d2mu, _probit_m, code=LINK_PROBIT)
+
+
+# compiled scalar forms (for kernels; ``code`` is :attr:`Link.code`) -----------------------------
+@nb.njit(cache=True)
+def link_mu(code: int, z: float) -> float:  # pragma: no cover - compiled
+    """``mu(z)`` of the link with ``code`` (same conventions as the numpy forms)."""
+    if code == LINK_IDENTITY:
+        return z
+    if code == LINK_LOGISTIC:
+        if z >= 0.0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1.0 + e)
+    if code == LINK_PROBIT:
+        return 0.5 * math.erfc(-z / math.sqrt(2.0))
+    return math.exp(min(z, POISSON_Z_MAX))
+
+
+@nb.njit(cache=True)
+def link_dmu(code: int, z: float) -> float:  # pragma: no cover - compiled
+    """``mu'(z)`` of the link with ``code``."""
+    if code == LINK_IDENTITY:
+        return 1.0
+    if code == LINK_LOGISTIC:
+        p = link_mu(code, z)
+        return p * (1.0 - p)
+    if code == LINK_PROBIT:
+        return math.exp(-0.5 * z * z) / _SQRT_2PI
+    return math.exp(min(z, POISSON_Z_MAX))
 
 LINKS: dict[str, Link] = {lk.name: lk for lk in (IDENTITY, LOGISTIC, PROBIT, POISSON)}
 _ALIASES = {"linear": "identity", "logit": "logistic", "exp": "poisson", "log": "poisson"}

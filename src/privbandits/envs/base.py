@@ -1,8 +1,10 @@
-"""Environment interface: batched over R replications, with true means for pseudo-regret."""
+"""Environment interface: batched over R replications, drawn in chunks of rounds, with true means
+for pseudo-regret."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,22 +15,58 @@ from privbandits.core.rng import Streams
 from privbandits.core.validation import check_int, check_positive
 from privbandits.envs.noise import RewardNoise
 
-__all__ = ["Environment"]
+__all__ = ["Chunk", "Environment", "CHUNK_FLOATS", "MAX_CHUNK_ROUNDS"]
+
+#: Target number of floats per chunk of contexts (bounds memory, amortizes RNG calls).
+CHUNK_FLOATS = 1 << 21
+#: Cap on the rounds of one chunk.
+MAX_CHUNK_ROUNDS = 4096
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rounds ``t0 .. t0 + B - 1`` of an environment, for all R replications.
+
+    Attributes
+    ----------
+    t0 : int
+        0-based index of the first round.
+    X : ndarray
+        Contexts, ``(B, R, K, d)`` (single) or ``(B, R, d)`` (multi).
+    means : ndarray of shape (B, R, K)
+        Mean reward of every arm.
+    rewards : ndarray of shape (B, R, K)
+        Realized reward of every arm (one action-independent variate per round and replication,
+        so the reward stream does not depend on the algorithm: common random numbers).
+    best : ndarray of shape (B, R)
+        Best mean of each round.
+    """
+
+    t0: int
+    X: np.ndarray
+    means: np.ndarray
+    rewards: np.ndarray
+    best: np.ndarray
+
+    @property
+    def B(self) -> int:
+        """Number of rounds in the chunk."""
+        return int(self.means.shape[0])
 
 
 class Environment(ABC):
-    """A batched stochastic bandit environment.
+    """A batched stochastic bandit environment, drawn in chunks of rounds.
 
-    Round protocol (driven by :func:`privbandits.simulate.simulate`)::
+    Both drivers see the same chunks (the chunk length depends on the environment only), so the
+    same seed gives the same contexts and rewards whatever the algorithm or driver::
 
         env.reset(R, streams, horizon)      # draws theta*, returns the public EnvSpec
-        for t in range(T):
-            X = env.next_round()            # contexts of round t: (R, K, d) or (R, d)
-            a = ...                         # algorithm's choice, (R,)
-            r = env.pull(a)                 # realized rewards, (R,)
-            env.means                       # (R, K) expected rewards of round t (for regret)
+        chunk = env.next_chunk()            # compiled driver: B rounds at once
+        X = env.next_round()                # reference driver: one round of the current chunk
+        r, regret = env.step(a)             # realized rewards and pseudo-regret of actions (R,)
 
-    Subclasses implement :meth:`_reset` and :meth:`_next_round`.
+    Subclasses implement :meth:`_reset`, :meth:`_draw_chunk` and :attr:`theta_star`; they may
+    override :meth:`chunk_rounds`.
     """
 
     setting: str = "single"
@@ -102,17 +140,41 @@ class Environment(ABC):
         self.t = 0
         self.n_clipped = 0
         self._ar = np.arange(self.R)
+        self._drawn = 0
+        self._chunk: Chunk | None = None
+        self._pos = 0
         self._reset()
         return self.spec(horizon)
 
+    def chunk_rounds(self) -> int:
+        """Rounds per chunk (about :data:`CHUNK_FLOATS` context floats, at most
+        :data:`MAX_CHUNK_ROUNDS`)."""
+        per_round = self.R * (self.K if self.setting == "single" else 1) * max(self.d_features, 1)
+        return int(max(1, min(MAX_CHUNK_ROUNDS, CHUNK_FLOATS // per_round)))
+
+    def next_chunk(self) -> Chunk:
+        """Draw the next chunk of rounds (at most up to the horizon, then chunk_rounds() more)."""
+        left = self.horizon - self._drawn
+        B = min(self.chunk_rounds(), left) if left > 0 else self.chunk_rounds()
+        X, means, variates, best = self._draw_chunk(B)
+        rewards = self.noise.realize(means, variates[..., None])
+        chunk = Chunk(self._drawn, X, means, rewards, best)
+        self._drawn += B
+        self._chunk, self._pos = chunk, 0
+        return chunk
+
     def next_round(self) -> np.ndarray:
         """Advance to the next round and return its contexts; sets :attr:`means`."""
-        X, means, variates, best = self._next_round()
-        self.means = means
-        self._variates = variates
-        self._best = best
+        if self._chunk is None or self._pos >= self._chunk.B:
+            self.next_chunk()
+        ch, i = self._chunk, self._pos
+        assert ch is not None
+        self._pos += 1
         self.t += 1
-        return X
+        self.means = ch.means[i]
+        self._rewards = ch.rewards[i]
+        self._best = ch.best[i]
+        return ch.X[i]
 
     def pull(self, actions: np.ndarray) -> np.ndarray:
         """Realized rewards (R,) of the chosen arms in the current round."""
@@ -124,8 +186,7 @@ class Environment(ABC):
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Realized rewards and pseudo-regret (both (R,)) of ``actions`` in the current round."""
-        chosen = self.means[self._ar, actions]
-        return self.noise.realize(chosen, self._variates), self._best - chosen
+        return self._rewards[self._ar, actions], self._best - self.means[self._ar, actions]
 
     @property
     @abstractmethod
@@ -136,5 +197,6 @@ class Environment(ABC):
     def _reset(self) -> None: ...
 
     @abstractmethod
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Return (contexts, means (R, K), reward variates (R,), best mean (R,)) of the next round."""
+    def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Contexts, means ``(B, R, K)``, reward variates ``(B, R)`` and best means ``(B, R)`` of
+        the next ``B`` rounds."""

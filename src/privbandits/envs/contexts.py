@@ -6,6 +6,9 @@ Every sampler returns an array of shape ``size + (d,)`` with l2 norms at most ``
 
 from __future__ import annotations
 
+import math
+
+import numba as nb
 import numpy as np
 
 from privbandits.core.validation import check_choice
@@ -15,12 +18,35 @@ __all__ = ["CONTEXT_DISTRIBUTIONS", "sample_contexts", "unit_sphere"]
 CONTEXT_DISTRIBUTIONS: tuple[str, ...] = ("sphere", "ball", "gaussian", "gaussian_normalized")
 
 
-def unit_sphere(rng: np.random.Generator, size: tuple[int, ...], d: int) -> np.ndarray:
-    """Uniform draws on the unit sphere S^{d-1} (normalized standard Gaussians)."""
-    g = rng.standard_normal(size + (d,))
-    n = np.linalg.norm(g, axis=-1, keepdims=True)
-    n[n == 0.0] = 1.0  # probability zero; keeps the output finite
-    return g / n
+@nb.njit(cache=True)
+def _sphere_rows(rng: np.random.Generator, n: int, D: int, d: int, scale: float) -> np.ndarray:  # pragma: no cover
+    """``n`` normalized standard Gaussian vectors in R^D (drawn in C order, exactly as
+    ``rng.standard_normal((n, D))``), keeping the first ``d`` coordinates times ``scale``."""
+    out = np.empty((n, d))
+    g = np.empty(D)
+    for i in range(n):
+        s = 0.0
+        for j in range(D):
+            v = rng.standard_normal()
+            g[j] = v
+            s += v * v
+        c = scale / math.sqrt(s) if s > 0.0 else 0.0
+        for j in range(d):
+            out[i, j] = g[j] * c
+    return out
+
+
+def unit_sphere(rng: np.random.Generator, size: tuple[int, ...], d: int, *, scale: float = 1.0,
+                keep: int | None = None) -> np.ndarray:
+    """Uniform draws on the sphere of radius ``scale`` in R^d (normalized standard Gaussians).
+
+    ``keep`` < d returns only the first ``keep`` coordinates (the projection used for the ball).
+    Consumes the stream exactly as ``rng.standard_normal(size + (d,))`` does, so chunked draws
+    are independent of the chunk length.
+    """
+    n = int(np.prod(size, dtype=np.int64))
+    k = d if keep is None else keep
+    return _sphere_rows(rng, n, d, k, float(scale)).reshape(tuple(size) + (k,))
 
 
 def sample_contexts(
@@ -61,11 +87,11 @@ def sample_contexts(
     """
     check_choice("context distribution", distribution, CONTEXT_DISTRIBUTIONS)
     if distribution == "sphere":
-        return bound * unit_sphere(rng, size, d), 0
+        return unit_sphere(rng, size, d, scale=bound), 0
     if distribution == "ball":
         # the first d coordinates of a uniform point on S^{d+1} are uniform in the d-ball
         # (one draw per vector keeps the stream chunk-independent)
-        return bound * unit_sphere(rng, size, d + 2)[..., :d], 0
+        return unit_sphere(rng, size, d + 2, scale=bound, keep=d), 0
     g = rng.standard_normal(size + (d,))
     if cov_sqrt is not None:
         g = g @ np.asarray(cov_sqrt, dtype=float).T

@@ -15,8 +15,6 @@ from privbandits.envs.synthetic import draw_theta
 
 __all__ = ["FiniteActionEnv"]
 
-_CHUNK_ROUNDS = 4096
-
 
 class FiniteActionEnv(Environment):
     """The same action set ``A`` (K vectors in R^d) every round; mean reward ``mu(a @ theta*)``.
@@ -197,12 +195,9 @@ class FiniteActionEnv(Environment):
         self.noise.check_means(self._means)
         self._means.setflags(write=False)
         self._best_fixed = self._means.max(axis=1)
-        self._pos = self._len = 0
 
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        if self._pos >= self._len:
-            self._V = self.noise.draw_variates(self.streams.rewards, (_CHUNK_ROUNDS, self.R))
-            self._pos, self._len = 0, _CHUNK_ROUNDS
-        i = self._pos
-        self._pos += 1
-        return self._A, self._means, self._V[i], self._best_fixed
+    def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        V = self.noise.draw_variates(self.streams.rewards, (B, self.R))
+        X = np.broadcast_to(self._A, (B,) + self._A.shape)
+        return X, np.broadcast_to(self._means, (B,) + self._means.shape), V, \
+            np.broadcast_to(self._best_fixed, (B, self.R))

@@ -61,19 +61,23 @@ class ContextSequenceEnv(Environment):
         self._it: Iterator[Any] = iter(src)
         self._theta = draw_theta(self.streams.instance, (self.R,), self.d, self.theta, self.theta_norm)
 
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        try:
-            raw = next(self._it)
-        except StopIteration:
-            raise ValidationError(f"the context sequence ended after {self.t} rounds; "
-                                  f"it must supply at least horizon={self.horizon}") from None
-        X = check_finite_array(f"contexts of round {self.t}", raw)
-        if X.shape == (self.K, self.d):
-            X = np.broadcast_to(X, (self.R, self.K, self.d))
-        elif X.shape != (self.R, self.K, self.d):
-            raise ValidationError(f"contexts of round {self.t} must have shape ({self.K}, {self.d}) or "
-                                  f"({self.R}, {self.K}, {self.d}), got {X.shape}")
-        check_norm_bound(f"contexts of round {self.t}", X, self.context_bound)
-        means = self.link.mu(np.einsum("rkd,rd->rk", X, self._theta))
+    def chunk_rounds(self) -> int:
+        return 256
+
+    def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        X = np.empty((B, self.R, self.K, self.d))
+        for i in range(B):
+            try:
+                raw = next(self._it)
+            except StopIteration:
+                raise ValidationError(f"the context sequence ended after {self._drawn + i} rounds; "
+                                      f"it must supply at least horizon={self.horizon}") from None
+            Xi = check_finite_array(f"contexts of round {self._drawn + i}", raw)
+            if Xi.shape not in ((self.K, self.d), (self.R, self.K, self.d)):
+                raise ValidationError(f"contexts of round {self._drawn + i} must have shape ({self.K}, {self.d}) or "
+                                      f"({self.R}, {self.K}, {self.d}), got {Xi.shape}")
+            check_norm_bound(f"contexts of round {self._drawn + i}", Xi, self.context_bound)
+            X[i] = Xi
+        means = self.link.mu(np.einsum("brkd,rd->brk", X, self._theta))
         self.noise.check_means(means)
-        return X, means, self.noise.draw_variates(self.streams.rewards, (self.R,)), means.max(axis=1)
+        return X, means, self.noise.draw_variates(self.streams.rewards, (B, self.R)), means.max(axis=-1)

@@ -4,20 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba as nb
 import numpy as np
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.features import block_features
-from privbandits.core.links import Link
+from privbandits.core.links import LINK_IDENTITY, Link
 from privbandits.core.validation import check_choice, check_finite_array, check_positive
-from privbandits.envs.base import Environment
+from privbandits.envs.base import CHUNK_FLOATS, MAX_CHUNK_ROUNDS, Environment
 from privbandits.envs.contexts import CONTEXT_DISTRIBUTIONS, sample_contexts, unit_sphere
 
 __all__ = ["SyntheticEnv", "draw_theta"]
 
-#: Target number of floats per generated chunk of contexts (bounds memory, amortizes RNG calls).
-_CHUNK_FLOATS = 1 << 21
-_MAX_CHUNK_ROUNDS = 4096
+
+@nb.njit(cache=True)
+def _scores_single(X: np.ndarray, theta: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``z[b, r, k] = X[b, r, k] @ theta[r]``."""
+    B, R, K, d = X.shape
+    z = np.empty((B, R, K))
+    for b in range(B):
+        for r in range(R):
+            for k in range(K):
+                s = 0.0
+                for j in range(d):
+                    s += X[b, r, k, j] * theta[r, j]
+                z[b, r, k] = s
+    return z
+
+
+@nb.njit(cache=True)
+def _scores_multi(X: np.ndarray, theta: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``z[b, r, k] = X[b, r] @ theta[r, k]``."""
+    B, R, d = X.shape
+    K = theta.shape[1]
+    z = np.empty((B, R, K))
+    for b in range(B):
+        for r in range(R):
+            for k in range(K):
+                s = 0.0
+                for j in range(d):
+                    s += X[b, r, j] * theta[r, k, j]
+                z[b, r, k] = s
+    return z
+
 
 
 def draw_theta(
@@ -144,36 +173,25 @@ class SyntheticEnv(Environment):
     def _reset(self) -> None:
         shape = (self.R,) if self._setting == "single" else (self.R, self.K)
         self._theta = draw_theta(self.streams.instance, shape, self.d, self.theta, self.theta_norm)
-        per_round = self.R * (self.K if self._setting == "single" else 1) * self.d
-        self._chunk = int(max(1, min(_MAX_CHUNK_ROUNDS, _CHUNK_FLOATS // per_round)))
-        self._pos = 0
-        self._len = 0
 
-    def _refill(self) -> None:
-        B = min(self._chunk, self.horizon - self.t) if self.t < self.horizon else self._chunk
+    def chunk_rounds(self) -> int:
+        per_round = self.R * (self.K if self._setting == "single" else 1) * self.d
+        return int(max(1, min(MAX_CHUNK_ROUNDS, CHUNK_FLOATS // per_round)))
+
+    def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         rng = self.streams.contexts
         if self._setting == "single":
             X, nclip = sample_contexts(rng, (B, self.R, self.K), self.d, self.contexts,
                                        self.context_bound, self.cov_sqrt)
-            z = np.einsum("brkd,rd->brk", X, self._theta)
+            z = _scores_single(X, self._theta)
         else:
             X, nclip = sample_contexts(rng, (B, self.R), self.d, self.contexts,
                                        self.context_bound, self.cov_sqrt)
-            z = np.einsum("brd,rkd->brk", X, self._theta)
-        means = self.link.mu(z)
+            z = _scores_multi(X, self._theta)
+        means = z if self.link.code == LINK_IDENTITY else self.link.mu(z)
         self.noise.check_means(means)
         self.n_clipped += nclip
-        self._X, self._M, self._Best = X, means, means.max(axis=-1)
-        self._V = self.noise.draw_variates(self.streams.rewards, (B, self.R))
-        self._pos, self._len = 0, B
-
-    def _next_round(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        if self._pos >= self._len:
-            self._refill()
-        i = self._pos
-        self._pos += 1
-        X = self._X[i]
+        V = self.noise.draw_variates(self.streams.rewards, (B, self.R))
         if self.features == "block":
             X = block_features(X, self.K)
-        return X, self._M[i], self._V[i], self._Best[i]
-
+        return X, means, V, means.max(axis=-1)

@@ -1,0 +1,174 @@
+"""Compiled per-round steps: the one implementation of each algorithm's math (DESIGN section 3).
+
+An algorithm with a compiled kernel writes its per-round steps once, as numba functions over
+per-replication state arrays, and hands them to the engine in a :class:`CuratorKernel` (trusted
+curator: non-private, central, joint DP) or a :class:`LocalKernel` (local DP: client steps and
+server step separated).  Two drivers call the *same* functions:
+
+* the reference driver (:mod:`privbandits.engine.reference`) advances one round at a time through
+  the role objects, building :class:`~privbandits.core.messages.PublicState` and
+  :class:`~privbandits.core.messages.PrivatizedMessage` and checking the trust boundary;
+* the compiled driver (:mod:`privbandits.engine.compiled`) runs the same steps in one compiled loop
+  over rounds and replications.
+
+Both consume every random stream in the same order (round-major, replication-minor, one stream per
+role), so the same seed gives the same trajectory under both.
+
+Step signatures (``r`` replication index, ``t`` 0-based round, ``X`` the round's contexts of
+replication ``r``: ``(K, d)`` single-parameter or ``(d,)`` multi-parameter):
+
+=====================  ==========================================================================
+curator ``select``     ``(params, state, r, t, X, rng_policy) -> int``
+curator ``update``     ``(params, state, r, t, X, a, y, rng_server) -> None`` (mutates ``state``)
+local ``choose``       ``(params, public, r, t, X, rng_policy) -> int`` (user side)
+local ``randomize``    ``(params, public, r, t, X, a, y, rng_client, out) -> None``: writes the
+                       message (1-D float array of ``message.size``) into ``out`` (user side)
+local ``update``       ``(params, public, server, r, t, msg) -> None`` (server side; sees the
+                       message only)
+=====================  ==========================================================================
+
+``params`` is a tuple of numbers (the resolved calibration), ``state``, ``public`` and ``server``
+are tuples of arrays with the replication axis first, mutated in place only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "CuratorKernel",
+    "LocalKernel",
+    "MessageLayout",
+    "argmax_ties",
+    "choose_all",
+    "curator_update_all",
+    "randomize_all",
+    "select_all",
+    "server_update_all",
+]
+
+
+@dataclass(frozen=True)
+class MessageLayout:
+    """Named fields of a flat message vector: ``fields = ((name, shape), ...)`` in order.
+
+    The compiled driver passes messages as flat float vectors; the reference driver views them as
+    a :class:`~privbandits.core.messages.PrivatizedMessage` with these named fields.
+    """
+
+    mechanism: str
+    fields: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @property
+    def size(self) -> int:
+        """Length of the flat message vector."""
+        return int(sum(int(np.prod(s, dtype=np.int64)) for _, s in self.fields))
+
+    def split(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Views ``(R,) + shape`` of each field of flat messages ``(R, size)``."""
+        out, pos = {}, 0
+        for name, shape in self.fields:
+            n = int(np.prod(shape, dtype=np.int64))
+            out[name] = flat[:, pos:pos + n].reshape((flat.shape[0],) + tuple(shape))
+            pos += n
+        return out
+
+    def join(self, payload: Any) -> np.ndarray:
+        """Flat messages ``(R, size)`` from a payload mapping (inverse of :meth:`split`)."""
+        parts = [np.asarray(payload[name], dtype=float).reshape(np.shape(payload[name])[0], -1)
+                 for name, _ in self.fields]
+        return np.ascontiguousarray(np.concatenate(parts, axis=1))
+
+
+@dataclass
+class CuratorKernel:
+    """Compiled steps and state of a trusted-curator algorithm (see module docstring)."""
+
+    select: Any
+    update: Any
+    params: tuple[Any, ...]
+    state: tuple[np.ndarray, ...]
+    estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
+
+
+@dataclass
+class LocalKernel:
+    """Compiled user-side and server-side steps of a local-DP algorithm.
+
+    ``public`` holds what the server broadcasts (named by ``public_names``), ``server`` the
+    server's own state; ``message`` names the fields of the flat message vector.
+    """
+
+    choose: Any
+    randomize: Any
+    update: Any
+    params: tuple[Any, ...]
+    public: tuple[np.ndarray, ...]
+    server: tuple[np.ndarray, ...]
+    public_names: tuple[str, ...]
+    message: MessageLayout
+    estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
+
+
+@nb.njit(cache=True)
+def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> int:  # pragma: no cover - compiled
+    """Argmax of ``scores`` (1-D) with exact ties broken uniformly at random.
+
+    Consumes one uniform draw only when the maximum is attained more than once.
+    """
+    best = scores[0]
+    n = 1
+    arg = 0
+    for k in range(1, scores.shape[0]):
+        s = scores[k]
+        if s > best:
+            best, n, arg = s, 1, k
+        elif s == best:
+            n += 1
+    if n == 1:
+        return arg
+    pick = int(rng.random() * n)
+    for k in range(scores.shape[0]):
+        if scores[k] == best:
+            if pick == 0:
+                return k
+            pick -= 1
+    return arg
+
+
+# -- one round over all replications (the reference driver's steps) -----------------------------
+
+
+@nb.njit(cache=True)
+def select_all(select, params, state, t, X, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for r in range(out.shape[0]):
+        out[r] = select(params, state, r, t, X[r], rng)
+
+
+@nb.njit(cache=True)
+def curator_update_all(update, params, state, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for r in range(a.shape[0]):
+        update(params, state, r, t, X[r], a[r], y[r], rng)
+
+
+@nb.njit(cache=True)
+def choose_all(choose, params, public, t, X, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for r in range(out.shape[0]):
+        out[r] = choose(params, public, r, t, X[r], rng)
+
+
+@nb.njit(cache=True)
+def randomize_all(randomize, params, public, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for r in range(a.shape[0]):
+        randomize(params, public, r, t, X[r], a[r], y[r], rng, out[r])
+
+
+@nb.njit(cache=True)
+def server_update_all(update, params, public, server, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for r in range(msg.shape[0]):
+        update(params, public, server, r, t, msg[r])

@@ -1,0 +1,148 @@
+"""One compiled sampler per noise type: the code that runs is the code that is audited.
+
+Every algorithm kernel, every mechanism object of :mod:`privbandits.privacy.mechanisms` and the
+empirical audit draw their privacy noise through these functions (DESIGN section 3).  Each works
+on one user's data, in place where it adds noise, and consumes its generator in a fixed order
+(documented per function) so that the reference and compiled drivers give the same trajectory.
+
+==========================  =====================================================================
+function                    noise
+==========================  =====================================================================
+:func:`add_gaussian`        i.i.d. ``N(0, sigma^2)`` on every entry of a vector
+:func:`add_symmetric_gaussian`  ``N(0, sigma^2)`` on and above the diagonal of a square matrix,
+                            mirrored below (symmetric-matrix Gaussian mechanism)
+:func:`add_laplace`         i.i.d. ``Lap(scale)`` on every entry
+:func:`l2_ball`             the l2-ball mechanism ``Psi_{eps,R}`` of Duchi, Jordan & Wainwright
+                            (2018), with input clipping to norm ``R``
+:func:`randomized_response` keep a bit with probability ``p``, flip it otherwise
+:func:`clip_l2`, :func:`clip_scalar`  the deterministic clipping every randomizer applies first
+==========================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+__all__ = [
+    "add_gaussian",
+    "add_laplace",
+    "add_symmetric_gaussian",
+    "clip_l2",
+    "clip_scalar",
+    "l2_ball",
+    "laplace_draw",
+    "randomized_response",
+    "CLIP_RTOL",
+]
+
+#: Relative slack of :func:`clip_l2`: float rounding puts unit vectors at ``1 + 2e-16``.
+CLIP_RTOL = 1e-12
+
+
+@nb.njit(cache=True)
+def clip_l2(v: np.ndarray, bound: float) -> bool:  # pragma: no cover - compiled
+    """Scale ``v`` in place to l2 norm ``bound`` if it is longer; returns whether it was clipped.
+
+    Norms within a relative ``1e-12`` of the bound (floating-point rounding) count as within it.
+    """
+    s = 0.0
+    for i in range(v.shape[0]):
+        s += v[i] * v[i]
+    if s <= bound * bound * (1.0 + CLIP_RTOL):
+        return False
+    c = bound / math.sqrt(s)
+    for i in range(v.shape[0]):
+        v[i] *= c
+    return True
+
+
+@nb.njit(cache=True)
+def clip_scalar(y: float, lo: float, hi: float) -> float:  # pragma: no cover - compiled
+    """``y`` clipped into ``[lo, hi]``."""
+    return min(max(y, lo), hi)
+
+
+@nb.njit(cache=True)
+def add_gaussian(rng: np.random.Generator, sigma: float, v: np.ndarray) -> None:  # pragma: no cover
+    """``v += sigma * N(0, I)`` in place (flat order; one standard normal per entry)."""
+    flat = v.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] += sigma * rng.standard_normal()
+
+
+@nb.njit(cache=True)
+def add_symmetric_gaussian(rng: np.random.Generator, sigma: float, M: np.ndarray) -> None:  # pragma: no cover
+    """``M += W`` in place, ``W`` symmetric with i.i.d. ``N(0, sigma^2)`` on and above the diagonal.
+
+    Draw order: row by row, the entries ``(i, j)`` with ``j >= i``.
+    """
+    d = M.shape[0]
+    for i in range(d):
+        for j in range(i, d):
+            w = sigma * rng.standard_normal()
+            M[i, j] += w
+            if j != i:
+                M[j, i] += w
+
+
+@nb.njit(cache=True)
+def laplace_draw(rng: np.random.Generator, scale: float) -> float:  # pragma: no cover - compiled
+    """One ``Lap(scale)`` draw by inversion of one uniform: ``-scale sign(u) log(1 - 2|u|)``,
+    ``u = U - 1/2``."""
+    u = rng.random() - 0.5
+    if u >= 0.0:
+        return -scale * math.log1p(-2.0 * u)
+    return scale * math.log1p(2.0 * u)
+
+
+@nb.njit(cache=True)
+def add_laplace(rng: np.random.Generator, scale: float, v: np.ndarray) -> None:  # pragma: no cover
+    """``v += Lap(scale)`` on every entry, in place (flat order; one uniform per entry)."""
+    flat = v.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] += laplace_draw(rng, scale)
+
+
+@nb.njit(cache=True)
+def l2_ball(rng: np.random.Generator, g: np.ndarray, epsilon: float, bound: float, radius: float,
+            out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The l2-ball mechanism ``Psi_{eps,R}(g)`` (Duchi, Jordan & Wainwright 2018; Han et al. 2021,
+    Lemma 2.2), written into ``out``.
+
+    The input is clipped to norm ``R = bound``.  The output is ``radius * U`` with ``U`` uniform
+    on the unit sphere, reflected through the origin so that it lies on the side
+    ``{z : z^T g > 0}`` with probability ``1/2 + (min(||g||, R) / (2R)) tanh(eps/2)``: the law of
+    the two-Bernoulli sampler (flip ``g`` to ``-g`` w.p. ``1/2 - ||g||/(2R)``, pick the hemisphere
+    of the flipped vector w.p. ``e^eps / (1 + e^eps)``), including ``g = 0`` (a fair coin).
+    ``radius`` must be :func:`~privbandits.privacy.mechanisms.l2_ball_radius` for the output to be
+    unbiased.  Draw order: ``d`` standard normals, then one uniform.
+    """
+    d = g.shape[0]
+    s = 0.0
+    for i in range(d):
+        u = rng.standard_normal()
+        out[i] = u
+        s += u * u
+    c = radius / math.sqrt(s) if s > 0.0 else 0.0
+    gn = 0.0
+    dot = 0.0
+    for i in range(d):
+        out[i] *= c
+        gn += g[i] * g[i]
+        dot += out[i] * g[i]
+    p_toward = 0.5 + min(math.sqrt(gn), bound) / (2.0 * bound) * math.tanh(epsilon / 2.0)
+    toward = rng.random() < p_toward
+    if toward != (dot > 0.0):
+        for i in range(d):
+            out[i] = -out[i]
+
+
+@nb.njit(cache=True)
+def randomized_response(rng: np.random.Generator, bit: int, keep: float) -> int:  # pragma: no cover
+    """Report ``bit`` with probability ``keep``, ``1 - bit`` otherwise (one uniform)."""
+    if rng.random() < keep:
+        return bit
+    return 1 - bit
