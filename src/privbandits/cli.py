@@ -48,6 +48,8 @@ ReplicationsOpt = Annotated[Optional[int], typer.Option("--replications", "-R", 
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Run a single root seed instead of the config's.")]
 PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Calibration preset for every algorithm "
                                                   "that has one: strict, paper or authors_code.")]
+EngineOpt = Annotated[Optional[str], typer.Option("--engine", help="Driver: auto (default: the fastest "
+                                                  "available), reference, compiled or aggregate.")]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="Apply the overrides in the config's quick table.")]
 
 
@@ -124,11 +126,12 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
 
 
 def _overrides(quick: bool = False, horizon: int | None = None, replications: int | None = None,
-               seed: int | None = None, preset: str | None = None, grid: dict[str, list[Any]] | None = None) -> Any:
+               seed: int | None = None, preset: str | None = None, grid: dict[str, list[Any]] | None = None,
+               engine: str | None = None) -> Any:
     from privbandits.experiments.config import Overrides
 
     return Overrides(quick=quick, horizon=horizon, replications=replications,
-                     seeds=None if seed is None else [seed], preset=preset, grid=grid)
+                     seeds=None if seed is None else [seed], preset=preset, grid=grid, engine=engine)
 
 
 def _run_config(config: Any, db: Path, out: Path | None, workers: int | None, scheduler: str | None,
@@ -159,11 +162,11 @@ def demo(db: DbOpt = DEFAULT_DB, out: OutOpt = None, quiet: QuietOpt = False, ho
 def run(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")], db: DbOpt = DEFAULT_DB,
         workers: WorkersOpt = None, scheduler: SchedulerOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
         quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
-        seed: SeedOpt = None, preset: PresetOpt = None) -> None:
+        seed: SeedOpt = None, preset: PresetOpt = None, engine: EngineOpt = None) -> None:
     """Run a TOML experiment (algorithms x parameters x seeds); resumes where a previous run stopped."""
     from privbandits.experiments.config import load_config
 
-    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset))
+    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, engine=engine))
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 
@@ -174,11 +177,13 @@ def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
                                                   "the config's grid entry for KEY.")],
           db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
           quiet: QuietOpt = False, out: OutOpt = None, quick: QuickOpt = False, horizon: HorizonOpt = None,
-          replications: ReplicationsOpt = None, seed: SeedOpt = None, preset: PresetOpt = None) -> None:
+          replications: ReplicationsOpt = None, seed: SeedOpt = None, preset: PresetOpt = None,
+          engine: EngineOpt = None) -> None:
     """Run a TOML experiment with a parameter grid given on the command line."""
     from privbandits.experiments.config import load_config, parse_grid_option
 
-    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, parse_grid_option(grid)))
+    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, parse_grid_option(grid),
+                                         engine))
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 
@@ -188,7 +193,8 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
               list_: Annotated[bool, typer.Option("--list", help="List the presets and exit.")] = False,
               quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
               seed: SeedOpt = None, preset: PresetOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
-              db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None) -> None:
+              db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
+              engine: EngineOpt = None) -> None:
     """Reproduce a paper's experiment from a preset; writes PNG + PDF figures and report.md."""
     from privbandits.experiments.presets import available_presets, load_preset
 
@@ -197,7 +203,7 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
         return
     if not name:
         raise ValidationError("give a preset NAME (privbandits reproduce --list shows them)")
-    cfg = load_preset(name, _overrides(quick, horizon, replications, seed, preset))
+    cfg = load_preset(name, _overrides(quick, horizon, replications, seed, preset, engine=engine))
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 

@@ -9,6 +9,7 @@ Schema (every table and key is checked; unknown keys are rejected with the close
     seeds = [0, 1]                 # root seeds >= 0, one work unit per seed
     checkpoints = 50               # log-spaced points, or { log = 50, every = 1000 }
     preset = "strict"              # strict | paper | authors_code, for algorithms that take it
+    engine = "auto"                # auto | reference | compiled | aggregate (simulate's driver)
 
     [env]
     kind = "synthetic"             # synthetic | finite, then the environment's constructor args
@@ -62,7 +63,8 @@ from privbandits.algorithms import available
 from privbandits.algorithms.base import Algorithm
 from privbandits.core.errors import ConfigError, PrivbanditsError
 from privbandits.core.rng import make_streams
-from privbandits.core.validation import check_in_range, check_int
+from privbandits.core.validation import check_choice, check_in_range, check_int
+from privbandits.engine import ENGINES
 from privbandits.experiments.units import ENV_KINDS, WorkUnit, build_env
 
 __all__ = [
@@ -80,7 +82,7 @@ __all__ = [
 CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 
 TOP_KEYS = ("name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
-            "env", "grid", "algorithms", "quick", "plot", "report")
+            "engine", "env", "grid", "algorithms", "quick", "plot", "report")
 ALGO_KEYS = ("name", "label", "params", "grid", "preset")
 QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
 CHECKPOINT_KEYS = ("log", "every")
@@ -138,13 +140,15 @@ class ExperimentConfig:
     report: ReportConfig = field(default_factory=ReportConfig)
     source: str = "<config>"
     raw: dict[str, Any] = field(default_factory=dict)
+    engine: str = "auto"
 
     def units(self) -> list[WorkUnit]:
         """All work units: algorithm entries x variants x seeds, in a deterministic order."""
         return [
             WorkUnit(experiment=self.name, label=entry.label, algorithm=entry.name, params=params,
                      grid=grid, env=dict(self.env), seed=seed, horizon=self.horizon,
-                     replications=self.replications, checkpoints=dict(self.checkpoints))
+                     replications=self.replications, checkpoints=dict(self.checkpoints),
+                     engine=self.engine)
             for entry in self.algorithms
             for params, grid in entry.variants
             for seed in self.seeds
@@ -165,6 +169,7 @@ class Overrides:
     seeds: Sequence[int] | None = None
     preset: str | None = None
     grid: Mapping[str, list[Any]] | None = None
+    engine: str | None = None
 
     def apply(self, raw: dict[str, Any]) -> dict[str, Any]:
         out = dict(raw)
@@ -177,6 +182,8 @@ class Overrides:
                 out[key] = value
         if self.seeds is not None:
             out["seeds"] = list(self.seeds)
+        if self.engine is not None:
+            out["engine"] = self.engine
         if self.preset is not None:
             out["preset"] = self.preset
             out["algorithms"] = [{k: v for k, v in a.items() if k != "preset"} if isinstance(a, dict) else a
@@ -473,6 +480,8 @@ class _Validator:
         preset = raw.get("preset")
         if preset is not None:
             self.check("preset", preset, lambda: _check_preset(preset))
+        engine = raw.get("engine", "auto")
+        self.check("engine", engine, lambda: check_choice("engine", engine, ENGINES))
         quick = self.keys(raw.get("quick", {}), QUICK_KEYS, "[quick]")
         if quick:  # validate the quick overrides even when they are not applied
             probe = {k: v for k, v in raw.items() if k not in ("env", "algorithms", "grid", "quick")}
@@ -509,7 +518,7 @@ class _Validator:
         return ExperimentConfig(name=name, description=description, horizon=horizon, replications=replications,
                                 seeds=tuple(seeds), checkpoints=checkpoints, env=env,
                                 algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
-                                raw=raw)
+                                raw=raw, engine=engine)
 
     def scalars(self, raw: dict[str, Any]) -> None:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""
@@ -535,6 +544,4 @@ def _env_args(cls: type) -> list[str]:
 
 
 def _check_preset(value: Any) -> str:
-    from privbandits.core.validation import check_choice
-
     return check_choice("preset", value, CALIBRATION_PRESETS)

@@ -61,7 +61,9 @@ CREATE TABLE IF NOT EXISTS units (
     config           TEXT NOT NULL,
     schema_version   INTEGER NOT NULL,
     library_version  TEXT NOT NULL,
-    created_at       TEXT NOT NULL
+    created_at       TEXT NOT NULL,
+    resolved_params  TEXT NOT NULL DEFAULT '{}',
+    engine           TEXT NOT NULL DEFAULT 'reference'
 );
 CREATE INDEX IF NOT EXISTS units_experiment ON units (experiment);
 """
@@ -70,7 +72,9 @@ _COLUMNS = ("key", "experiment", "label", "algorithm", "params", "grid", "env", 
             "horizon", "replications", "preset", "trust_model", "guarantee_model", "epsilon", "delta",
             "guarantee_unit", "guarantee_notes", "rho", "checkpoints", "regret", "reward",
             "estimation_error", "wall_time", "extra", "config", "schema_version", "library_version",
-            "created_at")
+            "created_at", "resolved_params", "engine")
+#: Columns added after the first release, with their SQL definitions (added to older databases).
+_ADDED_COLUMNS = {"resolved_params": "TEXT NOT NULL DEFAULT '{}'", "engine": "TEXT NOT NULL DEFAULT 'reference'"}
 
 
 @dataclass
@@ -140,6 +144,10 @@ class ResultsStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
+            have = {row[1] for row in self._conn.execute("PRAGMA table_info(units)")}
+            for col, decl in _ADDED_COLUMNS.items():
+                if col not in have:
+                    self._conn.execute(f"ALTER TABLE units ADD COLUMN {col} {decl}")
         except (sqlite3.Error, OSError) as exc:
             raise ResultsStoreError(f"cannot open results database {str(self.path)!r}: {exc}") from None
 
@@ -172,6 +180,7 @@ class ResultsStore:
             "wall_time": float(result.wall_time), "extra": _json(result.extra),
             "config": canonical_json(unit.config()), "schema_version": SCHEMA_VERSION,
             "library_version": __version__, "created_at": datetime.now(timezone.utc).isoformat(),
+            "resolved_params": _json(result.resolved_params), "engine": result.engine,
         }
         _check_shapes(unit, result)
         sql = f"INSERT OR IGNORE INTO units ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
@@ -269,6 +278,7 @@ def _row_to_result(row: tuple[Any, ...]) -> StoredResult:
             estimation_error=_unnpy(r["estimation_error"]), wall_time=r["wall_time"],
             extra=json.loads(r["extra"]), key=r["key"], experiment=r["experiment"], label=r["label"],
             grid=json.loads(r["grid"]), unit_env=json.loads(r["env"]), created_at=r["created_at"],
+            resolved_params=json.loads(r["resolved_params"]), engine=r["engine"],
         )
     except (ValueError, OSError) as exc:
         raise ResultsStoreError(f"unit {r['key'][:12]} is corrupt: {exc}") from None

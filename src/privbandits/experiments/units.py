@@ -25,7 +25,7 @@ __all__ = ["SCHEMA_VERSION", "ENV_KINDS", "WorkUnit", "build_env", "canonical_js
 
 #: Version of the unit-configuration schema hashed into every key.  Bump it when the meaning of
 #: a stored configuration changes, so old rows are never mistaken for new ones.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Environment kinds a configuration's ``[env] kind`` may name.
 ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv}
@@ -80,6 +80,8 @@ class WorkUnit:
         Root seed, number of rounds T and number of batched replications R.
     checkpoints : dict
         ``{"log": n, "every": k or None}`` (see :func:`~privbandits.simulate.make_checkpoints`).
+    engine : str
+        The driver :func:`~privbandits.simulate.simulate` uses ("auto" by default).
     """
 
     experiment: str
@@ -92,6 +94,7 @@ class WorkUnit:
     replications: int
     checkpoints: dict[str, Any]
     grid: dict[str, Any] = field(default_factory=dict)
+    engine: str = "auto"
 
     def config(self) -> dict[str, Any]:
         """The full configuration that identifies the unit (hashed into :meth:`key`)."""
@@ -107,6 +110,7 @@ class WorkUnit:
             "horizon": self.horizon,
             "replications": self.replications,
             "checkpoints": self.checkpoints,
+            "engine": self.engine,
         }
 
     def key(self) -> str:
@@ -134,4 +138,4 @@ def execute_unit(unit: WorkUnit, progress: Callable[[int], None] | None = None) 
     env = build_env(unit.env)
     alg = make(unit.algorithm, **unit.params)
     return simulate(alg, env, horizon=unit.horizon, replications=unit.replications, seed=unit.seed,
-                    checkpoints=unit.checkpoint_rounds(), progress=progress)
+                    checkpoints=unit.checkpoint_rounds(), progress=progress, engine=unit.engine)
