@@ -10,7 +10,9 @@ import pytest
 
 from privbandits.algorithms import registry
 from privbandits.algorithms.base import Curator
-from privbandits.core.validation import check_choice, check_delta, check_epsilon
+from privbandits.algorithms.calibration import Calibration
+from privbandits.core.params import Choice, Delta, Epsilon
+from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
 SMALL = textwrap.dedent(
@@ -50,11 +52,10 @@ class ExplorePrivate(Curator):
     links = ("*",)
     paper = "test double"
 
+    constraints = {"epsilon": Epsilon, "delta": Delta, "preset": Choice("strict", "paper", "authors_code")}
+
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, preset: str = "strict") -> None:
-        super().__init__(epsilon=epsilon, delta=delta, preset=preset)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        self.preset = check_choice("preset", preset, ("strict", "paper", "authors_code"))
+        pass
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         return self.streams.policy.integers(0, self.spec.K, size=self.R)
@@ -62,9 +63,9 @@ class ExplorePrivate(Curator):
     def update(self, t, contexts, actions, rewards) -> None:  # noqa: ANN001
         return None
 
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        return PrivacyGuarantee(model="central", epsilon=self.epsilon, delta=self.delta, notes=self.preset)
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        g = PrivacyGuarantee(model="central", epsilon=self.epsilon, delta=self.delta, notes=self.preset)
+        return Calibration(g, {}, "strict", (self.epsilon, self.delta))
 
 
 @pytest.fixture
