@@ -8,11 +8,15 @@ Quick start::
     print(result.summary())
 """
 
-from privbandits.algorithms import available, make
-from privbandits.core import PrivbanditsError
-from privbandits.envs import ContextSequenceEnv, FiniteActionEnv, SyntheticEnv
-from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.simulate import SimulationResult, make_checkpoints, simulate
+from privbandits._cache import configure_numba_cache
+
+configure_numba_cache()  # before any compiled function is defined (see privbandits._cache)
+
+from privbandits.algorithms import available, make  # noqa: E402
+from privbandits.core import PrivbanditsError  # noqa: E402
+from privbandits.envs import ContextSequenceEnv, FiniteActionEnv, SyntheticEnv  # noqa: E402
+from privbandits.privacy.guarantee import PrivacyGuarantee  # noqa: E402
+from privbandits.simulate import SimulationResult, make_checkpoints, simulate  # noqa: E402
 
 __version__ = "0.1.0"
 

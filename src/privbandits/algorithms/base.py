@@ -52,15 +52,7 @@ from privbandits.algorithms.calibration import (
     Calibration,
     warn_if_not_strict,
 )
-from privbandits.algorithms.kernel import (
-    CuratorKernel,
-    LocalKernel,
-    choose_all,
-    curator_update_all,
-    randomize_all,
-    select_all,
-    server_update_all,
-)
+from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import NotResetError, TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch, shuffle_messages
 from privbandits.core.params import Constraint, validate_params
@@ -269,13 +261,13 @@ class Curator(Algorithm):
         """Choose arms (R,) for round ``t`` (0-based) given contexts."""
         k = self._curator_kernel()
         out = np.empty(self.R, dtype=np.int64)
-        select_all(k.select, k.params, k.state, t, np.ascontiguousarray(contexts), self.streams.policy, out)
+        k.loops.select_all(k.params, k.state, t, np.ascontiguousarray(contexts), self.streams.policy, out)
         return out
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Incorporate the round's feedback."""
         k = self._curator_kernel()
-        curator_update_all(k.update, k.params, k.state, t, np.ascontiguousarray(contexts),
+        k.loops.update_all(k.params, k.state, t, np.ascontiguousarray(contexts),
                            np.asarray(actions, dtype=np.int64), np.asarray(rewards, dtype=float),
                            self.streams.server)
 
@@ -393,7 +385,7 @@ class KernelClient(Client):
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         out = np.empty(contexts.shape[0], dtype=np.int64)
-        choose_all(self.k.choose, self.k.params, self._public(public), t, np.ascontiguousarray(contexts), rng, out)
+        self.k.loops.choose_all(self.k.params, self._public(public), t, np.ascontiguousarray(contexts), rng, out)
         return out
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
@@ -402,7 +394,7 @@ class KernelClient(Client):
         y = np.asarray(rewards, dtype=float)
         check_client_inputs(X, y, self.spec.context_bound)
         out = np.empty((X.shape[0], self.k.message.size))
-        randomize_all(self.k.randomize, self.k.params, self._public(public), t, X,
+        self.k.loops.randomize_all(self.k.params, self._public(public), t, X,
                       np.asarray(actions, dtype=np.int64), y, rng, out)
         return PrivatizedMessage(self.k.message.split(out), self.k.message.mechanism)
 
@@ -428,7 +420,7 @@ class KernelServer(Server):
         if set(message.payload) != set(names):
             raise TrustBoundaryError(f"payload keys must be {names}, got {tuple(message.payload)}")
         flat = self.k.message.join(message.payload)
-        server_update_all(self.k.update, self.k.params, self.k.public, self.k.server, t, flat)
+        self.k.loops.update_all(self.k.params, self.k.public, self.k.server, t, flat)
 
     def estimate(self) -> np.ndarray | None:
         return self.k.estimate()
@@ -485,13 +477,13 @@ class BatchedAlgorithm(Protocol):
     their exact distributions.  The per-round / per-user path stays the reference.  Members
     (after :meth:`Algorithm.reset`):
 
-    ``make_core(A)``
-        A fresh role-free elimination engine on the action sets ``A`` (R, K, d) with
-        ``plan_batch(rows)`` -> plan (``rows``, ``counts`` (n, K), ``n_total``),
-        ``view(rows)``, ``finish_batch(plan, r_hat)``, ``committed`` (R,), ``theta`` (R, d),
-        ``exploring()``.
-    ``core``
-        The engine of the current run; the driver installs the one it creates here.
+    ``start_batches(A)``
+        Creates the run's role-free elimination engine on the public action sets ``A``
+        (R, K, d), installs it in the role that owns it (curator or untrusted server), plans the
+        first batch and returns the engine: ``running()`` -> plan of the batches being played
+        (``rows``, ``counts`` (n, K), ``n_total``), ``plan_batch(rows)``, ``view(rows)``,
+        ``finish_batch(plan, r_hat)``, ``committed`` (R,), ``theta`` (R, d), ``exploring()``.
+        Both drivers call it before the first round (the action catalogue is public).
     ``collector``
         The release of a completed batch: ``collect(plan, sums, rng)`` maps the per-action sums
         of the (clipped) rewards to what the algorithm releases, *exactly in distribution* as the
@@ -503,9 +495,8 @@ class BatchedAlgorithm(Protocol):
     noise (default ``("policy", "server")``); ``aggregate_exact = False`` opts out.
     """
 
-    core: Any
     collector: Any
 
-    def make_core(self, A: np.ndarray) -> Any:
-        """A fresh elimination engine on the action sets ``A`` (R, K, d)."""
+    def start_batches(self, A: np.ndarray) -> Any:
+        """Create, install and return the run's elimination engine on the action sets ``A``."""
         ...

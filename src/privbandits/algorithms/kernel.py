@@ -11,6 +11,7 @@ server step separated).  Two drivers call the *same* functions:
 * the compiled driver (:mod:`privbandits.engine.compiled`) runs the same steps in one compiled loop
   over rounds and replications.
 
+The loops around the steps are generated once per algorithm (:mod:`privbandits.algorithms.loops`).
 Both consume every random stream in the same order (round-major, replication-minor, one stream per
 role), so the same seed gives the same trajectory under both.
 
@@ -45,11 +46,6 @@ __all__ = [
     "LocalKernel",
     "MessageLayout",
     "argmax_ties",
-    "choose_all",
-    "curator_update_all",
-    "randomize_all",
-    "select_all",
-    "server_update_all",
 ]
 
 
@@ -95,6 +91,13 @@ class CuratorKernel:
     state: tuple[np.ndarray, ...]
     estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
 
+    @property
+    def loops(self) -> Any:
+        """The round loops around the steps (:func:`privbandits.algorithms.loops.curator_loops`)."""
+        from privbandits.algorithms.loops import curator_loops
+
+        return curator_loops(self.select, self.update)
+
 
 @dataclass
 class LocalKernel:
@@ -113,6 +116,13 @@ class LocalKernel:
     public_names: tuple[str, ...]
     message: MessageLayout
     estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
+
+    @property
+    def loops(self) -> Any:
+        """The round loops around the steps (:func:`privbandits.algorithms.loops.local_loops`)."""
+        from privbandits.algorithms.loops import local_loops
+
+        return local_loops(self.choose, self.randomize, self.update)
 
 
 @nb.njit(cache=True)
@@ -139,36 +149,3 @@ def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> int:  # pragma:
                 return k
             pick -= 1
     return arg
-
-
-# -- one round over all replications (the reference driver's steps) -----------------------------
-
-
-@nb.njit(cache=True)
-def select_all(select, params, state, t, X, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    for r in range(out.shape[0]):
-        out[r] = select(params, state, r, t, X[r], rng)
-
-
-@nb.njit(cache=True)
-def curator_update_all(update, params, state, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
-    for r in range(a.shape[0]):
-        update(params, state, r, t, X[r], a[r], y[r], rng)
-
-
-@nb.njit(cache=True)
-def choose_all(choose, params, public, t, X, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    for r in range(out.shape[0]):
-        out[r] = choose(params, public, r, t, X[r], rng)
-
-
-@nb.njit(cache=True)
-def randomize_all(randomize, params, public, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    for r in range(a.shape[0]):
-        randomize(params, public, r, t, X[r], a[r], y[r], rng, out[r])
-
-
-@nb.njit(cache=True)
-def server_update_all(update, params, public, server, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover
-    for r in range(msg.shape[0]):
-        update(params, public, server, r, t, msg[r])

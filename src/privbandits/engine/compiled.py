@@ -1,7 +1,7 @@
 """The compiled driver: one compiled loop over rounds and replications (DESIGN section 3).
 
-It calls the *same* compiled steps as the reference driver
-(:mod:`privbandits.algorithms.kernel`), on environment chunks (:meth:`Environment.next_chunk`),
+It calls the *same* compiled steps as the reference driver (:mod:`privbandits.algorithms.kernel`),
+through the loops of :mod:`privbandits.algorithms.loops`, on environment chunks (:meth:`Environment.next_chunk`),
 and stops the loop at every checkpoint to record regret and estimation error, so memory does not
 grow with the horizon.  Random streams are consumed in the reference driver's order (round-major,
 replication-minor, one stream per role): the same seed gives the same trajectory.
@@ -12,7 +12,6 @@ within the declared bound), as the reference driver's client does every round.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Algorithm
@@ -22,39 +21,7 @@ from privbandits.engine.recorder import Progress, Recorder
 from privbandits.envs.base import Environment
 from privbandits.privacy.inputs import check_client_inputs
 
-__all__ = ["drive_compiled", "supports_compiled", "run_curator", "run_local"]
-
-
-@nb.njit(cache=True)
-def run_curator(select, update, params, state, X, means, rewards, best, start, stop, t0,  # type: ignore[no-untyped-def]
-                rng_policy, rng_server, cum_regret, cum_reward):  # pragma: no cover - compiled
-    """Rounds ``t0 + start .. t0 + stop - 1`` of a trusted-curator algorithm."""
-    R = best.shape[1]
-    for i in range(start, stop):
-        t = t0 + i
-        for r in range(R):
-            a = select(params, state, r, t, X[i, r], rng_policy)
-            y = rewards[i, r, a]
-            cum_regret[r] += best[i, r] - means[i, r, a]
-            cum_reward[r] += y
-            update(params, state, r, t, X[i, r], a, y, rng_server)
-
-
-@nb.njit(cache=True)
-def run_local(choose, randomize, update, params, public, server, X, means, rewards, best,  # type: ignore[no-untyped-def]
-              start, stop, t0, rng_policy, rng_client, msg, cum_regret, cum_reward):  # pragma: no cover
-    """Rounds ``t0 + start .. t0 + stop - 1`` of a local-DP algorithm: the user chooses from the
-    public state, randomizes its own data into ``msg``; the server updates from ``msg`` only."""
-    R = best.shape[1]
-    for i in range(start, stop):
-        t = t0 + i
-        for r in range(R):
-            a = choose(params, public, r, t, X[i, r], rng_policy)
-            y = rewards[i, r, a]
-            cum_regret[r] += best[i, r] - means[i, r, a]
-            cum_reward[r] += y
-            randomize(params, public, r, t, X[i, r], a, y, rng_client, msg)
-            update(params, public, server, r, t, msg)
+__all__ = ["drive_compiled", "supports_compiled"]
 
 
 def supports_compiled(alg: Algorithm) -> bool:
@@ -72,6 +39,7 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
     local = isinstance(k, LocalKernel)
     msg = np.empty(k.message.size) if local else None
     bound = alg.spec.context_bound  # type: ignore[attr-defined]
+    run = k.loops.run
     t = 0
     while t < T:
         ch = env.next_chunk()
@@ -87,12 +55,11 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
             nxt = rec.next_t
             stop = B if nxt < 0 else min(B, nxt - t)
             if local:
-                run_local(k.choose, k.randomize, k.update, k.params, k.public, k.server, X, means, rewards,
-                          best, start, stop, t, streams.policy, streams.client, msg, rec.cum_regret,
-                          rec.cum_reward)
+                run(k.params, k.public, k.server, X, means, rewards, best, start, stop, t, streams.policy,
+                    streams.client, msg, rec.cum_regret, rec.cum_reward)
             else:
-                run_curator(k.select, k.update, k.params, k.state, X, means, rewards, best, start, stop, t,
-                            streams.policy, streams.server, rec.cum_regret, rec.cum_reward)
+                run(k.params, k.state, X, means, rewards, best, start, stop, t, streams.policy,
+                    streams.server, rec.cum_regret, rec.cum_reward)
             if t + stop == rec.next_t:
                 rec.snapshot()
             start = stop

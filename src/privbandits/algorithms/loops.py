@@ -1,0 +1,169 @@
+"""The round loops around an algorithm's compiled steps, generated once per algorithm and cached.
+
+Both drivers call an algorithm's steps (:mod:`privbandits.algorithms.kernel`) through loops: one
+round over all replications (the reference driver's client / server / curator calls) and many
+rounds over all replications (the compiled driver).  The loops are written once, as the
+templates below.  numba cannot cache a compiled function that receives other compiled functions
+as arguments, so for every algorithm the templates are instantiated as a small module that
+imports its steps by name, written to the compiled-code cache (:mod:`privbandits._cache`) and
+imported: the loops are then compiled once per installation and loaded from disk afterwards.
+Steps that cannot be imported by name (defined in ``__main__`` or inside a function) get the same
+loops compiled in memory, without disk caching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import tempfile
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import numba as nb
+
+from privbandits._cache import cache_dir
+
+__all__ = ["curator_loops", "local_loops"]
+
+#: Curator: ``select_all`` / ``update_all`` advance one round of every replication (reference
+#: driver); ``run`` advances rounds ``start .. stop - 1`` of a chunk (compiled driver).
+CURATOR_TEMPLATE = '''
+@nb.njit(cache=CACHE)
+def select_all(params, state, t, X, rng, out):
+    for r in range(out.shape[0]):
+        out[r] = select(params, state, r, t, X[r], rng)
+
+
+@nb.njit(cache=CACHE)
+def update_all(params, state, t, X, a, y, rng):
+    for r in range(a.shape[0]):
+        update(params, state, r, t, X[r], a[r], y[r], rng)
+
+
+@nb.njit(cache=CACHE)
+def run(params, state, X, means, rewards, best, start, stop, t0, rng_policy, rng_server,
+        cum_regret, cum_reward):
+    R = best.shape[1]
+    for i in range(start, stop):
+        t = t0 + i
+        for r in range(R):
+            a = select(params, state, r, t, X[i, r], rng_policy)
+            y = rewards[i, r, a]
+            cum_regret[r] += best[i, r] - means[i, r, a]
+            cum_reward[r] += y
+            update(params, state, r, t, X[i, r], a, y, rng_server)
+'''
+
+#: Local model: the user side (``choose_all``, ``randomize_all``) and the server side
+#: (``update_all``) of one round; ``run``: the user chooses from the public state, randomizes its
+#: own data into ``msg``, and the server updates from ``msg`` only.
+LOCAL_TEMPLATE = '''
+@nb.njit(cache=CACHE)
+def choose_all(params, public, t, X, rng, out):
+    for r in range(out.shape[0]):
+        out[r] = choose(params, public, r, t, X[r], rng)
+
+
+@nb.njit(cache=CACHE)
+def randomize_all(params, public, t, X, a, y, rng, out):
+    for r in range(a.shape[0]):
+        randomize(params, public, r, t, X[r], a[r], y[r], rng, out[r])
+
+
+@nb.njit(cache=CACHE)
+def update_all(params, public, server, t, msg):
+    for r in range(msg.shape[0]):
+        update(params, public, server, r, t, msg[r])
+
+
+@nb.njit(cache=CACHE)
+def run(params, public, server, X, means, rewards, best, start, stop, t0, rng_policy, rng_client,
+        msg, cum_regret, cum_reward):
+    R = best.shape[1]
+    for i in range(start, stop):
+        t = t0 + i
+        for r in range(R):
+            a = choose(params, public, r, t, X[i, r], rng_policy)
+            y = rewards[i, r, a]
+            cum_regret[r] += best[i, r] - means[i, r, a]
+            cum_reward[r] += y
+            randomize(params, public, r, t, X[i, r], a, y, rng_client, msg)
+            update(params, public, server, r, t, msg)
+'''
+
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+def _import_name(fn: Any) -> tuple[str, str] | None:
+    """``(module, name)`` under which the compiled function ``fn`` can be imported, or None."""
+    py = getattr(fn, "py_func", None)
+    if py is None:
+        return None
+    mod, name = py.__module__, py.__qualname__
+    if mod == "__main__" or "." in name or "<" in name:
+        return None
+    try:
+        return (mod, name) if getattr(importlib.import_module(mod), name, None) is fn else None
+    except ImportError:
+        return None
+
+
+def _load_generated(source: str) -> ModuleType | None:
+    """Write ``source`` as a module in the cache directory (once) and import it."""
+    root = cache_dir()
+    if root is None:
+        return None
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    name = f"privbandits_loops_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = root / "loops"
+    path = folder / f"{name}.py"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(source)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    except OSError:
+        return None
+
+
+def _build(template: str, steps: dict[str, Any]) -> Any:
+    key = (template, tuple((k, id(v)) for k, v in steps.items()))
+    if key in _MEMO:
+        return _MEMO[key]
+    names = {role: _import_name(fn) for role, fn in steps.items()}
+    module: Any = None
+    if all(names.values()):
+        header = "import numba as nb\n" + "".join(
+            f"from {mod} import {name} as {role}\n" for role, (mod, name) in names.items())  # type: ignore[misc]
+        module = _load_generated(header + template.replace("CACHE", "True"))
+    if module is None:
+        namespace: dict[str, Any] = {"nb": nb, **steps}
+        exec(compile(template.replace("CACHE", "False"), "<privbandits loops>", "exec"), namespace)
+        module = SimpleNamespace(**{k: v for k, v in namespace.items() if not k.startswith("__")})
+    _MEMO[key] = module
+    return module
+
+
+def curator_loops(select: Any, update: Any) -> Any:
+    """``select_all``, ``update_all`` and ``run`` around a curator's compiled steps."""
+    return _build(CURATOR_TEMPLATE, {"select": select, "update": update})
+
+
+def local_loops(choose: Any, randomize: Any, update: Any) -> Any:
+    """``choose_all``, ``randomize_all``, ``update_all`` and ``run`` around a local algorithm's
+    compiled steps."""
+    return _build(LOCAL_TEMPLATE, {"choose": choose, "randomize": randomize, "update": update})
