@@ -36,7 +36,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from privbandits.algorithms.phased_elimination import batch_growth, n_batches
+from privbandits.algorithms.hanna.elimination import batch_growth, n_batches
 from privbandits.experiments.config import Overrides
 from privbandits.experiments.pipeline import run_pipeline
 from privbandits.experiments.presets import load_preset

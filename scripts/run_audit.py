@@ -1,12 +1,12 @@
-"""Regenerate docs/privacy-audit.md: audit every registered mechanism and its half-noise variant.
+"""Regenerate docs/privacy-audit.md: audit every mechanism and client code path and its half-noise variant.
 
 Usage::
 
     python scripts/run_audit.py                    # writes docs/privacy-audit.md
     python scripts/run_audit.py --output - --seed 1  # print to stdout with another seed
 
-Exits with status 1 if a calibrated mechanism is flagged (audited lower bound above its claim) or a
-half-noise variant is not flagged.
+Exits with status 1 if a calibrated mechanism or client code path is flagged (audited lower bound
+above its claim) or a half-noise variant is not flagged.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import scipy
 
-from privbandits.privacy.audit import AUDITABLE, AuditResult, audit_mechanism
+from privbandits.auditing import AUDITABLE, CLIENT_PATHS
+from privbandits.privacy.audit import AuditResult, AuditSpec, audit_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +38,7 @@ false-negative rate `FNR = 1 - P_alt(S)`, so (Kairouz, Oh & Viswanath 2015)
 
 The auditor (`privbandits.privacy.audit`, after Jagielski, Ullman & Oprea 2020):
 
-1. draws `N` outputs under each of `D` and `D'` with the library's own sampling code, batched, from two
+1. draws `N` outputs under each of `D` and `D'` with the library's own code path, batched, from two
    streams spawned from a fixed seed, and reduces each output to a 1-d statistic `T`: the projection on
    the difference direction `D' - D` for additive mechanisms, or the exact log-likelihood ratio where it
    is known (the shuffled Laplace reports, the tree's nodes containing the changed leaf);
@@ -53,46 +54,78 @@ probability at least `1 - alpha = 95%`, `eps_lb` is below the mechanism's true e
 delta.  `passed` means `eps_lb <= claimed epsilon`; a lower bound above the claim is a detected violation.
 A passing audit is not a proof of privacy: it says this test found no violation with `N` samples.
 
-The neighbouring pairs are worst cases: inputs at opposite ends of the sensitivity ball, and for the
-protocols every other user fixed so that it adds no noise of its own (the others are clones of the
-second input, which is the worst case for amplification by shuffling).
+**The code that runs.**  Every mechanism object, the bit randomizers, the tree aggregation, the
+shuffle protocols and every algorithm kernel draw their privacy noise through the same compiled
+samplers (`privbandits.privacy.samplers`: Gaussian vector, symmetric-matrix Gaussian, Laplace,
+l2-ball, randomized response, randomized rounding and binomial bits), so the mechanism audits check
+the samplers the algorithms call.  The Cheu et al. summation is audited on its message path (each
+user's randomizer, the shuffler's release of the multiset of all users' labelled bits, the analyzer).
 
-The half-noise variant (`under_noised=0.5`) multiplies the noise scale by 1/2 and keeps the calibrated
-claim: the deliberately broken mechanism the auditor must flag.  "Noise scale" is the Gaussian or
-Laplace scale, the binomial noise std of the Cheu et al. protocol (`b` divided by 4), the node noise std
-of the tree, and for the l2-ball mechanism and randomized response the temperature `1/epsilon` (the
-sampler runs at `2 epsilon`, as `L2BallMechanism.under_noised` defines it).
+**Client code paths** (`client:<algorithm>`, `privbandits.auditing`): the registered algorithm is
+constructed (`make("ldp-sgd", epsilon=1.0)`), reset on a small problem, and for one user of round 0
+the audit calls what a deployment runs on the device -- `client.choose(...)` and
+`client.randomize(t, public, contexts, actions, rewards, rng)`, input checks, clipping and the
+compiled randomizer included -- and flattens the `PrivatizedMessage` payload.  Candidate pairs of
+user inputs put the contexts on the norm bound (opposite or orthogonal unit vectors, the same on
+every arm) and the rewards *outside* the declared range (`r_hi + 10 (r_hi - r_lo)` and
+`r_lo - 10 (r_hi - r_lo)`), so the client's clipping is exercised (for the fixed-action algorithms
+of Hanna et al. the user sees the public action set and only the reward differs); where the message
+depends on the broadcast state (the iterate of LDP-SGD's gradient, LDP-GLOC's `theta_hat`) the audit
+sets it, as an untrusted server may.  A pilot sample on its own stream picks the pair whose messages
+are farthest apart and the statistic: the pilot's estimate of the log-likelihood ratio for
+independent coordinates, linear for Gaussian-like coordinates and `(|x - mu| - |x - mu'|) / b` for
+Laplace ones.  The statistic is rounded to 1e-9 so that the test cannot split the Laplace ratio's
+constant tails on floating-point rounding: unrounded, it picks up the low-order bits of the message
+and audits the Hanna et al. local client at 1.79 against 1.0 -- the floating-point side channel of
+any float Laplace sampler (Mironov 2012), which this audit of the mechanisms' mathematics
+deliberately leaves out.  The claim is `alg.guarantee`; for the
+shuffle algorithm it is the local level `eps0` of one report from the calibration.
+
+**Under-noised variants.**  `under_noised = 0.5` halves the noise and keeps the calibrated claim:
+the deliberately broken mechanism the auditor must flag.  "Noise" is the Gaussian or Laplace scale,
+the binomial noise std of the Cheu et al. protocol (`b` divided by 4), the node noise std of the tree,
+and for the l2-ball mechanism and randomized response the temperature `1/epsilon` (the sampler runs
+at `2 epsilon`).  For a client code path the variant is the same algorithm constructed at `2 epsilon`
+(exactly half the Laplace scale and the l2-ball temperature, about half the Gaussian std), audited
+against the claim at `epsilon`; it needs no hook in the algorithm.
 """
 
 CHOICES = """\
 ## Parameter points
 
-Each mechanism is audited at the parameter point in the table; the audit must pass there and flag
-the half-noise variant, so the points were chosen where half the noise is detectable with at most
-5e5 samples per input (seconds per audit):
+Each entry is audited at the parameter point in the table; the audit must pass there and flag the
+half-noise variant, so the points were chosen where half the noise is detectable with at most 5e5
+samples per input:
 
 - **Gaussian mechanisms** (`gaussian-classic` at epsilon = 0.9, inside Thm A.1's `epsilon < 1`;
   `gaussian-analytic` at 1; `symmetric-gaussian` at 0.9, classic): the claim is the exact (Balle &
   Wang) epsilon of the calibrated noise, which for the classic calibration is below the requested
-  epsilon (see the claimed column).  At epsilon = 0.5 and delta = 1e-5 the half-noise variant of the
-  classic mechanism needs about 1e6 samples per input to be flagged, with a margin of only 0.17.
+  epsilon (see the claimed column).
 - **Pure-DP mechanisms** (Laplace, l2-ball, randomized response) are audited tightly: every threshold
   beyond the sensitivity gap has likelihood ratio exactly `e^epsilon`, so the lower bound sits within a
   few hundredths below the claim and the half-noise variant audits at about `2 epsilon`.
 - **Cheu et al. vector / matrix summation**: calibrated mode (Gaussian-equivalent binomial noise,
-  CKS conversion), n = 4 users (`g = 4`, so the other users' randomized rounding is deterministic).
-  The theory mode (eq. 122 / Lemma T.1; its `b` and noise std are in the details below) adds hundreds
-  of times the noise the claim needs, so even its half-noise variant cannot be flagged.  The claim in
-  calibrated mode rests on the Gaussian approximation of the binomial; the audit is an empirical
-  check of it.  Outputs come from the aggregate fast path, which is exact in distribution.
+  CKS conversion), n = 4 users (`g = 4`, so the other users' randomized rounding is deterministic),
+  message path.  The claim rests on the Gaussian approximation of the binomial, and the guarantee says
+  so (`approximate=True`, printed `~(epsilon, delta)`); the audit is an empirical check of it.  The
+  theory mode (eq. 122 / Lemma T.1) adds hundreds of times the noise the claim needs, so even its
+  half-noise variant cannot be flagged.  The pre-fix release, in which the shuffler permuted whole
+  users' count vectors so that the analyzer saw every user's noisy counts (issue 10), is flagged at
+  its claim by `tests/privacy/test_audit.py::test_per_user_count_vectors_of_the_old_release_are_flagged`
+  (n = 256, exact likelihood ratio of the per-user counts, lower bound above 1.2 against 1.0).
 - **Hanna et al. single-message Laplace shuffle**: n = 200 clients, epsilon = 1, delta = 1e-3, local
-  budget `eps0` from the numerical amplification bound (FMT21 Thm 3.2).  With the closed-form bound
-  (Thm 3.1) `eps0` is smaller for the same claim, and at points where it amplifies at all the claim
-  is too loose for the half-noise variant to be detected (measured once at n = 1000, delta = 1e-5,
-  claim 0.88: the half-noise variant audited at 0.18 with 2e5 samples per input).
+  budget `eps0` from the numerical amplification bound (FMT21 Thm 3.2).
 - **Tree aggregation**: T = 4 leaves, calibrated by zCDP with the CKS conversion; the first leaf
-  enters `bit_length(T) = 3` released nodes, all of which the statistic uses.  (With the BS conversion
-  the claim is looser for the same noise, and the half-noise margin at 1e6 samples is only about 0.17.)
+  enters `bit_length(T) = 3` released nodes, all of which the statistic uses.
+- **Client code paths**: each algorithm at its defaults with epsilon = 1 (strict preset), d = 2,
+  K = 3 (synthetic, contexts on the unit sphere, rewards in [-1, 1]) or the 4-action set of the
+  Hanna et al. entries.  The Gaussian algorithms are audited at their accounted (epsilon, delta),
+  which the tight strict calibration puts at the request; an audit cannot reach the claim where the
+  accounting is an upper bound over message parts whose worst cases no single pair of users attains
+  (LDP-GLOC's joint sensitivity), the LDP-SGD gradient cannot reach the l2-ball's clipping norm
+  in two opposite directions for one broadcast iterate, and LDP-UCB's Laplace variant spends its
+  pure budget over several message parts whose L1 worst cases no single pair attains, so these audit
+  below their claims while their variants are still flagged.
 """
 
 
@@ -109,8 +142,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _row(name: str, ok: AuditResult, half: AuditResult) -> str:
-    spec = AUDITABLE[name]()
+def _row(name: str, spec: AuditSpec, ok: AuditResult, half: AuditResult) -> str:
     verdict = ("pass" if ok.passed else "**FLAGGED**") + " / " + ("flagged" if not half.passed else "**missed**")
     delta = f"{ok.claimed_delta:.0e}" if ok.claimed_delta else "0"
     return (f"| `{name}` | {_cell(_first_line(AUDITABLE[name]))} | ({_fmt(ok.claimed_epsilon)}, {delta}) "
@@ -118,44 +150,54 @@ def _row(name: str, ok: AuditResult, half: AuditResult) -> str:
             f"{_cell(spec.neighbours)} | {verdict} |")
 
 
+HEADER = ("| entry | parameter point | claimed (eps, delta) | audited eps lower bound (95%) | "
+          "half-noise variant: lower bound | N per input | neighbouring pair (D vs D') | verdict |\n"
+          "|---|---|---|---|---|---|---|---|")
+
+
 def build(seed: int) -> tuple[str, bool]:
     """Run every audit and return (markdown, all as expected)."""
-    rows, details, good = [], [], True
+    rows: dict[bool, list[str]] = {False: [], True: []}
+    details, good = [], True
     t0 = time.perf_counter()
     for name in AUDITABLE:
-        ok = audit_mechanism(name, seed=seed)
-        half = audit_mechanism(name, under_noised=0.5, seed=seed)
+        spec = AUDITABLE[name]()
+        ok = audit_spec(spec, seed=seed)
+        half = audit_spec(AUDITABLE[name](0.5), seed=seed)
         good &= ok.passed and not half.passed
-        rows.append(_row(name, ok, half))
+        rows[name in CLIENT_PATHS].append(_row(name, spec, ok, half))
         details.append(f"- `{ok.mechanism}`: {ok.notes}\n- `{half.mechanism}`: {half.notes}")
         print(f"{ok}\n{half}", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - t0
-    header = ("| mechanism | parameter point | claimed (eps, delta) | audited eps lower bound (95%) | "
-              "half-noise variant: lower bound | N per input | neighbouring pair (D vs D') | verdict |\n"
-              "|---|---|---|---|---|---|---|---|")
     text = f"""\
 # Privacy audit
 
-Empirical lower bounds on epsilon for every mechanism of the privacy layer (issue 3, "Auditing"),
-next to the epsilon each mechanism claims.  Every calibrated mechanism must **pass** (audited lower
-bound at most the claim) and its half-noise variant must be **flagged** (lower bound above the same
-claim).
+Empirical lower bounds on epsilon for every mechanism and protocol of the privacy layer and for the
+client code path of every local and shuffle algorithm, next to the epsilon each claims.  Every
+calibrated entry must **pass** (audited lower bound at most the claim) and its half-noise variant
+must be **flagged** (lower bound above the same claim).
 
 Regenerate this file with
 
     python scripts/run_audit.py            # or: privbandits audit --all  (table on the terminal)
 
-(seed {seed}; {len(AUDITABLE)} mechanisms x 2 variants in {elapsed:.0f} s on {platform.machine()}, numpy
-{np.__version__}, scipy {scipy.__version__}).  `privbandits audit NAME` audits one mechanism;
-`tests/privacy/test_audit.py` asserts both outcomes for every mechanism.
+(seed {seed}; {len(AUDITABLE)} entries x 2 variants in {elapsed:.0f} s on {platform.machine()}, numpy
+{np.__version__}, scipy {scipy.__version__}).  `privbandits audit NAME` audits one entry;
+`tests/privacy/test_audit.py` asserts both outcomes for every mechanism and
+`tests/test_auditing.py` for the client code paths (the registered algorithms' in the slow set).
 
-## Results
+## Mechanisms and protocols
 
-{header}
-{chr(10).join(rows)}
+{HEADER}
+{chr(10).join(rows[False])}
 
-Verdict: calibrated mechanism / half-noise variant.  N is the number of outputs drawn under each of
-the two inputs (half to choose the test, half to evaluate it).
+## Client code paths of the algorithms
+
+{HEADER}
+{chr(10).join(rows[True])}
+
+Verdict: calibrated entry / half-noise variant.  N is the number of outputs drawn under each of the
+two inputs (half to choose the test, half to evaluate it).
 
 {METHOD}
 {CHOICES}

@@ -176,7 +176,7 @@ def test_reproduce_list_and_quick(tmp_path: Path) -> None:
 
 
 def test_audit_not_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "privbandits.privacy.audit", None)
+    monkeypatch.setitem(sys.modules, "privbandits.auditing", None)
     result = runner.invoke(app, ["audit", "--all"])
     assert result.exit_code == 2
     assert "privacy auditing is not available" in result.stderr and "Traceback" not in result.output
@@ -199,11 +199,11 @@ def test_audit_uses_the_audit_module(monkeypatch: pytest.MonkeyPatch) -> None:
         f = 1.0 if under_noised is None else under_noised
         return _Audit(name, 1.0, 0.8 / f, 0.8 / f <= 1.0)
 
-    mod = types.ModuleType("privbandits.privacy.audit")
+    mod = types.ModuleType("privbandits.auditing")
     mod.AUDITABLE = {"gaussian": "Gaussian mechanism", "laplace": "Laplace mechanism"}  # type: ignore[attr-defined]
     mod.audit_mechanism = audit_mechanism  # type: ignore[attr-defined]
     mod.run_all = lambda: [audit_mechanism("gaussian"), _Audit("laplace", 2.0, 1.9, True)]  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "privbandits.privacy.audit", mod)
+    monkeypatch.setitem(sys.modules, "privbandits.auditing", mod)
     assert "Laplace mechanism" in _ok(["audit", "--list"]).stdout
     one = _ok(["audit", "gaussian", "--samples", "1000", "--seed", "3"]).stdout
     assert "audited_epsilon_lb" in one and "0.8" in one and calls[-1] == ("gaussian", None, 1000, 3)
@@ -218,8 +218,8 @@ def test_audit_uses_the_audit_module(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_audit_real_module_lists_mechanisms() -> None:
-    pytest.importorskip("privbandits.privacy.audit")
-    from privbandits.privacy.audit import AUDITABLE
+    pytest.importorskip("privbandits.auditing")
+    from privbandits.auditing import AUDITABLE
 
     out = _ok(["audit", "--list"]).stdout
     assert all(name in out for name in AUDITABLE)

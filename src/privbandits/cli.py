@@ -303,8 +303,9 @@ def _presets_table(presets: dict[str, str]) -> Table:
 
 @app.command()
 @_guard
-def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism to audit (see --list).")] = None,
-          all_: Annotated[bool, typer.Option("--all", help="Audit every auditable mechanism.")] = False,
+def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or client:ALGORITHM for an "
+                                                              "algorithm's client code path (see --list).")] = None,
+          all_: Annotated[bool, typer.Option("--all", help="Audit every mechanism and client code path.")] = False,
           list_: Annotated[bool, typer.Option("--list", help="List the auditable mechanisms.")] = False,
           under_noised: Annotated[Optional[float], typer.Option("--under-noised", help="Audit the variant "
                                                                 "with this multiple of the calibrated noise "
@@ -316,14 +317,16 @@ def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism to 
                                                          "lower bound.")] = None) -> None:
     """Empirical privacy audit: audited lower bound on epsilon vs the claimed epsilon.
 
-    Exit code 1 when an audited lower bound exceeds a claimed epsilon (a detected violation).
+    Audits the privacy layer's mechanisms and protocols and every local / shuffle algorithm's
+    client code path (``client:<algorithm>``), see privbandits.auditing.  Exit code 1 when an
+    audited lower bound exceeds a claimed epsilon (a detected violation).
     """
     try:
-        mod = importlib.import_module("privbandits.privacy.audit")
+        mod = importlib.import_module("privbandits.auditing")
     except ModuleNotFoundError as exc:
-        if exc.name in ("privbandits.privacy.audit",):
+        if exc.name in ("privbandits.auditing", "privbandits.privacy.audit"):
             raise PrivbanditsError("privacy auditing is not available in this version yet "
-                                   "(module privbandits.privacy.audit is missing)") from None
+                                   f"(module {exc.name} is missing)") from None
         raise
     auditable = getattr(mod, "AUDITABLE", {})
     out = _out()

@@ -1,6 +1,7 @@
-"""The exact aggregate fast path (simulate(fast=True)) against the per-round / per-user message path.
+"""The exact aggregate path (``engine="aggregate"``) against the per-round / per-user reference path.
 
-Two-sample tests with fixed seeds.  Regret on a fixed instance is discrete (sums of counts x gaps),
+Exact values of the commit phase on a rigged instance (both engines), and two-sample tests with fixed
+seeds.  Regret on a fixed instance is discrete (sums of counts x gaps),
 so the Kolmogorov-Smirnov test does not apply; :func:`same_law` bins both samples at the pooled
 deciles and runs a chi-square test of homogeneity (valid with ties), threshold p > 1e-3.  The
 released noisy sums are continuous: Kolmogorov-Smirnov, same threshold.
@@ -15,11 +16,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privbandits.algorithms.hanna import HannaCentral, HannaLocal, HannaShuffle
-from privbandits.algorithms.phased_elimination import PhasedEliminationDP
+from privbandits.algorithms.hanna import HannaCentral, HannaLocal, HannaShuffle, NPBatched
+from privbandits.algorithms.phased_elimination import PhasedElimination
+from privbandits.core.errors import ValidationError
 from privbandits.core.rng import make_streams
+from privbandits.engine.aggregate import _prefix_counts
 from privbandits.envs import FiniteActionEnv
-from privbandits.simulate import _prefix_counts, simulate
+from privbandits.simulate import simulate
 
 HEX = np.array([[math.cos(a), math.sin(a)] for a in np.linspace(0, 2 * math.pi, 6, endpoint=False)])
 P_MIN = 1e-3
@@ -71,20 +74,22 @@ CASES = [
     ("central", HannaCentral, {"epsilon": 1.0}),
     ("local", HannaLocal, {"epsilon": 2.0}),
     ("shuffle", HannaShuffle, {"epsilon": 1.0, "delta": 1e-3}),
-    ("np", PhasedEliminationDP, {}),
+    ("np", NPBatched, {}),
 ]
 
 
 @pytest.mark.parametrize(("label", "cls", "kw"), CASES, ids=[c[0] for c in CASES])
-def test_fast_path_matches_the_message_path_in_distribution(label: str, cls: type, kw: dict) -> None:
+def test_aggregate_path_matches_the_reference_path_in_distribution(label: str, cls: type, kw: dict) -> None:
     T, R = 3000, 300
     ck = [700, 1500, T]  # 700 and 1500 fall inside batches (n_i = 4, 10, 28, 78, 230, 680, ...)
     runs = {}
-    for fast in (True, False):
+    for engine in ("aggregate", "reference"):
         alg = recording(cls)(**kw)
-        res = simulate(alg, _env(), T, replications=R, seed=11 if fast else 12, fast=fast, checkpoints=ck)
-        runs[fast] = (alg, res)
-    (fa, f), (sa, s) = runs[True], runs[False]
+        res = simulate(alg, _env(), T, replications=R, seed=11 if engine == "aggregate" else 12, engine=engine,
+                       checkpoints=ck)
+        assert res.engine == engine
+        runs[engine] = (alg, res)
+    (fa, f), (sa, s) = runs["aggregate"], runs["reference"]
     for j in range(len(ck)):
         assert same_law(f.regret[:, j], s.regret[:, j]) > P_MIN, ("regret", j)
         assert same_law(f.reward[:, j], s.reward[:, j]) > P_MIN, ("reward", j)
@@ -103,27 +108,116 @@ def test_fast_path_matches_the_message_path_in_distribution(label: str, cls: typ
     assert f.guarantee.model == s.guarantee.model
 
 
-def test_fast_path_is_the_default_and_faster() -> None:
-    import time
+def no_round_loop(cls: type) -> type:
+    """Subclass of ``cls`` whose per-round / per-user steps raise (the aggregate path must not call them)."""
 
-    env = _env()
-    t0 = time.perf_counter()
-    simulate(HannaCentral(1.0), env, 20_000, replications=20, seed=0)
-    fast = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    simulate(HannaCentral(1.0), env, 20_000, replications=20, seed=0, fast=False)
-    slow = time.perf_counter() - t0
-    assert fast < slow / 3
+    class NoLoop(cls):  # type: ignore[misc, valid-type]
+        def reset(self, spec, replications, streams):  # type: ignore[override]
+            super().reset(spec, replications, streams)
+            for role in (getattr(self, "client", None), getattr(self, "shuffler", None)):
+                if role is not None:
+                    for m in ("choose", "randomize", "assign", "collect", "release"):
+                        if hasattr(role, m):
+                            setattr(role, m, _forbidden)
+
+        def select(self, t, contexts):  # type: ignore[override]
+            _forbidden()
+
+        def update(self, t, contexts, actions, rewards):  # type: ignore[override]
+            _forbidden()
+
+    return NoLoop
 
 
-def test_fast_flag_is_validated() -> None:
-    from privbandits.core.errors import ValidationError
-
-    with pytest.raises(ValidationError, match="fast"):
-        simulate(HannaCentral(1.0), _env(), 10, fast="yes")  # type: ignore[arg-type]
+def _forbidden(*args: object) -> None:
+    raise AssertionError("the aggregate path ran a per-round step")
 
 
-# -- building blocks of the fast path ---------------------------------------------------------------------
+@pytest.mark.parametrize(("label", "cls", "kw"), CASES + [("ls", PhasedElimination, {})],
+                         ids=[c[0] for c in CASES] + ["ls"])
+def test_auto_picks_the_aggregate_path_which_runs_batch_by_batch(label: str, cls: type, kw: dict) -> None:
+    # engine="auto" chooses the aggregate path for these algorithms on a fixed action set, and that path
+    # never runs a round: no select/update, no client, no shuffler (a non-timing check of the fast path)
+    res = simulate(no_round_loop(cls)(**kw), _env(), 20_000, replications=5, seed=0)
+    assert res.engine == "aggregate" and np.all(np.isfinite(res.regret))
+    with pytest.raises(AssertionError, match="per-round"):
+        simulate(no_round_loop(cls)(**kw), _env(), 50, replications=2, seed=0, engine="reference")
+
+
+def test_engine_is_validated() -> None:
+    with pytest.raises(ValidationError, match="engine"):
+        simulate(HannaCentral(1.0), _env(), 10, engine="fast")
+    from privbandits.envs import SyntheticEnv
+
+    with pytest.raises(ValidationError, match="fixed finite action set"):
+        simulate(NPBatched(), SyntheticEnv(d=2, K=3), 10, engine="aggregate")
+
+
+# -- exact values of the commit phase ----------------------------------------------------------------------
+THETA_FAKE = np.array([-1.0, 0.0])  # its best hexagon action is 3 (angle pi): true mean -0.8, gap 1.6
+
+
+def rigged(cls: type) -> type:
+    """Subclass of ``cls`` whose engines estimate from noise-free sums of a *fake* parameter.
+
+    Every release is replaced by ``n_ia <a, THETA_FAKE>``: the elimination is deterministic and the run
+    commits to the fake best action 3, which is suboptimal under the true parameter, so the commit phase
+    has a known positive gap.  Records each finished batch's (rows, counts).
+    """
+
+    class Rig(cls):  # type: ignore[misc, valid-type]
+        def make_core(self, A):  # type: ignore[override]
+            core = super().make_core(A)
+            self.finished = []
+            finish = core.finish_batch
+
+            def fake(plan, r_hat, gamma=None):
+                self.finished.append((plan.rows.copy(), plan.counts.copy()))
+                return finish(plan, plan.counts * (core.A[plan.rows] @ THETA_FAKE), gamma)
+
+            core.finish_batch = fake
+            return core
+
+    Rig.__name__ = f"Rigged{cls.__name__}"
+    return Rig
+
+
+@pytest.mark.parametrize("engine", ["aggregate", "reference"])
+@pytest.mark.parametrize(("label", "cls", "kw"), CASES, ids=[c[0] for c in CASES])
+def test_commit_phase_regret_is_the_committed_gap_times_the_remaining_rounds(label: str, cls: type, kw: dict,
+                                                                            engine: str) -> None:
+    # Noise-free rewards and checkpoints at every round: at each batch end the regret is exactly the sum of
+    # n_ia * gap_a over the finished batches, and from the commit round t_c on it grows by exactly the
+    # committed action's gap per round: regret(t) = regret(t_c) + (t - t_c) gap, reward likewise.  A commit
+    # phase shifted by one round, or without the gap, fails (the gap is 1.6, the tolerance 1e-9).
+    T, R = 1500, 3  # L = 6 batches of ~3, 9, 27, 80, 239, 714 pulls, then >= 400 committed rounds
+    env = _env(noise="none")
+    alg = rigged(cls)(**kw)
+    res = simulate(alg, env, T, replications=R, seed=4, engine=engine, checkpoints=np.arange(1, T + 1))
+    means = env.fixed_means
+    gaps = means.max(axis=1, keepdims=True) - means
+    core = alg.core
+    assert np.all(core.committed == 3) and np.all(gaps[:, 3] == pytest.approx(1.6))
+    for r in range(R):
+        t, regret, reward = 0, 0.0, 0.0
+        for rows, counts in alg.finished:
+            if r not in rows:
+                continue
+            n_ia = counts[list(rows).index(r)]
+            t += int(n_ia.sum())
+            regret += float(n_ia @ gaps[r])
+            reward += float(n_ia @ means[r])
+            assert res.regret[r, t - 1] == pytest.approx(regret, abs=1e-9)  # a batch end
+            assert res.reward[r, t - 1] == pytest.approx(reward, abs=1e-9)
+        t_c = t
+        assert t_c == core.t_done[r] and 0 < t_c < T - 100
+        rounds = np.arange(t_c, T + 1)  # round counts from the commit on
+        np.testing.assert_allclose(res.regret[r, t_c - 1:], regret + (rounds - t_c) * gaps[r, 3], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(res.reward[r, t_c - 1:], reward + (rounds - t_c) * means[r, 3], rtol=0,
+                                   atol=1e-9)
+
+
+# -- building blocks of the aggregate path-----------------------------------------------------------------
 def test_prefix_counts_are_nested_hypergeometric_prefixes() -> None:
     # brute force: uniformly random orders of the multiset {0 x5, 1 x3, 2 x2}, cut after 3 and 7 pulls
     rng = np.random.default_rng(1)
@@ -181,7 +275,7 @@ def test_reward_sums_row_and_action_selection() -> None:
         env.reward_sums(np.ones((3, 2), int), np.random.default_rng(0))
 
 
-def test_nocore_and_ls_elimination_run_on_the_fast_path() -> None:
+def test_nocore_and_ls_elimination_run_on_the_aggregate_path() -> None:
     from privbandits.algorithms import make
 
     env = FiniteActionEnv(d=2, K=50, actions="circle", noise="rademacher")
@@ -191,7 +285,8 @@ def test_nocore_and_ls_elimination_run_on_the_fast_path() -> None:
         for alg in (HannaCentral(0.1, core_set=False), HannaCentral(0.1, core_set="nocore-uniform"),
                     make("phased-elimination")):
             f = simulate(alg, env, T, replications=R, seed=5, checkpoints=[T])
-            s = simulate(type(alg)(**alg.get_params()), env, T, replications=R, seed=6, fast=False, checkpoints=[T])
+            s = simulate(type(alg)(**alg.get_params()), env, T, replications=R, seed=6, engine="reference",
+                         checkpoints=[T])
             # instances are drawn per seed: compare the means with their standard errors (z < 4)
             se = math.hypot(f.final_regret.std(ddof=1), s.final_regret.std(ddof=1)) / math.sqrt(R)
             assert abs(f.final_regret.mean() - s.final_regret.mean()) < 4 * se

@@ -1,4 +1,4 @@
-"""Batched phased elimination: NP-batched skeleton (Hanna et al. 2022) and L&S Algorithm 12."""
+"""Batched phased elimination: the engine and NP-batched skeleton (Hanna et al. 2022) and L&S Algorithm 12."""
 
 from __future__ import annotations
 
@@ -9,18 +9,19 @@ import pytest
 from scipy import stats
 
 from privbandits.algorithms import available
-from privbandits.algorithms.phased_elimination import (
+from privbandits.algorithms.hanna import NPBatched
+from privbandits.algorithms.hanna.elimination import (
     BatchPlan,
     HannaElimination,
-    LSElimination,
-    NonPrivateWidth,
-    PhasedElimination,
-    PhasedEliminationDP,
     batch_growth,
+    batch_size_ranges,
     confidence_log,
+    max_core_size,
     n_batches,
 )
-from privbandits.core.errors import ValidationError
+from privbandits.algorithms.hanna.widths import NonPrivateWidth
+from privbandits.algorithms.phased_elimination import LSElimination, PhasedElimination
+from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
 from privbandits.envs import FiniteActionEnv, SyntheticEnv
@@ -34,7 +35,7 @@ def _circle(K: int, offset: float = 0.0) -> np.ndarray:
 
 def test_registered() -> None:
     reg = available()
-    assert reg["pe-batched"] is PhasedEliminationDP
+    assert reg["pe-batched"] is NPBatched
     assert reg["phased-elimination"] is PhasedElimination
 
 
@@ -207,7 +208,7 @@ def _easy_env(noise_scale: float = 0.1) -> FiniteActionEnv:
                            noise_scale=noise_scale)
 
 
-@pytest.mark.parametrize("alg", [PhasedEliminationDP(), PhasedEliminationDP(preset="paper"), PhasedElimination()])
+@pytest.mark.parametrize("alg", [NPBatched(), NPBatched(preset="paper"), PhasedElimination()])
 def test_eliminates_suboptimal_arms_and_plays_active_set(alg) -> None:
     env = _easy_env()
     T, R = 20_000, 4
@@ -251,7 +252,7 @@ def test_random_order_within_a_batch_is_uniform() -> None:
     A = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.6]])
     env = FiniteActionEnv(d=2, K=3, actions=A, theta=np.array([0.5, 0.5]))
     R = 1000
-    alg = PhasedEliminationDP()
+    alg = NPBatched()
     streams = make_streams(7)
     alg.reset(env.reset(R, streams, 10**5), R, streams)
     a = alg.select(0, env.next_round())
@@ -266,7 +267,7 @@ def test_random_order_within_a_batch_is_uniform() -> None:
 @pytest.mark.parametrize("T", [1, 2, 7, 8, 100, 1096, 1097])
 def test_any_horizon_runs_exactly_t_rounds_u12(T: int) -> None:
     env = FiniteActionEnv(d=2, K=4, actions="circle")
-    for alg in (PhasedEliminationDP(), PhasedElimination()):
+    for alg in (NPBatched(), PhasedElimination()):
         res = simulate(alg, env, T, replications=3, seed=1, checkpoints=[T])
         assert res.checkpoints[-1] == T
         assert np.all(alg.core.t_done <= T)
@@ -274,11 +275,11 @@ def test_any_horizon_runs_exactly_t_rounds_u12(T: int) -> None:
 
 def test_single_action_and_determinism_u14() -> None:
     env = FiniteActionEnv(d=2, K=1, actions=np.array([[0.6, 0.8]]))
-    res = simulate(PhasedEliminationDP(), env, 500, replications=2, seed=0)
+    res = simulate(NPBatched(), env, 500, replications=2, seed=0)
     assert np.all(res.final_regret == 0)
     env = FiniteActionEnv(d=2, K=10, actions="circle", noise="bounded", noise_scale=1.0)
-    a = simulate(PhasedEliminationDP(), env, 3000, replications=3, seed=9)
-    alg = PhasedEliminationDP()
+    a = simulate(NPBatched(), env, 3000, replications=3, seed=9)
+    alg = NPBatched()
     b = simulate(alg, env, 3000, replications=3, seed=9)
     np.testing.assert_array_equal(a.regret, b.regret)
     assert alg.batch_log and {"i", "n_active", "m", "core_size", "n", "g", "gamma", "survivors"} <= set(
@@ -300,14 +301,14 @@ def test_ls_phase_lengths_and_threshold() -> None:
 
 def test_requires_fixed_action_set() -> None:
     with pytest.raises(ValidationError, match="fixed finite action set"):
-        simulate(PhasedEliminationDP(), SyntheticEnv(d=2, K=3), 10)
+        simulate(NPBatched(), SyntheticEnv(d=2, K=3), 10)
 
 
 @pytest.mark.parametrize(
     ("cls", "kw", "name"),
-    [(PhasedEliminationDP, {"preset": "fast"}, "preset"), (PhasedEliminationDP, {"width_mode": "loose"}, "width_mode"),
-     (PhasedEliminationDP, {"core_set": "all"}, "core_set"), (PhasedEliminationDP, {"design_factor": 0.5}, "design_factor"),
-     (PhasedEliminationDP, {"fail_prob": 1.0}, "fail_prob"), (PhasedElimination, {"delta": 0.0}, "delta"),
+    [(NPBatched, {"preset": "fast"}, "preset"), (NPBatched, {"width_mode": "loose"}, "width_mode"),
+     (NPBatched, {"core_set": "all"}, "core_set"), (NPBatched, {"design_factor": 0.5}, "design_factor"),
+     (NPBatched, {"fail_prob": 1.0}, "fail_prob"), (PhasedElimination, {"delta": 0.0}, "delta"),
      (PhasedElimination, {"allocation": "exact"}, "allocation"), (PhasedElimination, {"sigma": 0.0}, "sigma")],
 )
 def test_validation(cls, kw: dict, name: str) -> None:
@@ -316,7 +317,48 @@ def test_validation(cls, kw: dict, name: str) -> None:
 
 
 def test_presets_set_the_width_mode() -> None:
-    assert PhasedEliminationDP().width_mode == "rigorous"
-    assert PhasedEliminationDP(preset="paper").width_mode == "paper"
-    assert PhasedEliminationDP(preset="paper", width_mode="rigorous").width_mode == "rigorous"
-    assert not PhasedEliminationDP().guarantee.is_private
+    spec = EnvSpec(d=2, K=4, horizon=1000, fixed_actions=True)
+    width = lambda alg: alg.calibrate(spec).resolved["width_mode"]
+    assert width(NPBatched()) == "rigorous"
+    assert width(NPBatched(preset="paper")) == "paper"
+    assert width(NPBatched(preset="paper", width_mode="rigorous")) == "rigorous"
+    assert NPBatched(preset="paper").width_mode is None  # the parameter as given; resolved in calibrate
+    assert not NPBatched().guarantee_for(spec).is_private
+    with pytest.raises(NotResetError):
+        NPBatched().guarantee  # noqa: B018
+    res = simulate(NPBatched(preset="paper"), FiniteActionEnv(d=2, K=4, actions="circle"), 100, seed=0)
+    assert res.preset == "paper" and res.resolved_params["width_mode"] == "paper"
+    assert res.resolved_params["L"] == n_batches(100) and res.resolved_params["q"] == batch_growth(100)
+
+
+def test_phased_elimination_resolves_delta() -> None:
+    spec = EnvSpec(d=2, K=4, horizon=1000, fixed_actions=True)
+    assert PhasedElimination().calibrate(spec).resolved["delta"] == pytest.approx(1e-3)
+    assert PhasedElimination(delta=0.05).calibrate(spec).resolved["delta"] == 0.05
+    assert PhasedElimination().calibrate(EnvSpec(d=2, K=4, horizon=1, fixed_actions=True)).resolved["delta"] == 0.5
+
+
+def test_core_set_parameter_accepts_booleans() -> None:
+    spec = EnvSpec(d=2, K=4, horizon=1000, fixed_actions=True)
+    for value, name in ((True, "greedy"), (False, "nocore-fw"), ("nocore-uniform", "nocore-uniform")):
+        alg = NPBatched(core_set=value)
+        assert alg.get_params()["core_set"] == value  # as given
+        assert alg.calibrate(spec).resolved["core_set"] == name
+
+
+# -- the batch sizes the shuffle model calibrates over ----------------------------------------------
+@pytest.mark.parametrize(("T", "K", "d"), [(3000, 10, 2), (10**5, 5, 3), (20_000, 40, 4), (8, 6, 2)])
+def test_realized_batch_sizes_lie_in_the_public_ranges(T: int, K: int, d: int) -> None:
+    # every completed batch of any run has n_i in batch_size_ranges(T, K, d)[i - 1]
+    ranges = batch_size_ranges(T, K, d)
+    assert len(ranges) <= n_batches(T) and max_core_size(K, d) == min(K, d * (d + 1) // 2)
+    env = FiniteActionEnv(d=d, K=K, actions="sphere" if d > 2 else "circle", noise="rademacher")
+    for seed in (0, 1):
+        alg = NPBatched()
+        simulate(alg, env, T, replications=6, seed=seed, checkpoints=[T])
+        for rec in alg.batch_log:
+            lo, hi = ranges[rec["i"] - 1]
+            assert lo <= rec["n"] <= hi, (rec, ranges)
+    # the first range is the spec's: n_1 in [ceil(q), floor(q) + |C|]
+    q = batch_growth(T)
+    assert ranges[0][0] == math.ceil(q) and ranges[0][1] == min(math.floor(q) + max_core_size(K, d), T)

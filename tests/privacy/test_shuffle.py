@@ -15,22 +15,17 @@ from scipy import stats
 from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
 from privbandits.privacy.accounting import sigma_for_zcdp, zcdp_for_approx_dp
-from privbandits.privacy.shuffle import (
+from privbandits.privacy.cheu import (
     CHEU_MAX_EPSILON,
     SumParams,
     aggregate_sum,
     analyze,
     analyzer_variance,
-    assign_actions,
     calibrated_params,
     encode_matrices,
     encode_rank_one,
     encode_vectors,
-    forward_reports,
-    laplace_randomizer,
-    laplace_shuffle_params,
     local_randomizer,
-    per_action_sums,
     randomize_users,
     shuffle,
     shuffle_matrix_sum,
@@ -38,6 +33,13 @@ from privbandits.privacy.shuffle import (
     theorem_epsilon,
     theory_params,
     upper_to_symmetric,
+)
+from privbandits.privacy.laplace_shuffle import (
+    assign_actions,
+    forward_reports,
+    laplace_randomizer,
+    laplace_shuffle_params,
+    per_action_sums,
 )
 
 
@@ -152,6 +154,7 @@ def test_calibrated_guarantee_meets_target_and_tracks_noise() -> None:
     g = p.guarantee()
     assert g.epsilon <= 1.0 and g.epsilon == pytest.approx(1.0, rel=1e-2)
     assert "calibrated" in g.notes and g.rho is not None
+    assert g.approximate and str(g).startswith("~(")  # the Gaussian approximation is in the guarantee itself
     # half the noise std (b / 4) -> 4x the zCDP level
     q = dataclasses.replace(p, b=p.b // 4)
     assert q.guarantee().rho == pytest.approx(4 * g.rho, rel=1e-2)
@@ -335,6 +338,43 @@ def test_analyzer_trust_boundary_and_malformed_batches() -> None:
                            mechanism=bits.mechanism, n_users=3)
     with pytest.raises(ValidationError, match="malformed"):
         analyze(broken, p)
+
+
+def test_shuffler_releases_only_the_multiset_of_bits() -> None:
+    """Issue 10: with the count encoding the shuffler must not forward per-user count vectors."""
+    client, shuffler = _gens(33)
+    p = _small("vector", 4, 3, 1.0, 6)
+    w = np.random.default_rng(34).uniform(0.0, 2.0, size=(7, 4, 3))
+    msgs = randomize_users(w, p, client)
+    batch = shuffle(msgs, shuffler)
+    assert set(batch.payload) == {"ones"} and batch["ones"].shape == (7, 3) and batch.n_users == 4
+    assert np.array_equal(batch["ones"], sum(np.asarray(m["count"]) for m in msgs))  # the histogram only
+    assert not batch["ones"].flags.writeable
+    # the analyzer refuses a batch that groups bits by user (the pre-fix release)
+    from privbandits.core.messages import shuffle_messages
+
+    with pytest.raises(TrustBoundaryError, match="per-user"):
+        analyze(shuffle_messages(msgs, shuffler), p)
+    # mixed encodings cannot be shuffled together
+    bits = randomize_users(w, p, client, materialize_bits=True)
+    with pytest.raises(TrustBoundaryError, match="encoding"):
+        shuffle([msgs[0], bits[1]], shuffler)
+    # the histogram release is what the permuted bits reveal: same analyzer output
+    assert np.array_equal(analyze(batch, p), analyze(shuffle(_as_bits(msgs, p), shuffler), p))
+
+
+def _as_bits(msgs: list[PrivatizedMessage], p: SumParams) -> list[PrivatizedMessage]:
+    """The same users' messages with materialized bits."""
+    from privbandits.privacy.randomizers import bits_from_counts
+
+    out = []
+    for m in msgs:
+        c = np.asarray(m["count"])
+        b = bits_from_counts(c, p.bits_per_label)
+        labels = np.broadcast_to(np.arange(p.n_labels)[:, None], b.shape)
+        out.append(PrivatizedMessage({"label_multi": labels.reshape(c.shape[0], -1),
+                                      "bit_multi": b.reshape(c.shape[0], -1)}, m.mechanism))
+    return out
 
 
 def test_rank_one_encoding_matches_matrix_encoding() -> None:

@@ -41,7 +41,7 @@ def test_decomposition_covers_prefix_exactly_once(t: int) -> None:
         assert a == pos
         pos = b + 1
     assert pos == t + 1
-    assert len(nodes) == bin(t).count("1")
+    assert len(nodes) == t.bit_count()
 
 
 @settings(max_examples=300, deadline=None)
@@ -126,7 +126,7 @@ def test_vector_prefix_variance_and_node_sharing(rng: np.random.Generator) -> No
     n = R * d
     for t in range(1, T + 1):
         var = tree.prefix_noise_variance(t)
-        assert var == bin(t).count("1") * sigma**2
+        assert var == t.bit_count() * sigma**2
         s2 = float(P[t - 1].var(ddof=1))
         assert abs(s2 - var) < 5 * _var_se(var, n), (t, s2, var)
         assert abs(float(P[t - 1].mean())) < 5 * math.sqrt(var / n)
@@ -184,7 +184,7 @@ def test_symmetrization_gives_frobenius_privacy_loss(rng: np.random.Generator) -
 def test_spec_b4_practical_sigmas(rng: np.random.Generator) -> None:
     w_max = math.exp(-0.5 * 0) / math.sqrt(2 * math.pi) / math.e  # probit phi(0)/e
     assert w_max == pytest.approx(0.146763, rel=1e-5)
-    kw = dict(rng=rng, delta=0.02 / 3, epsilon=4 / 3, kind="matrix", psd_leaves=True)
+    kw = {"rng": rng, "delta": 0.02 / 3, "epsilon": 4 / 3, "kind": "matrix", "psd_leaves": True}
     tv = TreeAggregator.calibrated(5000, 3, leaf_bound=1.0, **kw)
     th = TreeAggregator.calibrated(5000, 3, leaf_bound=w_max, **kw)
     assert tv.sigma == pytest.approx(13.3498, rel=1e-5)

@@ -63,10 +63,10 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     streams = alg.streams
     order_role, noise_role = getattr(alg, "aggregate_streams", ("policy", "server"))
     rng_order, rng_noise, rng_reward = getattr(streams, order_role), getattr(streams, noise_role), streams.rewards
+    assert isinstance(alg, BatchedAlgorithm)
     A = env.next_round()  # round 1's contexts: the fixed action sets, as the per-round path sees them
-    core = alg.make_core(np.array(A, dtype=float, copy=True))  # type: ignore[attr-defined]
-    alg.core = core  # type: ignore[attr-defined]
-    collector = alg.collector  # type: ignore[attr-defined]
+    core = alg.start_batches(np.array(A, dtype=float, copy=True))
+    collector = alg.collector
     clip = getattr(collector, "clip", None)
     means = np.asarray(env.fixed_means, dtype=float)  # type: ignore[attr-defined]
     gaps = means.max(axis=1, keepdims=True) - means
@@ -81,7 +81,7 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     def error(r: int) -> float:
         return float(np.linalg.norm(np.asarray(core.theta[r], float) - theta_star[r]))
 
-    plan = core.plan_batch()
+    plan = core.running()
     while len(plan):
         rows = np.asarray(plan.rows, dtype=np.int64)
         counts = np.asarray(plan.counts, dtype=np.int64)

@@ -11,7 +11,15 @@
 
 from __future__ import annotations
 
-from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
+import numpy as np
+
+from privbandits.algorithms.base import (
+    Algorithm,
+    BatchedAlgorithm,
+    Curator,
+    LocalAlgorithm,
+    ShuffleAlgorithm,
+)
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.engine.recorder import Progress, Recorder
@@ -34,6 +42,13 @@ def _check_public(state: object) -> PublicState:
     return state
 
 
+def _start_batches(alg: Algorithm, X: np.ndarray) -> None:
+    """Batched elimination on a fixed action set: install the engine on the public catalogue
+    (round 1's contexts) before the first user arrives, as the aggregate driver does."""
+    if isinstance(alg, BatchedAlgorithm):
+        alg.start_batches(X)
+
+
 def _drive_curator(alg: Curator, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
     for t in range(T):
         X = env.next_round()
@@ -49,6 +64,8 @@ def _drive_local(alg: LocalAlgorithm, env: Environment, T: int, rec: Recorder, t
     rng_client, rng_policy = alg.streams.client, alg.streams.policy
     for t in range(T):
         X = env.next_round()
+        if t == 0:
+            _start_batches(alg, X)
         public = _check_public(server.public_state())
         a = client.choose(t, public, X, rng_policy)
         r, reg = env.step(a)
@@ -61,9 +78,11 @@ def _drive_local(alg: LocalAlgorithm, env: Environment, T: int, rec: Recorder, t
 def _drive_shuffle(alg: ShuffleAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
     client, server, shuffler = alg.client, alg.server, alg.shuffler
     rng_client, rng_policy = alg.streams.client, alg.streams.policy
-    public = _check_public(server.public_state())
     for t in range(T):
         X = env.next_round()
+        if t == 0:
+            _start_batches(alg, X)
+            public = _check_public(server.public_state())
         mine = _check_public(shuffler.assign(t, public))
         a = client.choose(t, mine, X, rng_policy)
         r, reg = env.step(a)

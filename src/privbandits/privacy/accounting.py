@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 from scipy import optimize
@@ -44,22 +43,22 @@ from privbandits.core.validation import (
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
-    "PureDP",
-    "ApproxDP",
+    "CONVERSIONS",
     "ZCDP",
+    "ApproxDP",
     "DPGuarantee",
+    "PureDP",
+    "compose_advanced",
     "compose_basic",
     "compose_parallel",
-    "compose_advanced",
     "compose_zcdp",
     "gaussian_zcdp",
     "pure_to_zcdp",
     "sigma_for_zcdp",
-    "zcdp_to_approx_dp",
-    "zcdp_for_approx_dp",
     "split_budget",
     "to_guarantee",
-    "CONVERSIONS",
+    "zcdp_for_approx_dp",
+    "zcdp_to_approx_dp",
 ]
 
 #: zCDP -> (epsilon, delta) conversions understood by :func:`zcdp_to_approx_dp`.
@@ -136,7 +135,7 @@ class ZCDP:
 
 
 #: A statement in the epsilon/delta family (what :func:`compose_basic` accepts).
-DPGuarantee = Union[PureDP, ApproxDP]
+DPGuarantee = PureDP | ApproxDP
 
 
 def _as_dp(name: str, g: object) -> DPGuarantee:

@@ -41,15 +41,15 @@ from privbandits.privacy.accounting import ApproxDP, PureDP
 
 __all__ = [
     "BOUNDS",
-    "closed_form_epsilon",
-    "max_local_epsilon",
-    "closed_form_valid",
-    "closed_form_inverse",
-    "numerical_delta",
-    "numerical_epsilon",
     "amplified_epsilon",
     "amplified_guarantee",
+    "closed_form_epsilon",
+    "closed_form_inverse",
+    "closed_form_valid",
     "local_epsilon_for_target",
+    "max_local_epsilon",
+    "numerical_delta",
+    "numerical_epsilon",
 ]
 
 #: Amplification bounds understood by :func:`amplified_epsilon` and :func:`local_epsilon_for_target`.
@@ -110,7 +110,7 @@ def closed_form_inverse(epsilon: float, delta: float, n: int) -> float:
     hi = max(1.0, eps + math.log(max(n, 8) / 8.0))
     while closed_form_epsilon(hi, n, dlt) < eps:
         hi *= 2.0
-    f = lambda x: closed_form_epsilon(x, n, dlt) - eps  # noqa: E731
+    f = lambda x: closed_form_epsilon(x, n, dlt) - eps
     root = optimize.brentq(f, 1e-300, hi, xtol=1e-300, rtol=1e-14)
     while closed_form_epsilon(root, n, dlt) > eps:
         root *= 1.0 - 1e-13
@@ -192,7 +192,7 @@ def numerical_epsilon(eps0: float, n: int, delta: float, *, rtol: float = 1e-9) 
         if cf < hi and numerical_delta(e0, n, cf) <= dlt:
             hi = cf
     # delta(eps) is continuous and decreasing: Brent's method, then round up until certified
-    f = lambda e: numerical_delta(e0, n, e) - dlt  # noqa: E731
+    f = lambda e: numerical_delta(e0, n, e) - dlt
     eps = optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=rtol)
     step = rtol * eps
     while eps < hi and f(eps) > 0.0:
@@ -274,7 +274,7 @@ def local_epsilon_for_target(epsilon: float, delta: float, n: int, bound: str = 
     n = check_int("n", n, 1)
     bound = check_choice("bound", bound, BOUNDS)
     if bound == "numerical":
-        g = lambda e0: numerical_delta(e0, n, eps) - dlt  # noqa: E731  (continuous, increasing)
+        g = lambda e0: numerical_delta(e0, n, eps) - dlt
         lo, hi = eps, 2.0 * eps
         while g(hi) <= 0.0:
             lo, hi = hi, 2.0 * hi
@@ -289,7 +289,7 @@ def local_epsilon_for_target(epsilon: float, delta: float, n: int, bound: str = 
         return eps
     if closed_form_epsilon(e_max, n, dlt) <= eps:
         return e_max
-    f = lambda x: closed_form_epsilon(x, n, dlt) - eps  # noqa: E731
+    f = lambda x: closed_form_epsilon(x, n, dlt) - eps
     root = optimize.brentq(f, 1e-300, e_max, xtol=1e-300, rtol=1e-14)
     while closed_form_epsilon(root, n, dlt) > eps:  # round down: never optimistic
         root *= 1.0 - 1e-13

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from privbandits.core.validation import check_choice, check_in_range
 
-__all__ = ["PrivacyGuarantee", "TRUST_MODELS", "NON_PRIVATE"]
+__all__ = ["NON_PRIVATE", "TRUST_MODELS", "PrivacyGuarantee"]
 
 #: Trust models in the order of DESIGN section 2, plus "none" for non-private baselines.
 TRUST_MODELS: tuple[str, ...] = ("none", "local", "shuffle", "joint", "central")
@@ -32,6 +32,10 @@ class PrivacyGuarantee:
         epsilon >= 1).
     rho : float or None
         zCDP parameter when the guarantee was derived from zCDP accounting.
+    approximate : bool
+        True when ``(epsilon, delta)`` rests on an approximation rather than a proof (e.g. the
+        Gaussian approximation of binomial noise in the calibrated Cheu et al. summation,
+        :meth:`privbandits.privacy.cheu.SumParams.guarantee`); printed as ``~(epsilon, delta)``.
     """
 
     model: str
@@ -40,6 +44,7 @@ class PrivacyGuarantee:
     unit: str = "user"
     notes: str = ""
     rho: float | None = field(default=None)
+    approximate: bool = False
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, TRUST_MODELS)
@@ -55,7 +60,8 @@ class PrivacyGuarantee:
         if not self.is_private:
             return "non-private"
         d = "" if self.delta == 0 else f", delta={self.delta:.3g}"
-        return f"({self.epsilon:.4g}{d})-DP [{self.model}, per {self.unit}]"
+        approx = "~" if self.approximate else ""
+        return f"{approx}({self.epsilon:.4g}{d})-DP [{self.model}, per {self.unit}]"
 
 
 NON_PRIVATE = PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, notes="non-private baseline")

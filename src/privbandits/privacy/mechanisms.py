@@ -1,16 +1,18 @@
-"""Local and central randomizers, batched over leading axes.
+"""Mechanism objects: a noise distribution that carries its own privacy statement.
 
-Two layers:
+Small frozen objects (:class:`GaussianMechanism`, :class:`SymmetricGaussianMechanism`,
+:class:`LaplaceMechanism`, :class:`L2BallMechanism`), dp-accounting / OpenDP style: each carries
+its privacy statement (``.guarantee``, a :mod:`privbandits.privacy.accounting` object computed from
+the noise it adds), its noise scale, and a ``sample(value, rng)`` method batched over leading axes
+whose noise is drawn by the compiled samplers of :mod:`privbandits.privacy.samplers` (the ones the
+algorithm kernels call; :mod:`privbandits.privacy.noise` holds the numpy-facing wrappers).  Each
+has an ``under_noised(factor)`` variant (``factor`` times the noise scale, claimed guarantee
+unchanged): a deliberately broken mechanism the privacy audit must flag.
 
-* pure functions for calibration (noise scale from epsilon, delta, sensitivity), inverse accounting
-  (epsilon of the noise actually added) and batched sampling with an explicit
-  :class:`numpy.random.Generator`;
-* small frozen mechanism objects (:class:`GaussianMechanism`, :class:`SymmetricGaussianMechanism`,
-  :class:`LaplaceMechanism`, :class:`L2BallMechanism`) that carry their own privacy statement
-  (``.guarantee``, a :mod:`privbandits.privacy.accounting` object computed from the noise they add),
-  their noise scale, and a ``sample(value, rng)`` method, dp-accounting / OpenDP style.  Each has an
-  ``under_noised(factor)`` variant (``factor`` times the noise scale, claimed guarantee unchanged):
-  a deliberately broken mechanism the privacy audit must flag.
+The calibration formulas (:mod:`privbandits.privacy.calibration`), the sensitivities
+(:mod:`privbandits.privacy.sensitivity`) and the batched samplers (:mod:`privbandits.privacy.noise`)
+are re-exported here, so ``from privbandits.privacy.mechanisms import gaussian_sigma`` keeps
+working.
 
 References
 ----------
@@ -24,14 +26,13 @@ Han et al. (2021) spec §2.3-2.5, Zheng et al. (2020) spec §3.2-3.3, Hanna et a
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from privbandits.core.errors import DataBoundError, ValidationError
 from privbandits.core.validation import (
@@ -40,352 +41,67 @@ from privbandits.core.validation import (
     check_epsilon,
     check_finite_array,
     check_int,
-    check_nonnegative,
     check_positive,
 )
 from privbandits.privacy.accounting import ApproxDP, PureDP, to_guarantee
+from privbandits.privacy.calibration import (
+    CALIBRATIONS,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_sigma,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classic,
+    l2_ball_epsilon,
+    l2_ball_radius,
+    l2_ball_side_probability,
+    laplace_epsilon,
+    laplace_scale,
+)
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.noise import (
+    l2_ball_mechanism,
+    sample_gaussian,
+    sample_laplace,
+    sample_symmetric_gaussian,
+)
+from privbandits.privacy.sensitivity import (
+    laplace_sum_deviation,
+    outer_product_l1_sensitivity,
+    outer_product_sensitivity,
+)
 
 __all__ = [
-    "gaussian_sigma_classic",
-    "gaussian_sigma_analytic",
-    "gaussian_sigma",
-    "gaussian_delta",
-    "laplace_scale",
-    "gaussian_epsilon",
-    "laplace_epsilon",
-    "l2_ball_epsilon",
-    "sample_gaussian",
-    "sample_symmetric_gaussian",
-    "sample_laplace",
-    "l2_ball_radius",
-    "l2_ball_mechanism",
-    "l2_ball_side_probability",
-    "outer_product_sensitivity",
-    "outer_product_l1_sensitivity",
-    "laplace_sum_deviation",
+    # re-exported: calibration and inverse accounting
     "CALIBRATIONS",
+    # mechanism objects
     "GaussianMechanism",
-    "SymmetricGaussianMechanism",
-    "LaplaceMechanism",
     "L2BallMechanism",
+    "LaplaceMechanism",
+    "SymmetricGaussianMechanism",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_sigma",
+    "gaussian_sigma_analytic",
+    "gaussian_sigma_classic",
+    "l2_ball_epsilon",
+    "l2_ball_mechanism",
+    "l2_ball_radius",
+    "l2_ball_side_probability",
+    "laplace_epsilon",
+    "laplace_scale",
+    "laplace_sum_deviation",
+    "outer_product_l1_sensitivity",
+    # re-exported: sensitivities
+    "outer_product_sensitivity",
+    # re-exported: batched samplers
+    "sample_gaussian",
+    "sample_laplace",
+    "sample_symmetric_gaussian",
 ]
-
-#: Gaussian calibrations understood by :func:`gaussian_sigma` and :class:`GaussianMechanism`.
-CALIBRATIONS: tuple[str, ...] = ("classic", "analytic")
 
 
 def _check_dim(d: object, name: str = "d") -> int:
     return check_int(name, d, 1)
-
-
-def _gamma_ratio(d: int) -> float:
-    """``Gamma((d+1)/2) / Gamma(d/2)`` via lgamma (finite for d in the millions)."""
-    return math.exp(math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
-
-
-# --------------------------------------------------------------------------------------------
-# calibration
-# --------------------------------------------------------------------------------------------
-def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Classic Gaussian calibration ``sigma = Delta_2 sqrt(2 ln(1.25/delta)) / epsilon``.
-
-    Proven (Dwork & Roth 2014, Thm A.1) only for ``epsilon < 1``; for larger epsilon use
-    :func:`gaussian_sigma_analytic` or read the guarantee from :func:`gaussian_delta`.
-    """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    s = check_nonnegative("sensitivity", sensitivity)
-    return s * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
-
-
-def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
-    """Exact delta of the Gaussian mechanism at ``epsilon`` (Balle & Wang 2018, Thm 8).
-
-    ``delta = Phi(Delta/(2 sigma) - eps sigma/Delta) - e^eps Phi(-Delta/(2 sigma) - eps sigma/Delta)``.
-    """
-    eps = check_nonnegative("epsilon", epsilon)
-    sig = check_positive("sigma", sigma)
-    s = check_nonnegative("sensitivity", sensitivity)
-    if s == 0.0:
-        return 0.0
-    a = s / (2.0 * sig)
-    b = eps * sig / s
-    # e^eps * Phi(-a - b) in log space: since a + b >= sqrt(2 eps) and Phi(-x) <= e^{-x^2/2}/2,
-    # the exponent is below -ln 2 for every eps, so this never overflows
-    second = math.exp(eps + special.log_ndtr(-a - b))
-    return max(0.0, float(special.ndtr(a - b) - second))
-
-
-def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float = 1.0, *, rtol: float = 1e-12) -> float:
-    """Smallest sigma whose Gaussian mechanism is exactly ``(epsilon, delta)``-DP (Balle & Wang 2018).
-
-    Valid for every epsilon > 0 (no ``epsilon < 1`` restriction); found by bracketing root search
-    on :func:`gaussian_delta`, which is decreasing in sigma.
-    """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    s = check_nonnegative("sensitivity", sensitivity)
-    if s == 0.0:
-        return 0.0
-
-    def f(log_sig: float) -> float:
-        return gaussian_delta(eps, math.exp(log_sig), 1.0) - dlt
-
-    lo, hi = -10.0, 10.0
-    while f(lo) < 0:
-        lo -= 10.0
-    while f(hi) > 0:
-        hi += 10.0
-    root = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=rtol)
-    sig = math.exp(root)
-    # brentq's tolerance may land a hair below the exact root; step up until delta holds
-    while gaussian_delta(eps, sig, 1.0) > dlt:
-        sig *= 1.0 + 1e-12
-    return s * sig
-
-
-def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0, calibration: str = "classic") -> float:
-    """Gaussian noise std for ``calibration`` in {"classic", "analytic"}."""
-    check_choice("calibration", calibration, CALIBRATIONS)
-    if calibration == "classic":
-        return gaussian_sigma_classic(epsilon, delta, sensitivity)
-    return gaussian_sigma_analytic(epsilon, delta, sensitivity)
-
-
-def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
-    """Laplace scale ``b = Delta_1 / epsilon`` for pure epsilon-DP (Dwork & Roth 2014, Thm 3.6)."""
-    return check_nonnegative("sensitivity", sensitivity) / check_epsilon(epsilon)
-
-
-# --------------------------------------------------------------------------------------------
-# accounting of noise actually added (inverse calibration)
-# --------------------------------------------------------------------------------------------
-def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
-    """Smallest epsilon for which ``N(0, sigma^2)`` noise at ``sensitivity`` is ``(epsilon, delta)``-DP.
-
-    Exact (Balle & Wang 2018, Thm 8): the root in epsilon of :func:`gaussian_delta` = delta.
-    Returns 0 when even epsilon = 0 meets delta, ``inf`` when ``sigma = 0``.
-    """
-    dlt = check_delta(delta)
-    s = check_nonnegative("sensitivity", sensitivity)
-    sig = check_nonnegative("sigma", sigma)
-    if s == 0.0:
-        return 0.0
-    if sig == 0.0:
-        return math.inf
-    if gaussian_delta(0.0, sig, s) <= dlt:
-        return 0.0
-    hi = 1.0
-    while gaussian_delta(hi, sig, s) > dlt:
-        hi *= 2.0
-    eps = optimize.brentq(lambda e: gaussian_delta(e, sig, s) - dlt, 0.0, hi, xtol=1e-14, rtol=1e-13)
-    while gaussian_delta(eps, sig, s) > dlt:  # round up so the statement is never optimistic
-        eps *= 1.0 + 1e-12
-    return float(eps)
-
-
-def laplace_epsilon(scale: float, sensitivity: float = 1.0) -> float:
-    """epsilon of ``Lap(scale)`` noise at L1 ``sensitivity``: ``Delta_1 / scale``."""
-    s = check_nonnegative("sensitivity", sensitivity)
-    b = check_nonnegative("scale", scale)
-    if s == 0.0:
-        return 0.0
-    return math.inf if b == 0.0 else s / b
-
-
-def l2_ball_epsilon(radius: float, d: int, bound: float = 1.0) -> float:
-    """epsilon of the l2-ball mechanism with output ``radius`` (inverse of :func:`l2_ball_radius`).
-
-    ``tanh(eps / 2) = bound sqrt(pi) Gamma((d+1)/2) / (Gamma(d/2) radius)``; a radius too small
-    for any finite epsilon cannot be unbiased and raises.
-    """
-    r = check_positive("radius", radius)
-    d = _check_dim(d)
-    B = check_positive("bound", bound)
-    ratio = _gamma_ratio(d)
-    t = B * math.sqrt(math.pi) * ratio / r
-    if t >= 1.0:
-        raise ValidationError(f"radius={r:g} is below the minimum {B * math.sqrt(math.pi) * ratio:g} "
-                              f"of an unbiased l2-ball mechanism in d={d}")
-    return 2.0 * math.atanh(t)
-
-
-# --------------------------------------------------------------------------------------------
-# sampling
-# --------------------------------------------------------------------------------------------
-def sample_gaussian(rng: np.random.Generator, shape: tuple[int, ...], sigma: float) -> np.ndarray:
-    """i.i.d. ``N(0, sigma^2)`` noise of the given shape."""
-    return check_nonnegative("sigma", sigma) * rng.standard_normal(shape)
-
-
-def sample_symmetric_gaussian(rng: np.random.Generator, lead: tuple[int, ...], d: int, sigma: float) -> np.ndarray:
-    """Symmetric ``d x d`` Gaussian matrices: i.i.d. ``N(0, sigma^2)`` on and above the diagonal, mirrored.
-
-    Returns an array of shape ``lead + (d, d)``.  Only ``d (d + 1) / 2`` draws are made per
-    matrix (the upper triangle, diagonal included).
-    """
-    sig = check_nonnegative("sigma", sigma)
-    d = _check_dim(d)
-    n_upper, gather = _symmetric_gather(d)
-    z = rng.standard_normal(lead + (n_upper,)) * sig
-    return z[..., gather].reshape(lead + (d, d))
-
-
-@functools.lru_cache(maxsize=64)
-def _symmetric_gather(d: int) -> tuple[int, np.ndarray]:
-    """For a d x d symmetric matrix: number of upper-triangle entries and, for each of the d*d
-    positions (row-major), the index of its upper-triangle entry (a pure memo of triu_indices)."""
-    iu = np.triu_indices(d)
-    idx = np.empty((d, d), dtype=np.intp)
-    idx[iu] = np.arange(iu[0].size)
-    idx[iu[1], iu[0]] = np.arange(iu[0].size)
-    idx.setflags(write=False)
-    return iu[0].size, idx.ravel()
-
-
-def sample_laplace(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
-    """i.i.d. ``Lap(scale)`` noise of the given shape."""
-    return rng.laplace(0.0, check_nonnegative("scale", scale), size=shape)
-
-
-def l2_ball_radius(epsilon: float, d: int, bound: float = 1.0) -> float:
-    """Output radius of the l2-ball mechanism (Han et al. 2021, section 2.5; Duchi et al. 2018).
-
-    ``r = bound * (e^eps + 1)/(e^eps - 1) * sqrt(pi) * Gamma((d+1)/2) / Gamma(d/2)``, with the
-    Gamma ratio from ``lgamma`` (stable for d in the thousands) and ``(e^eps+1)/(e^eps-1) =
-    1/tanh(eps/2)``.  This is the unique radius making the mechanism unbiased.
-    """
-    eps = check_epsilon(epsilon)
-    d = _check_dim(d)
-    R = check_positive("bound", bound)
-    return R * math.sqrt(math.pi) * _gamma_ratio(d) / math.tanh(eps / 2.0)
-
-
-def l2_ball_mechanism(
-    x: np.ndarray, epsilon: float, bound: float, rng: np.random.Generator
-) -> tuple[np.ndarray, int]:
-    """epsilon-LDP unbiased randomizer for vectors in the l2 ball (Han et al. 2021, Lemma 2.2).
-
-    Parameters
-    ----------
-    x : ndarray of shape (..., d)
-        Inputs; vectors with norm above ``bound`` are clipped to it (the count is returned).
-    epsilon : float
-        Privacy level (pure epsilon-LDP).
-    bound : float
-        Input norm bound ``R``.
-    rng : Generator
-        Client noise stream.
-
-    Returns
-    -------
-    z : ndarray of shape (..., d)
-        Outputs, each of norm exactly ``l2_ball_radius(epsilon, d, bound)``, with ``E[z] = x``.
-    n_clipped : int
-        How many inputs were clipped.
-
-    Notes
-    -----
-    Exact sampling without rejection: with ``n = ||x||``, draw ``b ~ Bernoulli(1/2 + n/(2R))``,
-    ``v = (2b - 1) x / n``, ``side ~ Bernoulli(e^eps / (1 + e^eps))``; draw ``U`` uniform on the
-    sphere and reflect it through the origin if it lies on the wrong side of ``v``.  For
-    ``x = 0`` the output is uniform on the sphere.
-    """
-    eps = check_epsilon(epsilon)
-    R = check_positive("bound", bound)
-    x = check_finite_array("x", x)
-    if x.ndim == 0:
-        raise ValidationError("x must have a trailing feature axis of size d >= 1, got a scalar")
-    d = x.shape[-1]
-    lead = x.shape[:-1]
-    r = l2_ball_radius(eps, d, R)
-    n = np.sqrt(np.einsum("...d,...d->...", x, x))
-    over = n > R
-    n_clipped = int(over.sum())
-    if n_clipped:
-        x = np.where(over[..., None], x * (R / np.where(over, n, 1.0))[..., None], x)
-        n = np.minimum(n, R)
-    zero = n < 1e-300
-    u_b = rng.random(lead)
-    u_side = rng.random(lead)
-    g = rng.standard_normal(lead + (d,))
-    gn = np.sqrt(np.einsum("...d,...d->...", g, g))
-    # b = 1 keeps X~ = x, b = 0 flips it: v = (2b - 1) x / n.  U = g / ||g|| lies on v's side iff
-    # (2b - 1) g^T x > 0, so v itself is never formed.
-    b = u_b < 0.5 + n / (2.0 * R)
-    on_v_side = (np.einsum("...d,...d->...", g, x) > 0.0) == b
-    same_side = u_side < special.expit(eps)  # e^eps / (1 + e^eps)
-    flip = (on_v_side != same_side) & ~zero
-    scale = np.where(flip, -r, r) / np.where(gn == 0.0, 1.0, gn)
-    return g * scale[..., None], n_clipped
-
-
-def l2_ball_side_probability(norm: float, epsilon: float, bound: float = 1.0) -> float:
-    """``P(Z^T x > 0)`` for the l2-ball mechanism at an input of norm ``norm`` (Han et al. spec §2.5).
-
-    ``[1 + (1/2 + n/(2R)) (e^eps - 1)] / (1 + e^eps)``; 0.731059 at ``n = R, eps = 1`` and 1/2 at
-    ``n = 0``.  Inputs above the bound are clipped first, so ``n`` is capped at ``R``.
-    """
-    eps = check_epsilon(epsilon)
-    R = check_positive("bound", bound)
-    n = min(check_nonnegative("norm", norm), R)
-    p = 0.5 + n / (2.0 * R)
-    q = special.expit(eps)
-    return float(p * q + (1.0 - p) * (1.0 - q))
-
-
-# --------------------------------------------------------------------------------------------
-# sensitivities the specs derive
-# --------------------------------------------------------------------------------------------
-def outer_product_sensitivity(bound: float = 1.0, *, tight: bool = False) -> float:
-    """L2 sensitivity of the upper triangle (diagonal included) of ``x x^T`` for ``||x|| <= bound``.
-
-    ``||x x^T - x' x'^T||_F^2 = ||x||^4 + ||x'||^4 - 2 (x^T x')^2 <= 2 bound^4``, so the tight value
-    is ``sqrt(2) bound^2`` (orthogonal x, x' of norm ``bound``; the upper-triangle vector has the
-    same maximum).  The default is the looser ``2 bound^2`` that the papers use (Han et al. 2021,
-    Prop 3.1 / spec §2.4 "strict"; Zheng et al. 2020, ``||v(x) - v(x')|| <= 2``).
-    """
-    B = check_positive("bound", bound)
-    return (math.sqrt(2.0) if tight else 2.0) * B * B
-
-
-def outer_product_l1_sensitivity(d: int, bound: float = 1.0) -> float:
-    """L1 sensitivity of the upper triangle of ``x x^T`` for ``||x||_2 <= bound`` (Zheng spec §3.3).
-
-    ``sum_{i<=j} |x_i x_j| <= (||x||_1^2 + ||x||_2^2) / 2 <= (d + 1) bound^2 / 2``, hence
-    ``Delta_1 = (d + 1) bound^2``.
-    """
-    d = _check_dim(d)
-    B = check_positive("bound", bound)
-    return (d + 1) * B * B
-
-
-def laplace_sum_deviation(scale: float, sum_sq: float, max_abs: float, ell: float) -> float:
-    """Threshold ``t`` with ``P(sum_j l_j z_j >= t) <= e^{-ell}`` for i.i.d. ``z_j ~ Lap(scale)``.
-
-    Corrected Lemma 4 of Hanna et al. (2022) (spec §3.10): with ``S = sum_j l_j^2`` and
-    ``c = max_j |l_j|``, ``t = scale (sqrt(8 S ell) + sqrt(2) c ell)``.  (The paper's own lemma
-    uses a too-small Laplace MGF constant and is numerically violated.)
-
-    Parameters
-    ----------
-    scale : float
-        Laplace scale ``s`` (std ``sqrt(2) s``).
-    sum_sq : float
-        ``S = sum_j l_j^2`` >= 0.
-    max_abs : float
-        ``c = max_j |l_j|`` >= 0 (``c^2 <= S``).
-    ell : float
-        Log of the inverse failure probability, > 0.
-    """
-    s = check_nonnegative("scale", scale)
-    S = check_nonnegative("sum_sq", sum_sq)
-    c = check_nonnegative("max_abs", max_abs)
-    L = check_positive("ell", ell)
-    if c * c > S * (1.0 + 1e-12):
-        raise ValidationError(f"max_abs^2 = {c * c:g} cannot exceed sum_sq = {S:g}")
-    return s * (math.sqrt(8.0 * S * L) + math.sqrt(2.0) * c * L)
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,7 +115,7 @@ def _as_float_array(name: str, value: object) -> np.ndarray:
     return check_finite_array(name, value)
 
 
-def _restore_scalar(value: object, out: np.ndarray) -> np.ndarray | float:
+def _restore_scalar(value: Any, out: np.ndarray) -> np.ndarray | float:
     return float(out) if np.ndim(value) == 0 else out
 
 
@@ -587,6 +303,7 @@ class SymmetricGaussianMechanism:
     d: int
     calibration: str = "classic"
     noise_factor: float = 1.0
+    _vector: GaussianMechanism = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "d", _check_dim(self.d))

@@ -1,8 +1,9 @@
 """Bit randomizers: randomized rounding, the binomial bit randomizer of Cheu et al., randomized response.
 
 These are the one-dimensional local randomizers the shuffle protocols of
-:mod:`privbandits.privacy.shuffle` are built from.  Every function is batched over arbitrary
-leading axes and draws only from the :class:`numpy.random.Generator` it is given.
+:mod:`privbandits.privacy.cheu` are built from.  Every function is batched over arbitrary
+leading axes, draws only from the :class:`numpy.random.Generator` it is given, and draws its noise
+through the compiled samplers of :mod:`privbandits.privacy.samplers` (entry by entry in C order).
 
 References
 ----------
@@ -25,15 +26,16 @@ from privbandits.core.validation import (
     check_int,
     check_positive,
 )
+from privbandits.privacy import samplers
 
 __all__ = [
-    "randomized_rounding",
     "binomial_bit_counts",
     "bits_from_counts",
-    "randomized_response",
-    "randomized_response_keep_probability",
-    "randomized_response_epsilon",
     "debias_randomized_response",
+    "randomized_response",
+    "randomized_response_epsilon",
+    "randomized_response_keep_probability",
+    "randomized_rounding",
 ]
 
 
@@ -57,9 +59,9 @@ def randomized_rounding(u: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     u = check_finite_array("u", u)
     if u.size and float(u.min()) < 0.0:
         raise ValidationError(f"u must be nonnegative for randomized rounding, got minimum {float(u.min()):g}")
-    floor = np.floor(u)
-    up = rng.random(u.shape) < (u - floor)
-    return floor.astype(np.int64) + up
+    out = np.empty(u.size, dtype=np.int64)
+    samplers.randomized_rounding_rows(rng, np.ascontiguousarray(u, dtype=float).reshape(-1), out)
+    return out.reshape(u.shape)
 
 
 def binomial_bit_counts(
@@ -69,7 +71,8 @@ def binomial_bit_counts(
 
     Sarmasarkar (2026), Appendix T, Algorithm 4 (after Cheu et al. 2022):
     ``x_bar = floor(w g / Delta)``, ``gamma1 ~ Bernoulli(w g / Delta - x_bar)``,
-    ``x_hat = x_bar + gamma1``, ``gamma2 ~ Binomial(b, p)``; the message is a multiset of
+    ``x_hat = x_bar + gamma1``, ``gamma2 ~ Binomial(b, p)`` (compiled sampler
+    :func:`~privbandits.privacy.samplers.binomial_bits`, entry by entry); the message is a multiset of
     ``ceil(2 g) + b`` bits of which ``x_hat + gamma2`` are ones (spec section 11.14: ``w`` ranges
     over ``[0, 2 Delta]``, so ``g + b`` bits as printed would not always suffice).  A multiset of
     bits is determined by its number of ones, which is what this function returns; use
@@ -105,10 +108,9 @@ def binomial_bit_counts(
             f"w must lie in [0, 2 Delta] = [0, {2.0 * Delta:g}] (a coordinate plus the bias Delta), "
             f"got range [{float(w.min()):g}, {float(w.max()):g}]"
         )
-    u = np.clip(w * (g / Delta), 0.0, 2.0 * g)  # guards a 1e-12 rounding overshoot of w
-    x_hat = randomized_rounding(u, rng)
-    gamma2 = rng.binomial(b, p, size=w.shape)
-    return x_hat + gamma2
+    out = np.empty(w.size, dtype=np.int64)
+    samplers.binomial_bits_rows(rng, np.ascontiguousarray(w, dtype=float).reshape(-1), g, b, p, Delta, out)
+    return out.reshape(w.shape)
 
 
 def bits_from_counts(counts: np.ndarray, n_bits: int) -> np.ndarray:
@@ -151,14 +153,17 @@ def randomized_response_epsilon(keep_probability: float) -> float:
 def randomized_response(bits: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
     """Binary randomized response: keep each bit w.p. ``e^eps/(1+e^eps)``, else flip it.
 
-    epsilon-LDP for one bit (Warner 1965).  Returns uint8 bits of the same shape.
+    epsilon-LDP for one bit (Warner 1965); compiled sampler
+    :func:`~privbandits.privacy.samplers.randomized_response`, one uniform per bit in C order.
+    Returns uint8 bits of the same shape.
     """
     k = randomized_response_keep_probability(epsilon)
     x = np.asarray(bits)
     if x.size and not np.all((x == 0) | (x == 1)):
         raise ValidationError("bits must contain only 0 and 1")
-    flip = rng.random(x.shape) >= k
-    return (x.astype(np.uint8) ^ flip.astype(np.uint8)).astype(np.uint8)
+    out = np.empty(x.size, dtype=np.int64)
+    samplers.randomized_response_rows(rng, np.ascontiguousarray(x, dtype=np.int64).reshape(-1), k, out)
+    return out.astype(np.uint8).reshape(x.shape)
 
 
 def debias_randomized_response(reports: np.ndarray, epsilon: float, axis: int = -1) -> np.ndarray:

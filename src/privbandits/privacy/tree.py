@@ -43,15 +43,16 @@ from privbandits.privacy.accounting import (
     zcdp_for_approx_dp,
 )
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.noise import sample_gaussian, sample_symmetric_gaussian
 
 __all__ = [
-    "tree_levels",
+    "TreeAggregator",
     "max_nodes_per_leaf",
     "node_decomposition",
     "nodes_containing",
-    "tree_sensitivity",
     "sample_tree_noise",
-    "TreeAggregator",
+    "tree_levels",
+    "tree_sensitivity",
 ]
 
 
@@ -119,20 +120,26 @@ def sample_tree_noise(rng: np.random.Generator, lead: tuple[int, ...], shape: tu
                       ) -> np.ndarray:
     """Node noise: ``N(0, sigma^2 I)`` for vectors; ``(Z' + Z'^T)/2`` for ``(d, d)`` matrices (spec 4.2).
 
-    The matrix form is drawn as its upper triangle (diagonal std ``sigma``, off-diagonal std
-    ``sigma / sqrt(2)``) and mirrored, so it is exactly symmetric.
+    Drawn by the compiled samplers: vectors by :func:`~privbandits.privacy.samplers.add_gaussian`
+    (C order); matrices by :func:`~privbandits.privacy.samplers.add_symmetric_gaussian` (std
+    ``sigma`` on and above the diagonal, mirrored) with the off-diagonal entries then scaled by
+    ``1/sqrt(2)``, which is the law of ``(Z' + Z'^T)/2`` (diagonal std ``sigma``, off-diagonal std
+    ``sigma / sqrt(2)``), exactly symmetric.
     """
     sig = check_nonnegative("sigma", sigma)
     if len(shape) == 1:
-        return sig * rng.standard_normal(lead + shape)
+        return sample_gaussian(rng, tuple(lead) + tuple(shape), sig)
     d = shape[0]
-    iu = np.triu_indices(d)
-    std = np.where(iu[0] == iu[1], sig, sig / math.sqrt(2.0))
-    z = rng.standard_normal(lead + (iu[0].size,)) * std
-    W = np.zeros(lead + (d, d))
-    W[..., iu[0], iu[1]] = z
-    W[..., iu[1], iu[0]] = z
+    W = sample_symmetric_gaussian(rng, tuple(lead), d, sig)
+    W *= _offdiag_scale(d)
     return W
+
+
+def _offdiag_scale(d: int) -> np.ndarray:
+    """``d x d`` matrix with 1 on the diagonal and ``1/sqrt(2)`` off it."""
+    s = np.full((d, d), 1.0 / math.sqrt(2.0))
+    np.fill_diagonal(s, 1.0)
+    return s
 
 
 class TreeAggregator:
@@ -308,7 +315,7 @@ class TreeAggregator:
         Off-diagonal matrix entries have half of it.
         """
         t = self.t if t is None else check_int("t", t, 0, self.T)
-        return bin(t).count("1") * self.sigma**2
+        return t.bit_count() * self.sigma**2
 
     def zcdp(self) -> ZCDP:
         """zCDP of the whole released stream: ``bit_length(T)`` node releases of ``Delta^2/(2 sigma^2)``.

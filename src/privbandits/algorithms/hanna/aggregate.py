@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from privbandits.algorithms.phased_elimination import BatchPlan
-from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.algorithms.hanna.elimination import BatchPlan
 
 __all__ = ["AggregateLaplaceSums", "laplace_sum_noise"]
 
@@ -52,33 +51,18 @@ class AggregateLaplaceSums:
     Parameters
     ----------
     scale : callable
-        ``plan -> s`` (n,), the Laplace scale the users of each batch apply.
+        ``plan -> s`` (n,), the Laplace scale the users of each batch apply (from the calibration).
     clip : (r_lo, r_hi)
-        Reward range every user clips to before adding noise.
-    guarantee_fn : callable
-        Returns the algorithm's accounted guarantee (shared with the per-user path).
-    on_release : callable, optional
-        Called with each released plan (the shuffle accountant records the batch sizes).
+        Reward range every user clips to before adding noise; the aggregate driver draws the sums
+        of the clipped rewards.
     """
 
     scale: Callable[[BatchPlan], np.ndarray]
     clip: tuple[float, float]
-    guarantee_fn: Callable[[], PrivacyGuarantee]
-    on_release: Callable[[BatchPlan], None] | None = None
     n_batches: int = field(default=0)
-
-    def prepare(self, rewards: np.ndarray) -> np.ndarray:
-        """Each user's clipping to ``[r_lo, r_hi]`` (done on the device before the noise)."""
-        return np.clip(rewards, self.clip[0], self.clip[1])
 
     def collect(self, plan: BatchPlan, sums: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``r_hat_ia = sum_k clip(r_ia^(k)) + sum_k Lap(s)`` on the core set, 0 elsewhere."""
         noise = laplace_sum_noise(rng, plan.counts, self.scale(plan))
-        if self.on_release is not None:
-            self.on_release(plan)
         self.n_batches += len(plan)
         return np.where(plan.counts > 0, np.asarray(sums, dtype=float) + noise, 0.0)
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        return self.guarantee_fn()

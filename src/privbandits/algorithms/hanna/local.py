@@ -5,16 +5,17 @@ Roles (DESIGN section 2; spec section 4.2):
 * **client** (:class:`LocalClient`, on the user's device): reads the public schedule of the
   running batch (``remaining`` pulls per action, or the committed action), plays an action drawn
   uniformly from the remaining multiset (a uniformly random order of the batch), observes its
-  reward ``r`` and sends only ``(a, clip(r, r_lo, r_hi) + Lap(Delta / eps0))``
-  (:class:`LocalLaplaceRandomizer`; the action is public in this model, spec section 2.1);
+  reward ``r`` and sends only ``(a, clip(r, r_lo, r_hi) + Lap(Delta / eps0))``, drawn by the
+  audited sampler :func:`~privbandits.privacy.samplers.laplace_randomize` (the action is public in
+  this model, spec section 2.1);
 * **server** (:class:`LocalServer`): sums the reports per action; when the batch's ``n_i``
   reports are in, ``r_hat_ia = sum_{k <= n_ia} r_hat_ia^(k)`` (spec section 9, item 4), least
   squares, the local width of spec section 4.6 and elimination over ``A_i``.
 
 Each report is ``(r_hi - r_lo) / s``-LDP for the scale ``s`` actually used (``eps0`` under the
 strict preset, ``2 eps0`` under the paper's sensitivity 1); everything the server does is
-post-processing, and each user reports once.  The aggregate fast path draws each batch's summed
-user noise exactly (``Gamma(n, s) - Gamma(n, s)``, :mod:`~privbandits.algorithms.hanna.aggregate`).
+post-processing, and each user reports once.  The aggregate path draws each batch's summed user
+noise exactly (``Gamma(n, s) - Gamma(n, s)``, :mod:`~privbandits.algorithms.hanna.aggregate`).
 
 References
 ----------
@@ -29,23 +30,36 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm
+from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
-from privbandits.algorithms.hanna.presets import Switches, resolve_switches
-from privbandits.algorithms.hanna.server import EliminationServer, EngineAccess, check_reports
+from privbandits.algorithms.hanna.curator import require_fixed_actions
+from privbandits.algorithms.hanna.elimination import (
+    BatchPlan,
+    HannaElimination,
+    batch_growth,
+    n_batches,
+)
+from privbandits.algorithms.hanna.presets import (
+    ELIMINATION_CONSTRAINTS,
+    SWITCH_CONSTRAINTS,
+    resolve_switches,
+)
+from privbandits.algorithms.hanna.server import EliminationServer, check_reports
 from privbandits.algorithms.hanna.widths import LocalWidth
-from privbandits.algorithms.phased_elimination import HannaElimination
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.params import Epsilon
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_epsilon, check_in_range, check_positive
 from privbandits.privacy.accounting import PureDP, to_guarantee
-from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.mechanisms import LaplaceMechanism, laplace_epsilon
+from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.mechanisms import laplace_epsilon
+from privbandits.privacy.samplers import laplace_randomize
 
-__all__ = ["HannaLocal", "LocalClient", "LocalLaplaceRandomizer", "LocalServer", "draw_from_remaining"]
+__all__ = ["LOCAL_MECHANISM", "HannaLocal", "LocalClient", "LocalServer", "draw_from_remaining"]
 
+#: Name of the local randomizer (recorded in every report).
 LOCAL_MECHANISM = "hanna-local-laplace"
 
 
@@ -63,81 +77,57 @@ def draw_from_remaining(remaining: np.ndarray, rng: np.random.Generator) -> np.n
     return np.where(total > 0, a, -1)
 
 
-class LocalLaplaceRandomizer:
-    """The user-side randomizer of Algorithm 2: ``clip(r, r_lo, r_hi) + Lap(sensitivity / eps0)``.
-
-    Parameters
-    ----------
-    epsilon : float
-        Local budget ``eps0``.
-    r_lo, r_hi : float
-        Reward range; ``r_hi - r_lo`` is the true sensitivity of one report.
-    sensitivity : float
-        Sensitivity used for the scale (``r_hi - r_lo``, or 1 under ``paper_sensitivity``).
-    """
-
-    mechanism = LOCAL_MECHANISM
-
-    def __init__(self, epsilon: float, r_lo: float, r_hi: float, sensitivity: float) -> None:
-        self.r_lo, self.r_hi = float(r_lo), float(r_hi)
-        self.laplace = LaplaceMechanism(sensitivity, epsilon)
-        self.scale = self.laplace.scale
-
-    @property
-    def local_epsilon(self) -> float:
-        """LDP level of one report at the true sensitivity ``r_hi - r_lo``."""
-        return laplace_epsilon(self.scale, self.r_hi - self.r_lo)
-
-    def privatize(self, actions: np.ndarray, rewards: np.ndarray, report: np.ndarray,
-                  rng: np.random.Generator) -> PrivatizedMessage:
-        """Reports ``(a, clip(r) + Lap(scale))`` of the users with ``report`` True; ``(-1, 0)`` otherwise."""
-        noise = self.laplace.noise(rng, np.shape(rewards))
-        value = np.where(report, np.clip(rewards, self.r_lo, self.r_hi) + noise, 0.0)
-        return PrivatizedMessage(payload={"action": np.where(report, actions, -1).astype(np.int64),
-                                          "reward_hat": value}, mechanism=self.mechanism)
-
-
 class LocalClient(Client):
     """User side of Algorithm 2 (one user per replication per round).
 
+    Holds only public quantities: the Laplace scale ``Delta / eps0``, the reward range and the
+    problem's context bound (its inputs are checked before they are randomized).
+
     Parameters
     ----------
-    randomizer : LocalLaplaceRandomizer
-    bulletin : EliminationServer
-        Used only to post the public action catalogue and read the public schedule (the first
-        user of a run posts the catalogue, spec module docs of
-        :mod:`~privbandits.algorithms.hanna.server`).
+    scale : float
+        Laplace scale of the report.
+    r_lo, r_hi : float
+        Reward range every user clips to.
+    spec : EnvSpec
+        The public problem description (context bound).
     """
 
-    def __init__(self, randomizer: LocalLaplaceRandomizer, bulletin: EliminationServer) -> None:
-        self.randomizer = randomizer
-        self.bulletin = bulletin
-        self._in_batch = np.zeros(0, dtype=bool)
+    def __init__(self, scale: float, r_lo: float, r_hi: float, spec: EnvSpec) -> None:
+        self.scale, self.r_lo, self.r_hi, self.spec = float(scale), float(r_lo), float(r_hi), spec
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if not bool(np.all(public["ready"])):
-            self.bulletin.publish_action_set(contexts)
-            public = self.bulletin.public_state()
+        """An action from the running batch's remaining schedule, or the committed action."""
         committed = public["committed"]
-        self._in_batch = committed < 0
         a = draw_from_remaining(public["remaining"], rng)
-        return np.where(self._in_batch, a, committed)
+        return np.where(committed < 0, a, committed)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        return self.randomizer.privatize(actions, rewards, self._in_batch, rng)
+        """``(a, clip(r, r_lo, r_hi) + Lap(scale))`` for users in a batch, ``(-1, 0)`` in the commit
+        phase (nothing about them is used).  Draw order: one uniform per reporting user."""
+        y = np.asarray(rewards, dtype=float)
+        check_client_inputs(np.asarray(contexts, dtype=float), y, self.spec.context_bound)
+        report = public["committed"] < 0
+        value = np.zeros(y.shape)
+        out = np.empty(int(report.sum()))
+        laplace_randomize(rng, np.ascontiguousarray(y[report]), self.r_lo, self.r_hi,
+                          np.full(out.size, self.scale), out)
+        value[report] = out
+        action = np.where(report, np.asarray(actions), -1).astype(np.int64)
+        return PrivatizedMessage(payload={"action": action, "reward_hat": value}, mechanism=LOCAL_MECHANISM)
 
 
 class LocalServer(EliminationServer):
     """Server of Algorithm 2: per-action sums of the reports, batch end, public schedule."""
 
-    def __init__(self, R: int, d: int, make_core: Any) -> None:
-        super().__init__(R, d, make_core)
+    def __init__(self, R: int, d: int) -> None:
+        super().__init__(R, d)
         self._remaining = np.zeros((R, 1), dtype=np.int64)
         self._sums = np.zeros((R, 1))
         self.reports = 0
 
-    def _planned(self, plan: Any) -> None:
+    def _planned(self, plan: BatchPlan) -> None:
         if self._remaining.shape[1] != plan.counts.shape[1]:
             self._remaining = np.zeros((self.R, plan.counts.shape[1]), dtype=np.int64)
             self._sums = np.zeros((self.R, plan.counts.shape[1]))
@@ -146,20 +136,20 @@ class LocalServer(EliminationServer):
 
     def _public_arrays(self) -> dict[str, np.ndarray]:
         out = super()._public_arrays()
-        if self.core is not None:
-            out["remaining"] = np.where(self.core.exploring()[:, None], self._remaining, 0)
+        assert self.core is not None
+        out["remaining"] = np.where(self.core.exploring()[:, None], self._remaining, 0)
         return out
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         """Add each report to its action's sum; finish the batches whose ``n_i`` reports are in."""
         action, value = check_reports(message, PrivatizedMessage, LOCAL_MECHANISM)
         if self.core is None:
-            raise ValidationError("a report arrived before the action catalogue was posted")
+            raise ValidationError("a report arrived before the action catalogue was installed")
         if action.shape != (self.R,):
             raise TrustBoundaryError(f"expected one report per replication ({self.R}), got shape {action.shape}")
         rows = np.flatnonzero((action >= 0) & self.core.exploring())
         a = action[rows]
-        if np.any(self._remaining[rows, a] <= 0):
+        if np.any(a >= self._remaining.shape[1]) or np.any(self._remaining[rows, a] <= 0):
             raise ValidationError("a report names an action outside the running batch's schedule")
         self._remaining[rows, a] -= 1
         self._sums[rows, a] += value[rows]
@@ -170,21 +160,14 @@ class LocalServer(EliminationServer):
         self._public = None
 
 
-def _common_checks(alg: Any, design_factor: float, sigma: float, fail_prob: float | None) -> None:
-    alg.design_factor = check_in_range("design_factor", design_factor, 1.0, None)
-    alg.sigma = check_positive("sigma", sigma)
-    alg.fail_prob = None if fail_prob is None else check_in_range(
-        "fail_prob", fail_prob, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-
-
 @register
-class HannaLocal(EngineAccess, LocalAlgorithm):
+class HannaLocal(LocalAlgorithm):
     """Algorithm 2 of Hanna et al. (2022): local model, pure eps0-LDP Laplace reports.
 
     Parameters
     ----------
     epsilon : float
-        Local budget ``eps0`` of each user's report.
+        Local budget ``eps0`` of each user's report; default 1.
     preset : {"strict", "paper"}
         Calibration preset (spec section 2.6).
     paper_sensitivity : bool, optional
@@ -204,12 +187,20 @@ class HannaLocal(EngineAccess, LocalAlgorithm):
     paper = "Hanna et al. 2022 (Alg. 2)"
     settings: ClassVar[tuple[str, ...]] = ("single",)
     links: ClassVar[tuple[str, ...]] = ("identity",)
+    constraints: ClassVar = {"epsilon": Epsilon,
+                             **{k: v for k, v in ELIMINATION_CONSTRAINTS.items() if k != "core_set"},
+                             "paper_sensitivity": SWITCH_CONSTRAINTS["paper_sensitivity"]}
+    test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 2.0, "width_mode": "paper", "fail_prob": 0.01})
+    test_envs: ClassVar[tuple[str, ...]] = ("finite",)
     #: Streams of the aggregate path: the users' choices (policy) and the users' noise (client).
     aggregate_streams: ClassVar[tuple[str, str]] = ("policy", "client")
 
+    server: LocalServer
+    collector: AggregateLaplaceSums
+
     def __init__(
         self,
-        epsilon: float,
+        epsilon: float = 1.0,
         preset: str = "strict",
         paper_sensitivity: bool | None = None,
         width_mode: str | None = None,
@@ -217,42 +208,53 @@ class HannaLocal(EngineAccess, LocalAlgorithm):
         sigma: float = 1.0,
         fail_prob: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, preset=preset, paper_sensitivity=paper_sensitivity,
-                         width_mode=width_mode, design_factor=design_factor, sigma=sigma, fail_prob=fail_prob)
-        self.epsilon = check_epsilon(epsilon)
-        self.switches: Switches = resolve_switches(preset, paper_sensitivity, width_mode, shuffle=False)
-        self.preset = self.switches.preset
-        _common_checks(self, design_factor, sigma, fail_prob)
+        pass
 
-    # -- lifecycle --------------------------------------------------------------------------------
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        if not spec.fixed_actions:
-            raise ValidationError(f"algorithm {self.name!r} needs a fixed finite action set (spec.fixed_actions=True, "
-                                  "e.g. FiniteActionEnv); got an environment with per-round contexts")
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Laplace scale ``s = Delta / eps0`` and the accounted ``(r_hi - r_lo) / s``-LDP."""
+        sw = resolve_switches(self.preset, self.paper_sensitivity, self.width_mode)
         lo, hi = spec.reward_range
-        self.randomizer = LocalLaplaceRandomizer(self.epsilon, lo, hi, self.switches.sensitivity(lo, hi))
-        self.server = LocalServer(self.R, spec.d, self.make_core)
-        self.client = LocalClient(self.randomizer, self.server)
-        self.collector = AggregateLaplaceSums(lambda plan: np.full(len(plan), self.randomizer.scale), (lo, hi),
-                                              lambda: self.guarantee)
+        sens = sw.sensitivity(lo, hi)
+        scale = sens / self.epsilon
+        eps = laplace_epsilon(scale, hi - lo)
+        notes = (f"{sw.describe(shuffle=False)}; Hanna et al. (2022) Alg. 2: each user sends "
+                 f"clip(r, {lo:g}, {hi:g}) + Lap({scale:.6g}) once -> {eps:.6g}-LDP")
+        resolved = {**sw.as_dict(shuffle=False), "eps0": self.epsilon, "sensitivity": sens,
+                    "laplace_scale": scale, "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
+        return Calibration(to_guarantee(PureDP(eps), "local", "user", notes), resolved, preset=self.preset,
+                           requested=(self.epsilon, 0.0))
 
+    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
+        require_fixed_actions(self.name, spec)
+        super().reset(spec, replications, streams)
+        lo, hi = spec.reward_range
+        scale = float(self.calibration.resolved["laplace_scale"])
+        self.server = LocalServer(self.R, spec.d)
+        self.client = LocalClient(scale, lo, hi, spec)
+        self.collector = AggregateLaplaceSums(lambda plan: np.full(len(plan), scale), (lo, hi))
+
+    # -- BatchedAlgorithm -------------------------------------------------------------------------
     def make_core(self, A: np.ndarray) -> HannaElimination:
         """The elimination engine with the local width (public quantities only)."""
-        scale = self.randomizer.scale
-        width = LocalWidth(lambda plan: np.full(len(plan), scale), self.switches.width_mode, self.sigma,
-                           self.fail_prob)
+        res = self.calibration.resolved
+        scale = float(res["laplace_scale"])
+        width = LocalWidth(lambda plan: np.full(len(plan), scale), res["width_mode"], self.sigma, self.fail_prob)
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
 
-    def resolved_params(self) -> dict[str, Any]:
-        return {k: v for k, v in self.switches.as_dict().items() if k != "shuffle_bound"}
+    def start_batches(self, A: np.ndarray) -> HannaElimination:
+        """Install the engine on the public action catalogue ``A`` (R, K, d) in the server."""
+        core = self.make_core(np.array(A, dtype=float, copy=True))
+        self.server.start(core)
+        return core
 
     @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """Each report is ``(r_hi - r_lo) / scale``-LDP; users report once (parallel composition)."""
-        rnd = getattr(self, "randomizer", None)
-        if rnd is None:  # before reset: the nominal reward range [-1, 1]
-            rnd = LocalLaplaceRandomizer(self.epsilon, -1.0, 1.0, self.switches.sensitivity(-1.0, 1.0))
-        notes = (f"{self.switches.describe(shuffle=False)}; Hanna et al. (2022) Alg. 2: each user sends "
-                 f"clip(r, {rnd.r_lo:g}, {rnd.r_hi:g}) + Lap({rnd.scale:.6g}) once")
-        return to_guarantee(PureDP(rnd.local_epsilon), "local", "user", notes)
+    def core(self) -> HannaElimination | None:
+        """The elimination engine of the current run (held by the untrusted server)."""
+        server = self.__dict__.get("server")
+        return None if server is None else server.core
+
+    @property
+    def batch_log(self) -> list[dict[str, Any]]:
+        """Per-batch public record of the run."""
+        server = self.__dict__.get("server")
+        return [] if server is None else server.batch_log

@@ -1,15 +1,18 @@
-"""Calibration presets of Hanna et al. (2022): the three switches of spec section 2.6.
+"""Calibration presets and parameter constraints of Hanna et al. (2022) (spec section 2.6).
 
 =====================  ==========================================  ===========================================
-switch                 ``strict`` (library default)                ``paper`` (reproduction only; warns)
+switch                 ``strict`` (library default)                ``paper`` (reproduction only)
 =====================  ==========================================  ===========================================
 ``paper_sensitivity``  False: Laplace sensitivity ``r_hi - r_lo``  True: sensitivity 1 (rewards still clipped)
 ``width_mode``         ``"rigorous"`` (spec 4.6, right column)     ``"paper"`` (spec 4.6, left column)
 ``shuffle_bound``      ``"fmt-valid"``: Algorithm E0 (spec 3.9)    ``"paper"``: literal ``f^{-1}_{n,delta}(eps)``
 =====================  ==========================================  ===========================================
 
-Each switch can be overridden individually; the other two keep the preset's values.  The
-resolved switches are part of every result (they are written into the guarantee's notes).
+Each switch can be overridden individually (``None`` keeps the preset's value); the resolved
+switches are part of every calibration (``resolved_params``) and of the guarantee's notes.  A
+preset other than ``strict``, or switches whose accounted guarantee is weaker than the request,
+make :meth:`~privbandits.algorithms.base.Algorithm.reset` emit a
+:class:`~privbandits.algorithms.calibration.CalibrationWarning` naming the accounted guarantee.
 
 References
 ----------
@@ -19,22 +22,69 @@ Hanna, Girgis, Fragouli & Diggavi (2022); spec ``hanna2022-dp-linear-bandits.md`
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
+from typing import Any
 
+from privbandits.algorithms.hanna.elimination import CORE_SETS
 from privbandits.core.errors import ValidationError
-from privbandits.core.validation import check_choice
+from privbandits.core.params import Bool, Choice, Constraint, Optional, Positive, Real
+from privbandits.privacy.laplace_shuffle import SHUFFLE_BOUNDS
 
-__all__ = ["PRESETS", "SHUFFLE_BOUNDS", "WIDTH_MODES", "Switches", "resolve_switches"]
+__all__ = [
+    "ELIMINATION_CONSTRAINTS",
+    "PRESETS",
+    "SHUFFLE_BOUNDS",
+    "SWITCH_CONSTRAINTS",
+    "WIDTH_MODES",
+    "CoreSet",
+    "Switches",
+    "core_set_name",
+    "resolve_switches",
+]
 
 #: Confidence-width modes (spec section 4.6).
 WIDTH_MODES: tuple[str, ...] = ("paper", "rigorous")
-#: Local-budget rules of the shuffle model (spec section 3.9).
-SHUFFLE_BOUNDS: tuple[str, ...] = ("fmt-valid", "paper")
 #: The two presets of spec section 2.6.
-PRESETS: dict[str, dict[str, object]] = {
+PRESETS: dict[str, dict[str, Any]] = {
     "strict": {"paper_sensitivity": False, "width_mode": "rigorous", "shuffle_bound": "fmt-valid"},
     "paper": {"paper_sensitivity": True, "width_mode": "paper", "shuffle_bound": "paper"},
+}
+
+
+def core_set_name(value: bool | str) -> str:
+    """The core-set construction of a ``core_set`` parameter: ``True`` -> ``"greedy"`` (G-optimal
+    core set), ``False`` -> ``"nocore-fw"`` (the "no core set" ablation, spec section 4.5), or the
+    name itself (one of :data:`CORE_SETS`)."""
+    if isinstance(value, bool):
+        return "greedy" if value else "nocore-fw"
+    return value
+
+
+class CoreSet(Constraint):
+    """``True``, ``False`` or one of :data:`CORE_SETS` (kept as given; see :func:`core_set_name`)."""
+
+    def check(self, name: str, value: Any) -> bool | str:
+        if isinstance(value, bool) or (isinstance(value, str) and value in CORE_SETS):
+            return value
+        raise ValidationError(f"{name} must be True, False or one of {CORE_SETS}, got {value!r}")
+
+    def describe(self) -> str:
+        return "True, False or one of " + ", ".join(map(repr, CORE_SETS))
+
+
+#: Constraints of the elimination skeleton shared by every algorithm of the family.
+ELIMINATION_CONSTRAINTS: dict[str, Constraint] = {
+    "preset": Choice(*PRESETS),
+    "width_mode": Optional(Choice(*WIDTH_MODES)),
+    "core_set": CoreSet(),
+    "design_factor": Real(1.0, None),
+    "sigma": Positive,
+    "fail_prob": Optional(Real(0.0, 1.0, low_open=True, high_open=True)),
+}
+#: Constraints of the privacy switches (central / local use the first, shuffle all three).
+SWITCH_CONSTRAINTS: dict[str, Constraint] = {
+    "paper_sensitivity": Optional(Bool()),
+    "shuffle_bound": Optional(Choice(*SHUFFLE_BOUNDS)),
 }
 
 
@@ -77,9 +127,13 @@ class Switches:
             parts.append(f"shuffle_bound={self.shuffle_bound}")
         return f"preset={self.preset} ({', '.join(parts)})"
 
-    def as_dict(self) -> dict[str, object]:
-        return {"preset": self.preset, "paper_sensitivity": self.paper_sensitivity,
-                "width_mode": self.width_mode, "shuffle_bound": self.shuffle_bound}
+    def as_dict(self, shuffle: bool = True) -> dict[str, Any]:
+        """The switches as resolved parameters (``shuffle_bound`` only for the shuffle model)."""
+        out: dict[str, Any] = {"preset": self.preset, "paper_sensitivity": self.paper_sensitivity,
+                               "width_mode": self.width_mode}
+        if shuffle:
+            out["shuffle_bound"] = self.shuffle_bound
+        return out
 
 
 def resolve_switches(
@@ -87,9 +141,6 @@ def resolve_switches(
     paper_sensitivity: bool | None = None,
     width_mode: str | None = None,
     shuffle_bound: str | None = None,
-    *,
-    warn: bool = True,
-    shuffle: bool = True,
 ) -> Switches:
     """The preset's switches with individual overrides (spec section 2.6).
 
@@ -98,35 +149,15 @@ def resolve_switches(
     preset : {"strict", "paper"}
         Starting point.
     paper_sensitivity, width_mode, shuffle_bound : optional
-        Overrides; ``None`` keeps the preset's value.
-    warn : bool
-        Emit a ``UserWarning`` when a switch that weakens the stated guarantee is on (paper
-        sensitivity or the literal shuffle inverse) or the widths are the paper's unproven ones.
-    shuffle : bool
-        Whether the shuffle switch matters (False for the central and local models).
+        Overrides; ``None`` keeps the preset's value.  The values are validated by the
+        algorithms' constraints.
     """
-    preset = check_choice("preset", preset, tuple(PRESETS))
+    if preset not in PRESETS:
+        raise ValidationError(f"preset must be one of {tuple(PRESETS)}, got {preset!r}")
     base = PRESETS[preset]
-    if paper_sensitivity is None:
-        ps = bool(base["paper_sensitivity"])
-    elif isinstance(paper_sensitivity, bool):
-        ps = paper_sensitivity
-    else:
-        raise ValidationError(f"paper_sensitivity must be True, False or None, got {paper_sensitivity!r}")
-    wm = check_choice("width_mode", base["width_mode"] if width_mode is None else width_mode, WIDTH_MODES)
-    sb = check_choice("shuffle_bound", base["shuffle_bound"] if shuffle_bound is None else shuffle_bound,
-                      SHUFFLE_BOUNDS)
-    sw = Switches(preset=preset, paper_sensitivity=ps, width_mode=wm, shuffle_bound=sb)
-    if warn:
-        issues = []
-        if ps:
-            issues.append("sensitivity 1 gives only 2 eps for rewards in [-1, 1] (spec 2.5)")
-        if wm == "paper":
-            issues.append("the paper's widths are not proven bounds (spec 3.10)")
-        if sb == "paper" and shuffle:
-            issues.append("the literal shuffle inverse can overclaim (spec 3.9)")
-        if issues:
-            warnings.warn(f"Hanna et al. calibration {sw.describe(shuffle)}: reproduction settings -- "
-                          + "; ".join(issues) + "; the reported guarantee is the accountant's",
-                          UserWarning, stacklevel=3)
-    return sw
+    return Switches(
+        preset=preset,
+        paper_sensitivity=bool(base["paper_sensitivity"] if paper_sensitivity is None else paper_sensitivity),
+        width_mode=str(base["width_mode"] if width_mode is None else width_mode),
+        shuffle_bound=str(base["shuffle_bound"] if shuffle_bound is None else shuffle_bound),
+    )

@@ -1,33 +1,32 @@
 """Algorithm 3 of Hanna et al. (2022): batched elimination in the shuffle model ((eps, delta)-DP).
 
-Roles of batch ``i`` (spec section 4.3):
+Roles of batch ``i`` (spec section 4.3; DESIGN section 2):
 
 * **server** (:class:`ShuffleAnalyzer`, untrusted): holds ``A_i``, computes the public schedule
-  ``C_i, pi_i, n_ia, n_i``; receives only a :class:`ShuffledBatch` of ``(action, report)`` pairs of a
-  *complete* batch (no client ids), sums the reports per action, estimates with the shuffle width
-  (``s_i = Delta / eps0^(i)``) and eliminates over ``A_i``;
-* **shuffler** (:class:`HannaShuffler`, trusted): builds the canonical list of the batch's action
-  slots, assigns them to the batch's fresh clients by a uniform permutation (its own stream,
-  :func:`~privbandits.privacy.shuffle.assign_actions`), collects their reports, re-associates each
-  with its action and forwards the ``n_i`` pairs in a fresh random order
-  (:func:`~privbandits.privacy.shuffle.forward_reports`) once all ``n_i`` reports are in;
-* **client j** (:class:`ShuffleClient`): plays the action it was sent together with ``n_i``,
-  computes ``eps0^(i) = E0(eps, delta, n_i)`` itself from public quantities (spec section 3.9;
-  the literal inverse under ``shuffle_bound="paper"``) and sends ``clip(r) + Lap(Delta / eps0^(i))``
-  to the shuffler.
+  ``C_i, pi_i, n_ia, n_i``; receives only a :class:`ShuffledBatch` of ``(action, report)`` pairs
+  of *complete* batches (no client ids), sums the reports per action, estimates with the shuffle
+  width (``s_i = Delta / eps0^(i)``) and eliminates over ``A_i``;
+* **shuffler** (:class:`HannaShuffler`, trusted, the :class:`~privbandits.algorithms.base.Shuffler`
+  role): ``assign`` builds the canonical list of the batch's action slots from the server's public
+  schedule and hands them to the batch's fresh users by a uniform permutation (its own stream,
+  :func:`~privbandits.privacy.laplace_shuffle.assign_actions`), each user receiving only its
+  action and ``n_i``; ``collect`` holds each report beside the slot it answers; ``release``
+  forwards every batch whose ``n_i`` reports are in as uniformly permuted ``(action, report)``
+  pairs (:func:`~privbandits.privacy.laplace_shuffle.forward_reports`);
+* **client j** (:class:`ShuffleClient`): plays the action it was assigned, computes
+  ``eps0^(i)`` from the public ``(eps, delta, n_i)`` (spec section 3.9,
+  :class:`~privbandits.algorithms.hanna.budget.ShuffleBudget`) and sends only
+  ``clip(r) + Lap(Delta / eps0^(i))``, drawn by the audited sampler
+  :func:`~privbandits.privacy.samplers.laplace_randomize`.
 
-Batches have different lengths in different replications, while the simulation loop advances all
-replications in lockstep and delivers the clients' messages to ``alg.server`` at the rounds where
-:meth:`HannaShuffle.batch_ends` says so (``_drive_shuffle``).  The object the loop delivers to is
-therefore the trusted shuffler: it buffers each replication's reports until that replication's batch
-is complete and only then forwards it to the analyzer (the loop's permutation of each delivery is an
-extra, harmless shuffle).  The analyzer never sees a partial batch, a client id or a raw reward.
+Batches have different lengths in different replications; the shuffler releases each
+replication's batch when its last report is in (:meth:`HannaShuffle.batch_ends`) and holds the
+others.  A batch cut by the horizon is never released.  The server never sees a partial batch, a
+client id or a raw reward, and no role calls another outside the driver's checked channel.
 
-Privacy: with E0 each batch is ``(f_{n_i,delta}(eps_l), delta)``-DP by amplification (FMT21 Thm
-3.1, validity condition enforced by the accountant) or ``eps_l``-DP from the reports alone, where
-``eps_l = (r_hi - r_lo) / s_i`` is the LDP level of the noise actually added; batches hold disjoint
-users, so the run is their parallel composition (spec Appendix C).  This relies on the
-footnote-2 assumption: the server does not learn which client played which action.
+Privacy: see :mod:`~privbandits.algorithms.hanna.budget` (parallel composition over every batch
+size the run can produce; default ``delta = 1/T^2``).  This relies on the footnote-2 assumption:
+the server does not learn which client played which action.
 
 References
 ----------
@@ -37,293 +36,218 @@ Feldman, McMillan & Talwar (2021), Thm 3.1; spec sections 2.4, 3.9, 4.3.
 
 from __future__ import annotations
 
-import functools
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 
-from privbandits.algorithms.base import Client, Server, ShuffleAlgorithm
+from privbandits.algorithms.base import Client, ShuffleAlgorithm, Shuffler
+from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
-from privbandits.algorithms.hanna.local import _common_checks
-from privbandits.algorithms.hanna.presets import Switches, resolve_switches
-from privbandits.algorithms.hanna.server import EliminationServer, EngineAccess, check_reports
+from privbandits.algorithms.hanna.budget import ShuffleBudget, default_delta
+from privbandits.algorithms.hanna.curator import require_fixed_actions
+from privbandits.algorithms.hanna.elimination import (
+    HannaElimination,
+    batch_growth,
+    batch_size_ranges,
+    n_batches,
+)
+from privbandits.algorithms.hanna.presets import (
+    ELIMINATION_CONSTRAINTS,
+    SWITCH_CONSTRAINTS,
+    resolve_switches,
+)
+from privbandits.algorithms.hanna.server import EliminationServer, check_reports
 from privbandits.algorithms.hanna.widths import LocalWidth
-from privbandits.algorithms.phased_elimination import BatchPlan, HannaElimination
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.core.params import Choice, Delta, Epsilon, Optional
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_choice, check_delta, check_epsilon
-from privbandits.privacy.accounting import PureDP, compose_parallel, to_guarantee
-from privbandits.privacy.amplification import BOUNDS, amplified_guarantee
-from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.mechanisms import sample_laplace
-from privbandits.privacy.shuffle import (
+from privbandits.privacy.accounting import to_guarantee
+from privbandits.privacy.amplification import BOUNDS
+from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.laplace_shuffle import (
     LAPLACE_MECHANISM,
-    LaplaceShuffleParams,
     assign_actions,
     forward_reports,
-    laplace_shuffle_params,
     per_action_sums,
 )
+from privbandits.privacy.samplers import laplace_randomize
 
-__all__ = ["HannaShuffle", "HannaShuffler", "ShuffleAccountant", "ShuffleAnalyzer", "ShuffleCalibration",
-           "ShuffleClient"]
-
-
-class ShuffleCalibration:
-    """Public per-batch calibration: ``n_i -> LaplaceShuffleParams`` (``eps0^(i)``, scale), cached.
-
-    Parameters
-    ----------
-    epsilon, delta : float
-        Central target of every batch.
-    r_lo, r_hi : float
-        Reward range.
-    switches : Switches
-        ``paper_sensitivity`` and ``shuffle_bound`` are used.
-    bound : {"closed", "numerical"}
-        Amplification bound of E0 and of the accountant.
-    """
-
-    def __init__(self, epsilon: float, delta: float, r_lo: float, r_hi: float, switches: Switches,
-                 bound: str = "closed") -> None:
-        self.epsilon, self.delta = epsilon, delta
-        self.r_lo, self.r_hi = r_lo, r_hi
-        self.switches = switches
-        self.bound = bound
-        self._params = functools.lru_cache(maxsize=None)(self._compute)
-
-    def _compute(self, n: int) -> LaplaceShuffleParams:
-        with warnings.catch_warnings():  # the preset already warned once
-            warnings.simplefilter("ignore", UserWarning)
-            return laplace_shuffle_params(self.epsilon, self.delta, n, self.r_lo, self.r_hi,
-                                          shuffle_bound=self.switches.shuffle_bound, bound=self.bound,
-                                          paper_sensitivity=self.switches.paper_sensitivity)
-
-    def params(self, n: int) -> LaplaceShuffleParams:
-        """Parameters of a batch of ``n`` users (``eps0^(i)`` depends only on the public ``n_i``)."""
-        return self._params(int(n))
-
-    def scales(self, n: np.ndarray) -> np.ndarray:
-        """Laplace scale ``s_i`` for each batch size in ``n``."""
-        return np.array([self.params(int(k)).scale for k in np.ravel(n)], dtype=float).reshape(np.shape(n))
-
-    def scale_for(self, plan: BatchPlan) -> np.ndarray:
-        return self.scales(plan.n_total)
-
-
-class ShuffleAccountant:
-    """Parallel composition over the forwarded batches (disjoint users, spec section 2.4).
-
-    A batch of ``n`` users with reports of LDP level ``eps_l = (r_hi - r_lo) / s`` (the scale
-    actually used) is ``amplified_guarantee(eps_l, n, delta)``: amplified when FMT21's closed form
-    is valid and helps, ``eps_l``-DP otherwise.
-    """
-
-    def __init__(self, calibration: ShuffleCalibration) -> None:
-        self.calibration = calibration
-        self.batches: dict[int, int] = {}  # n_i -> number of forwarded batches of that size
-
-    def record(self, n: np.ndarray | int) -> None:
-        for k in np.ravel(n):
-            self.batches[int(k)] = self.batches.get(int(k), 0) + 1
-
-    def record_plan(self, plan: BatchPlan) -> None:
-        self.record(plan.n_total)
-
-    def batch_guarantee(self, n: int) -> Any:
-        p = self.calibration.params(n)
-        return amplified_guarantee(p.local_epsilon(), p.n, p.delta, p.bound)
-
-    def guarantee(self, notes: str) -> PrivacyGuarantee:
-        gs = [self.batch_guarantee(n) for n in sorted(self.batches)]
-        g = compose_parallel(gs) if gs else PureDP(0.0)
-        if self.batches:
-            eps0 = [self.calibration.params(n).eps0 for n in self.batches]
-            eps_l = [self.calibration.params(n).local_epsilon() for n in self.batches]
-            how = (f"parallel composition over {sum(self.batches.values())} forwarded batch(es) of "
-                   f"{min(self.batches)}..{max(self.batches)} users; eps0^(i) in [{min(eps0):.6g}, {max(eps0):.6g}], "
-                   f"per-report LDP level up to {max(eps_l):.6g}; amplification by shuffling "
-                   f"({self.calibration.bound} bound, FMT21) where valid; assumes the server does not see "
-                   "which client played which action (footnote 2)")
-        else:
-            how = "no batch was forwarded to the server"
-        return to_guarantee(g, "shuffle", "user", f"{notes}; {how}")
+__all__ = ["HannaShuffle", "HannaShuffler", "ShuffleAnalyzer", "ShuffleClient"]
 
 
 class ShuffleClient(Client):
-    """Client of Algorithm 3: plays the action the shuffler assigned, reports ``clip(r) + Lap(s_i)``.
+    """Client of Algorithm 3: plays the assigned action, reports ``clip(r) + Lap(s_i)``.
 
     Parameters
     ----------
-    calibration : ShuffleCalibration
-        Gives ``eps0^(i)`` from the public ``(eps, delta, n_i)``.
-    shuffler : HannaShuffler
-        The trusted shuffler (secure channel): action assignment and the public catalogue.
+    budget : ShuffleBudget
+        Public calibration: ``eps0^(i)`` and the scale from the public ``n_i``.
+    spec : EnvSpec
+        The public problem description (context bound of the input checks).
     """
 
-    def __init__(self, calibration: ShuffleCalibration, shuffler: HannaShuffler) -> None:
-        self.calibration = calibration
-        self.shuffler = shuffler
-        self._n = np.zeros(0, dtype=np.int64)
+    def __init__(self, budget: ShuffleBudget, spec: EnvSpec) -> None:
+        self.budget = budget
+        self.spec = spec
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if not self.shuffler.ready:
-            self.shuffler.publish_action_set(contexts)
-        actions, self._n = self.shuffler.assign()
-        return actions
+        """The action the shuffler assigned to this user (its slot, or the committed action)."""
+        return np.array(public["action"], dtype=np.int64)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        report = self._n > 0
-        scale = np.ones(self._n.shape)
-        if report.any():
-            scale[report] = self.calibration.scales(self._n[report])
-        lo, hi = self.calibration.r_lo, self.calibration.r_hi
-        noise = sample_laplace(rng, np.shape(rewards), 1.0) * scale
-        value = np.where(report, np.clip(rewards, lo, hi) + noise, 0.0)
-        return PrivatizedMessage(payload={"action": np.where(report, actions, -1).astype(np.int64),
-                                          "reward_hat": value}, mechanism=LAPLACE_MECHANISM)
+        """``clip(r, r_lo, r_hi) + Lap(s(n_i))`` for users of a batch (``n_i > 0``); 0 in the commit
+        phase, where nothing is forwarded.  Draw order: one uniform per reporting user."""
+        y = np.asarray(rewards, dtype=float)
+        check_client_inputs(np.asarray(contexts, dtype=float), y, self.spec.context_bound)
+        n = np.asarray(public["n"], dtype=np.int64)
+        report = n > 0
+        value = np.zeros(y.shape)
+        out = np.empty(int(report.sum()))
+        b = self.budget
+        laplace_randomize(rng, np.ascontiguousarray(y[report]), b.r_lo, b.r_hi, b.scales(n[report]), out)
+        value[report] = out
+        return PrivatizedMessage(payload={"reward_hat": value}, mechanism=LAPLACE_MECHANISM)
+
+
+class HannaShuffler(Shuffler):
+    """The trusted shuffler of Algorithm 3 (spec section 4.3) in the Shuffler role.
+
+    Parameters
+    ----------
+    rng : Generator
+        The shuffler's own stream (slot permutations and forwarding order).
+    R : int
+        Replications.
+    budget : ShuffleBudget
+        The public calibration: batches whose size it does not account are never released.
+    """
+
+    def __init__(self, rng: np.random.Generator, R: int, budget: ShuffleBudget) -> None:
+        super().__init__(rng)
+        self.R = R
+        self.budget = budget
+        self._batch = np.zeros(R, dtype=np.int64)  # index of the batch whose slots were drawn
+        self._slots = np.full((R, 1), -1, dtype=np.int64)  # action of each slot (-1 = padding)
+        self._reports = np.zeros((R, 1))  # the report answering each slot
+        self._n = np.zeros(R, dtype=np.int64)  # size of the open batch (0 = none)
+        self._pos = np.zeros(R, dtype=np.int64)  # slots handed out
+        self._got = np.zeros(R, dtype=np.int64)  # reports collected
+        self._served = np.zeros(R, dtype=bool)  # replications whose user of this round got a slot
+
+    def assign(self, t: int, public: PublicState) -> PublicState:
+        """The user of round ``t`` gets its action slot and ``n_i`` (``n = 0``: commit phase)."""
+        committed = np.asarray(public["committed"], dtype=np.int64)
+        batch = np.asarray(public["batch"], dtype=np.int64)
+        exploring = committed < 0
+        new = np.flatnonzero(exploring & (batch != self._batch))
+        if new.size:
+            if np.any(self._n[new] > 0):
+                raise TrustBoundaryError("a new batch was scheduled before the shuffler released the previous one")
+            counts = np.asarray(public["counts"], dtype=np.int64)[new]
+            slots = assign_actions(counts, self.rng)  # uniform permutation per replication
+            width = max(slots.shape[1], self._slots.shape[1])
+            if width > self._slots.shape[1]:
+                pad = width - self._slots.shape[1]
+                self._slots = np.pad(self._slots, ((0, 0), (0, pad)), constant_values=-1)
+                self._reports = np.pad(self._reports, ((0, 0), (0, pad)))
+            self._slots[new] = -1
+            self._slots[new, : slots.shape[1]] = slots
+            self._reports[new] = 0.0
+            self._n[new] = counts.sum(axis=1)
+            self._pos[new] = 0
+            self._got[new] = 0
+            self._batch[new] = batch[new]
+        rows = np.flatnonzero(exploring)
+        if np.any(self._pos[rows] >= self._n[rows]):
+            raise TrustBoundaryError("the shuffler has no slot left in the running batch (it was not released)")
+        action = committed.copy()
+        n_out = np.zeros(self.R, dtype=np.int64)
+        action[rows] = self._slots[rows, self._pos[rows]]
+        n_out[rows] = self._n[rows]
+        self._pos[rows] += 1
+        self._served = exploring
+        return PublicState({"action": action, "n": n_out})
+
+    def collect(self, t: int, message: object) -> None:
+        """Hold each served user's report beside the slot it answers."""
+        if not isinstance(message, PrivatizedMessage):
+            raise TrustBoundaryError(
+                f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}")
+        if message.mechanism != LAPLACE_MECHANISM or set(message.payload) != {"reward_hat"}:
+            raise TrustBoundaryError(f"expected {LAPLACE_MECHANISM!r} reports with the single key 'reward_hat', "
+                                     f"got {message.mechanism!r} with keys {tuple(message.payload)}")
+        value = np.asarray(message["reward_hat"], dtype=float)
+        if value.shape != (self.R,):
+            raise TrustBoundaryError(f"expected one report per replication ({self.R}), got shape {value.shape}")
+        rows = np.flatnonzero(self._served)
+        self._reports[rows, self._pos[rows] - 1] = value[rows]
+        self._got[rows] += 1
+        self._served = np.zeros(self.R, dtype=bool)
+
+    @property
+    def pending(self) -> int:
+        """Reports held (of batches not yet released)."""
+        return int(np.where(self._n > 0, self._got, 0).sum())
+
+    def complete(self) -> np.ndarray:
+        """Replications whose open batch has all its ``n_i`` reports (R,) bool."""
+        return (self._n > 0) & (self._got == self._n)
+
+    def release(self, t: int) -> ShuffledBatch:
+        """Forward the complete batches as uniformly permuted ``(action, report)`` pairs.
+
+        Rows of replications whose batch is still open are padding (``action = -1``); their
+        reports stay with the shuffler.
+        """
+        full = self.complete()
+        self.budget.check_released(self._n[full])
+        slots = np.where(full[:, None], self._slots, -1)
+        reports = PrivatizedMessage(payload={"reward_hat": np.where(full[:, None], self._reports, 0.0)},
+                                    mechanism=LAPLACE_MECHANISM)
+        self._n[full] = 0
+        return forward_reports(slots, reports, self.rng)
 
 
 class ShuffleAnalyzer(EliminationServer):
-    """Server of Algorithm 3: per-action sums of a complete shuffled batch, then steps 8-11."""
+    """Server of Algorithm 3: per-action sums of complete shuffled batches, then steps 8-11."""
 
-    def __init__(self, R: int, d: int, make_core: Any, accountant: ShuffleAccountant) -> None:
-        super().__init__(R, d, make_core)
-        self.accountant = accountant
-        self.received: list[tuple[str, tuple[str, ...], int]] = []  # (type, payload keys, users) per batch
+    def __init__(self, R: int, d: int) -> None:
+        super().__init__(R, d)
+        self.received: list[tuple[str, tuple[str, ...], np.ndarray]] = []  # (type, keys, batch sizes)
 
     def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
         """``r_hat_ia`` = sum of the reports paired with ``a``; each row must be a complete batch."""
         check_reports(batch, ShuffledBatch, LAPLACE_MECHANISM)
         if self.core is None:
-            raise ValidationError("a batch arrived before the action catalogue was posted")
-        self.received.append((type(batch).__name__, tuple(batch.payload), int(batch.n_users)))
+            raise ValidationError("a batch arrived before the action catalogue was installed")
         sums, cnt = per_action_sums(batch, self.core.K)
         rows = np.flatnonzero(cnt.sum(axis=1) > 0)
+        if not rows.size:
+            return
         plan = self.core.view(rows)
         if not (self.core.exploring()[rows].all() and np.array_equal(cnt[rows], plan.counts)):
             raise TrustBoundaryError("the server only accepts complete batches: the per-action report counts "
                                      "must equal the public schedule n_ia")
-        self.accountant.record(plan.n_total)
+        self.received.append((type(batch).__name__, tuple(batch.payload), plan.n_total))
         self._complete(rows, sums[rows])
 
 
-class HannaShuffler(Server):
-    """The trusted shuffler of Algorithm 3 (spec section 4.3); the simulation loop delivers to it.
-
-    Parameters
-    ----------
-    analyzer : ShuffleAnalyzer
-        The untrusted server behind the shuffler.
-    rng : Generator
-        The shuffler's own stream.
-    """
-
-    def __init__(self, analyzer: ShuffleAnalyzer, rng: np.random.Generator) -> None:
-        self.analyzer = analyzer
-        self.rng = rng
-        R = analyzer.R
-        self._batch = np.zeros(R, dtype=np.int64)   # batch index whose slots were drawn
-        self._slots = np.full((R, 1), -1, dtype=np.int64)  # action of each client slot (-1 = padding)
-        self._pos = np.zeros(R, dtype=np.int64)
-        self._n = np.zeros(R, dtype=np.int64)
-        self._buf_a: list[list[np.ndarray]] = [[] for _ in range(R)]
-        self._buf_y: list[list[np.ndarray]] = [[] for _ in range(R)]
-        self._buffered = np.zeros(R, dtype=np.int64)
-
-    # -- public side ------------------------------------------------------------------------------
-    @property
-    def ready(self) -> bool:
-        return self.analyzer.ready
-
-    def publish_action_set(self, A: np.ndarray) -> None:
-        self.analyzer.publish_action_set(A)
-
-    def public_state(self) -> PublicState:
-        return self.analyzer.public_state()
-
-    def estimate(self) -> np.ndarray | None:
-        return self.analyzer.estimate()
-
-    # -- step 1: assignment of action slots to clients -------------------------------------------
-    def assign(self) -> tuple[np.ndarray, np.ndarray]:
-        """Actions (R,) for this round's clients and their batch sizes ``n_i`` (0 = commit phase)."""
-        pub = self.analyzer.public_state()
-        committed, batch, counts = pub["committed"], pub["batch"], pub["counts"]
-        exploring = committed < 0
-        new = np.flatnonzero(exploring & (batch != self._batch))
-        if new.size:
-            slots = assign_actions(counts[new], self.rng)  # uniform permutation per replication
-            if slots.shape[1] > self._slots.shape[1]:
-                self._slots = np.pad(self._slots, ((0, 0), (0, slots.shape[1] - self._slots.shape[1])),
-                                     constant_values=-1)
-            self._slots[new] = -1
-            self._slots[new, : slots.shape[1]] = slots
-            self._n[new] = counts[new].sum(axis=1)
-            self._pos[new] = 0
-            self._batch[new] = batch[new]
-            for r in new:
-                self._buf_a[r], self._buf_y[r] = [], []
-            self._buffered[new] = 0
-        rows = np.flatnonzero(exploring)
-        if np.any(self._pos[rows] >= self._n[rows]):
-            raise ValidationError("the shuffler has no slot left in the running batch (its reports were not "
-                                  "delivered)")
-        actions = committed.copy()
-        n_out = np.zeros(committed.size, dtype=np.int64)
-        actions[rows] = self._slots[rows, self._pos[rows]]
-        n_out[rows] = self._n[rows]
-        self._pos[rows] += 1
-        return actions, n_out
-
-    def batch_ends(self) -> bool:
-        """True when some replication's batch got its last client this round."""
-        exploring = self.analyzer.public_state()["committed"] < 0
-        return bool(np.any(exploring & (self._n > 0) & (self._pos == self._n) & (self._buffered < self._n)))
-
-    # -- step 2: collect, re-associate, forward complete batches ----------------------------------
-    def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
-        """Buffer the delivered reports; forward each replication's batch once all ``n_i`` are in."""
-        action, value = check_reports(batch, ShuffledBatch, LAPLACE_MECHANISM)
-        R = self.analyzer.R
-        for r in range(R):
-            keep = action[r] >= 0
-            if keep.any():
-                self._buf_a[r].append(action[r, keep])
-                self._buf_y[r].append(value[r, keep])
-                self._buffered[r] += int(keep.sum())
-        full = np.flatnonzero((self._n > 0) & (self._buffered == self._n))
-        if not full.size:
-            return
-        N = int(self._n[full].max())
-        slots = np.full((R, N), -1, dtype=np.int64)
-        reports = np.zeros((R, N))
-        for r in full:
-            n = int(self._n[r])
-            slots[r, :n] = np.concatenate(self._buf_a[r])
-            reports[r, :n] = np.concatenate(self._buf_y[r])
-            self._buf_a[r], self._buf_y[r] = [], []
-            self._buffered[r] = 0
-            self._n[r] = 0
-        message = PrivatizedMessage(payload={"reward_hat": reports}, mechanism=LAPLACE_MECHANISM)
-        self.analyzer.receive_batch(t, forward_reports(slots, message, self.rng))
-
-
 @register
-class HannaShuffle(EngineAccess, ShuffleAlgorithm):
+class HannaShuffle(ShuffleAlgorithm):
     """Algorithm 3 of Hanna et al. (2022): shuffle model, ``(eps, delta)``-DP per batch by amplification.
 
     Parameters
     ----------
     epsilon : float
-        Central target of every batch.
+        Central target of every batch; default 1.
     delta : float, optional
-        Central delta; default ``1/T`` (spec section 6.3 [CHOICE]; see its caution).
+        Central delta; default ``1/T^2`` (:func:`~privbandits.algorithms.hanna.budget.default_delta`:
+        ``delta << 1/n_i`` for every batch; spec section 6.3's ``1/T`` is too weak for batches of
+        ``~0.3 T`` users).
     preset : {"strict", "paper"}
         Calibration preset (spec section 2.6).
     paper_sensitivity : bool, optional
@@ -342,19 +266,26 @@ class HannaShuffle(EngineAccess, ShuffleAlgorithm):
     Hanna et al. (2022), Algorithm 3, Theorem 3; spec sections 3.9, 4.3, 4.6.
     """
 
-    _engine_holder = "analyzer"  # the untrusted analyzer owns the elimination engine
-
     name = "hanna-shuffle"
     trust_model = "shuffle"
     paper = "Hanna et al. 2022 (Alg. 3)"
     settings: ClassVar[tuple[str, ...]] = ("single",)
     links: ClassVar[tuple[str, ...]] = ("identity",)
+    constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta),
+                             **{k: v for k, v in ELIMINATION_CONSTRAINTS.items() if k != "core_set"},
+                             **SWITCH_CONSTRAINTS, "bound": Choice(*BOUNDS)}
+    test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 0.5, "delta": 1e-6, "width_mode": "paper"})
+    test_envs: ClassVar[tuple[str, ...]] = ("finite",)
     #: Streams of the aggregate path: the shuffler's permutation orders a batch; users add the noise.
     aggregate_streams: ClassVar[tuple[str, str]] = ("shuffler", "client")
 
+    server: ShuffleAnalyzer
+    shuffler: HannaShuffler
+    collector: AggregateLaplaceSums
+
     def __init__(
         self,
-        epsilon: float,
+        epsilon: float = 1.0,
         delta: float | None = None,
         preset: str = "strict",
         paper_sensitivity: bool | None = None,
@@ -365,49 +296,78 @@ class HannaShuffle(EngineAccess, ShuffleAlgorithm):
         sigma: float = 1.0,
         fail_prob: float | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, preset=preset, paper_sensitivity=paper_sensitivity,
-                         width_mode=width_mode, shuffle_bound=shuffle_bound, bound=bound,
-                         design_factor=design_factor, sigma=sigma, fail_prob=fail_prob)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = None if delta is None else check_delta(delta)
-        self.switches: Switches = resolve_switches(preset, paper_sensitivity, width_mode, shuffle_bound)
-        self.preset = self.switches.preset
-        self.bound = check_choice("bound", bound, BOUNDS)
-        _common_checks(self, design_factor, sigma, fail_prob)
+        pass
+
+    def budget_for(self, spec: EnvSpec) -> ShuffleBudget:
+        """The public per-batch calibration on problem ``spec`` (every reachable batch size)."""
+        sw = resolve_switches(self.preset, self.paper_sensitivity, self.width_mode, self.shuffle_bound)
+        lo, hi = spec.reward_range
+        delta = default_delta(spec.horizon) if self.delta is None else self.delta
+        ranges = tuple(batch_size_ranges(spec.horizon, spec.K, spec.d))
+        return ShuffleBudget(self.epsilon, delta, float(lo), float(hi), sw, self.bound, ranges)
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Local budgets ``eps0^(i)`` for every reachable batch size and the accounted guarantee."""
+        b = self.budget_for(spec)
+        sw = b.switches
+        rule = "1/T^2 (default)" if self.delta is None else "given"
+        # per batch i: the parameters at its smallest and largest possible size
+        ends = [(b.params(lo), b.params(hi)) for lo, hi in b.ranges]
+        eps0 = [[p.eps0 for p in pair] for pair in ends]
+        resolved: dict[str, Any] = {
+            **sw.as_dict(), "bound": self.bound, "delta": b.delta, "delta_rule": rule,
+            "sensitivity": sw.sensitivity(b.r_lo, b.r_hi), "batch_sizes": [list(r) for r in b.ranges],
+            "eps0": eps0, "laplace_scale": [[p.scale for p in pair] for pair in ends],
+            "n_max": b.n_max, "delta_times_n_max": b.delta * b.n_max,
+            "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
+        if ends:
+            flat = [e for pair in eps0 for e in pair]
+            how = (f"parallel composition over every batch size the run can produce ({b.ranges[0][0]}..{b.n_max} "
+                   f"users in {len(b.ranges)} batch(es)); eps0^(i) in [{min(flat):.6g}, {max(flat):.6g}]; "
+                   f"amplification by shuffling ({self.bound} bound, FMT21) where valid, else the reports' own "
+                   "LDP level")
+        else:
+            how = "no batch can complete within the horizon: nothing is released"
+        notes = (f"{sw.describe()}; Hanna et al. (2022) Alg. 3: {how}; delta={b.delta:.3g} ({rule}; "
+                 f"delta * n_max = {b.delta * b.n_max:.3g}, delta << 1/n_i is advised); assumes the server does not "
+                 "see which client played which action (footnote 2)")
+        return Calibration(to_guarantee(b.accounted(), "shuffle", "user", notes), resolved, preset=self.preset,
+                           requested=(self.epsilon, b.delta))
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
+        require_fixed_actions(self.name, spec)
         super().reset(spec, replications, streams)
-        if not spec.fixed_actions:
-            raise ValidationError(f"algorithm {self.name!r} needs a fixed finite action set (spec.fixed_actions=True, "
-                                  "e.g. FiniteActionEnv); got an environment with per-round contexts")
-        lo, hi = spec.reward_range
-        delta = self.delta if self.delta is not None else (1.0 / spec.horizon if spec.horizon > 1 else 0.5)
-        self.resolved_delta = delta
-        self.calibration = ShuffleCalibration(self.epsilon, delta, lo, hi, self.switches, self.bound)
-        self.accountant = ShuffleAccountant(self.calibration)
-        self.analyzer = ShuffleAnalyzer(self.R, spec.d, self.make_core, self.accountant)
-        self.server = HannaShuffler(self.analyzer, streams.shuffler)
-        self.client = ShuffleClient(self.calibration, self.server)
-        self.collector = AggregateLaplaceSums(self.calibration.scale_for, (lo, hi), lambda: self.guarantee,
-                                              on_release=self.accountant.record_plan)
-
-    def make_core(self, A: np.ndarray) -> HannaElimination:
-        """The elimination engine with the shuffle width (``s_i`` from the public ``n_i``)."""
-        width = LocalWidth(self.calibration.scale_for, self.switches.width_mode, self.sigma, self.fail_prob)
-        return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
+        self.budget = self.budget_for(spec)
+        self.server = ShuffleAnalyzer(self.R, spec.d)
+        self.client = ShuffleClient(self.budget, spec)
+        self.shuffler = HannaShuffler(streams.shuffler, self.R, self.budget)
+        self.collector = AggregateLaplaceSums(self.budget.scale_for, (self.budget.r_lo, self.budget.r_hi))
 
     def batch_ends(self, t: int) -> bool:
-        return self.server.batch_ends()
+        """True when some replication's batch has all its reports (the shuffler releases it)."""
+        return bool(self.shuffler.complete().any())
 
-    def resolved_params(self) -> dict[str, Any]:
-        return {**self.switches.as_dict(), "delta": getattr(self, "resolved_delta", self.delta),
-                "bound": self.bound}
+    # -- BatchedAlgorithm -------------------------------------------------------------------------
+    def make_core(self, A: np.ndarray) -> HannaElimination:
+        """The elimination engine with the shuffle width (``s_i`` from the public ``n_i``)."""
+        width = LocalWidth(self.budget.scale_for, self.calibration.resolved["width_mode"], self.sigma,
+                           self.fail_prob)
+        return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
+
+    def start_batches(self, A: np.ndarray) -> HannaElimination:
+        """Install the engine on the public action catalogue ``A`` (R, K, d) in the server."""
+        core = self.make_core(np.array(A, dtype=float, copy=True))
+        self.server.start(core)
+        return core
 
     @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """Parallel composition of the forwarded batches' accounted guarantees (see the module docs)."""
-        notes = self.switches.describe()
-        acc = getattr(self, "accountant", None)
-        if acc is None:
-            return to_guarantee(PureDP(0.0), "shuffle", "user", f"{notes}; before a run: nothing released")
-        return acc.guarantee(notes)
+    def core(self) -> HannaElimination | None:
+        """The elimination engine of the current run (held by the untrusted server)."""
+        server = self.__dict__.get("server")
+        return None if server is None else server.core
+
+    @property
+    def batch_log(self) -> list[dict[str, Any]]:
+        """Per-batch public record of the run."""
+        server = self.__dict__.get("server")
+        return [] if server is None else server.batch_log

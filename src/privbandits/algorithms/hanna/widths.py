@@ -8,6 +8,7 @@ target size), ``G_i = g_i / q^i`` (``g_i`` the design's achieved G-criterion, so
 ==========  ==========================================================  =====================================================
 model       ``paper`` (Alg. 1 step 5 / Alg. 2 step 12 / Alg. 3)         ``rigorous`` (corrected Lemma 4, spec section 3.10)
 ==========  ==========================================================  =====================================================
+none        ``sqrt(4 d ell/q^i)``                                       ``sqrt(2 G ell)``
 central     ``sqrt(4 d ell/q^i) + (2 |C_i| d + 2 d ell) s / q^i``       ``sqrt(2 G ell) + s (sqrt(8 S ell) + sqrt(2) c ell)``,
                                                                         ``S = min(|C_i| G^2, G / n_min)``, ``c = min(G, sqrt S)``
 local       ``sqrt(4 d ell/q^i) + (2 d / q^i) s sqrt(n_i ell)``         ``sqrt(2 G ell) + s (sqrt(8 G ell) + sqrt(2) c ell)``,
@@ -38,12 +39,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privbandits.algorithms.phased_elimination import BatchPlan, confidence_log
+from privbandits.algorithms.hanna.elimination import BatchPlan, confidence_log
 from privbandits.core.spec import EnvSpec
 
 __all__ = [
     "CentralWidth",
     "LocalWidth",
+    "NonPrivateWidth",
     "central_width_paper",
     "central_width_rigorous",
     "local_width_paper",
@@ -92,6 +94,27 @@ def local_width_rigorous(G: np.ndarray, ell: np.ndarray, s: np.ndarray, sigma: f
 # ------------------------------------------------------------------------------------------------
 # WidthFunction strategies (step 9 of the skeleton)
 # ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NonPrivateWidth:
+    """Width of NP-batched (spec section 4.6, row "none").
+
+    ``paper``: ``sigma sqrt(4 d ell_i / q^i)`` (``d`` the ambient dimension, as in the paper);
+    ``rigorous``: ``sigma sqrt(2 G_i ell_i)`` with ``G_i = g_i / q^i`` (sub-Gaussian tail of
+    ``<a, theta_hat - theta*>``, variance proxy ``||a||^2_{V_i^{-1}} <= G_i``).
+    ``sigma`` is the sub-Gaussian parameter of the reward noise (1 in the paper's Assumption 1).
+    """
+
+    width_mode: str = "rigorous"
+    sigma: float = 1.0
+    fail_prob: float | None = None
+
+    def __call__(self, plan: BatchPlan, spec: EnvSpec, L: int) -> np.ndarray:
+        ell = confidence_log(plan.n_active, spec.horizon, L, self.fail_prob)
+        if self.width_mode == "paper":
+            return self.sigma * np.sqrt(4.0 * spec.d * ell / plan.scale)
+        return self.sigma * np.sqrt(2.0 * (plan.g / plan.scale) * ell)
+
+
 @dataclass(frozen=True)
 class CentralWidth:
     """``gamma_i`` of Algorithm 1 (central model); ``scale`` gives the Laplace scale per batch.

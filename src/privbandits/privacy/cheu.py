@@ -1,36 +1,34 @@
-"""Shuffle protocols: Cheu et al. vector / matrix summation and the single-message Laplace protocol.
+"""Shuffle vector / matrix summation of Cheu, Joseph, Mao & Peng (2022).
 
-Two protocols, each split into the roles of DESIGN section 2 (client randomizer -> shuffler ->
-server analyzer), batched over the replication axis ``R``:
+The protocols ``(R1, S1, A1)`` (vectors) and ``(R2, S2, A2)`` (symmetric matrices) as used by
+Sarmasarkar (2026), Appendix T (spec ``sarmasarkar2026-shuffle-jdp-glm.md`` section 4.4), split
+into the roles of DESIGN section 2 and batched over the replication axis ``R``:
 
-1. **Vector / matrix summation** ``(R1, S1, A1)``, ``(R2, S2, A2)`` of Cheu, Joseph, Mao & Peng
-   (2022) as used by Sarmasarkar (2026), Appendix T (spec ``sarmasarkar2026-shuffle-jdp-glm.md``
-   section 4.4).  Each user biases every coordinate by ``Delta`` and sends, per coordinate label, a
-   multiset of ``ceil(2 g) + b`` bits with ``x_hat + gamma2`` ones; the shuffler permutes all
-   messages; the analyzer counts the ones per label and de-biases.  The message-level path
-   (:func:`local_randomizer` -> :func:`shuffle` -> :func:`analyze`) is the reference;
-   :func:`aggregate_sum` draws the analyzer's output directly and is exact in distribution.
-2. **Single-message Laplace protocol** of Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 3
-   (spec ``hanna2022-dp-linear-bandits.md`` section 4.3): the shuffler assigns the batch's actions
-   to clients by a uniform permutation, each client reports its clipped reward plus Laplace noise
-   at the amplified local budget ``eps0`` (spec section 3.9), the server sums the reports per
-   action.
+* client randomizer (:func:`local_randomizer`, :func:`randomize_users`): each user biases every
+  coordinate by ``Delta`` and sends, per coordinate label, a multiset of ``ceil(2 g) + b`` bits
+  with ``x_hat + gamma2`` ones (randomized rounding plus binomial noise, drawn by the compiled
+  sampler :func:`~privbandits.privacy.samplers.binomial_bits`);
+* shuffler (:func:`shuffle`): releases the multiset of *all* users' labelled bits, never a
+  per-user message;
+* analyzer (:func:`analyze`): counts the ones per label and de-biases.
+
+The message-level path (:func:`randomize_users` -> :func:`shuffle` -> :func:`analyze`) is the
+reference; :func:`aggregate_sum` draws the analyzer's output directly and is exact in
+distribution.
 
 References
 ----------
 Cheu, Joseph, Mao & Peng (2022), "Shuffle private stochastic convex optimization", ICLR.
 Sarmasarkar (2026), arXiv 2602.00417v2, Appendix T (Algorithms 4-6, eq. 122, Lemmas T.1-T.2).
-Hanna, Girgis, Fragouli & Diggavi (2022), "Differentially private stochastic linear bandits:
-(almost) for free", Algorithm 3 and eq. (10).
-Feldman, McMillan & Talwar (2021), "Hiding among the clones", Theorem 3.1.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -46,51 +44,40 @@ from privbandits.core.validation import (
     check_positive,
 )
 from privbandits.privacy.accounting import (
+    ZCDP,
     ApproxDP,
     gaussian_zcdp,
     sigma_for_zcdp,
     to_guarantee,
     zcdp_for_approx_dp,
 )
-from privbandits.privacy.amplification import (
-    BOUNDS,
-    amplified_guarantee,
-    closed_form_inverse,
-    local_epsilon_for_target,
-)
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.mechanisms import laplace_epsilon, sample_laplace
-from privbandits.privacy.randomizers import binomial_bit_counts, bits_from_counts, randomized_rounding
+from privbandits.privacy.randomizers import (
+    binomial_bit_counts,
+    bits_from_counts,
+    randomized_rounding,
+)
 
 __all__ = [
-    # Cheu et al. vector / matrix summation
-    "CHEU_MAX_EPSILON",
     "CHEU_CONSTANT",
+    "CHEU_MAX_EPSILON",
+    "ShuffleSumResult",
     "SumParams",
-    "theory_params",
+    "aggregate_sum",
+    "analyze",
+    "analyzer_variance",
     "calibrated_params",
-    "theorem_epsilon",
-    "encode_vectors",
     "encode_matrices",
     "encode_rank_one",
+    "encode_vectors",
     "local_randomizer",
     "randomize_users",
     "shuffle",
-    "analyze",
-    "aggregate_sum",
-    "analyzer_variance",
-    "upper_to_symmetric",
-    "ShuffleSumResult",
-    "shuffle_vector_sum",
     "shuffle_matrix_sum",
-    # Hanna et al. single-message Laplace protocol
-    "LAPLACE_MECHANISM",
-    "LaplaceShuffleParams",
-    "laplace_shuffle_params",
-    "assign_actions",
-    "laplace_randomizer",
-    "forward_reports",
-    "per_action_sums",
+    "shuffle_vector_sum",
+    "theorem_epsilon",
+    "theory_params",
+    "upper_to_symmetric",
 ]
 
 #: Largest epsilon covered by Lemmas T.1 / T.2 (Cheu et al. 2022).
@@ -103,9 +90,6 @@ _CONVERSIONS = ("bs", "cks")
 _NORM_POLICIES = ("clip", "reject")
 
 
-# ============================================================================================
-# 1. Cheu et al. (2022) vector / matrix summation (Sarmasarkar 2026, Appendix T)
-# ============================================================================================
 @dataclass(frozen=True)
 class SumParams:
     """Parameters of one call of the shuffle summation protocol (all public).
@@ -216,7 +200,8 @@ class SumParams:
         * Otherwise (in practice: calibrated mode): the binomial noise ``Bin(n b, p)`` is treated
           as Gaussian with the same variance, ``sigma = binomial_noise_std``, which is
           ``rho = sensitivity^2 / (2 sigma^2)``-zCDP under that approximation, converted at
-          ``delta``.  This is a heuristic (spec section 4.4) and the notes say so.
+          ``delta``.  This is a heuristic (spec section 4.4), not a proof: the returned guarantee
+          has ``approximate=True`` (printed as ``~(epsilon, delta)-DP``) and its notes say so.
 
         One call, replacement of one user's input; calls compose (basic, advanced or zCDP).
         """
@@ -232,18 +217,19 @@ class SumParams:
             return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit="user",
                                     notes=f"{self.kind} summation with b = 0: no privacy noise")
         rho = gaussian_zcdp(sigma, self.sensitivity)
-        notes = (f"calibrated, not the Cheu et al. theorem: Bin(nb, p) noise treated as Gaussian with "
-                 f"std {sigma:.6g} at l2 sensitivity {self.sensitivity:.6g} (rho={_rho_value(rho):.6g}, "
-                 f"{self.conversion} conversion); Lemma T.{1 if self.kind == 'vector' else 2} would certify "
-                 f"only epsilon={eps_thm:.4g} (and only for epsilon <= 15 with eq. 122's g); "
-                 f"{self.kind} summation, n={self.n}, "
+        notes = (f"calibrated mode, APPROXIMATE (not the Cheu et al. theorem): Bin(nb, p) noise treated "
+                 f"as Gaussian with std {sigma:.6g} at l2 sensitivity {self.sensitivity:.6g} "
+                 f"(rho={_rho_value(rho):.6g}, {self.conversion} conversion); "
+                 f"Lemma T.{1 if self.kind == 'vector' else 2} would certify only epsilon={eps_thm:.4g} "
+                 f"(and only for epsilon <= 15 with eq. 122's g); {self.kind} summation, n={self.n}, "
                  f"g={self.g:.6g}, b={self.b}")
-        return to_guarantee(rho, model="shuffle", unit="user", notes=notes, delta=self.delta,
-                            method=self.conversion)
+        approx = to_guarantee(rho, model="shuffle", unit="user", notes=notes, delta=self.delta,
+                              method=self.conversion)
+        return dataclasses.replace(approx, approximate=True)
 
 
-def _rho_value(rho: object) -> float:
-    return float(getattr(rho, "rho", rho))  # ZCDP object or bare float
+def _rho_value(rho: ZCDP | float) -> float:
+    return float(rho.rho if isinstance(rho, ZCDP) else rho)  # ZCDP object or bare float
 
 
 def _labels(kind: str, d: int) -> int:
@@ -587,7 +573,8 @@ def local_randomizer(
         If True the message is the literal labelled multiset: payload ``label_multi`` and
         ``bit_multi`` of shape ``(R, n_labels * (ceil(2g) + b))`` (only for small ``b``).
         Otherwise each label's multiset is sent as its number of ones, payload ``count`` of shape
-        ``(R, n_labels)`` -- the same multiset, encoded compactly.
+        ``(R, n_labels)`` -- the same multiset, encoded compactly.  Either way the shuffler
+        (:func:`shuffle`) forwards only the union of all users' multisets to the analyzer.
     """
     w = _check_w(w, params, 1)
     counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
@@ -627,27 +614,72 @@ def randomize_users(
 
 
 def shuffle(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> ShuffledBatch:
-    """Shuffler ``S1`` / ``S2`` (Algorithm 5): a uniform permutation of all users' messages.
+    """Shuffler ``S1`` / ``S2`` (Algorithm 5): the multiset of all users' labelled bits.
 
-    Delegates to :func:`privbandits.core.messages.shuffle_messages` (independent uniform
-    permutation per replication, drawn from the shuffler's generator).  With materialized bits
-    every labelled bit is a message and all bits of all users are permuted together; with the
-    count encoding the users' messages are permuted.
+    In the protocol every labelled bit is a separate message and the shuffler permutes all bits of
+    all users together, so the analyzer sees a multiset of ``(label, bit)`` pairs and nothing that
+    groups the bits by user.
+
+    * Materialized bits (payload ``label_multi`` / ``bit_multi``): exactly that, by
+      :func:`privbandits.core.messages.shuffle_messages` (every bit a message; independent uniform
+      permutation per replication from the shuffler's generator).
+    * Count encoding (payload ``count``, one count of ones per label and user): the shuffler
+      releases the histogram of the multiset, ``ones`` and ``bits`` of shape ``(R, n_labels)``
+      (the numbers of one-bits and of all bits carrying each label, summed over users).  A
+      uniformly permuted sequence of bits carries exactly the information of its histogram (given
+      the histogram its order is uniform, independent of the inputs), so this is the same release
+      as the permuted bits; no randomness is needed.  Permuting the users' count vectors as whole
+      messages would instead hand the analyzer every user's own noisy counts (issue 10).
+
+    Raises
+    ------
+    TrustBoundaryError
+        If an element is not a :class:`PrivatizedMessage`, the batch mixes randomizers or
+        encodings, or the count vectors disagree in shape.
     """
-    return shuffle_messages(messages, rng)
+    if not messages:
+        raise TrustBoundaryError("cannot shuffle an empty batch")
+    if not all(isinstance(m, PrivatizedMessage) for m in messages):
+        bad = next(m for m in messages if not isinstance(m, PrivatizedMessage))
+        raise TrustBoundaryError(f"the shuffler only accepts PrivatizedMessage, got {type(bad).__name__}")
+    if "count" not in messages[0].payload:
+        return shuffle_messages(messages, rng)
+    mech = messages[0].mechanism
+    if any(m.mechanism != mech or set(m.payload) != {"count"} for m in messages):
+        raise TrustBoundaryError("a shuffled batch must come from a single randomizer and encoding")
+    counts = [np.asarray(m["count"]) for m in messages]
+    if len({c.shape for c in counts}) != 1 or counts[0].ndim != 2:
+        raise TrustBoundaryError("every count message must have shape (R, n_labels); got "
+                                 f"{sorted({c.shape for c in counts})}")
+    ones = np.asarray(np.sum(counts, axis=0, dtype=np.int64))
+    return ShuffledBatch(payload=_frozen_payload({"ones": ones}), mechanism=mech, n_users=len(messages))
+
+
+def _frozen_payload(arrays: dict[str, np.ndarray]) -> MappingProxyType[str, np.ndarray]:
+    for a in arrays.values():
+        a.setflags(write=False)
+    return MappingProxyType(arrays)
 
 
 def analyze(batch: ShuffledBatch, params: SumParams) -> np.ndarray:
     """Analyzer ``A1`` / ``A2`` (Algorithm 6) on a shuffled batch.
 
     For each label, ``z = (Delta/g) (sum of its bits - p b n)`` and ``o = z - n Delta``
-    (re-centering; the paper's ``B`` is the number of users, spec section 11.2).
+    (re-centering; the paper's ``B`` is the number of users, spec section 11.2).  Accepts the two
+    releases of :func:`shuffle`: the permuted labelled bits, or their histogram (``ones`` per
+    label; every label carries ``n (ceil(2 g) + b)`` bits).
 
     Returns
     -------
     ndarray of shape (R, n_labels)
         Unbiased estimates of the sums of the users' (projected) coordinates; mirror matrix
         outputs with :func:`upper_to_symmetric`.
+
+    Raises
+    ------
+    TrustBoundaryError
+        For anything but a :class:`ShuffledBatch` of this protocol, and for a batch of per-user
+        count vectors (the analyzer must not see a user's bits grouped together).
     """
     if not isinstance(batch, ShuffledBatch):
         raise TrustBoundaryError(f"the analyzer only accepts a ShuffledBatch, got {type(batch).__name__}")
@@ -656,7 +688,14 @@ def analyze(batch: ShuffledBatch, params: SumParams) -> np.ndarray:
     if batch.n_users != params.n:
         raise ValidationError(f"batch has {batch.n_users} users but the parameters were set for n={params.n}")
     if "count" in batch.payload:
-        ones = np.asarray(batch["count"], dtype=np.int64).sum(axis=1)
+        raise TrustBoundaryError("the batch holds per-user count vectors: the shuffler must release the "
+                                 "multiset of all users' bits (cheu.shuffle), not permute whole users")
+    if "ones" in batch.payload:
+        ones = np.asarray(batch["ones"], dtype=np.int64)
+        if ones.ndim != 2 or ones.shape[1] != params.n_labels:
+            raise ValidationError(f"ones must have shape (R, n_labels={params.n_labels}), got {ones.shape}")
+        if ones.size and (int(ones.min()) < 0 or int(ones.max()) > params.n * params.bits_per_label):
+            raise ValidationError("each label carries n (ceil(2g) + b) bits; the batch is malformed")
     else:
         labels = np.asarray(batch["label_multi"], dtype=np.int64)
         bits = np.asarray(batch["bit_multi"], dtype=np.int64)
@@ -681,7 +720,8 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     The analyzer depends on the messages only through the number of ones per label,
     ``sum_u x_hat_u + sum_u gamma2_u``.  The rounding part is drawn per user (a Poisson-binomial
     sum) and the binomial part as one ``Binomial(n b, p)`` per label, which is the law of a sum of
-    ``n`` independent ``Binomial(b, p)`` (spec section 4.4, "fast exact simulation").
+    ``n`` independent ``Binomial(b, p)`` (spec section 4.4, "fast exact simulation"); both through
+    the compiled samplers of the message path.
 
     Parameters
     ----------
@@ -703,7 +743,10 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
     x_hat = randomized_rounding(u, rng).sum(axis=1)
     R = w.shape[0]
-    gamma2 = rng.binomial(params.n * params.b, params.p, size=(R, params.n_labels))
+    # Bin(n b, p) per label is the randomizer R* at a zero input with n b noise bits (its rounding
+    # of 0 is 0): the same compiled sampler as the message path
+    gamma2 = binomial_bit_counts(np.zeros((R, params.n_labels)), params.g, params.n * params.b, params.p,
+                                 params.Delta, rng)
     return _debias(x_hat + gamma2, params)
 
 
@@ -808,275 +851,3 @@ def shuffle_matrix_sum(
     w, n_clipped = encode_matrices(X, params.Delta, norm_policy=norm_policy, psd_inputs=params.psd_inputs)
     o = _run(w, params, client_rng, shuffler_rng, path, materialize_bits)
     return ShuffleSumResult(upper_to_symmetric(o, params.d), n_clipped, params)
-
-
-# ============================================================================================
-# 2. Hanna et al. (2022), Algorithm 3: single-message Laplace shuffle protocol
-# ============================================================================================
-LAPLACE_MECHANISM = "laplace-shuffle"
-
-
-@dataclass(frozen=True)
-class LaplaceShuffleParams:
-    """Public parameters of one batch of the single-message Laplace shuffle protocol.
-
-    Attributes
-    ----------
-    epsilon, delta : float
-        Central target of the batch.
-    n : int
-        Number of clients in the batch (``n_i``).
-    r_lo, r_hi : float
-        Reward range; every report clips its reward to it.
-    sensitivity : float
-        Sensitivity used for the noise scale: ``r_hi - r_lo`` (strict) or 1 (``paper_sensitivity``).
-    eps0 : float
-        Local budget ``eps0^(i)`` from the inverted amplification bound (spec section 3.9).
-    scale : float
-        Laplace scale ``sensitivity / eps0``.
-    shuffle_bound : {"fmt-valid", "paper"}
-        How ``eps0`` was chosen: Algorithm E0 (validity cap + fallback) or the literal inverse.
-    bound : {"closed", "numerical"}
-        Amplification bound used by :func:`local_epsilon_for_target` and by the accountant.
-    """
-
-    epsilon: float
-    delta: float
-    n: int
-    r_lo: float
-    r_hi: float
-    sensitivity: float
-    eps0: float
-    scale: float
-    shuffle_bound: str = "fmt-valid"
-    bound: str = "closed"
-
-    @property
-    def range_width(self) -> float:
-        """True L1 sensitivity of one clipped reward: ``r_hi - r_lo`` (spec section 2.5)."""
-        return self.r_hi - self.r_lo
-
-    def local_epsilon(self) -> float:
-        """Pure LDP epsilon of one report, from the noise actually added at the true sensitivity."""
-        return laplace_epsilon(self.scale, self.range_width)
-
-    def guarantee(self) -> PrivacyGuarantee:
-        """Central guarantee of the batch (shuffle model), computed from the noise actually added.
-
-        ``eps_l = laplace_epsilon(scale, r_hi - r_lo)`` is the LDP level of each report; the
-        accountant's :func:`~privbandits.privacy.amplification.amplified_guarantee` returns
-        ``(f_{n,delta}(eps_l), delta)``-DP when amplification by shuffling is valid and helps
-        (Feldman, McMillan & Talwar 2021; the closed form's validity condition is enforced), and
-        ``eps_l``-DP from the reports alone otherwise.  Clients are in one batch only, so batches
-        compose in parallel.  Requires the footnote-2 assumption of Hanna et al. (the server does
-        not see which client played which action).  With ``paper_sensitivity`` or the literal
-        inverse this is weaker than ``(epsilon, delta)``, and says so.
-        """
-        eps_l = self.local_epsilon()
-        g = amplified_guarantee(eps_l, self.n, self.delta, self.bound)
-        notes = (f"Hanna et al. (2022) Alg. 3, batch of n={self.n}: Laplace scale {self.scale:.6g} on rewards "
-                 f"clipped to [{self.r_lo:g}, {self.r_hi:g}] -> {eps_l:.6g}-LDP per report; "
-                 f"eps0 from shuffle_bound={self.shuffle_bound!r}; ")
-        if isinstance(g, ApproxDP):
-            notes += f"amplification by shuffling ({self.bound} bound, FMT21)"
-        else:
-            notes += "no valid amplification: the LDP level is the guarantee"
-        return to_guarantee(g, model="shuffle", unit="user", notes=notes)
-
-
-def laplace_shuffle_params(
-    epsilon: float,
-    delta: float,
-    n: int,
-    r_lo: float = -1.0,
-    r_hi: float = 1.0,
-    *,
-    shuffle_bound: str = "fmt-valid",
-    bound: str = "closed",
-    paper_sensitivity: bool = False,
-) -> LaplaceShuffleParams:
-    """Parameters of one batch of Hanna et al. (2022), Algorithm 3 (spec section 4.3).
-
-    Parameters
-    ----------
-    epsilon, delta : float
-        Central target of the batch.
-    n : int
-        Batch size ``n_i`` (public).
-    r_lo, r_hi : float
-        Reward range; ``Delta = r_hi - r_lo`` (spec section 2.5).
-    shuffle_bound : {"fmt-valid", "paper"}
-        ``"fmt-valid"`` (default): ``eps0 = local_epsilon_for_target(epsilon, delta, n, bound)``,
-        Algorithm E0 of spec section 3.9 (validity cap and fallback to ``epsilon``).
-        ``"paper"``: the literal ``f^{-1}_{n,delta}(epsilon)`` with no cap and no fallback
-        (reproduction only; warns).
-    bound : {"closed", "numerical"}
-        Amplification bound of the accountant (FMT21 Thm 3.1 or 3.2).
-    paper_sensitivity : bool
-        Noise scale ``1/eps0`` instead of ``(r_hi - r_lo)/eps0`` (reproduction only; the guarantee
-        is computed at the true sensitivity and is then weaker than ``epsilon``).
-    """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    n = check_int("n", n, 1)
-    lo = check_in_range("r_lo", r_lo)
-    hi = check_in_range("r_hi", r_hi)
-    if not hi > lo:
-        raise ValidationError(f"r_hi must exceed r_lo, got r_lo={lo:g}, r_hi={hi:g}")
-    shuffle_bound = check_choice("shuffle_bound", shuffle_bound, ("fmt-valid", "paper"))
-    bound = check_choice("bound", bound, BOUNDS)
-    if shuffle_bound == "paper":
-        warnings.warn("shuffle_bound='paper' uses the uncapped inverse of eq. (10); it can overclaim privacy "
-                      "(spec section 3.9) -- reproduction only", UserWarning, stacklevel=2)
-        eps0 = closed_form_inverse(eps, dlt, n)
-    else:
-        eps0 = float(local_epsilon_for_target(eps, dlt, n, bound))
-    if paper_sensitivity:
-        warnings.warn("paper_sensitivity=True: Laplace scale 1/eps0 on a reward range of width "
-                      f"{hi - lo:g}; the guarantee is computed at the true sensitivity", UserWarning, stacklevel=2)
-    sens = 1.0 if paper_sensitivity else hi - lo
-    scale = sens / eps0
-    while sens / scale > eps0:  # round the scale up so the accounted LDP level never exceeds eps0
-        scale = math.nextafter(scale, math.inf)
-    return LaplaceShuffleParams(epsilon=eps, delta=dlt, n=n, r_lo=lo, r_hi=hi, sensitivity=sens, eps0=eps0,
-                                scale=scale, shuffle_bound=shuffle_bound, bound=bound)
-
-
-def assign_actions(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Shuffler, step 1: assign the batch's action slots to clients by a uniform permutation.
-
-    The canonical list contains action ``a`` exactly ``counts[r, a]`` times (``a`` in increasing
-    order); client ``j`` of replication ``r`` receives ``list[sigma_r(j)]`` for an independent
-    uniform permutation ``sigma_r`` drawn from the shuffler's generator.
-
-    Parameters
-    ----------
-    counts : ndarray of int, shape (R, K)
-        ``n_ia`` per replication and action (public).  Totals ``n_r`` may differ across
-        replications; rows are then padded.
-    rng : Generator
-        Shuffler stream.
-
-    Returns
-    -------
-    ndarray of int64, shape (R, N) with ``N = max_r n_r``
-        Action index of each client slot; ``-1`` marks padding beyond ``n_r``.
-    """
-    raw = check_finite_array("counts", counts, ndim=2)
-    counts = raw.astype(np.int64)
-    if not np.array_equal(counts, raw):
-        raise ValidationError("counts must be integers (the number of pulls n_ia of each action)")
-    if counts.size and int(counts.min()) < 0:
-        raise ValidationError(f"counts must be nonnegative, got minimum {int(counts.min())}")
-    R, K = counts.shape
-    totals = counts.sum(axis=1)
-    N = int(totals.max()) if R else 0
-    # canonical lists, padded with -1: slot j holds action a = #{a' : cum[a'] <= j}.  One global
-    # searchsorted over the rows' cumulative counts, offset by r (N + 1) so the rows stay sorted.
-    cum = np.cumsum(counts, axis=1)
-    offsets = np.arange(R)[:, None] * (N + 1)
-    j = np.arange(N)
-    pos = np.searchsorted((cum + offsets).ravel(), (j[None, :] + offsets).ravel(), side="right")
-    canonical = pos.reshape(R, N) - np.arange(R)[:, None] * K
-    canonical = np.where(j[None, :] < totals[:, None], canonical, -1)
-    keys = rng.random((R, N))
-    keys = np.where(canonical >= 0, keys, 2.0)  # padding sorts last
-    perm = np.argsort(keys, axis=1)
-    return np.take_along_axis(canonical, perm, axis=1)
-
-
-def laplace_randomizer(
-    rewards: np.ndarray, slots: np.ndarray, params: LaplaceShuffleParams | Sequence[LaplaceShuffleParams],
-    rng: np.random.Generator,
-) -> PrivatizedMessage:
-    """Clients: report ``clip(r, r_lo, r_hi) + Lap(scale)`` (Hanna et al. 2022, Alg. 3).
-
-    Batched representation: entry ``(r, j)`` is the report of the client in slot ``j`` of
-    replication ``r``, computed from that client's own reward only, with fresh noise.
-
-    Parameters
-    ----------
-    rewards : ndarray of shape (R, N)
-        Each client's observed reward for its assigned action (ignored at padded slots).
-    slots : ndarray of shape (R, N)
-        Output of :func:`assign_actions` (``-1`` = padding).
-    params : LaplaceShuffleParams or sequence of R of them
-        One per replication when batch sizes differ across replications.
-    rng : Generator
-        Client noise stream.
-
-    Returns
-    -------
-    PrivatizedMessage with payload ``reward_hat`` of shape (R, N) (0 at padded slots).
-    """
-    slots = np.asarray(slots)
-    rewards = check_finite_array("rewards", rewards, ndim=2)
-    if rewards.shape != slots.shape:
-        raise ValidationError(f"rewards must have the shape of slots {slots.shape}, got {rewards.shape}")
-    R = slots.shape[0]
-    plist = [params] * R if isinstance(params, LaplaceShuffleParams) else list(params)
-    if len(plist) != R:
-        raise ValidationError(f"need one LaplaceShuffleParams per replication ({R}), got {len(plist)}")
-    valid = slots >= 0
-    n_valid = valid.sum(axis=1)
-    for r, p in enumerate(plist):
-        if p.n != int(n_valid[r]):
-            raise ValidationError(f"replication {r} has {int(n_valid[r])} clients but its parameters say n={p.n}")
-    lo = np.array([p.r_lo for p in plist])[:, None]
-    hi = np.array([p.r_hi for p in plist])[:, None]
-    scale = np.array([p.scale for p in plist])[:, None]
-    noise = sample_laplace(rng, slots.shape, 1.0) * scale
-    reports = np.where(valid, np.clip(rewards, lo, hi) + noise, 0.0)
-    return PrivatizedMessage(payload={"reward_hat": reports}, mechanism=LAPLACE_MECHANISM)
-
-
-def forward_reports(slots: np.ndarray, reports: PrivatizedMessage, rng: np.random.Generator) -> ShuffledBatch:
-    """Shuffler, step 2: re-associate each report with its action slot and forward the pairs.
-
-    The pairs ``(a_j, r_hat_j)`` are forwarded in a freshly shuffled order (no client ids, and the
-    position carries no information); padding stays at the end.
-
-    Returns
-    -------
-    ShuffledBatch with payload ``action`` (int, -1 = padding) and ``reward_hat``, shape (R, N).
-    """
-    if not isinstance(reports, PrivatizedMessage):
-        raise TrustBoundaryError(f"the shuffler only forwards PrivatizedMessage, got {type(reports).__name__}")
-    if reports.mechanism != LAPLACE_MECHANISM:
-        raise TrustBoundaryError(f"expected reports from {LAPLACE_MECHANISM!r}, got {reports.mechanism!r}")
-    slots = np.asarray(slots, dtype=np.int64)
-    r_hat = np.asarray(reports["reward_hat"])
-    if r_hat.shape != slots.shape:
-        raise ValidationError(f"reports have shape {r_hat.shape}, slots {slots.shape}")
-    keys = np.where(slots >= 0, rng.random(slots.shape), 2.0)
-    perm = np.argsort(keys, axis=1)
-    payload = {"action": np.take_along_axis(slots, perm, axis=1),
-               "reward_hat": np.take_along_axis(r_hat, perm, axis=1)}
-    n_users = int((slots >= 0).sum(axis=1).max()) if slots.size else 0
-    return ShuffledBatch(payload=payload, mechanism=LAPLACE_MECHANISM, n_users=n_users)
-
-
-def per_action_sums(batch: ShuffledBatch, n_actions: int) -> tuple[np.ndarray, np.ndarray]:
-    """Server analyzer: ``r_hat_ia`` = sum of the reports paired with action ``a`` (Alg. 3).
-
-    Returns
-    -------
-    sums : ndarray of shape (R, n_actions)
-    counts : ndarray of int64, shape (R, n_actions)
-        Number of reports per action (equals the public ``n_ia``).
-    """
-    if not isinstance(batch, ShuffledBatch):
-        raise TrustBoundaryError(f"the server only accepts a ShuffledBatch, got {type(batch).__name__}")
-    if batch.mechanism != LAPLACE_MECHANISM:
-        raise TrustBoundaryError(f"batch comes from {batch.mechanism!r}, expected {LAPLACE_MECHANISM!r}")
-    K = check_int("n_actions", n_actions, 1)
-    a = np.asarray(batch["action"], dtype=np.int64)
-    y = np.asarray(batch["reward_hat"], dtype=float)
-    if a.size and int(a.max()) >= K:
-        raise ValidationError(f"batch contains action {int(a.max())} >= n_actions={K}")
-    R = a.shape[0]
-    valid = a >= 0
-    flat = (np.arange(R)[:, None] * K + np.where(valid, a, 0))[valid]
-    sums = np.bincount(flat, weights=y[valid], minlength=R * K).reshape(R, K)
-    counts = np.bincount(flat, minlength=R * K).reshape(R, K)
-    return sums, counts

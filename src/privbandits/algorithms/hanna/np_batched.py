@@ -1,0 +1,90 @@
+"""NP-batched: the non-private skeleton of Hanna et al. (2022) (spec section 4.0).
+
+The limit of Algorithms 1-3 as epsilon -> infinity: batches grow like ``q^i`` with
+``q = (2T)^{1/ln T}``; each batch plays a G-optimal core set, estimates theta from that batch only,
+and eliminates actions more than ``2 gamma_i`` below the empirical best; after
+``L = max(1, floor(ln T) - 1)`` batches it commits.  The paper's non-private baseline of
+Figure 3(b) ("non-private batched algorithm that adds no noise").
+
+References
+----------
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 1-3 (common skeleton), Figure 3(b); spec
+sections 3-4 and 9, item 25.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.hanna.curator import BatchedCurator
+from privbandits.algorithms.hanna.elimination import HannaElimination, batch_growth, n_batches
+from privbandits.algorithms.hanna.presets import ELIMINATION_CONSTRAINTS, PRESETS, core_set_name
+from privbandits.algorithms.hanna.widths import NonPrivateWidth
+from privbandits.algorithms.registry import register
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy.guarantee import NON_PRIVATE
+
+__all__ = ["NPBatched"]
+
+
+@register
+class NPBatched(BatchedCurator):
+    """The spec's section 4.0 skeleton of Hanna et al. (2022) without noise ("NP-batched").
+
+    Per batch ``i = 1..L``: working subspace of ``A_i``; G-optimal design (Algorithm D) with core
+    set ``C_i``; ``n_ia = ceil(pi_i(a) q^i)`` pulls in random order; ``theta_hat_i`` from this
+    batch's raw sums only; width ``gamma_i`` (spec section 4.6, row "none"); keep ``a`` with
+    ``<a, theta_hat_i> >= max_{b in A_i} <b, theta_hat_i> - 2 gamma_i``; commit to the empirical
+    best after ``L`` batches or when one action survives.
+
+    Parameters
+    ----------
+    preset : {"strict", "paper"}
+        ``strict`` -> ``width_mode="rigorous"``; ``paper`` -> ``width_mode="paper"`` (spec 2.6).
+    width_mode : {"paper", "rigorous"}, optional
+        Overrides the preset's width mode (spec section 4.6).
+    core_set : bool or {"greedy", "nocore-fw", "nocore-uniform"}
+        Core-set construction (spec sections 3.4, 4.5); ``True`` = ``"greedy"``.
+    design_factor : float
+        Design target ``g <= factor * m`` (spec: 2).
+    sigma : float
+        Sub-Gaussian parameter of the reward noise in the widths (1 under Assumption 1).
+    fail_prob : float, optional
+        Use ``ell_i = ln(4 |A_i| L / fail_prob)`` instead of ``ln(4 |A_i| T^2)``.
+
+    References
+    ----------
+    Hanna et al. (2022), Algorithms 1-3 (common skeleton); spec sections 3-4.
+    """
+
+    name = "pe-batched"
+    paper = "Hanna et al. 2022 (NP-batched)"
+    constraints: ClassVar = dict(ELIMINATION_CONSTRAINTS)
+    test_params: ClassVar = ({}, {"preset": "paper", "core_set": "nocore-uniform"})
+    test_envs: ClassVar[tuple[str, ...]] = ("finite",)
+
+    def __init__(
+        self,
+        preset: str = "strict",
+        width_mode: str | None = None,
+        core_set: bool | str = "greedy",
+        design_factor: float = 2.0,
+        sigma: float = 1.0,
+        fail_prob: float | None = None,
+    ) -> None:
+        pass
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Non-private; resolves the width mode and the schedule constants ``q``, ``L``."""
+        width_mode = PRESETS[self.preset]["width_mode"] if self.width_mode is None else self.width_mode
+        resolved = {"preset": self.preset, "width_mode": width_mode, "core_set": core_set_name(self.core_set),
+                    "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
+        return Calibration(NON_PRIVATE, resolved, preset=self.preset)
+
+    def make_core(self, A: np.ndarray) -> HannaElimination:
+        res = self.calibration.resolved
+        width = NonPrivateWidth(res["width_mode"], self.sigma, self.fail_prob)
+        return HannaElimination(A, self.spec, width, self.design_factor, res["core_set"])

@@ -1,0 +1,638 @@
+"""Audit the code that runs: the client code path of every local and shuffle algorithm.
+
+The privacy layer's catalog (:data:`privbandits.privacy.audit.AUDITABLE`) audits the mechanisms and
+protocols of :mod:`privbandits.privacy`; this module audits the algorithms themselves, through the
+exact user-side code a deployment runs (DESIGN section 2; issue "Engine v2", point 3):
+
+1. construct the registered algorithm (``make("ldp-sgd", epsilon=1.0)``) and reset it on a small
+   problem (``SyntheticEnv(...).reset(...)`` gives the public
+   :class:`~privbandits.core.spec.EnvSpec`);
+2. for one user of round ``t = 0``: do what the drivers do before the first user arrives (a
+   batched elimination algorithm installs its engine on the public action catalogue), read the
+   public state the server broadcasts (through the shuffler's ``assign`` in the shuffle model),
+   call ``alg.client.choose(...)`` and
+   ``alg.client.randomize(t, public, contexts, actions, rewards, rng)`` on the user's own data --
+   input checks, clipping and the compiled randomizer included -- and flatten the
+   :class:`~privbandits.core.messages.PrivatizedMessage` payload into a vector;
+3. do this for ``N`` users holding ``D`` and ``N`` users holding ``D'`` (a neighbouring pair of
+   user inputs) and audit the messages with :func:`privbandits.privacy.audit.audit_spec`.
+
+The claim is the algorithm's accounted guarantee ``alg.guarantee`` (local model); for a shuffle
+algorithm, whose central guarantee rests on amplification by the shuffler, it is the local
+randomizer's own level from the calibration (what one report must satisfy on its own).
+
+Neighbouring pairs.  Each entry lists worst-case candidate pairs: contexts at the declared norm
+bound (opposite or orthogonal unit vectors, the same vector on every arm so the chosen arm does
+not matter) and rewards *outside* the declared reward range (``r_hi + 10 (r_hi - r_lo)`` and
+``r_lo - 10 (r_hi - r_lo)``), so the clipping of the code path is exercised.  A pilot sample
+(its own stream, independent of the audited draws) picks the pair whose messages are farthest
+apart and the test statistic: the log-likelihood ratio of the message for independent
+coordinates with the pilot's means and variances -- linear, ``(mu' - mu) / v``, for Gaussian-like
+coordinates (and the l2-ball's output), ``(|x - mu| - |x - mu'|) / b`` for Laplace ones (excess
+kurtosis above 1.5) -- over the coordinates whose mean difference exceeds 4 standard errors,
+duplicated coordinates such as the mirrored half of a symmetric matrix counted once.
+
+Under-noised variant.  ``under_noised=f`` audits the same client path of the same algorithm
+constructed at the requested ``epsilon / f`` (so ``f = 0.5`` requests twice the epsilon: exactly
+half the Laplace scale and the l2-ball temperature ``1/epsilon``, about half the Gaussian std)
+against the unchanged claim of the algorithm at ``epsilon``.  The variant uses only the public
+constructor, so it needs no hook in the algorithm.
+
+References
+----------
+Jagielski, Ullman & Oprea (2020), "Auditing differentially private machine learning: how private
+is private SGD?", NeurIPS; Ding et al. (2018), "Detecting violations of differential privacy", CCS;
+Mironov (2012), "On significance of the least significant bits for differential privacy", CCS (the
+floating-point side channel the statistic's rounding keeps out of the test).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from privbandits.algorithms import available, get, make
+from privbandits.algorithms.base import (
+    Algorithm,
+    BatchedAlgorithm,
+    LocalAlgorithm,
+    ShuffleAlgorithm,
+)
+from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.core.errors import UnknownNameError, ValidationError
+from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.rng import make_streams
+from privbandits.core.spec import EnvSpec
+from privbandits.envs import FiniteActionEnv, SyntheticEnv
+from privbandits.privacy.audit import AUDITABLE as MECHANISMS
+from privbandits.privacy.audit import AuditResult, AuditSpec, audit_spec
+from privbandits.privacy.audit.catalog import factor_of, variant_name
+
+__all__ = [
+    "AUDITABLE",
+    "CLIENT_PATHS",
+    "Claim",
+    "ClientPathCase",
+    "UserData",
+    "accounted_claim",
+    "audit_mechanism",
+    "client_messages",
+    "client_path_spec",
+    "extreme_pairs",
+    "local_algorithms",
+    "pilot_projection",
+    "reward_pairs",
+    "run_all",
+    "shuffle_local_claim",
+]
+
+#: Entropy of the pilot streams (independent of every audit seed's streams).
+PILOT_ENTROPY = 0x5EED_0F_A0D17
+
+
+# ============================================================================================
+# what a case is made of
+# ============================================================================================
+@dataclass(frozen=True)
+class UserData:
+    """One user's own data for one round: the contexts it sees and its reward.
+
+    Attributes
+    ----------
+    contexts : ndarray
+        ``(K, d)`` (single-parameter setting) or ``(d,)`` (multi-parameter setting).
+    reward : float
+        The user's reward (may lie outside the declared range: the client must clip it).
+    label : str
+        Short description, e.g. ``x = e_1, r = 21``.
+    """
+
+    contexts: np.ndarray
+    reward: float
+    label: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The privacy claim an audit tests: ``(epsilon, delta)`` and where it comes from."""
+
+    epsilon: float
+    delta: float
+    source: str
+
+
+def accounted_claim(alg: Algorithm, public: PublicState) -> Claim:
+    """The algorithm's accounted guarantee ``alg.guarantee`` (local model: one message per user)."""
+    g = alg.guarantee
+    return Claim(float(g.epsilon), float(g.delta), f"alg.guarantee = {g}")
+
+
+def shuffle_local_claim(alg: Algorithm, public: PublicState) -> Claim:
+    """Local level of one report of a shuffle algorithm, from its calibration.
+
+    Reads ``resolved["batch_sizes"]`` (the ranges ``[lo, hi]`` of batch sizes the run can produce)
+    and ``resolved["eps0"]`` (``[eps0(lo), eps0(hi)]`` per range, the calibrated local budgets)
+    and claims the largest ``eps0`` of the range holding the audited user's public batch size
+    ``public["n"]`` (pure DP, ``delta = 0``).
+    """
+    resolved = alg.calibration.resolved
+    try:
+        ranges, eps0 = resolved["batch_sizes"], resolved["eps0"]
+    except KeyError as exc:
+        raise ValidationError(f"{alg.name}: the calibration must resolve 'batch_sizes' and 'eps0' "
+                              "(the local budget per batch size) for the client-path audit; "
+                              f"missing {exc}") from None
+    n = np.asarray(public["n"], dtype=np.int64)
+    n0 = int(n.reshape(-1)[0])
+    for (lo, hi), levels in zip(ranges, eps0):
+        if lo <= n0 <= hi:
+            return Claim(float(max(levels)), 0.0,
+                         f"local level eps0 of one report in a batch of n={n0} users (calibration, "
+                         f"batch sizes {lo}..{hi}); the central guarantee {alg.guarantee} adds "
+                         "amplification")
+    raise ValidationError(f"{alg.name}: batch size n={n0} of the audited user is in no calibrated "
+                          f"range {ranges}")
+
+
+def _extremes(spec: EnvSpec) -> tuple[float, float]:
+    lo, hi = (float(v) for v in spec.reward_range)
+    return hi + 10.0 * (hi - lo), lo - 10.0 * (hi - lo)
+
+
+def _same_on_every_arm(spec: EnvSpec, x: np.ndarray) -> np.ndarray:
+    return x.copy() if spec.setting == "multi" else np.tile(x, (spec.K, 1))
+
+
+def extreme_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
+    """Candidate worst-case pairs: contexts on the norm bound, rewards outside the declared range.
+
+    With ``B`` the context bound, ``y+ = r_hi + 10 (r_hi - r_lo)`` and ``y- = r_lo - 10 (r_hi -
+    r_lo)``: every pair of distinct users among ``{B e_1, -B e_1, B e_2} x {y+, y-}`` (``B e_2``
+    when ``d >= 2``); every arm shows the user's context.
+    """
+    B = float(spec.context_bound)
+    y_hi, y_lo = _extremes(spec)
+    d = spec.d
+
+    def user(k: int, sign: float, y: float) -> UserData:
+        x = np.zeros(d)
+        x[k] = sign * B
+        name = f"{'-' if sign < 0 else ''}{B:g} e_{k + 1}"
+        return UserData(_same_on_every_arm(spec, x), y, f"x = {name}, r = {y:g}")
+
+    directions = [(0, 1.0), (0, -1.0)] + ([(1, 1.0)] if d >= 2 else [])
+    users = [user(k, sign, y) for k, sign in directions for y in (y_hi, y_lo)]
+    return [(a, b) for i, a in enumerate(users) for b in users[i + 1:]]
+
+
+def reward_pairs(actions: np.ndarray) -> Callable[[EnvSpec], list[tuple[UserData, UserData]]]:
+    """Pairs for a fixed action set: the user sees ``actions``; rewards ``y+`` against ``y-``."""
+    A = np.asarray(actions, dtype=float)
+
+    def pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
+        y_hi, y_lo = _extremes(spec)
+        what = f"the public {A.shape[0]} actions"
+        return [(UserData(A, y_hi, f"{what}, r = {y_hi:g}"),
+                 UserData(A, y_lo, f"{what}, r = {y_lo:g}"))]
+
+    return pairs
+
+
+@dataclass(frozen=True)
+class ClientPathCase:
+    """One algorithm's client code path at a stated parameter point.
+
+    Attributes
+    ----------
+    algorithm : str or callable
+        Registry name, or a factory ``factory(**params) -> Algorithm`` (e.g. a class).
+    params : mapping
+        Constructor arguments; must include ``epsilon`` (the variant divides it by the factor).
+    env : callable
+        ``env() -> Environment``: the small problem whose :class:`EnvSpec` the algorithm is
+        reset on.
+    horizon : int
+        Horizon of that problem.
+    claim : callable
+        ``claim(alg, public) -> Claim`` on the nominal algorithm after reset.
+    pairs : callable
+        ``pairs(spec) -> [(D, D'), ...]``: candidate neighbouring user inputs.
+    n_samples : int
+        Messages per neighbouring input (half to choose the test, half to evaluate it).
+    n_pilot : int
+        Messages per input and candidate pair drawn by the pilot.
+    batch : int
+        Users per reset of the algorithm (bounds memory of the per-replication state).
+    public : callable, optional
+        ``public(spec) -> {field: value}``: public-state fields the audit sets before the user
+        randomizes (each value broadcast over the users).  Local DP must hold whatever the
+        (untrusted) server broadcasts, so the audit may pick the broadcast that makes the users'
+        messages most distinguishable (e.g. the iterate ``theta`` entering a gradient).
+    description : str
+        One line for ``privbandits audit --list``.
+    """
+
+    algorithm: str | Callable[..., Algorithm]
+    params: Mapping[str, Any]
+    env: Callable[[], Any]
+    horizon: int = 1000
+    claim: Callable[[Algorithm, PublicState], Claim] = accounted_claim
+    pairs: Callable[[EnvSpec], Sequence[tuple[UserData, UserData]]] = extreme_pairs
+    n_samples: int = 500_000
+    n_pilot: int = 20_000
+    batch: int = 1 << 16
+    public: Callable[[EnvSpec], Mapping[str, Any]] | None = None
+    description: str = ""
+    notes: str = field(default="")
+
+    @property
+    def label(self) -> str:
+        a = self.algorithm
+        if isinstance(a, str):
+            return a
+        return str(getattr(a, "name", "") or getattr(a, "__name__", "algorithm"))
+
+    def build(self, params: Mapping[str, Any]) -> Algorithm:
+        """A fresh algorithm with ``params``."""
+        a = self.algorithm
+        cls = get(a) if isinstance(a, str) else a
+        if isinstance(cls, type) and not issubclass(cls, LocalAlgorithm):
+            raise ValidationError(f"{self.label} is not a local or shuffle algorithm: it has no "
+                                  "client code path")
+        return make(a, **params) if isinstance(a, str) else a(**params)
+
+    def spec(self) -> EnvSpec:
+        """The public problem description of :attr:`env` at :attr:`horizon`."""
+        return self.env().reset(1, make_streams(0), self.horizon)
+
+
+# ============================================================================================
+# the client code path
+# ============================================================================================
+def _start(alg: Algorithm, X: np.ndarray) -> None:
+    """What the drivers do before the first user arrives: a batched elimination algorithm installs
+    its engine on the public action catalogue (round 1's contexts)."""
+    if isinstance(alg, BatchedAlgorithm):
+        alg.start_batches(X)
+
+
+def _public_state(alg: Algorithm, t: int) -> PublicState:
+    public = alg.server.public_state()  # type: ignore[attr-defined]
+    if isinstance(alg, ShuffleAlgorithm):
+        public = alg.shuffler.assign(t, public)
+    return public
+
+
+def _override(public: PublicState, values: Mapping[str, Any]) -> PublicState:
+    """``public`` with the fields of ``values`` replaced (broadcast over the leading user axis)."""
+    fields = dict(public)
+    for key, value in values.items():
+        if key not in fields:
+            raise ValidationError(f"the public state has no field {key!r}; "
+                                  f"fields: {', '.join(fields)}")
+        old = np.asarray(fields[key])
+        new = np.broadcast_to(np.asarray(value, dtype=old.dtype), old.shape)
+        fields[key] = np.ascontiguousarray(new)
+    return PublicState(fields)
+
+
+def _flatten(msg: PrivatizedMessage, m: int) -> np.ndarray:
+    if not isinstance(msg, PrivatizedMessage):
+        raise ValidationError("client.randomize must return a PrivatizedMessage, got "
+                              f"{type(msg).__name__}")
+    parts = [np.asarray(msg.payload[k], dtype=float).reshape(m, -1) for k in sorted(msg.payload)]
+    return np.concatenate(parts, axis=1)
+
+
+def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSpec, user: UserData,
+                    m: int, rng: np.random.Generator, t: int = 0) -> np.ndarray:
+    """Messages of ``m`` users holding ``user``, through the algorithm's own client code path.
+
+    The algorithm is reset on ``spec`` with ``R = m`` replications (one user each) and streams
+    seeded from ``rng``; then ``client.choose`` and ``client.randomize`` run on the user's own
+    contexts and reward with ``rng`` as the user's stream.  Returns the flattened payloads
+    ``(m, p)`` (fields in sorted key order).
+    """
+    alg = case.build(params)
+    if not isinstance(alg, LocalAlgorithm):
+        raise ValidationError(f"{case.label} is not a local or shuffle algorithm: it has no client "
+                              "code path")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        alg.reset(spec, m, make_streams(int(rng.integers(2**62))))
+    X = np.ascontiguousarray(np.broadcast_to(user.contexts, (m, *user.contexts.shape)), dtype=float)
+    _start(alg, X)
+    public = _public_state(alg, t)
+    if case.public is not None:
+        public = _override(public, case.public(spec))
+    y = np.full(m, float(user.reward))
+    actions = alg.client.choose(t, public, X, rng)
+    msg = alg.client.randomize(t, public, X, actions, y, rng)
+    return _flatten(msg, m)
+
+
+def _draw(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSpec, user: UserData, n: int,
+          rng: np.random.Generator) -> np.ndarray:
+    out, left = [], n
+    while left > 0:
+        m = min(case.batch, left)
+        out.append(client_messages(case, params, spec, user, m, rng))
+        left -= m
+    return np.concatenate(out, axis=0)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The test statistic chosen by the pilot and how far apart the pair's messages are.
+
+    ``T(X) = X @ weights + sum_j (|X_j - mu0_j| - |X_j - mu1_j|) / b_j`` over the Laplace
+    coordinates ``j`` (:func:`pilot_projection`).
+    """
+
+    weights: np.ndarray
+    score: float
+    description: str
+    laplace: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    mu0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    mu1: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    b: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        """Statistics of the messages ``X`` (rows), rounded to 1e-9.
+
+        The rounding keeps the floating-point rounding of the computation out of the test: the
+        Laplace terms are constant on both tails, and without it the audit would threshold inside
+        those atoms on the last bits of ``T``, which depend on the low-order bits of the message
+        (the floating-point side channel of Mironov 2012), not on the mechanism's mathematics.
+        """
+        t = X @ self.weights
+        if self.laplace.size:
+            Z = X[:, self.laplace]
+            t = t + ((np.abs(Z - self.mu0) - np.abs(Z - self.mu1)) / self.b).sum(axis=1)
+        return np.round(t, 9)
+
+
+#: Excess kurtosis above which a coordinate's noise is read as Laplace (3) rather than Gaussian (0).
+LAPLACE_KURTOSIS = 1.5
+
+
+def pilot_projection(X0: np.ndarray, X1: np.ndarray, *, z: float = 4.0) -> Projection:
+    """Test statistic from pilot messages ``X0`` (under ``D``) and ``X1`` (under ``D'``).
+
+    Coordinates whose mean difference exceeds ``z`` standard errors enter the statistic with their
+    log-likelihood ratio: ``(mean1_j - mean0_j) (x_j - .) / v_j`` (linear, exact for Gaussian noise;
+    ``v_j`` the pooled per-coordinate variance) or, when the coordinate's noise has excess
+    kurtosis above :data:`LAPLACE_KURTOSIS`, ``(|x_j - mean0_j| - |x_j - mean1_j|) / b_j`` with
+    ``b_j = sqrt(v_j / 2)`` (exact for Laplace noise).  Duplicated coordinates (equal on every pilot
+    row, e.g. the mirrored half of a symmetric matrix) are counted once.  ``score = sum_j (mean1_j
+    - mean0_j)^2 / v_j`` over those coordinates (the squared distance between the pair's messages
+    in noise units).  A coordinate that is constant within each input but differs between them is
+    a deterministic leak: the statistic is that coordinate alone and the score is infinite.
+    """
+    X0 = np.asarray(X0, dtype=float)
+    X1 = np.asarray(X1, dtype=float)
+    n0, n1 = X0.shape[0], X1.shape[0]
+    p = X0.shape[1]
+    _, first = np.unique(np.vstack([X0, X1]).T, axis=0, return_index=True)
+    keep = np.zeros(p, dtype=bool)
+    keep[first] = True
+    m0, m1 = X0.mean(axis=0), X1.mean(axis=0)
+    diff = m1 - m0
+    v = 0.5 * (X0.var(axis=0, ddof=1) + X1.var(axis=0, ddof=1))
+    const = v <= 0.0
+    leak = keep & const & (diff != 0.0)
+    w = np.zeros(p)
+    if leak.any():
+        j = int(np.flatnonzero(leak)[0])
+        w[j] = math.copysign(1.0, diff[j])
+        return Projection(w, math.inf, f"coordinate {j} is deterministic and differs between the "
+                          "inputs")
+    safe_v = np.where(const, 1.0, v)
+    se = np.sqrt(safe_v * (1.0 / n0 + 1.0 / n1))
+    sig = keep & ~const & (np.abs(diff) > z * se)
+    if not sig.any():  # nothing detectable: use every coordinate
+        sig = keep & ~const
+        w[sig] = diff[sig] / safe_v[sig]
+        return Projection(w, 0.0, "no coordinate differs detectably; all coordinates weighted")
+    C = np.vstack([X0 - m0, X1 - m1])
+    kurt = (C**4).mean(axis=0) / np.maximum((C**2).mean(axis=0), 1e-300) ** 2 - 3.0
+    lap = sig & (kurt > LAPLACE_KURTOSIS)
+    lin = sig & ~lap
+    w[lin] = diff[lin] / safe_v[lin]
+    idx = np.flatnonzero(lap)
+    score = float(np.sum(diff[sig] ** 2 / safe_v[sig]))
+    text = (f"{int(sig.sum())} of {p} message coordinates used: {int(lin.sum())} with the Gaussian, "
+            f"{idx.size} with the Laplace log-likelihood ratio")
+    return Projection(w, score, text, idx, m0[idx], m1[idx], np.sqrt(safe_v[idx] / 2.0))
+
+
+# ============================================================================================
+# the audit spec of a case
+# ============================================================================================
+def client_path_spec(case: ClientPathCase, under_noised: float | None = None, *,
+                     name: str | None = None) -> AuditSpec:
+    """The :class:`~privbandits.privacy.audit.AuditSpec` of ``case`` or of its under-noised variant.
+
+    Parameters
+    ----------
+    case : ClientPathCase
+    under_noised : float, optional
+        ``f``: audit the algorithm constructed at ``epsilon / f`` against the claim at ``epsilon``.
+    name : str, optional
+        Base name (default ``client:<algorithm>``).
+    """
+    return _client_path_spec(case, factor_of(under_noised), name or f"client:{case.label}")
+
+
+def _client_path_spec(case: ClientPathCase, f: float, base: str) -> AuditSpec:
+    """:func:`client_path_spec` with the noise factor ``f`` and the base name resolved."""
+    if "epsilon" not in case.params:
+        raise ValidationError(f"{base}: the case parameters must give epsilon (the variant "
+                              "scales it)")
+    spec = case.spec()
+    candidates = list(case.pairs(spec))
+    if not candidates:
+        raise ValidationError(f"{base}: no candidate neighbouring pair")
+    nominal = case.build(case.params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CalibrationWarning)
+        nominal.reset(spec, 1, make_streams(0))
+    _start(nominal, np.asarray(candidates[0][0].contexts, dtype=float)[None])
+    public = _public_state(nominal, 0)
+    if case.public is not None:
+        public = _override(public, case.public(spec))
+    claim = case.claim(nominal, public)
+    params = dict(case.params)
+    if f != 1.0:
+        params["epsilon"] = float(case.params["epsilon"]) / f
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CalibrationWarning)
+            variant_guarantee = case.build(params).guarantee_for(spec)
+    key = zlib.crc32(base.encode())
+    pilot_seq = np.random.SeedSequence(PILOT_ENTROPY, spawn_key=(key,))
+    pilot_rng = np.random.Generator(np.random.PCG64(pilot_seq))
+    best: tuple[float, int, Projection] | None = None
+    for i, (d0, d1) in enumerate(candidates):
+        X0 = _draw(case, params, spec, d0, case.n_pilot, pilot_rng)
+        X1 = _draw(case, params, spec, d1, case.n_pilot, pilot_rng)
+        proj = pilot_projection(X0, X1)
+        if best is None or proj.score > best[0]:
+            best = (proj.score, i, proj)
+    assert best is not None
+    _, i_best, proj = best  # the pair whose messages are farthest apart
+    pair = candidates[i_best]
+
+    def sample(side: int, m: int, rng: np.random.Generator) -> np.ndarray:
+        return proj(_draw(case, params, spec, pair[side], m, rng))
+
+    users = list(dict.fromkeys(u.label for pr in candidates for u in pr))
+    pair_text = f"{len(candidates)} pair(s) among the users ({'), ('.join(users)})"
+    variant = ""
+    if f != 1.0:
+        variant = (f"variant: the same client path constructed at epsilon={params['epsilon']:g} "
+                   f"(requested epsilon x{1 / f:g}; its own accounted guarantee "
+                   f"{variant_guarantee}), claim unchanged")
+    warned = "; ".join(str(c.message) for c in caught)
+    problem = (f"{case.label} with {dict(case.params)} on d={spec.d}, K={spec.K}, "
+               f"horizon={spec.horizon}, context bound {spec.context_bound:g}, reward range "
+               f"{tuple(spec.reward_range)}")
+    pilot = (f"candidates: {pair_text}; the pilot ({case.n_pilot} messages per input and pair) "
+             f"chose the pair above (distance score {proj.score:.4g}; {proj.description})")
+    warned_text = f"calibration warnings: {warned}" if warned else ""
+    broadcast = ""
+    if case.public is not None:
+        shown = {k: np.round(np.asarray(v, dtype=float), 4).tolist()
+                 for k, v in case.public(spec).items()}
+        broadcast = f"public state set by the audit (the untrusted server's broadcast): {shown}"
+    parts = (problem, f"claim: {claim.source}", broadcast, pilot, case.notes, warned_text, variant)
+    notes = "; ".join(p for p in parts if p)
+    d0, d1 = pair
+    return AuditSpec(
+        name=variant_name(base, f), claimed_epsilon=claim.epsilon, claimed_delta=claim.delta,
+        sample=sample,
+        neighbours=f"one user of round 0: ({d0.label}) vs ({d1.label}), rewards outside the "
+                   "declared range",
+        statistic="the log-likelihood ratio of the user's PrivatizedMessage payload (every field, "
+                  "flattened) for independent Gaussian or Laplace coordinates with the means and "
+                  "variances the pilot estimated",
+        n_samples=case.n_samples, notes=notes, noise_factor=f)
+
+
+# ============================================================================================
+# the catalog of client paths
+# ============================================================================================
+#: Action set of the fixed-action (Hanna et al.) entries: 4 unit vectors in R^2.
+HANNA_ACTIONS = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.6, 0.8]])
+
+
+def _synthetic() -> SyntheticEnv:
+    return SyntheticEnv(d=2, K=3)
+
+
+def _finite() -> FiniteActionEnv:
+    return FiniteActionEnv(d=2, K=4, actions=HANNA_ACTIONS)
+
+
+def _diagonal_iterate(spec: EnvSpec) -> dict[str, np.ndarray]:
+    """``theta = S (e_1 + e_2) / sqrt(2)``: gradients ``(mu(x^T theta) - y) x`` of the users
+    ``B e_1`` and ``B e_2`` with ``y`` below the range both reach norm ``1 + 1/sqrt(2)``
+    (``S = C_B = c_r = 1``), in orthogonal directions."""
+    theta = np.zeros(spec.d)
+    theta[: min(2, spec.d)] = spec.theta_bound / math.sqrt(min(2, spec.d))
+    return {"theta": theta}
+
+
+def _axis_estimate(spec: EnvSpec) -> dict[str, np.ndarray]:
+    """``theta_hat = S e_1``: the statistic ``z x = (x^T theta_hat) x`` differs between the users
+    ``B e_1`` and ``B e_2``, as their ``x x^T`` and gradients do."""
+    theta = np.zeros(spec.d)
+    theta[0] = spec.theta_bound
+    return {"theta_hat": theta}
+
+
+#: Client-path audits of every local and shuffle algorithm, by catalog name.
+CLIENT_PATHS: dict[str, ClientPathCase] = {
+    "client:ldp-sgd": ClientPathCase(
+        "ldp-sgd", {"epsilon": 1.0}, _synthetic, n_samples=300_000, n_pilot=10_000,
+        public=_diagonal_iterate,
+        description="LDP-SGD client (Han et al. 2021, Alg. 2): gradient through the l2-ball "
+                    "mechanism"),
+    "client:ldp-ols": ClientPathCase(
+        "ldp-ols", {"epsilon": 1.0}, _synthetic, n_pilot=10_000,
+        description="LDP-OLS client (Han et al. 2021, Alg. 1): Gaussian x x^T and x y"),
+    "client:ldp-ucb": ClientPathCase(
+        "ldp-ucb", {"epsilon": 1.0}, _synthetic, n_pilot=10_000,
+        description="LDP-UCB client (Zheng et al. 2020, Alg. 1): noisy x x^T and x y"),
+    "client:ldp-ucb-laplace": ClientPathCase(
+        "ldp-ucb", {"epsilon": 1.0, "mechanism": "laplace"}, _synthetic, n_samples=200_000,
+        n_pilot=10_000,
+        description="LDP-UCB client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)"),
+    "client:ldp-gloc": ClientPathCase(
+        "ldp-gloc", {"epsilon": 1.0}, _synthetic, n_pilot=10_000, public=_axis_estimate,
+        description="LDP-GLOC client (Zheng et al. 2020, Alg. 3): noisy x x^T, z x and gradient"),
+    "client:hanna-local": ClientPathCase(
+        "hanna-local", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
+        n_samples=60_000, n_pilot=4_000, batch=1 << 14,
+        description="Hanna et al. (2022) Alg. 2 client: clip(r) + Laplace"),
+    "client:hanna-shuffle": ClientPathCase(
+        "hanna-shuffle", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
+        claim=shuffle_local_claim, n_samples=60_000, n_pilot=4_000, batch=1 << 14,
+        description="Hanna et al. (2022) Alg. 3 client: clip(r) + Laplace at the local level eps0"),
+}
+
+
+def _client_factory(name: str, case: ClientPathCase) -> Callable[..., AuditSpec]:
+    def factory(under_noised: float | None = None) -> AuditSpec:
+        return client_path_spec(case, under_noised, name=name)
+
+    factory.__doc__ = case.description or f"client code path of {case.label}"
+    factory.__name__ = name.replace(":", "_").replace("-", "_")
+    return factory
+
+
+#: Everything ``privbandits audit`` audits: the privacy layer's mechanisms and protocols, then the
+#: algorithms' client code paths.
+AUDITABLE: dict[str, Callable[..., AuditSpec]] = {
+    **MECHANISMS, **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()}}
+
+
+def audit_mechanism(name: str, under_noised: float | None = None, n_samples: int | None = None,
+                    seed: int = 0, *, alpha: float = 0.05) -> AuditResult:
+    """Audit one entry of :data:`AUDITABLE` (``privbandits audit NAME``).
+
+    Parameters
+    ----------
+    name : str
+        A mechanism of the privacy layer or ``client:<algorithm>``.
+    under_noised : float, optional
+        Audit the variant with this multiple of the calibrated noise (see the module docstring for
+        the client paths) against the unchanged claim.
+    n_samples : int, optional
+        Outputs per neighbouring input (default: the entry's own).
+    seed : int
+        Seed of the sampling streams.
+    alpha : float
+        1 - confidence of the lower bound.
+    """
+    if name not in AUDITABLE:
+        raise UnknownNameError(f"unknown mechanism {name!r}; auditable: {', '.join(AUDITABLE)}")
+    return audit_spec(AUDITABLE[name](under_noised), n_samples=n_samples, alpha=alpha, seed=seed)
+
+
+def run_all(under_noised: float | None = None, n_samples: int | None = None, seed: int = 0, *,
+            alpha: float = 0.05, names: Sequence[str] | None = None) -> list[AuditResult]:
+    """Audit every entry of :data:`AUDITABLE` (or ``names``) in catalog order
+    (``privbandits audit --all``)."""
+    return [audit_mechanism(nm, under_noised, n_samples, seed, alpha=alpha)
+            for nm in (names or list(AUDITABLE))]
+
+
+def local_algorithms() -> list[str]:
+    """Registered algorithms in the local or shuffle model (each must have a client-path entry)."""
+    return [n for n, cls in available().items() if cls.trust_model in ("local", "shuffle")]
