@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privbandits.algorithms import get, make
+from privbandits.algorithms import get, greedy, make
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.greedy import GreedyOLS, GreedySGD
-from privbandits.algorithms.ldp_glb.estimators import OLSEstimator, SGDEstimator
-from privbandits.core.errors import ValidationError
+from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.ldp_glb import estimators, kernels, policy
+from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.envs import SyntheticEnv
 from privbandits.simulate import simulate
@@ -22,19 +23,24 @@ def test_registered_and_non_private() -> None:
     for name in ("greedy-ols", "greedy-sgd"):
         cls = get(name)
         assert issubclass(cls, Curator) and set(cls.settings) == {"single", "multi"}
-        assert not cls().guarantee.is_private
+        with pytest.raises(NotResetError):
+            _ = cls().guarantee
+        alg = cls()
+        env = SyntheticEnv(d=2, K=3)
+        alg.reset(env.reset(2, make_streams(0), 10), 2, make_streams(0))
+        assert not alg.guarantee.is_private and isinstance(alg.kernel, CuratorKernel)
     assert get("greedy-sgd").links == ("*",)
 
 
-def test_twins_share_the_private_estimators() -> None:
-    """The non-private twins run the same estimator classes as LDP-OLS / LDP-SGD (fed raw
-    statistics).
-    """
-    env = SyntheticEnv(d=2, K=3)
-    a, b = GreedyOLS(), GreedySGD()
-    for alg in (a, b):
-        alg.reset(env.reset(2, make_streams(0), 10), 2, make_streams(0))
-    assert isinstance(a.est, OLSEstimator) and isinstance(b.est, SGDEstimator)
+def test_twins_share_the_private_estimators_and_choice() -> None:
+    """The non-private twins call the same compiled estimator steps and arm choice as the LDP
+    servers and clients (fed raw statistics), not copies."""
+    for fn in ("ols_accumulate", "ols_solve", "sgd_step", "step_size", "glm_gradient"):
+        assert getattr(greedy, fn) is getattr(estimators, fn)
+    for fn in ("greedy_arm", "greedy_arm_multi", "warmup_arm"):
+        assert getattr(greedy, fn) is getattr(policy, fn) is getattr(kernels, fn)
+    for fn in ("ols_accumulate", "ols_solve", "sgd_step", "step_size"):
+        assert getattr(kernels, fn) is getattr(estimators, fn)
 
 
 def test_greedy_ols_equals_ridge_regression() -> None:
@@ -55,6 +61,24 @@ def test_greedy_ols_equals_ridge_regression() -> None:
         V += np.einsum("rd,re->rde", x, x)
         b += r[:, None] * x
     assert np.allclose(alg.estimate(), np.linalg.solve(V, b[..., None])[..., 0])
+
+
+@pytest.mark.parametrize("name", ["greedy-ols", "greedy-sgd"])
+@pytest.mark.parametrize("setting", ["single", "multi"])
+def test_reference_equals_compiled(name: str, setting: str) -> None:
+    runs = [
+        simulate(
+            make(name, **({"s0": 5} if setting == "multi" else {})),
+            SyntheticEnv(d=2, K=3, setting=setting),
+            300,
+            replications=2,
+            seed=1,
+            engine=e,
+        )
+        for e in ("reference", "compiled")
+    ]
+    for key in ("regret", "reward", "estimation_error"):
+        np.testing.assert_allclose(getattr(runs[1], key), getattr(runs[0], key), rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", ["greedy-ols", "greedy-sgd"])
@@ -118,8 +142,11 @@ def test_multi_warmup_schedule_and_frozen_estimates() -> None:
         if t == 11:
             frozen = alg.theta_warm.copy()
             assert np.array_equal(frozen, alg.estimate())
+        if t < 11:
+            assert not alg.theta_warm.any()
     assert np.array_equal(alg.theta_warm, frozen)
-    assert np.all(alg.counts.sum(axis=1) == T)
+    counts = alg.kernel.state[2]
+    assert np.all(counts.sum(axis=1) == T) and np.all(counts[:, :].min(axis=1) >= 4)
 
 
 @pytest.mark.parametrize(

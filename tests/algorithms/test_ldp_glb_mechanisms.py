@@ -1,49 +1,44 @@
 """Han et al. (2021): presets, randomizers and estimators (spec han2021-ldp-glb.md, section 7, items
 1-8).
 
+The randomizers are exercised through the clients of the compiled kernels (one call privatizes
+``n`` users at once, as ``n`` replications), i.e. the exact user-side code path including clipping;
+the samplers themselves through a small compiled loop.
+
 Statistical thresholds: a sample mean of n i.i.d. draws with std s has standard error s / sqrt(n);
 we accept |mean - target| < 5 se (false-alarm probability < 1e-6 per check).  The sample std of n
-Gaussian draws has relative standard error 1 / sqrt(2 n).
+Gaussian draws has relative standard error 1 / sqrt(2 n); a proportion p has se sqrt(p (1-p) / n).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
+import numba as nb
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
-from privbandits.algorithms.ldp_glb.estimators import (
-    OLSEstimator,
-    SGDEstimator,
-    glm_gradient,
-    ols_statistics,
-    solve_shifted,
-    step_size,
-)
-from privbandits.algorithms.ldp_glb.presets import (
+from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.algorithms.ldp_glb import LDPOLS, LDPSGD
+from privbandits.algorithms.ldp_glb.calibration import (
     default_s0,
-    ols_calibration,
+    ols_noise,
     ols_shift_constant,
     sgd_defaults,
     sigma_code,
     sigma_priv,
     sigma_strict,
 )
-from privbandits.algorithms.ldp_glb.randomizers import (
-    ChunkedDraws,
-    JointSGDRandomizer,
-    OLSRandomizer,
-    SGDRandomizer,
-    clip_norm,
-    l2_ball_from_draws,
-    unit_vectors,
-)
+from privbandits.algorithms.ldp_glb.estimators import ols_accumulate, ols_solve, sgd_step, step_size
 from privbandits.core.errors import ValidationError
-from privbandits.core.links import IDENTITY, LOGISTIC
+from privbandits.core.links import LOGISTIC
+from privbandits.core.rng import make_streams
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy.mechanisms import gaussian_sigma_analytic, l2_ball_radius
+from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian, l2_ball
 
 # spec 2.4 reference table: (eps, delta) -> (paper sigma_priv, strict sigma', code sigma)
 REFERENCE = {
@@ -53,6 +48,14 @@ REFERENCE = {
     (5.0, 0.1): (0.89902, 1.01491, 3.04473),
     (0.5, 0.01): (12.43005, 13.29236, 39.87707),
 }
+
+
+def _client(alg, spec: EnvSpec, n: int, seed: int = 0):  # type: ignore[no-untyped-def]
+    """Reset ``alg`` for ``n`` users (replications); return its client and public state."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        alg.reset(spec, n, make_streams(seed))
+    return alg.client, alg.server.public_state()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -69,30 +72,36 @@ def test_gaussian_multipliers_match_spec_table(level: tuple[float, float]) -> No
 
 @pytest.mark.parametrize("level", sorted(REFERENCE))
 def test_ols_noise_scales_per_preset(level: tuple[float, float]) -> None:
-    """Spec 2.4: s_W = s_u = 2 sigma' (strict); 2 sigma_priv and sigma_priv (paper); sigma_code
-    (code).
+    """Spec 2.4: classic strict s_W = s_u = 2 sigma' (raised to the analytic multiplier only where
+    the classic one is not provable); paper 2 sigma_priv and sigma_priv; code sigma_code.  The
+    default strict calibration is the analytic one: a common multiplier 1.06066 sigma_a(eps, delta).
     """
     eps, delta = level
     paper, strict, code = REFERENCE[level]
-    s = ols_calibration("strict", eps, delta)
-    assert (s.s_W, s.s_u) == pytest.approx((2 * strict, 2 * strict), abs=2e-5)
-    p = ols_calibration("paper", eps, delta)
+    s = ols_noise("strict", "classic", eps, delta)
+    part = max(strict, gaussian_sigma_analytic(eps / 2, delta / 2))
+    assert (s.s_W, s.s_u) == pytest.approx((2 * part, 2 * part), abs=2e-5)
+    p = ols_noise("paper", "classic", eps, delta)
     assert (p.s_W, p.s_u) == pytest.approx((2 * paper, paper), abs=2e-5)
-    c = ols_calibration("authors_code", eps, delta)
+    c = ols_noise("authors_code", "classic", eps, delta)
     assert (c.s_W, c.s_u) == pytest.approx((code, code), abs=2e-5)
+    a = ols_noise("strict", "analytic", eps, delta)
+    sig = math.sqrt(4.5) / 2 * gaussian_sigma_analytic(eps, delta)
+    assert (a.s_W, a.s_u) == pytest.approx((2 * sig, 2 * sig), rel=1e-9)
+    assert a.s_W < s.s_W  # the tight calibration adds less noise
 
 
 def test_ols_noise_scales_with_bounds() -> None:
-    """strict: s_W = 2 C_B^2 sigma', s_u = 2 c_r C_B sigma'; paper: 2 C_B sigma, C_B c_r sigma; code
-    ignores them.
-    """
+    """strict: s_W = 2 C_B^2 sigma, s_u = 2 c_r C_B sigma; paper: 2 C_B sigma, C_B c_r sigma; code
+    ignores the bounds."""
     sp = sigma_strict(1.0, 0.01)
-    s = ols_calibration("strict", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
+    s = ols_noise("strict", "classic", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
     assert (s.s_W, s.s_u) == pytest.approx((2 * 4 * sp, 2 * 3 * 2 * sp))
-    assert (s.sens_M, s.sens_u) == pytest.approx((math.sqrt(2) * 4, 12.0))
-    p = ols_calibration("paper", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
+    a = ols_noise("strict", "analytic", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
+    assert a.s_u / a.s_W == pytest.approx(3.0 / 2.0)
+    p = ols_noise("paper", "classic", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
     assert (p.s_W, p.s_u) == pytest.approx((2 * 2 * sigma_priv(1, 0.01), 6 * sigma_priv(1, 0.01)))
-    c = ols_calibration("authors_code", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
+    c = ols_noise("authors_code", "classic", 1.0, 0.01, context_bound=2.0, reward_bound=3.0)
     assert c.s_W == c.s_u == pytest.approx(sigma_code(1.0, 0.01))
 
 
@@ -100,12 +109,19 @@ def test_multi_param_per_arm_multiplier() -> None:
     """Spec 2.6: sigma'_arm = 4 sqrt(2 ln(5/delta))/eps = strict multiplier at (eps/2, delta/2)."""
     assert sigma_strict(0.5, 0.05) == pytest.approx(11.18860, abs=1e-5)
     assert sigma_strict(2.5, 0.05) == pytest.approx(2.23772, abs=1e-5)
+    arm = ols_noise("strict", "classic", 1.0, 0.1, per_arm_half=True)
+    assert arm.sigma_unit == pytest.approx(11.18860, abs=1e-5)
+    # the analytic calibration needs no split: the per-arm noise is the single-message noise
+    assert ols_noise("strict", "analytic", 1.0, 0.1, per_arm_half=True) == ols_noise(
+        "strict", "analytic", 1.0, 0.1
+    )
 
 
-def test_analytic_calibration_is_smaller_and_strict_only() -> None:
-    assert sigma_strict(1.0, 0.01, "analytic") < sigma_strict(1.0, 0.01, "classic")
-    with pytest.raises(ValidationError, match="calibration"):
-        ols_calibration("paper", 1.0, 0.01, calibration="analytic")
+def test_analytic_calibration_is_strict_only() -> None:
+    with pytest.raises(ValidationError, match="gaussian_calibration"):
+        ols_noise("paper", "analytic", 1.0, 0.01)
+    with pytest.raises(ValidationError, match="gaussian_calibration"):
+        LDPOLS(preset="paper", gaussian_calibration="analytic")
 
 
 def test_shift_constant_reference_values() -> None:
@@ -114,9 +130,20 @@ def test_shift_constant_reference_values() -> None:
         488.244, abs=1e-3
     )
     assert ols_shift_constant(sigma_priv(5, 0.01), 2, 10**6, 0.1) == pytest.approx(97.649, abs=1e-3)
-    # multi-parameter (Thm 4.1): ln(2 T K / alpha)
-    k3 = ols_shift_constant(1.0, 2, 10**6, 0.1, K=3)
+    k3 = ols_shift_constant(1.0, 2, 10**6, 0.1, K=3)  # multi-parameter (Thm 4.1): ln(2 T K / alpha)
     assert k3 == pytest.approx(2 * (4 * math.sqrt(2) + 2 * math.log(2 * 3e6 / 0.1)))
+
+
+def test_shift_is_resolved_from_the_calibration() -> None:
+    """c_shift = shift_scale * c_tilde with the preset's sigma (paper: sigma_priv); authors_code
+    single-parameter uses no shift (spec 8.19)."""
+    spec = EnvSpec(d=2, K=10, horizon=10**6)
+    res = LDPOLS(preset="paper").calibrate(spec).resolved  # calibrate is pure; reset() warns
+    assert res["c_tilde"] == pytest.approx(488.244, abs=1e-3) and res["c_shift"] == res["c_tilde"]
+    assert LDPOLS(preset="authors_code").calibrate(spec).resolved["c_shift"] == 0.0
+    half = LDPOLS(shift_scale=0.5).calibrate(spec).resolved
+    assert half["c_shift"] == pytest.approx(0.5 * half["c_tilde"])
+    assert half["sigma_unit"] == pytest.approx(half["s_W"] / 2)
 
 
 def test_sgd_defaults_per_preset() -> None:
@@ -128,8 +155,9 @@ def test_sgd_defaults_per_preset() -> None:
         "zero",
         0.0,
     )
-    assert sgd_defaults("paper", "multi", "identity", 1.0, 1.0) == sgd_defaults(
-        "strict", "multi", "identity", 1, 1
+    assert (
+        not s["half_arm_level"]
+        and sgd_defaults("paper", "multi", "identity", 1.0, 1.0)["half_arm_level"]
     )
     c = sgd_defaults("authors_code", "single", "logistic", 1.0, 1.0)
     assert (c["grad_bound"], c["init"], c["ridge"]) == (1.0, "random_unit", 0.05)
@@ -150,271 +178,304 @@ def test_default_warmup_length() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# OLS randomizer
+# OLS randomizer (the client of the compiled kernel)
 # ------------------------------------------------------------------------------------------------
-def _ols(eps: float = 1.0, delta: float = 0.01) -> OLSRandomizer:
-    return OLSRandomizer(ols_calibration("strict", eps, delta), 1.0, (-1.0, 1.0))
+OLS_PRESETS = [
+    ({}, "strict analytic"),
+    ({"gaussian_calibration": "classic"}, "strict classic"),
+    ({"preset": "paper"}, "paper"),
+    ({"preset": "authors_code"}, "authors_code"),
+]
 
 
-def test_ols_noise_symmetric_with_calibrated_std(rng: np.random.Generator) -> None:
-    """Spec 7.7: W exactly symmetric; entry stds within 2% of s_W (n = 1e5; rel. se 0.22%); xi std =
-    s_u.
-    """
-    ran = _ols()
+@pytest.mark.parametrize("kwargs, label", OLS_PRESETS)
+def test_ols_noise_symmetric_with_calibrated_std(kwargs: dict, label: str) -> None:
+    """Spec 7.7: W exactly symmetric; diagonal and off-diagonal entry stds equal s_W and the xi std
+    equals s_u of the preset (n = 1e5; 5 relative se = 1.1%)."""
     n, d = 100_000, 3
-    x = np.zeros((n, d))
-    msg = ran.privatize(x, np.zeros(n), None, rng)
+    alg = LDPOLS(epsilon=1.0, **kwargs)
+    client, public = _client(alg, EnvSpec(d=d, K=2, horizon=1000), n)
+    s_W, s_u = alg.resolved_params()["s_W"], alg.resolved_params()["s_u"]
+    msg = client.randomize(
+        0,
+        public,
+        np.zeros((n, 2, d)),
+        np.zeros(n, dtype=int),
+        np.zeros(n),
+        np.random.default_rng(1),
+    )
     W, xi = msg["M"], msg["u"]
     assert np.array_equal(W, np.swapaxes(W, -1, -2))
-    assert W[:, 0, 0].std() == pytest.approx(ran.s_W, rel=0.02)
-    assert W[:, 0, 2].std() == pytest.approx(ran.s_W, rel=0.02)
-    assert xi[:, 1].std() == pytest.approx(ran.s_u, rel=0.02)
+    tol = 5 / math.sqrt(2 * n)
+    for entry in (W[:, 0, 0], W[:, 0, 2], W[:, 1, 2]):
+        assert entry.std() == pytest.approx(s_W, rel=tol)
+        assert abs(entry.mean()) < 5 * s_W / math.sqrt(n)
+    assert xi[:, 1].std() == pytest.approx(s_u, rel=tol)
+    assert abs(np.corrcoef(W[:, 0, 1], W[:, 1, 2])[0, 1]) < 5 / math.sqrt(n)  # independent entries
 
 
-def test_ols_message_unbiased(rng: np.random.Generator) -> None:
+def test_ols_message_unbiased() -> None:
     """E[M] = x x^T, E[u] = r x; 5-se tolerance with se = s / sqrt(n)."""
-    ran = _ols(eps=5.0)
     n = 200_000
-    x = np.tile([0.6, -0.8], (n, 1))
-    r = np.full(n, 0.7)
-    msg = ran.privatize(x, r, None, rng)
-    se_W, se_u = ran.s_W / math.sqrt(n), ran.s_u / math.sqrt(n)
-    assert np.all(np.abs(msg["M"].mean(0) - np.outer(x[0], x[0])) < 5 * se_W)
-    assert np.all(np.abs(msg["u"].mean(0) - 0.7 * x[0]) < 5 * se_u)
+    alg = LDPOLS(epsilon=5.0)
+    client, public = _client(alg, EnvSpec(d=2, K=2, horizon=1000), n)
+    X = np.zeros((n, 2, 2))
+    X[:, 1] = [0.6, -0.8]
+    msg = client.randomize(
+        0, public, X, np.ones(n, dtype=int), np.full(n, 0.7), np.random.default_rng(2)
+    )
+    res = alg.resolved_params()
+    x = np.array([0.6, -0.8])
+    assert np.all(np.abs(msg["M"].mean(0) - np.outer(x, x)) < 5 * res["s_W"] / math.sqrt(n))
+    assert np.all(np.abs(msg["u"].mean(0) - 0.7 * x) < 5 * res["s_u"] / math.sqrt(n))
 
 
-def test_ols_clips_contexts_and_rewards(rng: np.random.Generator) -> None:
-    """Same noise stream: the payload minus the noise is the clipped statistic (spec 1.5)."""
-    ran = _ols()
-    x = np.array([[3.0, 4.0]])  # norm 5 -> clipped to unit norm
-    r = np.array([7.0])  # clipped to 1
-    a = ran.privatize_reference(x, r, None, np.random.default_rng(5))
-    b = ran.privatize_reference(np.zeros((1, 2)), np.zeros(1), None, np.random.default_rng(5))
-    xc = np.array([0.6, 0.8])
-    assert np.allclose(a["M"] - b["M"], np.outer(xc, xc))
-    assert np.allclose(a["u"] - b["u"], xc)
-    assert ran.n_clipped == 1
-
-
-def test_ols_fast_path_matches_reference(rng: np.random.Generator) -> None:
-    """DESIGN 3: the chunked hot path and the message-level twin have the same law (KS, alpha =
-    1e-3).
-    """
-    ran = _ols()
-    x = np.array([[0.6, 0.8]] * 4000)
-    r = np.full(4000, 0.5)
-    fast = np.stack([ran.privatize(x[:1], r[:1], None, rng)["M"][0] for _ in range(4000)])
-    ref = ran.privatize_reference(x, r, None, np.random.default_rng(11))["M"]
-    for i, j in [(0, 0), (0, 1), (1, 1)]:
-        assert stats.ks_2samp(fast[:, i, j], ref[:, i, j]).pvalue > 1e-3
+def test_ols_clips_rewards_and_depends_on_data_only_through_the_statistic() -> None:
+    """Same noise stream: the payload minus the pure-noise payload is the statistic of the clipped
+    data (spec 1.5); a reward of 7 is clipped to c_r = 1."""
+    client, public = _client(LDPOLS(), EnvSpec(d=3, K=2, horizon=100), 1)
+    x = np.array([0.0, 0.6, -0.8])
+    X = np.array([[x, [1.0, 0.0, 0.0]]])
+    a = client.randomize(0, public, X, np.array([0]), np.array([7.0]), np.random.default_rng(5))
+    b = client.randomize(
+        0, public, np.zeros((1, 2, 3)), np.array([0]), np.array([0.0]), np.random.default_rng(5)
+    )
+    assert np.allclose(a["M"][0] - b["M"][0], np.outer(x, x))
+    assert np.allclose(a["u"][0] - b["u"][0], x)
 
 
 # ------------------------------------------------------------------------------------------------
-# l2-ball mechanism (SGD randomizer)
+# the samplers (compiled loop over users, as the kernels call them)
 # ------------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _l2_rows(rng, G, epsilon, bound, radius, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for k in range(G.shape[0]):
+        l2_ball(rng, G[k], epsilon, bound, radius, out[k])
+
+
+@nb.njit(cache=True)
+def _gauss_rows(rng, s_W, s_u, M, u):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for k in range(M.shape[0]):
+        add_symmetric_gaussian(rng, s_W, M[k])
+        add_gaussian(rng, s_u, u[k])
+
+
+def _l2(g: np.ndarray, eps: float, R: float, seed: int) -> np.ndarray:
+    g = np.ascontiguousarray(np.broadcast_to(g, g.shape), dtype=float)
+    out = np.empty_like(g)
+    _l2_rows(np.random.default_rng(seed), g, eps, R, l2_ball_radius(eps, g.shape[-1], R), out)
+    return out
+
+
+def _unit(rng: np.random.Generator, d: int) -> np.ndarray:
+    u = rng.standard_normal(d)
+    return u / np.linalg.norm(u)
+
+
+def test_gaussian_samplers_mean_and_variance(rng: np.random.Generator) -> None:
+    """add_symmetric_gaussian / add_gaussian: the added noise has mean 0 (5 se), variance s^2 (the
+    sample variance of n normals has relative se sqrt(2/n); 5 se), and W is exactly symmetric."""
+    n, d, s_W, s_u = 100_000, 3, 2.5, 0.7
+    M, u = np.full((n, d, d), 1.0), np.full((n, d), -1.0)
+    _gauss_rows(np.random.default_rng(3), s_W, s_u, M, u)
+    assert np.array_equal(M, np.swapaxes(M, -1, -2))
+    for noise, s in ((M[:, 0, 1] - 1.0, s_W), (M[:, 2, 2] - 1.0, s_W), (u[:, 0] + 1.0, s_u)):
+        assert abs(noise.mean()) < 5 * s / math.sqrt(n)
+        assert noise.var() == pytest.approx(s * s, rel=5 * math.sqrt(2 / n))
+
+
 def test_sgd_radius_reference_values() -> None:
-    """Spec 2.5 examples: R = 2, d = 2: 6.79826 at eps = 1, 12.82709 at the per-arm eps/2 = 0.5."""
-    assert SGDRandomizer(1.0, 2.0, IDENTITY, 1.0, (-1, 1)).radius(2) == pytest.approx(
+    """Spec 2.5 / 7.1 / 7.8: R = 2, d = 2: 6.79826 at eps = 1, 12.82709 at eps/2 = 0.5; the
+    resolved radius of the algorithm is the l2-ball radius at the slot level (R inside once)."""
+    assert l2_ball_radius(1.0, 2, 2.0) == pytest.approx(6.79826, abs=1e-5)
+    assert l2_ball_radius(0.5, 2, 2.0) == pytest.approx(12.82709, abs=1e-5)
+    assert l2_ball_radius(1.0, 1, 1.0) == pytest.approx(2.163953, abs=1e-6)
+    assert LDPSGD().calibrate(EnvSpec(d=2, K=3, horizon=100)).resolved["radius"] == pytest.approx(
         6.79826, abs=1e-5
     )
-    assert SGDRandomizer(0.5, 2.0, IDENTITY, 1.0, (-1, 1)).radius(2) == pytest.approx(
-        12.82709, abs=1e-5
+    paper = (
+        LDPSGD(preset="paper").calibrate(EnvSpec(d=2, K=3, setting="multi", horizon=100)).resolved
     )
-    assert SGDRandomizer(1.0, 1.0, IDENTITY, 1.0, (-1, 1)).radius(1) == pytest.approx(
-        2.163953, abs=1e-6
-    )
-
-
-def _l2(g: np.ndarray, eps: float, R: float, rng: np.random.Generator) -> np.ndarray:
-    lead, d = g.shape[:-1], g.shape[-1]
-    r = SGDRandomizer(eps, R, IDENTITY, 1.0, (-1, 1)).radius(d)
-    return l2_ball_from_draws(g, unit_vectors(rng, lead, d), rng.random(lead), eps, R, r)
+    assert paper["radius"] == pytest.approx(12.82709, abs=1e-5)
+    strict = LDPSGD().calibrate(EnvSpec(d=2, K=3, setting="multi", horizon=100)).resolved
+    assert strict["epsilon_slot"] == 1.0 and strict["radius"] == pytest.approx(6.79826, abs=1e-5)
 
 
 @pytest.mark.parametrize("d", [1, 2, 5, 20])
 def test_l2_ball_unbiased(d: int, rng: np.random.Generator) -> None:
-    """Spec 7.3: ||x|| = 0.6 R, 2e5 draws, mean within 5 se per coordinate, se = r / sqrt(d n)."""
+    """Spec 7.3: ||x|| = 0.6 R, 2e5 draws, mean within 5 se per coordinate, se = r / sqrt(d n)
+    (E z_i^2 = r^2 / d for the reflected uniform direction)."""
     n, R, eps = 200_000, 2.0, 1.0
-    u = unit_vectors(rng, (), d)
-    g = np.broadcast_to(0.6 * R * u, (n, d))
-    z = _l2(g, eps, R, rng)
-    r = SGDRandomizer(eps, R, IDENTITY, 1.0, (-1, 1)).radius(d)
-    se = r / math.sqrt(d * n)
+    u = _unit(rng, d)
+    z = _l2(np.tile(0.6 * R * u, (n, 1)), eps, R, d)
+    se = l2_ball_radius(eps, d, R) / math.sqrt(d * n)
     assert np.all(np.abs(z.mean(0) - 0.6 * R * u) < 5 * se)
 
 
 @pytest.mark.parametrize("norm_frac, target", [(1.0, 0.731059), (0.5, 0.615529), (0.0, 0.5)])
-def test_l2_ball_side_probability(
-    norm_frac: float, target: float, rng: np.random.Generator
-) -> None:
+def test_l2_ball_side_probability(norm_frac: float, target: float) -> None:
     """Spec 7.4: P(Z^T x > 0) = [1 + (1/2 + ||x||/(2R))(e^eps - 1)]/(1 + e^eps); binomial 5-se
-    bound.
-    """
-    n, d, R = 200_000, 3, 1.0
+    bound."""
+    n, R = 200_000, 1.0
     v = np.array([1.0, 0.0, 0.0])
-    g = np.broadcast_to(norm_frac * R * v, (n, d))
-    z = _l2(g, 1.0, R, rng)
+    z = _l2(np.tile(norm_frac * R * v, (n, 1)), 1.0, R, 11)
     p_hat = float((z @ v > 0).mean())
     assert abs(p_hat - target) < 5 * math.sqrt(target * (1 - target) / n)
 
 
 def test_l2_ball_output_norm_and_clipping(rng: np.random.Generator) -> None:
-    """Spec 7.2 and 7.6: ||Z|| = r exactly (incl. x = 0, ||x|| = R); x and x R/||x|| give identical
-    outputs.
-    """
+    """Spec 7.2 and 7.6: ||Z|| = r to 1e-9 (incl. x = 0, ||x|| = R); x and x R/||x|| give identical
+    outputs from the same stream (clipped, never rejected)."""
     R, d = 2.0, 4
-    ran = SGDRandomizer(1.0, R, IDENTITY, 1.0, (-1, 1))
-    g = np.stack([np.zeros(d), R * unit_vectors(rng, (), d), 7.0 * unit_vectors(rng, (), d)])
-    out = _l2(g, 1.0, R, np.random.default_rng(3))
-    assert np.allclose(np.linalg.norm(out, axis=-1), ran.radius(d), rtol=1e-9)
-    big = 5.0 * R * unit_vectors(rng, (50,), d)
+    g = np.stack([np.zeros(d), R * _unit(rng, d), 7.0 * _unit(rng, d)])
+    out = _l2(g, 1.0, R, 3)
+    assert np.allclose(np.linalg.norm(out, axis=-1), l2_ball_radius(1.0, d, R), rtol=1e-9)
+    big = 5.0 * R * np.stack([_unit(rng, d) for _ in range(50)])
     clipped = big * (R / np.linalg.norm(big, axis=-1, keepdims=True))
-    assert np.array_equal(
-        _l2(big, 1.0, R, np.random.default_rng(9)), _l2(clipped, 1.0, R, np.random.default_rng(9))
-    )
+    assert np.array_equal(_l2(big, 1.0, R, 9), _l2(clipped, 1.0, R, 9))
 
 
 def test_l2_ball_at_zero_is_rotation_invariant(rng: np.random.Generator) -> None:
     """Spec 7.5: Psi(0) has mean ~ 0 (5 se, se = r / sqrt(d n)) and P(Z^T v > 0) ~ 1/2 for any v."""
     n, d = 100_000, 3
-    z = _l2(np.zeros((n, d)), 1.0, 1.0, rng)
-    r = float(np.linalg.norm(z[0]))
+    z = _l2(np.zeros((n, d)), 1.0, 1.0, 4)
+    r = l2_ball_radius(1.0, d, 1.0)
     assert np.all(np.abs(z.mean(0)) < 5 * r / math.sqrt(d * n))
-    for v in (np.array([1.0, 0, 0]), unit_vectors(rng, (), d)):
+    for v in (np.array([1.0, 0, 0]), _unit(rng, d)):
         assert abs(float((z @ v > 0).mean()) - 0.5) < 5 * 0.5 / math.sqrt(n)
-
-
-@pytest.mark.parametrize("d", [2, 5])
-def test_l2_ball_fast_path_matches_reference(d: int, rng: np.random.Generator) -> None:
-    """DESIGN 3: the single-Bernoulli fast path vs mechanisms.l2_ball_mechanism (KS on Z^T g / r,
-    alpha = 1e-3).
-    """
-    ran = SGDRandomizer(1.0, 2.0, IDENTITY, 1.0, (-1, 1))
-    n = 20_000
-    x = np.broadcast_to(unit_vectors(rng, (), d), (n, d))
-    r = np.full(n, -0.4)
-    theta = np.zeros((n, d))
-    fast = np.stack([ran.privatize(x[:1], r[:1], theta[:1], rng)["z"][0] for _ in range(n)])
-    ref = ran.privatize_reference(x, r, theta, np.random.default_rng(17))["z"]
-    g = ran.gradient(x[:1], r[:1], theta[:1])[0]
-    u = g / np.linalg.norm(g)
-    assert stats.ks_2samp(fast @ u, ref @ u).pvalue > 1e-3
-    assert stats.ks_2samp(fast[:, -1], ref[:, -1]).pvalue > 1e-3
-
-
-def test_sgd_randomizer_unbiased_for_clipped_gradient(rng: np.random.Generator) -> None:
-    """E[Z] = clip_R((mu(x^T theta) - r) x) for a logistic link (eq. 3.5); 5-se bound per
-    coordinate.
-    """
-    n, R = 200_000, 1.0
-    ran = SGDRandomizer(2.0, R, LOGISTIC, 1.0, (0.0, 1.0))
-    x = np.broadcast_to([0.6, 0.8], (n, 2))
-    theta = np.broadcast_to([1.0, 0.5], (n, 2))
-    r = np.zeros(n)
-    z = ran.privatize(x, r, theta, rng)["z"]
-    g = (1.0 / (1.0 + math.exp(-(0.6 + 0.4)))) * np.array([0.6, 0.8])
-    assert np.all(np.abs(z.mean(0) - g) < 5 * ran.radius(2) / math.sqrt(2 * n))
-
-
-def test_joint_randomizer_radius_and_shrink(rng: np.random.Generator) -> None:
-    """Spec 2.6: joint dK mechanism unbiased with r_{eps,dK}; the code's r_{eps,d} shrinks the mean
-    by 0.533.
-    """
-    n, K, d, R = 100_000, 3, 2, 1.0
-    x = np.zeros((n, K, d))
-    x[:, 1] = [0.6, 0.8]
-    r = np.zeros((n, K))
-    r[:, 1] = 0.5
-    theta = np.zeros((n, K, d))
-    target = np.zeros((K, d))
-    target[1] = -0.5 * np.array([0.6, 0.8])
-    unbiased = JointSGDRandomizer(1.0, R, IDENTITY, 1.0, (-1, 1), "dK")
-    z = unbiased.privatize(x, r, theta, rng)["z"]
-    assert np.allclose(np.linalg.norm(z.reshape(n, -1), axis=-1), unbiased.radius(K * d))
-    se = unbiased.radius(K * d) / math.sqrt(K * d * n)
-    assert np.all(np.abs(z.mean(0) - target) < 5 * se)
-    code = JointSGDRandomizer(1.0, R, IDENTITY, 1.0, (-1, 1), "d")
-    assert code.shrink(d, K) == pytest.approx(0.5333, abs=1e-4)
-    zc = code.privatize(x, r, theta, rng)["z"]
-    assert np.all(np.abs(zc.mean(0) - 0.5333 * target) < 5 * 0.5333 * se)
-
-
-# ------------------------------------------------------------------------------------------------
-# chunked draws
-# ------------------------------------------------------------------------------------------------
-def test_chunked_draws_reproducible_and_switch_streams() -> None:
-    cd = ChunkedDraws(lambda rng, p: (rng.random(p),), 1)
-    a = [cd.take(np.random.default_rng(1), (3,))[0] for _ in range(1)]
-    g1, g2 = np.random.default_rng(1), np.random.default_rng(1)
-    s1 = [cd.take(g1, (3,))[0].copy() for _ in range(5)]
-    cd2 = ChunkedDraws(lambda rng, p: (rng.random(p),), 1)
-    s2 = [cd2.take(g2, (3,))[0].copy() for _ in range(5)]
-    assert all(np.array_equal(u, v) for u, v in zip(s1, s2))
-    assert not np.array_equal(s1[0], s1[1])
-    assert np.array_equal(a[0], s1[0])  # a fresh generator restarts the buffer
-
-
-# ------------------------------------------------------------------------------------------------
-# estimators (hypothesis property tests for the math)
-# ------------------------------------------------------------------------------------------------
-@settings(max_examples=60, deadline=None)
-@given(d=st.integers(1, 5), seed=st.integers(0, 2**31 - 1), shift=st.floats(0.01, 50.0))
-def test_solve_shifted_matches_linalg(d: int, seed: int, shift: float) -> None:
-    rng = np.random.default_rng(seed)
-    B = rng.standard_normal((4, d, d))
-    S = B @ np.swapaxes(B, -1, -2)
-    y = rng.standard_normal((4, d))
-    want = np.linalg.solve(S + shift * np.eye(d), y[..., None])[..., 0]
-    assert np.allclose(solve_shifted(S, y, shift), want, rtol=1e-8, atol=1e-10)
-
-
-def test_solve_shifted_singular_falls_back_to_lstsq() -> None:
-    S = np.zeros((2, 2, 2))
-    y = np.ones((2, 2))
-    assert np.allclose(solve_shifted(S, y, 0.0), 0.0)
-    S3 = np.zeros((1, 3, 3))
-    S3[0, 0, 0] = 2.0
-    assert np.allclose(solve_shifted(S3, np.ones((1, 3)), 0.0), [[0.5, 0.0, 0.0]])
-
-
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), bound=st.floats(0.1, 10.0))
-def test_clip_norm_properties(seed: int, bound: float) -> None:
-    x = np.random.default_rng(seed).standard_normal((6, 3)) * 5
-    y, k = clip_norm(x, bound)
-    n = np.linalg.norm(y, axis=-1)
-    assert np.all(n <= bound * (1 + 1e-12))
-    assert k == int((np.linalg.norm(x, axis=-1) > bound).sum())
-    assert np.allclose(y / n[:, None], x / np.linalg.norm(x, axis=-1, keepdims=True))
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), eps=st.floats(0.05, 20.0), d=st.integers(1, 8))
 def test_l2_ball_norm_property(seed: int, eps: float, d: int) -> None:
-    rng = np.random.default_rng(seed)
-    g = rng.standard_normal((5, d)) * rng.random((5, 1)) * 3
-    z = _l2(g, eps, 1.5, rng)
-    r = SGDRandomizer(eps, 1.5, IDENTITY, 1.0, (-1, 1)).radius(d)
+    g = np.random.default_rng(seed).standard_normal((5, d)) * 3
+    z = _l2(g, eps, 1.5, seed)
+    assert np.allclose(np.linalg.norm(z, axis=-1), l2_ball_radius(eps, d, 1.5), rtol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------------
+# SGD randomizer (the client of the compiled kernel)
+# ------------------------------------------------------------------------------------------------
+def test_sgd_client_unbiased_for_clipped_gradient() -> None:
+    """E[Z] = clip_R((mu(x^T theta) - r) x) for a logistic link (eq. 3.5); 5-se bound per
+    coordinate; the public theta is set on the server (the user reads it)."""
+    n = 200_000
+    spec = EnvSpec(d=2, K=2, horizon=1000, link=LOGISTIC, reward_bound=1.0, reward_range=(0.0, 1.0))
+    alg = LDPSGD(epsilon=2.0, grad_bound=1.0)
+    client, _ = _client(alg, spec, n)
+    alg.kernel.public[0][:] = [1.0, 0.5]
+    X = np.zeros((n, 2, 2))
+    X[:, 0] = [0.6, 0.8]
+    z = client.randomize(
+        0,
+        alg.server.public_state(),
+        X,
+        np.zeros(n, dtype=int),
+        np.zeros(n),
+        np.random.default_rng(6),
+    )["z"]
+    g = (1.0 / (1.0 + math.exp(-1.0))) * np.array([0.6, 0.8])
+    r = l2_ball_radius(2.0, 2, 1.0)
     assert np.allclose(np.linalg.norm(z, axis=-1), r, rtol=1e-9)
+    assert np.all(np.abs(z.mean(0) - g) < 5 * r / math.sqrt(2 * n))
 
 
-def test_ols_estimator_and_sgd_estimator_updates() -> None:
-    est = OLSEstimator((2,), 2)
-    x = np.array([[1.0, 0.0], [0.0, 1.0]])
-    M, u = ols_statistics(x, np.array([2.0, -1.0]))
-    est.add(M, u)
-    assert np.allclose(est.solve(1.0), [[1.0, 0.0], [0.0, -0.5]])
-    sgd = SGDEstimator(np.ones((2, 2)), ridge=0.5, project_radius=1.0)
-    sgd.step(np.zeros((2, 2)), 0.4)
-    assert np.allclose(
-        sgd.theta, 1.0 / math.sqrt(2)
-    )  # (1 - 0.4 * 0.5) (1, 1) = (0.8, 0.8), projected to norm 1
-    sgd2 = SGDEstimator(np.ones((2, 2)), ridge=0.5)
-    sgd2.step(np.ones((2, 2)), 0.4)
-    assert np.allclose(sgd2.theta, 0.8 * 0.6)  # theta - eta Z = 0.6, then (1 - eta lambda) = 0.8
-    assert np.allclose(
-        glm_gradient(x, np.array([1.0, 1.0]), np.array([[2.0, 0.0], [0.0, 0.0]]), IDENTITY),
-        [[1.0, 0.0], [0.0, -1.0]],
+def test_sgd_client_payload_depends_on_data_only_through_the_side() -> None:
+    """Same noise stream: the l2-ball output keeps its norm and line; only the side can change."""
+    spec = EnvSpec(d=2, K=2, horizon=100)
+    outs = []
+    for X, r in [
+        (np.array([[[0.6, 0.8], [1.0, 0.0]]]), 0.9),
+        (np.array([[[-1.0, 0.0], [0.0, 1.0]]]), -0.2),
+    ]:
+        client, public = _client(LDPSGD(), spec, 1)
+        outs.append(
+            client.randomize(0, public, X, np.array([0]), np.array([r]), np.random.default_rng(4))[
+                "z"
+            ][0]
+        )
+    assert np.linalg.norm(outs[0]) == pytest.approx(np.linalg.norm(outs[1]))
+    assert np.allclose(outs[0], outs[1]) or np.allclose(outs[0], -outs[1])
+
+
+@pytest.mark.parametrize("joint_radius", ["dK", "d"])
+def test_joint_update_radius_and_shrink(joint_radius: str) -> None:
+    """Spec 2.6: the joint dK mechanism is unbiased with r_{eps,dK}; the code's r_{eps,d} shrinks
+    the mean by r_{eps,d} / r_{eps,dK} = 0.533 (d = 2, K = 3).  Main-phase message of arm 1's user
+    with theta = 0: gradient -r x in block 1, zero elsewhere."""
+    n, K, d = 100_000, 3, 2
+    spec = EnvSpec(d=d, K=K, setting="multi", horizon=10**4)
+    alg = LDPSGD(
+        epsilon=1.0, grad_bound=1.0, synthetic_update="joint", joint_radius=joint_radius, s0=1
     )
-    assert step_size(4.0, 5.0, 1.0, "inv_t") == pytest.approx(1.0)
-    assert step_size(np.array([3.0]), 2.0, 1.0, "inv_sqrt_t", m=3)[0] == pytest.approx(3.0)
+    client, public = _client(alg, spec, n)
+    x = np.array([0.6, 0.8])
+    z = client.randomize(
+        K,
+        public,
+        np.tile(x, (n, 1)),
+        np.ones(n, dtype=int),
+        np.full(n, 0.5),
+        np.random.default_rng(7),
+    )["z"]
+    r_dK = l2_ball_radius(1.0, d * K, 1.0)
+    assert l2_ball_radius(1.0, d, 1.0) / r_dK == pytest.approx(0.5333, abs=1e-4)
+    shrink = 1.0 if joint_radius == "dK" else l2_ball_radius(1.0, d, 1.0) / r_dK
+    assert np.allclose(np.linalg.norm(z.reshape(n, -1), axis=-1), shrink * r_dK, rtol=1e-9)
+    target = np.zeros((K, d))
+    target[1] = -0.5 * x
+    se = shrink * r_dK / math.sqrt(K * d * n)
+    assert np.all(np.abs(z.mean(0) - shrink * target) < 5 * se)
+
+
+# ------------------------------------------------------------------------------------------------
+# estimators (compiled; hypothesis property tests for the math)
+# ------------------------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(1, 6), seed=st.integers(0, 2**31 - 1), shift=st.floats(0.0, 50.0))
+def test_ols_solve_matches_linalg(d: int, seed: int, shift: float) -> None:
+    """Also indefinite S_M (noisy Gram matrices): partial pivoting solves any regular system."""
+    rng = np.random.default_rng(seed)
+    B = rng.standard_normal((2, 1, d, d))
+    S_M = B + np.swapaxes(B, -1, -2)  # symmetric, indefinite
+    S_u = rng.standard_normal((2, 1, d))
+    theta, A = np.zeros((2, 1, d)), np.zeros((2, d, d + 1))
+    ols_solve(S_M, S_u, theta, A, 1, 0, shift)
+    want = np.linalg.solve(S_M[1, 0] + shift * np.eye(d), S_u[1, 0])
+    assert np.allclose(theta[1, 0], want, rtol=1e-7, atol=1e-9 * np.abs(want).max())
+    assert not np.any(theta[0])  # only estimator (r, k) = (1, 0) is touched
+
+
+def test_ols_solve_singular_gets_the_basic_solution() -> None:
+    """Exactly singular systems (shift 0, rank-deficient S_M): complete pivoting solves the regular
+    part and sets the free coordinates to 0; a zero matrix gives theta = 0."""
+    S_M, S_u = np.zeros((1, 2, 3, 3)), np.ones((1, 2, 3))
+    S_M[0, 0] = [[2.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    S_u[0, 1] = 0.0
+    theta, A = np.full((1, 2, 3), 7.0), np.zeros((1, 3, 4))
+    ols_solve(S_M, S_u, theta, A, 0, 0, 0.0)
+    assert np.allclose(theta[0, 0], [0.0, 1.0, 0.0])  # 2a + b = 1, a + b = 1; c free
+    ols_solve(S_M, S_u, theta, A, 0, 1, 0.0)
+    assert np.array_equal(theta[0, 1], np.zeros(3))
+
+
+def test_ols_accumulate_and_sgd_step() -> None:
+    d = 2
+    S_M, S_u = np.zeros((1, 2, d, d)), np.zeros((1, 2, d))
+    msg = np.array([1.0, 2.0, 2.0, 5.0, -1.0, 3.0])  # M row-major, then u
+    ols_accumulate(S_M, S_u, 0, 1, msg, 0, 4)
+    assert (
+        np.array_equal(S_M[0, 1], [[1, 2], [2, 5]])
+        and np.array_equal(S_u[0, 1], [-1, 3])
+        and not S_M[0, 0].any()
+    )
+    theta = np.ones((1, 1, d))
+    sgd_step(
+        theta, 0, 0, np.zeros(3), 1, 0.4, 0.5, 1.0
+    )  # (1 - 0.4 * 0.5) (1, 1), projected to norm 1
+    assert np.allclose(theta[0, 0], 1.0 / math.sqrt(2))
+    theta = np.ones((1, 1, d))
+    sgd_step(theta, 0, 0, np.ones(d), 0, 0.4, 0.5, math.inf)
+    assert np.allclose(theta[0, 0], 0.8 * 0.6)  # theta - eta Z = 0.6, then (1 - eta lambda) = 0.8
+    assert step_size(4.0, 5.0, 1.0, False, 1.0) == pytest.approx(1.0)
+    assert step_size(3.0, 2.0, 1.0, True, 3.0) == pytest.approx(3.0)

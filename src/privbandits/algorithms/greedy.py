@@ -1,10 +1,11 @@
-"""Non-private twins of LDP-OLS and LDP-SGD: greedy OLS and greedy online SGD.
+"""Non-private twins of LDP-OLS and LDP-SGD: greedy OLS and greedy online SGD (compiled).
 
-The same estimators as the private algorithms (:mod:`privbandits.algorithms.ldp_glb.estimators`)
+The same estimator steps as the private servers (:mod:`privbandits.algorithms.ldp_glb.estimators`)
+and the same arm choice as the private clients (:mod:`privbandits.algorithms.ldp_glb.policy`),
 fed raw statistics: ``(x x^T, r x)`` with a constant ridge shift for OLS, the raw GLM gradient
 ``(mu(x^T theta) - r) x`` for SGD.  In the multi-parameter setting they follow Algorithm 2's
-schedule (round-robin warm-up, optional elimination (4.1) on the frozen warm-up estimates, then
-greedy) but, having nothing to hide, update only the pulled arm.
+schedule (public warm-up of ``s0`` pulls per arm, optional elimination (4.1) on the frozen warm-up
+estimates, then greedy) but, having nothing to hide, update only the pulled arm.
 
 References
 ----------
@@ -14,30 +15,124 @@ NeurIPS, Algorithms 1-2 without privatization; greedy OLS as in Bastani, Bayati 
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import ClassVar, NamedTuple
 
+import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.ldp_glb.calibration import default_s0
 from privbandits.algorithms.ldp_glb.estimators import (
     STEP_SCHEDULES,
-    OLSEstimator,
-    SGDEstimator,
     glm_gradient,
-    ols_statistics,
+    ols_accumulate,
+    ols_solve,
+    sgd_step,
     step_size,
-    vecdot,
 )
-from privbandits.algorithms.ldp_glb.multi import check_warmup_order, eliminate, warmup_arm
-from privbandits.algorithms.ldp_glb.presets import default_s0
-from privbandits.algorithms.ldp_glb.protocol import TieBreaker
-from privbandits.algorithms.ldp_glb.randomizers import unit_vectors
+from privbandits.algorithms.ldp_glb.policy import (
+    WARMUP_ORDERS,
+    greedy_arm,
+    greedy_arm_multi,
+    warmup_arm,
+)
+from privbandits.algorithms.ldp_glb.sgd import INITS, random_unit
 from privbandits.algorithms.registry import register
-from privbandits.core.rng import Streams
+from privbandits.core.params import Choice, Int, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_choice, check_int, check_nonnegative, check_positive
+from privbandits.privacy.guarantee import NON_PRIVATE
 
-__all__ = ["GreedyOLS", "GreedySGD"]
+__all__ = ["GreedyOLS", "GreedyParams", "GreedySGD"]
+
+
+class GreedyParams(NamedTuple):
+    """Resolved constants of a greedy twin's kernel."""
+
+    K: int
+    n_warmup: int  # K s0 (0 in the single-parameter setting)
+    s0: int
+    blocks: bool
+    h: float  # elimination threshold (inf = none)
+    link: int
+    lam: float  # OLS ridge shift
+    eta0: float
+    t0: float
+    inv_sqrt: bool
+    ridge: float
+    rho: float  # projection radius (inf = none)
+
+
+# -- select (state[0] = theta, state[1] = theta_warm) --------------------------------------------
+@nb.njit(cache=True)
+def _select_single(p, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    return greedy_arm(X, state[0], r, rng)
+
+
+@nb.njit(cache=True)
+def _select_multi(p, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    if t < p.n_warmup:
+        return warmup_arm(t, p.K, p.s0, p.blocks)
+    return greedy_arm_multi(X, state[0], state[1], r, p.h, p.link, rng)
+
+
+@nb.njit(cache=True, inline="always")
+def _freeze_after_warmup(p, theta, theta_warm, r, t):  # type: ignore[no-untyped-def]  # pragma: no cover
+    if t + 1 == p.n_warmup:
+        for k in range(theta.shape[1]):
+            for i in range(theta.shape[2]):
+                theta_warm[r, k, i] = theta[r, k, i]
+
+
+# -- greedy OLS: state (theta, theta_warm, S_M, S_u, A, stat) -----------------------------------
+@nb.njit(cache=True, inline="always")
+def _ols_step(p, state, r, t, x, k, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """OLS_UPDATE with the raw statistics ``(x x^T, y x)`` (written into the flat scratch
+    ``stat[r]`` in the message layout) and the constant shift ``lam``."""
+    theta, theta_warm, S_M, S_u, A, stat = state
+    d = x.shape[0]
+    for i in range(d):
+        stat[r, d * d + i] = y * x[i]
+        for j in range(d):
+            stat[r, i * d + j] = x[i] * x[j]
+    ols_accumulate(S_M, S_u, r, k, stat[r], 0, d * d)
+    ols_solve(S_M, S_u, theta, A, r, k, p.lam)
+    _freeze_after_warmup(p, theta, theta_warm, r, t)
+
+
+@nb.njit(cache=True)
+def _ols_update_single(p, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    _ols_step(p, state, r, t, X[a], 0, y)
+
+
+@nb.njit(cache=True)
+def _ols_update_multi(p, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    _ols_step(p, state, r, t, X, a, y)
+
+
+# -- greedy SGD: state (theta, theta_warm, counts, g) ---------------------------------------------
+@nb.njit(cache=True, inline="always")
+def _sgd_step(p, state, r, t, x, k, y):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """SGD_UPDATE with the raw gradient, step ``eta0 / (n_k + t0)`` (``n_k`` = updates of ``k``)."""
+    theta, theta_warm, counts, g = state
+    glm_gradient(p.link, x, y, theta, r, k, g[r])
+    counts[r, k] += 1.0
+    sgd_step(
+        theta, r, k, g[r], 0, step_size(counts[r, k], p.eta0, p.t0, p.inv_sqrt, 1.0), p.ridge, p.rho
+    )
+    _freeze_after_warmup(p, theta, theta_warm, r, t)
+
+
+@nb.njit(cache=True)
+def _sgd_update_single(p, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    _sgd_step(p, state, r, t, X[a], 0, y)
+
+
+@nb.njit(cache=True)
+def _sgd_update_multi(p, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    _sgd_step(p, state, r, t, X, a, y)
 
 
 class _Greedy(Curator):
@@ -45,67 +140,67 @@ class _Greedy(Curator):
 
     settings = ("single", "multi")
     paper = "Han et al. 2021 (non-private)"
+    constraints: ClassVar = {
+        "s0": Optional(Int(1)),
+        "h": Optional(Positive),
+        "warmup_order": Choice(*WARMUP_ORDERS),
+    }
 
-    def _check_schedule(self, s0: int | None, h: float | None, warmup_order: str) -> None:
-        self.s0 = None if s0 is None else check_int("s0", s0, 1)
-        self.h = None if h is None else check_positive("h", h)
-        self.warmup_order = check_warmup_order(warmup_order)
+    s0: int | None
+    h: float | None
+    warmup_order: str
 
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        self.multi = spec.setting == "multi"
-        self._s0 = (
-            (self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K))
-            if self.multi
-            else 0
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        s0 = 0
+        if spec.setting == "multi":
+            s0 = self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K)
+        return Calibration(NON_PRIVATE, {"s0": s0, "n_warmup": spec.K * s0})
+
+    def _params(
+        self,
+        lam: float = 1.0,
+        eta0: float = 1.0,
+        t0: float = 1.0,
+        inv_sqrt: bool = False,
+        ridge: float = 0.0,
+        rho: float = math.inf,
+    ) -> GreedyParams:
+        spec, res = self.spec, self.calibration.resolved
+        return GreedyParams(
+            K=spec.K,
+            n_warmup=int(res["n_warmup"]),
+            s0=max(1, int(res["s0"])),
+            blocks=self.warmup_order == "blocks",
+            h=math.inf if self.h is None else float(self.h),
+            link=spec.link.code,
+            lam=float(lam),
+            eta0=float(eta0),
+            t0=float(t0),
+            inv_sqrt=bool(inv_sqrt),
+            ridge=float(ridge),
+            rho=float(rho),
         )
-        self.n_warmup = spec.K * self._s0
-        self._rows = np.arange(self.R)
-        self._ties = TieBreaker()
-        lead = (self.R, spec.K) if self.multi else (self.R,)
-        self.theta_warm = np.zeros(lead + (spec.d,))
-        self._build(lead, spec, streams)
 
-    def _build(self, lead: tuple[int, ...], spec: EnvSpec, streams: Streams) -> None:
-        raise NotImplementedError
+    def _theta(self, theta0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``theta (R, K_est, d)`` and ``theta_warm (R, K_est, d)``."""
+        K_est = self.spec.K if self.spec.setting == "multi" else 1
+        shape = (self.R, K_est, self.spec.d)
+        theta = np.zeros(shape) if theta0 is None else theta0
+        return theta, np.zeros(shape)
+
+    def _estimate(self, theta: np.ndarray):  # type: ignore[no-untyped-def]
+        return (lambda: theta) if self.spec.setting == "multi" else (lambda: theta[:, 0])
 
     @property
-    def theta(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        """Greedy arm (single), or warm-up arm / eliminated greedy arm (multi)."""
-        if not self.multi:
-            return self._ties.argmax(
-                np.matmul(contexts, self.theta[:, :, None])[:, :, 0], self.streams.policy
-            )
-        if t < self.n_warmup:
-            return np.full(self.R, warmup_arm(t, self.spec.K, self._s0, self.warmup_order))
-        scores = vecdot(contexts[:, None, :], self.theta)
-        if self.h is not None:
-            scores = np.where(
-                eliminate(contexts, self.theta_warm, self.spec.link, self.h), scores, -np.inf
-            )
-        return self._ties.argmax(scores, self.streams.policy)
-
-    def _pulled(self, contexts: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, Any]:
-        """Feature of the pulled arm (R, d) and the estimator index of its slot (None = single)."""
-        if self.multi:
-            return contexts, (self._rows, actions)
-        return contexts[self._rows, actions], None
-
-    def _after_update(self, t: int) -> None:
-        if self.multi and t + 1 == self.n_warmup:
-            self.theta_warm = np.array(self.theta, copy=True)
-
-    def estimate(self) -> np.ndarray:
-        return self.theta
+    def theta_warm(self) -> np.ndarray:
+        """The estimates frozen at the end of the warm-up (multi; zeros before)."""
+        return self.kernel.state[1]  # type: ignore[union-attr]
 
 
 @register
 class GreedyOLS(_Greedy):
-    """Greedy ridge regression: ``theta = (sum x x^T + lam I)^{-1} sum r x``, arm = argmax ``x^T
-    theta``.
+    """Greedy ridge regression: ``theta = (sum x x^T + lam I)^{-1} sum r x``, arm = argmax
+    ``x^T theta``.
 
     Parameters
     ----------
@@ -120,6 +215,10 @@ class GreedyOLS(_Greedy):
 
     name = "greedy-ols"
     links = ("identity",)
+    constraints: ClassVar = {"lam": Positive}
+    test_params: ClassVar = ({}, {"lam": 0.5, "s0": 2, "h": 0.5, "warmup_order": "blocks"})
+
+    lam: float
 
     def __init__(
         self,
@@ -128,26 +227,28 @@ class GreedyOLS(_Greedy):
         h: float | None = None,
         warmup_order: str = "round_robin",
     ) -> None:
-        super().__init__(lam=lam, s0=s0, h=h, warmup_order=warmup_order)
-        self.lam = check_positive("lam", lam)
-        self._check_schedule(s0, h, warmup_order)
+        pass
 
-    def _build(self, lead: tuple[int, ...], spec: EnvSpec, streams: Streams) -> None:
-        self.est = OLSEstimator(lead, spec.d)
-
-    @property
-    def theta(self) -> np.ndarray:
-        return self.est.theta
-
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        """Add the raw ``(x x^T, r x)`` (eq. 3.3 without noise) and re-solve (eq. 3.4)."""
-        x, index = self._pulled(contexts, actions)
-        M, u = ols_statistics(x, rewards)
-        self.est.add(M, u, index)
-        self.est.solve(self.lam)
-        self._after_update(t)
+    def build_kernel(self) -> CuratorKernel:
+        R, d = self.R, self.spec.d
+        theta, theta_warm = self._theta()
+        K_est = theta.shape[1]
+        state = (
+            theta,
+            theta_warm,
+            np.zeros((R, K_est, d, d)),
+            np.zeros((R, K_est, d)),
+            np.zeros((R, d, d + 1)),
+            np.zeros((R, d * d + d)),
+        )
+        multi = self.spec.setting == "multi"
+        return CuratorKernel(
+            _select_multi if multi else _select_single,
+            _ols_update_multi if multi else _ols_update_single,
+            self._params(lam=self.lam),
+            state,
+            estimate=self._estimate(theta),
+        )
 
 
 @register
@@ -172,6 +273,32 @@ class GreedySGD(_Greedy):
 
     name = "greedy-sgd"
     links = ("*",)
+    constraints: ClassVar = {
+        "eta0": Positive,
+        "t0": NonNegative,
+        "step_schedule": Choice(*STEP_SCHEDULES),
+        "init": Choice(*INITS),
+        "ridge": NonNegative,
+        "project_radius": Optional(Positive),
+    }
+    test_params: ClassVar = (
+        {},
+        {
+            "init": "random_unit",
+            "ridge": 0.1,
+            "project_radius": 1.0,
+            "step_schedule": "inv_sqrt_t",
+            "s0": 2,
+            "h": 0.5,
+        },
+    )
+
+    eta0: float
+    t0: float
+    step_schedule: str
+    init: str
+    ridge: float
+    project_radius: float | None
 
     def __init__(
         self,
@@ -185,51 +312,28 @@ class GreedySGD(_Greedy):
         h: float | None = None,
         warmup_order: str = "round_robin",
     ) -> None:
-        super().__init__(
-            eta0=eta0,
-            t0=t0,
-            step_schedule=step_schedule,
-            init=init,
-            ridge=ridge,
-            project_radius=project_radius,
-            s0=s0,
-            h=h,
-            warmup_order=warmup_order,
+        pass
+
+    def build_kernel(self) -> CuratorKernel:
+        R, d = self.R, self.spec.d
+        K_est = self.spec.K if self.spec.setting == "multi" else 1
+        theta0 = (
+            random_unit(self.streams.server, (R, K_est, d)) if self.init == "random_unit" else None
         )
-        self.eta0 = check_positive("eta0", eta0)
-        self.t0 = check_nonnegative("t0", t0)
-        self.step_schedule = check_choice("step_schedule", step_schedule, STEP_SCHEDULES)
-        self.init = check_choice("init", init, ("zero", "random_unit"))
-        self.ridge = check_nonnegative("ridge", ridge)
-        self.project_radius = (
-            None if project_radius is None else check_positive("project_radius", project_radius)
+        theta, theta_warm = self._theta(theta0)
+        state = (theta, theta_warm, np.zeros((R, K_est)), np.zeros((R, d)))
+        multi = self.spec.setting == "multi"
+        params = self._params(
+            eta0=self.eta0,
+            t0=self.t0,
+            inv_sqrt=self.step_schedule == "inv_sqrt_t",
+            ridge=self.ridge,
+            rho=math.inf if self.project_radius is None else self.project_radius,
         )
-        self._check_schedule(s0, h, warmup_order)
-
-    def _build(self, lead: tuple[int, ...], spec: EnvSpec, streams: Streams) -> None:
-        if self.init == "random_unit":
-            theta0 = unit_vectors(streams.server, lead, spec.d)
-        else:
-            theta0 = np.zeros(lead + (spec.d,))
-        self.est = SGDEstimator(theta0, self.ridge, self.project_radius)
-        self.counts = np.zeros(lead)
-
-    @property
-    def theta(self) -> np.ndarray:
-        return self.est.theta
-
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        """One SGD step on the pulled arm's raw gradient (eq. 3.5-3.6 without privatization)."""
-        x, index = self._pulled(contexts, actions)
-        theta = self.theta if index is None else self.theta[index]
-        g = glm_gradient(x, rewards, theta, self.spec.link)
-        if index is None:
-            self.counts += 1
-            n: Any = self.counts[0]
-        else:
-            self.counts[index] += 1
-            n = self.counts[index]
-        self.est.step(g, step_size(n, self.eta0, self.t0, self.step_schedule), index)
-        self._after_update(t)
+        return CuratorKernel(
+            _select_multi if multi else _select_single,
+            _sgd_update_multi if multi else _sgd_update_single,
+            params,
+            state,
+            estimate=self._estimate(theta),
+        )

@@ -1,192 +1,167 @@
 """Server-side estimators phi of Han et al. (2021): private OLS (eq. 3.3-3.4) and SGD (eq. 3.5-3.6).
 
-The same code runs the non-private twins in :mod:`privbandits.algorithms.greedy`: there it is fed
-raw statistics (``x x^T``, ``r x``, the raw gradient) instead of privatized ones.  Arrays carry
-arbitrary leading axes ``lead`` (``(R,)`` in the single-parameter setting, ``(R, K)`` with one
-estimator per arm in the multi-parameter setting).
+Compiled, one replication ``r`` and one estimator ``k`` at a time (``k = 0`` in the
+single-parameter setting, the arm in the multi-parameter setting), on state arrays
+``S_M (R, K_est, d, d)``, ``S_u (R, K_est, d)``, ``theta (R, K_est, d)`` and the scratch
+``A (R, d, d + 1)``.
+The same functions run the server of LDP-OLS / LDP-SGD (fed privatized messages) and the
+non-private twins of :mod:`privbandits.algorithms.greedy` (fed raw statistics).
 
 References
 ----------
 Han, Liang, Wang, Zhang (2021), "Generalized Linear Bandits with Local Differential Privacy",
-NeurIPS, section 3.1 (eq. 3.3-3.4, OLS) and section 3.2 (eq. 3.5-3.6, SGD).
+NeurIPS, section 3.1 (eq. 3.3-3.4, OLS) and section 3.2 (eq. 3.5-3.6, SGD); spec
+``han2021-ldp-glb.md`` sections 3.2-3.3.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
+import numba as nb
 import numpy as np
 
-from privbandits.algorithms.linalg import solve_2x2
-from privbandits.core.links import Link
-from privbandits.core.validation import check_choice, check_nonnegative, check_positive
+from privbandits.core.links import link_mu
 
-__all__ = [
-    "STEP_SCHEDULES",
-    "OLSEstimator",
-    "SGDEstimator",
-    "glm_gradient",
-    "ols_statistics",
-    "solve_shifted",
-    "step_size",
-    "vecdot",
-]
+__all__ = ["STEP_SCHEDULES", "glm_gradient", "ols_accumulate", "ols_solve", "sgd_step", "step_size"]
 
+#: ``eta0 m / (n + t0)`` ("inv_t") or ``eta0 m / sqrt(n + t0)`` ("inv_sqrt_t").
 STEP_SCHEDULES: tuple[str, ...] = ("inv_t", "inv_sqrt_t")
 
 
-def _einsum_vecdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.einsum("...d,...d->...", a, b)
+@nb.njit(cache=True, inline="always")
+def ols_accumulate(S_M, S_u, r, k, msg, m0, u0):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Line 1 of OLS_UPDATE (spec 3.2): ``S_M += M``, ``S_u += u`` for estimator ``(r, k)``.
 
-
-#: Dot product over the last axis with broadcasting (``numpy.vecdot`` on numpy >= 2).
-vecdot = getattr(np, "vecdot", _einsum_vecdot)
-
-
-def solve_shifted(S_M: np.ndarray, S_u: np.ndarray, shift: float | np.ndarray) -> np.ndarray:
-    """Solve ``(S_M + shift I) theta = S_u`` for every leading index (eq. 3.4).
-
-    One batched LAPACK call (``numpy.linalg.solve``; a closed form for ``d = 1``).  Systems that
-    are exactly singular (possible with ``shift = 0`` before enough data) fall back to the
-    minimum-norm least-squares solution.
-
-    Parameters
-    ----------
-    S_M : ndarray (..., d, d)
-    S_u : ndarray (..., d)
-    shift : float or ndarray broadcastable to ``S_M.shape[:-2]``
-
-    Returns
-    -------
-    ndarray (..., d)
+    ``M`` (row-major ``d x d``) and ``u`` are read from the flat vector ``msg`` at offsets ``m0``
+    and ``u0`` (a message, or the twin's noiseless statistics).
     """
-    d = S_u.shape[-1]
-    if d == 1:
-        den = S_M[..., 0, 0] + shift
-        ok = den != 0.0
-        return np.where(ok, S_u[..., 0] / np.where(ok, den, 1.0), 0.0)[..., None]
-    if np.ndim(shift):
-        A = S_M + np.asarray(shift, dtype=float)[..., None, None] * np.eye(d)
-    else:
-        A = S_M + float(shift) * np.eye(d)
-    if d == 2:  # the papers' experiments: a closed form is several times faster than LAPACK
-        x = solve_2x2(A, S_u)
-        if x is not None:
-            return x
-    try:
-        return np.linalg.solve(A, S_u[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        return np.einsum("...de,...e->...d", np.linalg.pinv(A), S_u)
+    d = S_u.shape[2]
+    for i in range(d):
+        S_u[r, k, i] += msg[u0 + i]
+        for j in range(d):
+            S_M[r, k, i, j] += msg[m0 + i * d + j]
 
 
-def ols_statistics(x: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The statistics ``(x x^T, r x)`` that the OLS randomizer privatizes (eq. 3.3), batched."""
-    return x[..., :, None] * x[..., None, :], r[..., None] * x
+@nb.njit(cache=True, inline="always")
+def ols_solve(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Lines 2-3 of OLS_UPDATE: ``theta[r, k] = (S_M[r, k] + shift I)^{-1} S_u[r, k]`` (eq. 3.4).
 
-
-def glm_gradient(x: np.ndarray, r: np.ndarray, theta: np.ndarray, link: Link) -> np.ndarray:
-    """Stochastic gradient of the GLM negative log-likelihood ``(mu(x^T theta) - r) x`` (eq. 3.5).
-
-    ``x`` and ``theta`` have shape ``(..., d)``, ``r`` shape ``(...)``.
+    Gaussian elimination with partial pivoting on the augmented scratch ``A[r] = [S_M + shift I |
+    S_u]`` (the noisy ``S_M`` need not be positive definite); an exactly singular system (e.g.
+    ``shift = 0`` before enough data) gets the basic solution of complete pivoting (free
+    coordinates 0).
     """
-    z = vecdot(x, theta)
-    mu = z if link.name == "identity" else link.mu(z)
-    return (mu - r)[..., None] * x
+    d = theta.shape[2]
+    for i in range(d):
+        for j in range(d):
+            A[r, i, j] = S_M[r, k, i, j]
+        A[r, i, i] += shift
+        A[r, i, d] = S_u[r, k, i]
+    for c in range(d):
+        p, big = c, abs(A[r, c, c])
+        for i in range(c + 1, d):
+            if abs(A[r, i, c]) > big:
+                p, big = i, abs(A[r, i, c])
+        if big == 0.0:
+            _basic_solution(S_M, S_u, theta, A, r, k, shift)
+            return
+        if p != c:
+            for j in range(c, d + 1):
+                A[r, c, j], A[r, p, j] = A[r, p, j], A[r, c, j]
+        for i in range(c + 1, d):
+            f = A[r, i, c] / A[r, c, c]
+            for j in range(c + 1, d + 1):
+                A[r, i, j] -= f * A[r, c, j]
+    for i in range(d - 1, -1, -1):
+        s = A[r, i, d]
+        for j in range(i + 1, d):
+            s -= A[r, i, j] * theta[r, k, j]
+        theta[r, k, i] = s / A[r, i, i]
 
 
-def step_size(
-    n: np.ndarray | float, eta0: float, t0: float, schedule: str, m: float = 1.0
-) -> np.ndarray:
-    """SGD step ``eta0 m / (n + t0)`` ("inv_t") or ``eta0 m / sqrt(n + t0)`` ("inv_sqrt_t").
+@nb.njit(cache=True, inline="always")
+def _basic_solution(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """An exactly singular ``(S_M + shift I) theta = S_u`` (rare: e.g. ``shift = 0`` for an arm
+    without data): Gaussian elimination with complete pivoting; the coordinates without a pivot
+    are set to 0 (``theta = 0`` when the matrix is 0)."""
+    d = theta.shape[2]
+    for i in range(d):
+        for j in range(d):
+            A[r, i, j] = S_M[r, k, i, j]
+        A[r, i, i] += shift
+        A[r, i, d] = S_u[r, k, i]
+    col = np.arange(d)
+    rank = d
+    for c in range(d):
+        p, q, big = c, c, 0.0
+        for i in range(c, d):
+            for j in range(c, d):
+                if abs(A[r, i, j]) > big:
+                    p, q, big = i, j, abs(A[r, i, j])
+        if big == 0.0:
+            rank = c
+            break
+        for j in range(d + 1):
+            A[r, c, j], A[r, p, j] = A[r, p, j], A[r, c, j]
+        for i in range(d):
+            A[r, i, c], A[r, i, q] = A[r, i, q], A[r, i, c]
+        col[c], col[q] = col[q], col[c]
+        for i in range(c + 1, d):
+            f = A[r, i, c] / A[r, c, c]
+            for j in range(c, d + 1):
+                A[r, i, j] -= f * A[r, c, j]
+    x = np.zeros(d)
+    for i in range(rank - 1, -1, -1):
+        s = A[r, i, d]
+        for j in range(i + 1, rank):
+            s -= A[r, i, j] * x[j]
+        x[i] = s / A[r, i, i]
+    for i in range(d):
+        theta[r, k, col[i]] = x[i]
 
-    ``n`` counts the updates including the current one (spec 3.3 and 3.5: the authors' code uses
-    ``5 / (t + 1)`` single-parameter and ``5 K / (t + 1)`` after the multi-parameter warm-up).
+
+@nb.njit(cache=True, inline="always")
+def step_size(n, eta0, t0, inv_sqrt, m):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """SGD step ``eta0 m / (n + t0)`` or, with ``inv_sqrt``, ``eta0 m / sqrt(n + t0)``.
+
+    ``n`` counts the estimator's updates including the current one (spec 3.3 and 3.5: the authors'
+    code uses ``5 / (t + 1)`` single-parameter and ``5 K / (t + 1)`` after the multi warm-up).
     """
-    if isinstance(n, np.ndarray):
-        n = n.astype(float)
-    if schedule == "inv_t":
-        return eta0 * m / (n + t0)
-    return eta0 * m / np.sqrt(n + t0)
+    if inv_sqrt:
+        return eta0 * m / math.sqrt(n + t0)
+    return eta0 * m / (n + t0)
 
 
-class OLSEstimator:
-    """Private (or plain) OLS with a diagonal shift: ``theta = (S_M + s I)^{-1} S_u`` (eq. 3.4).
+@nb.njit(cache=True, inline="always")
+def sgd_step(theta, r, k, Z, z0, eta, ridge, rho):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """SGD_UPDATE (spec 3.3 lines 5-7): ``theta <- theta - eta Z`` (eq. 3.6), then the optional
+    ridge ``theta <- theta - eta lambda theta`` and projection onto ``||theta|| <= rho``
+    (``rho = inf``: off).
 
-    ``S_M`` and ``S_u`` accumulate the received ``M`` and ``u`` (eq. 3.3); the shift ``s`` is set
-    by the caller at each :meth:`solve` (``c_tilde sqrt(t)`` for LDP-OLS, a constant ridge for the
-    non-private twin).
-
-    Parameters
-    ----------
-    lead : tuple of int
-        Leading shape (``(R,)`` or ``(R, K)``).
-    d : int
-        Dimension.
-    """
-
-    def __init__(self, lead: tuple[int, ...], d: int) -> None:
-        self.S_M = np.zeros(lead + (d, d))
-        self.S_u = np.zeros(lead + (d,))
-        self.theta = np.zeros(lead + (d,))
-
-    def add(self, M: np.ndarray, u: np.ndarray, index: Any = None) -> None:
-        """Accumulate statistics: everywhere, or at ``S[index]`` (e.g. one arm's slot)."""
-        if index is None:
-            self.S_M += M
-            self.S_u += u
-        else:
-            self.S_M[index] += M
-            self.S_u[index] += u
-
-    def solve(self, shift: float | np.ndarray) -> np.ndarray:
-        """Recompute and return ``theta`` with the given shift (eq. 3.4)."""
-        self.theta = solve_shifted(self.S_M, self.S_u, shift)
-        return self.theta
+    ``Z`` is read from the flat vector ``Z`` at offset ``z0`` (a message slot, or the twin's raw
+    gradient at ``z0 = 0``)."""
+    d = theta.shape[2]
+    shrink = 1.0 - eta * ridge
+    s = 0.0
+    for i in range(d):
+        v = (theta[r, k, i] - eta * Z[z0 + i]) * shrink
+        theta[r, k, i] = v
+        s += v * v
+    if s > rho * rho:
+        c = rho / math.sqrt(s)
+        for i in range(d):
+            theta[r, k, i] *= c
 
 
-class SGDEstimator:
-    """Online (private) SGD on the GLM loss: ``theta <- theta - eta Z`` (eq. 3.6).
-
-    Optional ridge (``theta <- theta - eta lambda theta``, used by the authors' code for GLM links)
-    and projection onto the ball ``||theta|| <= rho`` (spec 3.3 lines 6-7, both off by default).
-
-    Parameters
-    ----------
-    theta0 : ndarray (..., d)
-        Initial iterate (copied).
-    ridge : float
-        ``lambda >= 0``.
-    project_radius : float or None
-        ``rho > 0`` or None (no projection).
-    """
-
-    def __init__(
-        self, theta0: np.ndarray, ridge: float = 0.0, project_radius: float | None = None
-    ) -> None:
-        self.theta = np.array(theta0, dtype=float, copy=True)
-        self.ridge = check_nonnegative("ridge", ridge)
-        self.project_radius = (
-            None if project_radius is None else check_positive("project_radius", project_radius)
-        )
-
-    def step(self, Z: np.ndarray, eta: np.ndarray | float, index: Any = None) -> np.ndarray:
-        """One update with direction ``Z`` and step ``eta`` (broadcast over the leading axes)."""
-        if isinstance(eta, np.ndarray) and eta.ndim:
-            eta = eta[..., None]
-        th = self.theta if index is None else self.theta[index]
-        th = th - eta * Z
-        if self.ridge:
-            th = th - (eta * self.ridge) * th
-        if self.project_radius is not None:
-            n = np.sqrt(vecdot(th, th))
-            th = th * np.minimum(1.0, self.project_radius / np.maximum(n, 1e-300))[..., None]
-        if index is None:
-            self.theta = th
-        else:
-            self.theta[index] = th
-        return self.theta
-
-
-def check_step_schedule(schedule: str) -> str:
-    """Validate a step-size schedule name."""
-    return check_choice("step_schedule", schedule, STEP_SCHEDULES)
+@nb.njit(cache=True, inline="always")
+def glm_gradient(link, x, y, theta, r, k, g):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``g = (mu(x^T theta[r, k]) - y) x``: the stochastic gradient of the GLM negative
+    log-likelihood (eq. 3.5; ``link`` is :attr:`privbandits.core.links.Link.code`)."""
+    d = x.shape[0]
+    z = 0.0
+    for i in range(d):
+        z += x[i] * theta[r, k, i]
+    c = link_mu(link, z) - y
+    for i in range(d):
+        g[i] = c * x[i]

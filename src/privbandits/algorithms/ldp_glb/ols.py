@@ -2,39 +2,43 @@
 
 from __future__ import annotations
 
-from privbandits.algorithms.ldp_glb.accountant import (
-    ols_message_guarantee,
-    phases_guarantee,
-    two_slot_guarantee,
-)
-from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
-from privbandits.algorithms.ldp_glb.multi import Alg2Client, OLSMultiServer
-from privbandits.algorithms.ldp_glb.presets import (
-    OLSCalibration,
-    ols_calibration,
-    ols_shift_constant,
-    ols_shift_defaults,
-)
-from privbandits.algorithms.ldp_glb.randomizers import OLSRandomizer
-from privbandits.algorithms.ldp_glb.single import Alg1Client, OLSServer
-from privbandits.algorithms.registry import register
-from privbandits.core.rng import Streams
-from privbandits.core.spec import EnvSpec
-from privbandits.privacy.accounting import ApproxDP, PureDP
+import math
+from typing import ClassVar
 
-__all__ = ["LDPOLS"]
+import numpy as np
+
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
+from privbandits.algorithms.ldp_glb.calibration import ols_epsilon, ols_noise, ols_sensitivity
+from privbandits.algorithms.ldp_glb.kernels import (
+    OLSParams,
+    choose_multi,
+    choose_single,
+    randomize_ols_multi,
+    randomize_ols_single,
+    update_ols_multi,
+    update_ols_single,
+)
+from privbandits.algorithms.registry import register
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy.accounting import ApproxDP, to_guarantee
+
+__all__ = ["LDPOLS", "OLS_MECHANISM"]
+
+#: Name of the OLS randomizer's messages.
+OLS_MECHANISM = "han2021-ols-gaussian"
 
 
 @register
 class LDPOLS(HanAlgorithm):
     """LDP-OLS (Han et al. 2021): greedy choice on private OLS estimates.
 
-    Single-parameter setting: Algorithm 1.  The user sends ``(x x^T + W, r x + xi)`` for the
-    pulled arm's feature, each part the ``(eps/2, delta/2)`` Gaussian mechanism; the server solves
-    ``(S_M + c_tilde sqrt(t) I) theta = S_u`` (eq. 3.3-3.4).  Multi-parameter setting:
-    Algorithm 2 with per-arm OLS at ``(eps/2, delta/2)``: round-robin warm-up, optional
-    elimination (4.1), and a real message for the pulled arm plus synthetic ``psi(0, 0)``
-    messages for all others every main-phase round.
+    Single-parameter setting: Algorithm 1.  The user sends ``(x x^T + W, r x + xi)`` for the pulled
+    arm's feature (``W`` symmetric Gaussian, ``xi`` Gaussian); the server solves
+    ``(S_M + c_tilde sqrt(t) I) theta = S_u`` (eq. 3.3-3.4).  Multi-parameter setting: Algorithm 2
+    with per-arm OLS: public round-robin warm-up, optional elimination (4.1), and a real message
+    for the pulled arm plus synthetic ``psi(0, 0)`` messages for all others every main-phase round.
 
     Parameters
     ----------
@@ -43,11 +47,15 @@ class LDPOLS(HanAlgorithm):
     delta : float
         Per-user delta in (0, 1).
     preset : {"strict", "paper", "authors_code"}
-        Noise calibration and defaults (spec 2.4, 3.6): ``strict`` (provably private),
-        ``paper`` (the printed formulas; under-calibrated), ``authors_code``.
-    calibration : {"classic", "analytic"}
-        Gaussian calibration of the ``strict`` preset (spec 2.3; classic is proven only for
-        per-part epsilon < 1, analytic = Balle & Wang 2018).
+        Noise calibration and defaults (spec 2.4, 3.6; :mod:`.calibration`): ``strict``
+        (provably private, tight), ``paper`` (the printed formulas; under-calibrated),
+        ``authors_code`` (the public code's constants).
+    gaussian_calibration : {"analytic", "classic"}, optional
+        ``analytic`` (default of ``strict``): the whole message is one Gaussian mechanism,
+        calibrated exactly at ``(epsilon, delta)`` (Balle & Wang 2018; in the multi setting the K
+        slots too, so every slot gets the full level).  ``classic``: the spec's formulas (two
+        parts at ``(eps/2, delta/2)``, per arm ``(eps/4, delta/4)`` in the multi setting; the only
+        choice under ``paper`` / ``authors_code``, their default).
     alpha : float
         Failure probability in ``c_tilde`` (default 0.1, as the code).
     shift_scale : float, optional
@@ -60,8 +68,9 @@ class LDPOLS(HanAlgorithm):
     warmup_order : {"round_robin", "blocks"}
         Warm-up schedule (multi; spec 8.9).
     warmup_full_budget : bool
-        Multi: calibrate warm-up messages at ``(eps, delta)`` (valid: one slot is released)
-        instead of the per-arm level.
+        Multi, classic calibration: calibrate warm-up messages at ``(eps, delta)`` (valid: one
+        slot is released) instead of the per-arm level.  The analytic calibration already uses
+        the full level everywhere.
 
     References
     ----------
@@ -71,13 +80,25 @@ class LDPOLS(HanAlgorithm):
 
     name = "ldp-ols"
     links = ("identity",)
+    test_params: ClassVar = (
+        {},
+        {"preset": "paper", "s0": 2},
+        {"preset": "authors_code"},
+        {
+            "gaussian_calibration": "classic",
+            "warmup_full_budget": True,
+            "shift_scale": 0.5,
+            "s0": 3,
+        },
+        {"s0": 2, "h": 0.5, "warmup_order": "blocks", "epsilon": 5.0},
+    )
 
     def __init__(
         self,
         epsilon: float = 1.0,
         delta: float = 0.01,
         preset: str = "strict",
-        calibration: str = "classic",
+        gaussian_calibration: str | None = None,
         alpha: float = 0.1,
         shift_scale: float | None = None,
         s0: int | None = None,
@@ -85,103 +106,104 @@ class LDPOLS(HanAlgorithm):
         warmup_order: str = "round_robin",
         warmup_full_budget: bool = False,
     ) -> None:
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            preset=preset,
-            calibration=calibration,
-            alpha=alpha,
-            shift_scale=shift_scale,
-            s0=s0,
-            h=h,
-            warmup_order=warmup_order,
-            warmup_full_budget=warmup_full_budget,
+        self._check_gaussian_calibration()
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Noise of the main (or only) and warm-up slots, shift, schedule and the guarantee.
+
+        The guarantee is the exact epsilon (at the requested delta) of the message as one Gaussian
+        mechanism (:func:`~privbandits.algorithms.ldp_glb.calibration.ols_sensitivity`); in the
+        multi setting the worst of the warm-up and main-phase messages.
+        """
+        C_B, c_r, multi = spec.context_bound, spec.reward_bound, spec.setting == "multi"
+        gc = self._gaussian()
+        main = ols_noise(self.preset, gc, self.epsilon, self.delta, C_B, c_r, per_arm_half=multi)
+        warm = ols_noise(
+            self.preset,
+            gc,
+            self.epsilon,
+            self.delta,
+            C_B,
+            c_r,
+            per_arm_half=multi and not self.warmup_full_budget,
         )
-        self._check_common(
-            epsilon,
-            delta,
-            preset,
-            calibration,
-            alpha,
-            shift_scale,
-            s0,
-            h,
-            warmup_order,
-            warmup_full_budget,
-        )
-
-    # -- calibration -------------------------------------------------------------------------
-    def _calibrations(self, spec: EnvSpec) -> tuple[OLSCalibration, OLSCalibration]:
-        """(main / single randomizer, warm-up randomizer) calibrations for ``spec``."""
-        C_B, c_r = spec.context_bound, spec.reward_bound
-        if spec.setting == "single":
-            cal = ols_calibration(self.preset, self.epsilon, self.delta, C_B, c_r, self.calibration)
-            return cal, cal
-        # multi: per-arm (eps/2, delta/2); the authors' code used the full level per arm (spec 8.5)
-        level = (self.epsilon, self.delta) if self.preset == "authors_code" else self._arm_level()
-        arm = ols_calibration(self.preset, *level, C_B, c_r, self.calibration)
-        if self.warmup_full_budget:
-            warm = ols_calibration(
-                self.preset, self.epsilon, self.delta, C_B, c_r, self.calibration
-            )
-        else:
-            warm = arm
-        return arm, warm
-
-    def shift_constant(self, spec: EnvSpec) -> tuple[float, float]:
-        """``(shift_scale * c_tilde, offset)``; the shift is ``c * sqrt(t + offset)`` (spec 3.2)."""
-        arm, _ = self._calibrations(spec)
-        dflt = ols_shift_defaults(self.preset, spec.setting)
-        scale = dflt["shift_scale"] if self.shift_scale is None else self.shift_scale
-        K = spec.K if dflt["shift_K"] else 1
-        c_tilde = ols_shift_constant(arm.sigma_unit, spec.d, spec.horizon, self.alpha, K)
-        return scale * c_tilde, dflt["shift_offset"]
-
-    def _accounting(self, spec: EnvSpec) -> tuple[PureDP | ApproxDP, str]:
-        main, warm = self._calibrations(spec)
-        caveat = ""
-        if self.calibration == "classic" and main.epsilon / 2.0 >= 1.0:
-            caveat = (
-                "; classic calibration used at per-part epsilon >= 1 (exact accounting reported)"
-            )
-        if spec.setting == "single":
-            g = ols_message_guarantee(main, self.delta)
-            return g, (
-                f"Algorithm 1 + OLS: W (s={main.s_W:.6g}, sens={main.sens_M:.6g}) and xi "
-                f"(s={main.s_u:.6g}, sens={main.sens_u:.6g}) at delta/2 each, exact Gaussian "
-                f"epsilon, basic composition{caveat}"
-            )
-        g_main = two_slot_guarantee(ols_message_guarantee(main, self.delta / 2.0))
-        g_warm = ols_message_guarantee(warm, self.delta)
-        return phases_guarantee(g_warm, g_main), (
-            f"Algorithm 2 + OLS: per-arm W (s={main.s_W:.6g}) and xi (s={main.s_u:.6g}); "
-            "main phase = two slots x two parts at delta/4 each, warm-up = one slot "
-            f"(s_W={warm.s_W:.6g}) at delta/2 per "
-            f"part; max over phases{caveat}"
-        )
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        main, warm = self._calibrations(spec)
-        c_shift, offset = self.shift_constant(spec)
-        rng_range = spec.reward_range
-        self._resolved = {
+        mu = ols_sensitivity(main.s_W, main.s_u, C_B, c_r)
+        mu_warm = ols_sensitivity(warm.s_W, warm.s_u, C_B, c_r) if multi else mu
+        eps = ols_epsilon(main.s_W, main.s_u, self.delta, C_B, c_r)
+        if multi:
+            eps = max(eps, ols_epsilon(warm.s_W, warm.s_u, self.delta, C_B, c_r))
+        resolved = {
+            "gaussian_calibration": gc,
             "s_W": main.s_W,
             "s_u": main.s_u,
             "sigma_unit": main.sigma_unit,
-            "c_shift": c_shift,
-            "shift_offset": offset,
+            "sensitivity": mu,
+            **self._shift(spec, main.sigma_unit),
+            **self._warmup(spec),
         }
-        if spec.setting == "single":
-            self.client = Alg1Client(OLSRandomizer(main, spec.context_bound, rng_range))
-            self.server = OLSServer(self.R, spec.d, c_shift, offset)
-            return
-        s0 = self._resolve_s0(spec)
-        self._resolved.update(s0=s0, warm_s_W=warm.s_W, warm_s_u=warm.s_u)
-        warm_rand = OLSRandomizer(warm, spec.context_bound, rng_range)
-        main_rand = OLSRandomizer(main, spec.context_bound, rng_range)
-        self.client = Alg2Client(
-            spec.K, s0, self.warmup_order, self.h, spec.link, warm_rand, main_rand
+        what = "Algorithm 1 + OLS: the message (x x^T + W, r x + xi)"
+        if multi:
+            resolved.update(s_W_warm=warm.s_W, s_u_warm=warm.s_u, sensitivity_warm=mu_warm)
+            what = (
+                "Algorithm 2 + OLS: the K-slot message (two slots differ at most; sensitivity of "
+                "one slot) "
+                f"and the warm-up slot (s_W={warm.s_W:.6g}, s_u={warm.s_u:.6g}), worst phase"
+            )
+        notes = (
+            f"preset={self.preset}; gaussian_calibration={gc} ({main.rule}); {what} as one "
+            f"Gaussian mechanism: s_W={main.s_W:.6g}, s_u={main.s_u:.6g}, l2 sensitivity "
+            f"{mu:.6g} in noise units, "
+            "exact epsilon (Balle & Wang 2018)"
         )
-        self.server = OLSMultiServer(self.R, spec.K, spec.d, s0, self.warmup_order, c_shift, offset)
+        guarantee = to_guarantee(ApproxDP(eps, self.delta), "local", "user", notes)
+        return Calibration(guarantee, resolved, self.preset, (self.epsilon, self.delta))
+
+    def build_kernel(self) -> LocalKernel:
+        spec, R, res = self.spec, self.R, self.calibration.resolved
+        d, K, multi = spec.d, spec.K, spec.setting == "multi"
+        K_est = K if multi else 1
+        params = OLSParams(
+            K=K,
+            d=d,
+            n_warmup=int(res["n_warmup"]),
+            s0=max(1, int(res["s0"])),
+            blocks=self.warmup_order == "blocks",
+            h=math.inf if self.h is None else float(self.h),
+            link=spec.link.code,
+            C_B=float(spec.context_bound),
+            r_lo=float(spec.reward_range[0]),
+            r_hi=float(spec.reward_range[1]),
+            s_W=float(res["s_W"]),
+            s_u=float(res["s_u"]),
+            s_W_warm=float(res.get("s_W_warm", res["s_W"])),
+            s_u_warm=float(res.get("s_u_warm", res["s_u"])),
+            c_shift=float(res["c_shift"]),
+            offset=float(res["shift_offset"]),
+        )
+        theta = np.zeros((R, K_est, d))
+        server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), np.zeros((R, d, d + 1)))
+        if multi:
+            layout = MessageLayout(OLS_MECHANISM, (("M", (K, d, d)), ("u", (K, d))))
+            return LocalKernel(
+                choose_multi,
+                randomize_ols_multi,
+                update_ols_multi,
+                params,
+                (theta, np.zeros((R, K, d))),
+                server,
+                ("theta", "theta_warm"),
+                layout,
+                estimate=lambda: theta,
+            )
+        layout = MessageLayout(OLS_MECHANISM, (("M", (d, d)), ("u", (d,))))
+        return LocalKernel(
+            choose_single,
+            randomize_ols_single,
+            update_ols_single,
+            params,
+            (theta,),
+            server,
+            ("theta",),
+            layout,
+            estimate=lambda: theta[:, 0],
+        )

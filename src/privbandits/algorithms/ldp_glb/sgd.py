@@ -2,37 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 
-from privbandits.algorithms.ldp_glb.accountant import (
-    l2_ball_guarantee,
-    ols_message_guarantee,
-    phases_guarantee,
-    two_slot_guarantee,
-)
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
+from privbandits.algorithms.ldp_glb.calibration import ols_epsilon, ols_noise, sgd_defaults
 from privbandits.algorithms.ldp_glb.estimators import STEP_SCHEDULES
-from privbandits.algorithms.ldp_glb.multi import Alg2Client, SGDMultiServer
-from privbandits.algorithms.ldp_glb.presets import (
-    ols_calibration,
-    ols_shift_constant,
-    ols_shift_defaults,
-    sgd_defaults,
+from privbandits.algorithms.ldp_glb.kernels import (
+    SGDParams,
+    choose_multi,
+    choose_single,
+    randomize_sgd_multi,
+    randomize_sgd_single,
+    update_sgd_multi,
+    update_sgd_single,
 )
-from privbandits.algorithms.ldp_glb.randomizers import (
-    JointSGDRandomizer,
-    OLSRandomizer,
-    SGDRandomizer,
-    unit_vectors,
-)
-from privbandits.algorithms.ldp_glb.single import Alg1Client, SGDServer
 from privbandits.algorithms.registry import register
-from privbandits.core.rng import Streams
+from privbandits.core.params import Choice, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_choice, check_nonnegative, check_positive
-from privbandits.privacy.accounting import ApproxDP, PureDP
+from privbandits.privacy.accounting import ApproxDP, PureDP, to_guarantee
+from privbandits.privacy.mechanisms import l2_ball_radius
 
 __all__ = ["INITS", "JOINT_RADII", "LDPSGD", "SGD_WARMUPS", "SYNTHETIC_UPDATES"]
 
@@ -41,26 +34,40 @@ SGD_WARMUPS: tuple[str, ...] = ("sgd", "ols")
 SYNTHETIC_UPDATES: tuple[str, ...] = ("per_arm", "joint")
 JOINT_RADII: tuple[str, ...] = ("dK", "d")
 
+#: Names of the messages: per-arm l2-ball, joint dK l2-ball, and with the OLS warm-up.
+SGD_MECHANISM = "han2021-l2-ball"
+JOINT_MECHANISM = "han2021-l2-ball-joint"
+
+
+def random_unit(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Uniform draws on the unit sphere, ``shape = lead + (d,)`` (the code's initialization)."""
+    g = rng.standard_normal(shape)
+    n = np.sqrt(np.einsum("...d,...d->...", g, g))
+    return g / np.where(n == 0.0, 1.0, n)[..., None]
+
 
 @register
 class LDPSGD(HanAlgorithm):
     """LDP-SGD (Han et al. 2021): greedy choice on a privately updated online-SGD iterate.
 
     Single-parameter setting: Algorithm 1.  The user computes the GLM gradient
-    ``g = (mu(x^T theta) - r) x`` at the public ``theta`` for the pulled arm's feature, clips it to
-    norm ``R`` and sends the l2-ball output ``Psi_{eps,R}(g)`` (norm ``r_{eps,d}``, mean ``g``); the
-    server steps ``theta <- theta - eta_t Z`` (eq. 3.5-3.6).  Multi-parameter setting:
-    Algorithm 2 with per-arm ``Psi_{eps/2,R}``: warm-up, optional elimination (4.1), and K
-    messages per main-phase round (synthetic ``Psi(0)`` for the unpulled arms).
+    ``g = (mu(x^T theta) - r) x`` at the public ``theta`` for the pulled arm's feature and sends the
+    l2-ball output ``Psi_{eps,R}(g)`` (clipped to norm ``R``; output norm ``r_{eps,d}``, mean
+    ``g``); the server steps ``theta <- theta - eta_t Z`` (eq. 3.5-3.6).  Multi-parameter setting:
+    Algorithm 2 with per-arm l2-ball slots: warm-up, optional elimination (4.1), and K messages per
+    main-phase round (synthetic ``Psi(0)`` for the unpulled arms).  Pure epsilon-LDP (except with
+    the OLS warm-up option).
 
     Parameters
     ----------
     epsilon : float
-        Per-user privacy level (pure epsilon-LDP).
+        Per-user privacy level.
     delta : float
         Used only by the OLS warm-up option (``sgd_warmup="ols"``).
     preset : {"strict", "paper", "authors_code"}
-        Defaults of the parameters below (spec 3.6); ``strict`` and ``paper`` coincide for SGD.
+        Defaults of the parameters below (spec 3.6).  ``strict`` runs Algorithm 2's slots at
+        ``epsilon`` (the K-slot message is then exactly epsilon-LDP, see :mod:`.calibration`),
+        ``paper`` at ``epsilon/2`` as printed (Prop. 4.2); they coincide in Algorithm 1.
     grad_bound : float, optional
         ``R``, the gradient clipping norm; None = ``2 c_r C_B`` (``1`` under authors_code).
     eta0, t0 : float, optional
@@ -75,15 +82,17 @@ class LDPSGD(HanAlgorithm):
         Project the iterate onto ``||theta|| <= rho`` (None = off).
     s0, h, warmup_order, warmup_full_budget
         Algorithm 2 warm-up and elimination (see
-        :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`).
+        :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`; ``warmup_full_budget`` runs the
+        warm-up slot at ``epsilon`` under ``paper``).
     sgd_warmup : {"sgd", "ols"}, optional
         Multi: warm-up estimator (None = "sgd"; "ols" under authors_code, spec 8.25).
     synthetic_update : {"per_arm", "joint"}, optional
-        Multi: K per-arm ``Psi_{eps/2}`` (paper) or one joint ``Psi_{eps}`` in dimension ``dK``
+        Multi: K per-arm l2-ball slots (paper) or one joint ``Psi_{eps}`` in dimension ``dK``
         (authors' code, spec 2.6).
     joint_radius : {"dK", "d"}, optional
-        Radius of the joint mechanism: unbiased ``r_{eps,dK}`` or the code's ``r_{eps,d}``.
-    calibration, alpha, shift_scale
+        Radius of the joint mechanism: unbiased ``r_{eps,dK}`` or the code's ``r_{eps,d}``
+        (post-processing: same privacy, mean shrunk).
+    gaussian_calibration, alpha, shift_scale
         OLS warm-up calibration (see :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`).
 
     References
@@ -94,6 +103,51 @@ class LDPSGD(HanAlgorithm):
 
     name = "ldp-sgd"
     links = ("*",)
+    constraints: ClassVar = {
+        "grad_bound": Optional(Positive),
+        "eta0": Optional(Positive),
+        "t0": Optional(NonNegative),
+        "step_schedule": Optional(Choice(*STEP_SCHEDULES)),
+        "init": Optional(Choice(*INITS)),
+        "ridge": Optional(NonNegative),
+        "project_radius": Optional(Positive),
+        "sgd_warmup": Optional(Choice(*SGD_WARMUPS)),
+        "synthetic_update": Optional(Choice(*SYNTHETIC_UPDATES)),
+        "joint_radius": Optional(Choice(*JOINT_RADII)),
+    }
+    test_params: ClassVar = (
+        {},
+        {"preset": "paper", "s0": 2},
+        {"preset": "authors_code", "s0": 2},
+        {
+            "init": "random_unit",
+            "ridge": 0.1,
+            "project_radius": 1.0,
+            "step_schedule": "inv_sqrt_t",
+            "s0": 3,
+            "h": 0.5,
+            "warmup_order": "blocks",
+            "synthetic_update": "joint",
+        },
+        {
+            "sgd_warmup": "ols",
+            "synthetic_update": "joint",
+            "joint_radius": "d",
+            "s0": 2,
+            "epsilon": 5.0,
+        },
+    )
+
+    grad_bound: float | None
+    eta0: float | None
+    t0: float | None
+    step_schedule: str | None
+    init: str | None
+    ridge: float | None
+    project_radius: float | None
+    sgd_warmup: str | None
+    synthetic_update: str | None
+    joint_radius: str | None
 
     def __init__(
         self,
@@ -114,169 +168,178 @@ class LDPSGD(HanAlgorithm):
         sgd_warmup: str | None = None,
         synthetic_update: str | None = None,
         joint_radius: str | None = None,
-        calibration: str = "classic",
+        gaussian_calibration: str | None = None,
         alpha: float = 0.1,
         shift_scale: float | None = None,
     ) -> None:
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            preset=preset,
-            grad_bound=grad_bound,
-            eta0=eta0,
-            t0=t0,
-            step_schedule=step_schedule,
-            init=init,
-            ridge=ridge,
-            project_radius=project_radius,
-            s0=s0,
-            h=h,
-            warmup_order=warmup_order,
-            warmup_full_budget=warmup_full_budget,
-            sgd_warmup=sgd_warmup,
-            synthetic_update=synthetic_update,
-            joint_radius=joint_radius,
-            calibration=calibration,
-            alpha=alpha,
-            shift_scale=shift_scale,
-        )
-        self._check_common(
-            epsilon,
-            delta,
-            preset,
-            calibration,
-            alpha,
-            shift_scale,
-            s0,
-            h,
-            warmup_order,
-            warmup_full_budget,
-        )
-        self._given: dict[str, Any] = {
-            "grad_bound": None if grad_bound is None else check_positive("grad_bound", grad_bound),
-            "eta0": None if eta0 is None else check_positive("eta0", eta0),
-            "t0": None if t0 is None else check_nonnegative("t0", t0),
-            "step_schedule": None
-            if step_schedule is None
-            else check_choice("step_schedule", step_schedule, STEP_SCHEDULES),
-            "init": None if init is None else check_choice("init", init, INITS),
-            "ridge": None if ridge is None else check_nonnegative("ridge", ridge),
-            "sgd_warmup": None
-            if sgd_warmup is None
-            else check_choice("sgd_warmup", sgd_warmup, SGD_WARMUPS),
-            "synthetic_update": None
-            if synthetic_update is None
-            else check_choice("synthetic_update", synthetic_update, SYNTHETIC_UPDATES),
-            "joint_radius": None
-            if joint_radius is None
-            else check_choice("joint_radius", joint_radius, JOINT_RADII),
-        }
-        self.project_radius = (
-            None if project_radius is None else check_positive("project_radius", project_radius)
-        )
+        self._check_gaussian_calibration()
 
-    # -- resolution of the preset -----------------------------------------------------------
     def settings_for(self, spec: EnvSpec) -> dict[str, Any]:
         """Hyper-parameters on problem ``spec``: given values, else the preset's (spec 3.6)."""
         out = sgd_defaults(
             self.preset, spec.setting, spec.link.name, spec.context_bound, spec.reward_bound
         )
-        out.update({k: v for k, v in self._given.items() if v is not None})
+        for key in (
+            "grad_bound",
+            "eta0",
+            "t0",
+            "step_schedule",
+            "init",
+            "ridge",
+            "sgd_warmup",
+            "synthetic_update",
+            "joint_radius",
+        ):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out["project_radius"] = self.project_radius
         return out
 
-    def _randomizers(self, spec: EnvSpec, cfg: dict[str, Any]) -> tuple[Any, Any]:
-        """(main or single randomizer, warm-up randomizer)."""
-        C_B, rr, R = spec.context_bound, spec.reward_range, cfg["grad_bound"]
-        if spec.setting == "single":
-            r = SGDRandomizer(self.epsilon, R, spec.link, C_B, rr)
-            return r, r
-        eps_arm = self.epsilon / 2.0
-        if cfg["synthetic_update"] == "joint":
-            main: Any = JointSGDRandomizer(self.epsilon, R, spec.link, C_B, rr, cfg["joint_radius"])
-        else:
-            main = SGDRandomizer(eps_arm, R, spec.link, C_B, rr)
-        if cfg["sgd_warmup"] == "ols":
-            warm: Any = OLSRandomizer(self._warm_ols_calibration(spec), C_B, rr)
-        else:
-            warm = SGDRandomizer(
-                self.epsilon if self.warmup_full_budget else eps_arm, R, spec.link, C_B, rr
-            )
-        return main, warm
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Levels and radii of the l2-ball slots, step schedule, warm-up and the guarantee.
 
-    def _warm_ols_calibration(self, spec: EnvSpec) -> Any:
-        full = self.warmup_full_budget or self.preset == "authors_code"
-        level = (self.epsilon, self.delta) if full else self._arm_level()
-        return ols_calibration(
-            self.preset, *level, spec.context_bound, spec.reward_bound, self.calibration
+        The l2-ball sampler run at level ``e`` is exactly ``e``-LDP (its output density ratio is
+        at most ``(1 + tanh(e/2)) / (1 - tanh(e/2)) = e^e``; the radius only scales the output);
+        the K-slot message of Algorithm 2 is ``e``-LDP as well (:mod:`.calibration`); the OLS
+        warm-up is accounted as one Gaussian mechanism.  The run's guarantee is the worst phase.
+        """
+        cfg = self.settings_for(spec)
+        d, K, R_g, eps = spec.d, spec.K, float(cfg["grad_bound"]), self.epsilon
+        resolved: dict[str, Any] = {**cfg, **self._warmup(spec)}
+        resolved.pop("half_arm_level")
+        if spec.setting == "single":
+            resolved.update(epsilon_slot=eps, radius=l2_ball_radius(eps, d, R_g))
+            notes = (
+                f"preset={self.preset}; Algorithm 1 + SGD: l2-ball at epsilon={eps:g} (radius "
+                f"{resolved['radius']:.6g} in d={d}, R={R_g:g}), exact"
+            )
+            return Calibration(
+                to_guarantee(PureDP(eps), "local", "user", notes),
+                resolved,
+                self.preset,
+                (eps, self.delta),
+            )
+        half = bool(cfg["half_arm_level"])
+        eps_slot = eps / 2.0 if half else eps
+        if cfg["synthetic_update"] == "joint":
+            eps_main = eps
+            r_joint = l2_ball_radius(eps, d * K if cfg["joint_radius"] == "dK" else d, R_g)
+            main = f"one joint l2-ball at epsilon={eps:g} in dK={d * K} (radius {r_joint:.6g})"
+        else:
+            eps_main, r_joint = eps_slot, 0.0
+            main = (
+                f"K per-arm l2-ball slots at epsilon={eps_slot:g} (two slots differ at most: "
+                "exactly that level)"
+            )
+        resolved.update(
+            epsilon_slot=eps_slot, radius=l2_ball_radius(eps_slot, d, R_g), radius_joint=r_joint
+        )
+        if cfg["sgd_warmup"] == "ols":
+            gc = self._gaussian()
+            full = self.warmup_full_budget or self.preset == "authors_code"
+            warm = ols_noise(
+                self.preset,
+                gc,
+                eps,
+                self.delta,
+                spec.context_bound,
+                spec.reward_bound,
+                per_arm_half=not full,
+            )
+            eps_warm = ols_epsilon(
+                warm.s_W, warm.s_u, self.delta, spec.context_bound, spec.reward_bound
+            )
+            shift = self._shift(spec, warm.sigma_unit)
+            resolved.update(
+                gaussian_calibration=gc,
+                s_W_warm=warm.s_W,
+                s_u_warm=warm.s_u,
+                c_shift_warm=shift["c_shift"],
+                shift_offset_warm=shift["shift_offset"],
+            )
+            g: PureDP | ApproxDP = ApproxDP(max(eps_main, eps_warm), self.delta)
+            wh = f"OLS warm-up ({warm.rule}; one Gaussian mechanism, epsilon {eps_warm:.6g})"
+        else:
+            eps_warm = eps if (self.warmup_full_budget or not half) else eps / 2.0
+            resolved.update(epsilon_warm=eps_warm, radius_warm=l2_ball_radius(eps_warm, d, R_g))
+            g = PureDP(max(eps_main, eps_warm))
+            wh = f"warm-up slot at epsilon={eps_warm:g}"
+        notes = f"preset={self.preset}; Algorithm 2 + SGD: main = {main}; {wh}; worst phase"
+        return Calibration(
+            to_guarantee(g, "local", "user", notes), resolved, self.preset, (eps, self.delta)
         )
 
-    def _accounting(self, spec: EnvSpec) -> tuple[PureDP | ApproxDP, str]:
-        cfg = self.settings_for(spec)
-        main, warm = self._randomizers(spec, cfg)
-        d, R = spec.d, cfg["grad_bound"]
-        if spec.setting == "single":
-            r = main.radius(d)
-            notes = f"Algorithm 1 + SGD: l2-ball radius {r:.6g} in d={d}, R={R:g}"
-            return l2_ball_guarantee(r, d, R, main.epsilon), notes
-        if cfg["synthetic_update"] == "joint":
-            r = main.radius(d * spec.K)
-            g_main = l2_ball_guarantee(r, d * spec.K, R, main.epsilon)
-            how = (
-                f"joint l2-ball radius {r:.6g} in dK={d * spec.K}, R={R:g} (output scaled by "
-                f"{main.shrink(d, spec.K):.6g}, post-processing)"
-            )
+    def build_kernel(self) -> LocalKernel:
+        spec, R, res = self.spec, self.R, self.calibration.resolved
+        d, K, multi = spec.d, spec.K, spec.setting == "multi"
+        K_est = (
+            K if multi else 1
+        )  # estimators; also the user's scratch holds d K_est floats (joint update)
+        ols_warm = multi and res["sgd_warmup"] == "ols"
+        rho = res["project_radius"]
+        params = SGDParams(
+            K=K,
+            d=d,
+            n_warmup=int(res["n_warmup"]),
+            s0=max(1, int(res["s0"])),
+            blocks=self.warmup_order == "blocks",
+            h=math.inf if self.h is None else float(self.h),
+            link=spec.link.code,
+            C_B=float(spec.context_bound),
+            r_lo=float(spec.reward_range[0]),
+            r_hi=float(spec.reward_range[1]),
+            R=float(res["grad_bound"]),
+            epsilon=float(res["epsilon_slot"]),
+            radius=float(res["radius"]),
+            epsilon_warm=float(res.get("epsilon_warm", res["epsilon_slot"])),
+            radius_warm=float(res.get("radius_warm", res["radius"])),
+            joint=multi and res["synthetic_update"] == "joint",
+            radius_joint=float(res.get("radius_joint", 0.0)),
+            ols_warmup=ols_warm,
+            s_W_warm=float(res.get("s_W_warm", 1.0)),
+            s_u_warm=float(res.get("s_u_warm", 1.0)),
+            c_shift_warm=float(res.get("c_shift_warm", 0.0)),
+            offset_warm=float(res.get("shift_offset_warm", 0.0)),
+            eta0=float(res["eta0"]),
+            t0=float(res["t0"]),
+            inv_sqrt=res["step_schedule"] == "inv_sqrt_t",
+            ridge=float(res["ridge"]),
+            rho=math.inf if rho is None else float(rho),
+            work=np.zeros(d * K_est),
+        )
+        if res["init"] == "random_unit":
+            theta = random_unit(self.streams.server, (R, K_est, d))
         else:
-            r = main.radius(d)
-            g_main = two_slot_guarantee(l2_ball_guarantee(r, d, R, main.epsilon))
-            how = (
-                f"two slots of the per-arm l2-ball (radius {r:.6g}, d={d}, R={R:g}), "
-                "basic composition"
+            theta = np.zeros((R, K_est, d))
+        if not multi:
+            layout = MessageLayout(SGD_MECHANISM, (("z", (d,)),))
+            return LocalKernel(
+                choose_single,
+                randomize_sgd_single,
+                update_sgd_single,
+                params,
+                (theta,),
+                (),
+                ("theta",),
+                layout,
+                estimate=lambda: theta[:, 0],
             )
-        if isinstance(warm, OLSRandomizer):
-            g_warm: PureDP | ApproxDP = ols_message_guarantee(warm.calibration, self.delta)
-            wh = f"OLS warm-up (s_W={warm.calibration.s_W:.6g}) at delta/2 per part"
-        else:
-            g_warm = l2_ball_guarantee(warm.radius(d), d, R, warm.epsilon)
-            wh = f"one-slot warm-up radius {warm.radius(d):.6g}"
-        notes = f"Algorithm 2 + SGD: main = {how}; {wh}; max over phases"
-        return phases_guarantee(g_warm, g_main), notes
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        cfg = self.settings_for(spec)
-        main, warm = self._randomizers(spec, cfg)
-        lead = (self.R,) if spec.setting == "single" else (self.R, spec.K)
-        if cfg["init"] == "random_unit":
-            theta0 = unit_vectors(streams.server, lead, spec.d)
-        else:
-            theta0 = np.zeros(lead + (spec.d,))
-        step = (cfg["eta0"], cfg["t0"], cfg["step_schedule"], cfg["ridge"], self.project_radius)
-        self._resolved = dict(cfg)
-        if spec.setting == "single":
-            self.client = Alg1Client(main)
-            self.server = SGDServer(theta0, *step)
-            return
-        s0 = self._resolve_s0(spec)
-        warm_ols = None
-        if cfg["sgd_warmup"] == "ols":
-            dflt = ols_shift_defaults(self.preset, "multi")
-            scale = dflt["shift_scale"] if self.shift_scale is None else self.shift_scale
-            K = spec.K if dflt["shift_K"] else 1
-            c_tilde = ols_shift_constant(
-                warm.calibration.sigma_unit, spec.d, spec.horizon, self.alpha, K
-            )
-            warm_ols = (scale * c_tilde, dflt["shift_offset"])
-        self._resolved.update(s0=s0, warm_ols_shift=warm_ols)
-        self.client = Alg2Client(spec.K, s0, self.warmup_order, self.h, spec.link, warm, main)
-        self.server = SGDMultiServer(
-            self.R,
-            spec.K,
-            spec.d,
-            s0,
-            self.warmup_order,
-            theta0,
-            *step,
-            mechanism=main.mechanism,
-            warm_ols=warm_ols,
+        n = (R, K, d) if ols_warm else (0, 0, 0)  # the OLS arrays only with the OLS warm-up
+        server = (np.zeros((R, K)), np.zeros(n + n[-1:]), np.zeros(n), np.zeros((n[0], d, d + 1)))
+        fields: tuple[tuple[str, tuple[int, ...]], ...] = (("z", (K, d)),)
+        mechanism = JOINT_MECHANISM if params.joint else SGD_MECHANISM
+        if ols_warm:
+            fields = (("M", (K, d, d)), ("u", (K, d)), *fields)
+            mechanism = "han2021-ols-warmup+" + mechanism.removeprefix("han2021-")
+        return LocalKernel(
+            choose_multi,
+            randomize_sgd_multi,
+            update_sgd_multi,
+            params,
+            (theta, np.zeros((R, K, d))),
+            server,
+            ("theta", "theta_warm"),
+            MessageLayout(mechanism, fields),
+            estimate=lambda: theta,
         )

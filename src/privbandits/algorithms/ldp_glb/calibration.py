@@ -1,0 +1,325 @@
+"""Calibration of Han, Liang, Wang & Zhang (2021): presets, noise scales and accounting.
+
+Spec ``han2021-ldp-glb.md``: OLS noise section 2.4 (three calibrations, reference numbers), shift
+constant ``c_tilde`` section 3.2, SGD settings section 3.3, multi-parameter budget section 2.6,
+parameter provenance table section 3.6, discrepancies section 8 (items 4, 5, 18-20, 25).
+
+=============  ===============================================================================
+preset         meaning
+=============  ===============================================================================
+strict         (default) the smallest noise that provably meets the requested level, for the
+               message as actually composed (tight; see below); SGD radius ``R = 2 c_r C_B``;
+               theory shift ``c_tilde``.
+paper          the formulas as printed: ``W ~ N(0, 4 C_B^2 sigma^2)``,
+               ``xi ~ N(0, C_B^2 c_r^2 sigma^2)`` with ``sigma = 2 sqrt(2 ln(1.25/delta))/eps``
+               (under-calibrated, spec 2.4); Algorithm 2 at ``(eps/2, delta/2)`` per arm.
+authors_code   the public reference code: OLS std ``6 sqrt(2 ln(2.5/delta))/eps`` for both parts
+               (full eps per arm in the multi setting), no shift in single-parameter LDP-OLS,
+               SGD with ``R = 1``, random unit initialization, ridge 0.05 for GLM links and the
+               multi setting, OLS warm-up and a joint ``dK``-dimensional l2-ball update in the
+               multi setting (with the code's radius ``r_{eps,d}``).
+=============  ===============================================================================
+
+Tight accounting (every preset; ``strict`` calibrates to it)
+------------------------------------------------------------
+* **One OLS message is one Gaussian mechanism.**  ``(x x^T + W, r x + xi)`` adds independent
+  Gaussian noise of stds ``s_W`` (upper triangle of ``W``, diagonal included) and ``s_u`` (``xi``)
+  to the vector ``f(x, r) = (ut(x x^T), r x)``.  Dividing each part by its std gives the Gaussian
+  mechanism with unit noise and l2 sensitivity
+  ``mu = sup sqrt(a ||ut(D)||^2 + b ||r x - r' x'||^2)``
+  (``D = x x^T - x' x'^T``, ``a = 1/s_W^2``, ``b = 1/s_u^2``), accounted exactly with the analytic
+  Gaussian (Balle & Wang 2018).  With ``alpha = C_B^4 / s_W^2``, ``beta = c_r^2 C_B^2 / s_u^2`` and
+  ``q = |x^T x'| / C_B^2``: ``||ut(D)||^2 <= ||D||_F^2 <= C_B^4 (2 - 2 q^2)`` and
+  ``||r x - r' x'||^2 <= c_r^2 C_B^2 (2 + 2 q)`` (both attained, the first by a suitable
+  orientation of the pair), so ``mu^2 = max_q 2 alpha (1 - q^2) + 2 beta (1 + q)``:
+  ``2 alpha + 2 beta + beta^2 / (2 alpha)`` if ``beta <= 2 alpha``, else ``4 beta``
+  (:func:`ols_sensitivity`).  ``strict`` calibrates one common multiplier to this sensitivity
+  with the analytic Gaussian.  The spec's classic construction (two parts at (eps/2, delta/2),
+  classic multiplier, sensitivity bound ``2 C_B^2``) adds 3.3 times that noise at (1, 0.01):
+  its noise is exactly 0.19-DP (0.365 by the two-part basic composition).
+* **Algorithm 2's K slots are one mechanism.**  Two users choosing arms ``i != j`` differ in two
+  slots, each between a real input and the synthetic ``(0, 0)``: squared sensitivity at most
+  ``2 (alpha + beta)``, which never exceeds the one-slot value above (``q = 0``).  So the K-slot
+  message has the sensitivity of a single message: every slot is calibrated at the full
+  ``(eps, delta)``, not ``(eps/2, delta/2)`` (Props 4.1-4.2 compose the two slots).  The same holds
+  for the l2-ball: the density of ``Psi_{eps,R}(g)`` relative to ``Psi(0)`` lies in
+  ``[1 - tanh(eps/2), 1 + tanh(eps/2)]``, so two slots (real vs synthetic in each) change the
+  output density by at most ``(1 + tanh(eps/2)) / (1 - tanh(eps/2)) = e^eps``: per-arm slots at
+  level ``eps`` give an ``eps``-LDP message (the paper's ``Psi_{eps/2}`` slots are ``eps/2``-LDP).
+* Each user takes part in one round, whose phase (warm-up or main) is public: the run's guarantee
+  is the worst phase.  There is no composition across rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+)
+from privbandits.privacy.mechanisms import (
+    gaussian_epsilon,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classic,
+)
+
+__all__ = [
+    "GAUSSIAN_CALIBRATIONS",
+    "PRESETS",
+    "OLSNoise",
+    "default_s0",
+    "ols_epsilon",
+    "ols_noise",
+    "ols_sensitivity",
+    "ols_shift_constant",
+    "ols_shift_defaults",
+    "sgd_defaults",
+    "sigma_code",
+    "sigma_priv",
+    "sigma_strict",
+]
+
+PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
+#: Gaussian calibrations of LDP-OLS (and of LDP-SGD's OLS warm-up): ``analytic`` = the message as
+#: one Gaussian mechanism at the requested level (tight, default of ``strict``); ``classic`` = the
+#: spec's formulas (two parts at (eps/2, delta/2) with the classic multiplier).
+GAUSSIAN_CALIBRATIONS: tuple[str, ...] = ("analytic", "classic")
+
+#: ``mu * sigma`` of one OLS message with ``s_W = 2 C_B^2 sigma`` and ``s_u = 2 c_r C_B sigma``:
+#: ``alpha = beta = 1/(4 sigma^2)`` gives ``mu^2 = 4.5 / (4 sigma^2)``.
+_STRICT_RATIO = math.sqrt(4.5) / 2.0
+
+
+def sigma_priv(epsilon: float, delta: float) -> float:
+    """The paper's multiplier ``sigma_{eps,delta} = 2 sqrt(2 ln(1.25/delta)) / eps`` (section 3.1).
+
+    Reference: 6.21502 at (1, 0.01), 1.24300 at (5, 0.01) (spec 2.4 table).
+    """
+    return 2.0 * gaussian_sigma_classic(epsilon, delta, 1.0)
+
+
+def sigma_strict(epsilon: float, delta: float) -> float:
+    """The spec's classic per-unit multiplier ``sigma' = 2 sqrt(2 ln(2.5/delta)) / eps`` (spec 2.4).
+
+    The classic Gaussian multiplier of each part at ``(eps/2, delta/2)``; 6.64618 at (1, 0.01).
+    """
+    return gaussian_sigma_classic(check_epsilon(epsilon) / 2.0, check_delta(delta) / 2.0, 1.0)
+
+
+def sigma_code(epsilon: float, delta: float) -> float:
+    """The authors' code std ``6 sqrt(2 ln(2.5/delta)) / eps`` (spec 2.4; 19.93854 at (1, 0.01))."""
+    return 3.0 * sigma_strict(epsilon, delta)
+
+
+def ols_sensitivity(
+    s_W: float, s_u: float, context_bound: float = 1.0, reward_bound: float = 1.0
+) -> float:
+    """l2 sensitivity of one OLS message in units of the noise (module docstring).
+
+    ``mu`` such that ``(x x^T + W, r x + xi)`` is the Gaussian mechanism with unit noise and
+    sensitivity ``mu``; it also bounds the K-slot message of Algorithm 2 (two slots that differ
+    from the synthetic input give at most ``sqrt(2 (alpha + beta)) <= mu``).
+
+    Parameters
+    ----------
+    s_W, s_u : float
+        Stds of the entries of ``W`` (upper triangle) and of ``xi``.
+    context_bound, reward_bound : float
+        ``C_B`` and ``c_r``.
+    """
+    C_B, c_r = (
+        check_positive("context_bound", context_bound),
+        check_positive("reward_bound", reward_bound),
+    )
+    alpha = C_B**4 / check_positive("s_W", s_W) ** 2
+    beta = (c_r * C_B) ** 2 / check_positive("s_u", s_u) ** 2
+    if beta >= 2.0 * alpha:
+        return math.sqrt(4.0 * beta)
+    return math.sqrt(2.0 * alpha + 2.0 * beta + beta * beta / (2.0 * alpha))
+
+
+def ols_epsilon(
+    s_W: float, s_u: float, delta: float, context_bound: float = 1.0, reward_bound: float = 1.0
+) -> float:
+    """Exact epsilon at ``delta`` of one OLS message (or one K-slot message of Algorithm 2)."""
+    return gaussian_epsilon(1.0, delta, ols_sensitivity(s_W, s_u, context_bound, reward_bound))
+
+
+@dataclass(frozen=True)
+class OLSNoise:
+    """Noise of the OLS randomizer ``psi^OLS`` (Han et al. 2021, eq. 3.3).
+
+    Attributes
+    ----------
+    s_W, s_u : float
+        Stds of every entry of the symmetric Gaussian matrix ``W`` (diagonal included) and of
+        ``xi``.
+    sigma_unit : float
+        Per-unit-sensitivity multiplier entering the shift constant ``c_tilde`` (spec 3.2).
+    rule : str
+        How the stds were obtained (for the guarantee's notes).
+    """
+
+    s_W: float
+    s_u: float
+    sigma_unit: float
+    rule: str
+
+
+def _classic_part(epsilon: float, delta: float) -> float:
+    """``max(classic, analytic)`` multiplier of one part at ``(eps/2, delta/2)``: the classic
+    formula where it is provable, the analytic one where the classic formula falls short (large
+    eps: Dwork & Roth's Thm A.1 holds only for eps < 1)."""
+    return max(
+        sigma_strict(epsilon, delta), gaussian_sigma_analytic(epsilon / 2.0, delta / 2.0, 1.0)
+    )
+
+
+def ols_noise(
+    preset: str,
+    gaussian_calibration: str,
+    epsilon: float,
+    delta: float,
+    context_bound: float = 1.0,
+    reward_bound: float = 1.0,
+    per_arm_half: bool = False,
+) -> OLSNoise:
+    """Noise scales of one OLS slot for ``preset`` at the user's ``(epsilon, delta)`` (spec 2.4).
+
+    Parameters
+    ----------
+    preset : {"strict", "paper", "authors_code"}
+    gaussian_calibration : {"analytic", "classic"}
+        ``analytic`` (strict only): the smallest common multiplier ``sigma`` with
+        ``s_W = 2 C_B^2 sigma``, ``s_u = 2 c_r C_B sigma`` such that the whole message (and the
+        K-slot message of Algorithm 2) is exactly ``(epsilon, delta)``-DP.  ``classic``: the
+        spec's formulas (strict: ``sigma'`` of each part at ``(eps/2, delta/2)``, raised to the
+        analytic multiplier where the classic one is not provable; paper / authors_code: literal
+        constants).
+    epsilon, delta : float
+        The user's level.
+    context_bound, reward_bound : float
+        ``C_B`` and ``c_r``.
+    per_arm_half : bool
+        Algorithm 2 with the paper's per-arm level ``(eps/2, delta/2)`` (classic strict and
+        paper; the authors' code used the full level per arm, spec 8.5; analytic needs no split).
+    """
+    check_choice("preset", preset, PRESETS)
+    check_choice("gaussian_calibration", gaussian_calibration, GAUSSIAN_CALIBRATIONS)
+    eps, dlt = check_epsilon(epsilon), check_delta(delta)
+    C_B, c_r = (
+        check_positive("context_bound", context_bound),
+        check_positive("reward_bound", reward_bound),
+    )
+    if preset != "strict" and gaussian_calibration != "classic":
+        raise ValidationError(
+            f"gaussian_calibration={gaussian_calibration!r} is only defined for preset='strict'; "
+            f"preset={preset!r} uses the literal constants of the paper / the authors' code"
+        )
+    if preset == "strict" and gaussian_calibration == "analytic":
+        sigma = _STRICT_RATIO * gaussian_sigma_analytic(eps, dlt, 1.0)
+        while (
+            ols_epsilon(2 * C_B**2 * sigma, 2 * c_r * C_B * sigma, dlt, C_B, c_r) > eps
+        ):  # float rounding
+            sigma *= 1.0 + 1e-12
+        return OLSNoise(
+            2.0 * C_B**2 * sigma,
+            2.0 * c_r * C_B * sigma,
+            sigma,
+            "analytic Gaussian on the whole message at (eps, delta)",
+        )
+    if preset == "authors_code":
+        s = sigma_code(eps, dlt)
+        return OLSNoise(s, s, s, "authors' code 6 sqrt(2 ln(2.5/delta))/eps, full level per arm")
+    level = (eps / 2.0, dlt / 2.0) if per_arm_half else (eps, dlt)
+    where = "per arm (eps/2, delta/2)" if per_arm_half else "(eps, delta)"
+    if preset == "paper":
+        s = sigma_priv(*level)
+        return OLSNoise(2.0 * C_B * s, C_B * c_r * s, s, f"paper formulas at {where}")
+    s = _classic_part(*level)
+    return OLSNoise(
+        2.0 * C_B**2 * s,
+        2.0 * c_r * C_B * s,
+        s,
+        f"classic sigma' (two parts at half the level) at {where}",
+    )
+
+
+def ols_shift_constant(sigma_unit: float, d: int, horizon: int, alpha: float, K: int = 1) -> float:
+    """``c_tilde = 2 sigma (4 sqrt(d) + 2 ln(2 T K / alpha))`` (Thm 3.1 with K = 1; Thm 4.1).
+
+    Reference: 488.244 for the paper's sigma at (1, 0.01), d = 2, T = 1e6, alpha = 0.1 (spec 7.7).
+    """
+    s = check_positive("sigma_unit", sigma_unit)
+    d, T, K = check_int("d", d, 1), check_int("horizon", horizon, 1), check_int("K", K, 1)
+    return (
+        2.0
+        * s
+        * (4.0 * math.sqrt(d) + 2.0 * math.log(2.0 * T * K / check_positive("alpha", alpha)))
+    )
+
+
+def ols_shift_defaults(preset: str, setting: str) -> dict[str, Any]:
+    """Shift of LDP-OLS: ``shift(t) = shift_scale * c_tilde * sqrt(t + shift_offset)``.
+
+    ``shift_K`` says whether ``ln(2 T K / alpha)`` (Thm 4.1) or ``ln(2 T / alpha)`` (the authors'
+    multi-parameter code) enters ``c_tilde``.  Spec 3.2, 3.6 and 8.19.
+    """
+    check_choice("preset", preset, PRESETS)
+    if preset == "authors_code":
+        if setting == "single":
+            return {"shift_scale": 0.0, "shift_offset": 0.0, "shift_K": False}
+        return {"shift_scale": 1.0, "shift_offset": 1.0, "shift_K": False}
+    return {"shift_scale": 1.0, "shift_offset": 0.0, "shift_K": setting == "multi"}
+
+
+def sgd_defaults(
+    preset: str, setting: str, link: str, context_bound: float, reward_bound: float
+) -> dict[str, Any]:
+    """Hyper-parameters of LDP-SGD implied by ``preset`` (spec 3.3, 3.5, 3.6, 8.18, 8.20, 8.25).
+
+    Returns ``grad_bound`` (the spec's R), ``eta0``, ``t0``, ``step_schedule``, ``init``,
+    ``ridge``, ``sgd_warmup``, ``synthetic_update``, ``joint_radius`` and ``half_arm_level``
+    (Algorithm 2's per-arm ``Psi_{eps/2}`` of the paper; ``strict`` runs the slots at ``eps``,
+    which is exactly ``eps``-LDP, module docstring).
+    """
+    check_choice("preset", preset, PRESETS)
+    if preset == "authors_code":
+        glm = link != "identity"
+        return {
+            "grad_bound": 1.0,
+            "eta0": 5.0,
+            "t0": 1.0,
+            "step_schedule": "inv_t",
+            "init": "random_unit",
+            "ridge": 0.05 if (glm or setting == "multi") else 0.0,
+            "sgd_warmup": "ols" if setting == "multi" else "sgd",
+            "synthetic_update": "joint" if setting == "multi" else "per_arm",
+            "joint_radius": "d",
+            "half_arm_level": True,
+        }
+    return {
+        "grad_bound": 2.0 * reward_bound * context_bound,
+        "eta0": 5.0,
+        "t0": 1.0,
+        "step_schedule": "inv_t",
+        "init": "zero",
+        "ridge": 0.0,
+        "sgd_warmup": "sgd",
+        "synthetic_update": "per_arm",
+        "joint_radius": "dK",
+        "half_arm_level": preset == "paper",
+    }
+
+
+def default_s0(horizon: int, K: int, total_cap: int = 3000) -> int:
+    """Default warm-up pulls per arm ``max(1, floor(min(3000, floor(T/10)) / K))`` (spec 3.5)."""
+    T, K = check_int("horizon", horizon, 1), check_int("K", K, 1)
+    return max(1, min(total_cap, T // 10) // K)
