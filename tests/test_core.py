@@ -1,4 +1,5 @@
-"""Core building blocks: links, validation, seed streams, typed messages, EnvSpec, errors."""
+"""Core building blocks: links, validation, parameter constraints, seed streams, typed messages,
+EnvSpec, errors."""
 
 from __future__ import annotations
 
@@ -23,6 +24,19 @@ from privbandits.core import (
 from privbandits.core import validation as v
 from privbandits.core.links import LINKS, POISSON_Z_MAX
 from privbandits.core.messages import PrivatizedMessage, PublicState, shuffle_messages
+from privbandits.core.params import (
+    Any_,
+    Bool,
+    Choice,
+    Delta,
+    Epsilon,
+    Int,
+    NonNegative,
+    Optional,
+    Positive,
+    Real,
+    validate_params,
+)
 from privbandits.core.rng import ROLES
 from privbandits.core.spec import EnvSpec
 
@@ -251,3 +265,41 @@ def test_envspec_validation(kw: dict, pattern: str) -> None:
     args = {"d": 2, "K": 3, **kw}
     with pytest.raises(ValidationError, match=pattern):
         EnvSpec(**args)
+
+
+# -- declarative parameter constraints ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("rule", "value", "pattern"),
+    [
+        (Real(0.0, None, low_open=True), 0.0, r"lam must lie in \(0, inf\), got 0"),
+        (Real(0.0, 1.0), 1.5, r"lam must lie in \[0, 1\], got 1.5"),
+        (Real(0.0, None), "1", r"lam must be a real number, got '1'"),
+        (Real(0.0, None), float("inf"), "lam must be finite"),
+        (Real(0.0, None), True, "lam must be a real number"),
+        (Int(1, 10), 0, r"lam must be an integer in \[1, 10\], got 0"),
+        (Int(1, None), 2.5, "lam must be an integer"),
+        (Choice("strict", "paper"), "nope", "lam must be one of 'strict', 'paper'; got 'nope'"),
+        (Bool(), 1, "lam must be True or False, got 1"),
+        (Optional(Positive), -1.0, r"lam must lie in \(0, inf\)"),
+    ],
+)
+def test_constraints_reject_with_the_parameter_name(rule, value, pattern: str) -> None:
+    with pytest.raises(ValidationError, match=pattern):
+        rule.check("lam", value)
+
+
+def test_constraints_normalize() -> None:
+    assert Real(0.0, None, allow_inf=True).check("eps", float("inf")) == math.inf
+    assert type(Real().check("x", np.int64(3))) is float
+    assert Int(1).check("T", 1e6) == 1_000_000 and type(Int(1).check("T", np.int32(4))) is int
+    assert Bool().check("b", np.bool_(True)) is True
+    assert Optional(Epsilon).check("eps", None) is None and Delta.check("delta", 0.5) == 0.5
+    assert NonNegative.check("x", 0) == 0.0
+    marker = object()
+    assert Any_().check("x", marker) is marker
+    for rule in (Real(0, 1), Int(0, 3), Choice("a"), Bool(), Optional(Positive), Any_()):
+        assert isinstance(rule.describe(), str) and rule.describe()
+    out = validate_params("alg", {"a": Positive, "b": Choice("x", "y")}, {"a": 2, "b": "x", "c": [1]})
+    assert out == {"a": 2.0, "b": "x", "c": [1]}  # parameters without a rule pass through unchanged
+    with pytest.raises(ValidationError, match="b must be one of"):
+        validate_params("alg", {"b": Choice("x", "y")}, {"b": "z"})

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privbandits.core.errors import DataBoundError, ValidationError
+from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
+from privbandits.core.messages import PrivatizedMessage, shuffle_messages
 from privbandits.core.rng import make_streams
 from privbandits.envs import ContextSequenceEnv, FiniteActionEnv, SyntheticEnv
+from privbandits.envs.base import CHUNK_FLOATS, MAX_CHUNK_ROUNDS
 from privbandits.envs.contexts import CONTEXT_DISTRIBUTIONS, sample_contexts
 from privbandits.envs.noise import RewardNoise
 
@@ -133,6 +135,96 @@ def test_same_seed_same_instance_and_regret_bookkeeping() -> None:
     json.dumps(env.describe())
 
 
+# -- chunks ----------------------------------------------------------------------------------------
+def _chunks(env, R: int, T: int, seed: int = 0, rounds: int | None = None):
+    """All chunks of a T-round run, concatenated: X, means, rewards, best, and the chunk starts."""
+    if rounds is not None:
+        env.chunk_rounds = lambda: rounds  # instance override: a different chunk length
+    env.reset(R, make_streams(seed), T)
+    parts, starts, drawn = [], [], 0
+    while drawn < T:
+        ch = env.next_chunk()
+        starts.append(ch.t0)
+        parts.append((np.array(ch.X), ch.means, ch.rewards, ch.best))
+        drawn += ch.B
+    assert drawn == T  # the last chunk stops at the horizon
+    return [np.concatenate(p) for p in zip(*parts)], starts
+
+
+_ENVS = {
+    "sphere-single": lambda: SyntheticEnv(d=3, K=4),
+    "ball-multi": lambda: SyntheticEnv(d=3, K=4, setting="multi", contexts="ball"),
+    "gaussian-logistic": lambda: SyntheticEnv(d=3, K=4, contexts="gaussian", link="logistic", noise="bernoulli"),
+    "block-poisson": lambda: SyntheticEnv(d=2, K=3, setting="multi", features="block", link="poisson",
+                                          noise="poisson", theta_norm=0.5),
+    "normalized-bounded": lambda: SyntheticEnv(d=3, K=4, contexts="gaussian_normalized", noise="bounded"),
+    "finite": lambda: FiniteActionEnv(d=3, K=5, noise="rademacher", theta_norm=0.5),
+    "sequence": lambda: ContextSequenceEnv(d=2, K=3, contexts=lambda: (np.full((3, 2), 0.1 * (t % 7))
+                                                                        for t in range(10**6))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ENVS))
+def test_chunks_serve_the_rounds(name: str) -> None:
+    # next_round() walks through the same chunks next_chunk() draws: contexts, means, realized
+    # rewards of every arm and best means agree round by round.
+    (X, M, Y, best), starts = _chunks(_ENVS[name](), 3, 40, seed=5, rounds=16)
+    assert starts == [0, 16, 32]
+    env = _ENVS[name]()
+    env.chunk_rounds = lambda: 16
+    env.reset(3, make_streams(5), 40)
+    K = M.shape[-1]
+    for t in range(40):
+        np.testing.assert_array_equal(env.next_round(), X[t])
+        np.testing.assert_array_equal(env.means, M[t])
+        arms = np.arange(3) % K
+        r, reg = env.step(arms)
+        np.testing.assert_array_equal(r, Y[t, np.arange(3), arms])
+        np.testing.assert_allclose(reg, best[t] - M[t, np.arange(3), arms], atol=0)
+    assert env.t == 40
+    np.testing.assert_array_equal(best, M.max(axis=-1))
+
+
+@pytest.mark.parametrize("name", sorted(_ENVS))
+def test_draws_do_not_depend_on_the_chunk_length(name: str) -> None:
+    # The streams are consumed round-major, so chunks of 1, 7 or the default length give the
+    # same rounds (what makes a run independent of memory settings and of the driver).
+    ref, _ = _chunks(_ENVS[name](), 2, 50, seed=9)
+    for rounds in (1, 7):
+        got, starts = _chunks(_ENVS[name](), 2, 50, seed=9, rounds=rounds)
+        assert starts == list(range(0, 50, rounds))
+        for a, b in zip(ref, got):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_chunk_length_bounds_memory() -> None:
+    big = SyntheticEnv(d=50, K=40)
+    big.reset(100, make_streams(0), 10**6)
+    B = big.chunk_rounds()
+    assert 1 <= B <= MAX_CHUNK_ROUNDS and B * 100 * 40 * 50 <= CHUNK_FLOATS
+    ch = big.next_chunk()
+    assert ch.X.shape == (B, 100, 40, 50) and ch.means.shape == ch.rewards.shape == (B, 100, 40)
+    assert ch.best.shape == (B, 100) and ch.t0 == 0
+    huge = SyntheticEnv(d=1000, K=1000)
+    huge.reset(10, make_streams(0), 5)
+    assert huge.chunk_rounds() == 1  # never zero rounds, even above the memory target
+    small = SyntheticEnv(d=2, K=2)
+    small.reset(1, make_streams(0), 10**6)
+    assert small.chunk_rounds() == MAX_CHUNK_ROUNDS
+    short = SyntheticEnv(d=2, K=2)
+    short.reset(2, make_streams(0), 10)
+    assert short.next_chunk().B == 10  # stops at the horizon
+    assert short.next_chunk().B == short.chunk_rounds()  # past the horizon: full chunks again
+
+
+def test_fixed_action_chunks_are_views() -> None:
+    env = FiniteActionEnv(d=2, K=3, actions="circle")
+    env.reset(2, make_streams(1), 1000)
+    ch = env.next_chunk()
+    assert ch.X.shape == (1000, 2, 3, 2) and np.shares_memory(ch.X, env.action_set)
+    np.testing.assert_array_equal(ch.means[-1], env.fixed_means)
+
+
 # -- reward noise --------------------------------------------------------------------------------
 def _fixed_env(noise: str, link: str = "identity", scale: float = 0.3, theta=(0.6, 0.0)) -> FiniteActionEnv:
     A = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
@@ -192,7 +284,8 @@ def test_finite_action_env_circle() -> None:
     assert spec.fixed_actions and spec.K == 10
     X1 = env.next_round()
     X2 = env.next_round()
-    assert X1 is X2 and X1.shape == (4, 10, 2)
+    assert X1.shape == (4, 10, 2) and np.shares_memory(X1, env.action_set)  # views, no copies
+    np.testing.assert_array_equal(X1, X2)
     np.testing.assert_allclose(np.linalg.norm(X1, axis=-1), 1.0)
     np.testing.assert_allclose(env.fixed_means, np.einsum("rkd,rd->rk", X1, env.theta_star))
     with pytest.raises(ValueError):
@@ -243,25 +336,18 @@ def test_parameter_validation() -> None:
 def test_rademacher_rewards_are_pm1_with_the_right_mean() -> None:
     # r in {-1, +1} with P(+1) = (1 + mu)/2, so E[r] = mu and Var[r] = 1 - mu^2 <= 1:
     # with 2e5 draws the mean's se is <= 1/sqrt(2e5) ~ 0.0022; test at 5 se.
-    from privbandits.envs import FiniteActionEnv
-    from privbandits.core.rng import make_streams
-
     env = FiniteActionEnv(d=2, K=3, actions=[[0.6, 0.0], [0.0, -0.8], [0.1, 0.1]], theta=[1.0, 0.0],
                           noise="rademacher")
-    env.reset(1, make_streams(3), 200_000)
-    draws = np.empty(200_000)
-    for t in range(200_000):
-        env.next_round()
-        draws[t] = env.pull(np.array([0]))[0]
+    n = 200_000
+    env.reset(1, make_streams(3), n)
+    draws = np.concatenate([env.next_chunk().rewards[:, 0, 0] for _ in range(-(-n // env.chunk_rounds()))])
+    assert draws.size == n
     assert set(np.unique(draws)) == {-1.0, 1.0}
-    assert abs(draws.mean() - 0.6) < 5 / np.sqrt(200_000)
+    assert abs(draws.mean() - 0.6) < 5 / np.sqrt(n)
     assert env.spec(10).reward_range == (-1.0, 1.0)
 
 
 def test_shuffle_rejects_mixed_message_counts() -> None:
-    from privbandits.core.errors import TrustBoundaryError
-    from privbandits.core.messages import PrivatizedMessage, shuffle_messages
-
     msgs = [PrivatizedMessage({"z": np.zeros((2, 3)), "bits_multi": np.zeros((2, 4))}, mechanism="m")] * 3
     with pytest.raises(TrustBoundaryError, match="same message count"):
         shuffle_messages(msgs, np.random.default_rng(0))

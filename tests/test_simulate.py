@@ -1,6 +1,9 @@
-"""The round loop: reproducibility, common random numbers, checkpoints, trust boundary."""
+"""simulate and its drivers: reproducibility, reference == compiled, engine choice, common random
+numbers, checkpoints, progress, trust boundary."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -14,8 +17,9 @@ from privbandits.algorithms.base import (
     Server,
     ShuffleAlgorithm,
 )
-from privbandits.core.errors import TrustBoundaryError, ValidationError
+from privbandits.core.errors import NotResetError, TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.core.params import Any_, Bool
 from privbandits.envs import FiniteActionEnv, SyntheticEnv
 from privbandits.simulate import make_checkpoints, simulate
 
@@ -26,10 +30,10 @@ class Recorder(Curator):
     name = "recorder"
     settings = ("single", "multi")
     links = ("*",)
+    constraints: ClassVar = {"random": Bool()}
 
     def __init__(self, random: bool = False) -> None:
-        super().__init__(random=random)
-        self.random = random
+        pass
 
     def reset(self, spec, replications, streams) -> None:
         super().reset(spec, replications, streams)
@@ -48,15 +52,67 @@ class Recorder(Curator):
         self.rewards.append(np.array(rewards, copy=True))
 
 
-def test_same_seed_identical_results() -> None:
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_same_seed_identical_results(engine: str) -> None:
     env = SyntheticEnv(d=3, K=4, noise="gaussian", noise_scale=0.5)
-    a = simulate(make("linucb"), env, 300, replications=3, seed=7)
-    b = simulate(make("linucb"), env, 300, replications=3, seed=7)
+    a = simulate(make("linucb"), env, 300, replications=3, seed=7, engine=engine)
+    b = simulate(make("linucb"), env, 300, replications=3, seed=7, engine=engine)
+    assert a.engine == b.engine == engine
     np.testing.assert_array_equal(a.regret, b.regret)
     np.testing.assert_array_equal(a.reward, b.reward)
     np.testing.assert_array_equal(a.estimation_error, b.estimation_error)
-    c = simulate(make("linucb"), env, 300, replications=3, seed=8)
+    c = simulate(make("linucb"), env, 300, replications=3, seed=8, engine=engine)
     assert not np.array_equal(a.regret, c.regret)
+
+
+@pytest.mark.parametrize(
+    ("name", "env"),
+    [("linucb", lambda: SyntheticEnv(d=3, K=4, noise_scale=0.5)),
+     ("uniform", lambda: SyntheticEnv(d=3, K=4, setting="multi", link="logistic", noise="bernoulli")),
+     ("uniform", lambda: FiniteActionEnv(d=2, K=5, actions="circle"))],
+)
+def test_reference_and_compiled_drivers_agree(name: str, env) -> None:
+    # Same seed, same trajectory under both drivers, at every checkpoint; a horizon spanning
+    # several environment chunks (chunk length forced to 64 rounds) and checkpoints inside chunks.
+    e = env()
+    e.chunk_rounds = lambda: 64
+    ref = simulate(make(name), e, 200, replications=3, seed=4, engine="reference", checkpoints=[1, 63, 64, 65, 150, 200])
+    com = simulate(make(name), e, 200, replications=3, seed=4, engine="compiled", checkpoints=[1, 63, 64, 65, 150, 200])
+    assert (ref.engine, com.engine) == ("reference", "compiled")
+    np.testing.assert_allclose(com.regret, ref.regret, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(com.reward, ref.reward, rtol=0, atol=1e-9)
+    if ref.estimation_error is None:
+        assert com.estimation_error is None
+    else:
+        np.testing.assert_allclose(com.estimation_error, ref.estimation_error, rtol=0, atol=1e-9)
+    assert e.t == 200
+
+
+def test_engine_selection_and_errors() -> None:
+    env = SyntheticEnv(d=2, K=3)
+    assert simulate(make("linucb"), env, 5).engine == "compiled"  # auto: kernel -> compiled
+    assert simulate(Recorder(), env, 5).engine == "reference"  # auto: numpy roles -> reference
+    with pytest.raises(ValidationError, match="engine must be one of"):
+        simulate(make("uniform"), env, 5, engine="fast")
+    with pytest.raises(ValidationError, match="has no compiled kernel|compiled kernel"):
+        simulate(Recorder(), env, 5, engine="compiled")
+    with pytest.raises(ValidationError, match="aggregate"):
+        simulate(make("uniform"), FiniteActionEnv(d=2, K=3), 5, engine="aggregate")
+    with pytest.raises(TypeError):
+        simulate(make("uniform"), env, 5, fast=False)  # the old argument is gone
+
+
+def test_result_records_params_calibration_and_guarantee() -> None:
+    alg = make("linucb", alpha=0.5)
+    with pytest.raises(NotResetError, match="reset"):
+        alg.guarantee  # noqa: B018
+    res = simulate(alg, SyntheticEnv(d=2, K=3, noise_scale=0.3), 20, replications=2, seed=1)
+    assert res.params == alg.get_params() and res.params["alpha"] == 0.5
+    assert res.resolved_params == alg.resolved_params() == {"sigma": 0.3, "S": 1.0}
+    assert res.guarantee == alg.guarantee and res.guarantee.model == "none"
+    assert res.preset == "none" and res.trust_model == "none"
+    assert res.env["d"] == 2 and res.seed == 1 and res.wall_time >= 0
+    assert res.extra["contexts_clipped"] == 0
 
 
 def test_algorithms_share_contexts_and_reward_noise() -> None:
@@ -107,10 +163,27 @@ def test_make_checkpoints() -> None:
     assert res.checkpoints[-1] == 100 and res.checkpoints[0] == 1
 
 
-def test_progress_callback() -> None:
+def test_progress_callback_reference() -> None:
+    # called with the number of rounds completed, every T // 200 rounds, and with T at the end
     seen: list[int] = []
-    simulate(make("uniform"), SyntheticEnv(d=2, K=2), 1000, progress=seen.append)
-    assert seen[-1] == 1000 and len(seen) == 200 and seen == sorted(seen)
+    simulate(make("uniform"), SyntheticEnv(d=2, K=2), 1000, progress=seen.append, engine="reference")
+    assert seen == list(range(5, 1001, 5))
+    short: list[int] = []
+    simulate(make("uniform"), SyntheticEnv(d=2, K=2), 7, progress=short.append, engine="reference")
+    assert short == [1, 2, 3, 4, 5, 6, 7]
+    odd: list[int] = []
+    simulate(make("uniform"), SyntheticEnv(d=2, K=2), 1003, progress=odd.append, engine="reference")
+    assert odd[-1] == 1003 and len(odd) == 201 and np.all(np.diff(odd) > 0)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "auto"])
+def test_progress_callback_compiled(engine: str) -> None:
+    # the compiled driver reports at chunk ends (at most as often as the reference driver),
+    # increasing, and always with T at the end
+    for T in (1000, 9000):
+        seen: list[int] = []
+        simulate(make("uniform"), SyntheticEnv(d=2, K=2), T, progress=seen.append, engine=engine)
+        assert seen[-1] == T and np.all(np.diff(seen) > 0) and 1 <= len(seen) <= 201
 
 
 # -- trust boundary ---------------------------------------------------------------------------------
@@ -146,10 +219,10 @@ class _Server(Server):
 class _Local(LocalAlgorithm):
     name = "test-local"
     links = ("*",)
+    constraints: ClassVar = {"leak": Bool(), "public": Any_()}
 
     def __init__(self, leak: bool = False, public: object = None) -> None:
-        super().__init__(leak=leak)
-        self.leak, self.public = leak, public
+        pass
 
     def reset(self, spec, replications, streams) -> None:
         super().reset(spec, replications, streams)

@@ -108,8 +108,8 @@ def test_sigma_defaults_to_the_announced_noise_scale() -> None:
         alg.resolved_params()
     simulate(alg, SyntheticEnv(d=2, K=3, noise_scale=0.37, theta_norm=0.8), 5)
     assert alg.resolved_params() == {"sigma": 0.37, "S": 0.8}
-    simulate(LinUCB(sigma=0.2), SyntheticEnv(d=2, K=3), 5)
-    assert LinUCB(sigma=0.2).get_params()["sigma"] == 0.2
+    res = simulate(LinUCB(sigma=0.2), SyntheticEnv(d=2, K=3, noise_scale=0.37), 5)
+    assert res.resolved_params["sigma"] == 0.2 and res.params["sigma"] == 0.2
 
 
 @pytest.mark.parametrize(

@@ -45,3 +45,18 @@ def test_arms_are_uniform() -> None:
         counts += np.bincount(a, minlength=6)
     # chi-square goodness of fit at a fixed seed: p-value far from 0
     assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_policy_stream_is_consumed_round_major() -> None:
+    # One uniform per replication and round, drawn round-major / replication-minor from the
+    # policy stream: the order both drivers follow (kernel docstring).
+    alg = make("uniform")
+    env = SyntheticEnv(d=2, K=5)
+    streams = make_streams(8)
+    R, n = 3, 30
+    alg.reset(env.reset(R, streams, n), R, streams)
+    got = np.array([alg.select(t, env.next_round()) for t in range(n)])
+    u = make_streams(8).policy.random((n, R))
+    np.testing.assert_array_equal(got, np.minimum((u * 5).astype(int), 4))
+    res = simulate(make("uniform"), SyntheticEnv(d=2, K=5), n, replications=R, seed=8, checkpoints=[n])
+    assert res.engine == "compiled"
