@@ -27,6 +27,7 @@ import io
 import json
 import math
 import re
+import runpy
 import warnings
 from pathlib import Path
 from typing import Any, ClassVar
@@ -479,6 +480,25 @@ def test_readme_add_your_own_algorithm_runs_verbatim() -> None:
         assert cls(**alg.get_params()).get_params() == alg.get_params()
     finally:
         registry._REGISTRY.pop(name, None)  # keep the registry as the package defines it
+
+
+def test_readme_compiled_kernel_example_runs_and_engines_agree(tmp_path: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if "CompiledEpsilonGreedy" in b]
+    assert len(blocks) == 1
+    name = "eps-greedy-compiled"
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            script = tmp_path / "readme_kernel.py"  # a real file: numba caches compiled code per file
+            script.write_text(blocks[0], encoding="utf-8")
+            runpy.run_path(str(script), run_name="readme_kernel")
+        lines = out.getvalue().split()
+        assert lines[0] == "reference" and lines[2] == "compiled" and lines[1] == lines[3]
+        with pytest.raises(ValidationError, match="eps"):
+            pb.make(name, eps=2.0)
+    finally:
+        registry._REGISTRY.pop(name, None)
 
 
 # -- self-check of the suite on unregistered toys -----------------------------------------------

@@ -377,26 +377,31 @@ class KernelClient(Client):
     """
 
     def __init__(self, kernel: LocalKernel, spec: EnvSpec) -> None:
-        self.k = kernel
-        self.spec = spec
+        # only the user-side pieces: the server's own state is not reachable from the client
+        loops = kernel.loops
+        self._choose_all, self._randomize_all = loops.choose_all, loops.randomize_all
+        self._params = kernel.params
+        self._public_names = kernel.public_names
+        self._message = kernel.message
+        self._bound = spec.context_bound
 
     def _public(self, public: PublicState) -> tuple[np.ndarray, ...]:
-        return tuple(np.array(public[name]) for name in self.k.public_names)
+        return tuple(np.array(public[name]) for name in self._public_names)
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         out = np.empty(contexts.shape[0], dtype=np.int64)
-        self.k.loops.choose_all(self.k.params, self._public(public), t, np.ascontiguousarray(contexts), rng, out)
+        self._choose_all(self._params, self._public(public), t, np.ascontiguousarray(contexts), rng, out)
         return out
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
         X = np.ascontiguousarray(contexts, dtype=float)
         y = np.asarray(rewards, dtype=float)
-        check_client_inputs(X, y, self.spec.context_bound)
-        out = np.empty((X.shape[0], self.k.message.size))
-        self.k.loops.randomize_all(self.k.params, self._public(public), t, X,
-                      np.asarray(actions, dtype=np.int64), y, rng, out)
-        return PrivatizedMessage(self.k.message.split(out), self.k.message.mechanism)
+        check_client_inputs(X, y, self._bound)
+        out = np.empty((X.shape[0], self._message.size))
+        self._randomize_all(self._params, self._public(public), t, X, np.asarray(actions, dtype=np.int64), y,
+                            rng, out)
+        return PrivatizedMessage(self._message.split(out), self._message.mechanism)
 
 
 class KernelServer(Server):
