@@ -185,7 +185,7 @@ def simulate(
     elif isinstance(checkpoints, (int, np.integer)):
         ckpt = make_checkpoints(T, log_points=int(checkpoints))
     else:
-        ckpt = make_checkpoints(T, log_points=0, points=checkpoints)
+        ckpt = make_checkpoints(T, log_points=0, points=[int(c) for c in np.asarray(checkpoints).ravel()])
     streams = make_streams(seed)
     spec = env.reset(R, streams, T)
     algorithm.reset(spec, R, streams)

@@ -68,7 +68,7 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     core = alg.start_batches(np.array(A, dtype=float, copy=True))
     collector = alg.collector
     clip = getattr(collector, "clip", None)
-    means = np.asarray(env.fixed_means, dtype=float)  # type: ignore[attr-defined]
+    means = np.asarray(env.fixed_means, dtype=np.float64)  # type: ignore[attr-defined]
     gaps = means.max(axis=1, keepdims=True) - means
     theta_star = np.asarray(env.theta_star, dtype=float)
     R = means.shape[0]
@@ -149,13 +149,13 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     for r in np.flatnonzero((committed >= 0) & (t < T)):
         a = int(committed[r])
         lo = np.searchsorted(ckpt, t[r], side="right")
-        cuts = ckpt[lo:]
-        lengths = np.diff(np.concatenate([[t[r]], cuts]))
+        tail = ckpt[lo:]
+        lengths = np.diff(np.concatenate([[t[r]], tail]))
         sums = env.reward_sums(lengths[:, None], rng_reward, clip=None,  # type: ignore[attr-defined]
-                               rows=np.full(cuts.size, r), actions=np.full((cuts.size, 1), a))[:, 0]
-        rec.regret[r, lo:] = cum_reg[r] + (cuts - t[r]) * gaps[r, a]
+                               rows=np.full(tail.size, r), actions=np.full((tail.size, 1), a))[:, 0]
+        rec.regret[r, lo:] = cum_reg[r] + (tail - t[r]) * gaps[r, a]
         rec.reward[r, lo:] = cum_rew[r] + np.cumsum(sums)
-        err[r, lo:] = error(r)
+        err[r, lo:] = error(int(r))
         t[r] = T
     if rec.err is not None:
         rec.err[:] = err

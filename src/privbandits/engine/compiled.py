@@ -37,7 +37,7 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
         raise ValidationError(f"algorithm {alg.name!r} has no compiled kernel; use engine='reference'")
     streams = alg.streams  # type: ignore[attr-defined]
     local = isinstance(k, LocalKernel)
-    msg = np.empty(k.message.size) if local else None
+    msg = np.empty(k.message.size) if isinstance(k, LocalKernel) else None
     bound = alg.spec.context_bound  # type: ignore[attr-defined]
     run = k.loops.run
     t = 0
@@ -54,7 +54,7 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
         while start < B:
             nxt = rec.next_t
             stop = B if nxt < 0 else min(B, nxt - t)
-            if local:
+            if isinstance(k, LocalKernel):
                 run(k.params, k.public, k.server, X, means, rewards, best, start, stop, t, streams.policy,
                     streams.client, msg, rec.cum_regret, rec.cum_reward)
             else:

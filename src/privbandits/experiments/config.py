@@ -473,7 +473,7 @@ class _Validator:
         seeds = raw.get("seeds", [0])
         if not isinstance(seeds, list) or not seeds:
             raise self.fail("seeds", seeds, "must be a non-empty list of integers >= 0, e.g. [0, 1, 2]")
-        seeds = [self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0)) for j, s in enumerate(seeds)]
+        seeds = [self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0)) for j, s in enumerate(seeds)]  # type: ignore[misc]
         if len(set(seeds)) != len(seeds):
             raise self.fail("seeds", seeds, "contains duplicate seeds")
         checkpoints = self.checkpoints(raw.get("checkpoints", 50))
@@ -524,12 +524,12 @@ class _Validator:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""
         for key in ("horizon", "replications"):
             if key in raw:
-                self.check(key, raw[key], lambda key=key: check_int(key, raw[key], 1))
+                self.check(key, raw[key], lambda key=key: check_int(key, raw[key], 1))  # type: ignore[misc]
         seeds = raw.get("seeds", [0])
         if not isinstance(seeds, list) or not seeds:
             raise self.fail("seeds", seeds, "must be a non-empty list of integers >= 0")
         for j, s in enumerate(seeds):
-            self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0))
+            self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0))  # type: ignore[misc]
         self.checkpoints(raw.get("checkpoints", 50))
 
 
@@ -539,8 +539,8 @@ def _suggest(value: Any, options: Any) -> str:
 
 
 def _env_args(cls: type) -> list[str]:
-    sig = inspect.signature(cls.__init__)
-    return [n for n, p in sig.parameters.items() if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    sig = inspect.signature(cls)
+    return [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def _check_preset(value: Any) -> str:

@@ -103,7 +103,7 @@ class _Progress:
 # ------------------------------------------------------------------------------------------
 def _run_serial(units: Sequence[WorkUnit], on_done: OnDone, progress: _Progress) -> None:
     for i, unit in enumerate(units):
-        result = _guarded(unit, lambda: execute_unit(unit, lambda t, i=i: progress.rounds(i, t)))
+        result = _guarded(unit, lambda: execute_unit(unit, lambda t, i=i: progress.rounds(i, t)))  # type: ignore[misc]
         on_done(i, result)
 
 

@@ -103,6 +103,13 @@ def _unnpy(blob: bytes | None) -> np.ndarray | None:
     return np.load(io.BytesIO(blob), allow_pickle=False)
 
 
+def _unnpy_required(blob: bytes) -> np.ndarray:
+    arr = _unnpy(blob)
+    if arr is None:
+        raise ValueError("a required array column is empty")
+    return arr
+
+
 def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=_json_default)
 
@@ -273,8 +280,8 @@ def _row_to_result(row: tuple[Any, ...]) -> StoredResult:
         return StoredResult(
             algorithm=r["algorithm"], params=json.loads(r["params"]), trust_model=r["trust_model"],
             preset=r["preset"], guarantee=guarantee, env=json.loads(r["env_description"]), seed=r["seed"],
-            horizon=r["horizon"], replications=r["replications"], checkpoints=_unnpy(r["checkpoints"]),
-            regret=_unnpy(r["regret"]), reward=_unnpy(r["reward"]),
+            horizon=r["horizon"], replications=r["replications"], checkpoints=_unnpy_required(r["checkpoints"]),
+            regret=_unnpy_required(r["regret"]), reward=_unnpy_required(r["reward"]),
             estimation_error=_unnpy(r["estimation_error"]), wall_time=r["wall_time"],
             extra=json.loads(r["extra"]), key=r["key"], experiment=r["experiment"], label=r["label"],
             grid=json.loads(r["grid"]), unit_env=json.loads(r["env"]), created_at=r["created_at"],
