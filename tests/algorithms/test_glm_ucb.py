@@ -45,14 +45,15 @@ def test_radius_constants_from_the_link() -> None:
                    theta_bound=2.0, reward_range=(0.0, 1.0))
     alg = GLMUCB(lam=0.5, delta=0.05, alpha=1.0)
     alg.reset(spec, 2, make_streams(0))
+    res = alg.resolved_params()
     # bound on |x' theta| is C_B * S = 2: k_mu = mu'(0) = 1/4, c_mu = mu'(2)
-    assert alg.k_mu == pytest.approx(0.25)
-    assert alg.c_mu == pytest.approx(special.expit(2.0) * (1 - special.expit(2.0)))
+    assert res["k_mu"] == pytest.approx(0.25)
+    assert res["c_mu"] == pytest.approx(special.expit(2.0) * (1 - special.expit(2.0)))
     kappa = math.sqrt(3 + 2 * math.log(1 + 2 * 1.0 / 0.5))
-    rho = 2 * 0.25 * kappa * 1.0 / alg.c_mu * math.sqrt(2 * 3 * math.log(50) * math.log(2 * 3 * 1000 / 0.05))
+    rho = 2 * 0.25 * kappa * 1.0 / res["c_mu"] * math.sqrt(2 * 3 * math.log(50) * math.log(2 * 3 * 1000 / 0.05))
     np.testing.assert_allclose(alg.radius(50), [rho, rho], rtol=1e-12)
-    np.testing.assert_allclose(filippi_kappa(np.array([0.5]), 1.0), [kappa])
-    assert glm_ucb_radius(1, 3, 1000, 0.05, 0.25, 0.1, np.array(1.0), 1.0) == 0.0  # log(1) = 0
+    assert filippi_kappa(0.5, 1.0) == pytest.approx(kappa)
+    assert glm_ucb_radius(1.0, 3, 1000, 0.05, 0.25, 0.1, 1.0, 1.0) == 0.0  # log(1) = 0
 
 
 def test_initial_round_robin_and_lambda0() -> None:
@@ -68,7 +69,7 @@ def test_initial_round_robin_and_lambda0() -> None:
         alg.update(t, X, a, env.pull(a))
         V = V + np.einsum("rd,re->rde", X[:, t], X[:, t])
     lam0 = np.linalg.eigvalsh(V)[:, 0]
-    np.testing.assert_allclose(alg.kappa, filippi_kappa(lam0, 1.0), rtol=1e-9)
+    np.testing.assert_allclose(alg.kappa, [filippi_kappa(v, 1.0) for v in lam0], rtol=1e-9)
 
 
 def _feed(alg: GLMUCB, spec: EnvSpec, A: np.ndarray, arms: np.ndarray, y: np.ndarray) -> None:
@@ -91,11 +92,11 @@ def test_arm_statistics_path_equals_history_path(link: str) -> None:
     hist, arm = GLMUCB(refit_growth=1.0, tol=1e-13), GLMUCB(refit_growth=1.0, tol=1e-13)
     _feed(hist, replace(base, fixed_actions=False), A, arms, y)
     _feed(arm, replace(base, fixed_actions=True), A, arms, y)
-    assert hist._mode == "history" and arm._mode == "arms"
-    np.testing.assert_allclose(arm.theta, hist.theta, rtol=1e-7, atol=1e-9)
+    assert hist.resolved_params()["mode"] == "history" and arm.resolved_params()["mode"] == "arms"
+    np.testing.assert_allclose(arm.estimate(), hist.estimate(), rtol=1e-7, atol=1e-9)
     X = A[np.arange(R)[:, None], arms]
     exact = fit_glm_mle(X, y, link, lam=1.0, tol=1e-14)
-    np.testing.assert_allclose(hist.theta, exact.theta, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(hist.estimate(), exact.theta, rtol=1e-7, atol=1e-9)
 
 
 def test_identity_link_is_the_ridge_estimate_every_round() -> None:
@@ -108,7 +109,7 @@ def test_identity_link_is_the_ridge_estimate_every_round() -> None:
     _feed(alg, spec, A, arms, y)
     X = A[np.arange(2)[:, None], arms]
     V = 2.0 * np.eye(3) + np.einsum("rnd,rne->rde", X, X)
-    np.testing.assert_allclose(alg.theta, np.linalg.solve(V, np.einsum("rnd,rn->rd", X, y)[..., None])[..., 0],
+    np.testing.assert_allclose(alg.estimate(), np.linalg.solve(V, np.einsum("rnd,rn->rd", X, y)[..., None])[..., 0],
                                rtol=1e-9)
 
 
@@ -126,14 +127,16 @@ def test_geometric_refit_schedule_is_exact_at_refits() -> None:
         r = (rng.random(R) < 0.5).astype(float)
         Xs.append(X[np.arange(R), a])
         ys.append(r)
-        before = alg._n_fit
+        n_fit = alg.kernel.state[4]  # observations at the last fit, per replication
+        before = n_fit.copy()
         alg.update(t, X, a, r)
-        if alg._n_fit != before:
+        if np.any(n_fit != before):
+            assert np.all(n_fit == t + 1)
             fits.append(t + 1)
             exact = fit_glm_mle(np.stack(Xs, 1), np.stack(ys, 1), "logistic", lam=1.0, tol=1e-14)
             # both fits stop at a half Newton decrement <= 1e-13 with H >= lam I = I, so each is
             # within ~sqrt(2e-13) ~ 4.5e-7 of the exact MLE (to second order)
-            np.testing.assert_allclose(alg.theta, exact.theta, rtol=0, atol=1e-6)
+            np.testing.assert_allclose(alg.estimate(), exact.theta, rtol=0, atol=1e-6)
     # first fit after the d initial rounds, then n_k >= 1.5 n_{k-1}: O(log n) refits
     assert fits[0] == d
     assert all(b >= math.ceil(1.5 * a) for a, b in itertools.pairwise(fits))
@@ -161,3 +164,25 @@ def test_runs_on_every_link() -> None:
         env = FiniteActionEnv(d=2, K=4, link=link, noise=noise)
         res = simulate(GLMUCB(alpha=0.1), env, 200, replications=2, seed=0)
         assert np.all(np.isfinite(res.regret)) and res.estimation_error is not None
+
+
+@pytest.mark.parametrize("params", GLMUCB.test_params)
+@pytest.mark.parametrize("link, noise", [("logistic", "bernoulli"), ("identity", "gaussian")])
+def test_reference_equals_compiled(params: dict, link: str, noise: str) -> None:
+    runs = [simulate(GLMUCB(**params), SyntheticEnv(d=2, K=4, link=link, noise=noise), 150, replications=3, seed=4,
+                     engine=engine) for engine in ("reference", "compiled")]
+    np.testing.assert_allclose(runs[0].regret, runs[1].regret, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(runs[0].estimation_error, runs[1].estimation_error, rtol=0, atol=1e-9)
+    fixed = [simulate(GLMUCB(**params), FiniteActionEnv(d=2, K=4, link=link, noise=noise), 150, replications=2,
+                      seed=4, engine=engine) for engine in ("reference", "compiled")]
+    np.testing.assert_allclose(fixed[0].regret, fixed[1].regret, rtol=0, atol=1e-9)
+
+
+def test_unconverged_refits_are_counted() -> None:
+    env = SyntheticEnv(d=2, K=4, link="logistic", noise="bernoulli")
+    alg = GLMUCB(n_iter=1, tol=1e-300, refit_growth=1.0)
+    simulate(alg, env, 50, replications=2, seed=0)
+    assert alg.n_unconverged > 0
+    ok = GLMUCB()
+    simulate(ok, env, 50, replications=2, seed=0)
+    assert ok.n_unconverged == 0

@@ -40,10 +40,10 @@ def test_beta_residual_term_is_nonnegative_ridge_residual(seed, n, lam):
     z = rng.standard_normal(n)
     V = lam * np.eye(d) + X.T @ X
     theta = np.linalg.solve(V, X.T @ z)
-    beta = gloc_beta(np.zeros(1), 1.0, 0.0, 0.5, lam, 1.0, np.array([z @ z]), theta[None], (X.T @ z)[None])
+    beta = gloc_beta(0.0, 1.0, 0.0, 0.5, lam, 1.0, float(z @ z), theta, X.T @ z)
     resid = z @ (np.eye(n) - X @ np.linalg.solve(V, X.T)) @ z
     assert resid >= -1e-9
-    assert float(beta[0]) == pytest.approx(1.0 + lam - resid, rel=1e-9, abs=1e-9)
+    assert beta == pytest.approx(1.0 + lam - resid, rel=1e-9, abs=1e-9)
 
 
 @settings(max_examples=60, deadline=None)
@@ -87,6 +87,14 @@ def test_mahalanobis_projection_matches_scipy():
 
 
 # --- incremental state equals the batch formulas ---------------------------------------------------
+STATE = ("V_inv", "xz", "z_sq", "theta_hat", "A", "A_inv", "theta_ons", "B", "beta")
+
+
+def _state(alg) -> dict:
+    """The kernel state arrays of a GLOC run by name."""
+    return dict(zip(STATE, alg.kernel.state))
+
+
 def _run_logged(alg, env, T, R, seed=0):
     """Run GLOC recording x_t, y_t and the ONS prediction z_t = x_t^T theta_t of every round."""
     from privbandits.core.rng import make_streams
@@ -99,11 +107,12 @@ def _run_logged(alg, env, T, R, seed=0):
         X = env.next_round()
         a = alg.select(t, X)
         y = env.pull(a)
-        x = alg.features.chosen(X, a)
+        x = X[np.arange(R), a]
+        theta_ons = alg.ons_estimate()
         log["x"].append(x)
         log["y"].append(y)
-        log["z"].append(np.einsum("rd,rd->r", x, alg.theta_ons))
-        log["theta_ons"].append(alg.theta_ons.copy())
+        log["z"].append(np.einsum("rd,rd->r", x, theta_ons))
+        log["theta_ons"].append(theta_ons)
         alg.update(t, X, a, y)
     return {k: np.stack(v, axis=1) for k, v in log.items()}
 
@@ -113,13 +122,14 @@ def test_incremental_statistics_match_batch():
     env = _logistic_env(d=3, K=5)
     log = _run_logged(alg, env, 300, 2)
     X, z = log["x"], log["z"]
+    st = _state(alg)
     for r in range(2):
         V = 2.0 * np.eye(3) + X[r].T @ X[r]
-        np.testing.assert_allclose(alg.V_inv[r], np.linalg.inv(V), rtol=1e-8, atol=1e-12)
-        np.testing.assert_allclose(alg.theta_hat[r], np.linalg.solve(V, X[r].T @ z[r]), rtol=1e-7, atol=1e-10)
-        np.testing.assert_allclose(alg.A[r], 0.5 * np.eye(3) + X[r].T @ X[r], rtol=1e-12)
-        np.testing.assert_allclose(alg.A_inv[r], np.linalg.inv(alg.A[r]), rtol=1e-8, atol=1e-12)
-    assert np.all(np.linalg.norm(log["theta_ons"], axis=-1) <= alg._S * (1 + 1e-12))
+        np.testing.assert_allclose(st["V_inv"][r], np.linalg.inv(V), rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(st["theta_hat"][r], np.linalg.solve(V, X[r].T @ z[r]), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(st["A"][r], 0.5 * np.eye(3) + X[r].T @ X[r], rtol=1e-12)
+        np.testing.assert_allclose(st["A_inv"][r], np.linalg.inv(st["A"][r]), rtol=1e-8, atol=1e-12)
+    assert np.all(np.linalg.norm(log["theta_ons"], axis=-1) <= alg.resolved_params()["S"] * (1 + 1e-12))
 
 
 def test_ons_regret_is_below_its_data_dependent_bound():
@@ -132,8 +142,10 @@ def test_ons_regret_is_below_its_data_dependent_bound():
     zstar = np.einsum("rtd,rd->rt", log["x"], env.theta_star)
     loss = lambda z: link.m(z) - log["y"] * z
     regret = (loss(log["z"]) - loss(zstar)).sum(axis=1)
-    assert np.all(regret <= alg.B)
-    assert np.all(alg.B > 2 * alg._kappa * alg._S**2 * alg.ons_eps)
+    B = _state(alg)["B"]
+    res = alg.resolved_params()
+    assert np.all(regret <= B)
+    assert np.all(B > 2 * res["kappa"] * res["S"] ** 2 * alg.ons_eps)
 
 
 def test_confidence_set_covers_theta_star():
@@ -153,11 +165,12 @@ def test_confidence_set_covers_theta_star():
         X = env.next_round()
         a = alg.select(t, X)
         alg.update(t, X, a, env.pull(a))
-        diff = env.theta_star - alg.theta_hat
-        V = np.linalg.inv(alg.V_inv)
+        st = _state(alg)
+        diff = env.theta_star - st["theta_hat"]
+        V = np.linalg.inv(st["V_inv"])
         dist2 = np.einsum("rd,rde,re->r", diff, V, diff)
-        violated |= dist2 > alg.beta
-        ratio.append(dist2 / alg.beta)
+        violated |= dist2 > st["beta"]
+        ratio.append(dist2 / st["beta"])
     assert violated.sum() <= 2
     assert np.all(alg.beta > 0)
     assert np.median(np.array(ratio)) < 0.5
@@ -197,7 +210,7 @@ def test_ons_error_decreases_over_time():
         a = alg.select(t, X)
         alg.update(t, X, a, env.pull(a))
         if t + 1 in (T // 80, T // 8, T):
-            errs.append(np.linalg.norm(alg.theta_ons - env.theta_star, axis=1).mean())
+            errs.append(np.linalg.norm(alg.ons_estimate() - env.theta_star, axis=1).mean())
     assert errs[0] > errs[1] > errs[2]
 
 
@@ -224,3 +237,22 @@ def test_multi_setting_block_features():
 def test_validation(kwargs, match):
     with pytest.raises(ValidationError, match=match):
         GLOC(**kwargs)
+
+
+@pytest.mark.parametrize("setting", ["single", "multi"])
+@pytest.mark.parametrize("params", GLOC.test_params)
+def test_reference_equals_compiled(setting, params):
+    runs = [simulate(GLOC(**params), _logistic_env(d=2, K=4, setting=setting), 200, replications=3, seed=3,
+                     engine=engine) for engine in ("reference", "compiled")]
+    np.testing.assert_allclose(runs[0].regret, runs[1].regret, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(runs[0].estimation_error, runs[1].estimation_error, rtol=0, atol=1e-9)
+
+
+def test_guarantee_is_non_private_and_needs_reset():
+    from privbandits.core.errors import NotResetError
+
+    alg = GLOC()
+    with pytest.raises(NotResetError):
+        _ = alg.guarantee
+    res = simulate(alg, _logistic_env(), 5, seed=0)
+    assert not res.guarantee.is_private and res.resolved_params["S"] == pytest.approx(1.0)

@@ -1,4 +1,4 @@
-"""Batched (regularized) maximum-likelihood estimation for generalized linear models.
+"""(Regularized) maximum-likelihood estimation for generalized linear models, compiled per replication.
 
 The estimator solves, independently in every replication ``r``,
 
@@ -7,26 +7,26 @@ The estimator solves, independently in every replication ``r``,
     \\hat\\theta = \\arg\\min_\\theta \\; \\sum_i w_i \\big( m(x_i^\\top\\theta) - y_i\\, x_i^\\top\\theta \\big)
                  + \\tfrac{\\lambda}{2} \\lVert \\theta \\rVert^2 ,
 
-where ``m`` is the antiderivative of the inverse link ``mu`` (:mod:`privbandits.core.links`).  Its
-stationarity condition ``sum_i w_i (y_i - mu(x_i' theta)) x_i = lambda theta`` is the (ridge
-regularized) likelihood equation of Filippi et al. (2010), eq. (3); for the canonical links
-(identity, logistic, Poisson) it is the exact GLM maximum-likelihood estimator, for the probit link
-it is the quasi-likelihood estimator with the same estimating equation.  The objective is convex
-because ``m'' = mu' >= 0``.
+where ``m`` is the antiderivative of the inverse link ``mu`` (:mod:`privbandits.core.links`; its
+compiled form is :func:`link_m`).  Its stationarity condition
+``sum_i w_i (y_i - mu(x_i' theta)) x_i = lambda theta`` is the (ridge regularized) likelihood
+equation of Filippi et al. (2010), eq. (3); for the canonical links (identity, logistic, Poisson)
+it is the exact GLM maximum-likelihood estimator, for the probit link the quasi-likelihood
+estimator with the same estimating equation.  The objective is convex because ``m'' = mu' >= 0``.
 
-The solver is damped Newton (iteratively reweighted least squares) batched over the replication
-axis: ``(R, d, d)`` Hessians are solved together, every replication gets its own backtracking
-(Armijo) step size, and a replication stops as soon as its Newton decrement
+The solver (:func:`newton_mle_row`, the one implementation, called by GLM-UCB's compiled kernel
+and by the numpy front end :func:`fit_glm_mle`) is damped Newton (iteratively reweighted least
+squares) with a backtracking (Armijo) step; it stops as soon as the half Newton decrement
 ``g^T H^{-1} g / 2`` (an affine-invariant bound on the suboptimality in the objective) is below
-``tol``.  Converged replications are frozen, so warm-started refits cost one Hessian solve when
-the previous estimate is still optimal.
+``tol``, so a warm-started refit costs one Hessian solve when the previous estimate is still
+optimal.
 
-Data can be given per observation (``(R, n, d)`` features with an optional weights mask, e.g. a
-padded history with zero weights past the current length) or aggregated: repeated feature vectors
-are handled exactly by weights (for a fixed action set, ``weights = n_a`` pulls and
-``y = s_a / n_a`` mean reward of arm ``a`` give the same objective as the raw data).  For the
-identity link the estimator depends on the data only through ``X^T W X`` and ``X^T W y``;
-:func:`ridge_from_stats` solves it from those running sufficient statistics.
+Data can be given per observation (features with an optional weights mask, e.g. a padded history
+with zero weights past the current length) or aggregated: repeated feature vectors are handled
+exactly by weights (for a fixed action set, ``weights = n_a`` pulls and ``y = s_a / n_a`` mean
+reward of arm ``a`` give the same objective as the raw data).  For the identity link the
+estimator depends on the data only through ``X^T W X`` and ``X^T W y``; :func:`ridge_from_stats`
+solves it from those running sufficient statistics.
 
 References
 ----------
@@ -38,12 +38,24 @@ Boyd & Vandenberghe (2004), *Convex Optimization*, Section 9.5 (Newton decrement
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
+from privbandits.algorithms.linalg import cholesky_lower, cholesky_solve
 from privbandits.core.errors import ValidationError
-from privbandits.core.links import Link, get_link
+from privbandits.core.links import (
+    LINK_IDENTITY,
+    LINK_LOGISTIC,
+    LINK_PROBIT,
+    POISSON_Z_MAX,
+    Link,
+    get_link,
+    link_dmu,
+    link_mu,
+)
 from privbandits.core.validation import (
     check_finite_array,
     check_int,
@@ -51,15 +63,163 @@ from privbandits.core.validation import (
     check_positive,
 )
 
-__all__ = ["GLMFit", "fit_glm_mle", "glm_gradient_hessian", "glm_objective", "ridge_from_stats"]
+__all__ = [
+    "GLMFit",
+    "fit_glm_mle",
+    "glm_gradient_hessian",
+    "glm_objective",
+    "link_m",
+    "newton_mle_row",
+    "ridge_from_stats",
+]
 
 #: Armijo sufficient-decrease constant and the maximal number of step halvings per Newton step.
-_ARMIJO_C = 1e-4
-_MAX_HALVINGS = 40
+ARMIJO_C = 1e-4
+MAX_HALVINGS = 40
 #: Relative objective resolution below which a stalled line search counts as converged.
-_RESOLUTION = 1e4 * np.finfo(float).eps
+RESOLUTION = 1e4 * np.finfo(float).eps
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
+@nb.njit(cache=True)
+def link_m(code: int, z: float) -> float:  # pragma: no cover - compiled
+    """Antiderivative ``m`` of the link's ``mu`` (``m' = mu``), compiled; same conventions as
+    :attr:`privbandits.core.links.Link.m`.
+
+    identity ``z^2/2``; logistic ``log(1 + e^z)``; Poisson ``exp(min(z, 50))``; probit
+    ``z Phi(z) + phi(z)``, for ``z < -5`` written as ``phi(z) c R`` with the Mills ratio
+    ``R = Phi(z)/phi(z) = 1/(x + c)``, ``x = -z``, ``c = 1/(x + 2/(x + 3/(x + ...)))`` (a
+    continued fraction), which avoids the cancellation of ``1 - x R``.
+    """
+    if code == LINK_IDENTITY:
+        return 0.5 * z * z
+    if code == LINK_LOGISTIC:
+        return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+    if code == LINK_PROBIT:
+        phi = math.exp(-0.5 * z * z) * _INV_SQRT_2PI
+        if z >= -5.0:
+            return z * 0.5 * math.erfc(-z / math.sqrt(2.0)) + phi
+        x = -z
+        tail = 0.0
+        for k in range(80, 1, -1):
+            tail = k / (x + tail)
+        c = 1.0 / (x + tail)
+        return phi * c / (x + c)
+    return math.exp(min(z, POISSON_Z_MAX))
+
+
+@nb.njit(cache=True)
+def _objective(theta, X, y, w, n, code, lam):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    f = 0.0
+    for i in range(n):
+        if w[i] == 0.0:
+            continue
+        z = 0.0
+        for j in range(theta.shape[0]):
+            z += X[i, j] * theta[j]
+        f += w[i] * (link_m(code, z) - y[i] * z)
+    s = 0.0
+    for j in range(theta.shape[0]):
+        s += theta[j] * theta[j]
+    return f + 0.5 * lam * s
+
+
+@nb.njit(cache=True)
+def _gradient_hessian(theta, X, y, w, n, code, lam, grad, H):  # type: ignore[no-untyped-def]  # pragma: no cover
+    d = theta.shape[0]
+    for j in range(d):
+        grad[j] = lam * theta[j]
+        for k in range(d):
+            H[j, k] = 0.0
+        H[j, j] = lam
+    for i in range(n):
+        if w[i] == 0.0:
+            continue
+        z = 0.0
+        for j in range(d):
+            z += X[i, j] * theta[j]
+        resid = w[i] * (link_mu(code, z) - y[i])
+        curv = w[i] * link_dmu(code, z)
+        for j in range(d):
+            grad[j] += resid * X[i, j]
+            for k in range(j + 1):
+                H[j, k] += curv * X[i, j] * X[i, k]
+    for j in range(d):
+        for k in range(j):
+            H[k, j] = H[j, k]
+
+
+@nb.njit(cache=True)
+def _newton_direction(H, grad, p, L):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``p = H^{-1} grad`` (Cholesky); least squares where ``H`` is singular (``lam = 0``)."""
+    if cholesky_lower(H, L):
+        cholesky_solve(L, grad, p)
+    else:
+        p[:] = np.linalg.lstsq(H, grad)[0]
+
+
+@nb.njit(cache=True)
+def newton_mle_row(X, y, w, n, code, lam, theta, n_iter, tol, grad, H, L, p, new):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Damped Newton for one replication's regularized GLM likelihood (in place on ``theta``).
+
+    Parameters
+    ----------
+    X : ndarray (N, d), y, w : ndarray (N,)
+        Observations; only the first ``n`` rows are used (rows with ``w = 0`` are skipped).
+    code : int
+        Link code (:attr:`Link.code`).
+    lam : float
+        Ridge parameter ``>= 0``.
+    theta : ndarray (d,)
+        Warm start; overwritten with the estimate.
+    n_iter : int
+        Maximal number of Newton steps.
+    tol : float
+        Convergence threshold on the half Newton decrement.
+    grad, p, new : ndarray (d,); H, L : ndarray (d, d)
+        Scratch; on return ``H`` is the Hessian at ``theta``.
+
+    Returns
+    -------
+    (converged, steps, decrement) : (bool, int, float)
+    """
+    steps = 0
+    dec = np.inf
+    d = theta.shape[0]
+    _gradient_hessian(theta, X, y, w, n, code, lam, grad, H)
+    while True:
+        _newton_direction(H, grad, p, L)
+        lam2 = 0.0
+        for j in range(d):
+            lam2 += grad[j] * p[j]
+        dec = 0.5 * max(lam2, 0.0)
+        if not dec > tol or steps >= n_iter:
+            break
+        f0 = _objective(theta, X, y, w, n, code, lam)
+        step = 1.0
+        accepted = False
+        for _ in range(MAX_HALVINGS):
+            for j in range(d):
+                new[j] = theta[j] - step * p[j]
+            f1 = _objective(new, X, y, w, n, code, lam)
+            if math.isfinite(f1) and f1 <= f0 - ARMIJO_C * step * lam2:
+                accepted = True
+                break
+            step *= 0.5
+        steps += 1
+        if not accepted:
+            # no Armijo step exists: the iterate is optimal to floating-point resolution of the
+            # objective; stop there (converged when the decrement is at that level)
+            if dec <= RESOLUTION * (1.0 + abs(f0)):
+                dec = 0.0
+            break
+        for j in range(d):
+            theta[j] = new[j]
+        _gradient_hessian(theta, X, y, w, n, code, lam, grad, H)
+    return dec <= tol, steps, dec
+
+
+# -- numpy front end -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GLMFit:
     """Result of :func:`fit_glm_mle` (arrays carry the replication axis first).
@@ -110,40 +270,30 @@ def _prepare(
             raise ValidationError(f"weights must have shape ({R}, {n}) or ({n},), got {w.shape}")
         if w.size and w.min() < 0:
             raise ValidationError(f"weights must be non-negative, got minimum {w.min():g}")
-    return X, y, w
+    as_c = np.ascontiguousarray
+    return as_c(X, dtype=float), as_c(y, dtype=float), as_c(w, dtype=float)
 
 
 def glm_objective(
     theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray, link: Link, lam: float
 ) -> np.ndarray:
     """Regularized negative log-likelihood ``sum_i w_i (m(z_i) - y_i z_i) + lam/2 |theta|^2`` (R,)."""
-    z = np.einsum("rnd,rd->rn", X, theta)
-    return np.einsum("rn,rn->r", w, link.m(z) - y * z) + 0.5 * lam * np.einsum("rd,rd->r", theta, theta)
+    theta, X, y, w = (np.ascontiguousarray(a, dtype=float) for a in (theta, X, y, w))
+    code, n = get_link(link).code, X.shape[1]
+    return np.array([_objective(theta[r], X[r], y[r], w[r], n, code, float(lam)) for r in range(X.shape[0])])
 
 
 def glm_gradient_hessian(
     theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray, link: Link, lam: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gradient (R, d) and Hessian (R, d, d) of :func:`glm_objective` at ``theta``."""
-    z = np.einsum("rnd,rd->rn", X, theta)
-    resid = w * (link.mu(z) - y)
-    grad = np.einsum("rn,rnd->rd", resid, X) + lam * theta
-    curv = w * link.dmu(z)
-    H = np.einsum("rn,rnd,rne->rde", curv, X, X)
-    d = X.shape[-1]
-    H[:, np.arange(d), np.arange(d)] += lam
+    theta, X, y, w = (np.ascontiguousarray(a, dtype=float) for a in (theta, X, y, w))
+    R, n, d = X.shape
+    code = get_link(link).code
+    grad, H = np.empty((R, d)), np.empty((R, d, d))
+    for r in range(R):
+        _gradient_hessian(theta[r], X[r], y[r], w[r], n, code, float(lam), grad[r], H[r])
     return grad, H
-
-
-def _newton_direction(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Solve ``H p = g`` per replication; least squares where ``H`` is singular (lam = 0)."""
-    try:
-        return np.linalg.solve(H, g[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        out = np.empty_like(g)
-        for k in range(H.shape[0]):
-            out[k] = np.linalg.lstsq(H[k], g[k], rcond=None)[0]
-        return out
 
 
 def fit_glm_mle(
@@ -156,7 +306,7 @@ def fit_glm_mle(
     n_iter: int = 50,
     tol: float = 1e-10,
 ) -> GLMFit:
-    """Regularized GLM maximum-likelihood estimate by damped Newton, batched over replications.
+    """Regularized GLM maximum-likelihood estimate by damped Newton, for every replication.
 
     Parameters
     ----------
@@ -193,7 +343,7 @@ def fit_glm_mle(
     n_iter = check_int("n_iter", n_iter, 1)
     tol = check_positive("tol", tol)
     X, y, w = _prepare(X, y, weights)
-    R, _, d = X.shape
+    R, n, d = X.shape
     if theta0 is None:
         theta = np.zeros((R, d))
     else:
@@ -202,49 +352,15 @@ def fit_glm_mle(
             theta = np.broadcast_to(theta, (R, d)).copy()
         if theta.shape != (R, d):
             raise ValidationError(f"theta0 must have shape ({R}, {d}), got {theta.shape}")
-
-    active = np.ones(R, dtype=bool)
+    theta = np.ascontiguousarray(theta)
+    converged = np.zeros(R, dtype=bool)
     steps = np.zeros(R, dtype=int)
-    dec = np.full(R, np.inf)
-    grad, H = glm_gradient_hessian(theta, X, y, w, lk, lam)
-    for _ in range(n_iter + 1):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        p = _newton_direction(H[idx], grad[idx])
-        lam2 = np.einsum("rd,rd->r", grad[idx], p)
-        dec[idx] = 0.5 * np.maximum(lam2, 0.0)
-        done = ~(dec[idx] > tol) | (steps[idx] >= n_iter)
-        active[idx[done]] = False
-        idx, p, lam2 = idx[~done], p[~done], lam2[~done]
-        if idx.size == 0:
-            break
-        Xi, yi, wi = X[idx], y[idx], w[idx]
-        f0 = glm_objective(theta[idx], Xi, yi, wi, lk, lam)
-        step = np.ones(idx.size)
-        pending = np.ones(idx.size, dtype=bool)
-        new = theta[idx] - p
-        for _h in range(_MAX_HALVINGS):
-            f1 = glm_objective(new, Xi, yi, wi, lk, lam)
-            ok = np.isfinite(f1) & (f1 <= f0 - _ARMIJO_C * step * lam2)
-            pending &= ~ok
-            if not pending.any():
-                break
-            step = np.where(pending, 0.5 * step, step)
-            new = np.where(pending[:, None], theta[idx] - step[:, None] * p, new)
-        # a step that never satisfied Armijo (round-off at the optimum) is not taken
-        new = np.where(pending[:, None], theta[idx], new)
-        theta[idx] = new
-        steps[idx] += 1
-        # no Armijo step exists: the iterate is optimal to floating-point resolution of the
-        # objective; stop there and count it as converged when the decrement is at that level
-        stuck = pending
-        active[idx[stuck]] = False
-        at_resolution = stuck & (dec[idx] <= _RESOLUTION * (1.0 + np.abs(f0)))
-        dec[idx[at_resolution]] = 0.0
-        g_new, H_new = glm_gradient_hessian(theta[idx], Xi, yi, wi, lk, lam)
-        grad[idx], H[idx] = g_new, H_new
-    converged = dec <= tol
+    dec = np.zeros(R)
+    H = np.empty((R, d, d))
+    grad, p, new, L = np.empty(d), np.empty(d), np.empty(d), np.empty((d, d))
+    for r in range(R):
+        converged[r], steps[r], dec[r] = newton_mle_row(X[r], y[r], w[r], n, lk.code, lam, theta[r], n_iter, tol,
+                                                        grad, H[r], L, p, new)
     return GLMFit(theta=theta, converged=converged, n_iter=steps, decrement=dec, hessian=H)
 
 
@@ -270,4 +386,8 @@ def ridge_from_stats(gram: np.ndarray, xy: np.ndarray, lam: float) -> np.ndarray
     d = gram.shape[-1]
     if gram.shape[-2] != d or xy.shape != gram.shape[:1] + (d,):
         raise ValidationError(f"gram (R, d, d) and xy (R, d) do not match: {gram.shape}, {xy.shape}")
-    return _newton_direction(gram + lam * np.eye(d), xy)
+    A = gram + lam * np.eye(d)
+    try:
+        return np.linalg.solve(A, xy[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.stack([np.linalg.lstsq(a, v, rcond=None)[0] for a, v in zip(A, xy)])

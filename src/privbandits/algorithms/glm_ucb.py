@@ -1,4 +1,4 @@
-"""GLM-UCB (Filippi, Cappe, Garivier & Szepesvari 2010), batched over replications.
+"""GLM-UCB (Filippi, Cappe, Garivier & Szepesvari 2010), compiled per-round steps.
 
 Algorithm 1 of the paper, for contexts ``(R, K, d)`` and any link in
 {identity, logistic, probit, poisson}:
@@ -7,7 +7,7 @@ Algorithm 1 of the paper, for contexts ``(R, K, d)`` and any link in
    round-robin (arm ``(t - 1) mod K``), which makes ``V`` invertible for contexts in general
    position (the paper plays ``d`` actions chosen to that end).
 2. **Estimation.**  ``theta_hat_t`` solves the likelihood equation
-   ``sum_{k<t} (r_k - mu(x_k' theta)) x_k = lam theta`` (:func:`~privbandits.algorithms.glm.fit_glm_mle`).
+   ``sum_{k<t} (r_k - mu(x_k' theta)) x_k = lam theta`` (:func:`~privbandits.algorithms.glm.newton_mle_row`).
 3. **Optimistic choice in the reward space.**
    ``a_t = argmax_a mu(x_a' theta_hat_t) + rho(t) ||x_a||_{V_t^{-1}}`` with
    ``V_t = lam I + sum_{k<t} x_k x_k^T`` and (Theorem 1)
@@ -36,7 +36,8 @@ Implementation choices (documented deviations):
   bonus are updated every round.
 * **Sufficient statistics**: identity link -> ridge from running ``(V, b)`` (exact, every round);
   fixed action sets (``spec.fixed_actions``) -> per-arm pull counts and reward sums (exact for any
-  link, cost independent of ``t``); otherwise the history is kept (memory ``O(R t d)``).
+  link, cost independent of ``t``); otherwise the history is kept (memory ``O(R T d)``, allocated
+  at reset).
 
 References
 ----------
@@ -47,33 +48,102 @@ NeurIPS, Algorithm 1 and Theorem 1.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
+import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Curator, argmax_random_ties
-from privbandits.algorithms.glm import fit_glm_mle
-from privbandits.algorithms.linalg import chosen, quad_form, sherman_morrison_update
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.glm import newton_mle_row
+from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.linalg import (
+    add_outer,
+    feature_single,
+    mat_vec,
+    sherman_morrison_row,
+    ucb_argmax_single,
+)
 from privbandits.algorithms.registry import register
-from privbandits.core.rng import Streams
+from privbandits.core.errors import NotResetError
+from privbandits.core.params import Int, NonNegative, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_in_range, check_int, check_nonnegative, check_positive
+from privbandits.privacy.guarantee import NON_PRIVATE
 
 __all__ = ["GLMUCB", "filippi_kappa", "glm_ucb_radius"]
 
+#: How the MLE is computed (see the module docstring).
+MODES: dict[str, int] = {"ridge": 0, "arms": 1, "history": 2}
 
-def filippi_kappa(lambda0: np.ndarray, context_bound: float) -> np.ndarray:
+
+@nb.njit(cache=True)
+def filippi_kappa(lambda0: float, context_bound: float) -> float:  # pragma: no cover - compiled
     """``kappa = sqrt(3 + 2 log(1 + 2 m^2 / lambda_0))`` of Filippi et al. (2010), Theorem 1."""
-    lambda0 = np.asarray(lambda0, dtype=float)
-    return np.sqrt(3.0 + 2.0 * np.log1p(2.0 * context_bound**2 / lambda0))
+    return math.sqrt(3.0 + 2.0 * math.log1p(2.0 * context_bound**2 / lambda0))
 
 
-def glm_ucb_radius(
-    t: int, d: int, T: int, delta: float, k_mu: float, c_mu: float, kappa: np.ndarray, r_max: float
-) -> np.ndarray:
+@nb.njit(cache=True)
+def glm_ucb_radius(t: float, d: int, T: int, delta: float, k_mu: float, c_mu: float, kappa: float,
+                   r_max: float) -> float:  # pragma: no cover - compiled
     """``rho(t) = (2 k_mu kappa R_max / c_mu) sqrt(2 d log(t) log(2 d T / delta))`` (Theorem 1)."""
-    return (2.0 * k_mu * np.asarray(kappa) * r_max / c_mu) * math.sqrt(
-        2.0 * d * math.log(max(t, 1)) * math.log(2.0 * d * T / delta)
-    )
+    return (2.0 * k_mu * kappa * r_max / c_mu) * math.sqrt(
+        2.0 * d * math.log(max(t, 1.0)) * math.log(2.0 * d * T / delta))
+
+
+@nb.njit(cache=True)
+def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Round-robin for ``t < n_init``, then ``argmax_a mu(x_a' theta_hat) + rho(t) ||x_a||_{V^{-1}}``."""
+    K, d, T, lam, delta, alpha, n_init, k_mu, c_mu, r_max, link_code = params[:11]
+    V_inv, theta, kappa = state[1], state[2], state[3]
+    if t < n_init:
+        return t % K
+    radius = alpha * glm_ucb_radius(t + 1.0, d, T, delta, k_mu, c_mu, kappa[r], r_max)
+    return ucb_argmax_single(X, theta[r], V_inv[r], radius, link_code, False, rng)
+
+
+@nb.njit(cache=True)
+def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Update ``V``, record the observation, refit the MLE when due (Alg. 1 line 2)."""
+    K, d, T, lam, delta, alpha, n_init, k_mu, c_mu, r_max, link_code = params[:11]
+    mode, refit_growth, n_iter, tol, C_B = params[11:]
+    (V, V_inv, theta, kappa, n_fit, n_unconverged, b, arms, cnt, ssum, ybar, Xh, yh, ones,
+     xs, grad, H, L, p, new) = state
+    x = xs[r]
+    feature_single(X, a, x)
+    sherman_morrison_row(V_inv[r], x, p[r])
+    add_outer(V[r], x, 1.0)
+    n_obs = t + 1
+    if mode == 0:
+        for i in range(d):
+            b[r, i] += y * x[i]
+    elif mode == 1:
+        if n_obs == 1:
+            arms[r, :, :] = X
+        cnt[r, a] += 1.0
+        ssum[r, a] += y
+    else:
+        Xh[r, n_obs - 1, :] = x
+        yh[r, n_obs - 1] = y
+    if n_obs == n_init:
+        # end of the initial phase: lambda_0 = smallest eigenvalue of V (Theorem 1)
+        kappa[r] = filippi_kappa(np.linalg.eigvalsh(V[r])[0], C_B)
+    due = mode == 0 or n_fit[r] == 0 or n_obs >= math.ceil(refit_growth * n_fit[r])
+    if n_obs < n_init or not due:
+        return
+    n_fit[r] = n_obs
+    if mode == 0:
+        mat_vec(V_inv[r], b[r], theta[r])
+        return
+    if mode == 1:
+        for k in range(K):
+            ybar[r, k] = ssum[r, k] / max(cnt[r, k], 1.0)
+        ok, _, _ = newton_mle_row(arms[r], ybar[r], cnt[r], K, link_code, lam, theta[r], n_iter, tol,
+                                  grad[r], H[r], L[r], p[r], new[r])
+    else:
+        ok, _, _ = newton_mle_row(Xh[r], yh[r], ones, n_obs, link_code, lam, theta[r], n_iter, tol,
+                                  grad[r], H[r], L[r], p[r], new[r])
+    if not ok:
+        n_unconverged[r] += 1
 
 
 @register
@@ -109,6 +179,18 @@ class GLMUCB(Curator):
     settings = ("single",)
     links = ("identity", "logistic", "probit", "poisson")
     paper = "Filippi et al. 2010"
+    constraints: ClassVar = {
+        "lam": Positive,
+        "delta": Real(0.0, 1.0, low_open=True, high_open=True),
+        "alpha": NonNegative,
+        "n_init": Optional(Int(0)),
+        "r_max": Optional(Positive),
+        "refit_growth": Real(1.0, None),
+        "n_iter": Int(1),
+        "tol": Positive,
+    }
+    test_params: ClassVar = ({}, {"alpha": 0.1, "n_init": 0, "refit_growth": 1.0, "r_max": 2.0, "n_iter": 5})
+    test_envs: ClassVar = ("synthetic", "finite")
 
     def __init__(
         self,
@@ -121,109 +203,59 @@ class GLMUCB(Curator):
         n_iter: int = 50,
         tol: float = 1e-10,
     ) -> None:
-        super().__init__(lam=lam, delta=delta, alpha=alpha, n_init=n_init, r_max=r_max,
-                         refit_growth=refit_growth, n_iter=n_iter, tol=tol)
-        self.lam = check_positive("lam", lam)
-        self.delta = check_in_range("delta", delta, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-        self.alpha = check_nonnegative("alpha", alpha)
-        self.n_init = None if n_init is None else check_int("n_init", n_init, 0)
-        self.r_max = None if r_max is None else check_positive("r_max", r_max)
-        self.refit_growth = check_in_range("refit_growth", refit_growth, 1.0, None)
-        self.n_iter = check_int("n_iter", n_iter, 1)
-        self.tol = check_positive("tol", tol)
+        pass
 
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        R, d, K = self.R, spec.d, spec.K
-        self.link = spec.link
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Resolve the radius constants and the estimation path on ``spec`` (non-private)."""
         bound = spec.context_bound * spec.theta_bound
-        self.k_mu = self.link.lipschitz(bound)
-        self.c_mu = self.link.kappa(bound)
         lo, hi = spec.reward_range
-        self._r_max = float(hi - lo) if self.r_max is None else self.r_max
-        self._n_init = d if self.n_init is None else self.n_init
-        self.V = np.broadcast_to(np.eye(d) * self.lam, (R, d, d)).copy()
-        self.V_inv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
-        self.theta = np.zeros((R, d))
-        self.kappa = filippi_kappa(np.full(R, self.lam), spec.context_bound)
-        self.n_obs = 0
-        self._n_fit = 0
-        self.n_unconverged = 0
-        self._mode = "ridge" if self.link.name == "identity" else ("arms" if spec.fixed_actions else "history")
-        self._b = np.zeros((R, d))
-        self._arms: np.ndarray | None = None
-        self._cnt = np.zeros((R, K))
-        self._sum = np.zeros((R, K))
-        self._Xh = np.zeros((R, 0, d))
-        self._yh = np.zeros((R, 0))
+        mode = "ridge" if spec.link.name == "identity" else ("arms" if spec.fixed_actions else "history")
+        return Calibration(NON_PRIVATE, {
+            "k_mu": spec.link.lipschitz(bound), "c_mu": spec.link.kappa(bound),
+            "r_max": float(hi - lo) if self.r_max is None else self.r_max,
+            "n_init": spec.d if self.n_init is None else self.n_init, "mode": mode, "T": spec.horizon,
+        })
 
-    # -- selection ---------------------------------------------------------------------------
+    def build_kernel(self) -> CuratorKernel:
+        res, spec, R = self.calibration.resolved, self.spec, self.R
+        d, K = spec.d, spec.K
+        mode = MODES[res["mode"]]
+        Th = spec.horizon if mode == 2 else 1  # the history (history mode only)
+        kappa0 = filippi_kappa(self.lam, spec.context_bound)
+        theta = np.zeros((R, d))
+        state = (
+            np.broadcast_to(np.eye(d) * self.lam, (R, d, d)).copy(),  # V
+            np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy(),  # V^{-1}
+            theta, np.full(R, kappa0), np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64),
+            np.zeros((R, d)),  # b = sum y x (ridge mode)
+            np.zeros((R, K, d)), np.zeros((R, K)), np.zeros((R, K)), np.zeros((R, K)),  # arms mode
+            np.zeros((R, Th, d)), np.zeros((R, Th)), np.ones(Th),  # history mode
+            np.zeros((R, d)), np.zeros((R, d)), np.zeros((R, d, d)), np.zeros((R, d, d)), np.zeros((R, d)),
+            np.zeros((R, d)),  # scratch
+        )
+        params = (K, d, int(res["T"]), self.lam, self.delta, self.alpha, int(res["n_init"]), float(res["k_mu"]),
+                  float(res["c_mu"]), float(res["r_max"]), spec.link.code, mode, self.refit_growth, self.n_iter,
+                  self.tol, spec.context_bound)
+        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
+
     def radius(self, t: int) -> np.ndarray:
         """``alpha * rho(t)`` per replication (R,), ``t`` the 1-based round."""
-        return self.alpha * glm_ucb_radius(t, self.spec.d, self.spec.horizon, self.delta,
-                                           self.k_mu, self.c_mu, self.kappa, self._r_max)
+        res, kappa = self.calibration.resolved, self._state()[3]
+        return np.array([self.alpha * glm_ucb_radius(float(t), self.spec.d, int(res["T"]), self.delta,
+                                                     float(res["k_mu"]), float(res["c_mu"]), float(k),
+                                                     float(res["r_max"])) for k in kappa])
 
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        if t < self._n_init:
-            return np.full(self.R, t % self.spec.K, dtype=np.int64)
-        mean = self.link.mu(np.einsum("rkd,rd->rk", contexts, self.theta))
-        width = np.sqrt(np.maximum(quad_form(self.V_inv, contexts), 0.0))
-        scores = mean + self.radius(t + 1)[:, None] * width
-        return argmax_random_ties(scores, self.streams.policy)
+    @property
+    def kappa(self) -> np.ndarray:
+        """Filippi et al.'s ``kappa`` per replication (from ``lambda_0`` after the initial phase)."""
+        return self._state()[3].copy()
 
-    # -- update ------------------------------------------------------------------------------
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        x = chosen(contexts, actions)
-        r = np.asarray(rewards, dtype=float)
-        self.V_inv, _ = sherman_morrison_update(self.V_inv, x)
-        self.V += np.einsum("rd,re->rde", x, x)
-        self.n_obs += 1
-        self._record(contexts, actions, x, r)
-        if self.n_obs == self._n_init:
-            # end of the initial phase: lambda_0 = smallest eigenvalue of V (Theorem 1)
-            self.kappa = filippi_kappa(np.linalg.eigvalsh(self.V)[:, 0], self.spec.context_bound)
-        if self.n_obs >= self._n_init and (self._mode == "ridge" or self._due()):
-            self._refit()
+    @property
+    def n_unconverged(self) -> int:
+        """Number of refits (over all replications) whose Newton iteration did not reach ``tol``."""
+        return int(self._state()[5].sum())
 
-    def _record(self, contexts: np.ndarray, actions: np.ndarray, x: np.ndarray, r: np.ndarray) -> None:
-        if self._mode == "ridge":
-            self._b += r[:, None] * x
-        elif self._mode == "arms":
-            if self._arms is None:
-                self._arms = np.array(contexts, dtype=float, copy=True)
-            rows = np.arange(self.R)
-            self._cnt[rows, actions] += 1.0
-            self._sum[rows, actions] += r
-        else:
-            n = self.n_obs - 1
-            if n >= self._Xh.shape[1]:
-                cap = max(64, 2 * self._Xh.shape[1])
-                Xh = np.zeros((self.R, cap, self.spec.d))
-                yh = np.zeros((self.R, cap))
-                Xh[:, :n], yh[:, :n] = self._Xh[:, :n], self._yh[:, :n]
-                self._Xh, self._yh = Xh, yh
-            self._Xh[:, n] = x
-            self._yh[:, n] = r
-
-    def _due(self) -> bool:
-        return self._n_fit == 0 or self.n_obs >= math.ceil(self.refit_growth * self._n_fit)
-
-    def _refit(self) -> None:
-        self._n_fit = self.n_obs
-        if self._mode == "ridge":
-            self.theta = np.einsum("rde,re->rd", self.V_inv, self._b)
-            return
-        if self._mode == "arms":
-            assert self._arms is not None
-            ybar = self._sum / np.maximum(self._cnt, 1.0)
-            fit = fit_glm_mle(self._arms, ybar, self.link, self.lam, theta0=self.theta, weights=self._cnt,
-                              n_iter=self.n_iter, tol=self.tol)
-        else:
-            n = self.n_obs
-            fit = fit_glm_mle(self._Xh[:, :n], self._yh[:, :n], self.link, self.lam, theta0=self.theta,
-                              n_iter=self.n_iter, tol=self.tol)
-        self.n_unconverged += int(np.count_nonzero(~fit.converged))
-        self.theta = fit.theta
-
-    def estimate(self) -> np.ndarray:
-        return self.theta
+    def _state(self) -> tuple[np.ndarray, ...]:
+        if not isinstance(self.kernel, CuratorKernel):
+            raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
+        return self.kernel.state

@@ -1,8 +1,9 @@
-"""GLOC with Online Newton Step (Jun, Bhargava, Nowak & Willett 2017), batched over replications.
+"""GLOC with Online Newton Step (Jun, Bhargava, Nowak & Willett 2017), compiled per-round steps.
 
 GLOC ("Generalized Linear Online-to-confidence-set Conversion") turns an online learner for the
 GLM loss ``l_t(theta) = m(x_t^T theta) - y_t x_t^T theta`` into a confidence ellipsoid: the
-learner's predictions ``z_s = x_s^T theta_s`` are regressed on ``x_s`` by ridge regression,
+learner's predictions ``z_s = x_s^T theta_s`` (the *relabelling*, :func:`relabel`) are regressed on
+``x_s`` by ridge regression,
 
 .. math::
 
@@ -28,9 +29,15 @@ then the projection onto ``{||theta|| <= S}`` in the ``A_t`` norm; its data-depe
 
     B_t = 2 \\kappa S^2 \\epsilon + \\frac{1}{2\\kappa} \\sum_{s \\le t} g_s^2 \\lVert x_s\\rVert^2_{A_s^{-1}} .
 
-The arm is ``argmax_x x^T theta_hat_{t-1} + sqrt(beta_{t-1}) ||x||_{V_{t-1}^{-1}}`` (``mu`` is
-increasing, so the UCB works on the linear score).  Everything is incremental (Sherman-Morrison),
-so the cost per round does not grow with ``t``.
+The arm is ``argmax_x x^T theta_hat_{t-1} + alpha sqrt(beta_{t-1}) ||x||_{V_{t-1}^{-1}}`` (``mu`` is
+increasing, so the UCB works on the linear score;
+:func:`~privbandits.algorithms.linalg.ucb_argmax`, shared with LDP-UCB and LDP-GLOC).  Everything
+is incremental (Sherman-Morrison), so the cost per round does not grow with ``t``.  In the
+multi-parameter setting the model runs on block one-hot features ``e_a kron X`` (``D = K d``).
+
+LDP-GLOC (:mod:`privbandits.algorithms.ldp_zheng.ldp_gloc`) is the locally private version of the
+same conversion: it shares :func:`relabel` and the optimistic choice, privatizes the ridge
+statistics, and replaces ONS by noisy projected gradient descent.
 
 References
 ----------
@@ -42,66 +49,66 @@ online convex optimization" (Online Newton Step).
 
 from __future__ import annotations
 
+import math
+from typing import ClassVar
+
+import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.ldp_zheng.features import FeatureMap, argmax_ties
-from privbandits.algorithms.linalg import sherman_morrison_update
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.linalg import (
+    add_outer,
+    dot,
+    feature_block,
+    feature_single,
+    mahalanobis_ball_projection_row,
+    mat_vec,
+    sherman_morrison_row,
+    ucb_argmax_block,
+    ucb_argmax_single,
+)
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import ValidationError
-from privbandits.core.rng import Streams
+from privbandits.core.errors import NotResetError, ValidationError
+from privbandits.core.links import LINK_IDENTITY, link_mu
+from privbandits.core.params import Delta, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import check_delta, check_nonnegative, check_positive
+from privbandits.privacy.guarantee import NON_PRIVATE
 
-__all__ = ["GLOC", "gloc_alpha", "gloc_beta", "mahalanobis_ball_projection", "ons_regret_increment"]
+__all__ = ["GLOC", "gloc_alpha", "gloc_beta", "mahalanobis_ball_projection", "relabel"]
 
 
-def gloc_alpha(B: np.ndarray, kappa: float, R: float, delta: float) -> np.ndarray:
+@nb.njit(cache=True, inline="always")
+def relabel(x: np.ndarray, theta_online: np.ndarray) -> float:  # pragma: no cover - compiled
+    """GLOC's relabelling ``z_t = x_t^T theta_t`` with the online learner's iterate (Alg. 1 line 6)."""
+    return dot(x, theta_online)
+
+
+@nb.njit(cache=True)
+def gloc_alpha(B: float, kappa: float, R: float, delta: float) -> float:  # pragma: no cover - compiled
     """``alpha(B)`` of Jun et al. (2017), Theorem 1.
 
     ``1 + 4B/kappa + (8 R^2/kappa^2) ln((2/delta) sqrt(1 + 2B/kappa + 4 R^4/(kappa^4 delta^2)))``.
     """
-    B = np.asarray(B, dtype=float)
     inner = 1.0 + 2.0 * B / kappa + 4.0 * R**4 / (kappa**4 * delta**2)
-    return 1.0 + 4.0 * B / kappa + 8.0 * R**2 / kappa**2 * np.log(2.0 / delta * np.sqrt(inner))
+    return 1.0 + 4.0 * B / kappa + 8.0 * R**2 / kappa**2 * math.log(2.0 / delta * math.sqrt(inner))
 
 
-def gloc_beta(
-    B: np.ndarray, kappa: float, R: float, delta: float, lam: float, S: float, z_sq: np.ndarray, theta_hat: np.ndarray,
-    xz: np.ndarray,
-) -> np.ndarray:
+@nb.njit(cache=True, inline="always")
+def gloc_beta(B: float, kappa: float, R: float, delta: float, lam: float, S: float, z_sq: float,
+              theta_hat: np.ndarray, xz: np.ndarray) -> float:  # pragma: no cover - compiled
     """Squared radius ``beta_t = alpha(B_t) + lam S^2 - (||z||^2 - theta_hat^T X^T z)`` (Theorem 1).
 
-    Parameters
-    ----------
-    B : ndarray (R,)
-        Online learner's regret bound ``B_t``.
-    z_sq : ndarray (R,)
-        ``||z||^2 = sum_s z_s^2``.
-    theta_hat : ndarray (R, D)
-        Ridge estimate ``V_t^{-1} X^T z``.
-    xz : ndarray (R, D)
-        ``X^T z = sum_s z_s x_s``.
+    ``B`` is the online learner's regret bound, ``z_sq = sum_s z_s^2``, ``theta_hat`` the ridge
+    estimate ``V_t^{-1} X^T z`` and ``xz = X^T z = sum_s z_s x_s``.
     """
-    resid = z_sq - np.einsum("rd,rd->r", theta_hat, xz)
-    return gloc_alpha(B, kappa, R, delta) + lam * S * S - resid
+    return gloc_alpha(B, kappa, R, delta) + lam * S * S - (z_sq - dot(theta_hat, xz))
 
 
-def ons_regret_increment(g: np.ndarray, q_after: np.ndarray, kappa: float) -> np.ndarray:
-    """``g_t^2 ||x_t||^2_{A_t^{-1}} / (2 kappa)``: one term of ONS-GLM's regret bound (Theorem 3)."""
-    return g * g * q_after / (2.0 * kappa)
-
-
-def mahalanobis_ball_projection(
-    A: np.ndarray, theta: np.ndarray, radius: float, *, tol: float = 1e-12, max_iter: int = 100
-) -> np.ndarray:
-    """``argmin_{||w|| <= radius} (w - theta)^T A (w - theta)`` for every replication.
-
-    Rows already inside the ball are returned unchanged.  For the others the minimizer is
-    ``w(nu) = (A + nu I)^{-1} A theta`` with the multiplier ``nu > 0`` solving ``||w(nu)|| =
-    radius``; in the eigenbasis of ``A`` this is a trust-region secular equation, solved by
-    Newton's method on ``1/radius - 1/||w(nu)||`` from ``nu = 0``, which converges monotonically
-    (More & Sorensen 1983).
+def mahalanobis_ball_projection(A: np.ndarray, theta: np.ndarray, radius: float) -> np.ndarray:
+    """``argmin_{||w|| <= radius} (w - theta)^T A (w - theta)`` for every replication (numpy front end
+    of :func:`~privbandits.algorithms.linalg.mahalanobis_ball_projection_row`).
 
     Parameters
     ----------
@@ -112,26 +119,55 @@ def mahalanobis_ball_projection(
     radius : float
         Ball radius ``S > 0``.
     """
-    out = np.array(theta, dtype=float, copy=True)
-    norms = np.sqrt(np.einsum("rd,rd->r", out, out))
-    idx = np.flatnonzero(norms > radius)
-    if idx.size == 0:
-        return out
-    lam, Q = np.linalg.eigh(A[idx])
-    c = lam * np.einsum("rde,rd->re", Q, out[idx])  # A theta in the eigenbasis
-    nu = np.zeros(idx.size)
-    for _ in range(max_iter):
-        w = c / (lam + nu[:, None])
-        nw = np.sqrt(np.einsum("rd,rd->r", w, w))
-        if np.all(np.abs(nw - radius) <= tol * radius):
-            break
-        dnw = -np.einsum("rd,rd->r", w * w, 1.0 / (lam + nu[:, None])) / nw  # d||w|| / d nu
-        # Newton step on phi(nu) = 1/radius - 1/||w||, phi' = dnw / ||w||^2
-        nu = np.maximum(nu - (1.0 / radius - 1.0 / nw) * nw * nw / dnw, 0.0)
-    w = c / (lam + nu[:, None])
-    w *= (radius / np.sqrt(np.einsum("rd,rd->r", w, w)))[:, None]  # remove the last rounding error
-    out[idx] = np.einsum("rde,re->rd", Q, w)
+    A = np.ascontiguousarray(A, dtype=float)
+    theta = np.ascontiguousarray(theta, dtype=float)
+    R, D = theta.shape
+    out = np.empty((R, D))
+    L = np.empty((D, D))
+    c, tmp = np.empty(D), np.empty(D)
+    for r in range(R):
+        mahalanobis_ball_projection_row(A[r], theta[r], float(radius), out[r], L, c, tmp)
     return out
+
+
+@nb.njit(cache=True)
+def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``argmax_x x^T theta_hat_{t-1} + alpha sqrt(beta_{t-1}) ||x||_{V_{t-1}^{-1}}`` (Alg. 1 line 3)."""
+    K, alpha = params[0], params[3]
+    V_inv, theta_hat, beta = state[0], state[3], state[8]
+    radius = alpha * math.sqrt(max(beta[r], 0.0))
+    if X.ndim == 1:  # multi-parameter setting: block one-hot features (resolved at compile time)
+        return ucb_argmax_block(X, K, theta_hat[r], V_inv[r], radius, LINK_IDENTITY, False, rng)
+    return ucb_argmax_single(X, theta_hat[r], V_inv[r], radius, LINK_IDENTITY, False, rng)
+
+
+@nb.njit(cache=True)
+def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Relabel with the ONS prediction, feed the loss to ONS, refit the ridge (Alg. 1 lines 5-8)."""
+    K, lam, delta, alpha, kappa, R_noise, S, link_code = params
+    V_inv, xz, z_sq, theta_hat, A, A_inv, theta_ons, B, beta, xs, Vx, w, c, tmp, L = state
+    x = xs[r]
+    if X.ndim == 1:  # multi-parameter setting: e_a kron X (resolved at compile time)
+        feature_block(X, a, x)
+    else:
+        feature_single(X, a, x)
+    z = relabel(x, theta_ons[r])  # z_t = x_t^T theta_t
+    # ONS-GLM step on l_t(theta) = m(x^T theta) - y x^T theta at theta_t
+    g = link_mu(link_code, z) - y
+    q = sherman_morrison_row(A_inv[r], x, Vx[r])  # A_t^{-1}; ||x||^2_{A_t^{-1}} = q / (1 + q)
+    add_outer(A[r], x, 1.0)
+    B[r] += g * g * (q / (1.0 + q)) / (2.0 * kappa)  # Theorem 3
+    mat_vec(A_inv[r], x, Vx[r])
+    for i in range(x.shape[0]):
+        w[r, i] = theta_ons[r, i] - (g / kappa) * Vx[r, i]
+    mahalanobis_ball_projection_row(A[r], w[r], S, theta_ons[r], L[r], c[r], tmp[r])
+    # ridge regression of z on x: the centre of the confidence set
+    sherman_morrison_row(V_inv[r], x, Vx[r])
+    for i in range(x.shape[0]):
+        xz[r, i] += z * x[i]
+    z_sq[r] += z * z
+    mat_vec(V_inv[r], xz[r], theta_hat[r])
+    beta[r] = gloc_beta(B[r], kappa, R_noise, delta, lam, S, z_sq[r], theta_hat[r], xz[r])
 
 
 @register
@@ -169,6 +205,16 @@ class GLOC(Curator):
     settings = ("single", "multi")
     links = ("*",)
     paper = "Jun et al. 2017"
+    constraints: ClassVar = {
+        "lam": Positive,
+        "delta": Delta,
+        "ons_eps": Positive,
+        "alpha": NonNegative,
+        "kappa": Optional(Positive),
+        "sigma": Optional(NonNegative),
+        "S": Optional(Positive),
+    }
+    test_params: ClassVar = ({}, {"alpha": 0.3, "lam": 2.0, "ons_eps": 0.5, "kappa": 0.1, "sigma": 0.5, "S": 2.0})
 
     def __init__(
         self,
@@ -180,76 +226,55 @@ class GLOC(Curator):
         sigma: float | None = None,
         S: float | None = None,
     ) -> None:
-        super().__init__(lam=lam, delta=delta, ons_eps=ons_eps, alpha=alpha, kappa=kappa, sigma=sigma, S=S)
-        self.lam = check_positive("lam", lam)
-        self.delta = check_delta(delta)
-        self.ons_eps = check_positive("ons_eps", ons_eps)
-        self.alpha = check_nonnegative("alpha", alpha)
-        self.kappa = None if kappa is None else check_positive("kappa", kappa)
-        self.sigma = None if sigma is None else check_nonnegative("sigma", sigma)
-        self.S = None if S is None else check_positive("S", S)
+        pass
 
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        self.features = F = FeatureMap(spec)
-        R, D = self.R, F.D
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Resolve ``S``, ``kappa`` and the noise parameter ``R`` on ``spec`` (non-private)."""
+        block = spec.setting == "multi"
         # with block features built here (plain multi setting) the stacked parameter has norm <= sqrt(K) S_arm,
         # the bound SyntheticEnv(features="block") announces for the same problem
-        scale = np.sqrt(spec.K) if F.block else 1.0
-        self._S = spec.theta_bound * scale if self.S is None else self.S
-        self._kappa = spec.link.kappa(spec.context_bound * self._S) if self.kappa is None else self.kappa
-        if self._kappa <= 0.0:
+        S = spec.theta_bound * (math.sqrt(spec.K) if block else 1.0) if self.S is None else self.S
+        kappa = spec.link.kappa(spec.context_bound * S) if self.kappa is None else self.kappa
+        if kappa <= 0.0:
             raise ValidationError(f"link {spec.link.name!r} has inf mu' = 0 on the domain; pass kappa > 0")
-        self._R = spec.noise_scale if self.sigma is None else self.sigma
-        self.link = spec.link
+        sigma = spec.noise_scale if self.sigma is None else self.sigma
+        D = spec.K * spec.d if block else spec.d
+        return Calibration(NON_PRIVATE, {"D": D, "S": S, "kappa": kappa, "sigma": sigma})
+
+    def build_kernel(self) -> CuratorKernel:
+        res, R, spec = self.calibration.resolved, self.R, self.spec
+        D, S, kappa = int(res["D"]), float(res["S"]), float(res["kappa"])
         eye = np.eye(D)
-        # ridge regression of the ONS predictions (the confidence set)
-        self.V_inv = np.broadcast_to(eye / self.lam, (R, D, D)).copy()
-        self.xz = np.zeros((R, D))
-        self.z_sq = np.zeros(R)
-        self.theta_hat = np.zeros((R, D))
-        # ONS-GLM (the online learner)
-        self.A = np.broadcast_to(eye * self.ons_eps, (R, D, D)).copy()
-        self.A_inv = np.broadcast_to(eye / self.ons_eps, (R, D, D)).copy()
-        self.theta_ons = np.zeros((R, D))
-        self.B = np.full(R, 2.0 * self._kappa * self._S**2 * self.ons_eps)
-        self.beta = self._beta()
-
-    def _beta(self) -> np.ndarray:
-        return gloc_beta(self.B, self._kappa, self._R, self.delta, self.lam, self._S, self.z_sq,
-                         self.theta_hat, self.xz)
-
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        """``argmax_x x^T theta_hat_{t-1} + alpha sqrt(beta_{t-1}) ||x||_{V_{t-1}^{-1}}`` (Alg. 1 line 3)."""
-        F = self.features
-        width = np.sqrt(np.maximum(F.quad_scores(self.V_inv, contexts), 0.0))
-        radius = self.alpha * np.sqrt(np.maximum(self.beta, 0.0))
-        scores = F.linear_scores(self.theta_hat, contexts) + radius[:, None] * width
-        return argmax_ties(scores, self.streams.policy)
-
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        """Relabel with the ONS prediction, feed the loss to ONS, refit the ridge (Alg. 1 lines 5-8)."""
-        x = self.features.chosen(contexts, actions)
-        y = np.asarray(rewards, dtype=float)
-        z = np.einsum("rd,rd->r", x, self.theta_ons)  # z_t = x_t^T theta_t
-        # ONS-GLM step on l_t(theta) = m(x^T theta) - y x^T theta at theta_t
-        g = self.link.mu(z) - y
-        self.A_inv, q = sherman_morrison_update(self.A_inv, x)
-        self.A += x[:, :, None] * x[:, None, :]
-        self.B += ons_regret_increment(g, q / (1.0 + q), self._kappa)  # ||x||^2_{A_t^{-1}} = q/(1+q)
-        step = np.einsum("rde,re->rd", self.A_inv, x) * (g / self._kappa)[:, None]
-        self.theta_ons = mahalanobis_ball_projection(self.A, self.theta_ons - step, self._S)
-        # ridge regression of z on x: the centre of the confidence set
-        self.V_inv, _ = sherman_morrison_update(self.V_inv, x)
-        self.xz += z[:, None] * x
-        self.z_sq += z * z
-        self.theta_hat = np.einsum("rde,re->rd", self.V_inv, self.xz)
-        self.beta = self._beta()
-
-    def estimate(self) -> np.ndarray:
-        """``theta_hat_t`` (centre of the confidence set): ``(R, d)``, or ``(R, K, d)`` (multi)."""
-        return self.features.to_parameter_shape(self.theta_hat)
+        V_inv = np.broadcast_to(eye / self.lam, (R, D, D)).copy()  # ridge regression of the ONS predictions
+        theta_hat = np.zeros((R, D))
+        A = np.broadcast_to(eye * self.ons_eps, (R, D, D)).copy()  # ONS-GLM
+        A_inv = np.broadcast_to(eye / self.ons_eps, (R, D, D)).copy()
+        theta_ons = np.zeros((R, D))
+        B = np.full(R, 2.0 * kappa * S**2 * self.ons_eps)
+        xz, z_sq = np.zeros((R, D)), np.zeros(R)
+        beta = np.array([gloc_beta(B[r], kappa, float(res["sigma"]), self.delta, self.lam, S, 0.0, theta_hat[r],
+                                   xz[r]) for r in range(R)])
+        scratch = (np.zeros((R, D)), np.zeros((R, D)), np.zeros((R, D)), np.zeros((R, D)), np.zeros((R, D)),
+                   np.zeros((R, D, D)))
+        state = (V_inv, xz, z_sq, theta_hat, A, A_inv, theta_ons, B, beta) + scratch
+        params = (spec.K, self.lam, self.delta, self.alpha, kappa, float(res["sigma"]), S, spec.link.code)
+        block = spec.setting == "multi"
+        K, d = spec.K, spec.d
+        return CuratorKernel(_select, _update, params, state,
+                             estimate=lambda: theta_hat.reshape(R, K, d) if block else theta_hat)
 
     def ons_estimate(self) -> np.ndarray:
         """ONS-GLM's iterate ``theta_{t+1}``: ``(R, d)``, or ``(R, K, d)`` (multi)."""
-        return self.features.to_parameter_shape(self.theta_ons)
+        theta_ons = self._state()[6]
+        spec = self.spec
+        return theta_ons.reshape(self.R, spec.K, spec.d) if spec.setting == "multi" else theta_ons.copy()
+
+    @property
+    def beta(self) -> np.ndarray:
+        """Current squared radius ``beta_t`` per replication (after :meth:`reset`)."""
+        return self._state()[8].copy()
+
+    def _state(self) -> tuple[np.ndarray, ...]:
+        if not isinstance(self.kernel, CuratorKernel):
+            raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
+        return self.kernel.state

@@ -4,212 +4,176 @@ Round ``t`` (spec ``zheng2020-ldp-bandits.md`` section 4.4.3)::
 
     server -> user t : theta_tilde_{t-1}, M = (V_{t-1} + c_{t-1} I)^{-1}, beta_{t-1}, theta_hat_t
     user t           : x_t = argmax_x <theta_tilde, x> + beta ||x||_M
-                       z_t = x_t^T theta_hat_t                          (relabel, |z_t| <= 1)
+                       z_t = x_t^T theta_hat_t                          (relabel, |z_t| <= C_B S_W)
                        grad = (g(x_t^T theta_hat_t) - y_t) x_t          (clipped to norm C, A7)
                        send (x_t x_t^T + B_t,  z_t x_t + xi_t,  grad + r_t)
     server           : V_t += x_t x_t^T + B_t;  u_t += z_t x_t + xi_t
                        theta_tilde_t = (V_t + c_t I)^{-1} u_t
                        theta_hat_{t+1} = Proj_W(theta_hat_t - zeta (grad + r_t))   # noisy OGD
 
-Non-private GLOC (Jun et al. 2017) uses Online Newton Step as the online learner; LDP-GLOC uses
-noisy projected online gradient descent because a gradient can be privatized per user.
+The relabelling ``z_t = x_t^T theta_hat_t`` and the ridge regression of ``z`` on ``x`` are the GLOC
+conversion of Jun et al. (2017) (:mod:`privbandits.algorithms.gloc` is the non-private original,
+and shares the optimistic choice and the relabelling, :func:`~privbandits.algorithms.gloc.relabel`);
+the online learner differs: non-private GLOC runs Online Newton Step, LDP-GLOC noisy projected
+online gradient descent, because one user's gradient can be privatized on its own.
+
+Calibration presets (:meth:`LDPGLOC.calibrate`):
+
+=====================  ==============================  ==========================  ===========================
+quantity               ``strict`` (default)            ``paper``                   ``authors_code`` (Han et al.)
+=====================  ==============================  ==========================  ===========================
+noise of ``xx^T, zx``  one Gaussian mechanism on the   ``sigma = 6 sqrt(2 ln(3.75/  ``6 sqrt(2 ln(2.5/delta))/eps``
+and gradient           message (analytic, exact joint  delta))/eps``, gradient     (3.75 only in ``Upsilon_t``,
+                       sensitivity), gradient std       ``C sigma`` (three parts    ``beta_t``); gradient
+                       ``rho sigma``                    at ``(eps/3, delta/3)``)    ``sigma`` (``2 sigma`` multi)
+gradient clipping      to norm ``C`` (A7)              none (as printed)           to norm 1
+step zeta              ``2 S_W / (sqrt(C^2 + D         ``1/sqrt(T)``               ``1/sqrt(T)``
+                       sigma_g^2) sqrt(T))``
+W (projection)         ball of radius ``theta_bound``  unit ball                   none (``z`` clipped to
+                       (per-arm balls, multi setting)  (per-arm, multi setting)    [-1, 1] instead)
+``beta_t``             ``sqrt((sigma_g/mu) sqrt(Dt))``  same                       ``sqrt((sigma/mu) sqrt(Dt))``
+initial iterates       0                               0                           random unit vectors
+=====================  ==============================  ==========================  ===========================
+
+``rho = 2 C / (C_B (C_B + z_bound))`` keeps the paper's ratio of the gradient noise to the other
+parts' (``rho = C`` when ``C_B = 1`` and ``W`` is the unit ball).
 """
 
 from __future__ import annotations
 
+import math
+from typing import ClassVar
+
+import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Client, LocalAlgorithm
-from privbandits.algorithms.ldp_zheng.budget import message_guarantee
-from privbandits.algorithms.ldp_zheng.constants import (
-    RadiusTable,
-    beta_gloc,
-    beta_gloc_conservative,
-)
-from privbandits.algorithms.ldp_zheng.features import (
-    FeatureMap,
-    argmax_ties,
-    check_flag,
-    require_reset,
-)
-from privbandits.algorithms.ldp_zheng.presets import (
+from privbandits.algorithms.base import LocalAlgorithm
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.gloc import relabel
+from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.ldp_zheng.calibration import (
     MECHANISMS,
     PRESETS,
-    GLOCCalibration,
-    gloc_calibration,
+    classic_sigma,
+    gaussian_message_guarantee,
+    laplace_message_guarantee,
+    outer_vector_sensitivity,
+    tight_sigma,
 )
-from privbandits.algorithms.ldp_zheng.randomizer import (
-    SymmetricNoise,
-    VectorNoise,
-    clip_interval,
-    clip_norm,
+from privbandits.algorithms.ldp_zheng.constants import BETA_CODES, zeta_default, zeta_paper
+from privbandits.algorithms.ldp_zheng.ridge import choose, new_ridge_state, ridge_receive
+from privbandits.algorithms.linalg import (
+    feature_block,
+    feature_single,
+    project_ball,
+    project_blocks,
 )
-from privbandits.algorithms.ldp_zheng.server import NoisyRidgeServer
 from privbandits.algorithms.registry import register
-from privbandits.core.links import Link
-from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.core.rng import Streams
-from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import (
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_int,
-    check_positive,
+from privbandits.core.errors import NotResetError, ValidationError
+from privbandits.core.links import Link, link_mu
+from privbandits.core.params import (
+    Any_,
+    Bool,
+    Choice,
+    Delta,
+    Epsilon,
+    Int,
+    Optional,
+    Positive,
+    Real,
 )
-from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.core.spec import EnvSpec
+from privbandits.core.validation import check_choice, check_positive
+from privbandits.privacy.samplers import (
+    add_gaussian,
+    add_laplace,
+    add_symmetric_gaussian,
+    add_symmetric_laplace,
+    clip_l2,
+    clip_scalar,
+)
 
-__all__ = ["LDPGLOC", "GLOCClient", "GLOCServer", "project_ball", "project_blocks"]
+__all__ = ["LDPGLOC", "link_range"]
 
-
-def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection of rows of ``theta`` (R, D) onto the ball of ``radius`` (``Pi_W``)."""
-    n = np.sqrt(np.einsum("rd,rd->r", theta, theta))
-    return theta * np.minimum(1.0, radius / np.maximum(n, 1e-300))[:, None]
-
-
-def project_blocks(theta: np.ndarray, radius: float, K: int) -> np.ndarray:
-    """Euclidean projection of ``theta`` (R, K d) onto the product of ``K`` balls of ``radius``, one per arm block."""
-    R, D = theta.shape
-    blocks = theta.reshape(R, K, D // K)
-    n = np.sqrt(np.einsum("rkd,rkd->rk", blocks, blocks))
-    return (blocks * np.minimum(1.0, radius / np.maximum(n, 1e-300))[:, :, None]).reshape(R, D)
+_SQRT2 = math.sqrt(2.0)
 
 
-class GLOCClient(Client):
-    """User side of LDP-GLOC: UCB choice, relabelling with the online iterate, three noisy parts.
+def link_range(link: Link, bound: float) -> tuple[float, float, float, float]:
+    """``(sup |g|, inf g', inf g, sup g)`` of an increasing link on ``[-bound, bound]``."""
+    lo, hi = float(link.mu(np.array(-bound))), float(link.mu(np.array(bound)))
+    return max(abs(lo), abs(hi)), link.kappa(bound), lo, hi
 
-    Parameters
-    ----------
-    features : FeatureMap
-        Maps the user's contexts to model features.
-    calibration : GLOCCalibration
-        Clipping bounds and noise scales.
-    link : Link
-        The GLM link ``g``.
-    clip : bool
-        Clip the reported ``x``, ``y`` and ``z`` to the calibrated bounds (the gradient clipping
-        is ``calibration.grad_clip``).
-    mechanism_name : str
-        Name recorded on every message.
+
+@nb.njit(cache=True)
+def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """User side (Alg. 3 lines 8-9): send ``(x x^T + B, z x + xi, grad + r)``.
+
+    ``out`` is the flat message ``[V (D*D), u (D), g (D)]``; the ``g`` field holds ``x`` until it
+    becomes the gradient.  The user clips ``z`` itself rather than trusting the broadcast
+    ``theta_hat`` to lie in ``W``.  Noise draw order: ``B``, ``xi``, ``r``.
     """
-
-    def __init__(
-        self, features: FeatureMap, calibration: GLOCCalibration, link: Link, clip: bool, mechanism_name: str
-    ) -> None:
-        self.features = features
-        self.cal = calibration
-        self.link = link
-        self.clip = clip
-        self.mechanism_name = mechanism_name
-        self.noise_V = SymmetricNoise(features.D, calibration.scale_V, calibration.mechanism)
-        self.noise_u = VectorNoise(calibration.scale_u, calibration.mechanism)
-        self.noise_g = VectorNoise(calibration.scale_g, calibration.mechanism)
-
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``argmax_a <theta_tilde, x_a> + beta ||x_a||_M`` (Alg. 3 line 7; ties at random)."""
-        F = self.features
-        width = np.sqrt(np.maximum(F.quad_scores(public["M"], contexts), 0.0))
-        scores = F.linear_scores(public["theta"], contexts) + public["beta"] * width
-        return argmax_ties(scores, rng)
-
-    def randomize(
-        self,
-        t: int,
-        public: PublicState,
-        contexts: np.ndarray,
-        actions: np.ndarray,
-        rewards: np.ndarray,
-        rng: np.random.Generator,
-    ) -> PrivatizedMessage:
-        """Send ``(x x^T + B, z x + xi, grad + r)`` (Alg. 3 lines 8-9)."""
-        cal = self.cal
-        x = self.features.chosen(contexts, actions)
-        y = np.asarray(rewards, dtype=float)
-        if self.clip:
-            x = clip_norm(x, cal.context_bound)
-            y = clip_interval(y, *cal.reward_interval)
-        theta_hat = public["theta_hat"]
-        a = np.einsum("rd,rd->r", x, theta_hat)
-        # the user clips z itself rather than trusting the broadcast theta_hat to lie in W
-        z = clip_interval(a, -cal.z_bound, cal.z_bound) if self.clip else a
-        # with a projected iterate |a| <= z_bound, so z = a for an honest server; using the clipped z keeps
-        # an unclipped gradient bounded even for a broadcast theta_hat outside W
-        grad = (self.link.mu(z if cal.project else a) - y)[:, None] * x
-        if cal.grad_clip is not None:
-            grad = clip_norm(grad, cal.grad_clip)
-        R, D = x.shape
-        V = x[:, :, None] * x[:, None, :] + self.noise_V.sample(rng, R)
-        u = z[:, None] * x + self.noise_u.sample(rng, (R, D))
-        g = grad + self.noise_g.sample(rng, (R, D))
-        return PrivatizedMessage({"V": V, "u": u, "g": g}, mechanism=self.mechanism_name)
+    (D, C_B, y_lo, y_hi, clip, scale_V, scale_u, scale_g, laplace, z_bound, link_code, grad_clip,
+     grad_at_z) = params[1]
+    V = out[:D * D].reshape((D, D))
+    u = out[D * D:D * D + D]
+    g = out[D * D + D:D * D + 2 * D]
+    if X.ndim == 1:  # multi-parameter setting: e_a kron X (resolved at compile time)
+        feature_block(X, a, g)
+    else:
+        feature_single(X, a, g)
+    if clip:
+        clip_l2(g, C_B)
+        y = clip_scalar(y, y_lo, y_hi)
+    pred = relabel(g, public[3][r])  # x^T theta_hat
+    z = clip_scalar(pred, -z_bound, z_bound) if clip else pred
+    # with a projected iterate |pred| <= z_bound, so z = pred for an honest server; the clipped z
+    # keeps the gradient bounded even for a broadcast theta_hat outside W
+    resid = link_mu(link_code, z if grad_at_z else pred) - y
+    for i in range(D):
+        for j in range(D):
+            V[i, j] = g[i] * g[j]
+        u[i] = z * g[i]
+        g[i] *= resid
+    if grad_clip > 0.0:
+        clip_l2(g, grad_clip)
+    if laplace:
+        add_symmetric_laplace(rng, scale_V, V)
+        add_laplace(rng, scale_u, u)
+        add_laplace(rng, scale_g, g)
+    else:
+        add_symmetric_gaussian(rng, scale_V, V)
+        add_gaussian(rng, scale_u, u)
+        add_gaussian(rng, scale_g, g)
 
 
-class GLOCServer(NoisyRidgeServer):
-    """LDP-GLOC server: the noisy ridge part of LDP-UCB plus the noisy online gradient descent.
-
-    Parameters
-    ----------
-    theta_hat0 : ndarray of shape (R, D)
-        Initial online-learner iterate ``theta_hat_1`` (0 in the paper).
-    zeta : float
-        OGD step size.
-    radius : float or None
-        Radius of ``W`` for the projection (None: no projection, Han et al.'s code).
-    blocks : int or None
-        With ``K`` given, ``W`` is the product of ``K`` balls of ``radius`` (one per arm block).
-    theta0 : ndarray of shape (R, D), optional
-        ``theta_tilde_0`` before the first message (0 in the paper).
-    **kwargs
-        Passed to :class:`NoisyRidgeServer`.
-    """
-
-    def __init__(
-        self,
-        *args: object,
-        theta_hat0: np.ndarray,
-        zeta: float,
-        radius: float | None,
-        blocks: int | None = None,
-        theta0: np.ndarray | None = None,
-        **kwargs: object,
-    ) -> None:
-        self.theta_hat = np.array(theta_hat0, dtype=float)
-        self.zeta = zeta
-        self.radius = radius
-        self.blocks = blocks
-        self._theta0 = theta0
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-
-    def _message_shapes(self) -> dict[str, tuple[int, ...]]:
-        shapes = super()._message_shapes()
-        shapes["g"] = (self.R, self.D)
-        return shapes
-
-    def _absorb(self, message: PrivatizedMessage) -> None:
-        step = self.theta_hat - self.zeta * message.payload["g"]
-        if self.radius is None:
-            self.theta_hat = step
-        elif self.blocks is None:
-            self.theta_hat = project_ball(step, self.radius)
+@nb.njit(cache=True)
+def _update(params, public, server, r, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Server side (Alg. 3 lines 10-11): noisy ridge update, then one noisy projected OGD step."""
+    D = params[1][0]
+    zeta, radius, blocks = params[3]
+    theta, M, beta, theta_hat = public
+    ridge_receive(params[2], theta, M, beta, server, r, msg)
+    for i in range(D):  # msg[D*D + D:] is the noisy gradient
+        theta_hat[r, i] -= zeta * msg[D * D + D + i]
+    if radius > 0.0:
+        if blocks > 0:
+            project_blocks(theta_hat[r], radius, blocks)
         else:
-            self.theta_hat = project_blocks(step, self.radius, self.blocks)
+            project_ball(theta_hat[r], radius)
 
-    def _refresh(self) -> None:
-        super()._refresh()
-        if self.n == 0 and self._theta0 is not None:
-            self.theta = np.array(self._theta0, dtype=float)
-            self._public = PublicState(self._public_arrays())
 
-    def _public_arrays(self) -> dict[str, np.ndarray]:
-        arrays = super()._public_arrays()
-        arrays["theta_hat"] = self.theta_hat
-        return arrays
+class _Zeta(Any_):
+    """``None``, ``"default"``, ``"paper"`` or a positive step size."""
 
-    def online_estimate(self) -> np.ndarray:
-        """The online learner's iterate ``theta_hat`` (R, D)."""
-        return self.theta_hat
+    def check(self, name: str, value: object) -> object:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return check_choice(name, value, ("default", "paper"))
+        return check_positive(name, value)
+
+    def describe(self) -> str:
+        return "None, 'default', 'paper' or a positive real"
 
 
 @register
@@ -219,17 +183,20 @@ class LDPGLOC(LocalAlgorithm):
     Parameters
     ----------
     epsilon : float
-        Per-user ``epsilon > 0``; each of the three message parts gets ``epsilon/3``.
+        Per-user ``epsilon > 0``.
     delta : float
-        Per-user ``delta`` in (0, 1); ``delta/3`` per part.
+        Per-user ``delta`` in (0, 1).
     alpha : float
         Failure probability in ``Upsilon_t``.
     preset : {"strict", "paper", "authors_code"}
-        Calibration preset (see :mod:`privbandits.algorithms.ldp_zheng.presets`).
+        Calibration preset (module docstring).
     mechanism : {"gaussian", "laplace"}
         Gaussian (the paper) or the ``epsilon``-LDP Laplace variant (spec section 3.3).
-    gaussian_calibration : {"classic", "analytic"}
-        Classic formula (default) or the exact analytic Gaussian mechanism.
+    gaussian_calibration : {"classic", "analytic"}, optional
+        ``"analytic"``: the message is one Gaussian mechanism calibrated exactly (Balle & Wang
+        2018) at its joint sensitivity; ``"classic"``: the paper's three parts at
+        ``(eps/3, delta/3)`` with ``sqrt(2 ln(1.25/delta_i))``.  Default: ``"analytic"`` under
+        ``strict``, ``"classic"`` otherwise.
     beta_formula : {"order", "conservative"}
         ``beta_t = sqrt((C sigma/mu) sqrt(D t))`` (the paper's order with constant 1, spec
         section 4.4.2 [CHOICE]) or the spec's conservative variant.
@@ -238,16 +205,16 @@ class LDPGLOC(LocalAlgorithm):
     c_factor : float
         ``c_t = c_factor * Upsilon_t`` (paper: 2).
     zeta : float, "default" or "paper", optional
-        OGD step; None: preset default (``strict``: ``2/(C sqrt(1 + D sigma^2) sqrt(T))``;
+        OGD step; None: preset default (``strict``: ``2 S_W / (sqrt(C^2 + D sigma_g^2) sqrt(T))``;
         ``paper``/``authors_code``: ``1/sqrt(T)``).
     theta_radius : float, optional
-        Radius of ``W`` (paper: the unit ball; default: the environment's ``theta_bound``, 1 for
-        the usual single-parameter instance).  In the multi setting ``W`` is the product of one
-        ball of this radius per arm [CHOICE] (see :mod:`~privbandits.algorithms.ldp_zheng.presets`).
+        Radius ``S_W`` of ``W`` (paper: the unit ball; default: the environment's ``theta_bound``).
+        In the multi setting ``W`` is the product of one ball of this radius per arm [CHOICE]: it
+        contains ``vec(theta*_1..theta*_K)`` and keeps ``|z_t| <= C_B S_W``.
     link_bound : float, optional
-        ``C = sup |g|`` on ``[-1, 1]`` (default: computed from the link).
+        ``C = sup |g|`` on ``[-C_B S_W, C_B S_W]`` (default: computed from the link).
     link_min_slope : float, optional
-        ``mu = inf g'`` on ``[-1, 1]`` (default: computed from the link).
+        ``mu = inf g'`` on the same interval (default: computed from the link).
     grad_bound : float, optional
         Gradient clipping norm (default ``C``; 1 in ``authors_code``).
     clip : bool
@@ -261,13 +228,39 @@ class LDPGLOC(LocalAlgorithm):
     ----------
     Zheng, Cai, Huang, Li & Wang (2020), NeurIPS, Algorithm 3 and Theorems 9-10; Jun, Bhargava,
     Nowak & Willett (2017), "Scalable Generalized Linear Bandits: Online Computation and
-    Hashing", NeurIPS (the GLOC framework).
+    Hashing", NeurIPS (the GLOC framework); Balle & Wang (2018), ICML (analytic Gaussian).
     """
 
     name = "ldp-gloc"
     settings = ("single", "multi")
     links = ("*",)
     paper = "Zheng et al. 2020 (Alg. 3)"
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "delta": Delta,
+        "alpha": Real(0.0, 1.0, low_open=True, high_open=True),
+        "preset": Choice(*PRESETS),
+        "mechanism": Choice(*MECHANISMS),
+        "gaussian_calibration": Optional(Choice("classic", "analytic")),
+        "beta_formula": Choice("order", "conservative"),
+        "beta_scale": Positive,
+        "c_factor": Positive,
+        "zeta": _Zeta(),
+        "theta_radius": Optional(Positive),
+        "link_bound": Optional(Positive),
+        "link_min_slope": Optional(Positive),
+        "grad_bound": Optional(Positive),
+        "clip": Bool(),
+        "clip_grad": Optional(Bool()),
+        "horizon": Optional(Int(2)),
+    }
+    test_params: ClassVar = (
+        {},
+        {"preset": "paper", "beta_formula": "conservative", "zeta": "default"},
+        {"preset": "authors_code"},
+        {"mechanism": "laplace", "zeta": 0.05},
+        {"gaussian_calibration": "classic", "clip_grad": False, "theta_radius": 2.0},
+    )
 
     def __init__(
         self,
@@ -276,7 +269,7 @@ class LDPGLOC(LocalAlgorithm):
         alpha: float = 0.1,
         preset: str = "strict",
         mechanism: str = "gaussian",
-        gaussian_calibration: str = "classic",
+        gaussian_calibration: str | None = None,
         beta_formula: str = "order",
         beta_scale: float = 1.0,
         c_factor: float = 2.0,
@@ -289,77 +282,158 @@ class LDPGLOC(LocalAlgorithm):
         clip_grad: bool | None = None,
         horizon: int | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, alpha=alpha, preset=preset, mechanism=mechanism,
-                         gaussian_calibration=gaussian_calibration, beta_formula=beta_formula,
-                         beta_scale=beta_scale, c_factor=c_factor, zeta=zeta, theta_radius=theta_radius,
-                         link_bound=link_bound, link_min_slope=link_min_slope, grad_bound=grad_bound,
-                         clip=clip, clip_grad=clip_grad, horizon=horizon)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        self.alpha = check_in_range("alpha", alpha, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-        self.preset = check_choice("preset", preset, PRESETS)
-        self.mechanism = check_choice("mechanism", mechanism, MECHANISMS)
-        self.gaussian_calibration = check_choice("gaussian_calibration", gaussian_calibration, ("classic", "analytic"))
-        self.beta_formula = check_choice("beta_formula", beta_formula, ("order", "conservative"))
-        self.beta_scale = check_positive("beta_scale", beta_scale)
-        self.c_factor = check_positive("c_factor", c_factor)
-        if zeta is None or isinstance(zeta, str):
-            self.zeta = None if zeta is None else check_choice("zeta", zeta, ("default", "paper"))
-        else:
-            self.zeta = check_positive("zeta", zeta)
-        self.theta_radius = None if theta_radius is None else check_positive("theta_radius", theta_radius)
-        self.link_bound = None if link_bound is None else check_positive("link_bound", link_bound)
-        self.link_min_slope = None if link_min_slope is None else check_positive("link_min_slope", link_min_slope)
-        self.grad_bound = None if grad_bound is None else check_positive("grad_bound", grad_bound)
-        self.clip = check_flag("clip", clip)
-        self.clip_grad = None if clip_grad is None else check_flag("clip_grad", clip_grad)
-        self.horizon = None if horizon is None else check_int("horizon", horizon, 2)
+        if preset == "authors_code" and clip_grad is not None and not clip_grad:
+            raise ValidationError("preset='authors_code' does not project the online iterate, so an unclipped "
+                                  "gradient has no finite sensitivity; clip_grad must be True (or None)")
+        if preset == "authors_code" and mechanism != "gaussian":
+            raise ValidationError("preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'")
 
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        self.features = F = FeatureMap(spec)
+    # -- calibration -------------------------------------------------------------------------
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Noise scales, clipping bounds, step size, conventions and the guarantee of the noise added.
+
+        ``strict``: ``(ut(x x^T), z x, grad)`` is one Gaussian mechanism, noise std ``sigma`` on the
+        first two parts and ``sigma_g = rho sigma`` on the gradient, with
+        ``sigma = analytic(eps, delta, sqrt(J^2 + (2 G / rho)^2))`` where ``J`` is the exact joint
+        sensitivity of the first two parts (``z`` in ``[-z_bound, z_bound]``) and ``2 G`` that of
+        the clipped gradient: the accounted epsilon is the request.
+        """
+        eps, delta, preset = self.epsilon, self.delta, self.preset
+        block = spec.setting == "multi"
+        D = spec.K * spec.d if block else spec.d
         T = self.horizon if self.horizon is not None else max(spec.horizon, 2)
-        self.T = T
-        cal = gloc_calibration(spec, F.D, T, self.epsilon, self.delta, self.preset, self.mechanism,
-                               self.gaussian_calibration, self.theta_radius, self.link_bound,
-                               self.link_min_slope, self.grad_bound, self.clip_grad, self.zeta, F.block)
-        self.calibration = cal
-        D, alpha, scale = F.D, self.alpha, self.beta_scale
-        if self.beta_formula == "order":
-            beta = RadiusTable(lambda s: scale * beta_gloc(s, cal.grad_sigma, cal.link_min_slope, D))
+        notes = [f"LDP-GLOC (Zheng et al. 2020, Alg. 3), preset={preset}"]
+        lo, hi = map(float, spec.reward_range)
+        if preset == "strict":
+            C_B = spec.context_bound
+            S_W = spec.theta_bound if self.theta_radius is None else self.theta_radius
+        elif preset == "paper":
+            C_B, S_W = 1.0, 1.0 if self.theta_radius is None else self.theta_radius
         else:
-            beta = RadiusTable(lambda s: scale * beta_gloc_conservative(s, cal.sigma, cal.grad_sigma,
-                                                                        cal.link_min_slope, D, T, alpha))
-        R = self.R
-        if cal.init == "random":
-            u = streams.server.standard_normal((2, R, D))
-            u /= np.linalg.norm(u, axis=-1, keepdims=True)
-            theta_hat0, theta0 = u[0], u[1]
+            C_B, S_W = 1.0, 1.0
+        z_bound = C_B * S_W
+        W_radius = S_W * math.sqrt(spec.K) if block else S_W  # half the diameter of W
+        sup_g, inf_dg, g_lo, g_hi = link_range(spec.link, z_bound)
+        C = sup_g if self.link_bound is None else self.link_bound
+        mu = inf_dg if self.link_min_slope is None else self.link_min_slope
+        if mu <= 0.0:
+            raise ValidationError(f"the link's minimal slope on [-{z_bound:g}, {z_bound:g}] must be > 0, got "
+                                  f"{mu:g}; pass link_min_slope explicitly")
+        J = outer_vector_sensitivity(C_B, -z_bound, z_bound)  # (ut(x x^T), z x)
+        calib = self.gaussian_calibration or ("analytic" if preset == "strict" else "classic")
+        if preset == "authors_code":
+            G = 1.0 if self.grad_bound is None else self.grad_bound
+            grad_clip, G_acc = G, G
+            sigma_code = 6.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / eps
+            sigma = grad_sigma = 6.0 * math.sqrt(2.0 * math.log(3.75 / delta)) / eps  # in Upsilon, beta
+            scale_V = scale_u = sigma_code
+            scale_g = (2.0 if block else 1.0) * sigma_code
+            zeta = self._zeta("paper", T, G, grad_sigma, D, W_radius)
+            project, init = False, "random"
+            notes.append("Han et al. code: noise 6 sqrt(2 ln(2.5/delta))/eps on every part, 3.75 form in "
+                         "Upsilon/beta, C dropped from beta, zeta = 1/sqrt(T), random unit init, no "
+                         "projection (z clipped to [-1, 1] and the gradient to norm 1 so that a guarantee exists)")
         else:
-            theta_hat0, theta0 = np.zeros((R, D)), None
-        mech = f"ldp-gloc/{cal.mechanism}"
-        self.server = GLOCServer(R, D, mech, cal.sigma, T, alpha, self.c_factor, beta,
-                                 theta_hat0=theta_hat0, zeta=cal.zeta,
-                                 radius=cal.theta_radius if cal.project else None,
-                                 blocks=F.K if cal.blockwise else None, theta0=theta0)
-        self.client = GLOCClient(F, cal, spec.link, self.clip, mech)
-        notes = cal.notes if self.clip else cal.notes + "; clip=False: conditional on data within the declared bounds"
-        self._guarantee = message_guarantee(cal.parts, notes)
+            G = C if self.grad_bound is None else self.grad_bound
+            do_clip = (preset == "strict") if self.clip_grad is None else self.clip_grad
+            grad_clip = G if do_clip else None
+            # data bound of ||(g(z) - y) x|| when the gradient is not clipped
+            G_acc = G if do_clip else max(abs(g_hi - lo), abs(hi - g_lo)) * C_B
+            if G_acc > G * (1.0 + 1e-12):
+                notes.append(f"gradient not clipped: its norm bound {G_acc:.4g} exceeds the calibrated {G:.4g} "
+                             "(spec section 8 A7), so epsilon exceeds the target")
+            project, init = True, "zero"
+            if self.mechanism == "laplace":
+                l1_V, l1_u, l1_g = (D + 1) * C_B * C_B, 2.0 * z_bound * C_B * math.sqrt(D), 2.0 * G * math.sqrt(D)
+                scale_V = scale_u = (l1_V + l1_u) / (2.0 * eps / 3.0)
+                scale_g = l1_g / (eps / 3.0)
+                sigma, grad_sigma = _SQRT2 * scale_V, _SQRT2 * scale_g
+                notes.append("Laplace variant (spec section 3.3); radii reuse the Gaussian formulas with the "
+                             "Laplace std")
+            elif calib == "analytic":
+                rho = 2.0 * G / (C_B * (C_B + z_bound))
+                sigma = tight_sigma(eps, delta, math.hypot(J, 2.0 * G / rho))
+                grad_sigma = rho * sigma
+                scale_V = scale_u = sigma
+                scale_g = grad_sigma
+            else:  # the paper: three parts at (eps/3, delta/3)
+                sigma = classic_sigma((2.0 * C_B * C_B, 2.0 * C_B * z_bound), 2.0 * eps / 3.0, delta / 3.0)
+                grad_sigma = classic_sigma((2.0 * G,), eps / 3.0, delta / 3.0)
+                scale_V = scale_u = sigma
+                scale_g = grad_sigma
+            zeta = self._zeta("default" if preset == "strict" else "paper", T, G, grad_sigma, D, W_radius)
+        if self.mechanism == "laplace":
+            l1_g_acc = 2.0 * G_acc * math.sqrt(D)
+            guarantee = laplace_message_guarantee(
+                (("x x^T", (D + 1) * C_B * C_B, scale_V), ("z x", 2.0 * z_bound * C_B * math.sqrt(D), scale_u),
+                 ("gradient", l1_g_acc, scale_g)), self._notes(notes))
+        else:
+            guarantee = gaussian_message_guarantee(
+                (("x x^T, z x", J, scale_V), ("gradient", 2.0 * G_acc, scale_g)), delta,
+                self._notes(notes + [f"noise: {calib}"]))
+        resolved = {
+            "D": D, "T": T, "context_bound": C_B, "reward_lo": lo, "reward_hi": hi, "theta_radius": S_W,
+            "blockwise": block, "z_bound": z_bound, "link_bound": C, "link_min_slope": mu,
+            "grad_clip": grad_clip, "grad_bound": G_acc, "mechanism": self.mechanism,
+            "gaussian_calibration": calib, "sensitivity": J, "scale_V": scale_V, "scale_u": scale_u,
+            "scale_g": scale_g, "sigma": sigma, "grad_sigma": grad_sigma, "zeta": zeta, "project": project,
+            "init": init, "c_factor": self.c_factor, "beta_formula": self.beta_formula,
+            "beta_scale": self.beta_scale,
+        }
+        return Calibration(guarantee, resolved, preset, (eps, delta))
 
-    @property
-    def sigma(self) -> float:
-        """Standard deviation of the ``x x^T`` and ``z x`` noise (after :meth:`reset`)."""
-        return self.calibration.sigma
+    def _zeta(self, default: str, T: int, G: float, grad_sigma: float, D: int, W_radius: float) -> float:
+        rule = default if self.zeta is None else self.zeta
+        if rule == "default":
+            return zeta_default(T, G, grad_sigma, D, W_radius)
+        if rule == "paper":
+            return zeta_paper(T)
+        return float(rule)  # type: ignore[arg-type]
 
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """Per-user local guarantee from the noise actually added (available after :meth:`reset`)."""
-        return require_reset(self, "_guarantee")
+    def _notes(self, notes: list[str]) -> str:
+        if not self.clip:
+            notes = notes + ["clip=False: conditional on data within the declared bounds"]
+        return "; ".join(notes)
 
-    def estimate(self) -> np.ndarray:
-        """``theta_tilde_t`` (the UCB centre): ``(R, d)``, or ``(R, K, d)`` in the multi setting."""
-        return self.features.to_parameter_shape(self.server.estimate())
+    # -- kernel --------------------------------------------------------------------------------
+    def build_kernel(self) -> LocalKernel:
+        res, spec, R = self.calibration.resolved, self.spec, self.R
+        D, T = int(res["D"]), int(res["T"])
+        code = BETA_CODES["gloc-order" if self.beta_formula == "order" else "gloc-conservative"]
+        choice = (spec.K, False)
+        client = (D, float(res["context_bound"]), float(res["reward_lo"]), float(res["reward_hi"]), self.clip,
+                  float(res["scale_V"]), float(res["scale_u"]), float(res["scale_g"]),
+                  self.mechanism == "laplace", float(res["z_bound"]), spec.link.code,
+                  -1.0 if res["grad_clip"] is None else float(res["grad_clip"]), bool(res["project"]))
+        ridge = (float(res["sigma"]), D, T, self.alpha, self.c_factor, -1.0, code, self.beta_scale,
+                 float(res["grad_sigma"]), float(res["link_min_slope"]), False)
+        block = spec.setting == "multi"
+        ogd = (float(res["zeta"]), float(res["theta_radius"]) if res["project"] else -1.0,
+               spec.K if block else 0)
+        (theta, M, beta), server = new_ridge_state(ridge, R, D, 0.0)
+        theta_hat = np.zeros((R, D))
+        if res["init"] == "random":  # Han et al.'s code: random unit vectors for theta_hat_1 and theta_tilde_0
+            v = self.streams.server.standard_normal((2, R, D))
+            v /= np.linalg.norm(v, axis=-1, keepdims=True)
+            theta_hat[:] = v[0]
+            theta[:] = v[1]
+        message = MessageLayout(f"ldp-gloc/{self.mechanism}", (("V", (D, D)), ("u", (D,)), ("g", (D,))))
+        K, d = spec.K, spec.d
+        return LocalKernel(choose, _randomize, _update, (choice, client, ridge, ogd), (theta, M, beta, theta_hat),
+                           server, ("theta", "M", "beta", "theta_hat"), message,
+                           estimate=lambda: theta.reshape(R, K, d) if block else theta)
+
+    def _local_kernel(self) -> LocalKernel:
+        if not isinstance(self.kernel, LocalKernel):
+            raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
+        return self.kernel
 
     def online_estimate(self) -> np.ndarray:
         """The noisy-OGD iterate ``theta_hat``: ``(R, d)``, or ``(R, K, d)`` in the multi setting."""
-        return self.features.to_parameter_shape(self.server.online_estimate())
+        theta_hat = self._local_kernel().public[3]
+        spec = self.spec
+        return theta_hat.reshape(self.R, spec.K, spec.d) if spec.setting == "multi" else theta_hat.copy()
+
+    def n_shifted(self) -> np.ndarray:
+        """Per replication, how often the regularized noisy Gram matrix was shifted (section 4.3.2)."""
+        return self._local_kernel().server[4].copy()

@@ -9,105 +9,103 @@ Round ``t`` (spec ``zheng2020-ldp-bandits.md`` section 4.3.2)::
                        theta_tilde_t = (V_t + c_t I)^{-1} u_t
 
 The server never sees ``x_t``, ``y_t`` or the arm: only the noisy pair.  In the multi-parameter
-setting the client maps its shared context to block one-hot features ``e_a kron X`` in dimension
-``K d`` and noises the full ``K d`` statistics (Han et al. 2021's joint model), so the message
-also hides the arm.
+setting the user maps its shared context to block one-hot features ``e_a kron X`` in dimension
+``D = K d`` and noises the full ``D``-dimensional statistics (Han et al. 2021's joint model), so the
+message also hides the arm.
+
+Calibration presets (:meth:`LDPUCB.calibrate`):
+
+=================  ==============================  ==========================  ============================
+quantity           ``strict`` (default)            ``paper``                   ``authors_code``
+=================  ==============================  ==========================  ============================
+data bounds        ``||x|| <= C_B``, ``y`` in the  ``||x|| <= 1``, ``|y| <= 2``  han2021: as paper; zheng2020:
+                   EnvSpec's reward range          (Zheng's linear model)      ``||x|| <= 1``, ``|y| <= 1``
+noise std          one Gaussian mechanism on the   ``6 sqrt(2 ln(2.5/delta))    han2021: as paper; zheng2020:
+                   message, analytic calibration   / eps`` (two parts at        ``4 sqrt(ln(1.25/delta))/eps``
+                   at its exact joint sensitivity  ``(eps_i, delta/2)``)
+initial Gram sum   0                               0                           han2021: ``I`` (single);
+                                                                               zheng2020: 0, round-1 ``c = 0.1``
+bonus              ``beta_{t-1} ||x||_M``          same                        zheng2020: ``beta_t x^T M x``
+=================  ==============================  ==========================  ============================
 """
 
 from __future__ import annotations
 
+import math
+from typing import ClassVar
+
+import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Client, LocalAlgorithm
-from privbandits.algorithms.ldp_zheng.budget import message_guarantee
-from privbandits.algorithms.ldp_zheng.constants import RadiusTable, beta_ucb_paper, beta_ucb_ss
-from privbandits.algorithms.ldp_zheng.features import (
-    FeatureMap,
-    argmax_ties,
-    check_flag,
-    require_reset,
-)
-from privbandits.algorithms.ldp_zheng.presets import (
+from privbandits.algorithms.base import LocalAlgorithm
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.ldp_zheng.calibration import (
     MECHANISMS,
     PRESETS,
     REFERENCE_CODES,
-    UCBCalibration,
-    ucb_calibration,
+    classic_sigma,
+    gaussian_message_guarantee,
+    laplace_message_guarantee,
+    outer_vector_sensitivity,
+    tight_sigma,
 )
-from privbandits.algorithms.ldp_zheng.randomizer import (
-    SymmetricNoise,
-    VectorNoise,
-    clip_interval,
-    clip_norm,
-)
-from privbandits.algorithms.ldp_zheng.server import NoisyRidgeServer
+from privbandits.algorithms.ldp_zheng.constants import BETA_CODES
+from privbandits.algorithms.ldp_zheng.ridge import choose, new_ridge_state, ridge_receive
+from privbandits.algorithms.linalg import feature_block, feature_single
 from privbandits.algorithms.registry import register
-from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.core.rng import Streams
+from privbandits.core.errors import NotResetError, ValidationError
+from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
-from privbandits.core.validation import (
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_in_range,
-    check_int,
-    check_positive,
+from privbandits.privacy.samplers import (
+    add_gaussian,
+    add_laplace,
+    add_symmetric_gaussian,
+    add_symmetric_laplace,
+    clip_l2,
+    clip_scalar,
 )
-from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["LDPUCB", "UCBClient"]
+__all__ = ["LDPUCB"]
+
+_SQRT2 = math.sqrt(2.0)
 
 
-class UCBClient(Client):
-    """User side of LDP-UCB: optimistic choice from the public state, then the Gaussian randomizer.
+@nb.njit(cache=True)
+def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """User side: send ``(x x^T + B, y x + xi)`` for the user's own clipped ``(x, y)``.
 
-    Parameters
-    ----------
-    features : FeatureMap
-        Maps the user's contexts to model features.
-    calibration : UCBCalibration
-        Clipping bounds and noise scales.
-    clip : bool
-        Clip the reported ``x`` and ``y`` to the calibrated bounds.
-    mechanism_name : str
-        Name recorded on every message.
+    ``out`` is the flat message ``[V (D*D), u (D)]``; the ``u`` field holds ``x`` until it is
+    scaled by ``y``.  Noise draw order: ``B`` (upper triangle row by row), then ``xi``.
     """
+    D, C_B, y_lo, y_hi, clip, scale_V, scale_u, laplace = params[1]
+    V = out[:D * D].reshape((D, D))
+    u = out[D * D:D * D + D]
+    if X.ndim == 1:  # multi-parameter setting: e_a kron X (resolved at compile time)
+        feature_block(X, a, u)
+    else:
+        feature_single(X, a, u)
+    if clip:
+        clip_l2(u, C_B)
+        y = clip_scalar(y, y_lo, y_hi)
+    for i in range(D):
+        for j in range(D):
+            V[i, j] = u[i] * u[j]
+    for i in range(D):
+        u[i] *= y
+    if laplace:
+        add_symmetric_laplace(rng, scale_V, V)
+        add_laplace(rng, scale_u, u)
+    else:
+        add_symmetric_gaussian(rng, scale_V, V)
+        add_gaussian(rng, scale_u, u)
 
-    def __init__(self, features: FeatureMap, calibration: UCBCalibration, clip: bool, mechanism_name: str) -> None:
-        self.features = features
-        self.cal = calibration
-        self.clip = clip
-        self.mechanism_name = mechanism_name
-        self.noise_V = SymmetricNoise(features.D, calibration.scale_V, calibration.mechanism)
-        self.noise_u = VectorNoise(calibration.scale_u, calibration.mechanism)
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``argmax_a x_a^T theta + beta ||x_a||_M`` (ties uniformly at random)."""
-        F = self.features
-        q = np.maximum(F.quad_scores(public["M"], contexts), 0.0)
-        bonus = q if self.cal.bonus == "squared" else np.sqrt(q)
-        scores = F.linear_scores(public["theta"], contexts) + public["beta"] * bonus
-        return argmax_ties(scores, rng)
-
-    def randomize(
-        self,
-        t: int,
-        public: PublicState,
-        contexts: np.ndarray,
-        actions: np.ndarray,
-        rewards: np.ndarray,
-        rng: np.random.Generator,
-    ) -> PrivatizedMessage:
-        """Send ``(x x^T + B, y x + xi)`` for the user's own clipped ``(x, y)``."""
-        x = self.features.chosen(contexts, actions)
-        y = np.asarray(rewards, dtype=float)
-        if self.clip:
-            x = clip_norm(x, self.cal.context_bound)
-            y = clip_interval(y, *self.cal.reward_interval)
-        R, D = x.shape
-        V = x[:, :, None] * x[:, None, :] + self.noise_V.sample(rng, R)
-        u = y[:, None] * x + self.noise_u.sample(rng, (R, D))
-        return PrivatizedMessage({"V": V, "u": u}, mechanism=self.mechanism_name)
+@nb.njit(cache=True)
+def _update(params, public, server, r, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Server side: add the privatized statistics and republish ``theta``, ``M``, ``beta``."""
+    theta, M, beta = public
+    ridge_receive(params[2], theta, M, beta, server, r, msg)
 
 
 @register
@@ -123,16 +121,20 @@ class LDPUCB(LocalAlgorithm):
     alpha : float
         Failure probability in ``Upsilon_t`` and ``beta_t`` (official code: 0.1).
     preset : {"strict", "paper", "authors_code"}
-        Calibration preset (see :mod:`privbandits.algorithms.ldp_zheng.presets`).
+        Calibration preset (module docstring).
     mechanism : {"gaussian", "laplace"}
         Gaussian ``(epsilon, delta)``-LDP (the paper) or the ``epsilon``-LDP Laplace variant
         (spec section 3.3 [CHOICE]).
-    noise_split : {"split", "joint"}
-        Two Gaussian mechanisms at ``(eps_i, delta/2)`` (default, the ``ln(2.5/delta)`` form) or one
-        at ``(eps, delta)`` on the whole message (the official README's form), spec section 8 A4.
-    gaussian_calibration : {"classic", "analytic"}
-        Classic ``sqrt(2 ln(1.25/delta))`` formula (default) or the exact analytic Gaussian
-        mechanism (Balle & Wang 2018), a non-default extension (spec section 3.2).
+    noise_split : {"split", "joint"}, optional
+        ``"joint"``: the message is one Gaussian mechanism at ``(eps, delta)``; ``"split"``: two
+        mechanisms at ``(eps_i, delta/2)``, ``eps_i`` in proportion to the parts' sensitivities
+        (the paper's ``ln(2.5/delta)`` form), spec section 8 A4.  Default: ``"joint"`` under
+        ``strict``, ``"split"`` otherwise.
+    gaussian_calibration : {"classic", "analytic"}, optional
+        ``"analytic"``: the exact analytic Gaussian mechanism (Balle & Wang 2018; with
+        ``"joint"`` at the message's exact joint sensitivity, the tight strict calibration);
+        ``"classic"``: ``Delta sqrt(2 ln(1.25/delta)) / eps`` with the papers' sensitivity bounds.
+        Default: ``"analytic"`` under ``strict``, ``"classic"`` otherwise.
     beta_formula : {"paper", "ss"}
         The paper's radius or the Shariff-Sheffet-style one (spec section 4.3.2).
     beta_scale : float
@@ -140,7 +142,8 @@ class LDPUCB(LocalAlgorithm):
     c_factor : float
         ``c_t = c_factor * Upsilon_t`` (paper: 2).
     clip : bool
-        User-side clipping of the reported ``x`` and ``y`` (spec section 4.0 [CHOICE]).
+        User-side clipping of the reported ``x`` and ``y`` (spec section 4.0 [CHOICE]); without
+        it the guarantee is conditional on the data lying within the declared bounds.
     reference_code : {"han2021", "zheng2020"}
         Which public code ``preset="authors_code"`` imitates.
     horizon : int, optional
@@ -151,12 +154,36 @@ class LDPUCB(LocalAlgorithm):
     Zheng, Cai, Huang, Li & Wang (2020), "Locally Differentially Private (Contextual) Bandits
     Learning", NeurIPS, Algorithm 5 (appendix D) and Theorems 7-8; constants as reconstructed in
     the project spec, section 4.3.  Han, Liang, Wang & Zhang (2021), section 5 (as a baseline).
+    Balle & Wang (2018), "Improving the Gaussian Mechanism for Differential Privacy", ICML.
     """
 
     name = "ldp-ucb"
     settings = ("single", "multi")
     links = ("identity",)
     paper = "Zheng et al. 2020 (Alg. 5)"
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "delta": Delta,
+        "alpha": Real(0.0, 1.0, low_open=True, high_open=True),
+        "preset": Choice(*PRESETS),
+        "mechanism": Choice(*MECHANISMS),
+        "noise_split": Optional(Choice("split", "joint")),
+        "gaussian_calibration": Optional(Choice("classic", "analytic")),
+        "beta_formula": Choice("paper", "ss"),
+        "beta_scale": Positive,
+        "c_factor": Positive,
+        "clip": Bool(),
+        "reference_code": Choice(*REFERENCE_CODES),
+        "horizon": Optional(Int(2)),
+    }
+    test_params: ClassVar = (
+        {},
+        {"preset": "paper", "beta_formula": "ss"},
+        {"preset": "authors_code"},
+        {"preset": "authors_code", "reference_code": "zheng2020"},
+        {"mechanism": "laplace", "clip": False},
+        {"noise_split": "split", "gaussian_calibration": "analytic", "beta_scale": 0.1},
+    )
 
     def __init__(
         self,
@@ -165,8 +192,8 @@ class LDPUCB(LocalAlgorithm):
         alpha: float = 0.1,
         preset: str = "strict",
         mechanism: str = "gaussian",
-        noise_split: str = "split",
-        gaussian_calibration: str = "classic",
+        noise_split: str | None = None,
+        gaussian_calibration: str | None = None,
         beta_formula: str = "paper",
         beta_scale: float = 1.0,
         c_factor: float = 2.0,
@@ -174,54 +201,107 @@ class LDPUCB(LocalAlgorithm):
         reference_code: str = "han2021",
         horizon: int | None = None,
     ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, alpha=alpha, preset=preset, mechanism=mechanism,
-                         noise_split=noise_split, gaussian_calibration=gaussian_calibration,
-                         beta_formula=beta_formula, beta_scale=beta_scale, c_factor=c_factor, clip=clip,
-                         reference_code=reference_code, horizon=horizon)
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
-        self.alpha = check_in_range("alpha", alpha, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-        self.preset = check_choice("preset", preset, PRESETS)
-        self.mechanism = check_choice("mechanism", mechanism, MECHANISMS)
-        self.noise_split = check_choice("noise_split", noise_split, ("split", "joint"))
-        self.gaussian_calibration = check_choice("gaussian_calibration", gaussian_calibration, ("classic", "analytic"))
-        self.beta_formula = check_choice("beta_formula", beta_formula, ("paper", "ss"))
-        self.beta_scale = check_positive("beta_scale", beta_scale)
-        self.c_factor = check_positive("c_factor", c_factor)
-        self.clip = check_flag("clip", clip)
-        self.reference_code = check_choice("reference_code", reference_code, REFERENCE_CODES)
-        self.horizon = None if horizon is None else check_int("horizon", horizon, 2)
+        if preset == "authors_code" and mechanism != "gaussian":
+            raise ValidationError("preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'")
 
-    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
-        super().reset(spec, replications, streams)
-        self.features = F = FeatureMap(spec)
+    # -- calibration -------------------------------------------------------------------------
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Noise scales, clipping bounds, conventions and the guarantee of the noise added.
+
+        ``strict``: the pair ``(ut(x x^T), y x)`` is one Gaussian mechanism with the exact joint
+        sensitivity :func:`~privbandits.algorithms.ldp_zheng.calibration.outer_vector_sensitivity`
+        of the EnvSpec's bounds, calibrated by the analytic Gaussian: the accounted epsilon is the
+        request.  The other presets use the formulas of the paper / public code; their guarantee
+        is accounted from the noise they add (the same joint view, always at least as tight as
+        composing the parts).
+        """
+        eps, delta, preset = self.epsilon, self.delta, self.preset
+        block = spec.setting == "multi"
+        D = spec.K * spec.d if block else spec.d
         T = self.horizon if self.horizon is not None else max(spec.horizon, 2)
-        self.T = T
-        cal = ucb_calibration(spec, F.D, self.epsilon, self.delta, self.preset, self.mechanism,
-                              self.noise_split, self.gaussian_calibration, self.reference_code)
-        self.calibration = cal
-        beta_fn = beta_ucb_paper if self.beta_formula == "paper" else beta_ucb_ss
-        sigma, D, alpha, scale = cal.sigma, F.D, self.alpha, self.beta_scale
+        notes = [f"LDP-UCB (Zheng et al. 2020, Alg. 5), preset={preset}"]
+        V0, bonus, beta_index, c_first = 0.0, "sqrt", "previous", None
+        if preset == "strict":
+            C_B = spec.context_bound
+            lo, hi = map(float, spec.reward_range)
+        elif preset == "paper" or self.reference_code == "han2021":
+            C_B, lo, hi = 1.0, -2.0, 2.0
+        else:  # authors_code, Zheng et al.'s demo: rewards normalized to [-1, 1]
+            C_B, lo, hi = 1.0, -1.0, 1.0
+        Y = max(abs(lo), abs(hi))
+        split = self.noise_split or ("joint" if preset == "strict" else "split")
+        calib = self.gaussian_calibration or ("analytic" if preset == "strict" else "classic")
+        loose_V, loose_u = 2.0 * C_B * C_B, 2.0 * Y * C_B  # the papers' sensitivity bounds
+        tight_V, tight_u = _SQRT2 * C_B * C_B, 2.0 * Y * C_B  # each part alone
+        joint = outer_vector_sensitivity(C_B, lo, hi)  # the pair, exactly
+        if self.mechanism == "laplace":
+            # spec section 3.3 [CHOICE]: L1 sensitivities, budget split so both parts share one scale
+            l1_V, l1_u = (D + 1) * C_B * C_B, 2.0 * Y * C_B * math.sqrt(D)
+            b = (l1_V + l1_u) / eps
+            scale_V = scale_u = b
+            sigma = _SQRT2 * b
+            notes.append("Laplace variant (spec section 3.3); radii reuse the Gaussian formulas with the "
+                         "Laplace std")
+            guarantee = laplace_message_guarantee((("x x^T", l1_V, b), ("y x", l1_u, b)),
+                                                  self._notes(notes))
+        else:
+            if preset == "authors_code" and self.reference_code == "zheng2020":
+                # official demo: 4 sqrt(ln(1.25/delta))/eps (README: 4 sqrt(2 ln(1.25/delta))/eps),
+                # one Gaussian mechanism on the message (spec sections 6.2, 8 A4)
+                sigma = 4.0 * math.sqrt(math.log(1.25 / delta)) / eps
+                bonus, beta_index, c_first = "squared", "current", 0.1
+                notes.append("reference code zheng2020 (demo noise, squared bonus, beta_t, round-1 c = 0.1)")
+            elif split == "joint":
+                if calib == "analytic":
+                    sigma = tight_sigma(eps, delta, joint)
+                else:  # README form: one classic Gaussian mechanism with sensitivity 2 + 2Y
+                    sigma = (loose_V + loose_u) * math.sqrt(2.0 * math.log(1.25 / delta)) / eps
+            else:  # two parts at (eps_i, delta/2), eps_i in proportion to the sensitivities
+                sigma = classic_sigma((loose_V, loose_u), eps, delta / 2.0, calib)
+            if preset == "authors_code" and self.reference_code == "han2021":
+                V0 = 1.0 if not block else 0.0
+                notes.append("reference code han2021 (Gram sum starts at I in the single setting)")
+            scale_V = scale_u = sigma
+            guarantee = gaussian_message_guarantee(
+                (("x x^T, y x", joint, sigma),), delta,
+                self._notes(notes + [f"noise: {split}/{calib}; parts alone: x x^T {tight_V:.6g}, "
+                                     f"y x {tight_u:.6g}"]))
+        resolved = {
+            "D": D, "T": T, "context_bound": C_B, "reward_lo": lo, "reward_hi": hi, "reward_bound": Y,
+            "mechanism": self.mechanism, "noise_split": split, "gaussian_calibration": calib,
+            "sensitivity": joint, "scale_V": scale_V, "scale_u": scale_u, "sigma": sigma,
+            "V0": V0, "bonus": bonus, "beta_index": beta_index, "c_first": c_first,
+            "c_factor": self.c_factor, "beta_formula": self.beta_formula, "beta_scale": self.beta_scale,
+        }
+        return Calibration(guarantee, resolved, preset, (eps, delta))
 
-        beta = RadiusTable(lambda s: scale * beta_fn(s, sigma, D, T, alpha))
+    def _notes(self, notes: list[str]) -> str:
+        if not self.clip:
+            notes = notes + ["clip=False: conditional on data within the declared bounds"]
+        return "; ".join(notes)
 
-        mech = f"ldp-ucb/{cal.mechanism}"
-        self.server = NoisyRidgeServer(self.R, D, mech, sigma, T, alpha, self.c_factor, beta, cal.V0,
-                                       cal.beta_index, cal.c_first)
-        self.client = UCBClient(F, cal, self.clip, mech)
-        notes = cal.notes if self.clip else cal.notes + "; clip=False: conditional on data within the declared bounds"
-        self._guarantee = message_guarantee(cal.parts, notes)
+    # -- kernel --------------------------------------------------------------------------------
+    def build_kernel(self) -> LocalKernel:
+        res, spec, R = self.calibration.resolved, self.spec, self.R
+        D, T = int(res["D"]), int(res["T"])
+        code = BETA_CODES["ucb-paper" if self.beta_formula == "paper" else "ucb-ss"]
+        choice = (spec.K, res["bonus"] == "squared")
+        client = (D, float(res["context_bound"]), float(res["reward_lo"]), float(res["reward_hi"]), self.clip,
+                  float(res["scale_V"]), float(res["scale_u"]), self.mechanism == "laplace")
+        c_first = -1.0 if res["c_first"] is None else float(res["c_first"])
+        ridge = (float(res["sigma"]), D, T, self.alpha, self.c_factor, c_first, code, self.beta_scale,
+                 0.0, 1.0, res["beta_index"] == "current")
+        public, server = new_ridge_state(ridge, R, D, float(res["V0"]))
+        theta = public[0]
+        block = spec.setting == "multi"
+        message = MessageLayout(f"ldp-ucb/{self.mechanism}", (("V", (D, D)), ("u", (D,))))
+        return LocalKernel(choose, _randomize, _update, (choice, client, ridge), public, server,
+                           ("theta", "M", "beta"), message,
+                           estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta)
 
-    @property
-    def sigma(self) -> float:
-        """Noise standard deviation used (after :meth:`reset`)."""
-        return self.calibration.sigma
-
-    @property
-    def guarantee(self) -> PrivacyGuarantee:
-        """Per-user local guarantee from the noise actually added (available after :meth:`reset`)."""
-        return require_reset(self, "_guarantee")
-
-    def estimate(self) -> np.ndarray:
-        """``theta_tilde_t``: ``(R, d)``, or ``(R, K, d)`` in the multi setting."""
-        return self.features.to_parameter_shape(self.server.estimate())
+    def n_shifted(self) -> np.ndarray:
+        """Per replication, how often the regularized noisy Gram matrix was not positive definite
+        and was shifted (spec section 4.3.2)."""
+        if not isinstance(self.kernel, LocalKernel):
+            raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
+        return self.kernel.server[4].copy()

@@ -1,0 +1,119 @@
+"""Compiled steps shared by LDP-UCB and LDP-GLOC: the optimistic choice and the noisy ridge server.
+
+Server side (Zheng et al. 2020, Alg. 5 server update and Alg. 3 lines 10-11).  After ``n``
+messages the server holds the raw noisy sums ``V_n = sum_s (x_s x_s^T + B_s)`` (plus ``V0 I``) and
+``u_n = sum_s (v_s x_s + xi_s)`` and publishes
+
+* ``M = (V_n + c_n I)^{-1}`` (spec section 8 A2/A6: the regularizer is added once, with the
+  current ``c``, never accumulated; ``c_0 = c_first`` when given, else ``c_1``);
+* ``theta = M u_n`` (``theta_tilde_n``);
+* ``beta``: the radius the next user multiplies the bonus by, ``beta_{max(n, 1)}`` (``previous``
+  index convention, A6) or ``beta_{n + 1}`` (``current``, Zheng et al.'s demo code).
+
+``A = V_n + c_n I`` is kept in place (the diagonal moves from ``c_{n-1}`` to ``c_n``).  The noisy
+Gram matrix is not a rank-one update of the previous one (``B_s`` is a full symmetric matrix), so
+``M`` is recomputed every round by a Cholesky factorization (``O(D^3)``; closed form at ``D = 2``).  ``A`` is positive
+definite only with high probability; when the factorization fails the inverse of
+``A + (|lambda_min(A)| + Upsilon_n) I`` is published instead and counted (spec section 4.3.2).
+Every helper is inlined, so a step makes no call with array arguments (no reference counting).
+
+User side: ``x = argmax_x x^T theta + beta ||x||_M`` (Alg. 5; Alg. 3 line 7), the squared bonus
+``beta x^T M x`` in Zheng et al.'s demo code.
+
+Parameter tuples (built by the algorithms from their calibration)::
+
+    choice = (K, squared_bonus)
+    ridge  = (sigma, D, T, alpha, c_factor, c_first, beta_code, beta_scale, grad_sigma, mu,
+              beta_current)
+
+``c_first <= 0`` means "use ``c_1``"; ``beta_code`` is one of
+:data:`~privbandits.algorithms.ldp_zheng.constants.BETA_CODES`.  State: public ``(theta, M,
+beta, ...)``, server ``(A, u, n, c, n_shifted, L, W)`` (``L``, ``W``: Cholesky scratch).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from privbandits.algorithms.ldp_zheng.constants import beta as beta_formula
+from privbandits.algorithms.ldp_zheng.constants import regularizer, upsilon
+from privbandits.algorithms.linalg import (
+    mat_vec,
+    min_eigenvalue,
+    spd_inverse_into,
+    ucb_argmax_block,
+    ucb_argmax_single,
+)
+from privbandits.core.links import LINK_IDENTITY
+
+__all__ = ["choose", "new_ridge_state", "ridge_receive", "ridge_refresh", "ridge_regularizer"]
+
+
+@nb.njit(cache=True)
+def choose(params, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """User side: ``argmax_x x^T theta + beta ||x||_M`` from the public state (ties at random)."""
+    K, squared = params[0]
+    theta, M, beta = public[0], public[1], public[2]
+    if X.ndim == 1:  # block one-hot features of the shared context (resolved at compile time)
+        return ucb_argmax_block(X, K, theta[r], M[r], beta[r], LINK_IDENTITY, squared, rng)
+    return ucb_argmax_single(X, theta[r], M[r], beta[r], LINK_IDENTITY, squared, rng)
+
+
+@nb.njit(cache=True, inline="always")
+def ridge_regularizer(ridge, n):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``c_n`` added to the noisy Gram sum after ``n`` messages."""
+    sigma, D, T, alpha, c_factor, c_first = ridge[0], ridge[1], ridge[2], ridge[3], ridge[4], ridge[5]
+    if n == 0 and c_first > 0.0:
+        return c_first
+    return regularizer(max(n, 1.0), sigma, D, T, alpha, c_factor)
+
+
+@nb.njit(cache=True, inline="always")
+def ridge_refresh(ridge, theta, M, beta, server, r):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Publish ``M = A^{-1}``, ``theta = M u`` and ``beta`` of replication ``r``."""
+    sigma, D, T, alpha = ridge[0], ridge[1], ridge[2], ridge[3]
+    beta_code, beta_scale, grad_sigma, mu, beta_current = ridge[6], ridge[7], ridge[8], ridge[9], ridge[10]
+    A, u, n, c, n_shifted, L, W = server
+    if not spd_inverse_into(A[r], M[r], L[r], W[r]):
+        # not positive definite (probability <= alpha): invert A + (|lambda_min| + Upsilon_n) I
+        shift = abs(min_eigenvalue(A[r], L[r])) + upsilon(max(n[r], 1.0), sigma, D, T, alpha)
+        for i in range(D):
+            for j in range(D):
+                W[r, i, j] = A[r, i, j]
+            W[r, i, i] += shift
+        spd_inverse_into(W[r], M[r], L[r], W[r])
+        n_shifted[r] += 1
+    mat_vec(M[r], u[r], theta[r])
+    s = n[r] + 1.0 if beta_current else max(n[r], 1.0)
+    beta[r] = beta_scale * beta_formula(beta_code, s, sigma, grad_sigma, mu, D, T, alpha)
+
+
+@nb.njit(cache=True, inline="always")
+def ridge_receive(ridge, theta, M, beta, server, r, msg):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``V += x x^T + B``, ``u += v x + xi`` from the flat message ``[V (D*D), u (D), ...]``, move
+    the regularizer to ``c_n`` and republish."""
+    A, u, n, c, n_shifted, L, W = server
+    D = u.shape[1]
+    for i in range(D):
+        for j in range(D):
+            A[r, i, j] += msg[i * D + j]
+        u[r, i] += msg[D * D + i]
+    n[r] += 1.0
+    c_new = ridge_regularizer(ridge, n[r])
+    for i in range(D):
+        A[r, i, i] += c_new - c[r]
+    c[r] = c_new
+    ridge_refresh(ridge, theta, M, beta, server, r)
+
+
+def new_ridge_state(ridge: tuple, R: int, D: int, V0: float) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Fresh public ``(theta, M, beta)`` and server state before any message (``V_0 = V0 I``)."""
+    c0 = ridge_regularizer(ridge, 0.0)
+    A = np.broadcast_to((V0 + c0) * np.eye(D), (R, D, D)).copy()
+    server = (A, np.zeros((R, D)), np.zeros(R), np.full(R, c0), np.zeros(R, dtype=np.int64),
+              np.zeros((R, D, D)), np.zeros((R, D, D)))
+    public = (np.zeros((R, D)), np.zeros((R, D, D)), np.zeros(R))
+    for r in range(R):
+        ridge_refresh(ridge, *public, server, r)
+    return public, server
