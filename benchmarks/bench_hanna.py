@@ -2,8 +2,8 @@
 
 Two measurements:
 
-1. **Throughput** (replication-rounds per second) of ``simulate(..., fast=True)`` (the exact
-   aggregate driver: one Python-level step per batch) and ``fast=False`` (the reference
+1. **Throughput** (replication-rounds per second) of ``simulate(..., engine="aggregate")`` (the
+   exact aggregate driver: one Python-level step per batch) and ``engine="reference"`` (the
    per-round / per-user message path) for NP-batched and Algorithms 1-3 on the paper's instance
    (K = 10, d = 2, actions and theta* on the unit circle, Rademacher rewards), and their ratio.
    The per-round path is timed at a smaller horizon (its cost is linear in T, so the last column
@@ -44,12 +44,16 @@ def _env(K: int = 10) -> pb.FiniteActionEnv:
 
 
 def rate(name: str, kw: dict, T: int, R: int, fast: bool, K: int = 10) -> tuple[float, float]:
-    """(replication-rounds per second, wall time) of one simulate call."""
+    """(replication-rounds per second, wall time) of one simulate call (``fast``: the aggregate
+    engine, else the reference engine)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         alg = pb.make(name, **kw)
     t0 = time.perf_counter()
-    pb.simulate(alg, _env(K), horizon=T, replications=R, seed=1, checkpoints=50, fast=fast)
+    engine = "aggregate" if fast else "reference"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pb.simulate(alg, _env(K), horizon=T, replications=R, seed=1, checkpoints=50, engine=engine)
     wall = time.perf_counter() - t0
     return T * R / wall, wall
 

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from privbandits.experiments.presets import load_preset
 from typer.testing import CliRunner
 
 from privbandits.cli import app
+from privbandits.experiments.presets import load_preset
 
 runner = CliRunner(env={"COLUMNS": "200"})  # wide enough that rich never folds a cell
 
@@ -53,7 +52,7 @@ def cfg(tmp_path: Path) -> Path:
     return path
 
 
-def _ok(args: list[str]):  # noqa: ANN202
+def _ok(args: list[str]):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, (result.output, result.exception)
     return result

@@ -168,7 +168,7 @@ def test_guarantee_before_and_after_reset(case: Case) -> None:
     before = alg.guarantee_for(spec)  # works any time, without resetting
     assert isinstance(before, PrivacyGuarantee)
     with pytest.raises(NotResetError):
-        alg.guarantee  # noqa: B018  (guarantee_for must not reset the algorithm)
+        alg.guarantee
 
     params = alg.get_params()
     res = _run(case, alg, env)
@@ -229,7 +229,7 @@ def test_invalid_values_raise_naming_the_parameter(cls: type[Algorithm]) -> None
             except ValidationError as exc:
                 if name not in str(exc):
                     failures.append(f"{name}={bad!r}: message does not name the parameter: {exc}")
-            except Exception as exc:  # noqa: BLE001 - report what was raised instead
+            except Exception as exc:
                 failures.append(f"{name}={bad!r}: raised {type(exc).__name__}: {exc}")
             else:
                 failures.append(f"{name}={bad!r} was accepted")
@@ -469,7 +469,7 @@ def test_readme_add_your_own_algorithm_runs_verbatim() -> None:
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{README}:EpsilonGreedy", "exec"), {"__name__": "readme_example"})  # noqa: S102
+            exec(compile(code, f"{README}:EpsilonGreedy", "exec"), {"__name__": "readme_example"})
         summary = out.getvalue().strip()
         assert summary.startswith("{") and "'mean'" in summary, summary
         cls = available()[name]

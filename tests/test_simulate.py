@@ -105,7 +105,7 @@ def test_engine_selection_and_errors() -> None:
 def test_result_records_params_calibration_and_guarantee() -> None:
     alg = make("linucb", alpha=0.5)
     with pytest.raises(NotResetError, match="reset"):
-        alg.guarantee  # noqa: B018
+        alg.guarantee
     res = simulate(alg, SyntheticEnv(d=2, K=3, noise_scale=0.3), 20, replications=2, seed=1)
     assert res.params == alg.get_params() and res.params["alpha"] == 0.5
     assert res.resolved_params == alg.resolved_params() == {"sigma": 0.3, "S": 1.0}

@@ -21,15 +21,15 @@ from privbandits.simulate import SimulationResult, make_checkpoints, simulate  #
 __version__ = "0.1.0"
 
 __all__ = [
-    "available",
-    "make",
-    "PrivbanditsError",
     "ContextSequenceEnv",
     "FiniteActionEnv",
-    "SyntheticEnv",
     "PrivacyGuarantee",
+    "PrivbanditsError",
     "SimulationResult",
+    "SyntheticEnv",
+    "__version__",
+    "available",
+    "make",
     "make_checkpoints",
     "simulate",
-    "__version__",
 ]

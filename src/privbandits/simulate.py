@@ -31,7 +31,7 @@ from privbandits.engine.reference import drive_reference
 from privbandits.envs.base import Environment
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["SimulationResult", "simulate", "make_checkpoints"]
+__all__ = ["SimulationResult", "make_checkpoints", "simulate"]
 
 ProgressFn = Callable[[int], None]
 

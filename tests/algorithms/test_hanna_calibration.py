@@ -152,7 +152,7 @@ def test_overriding_one_switch_keeps_the_others() -> None:
 def test_guarantee_needs_a_problem(cls: type) -> None:
     alg = cls(1.0)
     with pytest.raises(NotResetError):
-        alg.guarantee  # noqa: B018
+        alg.guarantee
     assert alg.guarantee_for(SPEC4).epsilon <= 1.0 + 1e-12
     alg.reset(SPEC4, 1, make_streams(0))
     assert alg.guarantee == alg.guarantee_for(SPEC4)

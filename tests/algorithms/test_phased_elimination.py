@@ -325,7 +325,7 @@ def test_presets_set_the_width_mode() -> None:
     assert NPBatched(preset="paper").width_mode is None  # the parameter as given; resolved in calibrate
     assert not NPBatched().guarantee_for(spec).is_private
     with pytest.raises(NotResetError):
-        NPBatched().guarantee  # noqa: B018
+        NPBatched().guarantee
     res = simulate(NPBatched(preset="paper"), FiniteActionEnv(d=2, K=4, actions="circle"), 100, seed=0)
     assert res.preset == "paper" and res.resolved_params["width_mode"] == "paper"
     assert res.resolved_params["L"] == n_batches(100) and res.resolved_params["q"] == batch_growth(100)

@@ -60,7 +60,7 @@ class ExplorePrivate(Curator):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         return self.streams.policy.integers(0, self.spec.K, size=self.R)
 
-    def update(self, t, contexts, actions, rewards) -> None:  # noqa: ANN001
+    def update(self, t, contexts, actions, rewards) -> None:
         return None
 
     def calibrate(self, spec: EnvSpec) -> Calibration:

@@ -242,7 +242,7 @@ def _unit(params: dict) -> WorkUnit:
 @given(st.dictionaries(st.text("abcdefgh", min_size=1, max_size=4),
                        st.one_of(st.integers(-5, 5), st.floats(-10, 10, allow_nan=False), st.text(max_size=3)),
                        min_size=1, max_size=5), st.randoms())
-def test_unit_key_is_canonical(params: dict, rnd) -> None:  # noqa: ANN001
+def test_unit_key_is_canonical(params: dict, rnd) -> None:
     items = list(params.items())
     rnd.shuffle(items)
     a, b = _unit(params), _unit(dict(items))

@@ -137,7 +137,7 @@ def _check_complete_rows(db: Path) -> list:
     return results
 
 
-def _check_complete(db: Path, cfg) -> None:  # noqa: ANN001
+def _check_complete(db: Path, cfg) -> None:
     results = _check_complete_rows(db)
     assert sorted(r.key for r in results) == sorted(u.key() for u in cfg.units())
 

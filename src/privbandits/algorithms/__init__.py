@@ -1,7 +1,16 @@
 """Bandit algorithms, one module per family; importing this package fills the registry."""
 
-from privbandits.algorithms import gloc, greedy, hanna, ldp_glb, ldp_zheng, linucb, uniform  # noqa: F401  (registration side effects)
-from privbandits.algorithms import glm_ucb, phased_elimination  # noqa: F401  (registration side effects)
+from privbandits.algorithms import (  # noqa: F401  (registration side effects)  # noqa: F401  (registration side effects)
+    glm_ucb,
+    gloc,
+    greedy,
+    hanna,
+    ldp_glb,
+    ldp_zheng,
+    linucb,
+    phased_elimination,
+    uniform,
+)
 from privbandits.algorithms.base import (
     Algorithm,
     Client,

@@ -54,7 +54,12 @@ from privbandits.algorithms.calibration import (
 )
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import NotResetError, TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch, shuffle_messages
+from privbandits.core.messages import (
+    PrivatizedMessage,
+    PublicState,
+    ShuffledBatch,
+    shuffle_messages,
+)
 from privbandits.core.params import Constraint, validate_params
 from privbandits.core.rng import Streams
 from privbandits.core.spec import SETTINGS, EnvSpec
@@ -63,19 +68,19 @@ from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.inputs import check_client_inputs
 
 __all__ = [
-    "EnvSpec",
+    "SETTINGS",
     "Algorithm",
-    "Curator",
-    "Client",
-    "Server",
-    "Shuffler",
-    "LocalAlgorithm",
-    "ShuffleAlgorithm",
     "BatchedAlgorithm",
+    "Client",
+    "Curator",
+    "EnvSpec",
     "KernelClient",
     "KernelServer",
+    "LocalAlgorithm",
+    "Server",
+    "ShuffleAlgorithm",
+    "Shuffler",
     "argmax_random_ties",
-    "SETTINGS",
 ]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
 
-__all__ = ["Calibration", "CalibrationWarning", "NON_PRIVATE_CALIBRATION", "warn_if_not_strict"]
+__all__ = ["NON_PRIVATE_CALIBRATION", "Calibration", "CalibrationWarning", "warn_if_not_strict"]
 
 
 class CalibrationWarning(UserWarning):

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from privbandits.algorithms.base import Algorithm
 from privbandits.core.errors import UnknownNameError, ValidationError
 
-__all__ = ["register", "make", "get", "available"]
+__all__ = ["available", "get", "make", "register"]
 
 _REGISTRY: dict[str, type[Algorithm]] = {}
 A = TypeVar("A", bound=type[Algorithm])

@@ -15,18 +15,18 @@ from privbandits.core.links import LINKS, Link, get_link
 from privbandits.core.rng import Streams, make_streams
 
 __all__ = [
+    "LINKS",
     "ConfigError",
     "DataBoundError",
+    "Link",
     "NotResetError",
     "PrivacyError",
     "PrivbanditsError",
     "ResultsStoreError",
+    "Streams",
     "TrustBoundaryError",
     "UnknownNameError",
     "ValidationError",
-    "LINKS",
-    "Link",
     "get_link",
-    "Streams",
     "make_streams",
 ]

@@ -27,8 +27,8 @@ McCullagh & Nelder (1989), *Generalized Linear Models*; Filippi et al. (2010) fo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numba as nb
 import numpy as np
@@ -37,7 +37,7 @@ from scipy import special
 from privbandits.core.errors import UnknownNameError
 from privbandits.core.validation import check_nonnegative
 
-__all__ = ["Link", "IDENTITY", "LOGISTIC", "PROBIT", "POISSON", "get_link", "LINKS"]
+__all__ = ["IDENTITY", "LINKS", "LOGISTIC", "POISSON", "PROBIT", "Link", "get_link"]
 
 ArrayFn = Callable[[np.ndarray], np.ndarray]
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from privbandits.core.errors import TrustBoundaryError
 
-__all__ = ["PublicState", "PrivatizedMessage", "ShuffledBatch", "shuffle_messages"]
+__all__ = ["PrivatizedMessage", "PublicState", "ShuffledBatch", "shuffle_messages"]
 
 
 def _frozen(arrays: Mapping[str, np.ndarray], *, copy: bool = True) -> Mapping[str, np.ndarray]:

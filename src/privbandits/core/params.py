@@ -28,17 +28,17 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_in_range, check_int
 
 __all__ = [
-    "Constraint",
-    "Real",
-    "Int",
-    "Choice",
-    "Bool",
-    "Optional",
     "Any_",
-    "Epsilon",
+    "Bool",
+    "Choice",
+    "Constraint",
     "Delta",
-    "Positive",
+    "Epsilon",
+    "Int",
     "NonNegative",
+    "Optional",
+    "Positive",
+    "Real",
     "validate_params",
 ]
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from privbandits.core.validation import check_int
 
-__all__ = ["Streams", "make_streams", "ROLES"]
+__all__ = ["ROLES", "Streams", "make_streams"]
 
 #: Fixed order of the spawned children; append only (changing it changes every result).
 ROLES: tuple[str, ...] = ("instance", "contexts", "rewards", "client", "shuffler", "server", "policy")

@@ -8,7 +8,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.links import IDENTITY, Link
 from privbandits.core.validation import check_choice, check_int, check_positive
 
-__all__ = ["EnvSpec", "SETTINGS"]
+__all__ = ["SETTINGS", "EnvSpec"]
 
 SETTINGS: tuple[str, ...] = ("single", "multi")
 

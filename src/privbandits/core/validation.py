@@ -16,17 +16,17 @@ import numpy as np
 from privbandits.core.errors import DataBoundError, ValidationError
 
 __all__ = [
-    "check_epsilon",
-    "check_delta",
-    "check_positive",
-    "check_nonnegative",
-    "check_int",
-    "check_probability",
-    "check_in_range",
     "check_choice",
+    "check_delta",
+    "check_epsilon",
     "check_finite_array",
-    "check_shape",
+    "check_in_range",
+    "check_int",
+    "check_nonnegative",
     "check_norm_bound",
+    "check_positive",
+    "check_probability",
+    "check_shape",
 ]
 
 

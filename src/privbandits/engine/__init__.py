@@ -12,7 +12,7 @@
 
 from privbandits.engine.recorder import Recorder
 
-__all__ = ["Recorder", "ENGINES"]
+__all__ = ["ENGINES", "Recorder"]
 
 #: Engine names accepted by :func:`privbandits.simulate.simulate`.
 ENGINES: tuple[str, ...] = ("auto", "reference", "compiled", "aggregate")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Recorder", "Progress"]
+__all__ = ["Progress", "Recorder"]
 
 Progress = Callable[[int], None]
 

@@ -5,4 +5,4 @@ from privbandits.envs.finite import FiniteActionEnv
 from privbandits.envs.sequence import ContextSequenceEnv
 from privbandits.envs.synthetic import SyntheticEnv
 
-__all__ = ["Environment", "SyntheticEnv", "FiniteActionEnv", "ContextSequenceEnv"]
+__all__ = ["ContextSequenceEnv", "Environment", "FiniteActionEnv", "SyntheticEnv"]

@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.core.spec import EnvSpec
 from privbandits.core.links import Link, get_link
 from privbandits.core.rng import Streams
+from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_int, check_positive
 from privbandits.envs.noise import RewardNoise
 
-__all__ = ["Chunk", "Environment", "CHUNK_FLOATS", "MAX_CHUNK_ROUNDS"]
+__all__ = ["CHUNK_FLOATS", "MAX_CHUNK_ROUNDS", "Chunk", "Environment"]
 
 #: Target number of floats per chunk of contexts (bounds memory, amortizes RNG calls).
 CHUNK_FLOATS = 1 << 21

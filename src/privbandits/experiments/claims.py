@@ -16,7 +16,7 @@ from typing import Any
 
 from privbandits.experiments.summary import Series, fmt_num, format_values
 
-__all__ = ["PairCheck", "OrderCheck", "check_claimed_order"]
+__all__ = ["OrderCheck", "PairCheck", "check_claimed_order"]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.experiments.store import ResultsStore, StoredResult
 
-__all__ = ["EXPORT_FORMATS", "export_results", "long_rows", "long_columns"]
+__all__ = ["EXPORT_FORMATS", "export_results", "long_columns", "long_rows"]
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
 _LEAD = ("experiment", "key", "algorithm", "label", "preset", "trust_model", "guarantee_epsilon",

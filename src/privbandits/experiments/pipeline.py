@@ -15,7 +15,7 @@ from privbandits.experiments.runner import RunReport, run_experiment
 from privbandits.experiments.store import DEFAULT_DB, ResultsStore
 from privbandits.experiments.summary import Series, build_series
 
-__all__ = ["Outcome", "run_pipeline", "default_out_dir"]
+__all__ = ["Outcome", "default_out_dir", "run_pipeline"]
 
 
 @dataclass

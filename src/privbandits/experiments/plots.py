@@ -20,7 +20,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_nonnegative
 from privbandits.experiments.summary import Series, format_values
 
-__all__ = ["plot_regret", "FIGURE_FORMATS"]
+__all__ = ["FIGURE_FORMATS", "plot_regret"]
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",

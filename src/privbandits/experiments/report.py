@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from privbandits.algorithms import get
@@ -61,7 +61,7 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         lines += [config.description.strip(), ""]
     n_seeds = len(config.seeds)
     lines += [
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by privbandits.",
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits.",
         f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
         f"= {config.replications * n_seeds} runs per series; environment: "
         + ", ".join(f"{k}={v}" for k, v in config.env.items()) + ".",

@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.validation import check_int
@@ -38,7 +45,7 @@ from privbandits.experiments.store import ResultsStore, StoredResult
 from privbandits.experiments.units import WorkUnit, execute_unit
 from privbandits.simulate import SimulationResult
 
-__all__ = ["RunReport", "run_experiment", "run_units", "default_workers"]
+__all__ = ["RunReport", "default_workers", "run_experiment", "run_units"]
 
 OnDone = Callable[[int, SimulationResult], None]
 

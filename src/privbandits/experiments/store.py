@@ -15,7 +15,7 @@ import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +186,7 @@ class ResultsStore:
             "reward": _npy(result.reward), "estimation_error": _npy(result.estimation_error),
             "wall_time": float(result.wall_time), "extra": _json(result.extra),
             "config": canonical_json(unit.config()), "schema_version": SCHEMA_VERSION,
-            "library_version": __version__, "created_at": datetime.now(timezone.utc).isoformat(),
+            "library_version": __version__, "created_at": datetime.now(UTC).isoformat(),
             "resolved_params": _json(result.resolved_params), "engine": result.engine,
         }
         _check_shapes(unit, result)

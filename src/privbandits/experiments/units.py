@@ -21,7 +21,7 @@ from privbandits.envs import FiniteActionEnv, SyntheticEnv
 from privbandits.envs.base import Environment
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
-__all__ = ["SCHEMA_VERSION", "ENV_KINDS", "WorkUnit", "build_env", "canonical_json", "execute_unit"]
+__all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_json", "execute_unit"]
 
 #: Version of the unit-configuration schema hashed into every key.  Bump it when the meaning of
 #: a stored configuration changes, so old rows are never mistaken for new ones.
