@@ -11,6 +11,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
+from privbandits.algorithms.linalg import sherman_morrison_row
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Delta, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
@@ -47,30 +48,12 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
 
 
 @nb.njit(cache=True)
-def sherman_morrison(V_inv, r, x, Vx):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """``V_inv[r] <- (V + x x^T)^{-1}`` in place; returns ``q = x^T V^{-1} x`` (before the update)."""
-    d = x.shape[0]
-    q = 0.0
-    for i in range(d):
-        s = 0.0
-        for j in range(d):
-            s += V_inv[r, i, j] * x[j]
-        Vx[i] = s
-        q += x[i] * s
-    c = 1.0 / (1.0 + q)
-    for i in range(d):
-        for j in range(d):
-            V_inv[r, i, j] -= c * Vx[i] * Vx[j]
-    return q
-
-
-@nb.njit(cache=True)
 def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     V_inv, b, theta, logdet, scores = state
     x = X[a]
     d = x.shape[0]
     Vx = np.empty(d)
-    q = sherman_morrison(V_inv, r, x, Vx)
+    q = sherman_morrison_row(V_inv[r], x, Vx)
     logdet[r] += math.log1p(q)
     for i in range(d):
         b[r, i] += y * x[i]

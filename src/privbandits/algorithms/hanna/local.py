@@ -44,7 +44,7 @@ from privbandits.algorithms.hanna.presets import (
     SWITCH_CONSTRAINTS,
     resolve_switches,
 )
-from privbandits.algorithms.hanna.server import EliminationServer, check_reports
+from privbandits.algorithms.hanna.server import EliminationServer, ServerHeldEngine, check_reports
 from privbandits.algorithms.hanna.widths import LocalWidth
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
@@ -161,7 +161,7 @@ class LocalServer(EliminationServer):
 
 
 @register
-class HannaLocal(LocalAlgorithm):
+class HannaLocal(ServerHeldEngine, LocalAlgorithm):
     """Algorithm 2 of Hanna et al. (2022): local model, pure eps0-LDP Laplace reports.
 
     Parameters
@@ -240,18 +240,6 @@ class HannaLocal(LocalAlgorithm):
         scale = float(res["laplace_scale"])
         width = LocalWidth(lambda plan: np.full(len(plan), scale), res["width_mode"], self.sigma, self.fail_prob)
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
-
-    def start_batches(self, A: np.ndarray) -> HannaElimination:
-        """Install the engine on the public action catalogue ``A`` (R, K, d) in the server."""
-        core = self.make_core(np.array(A, dtype=float, copy=True))
-        self.server.start(core)
-        return core
-
-    @property
-    def core(self) -> HannaElimination | None:
-        """The elimination engine of the current run (held by the untrusted server)."""
-        server = self.__dict__.get("server")
-        return None if server is None else server.core
 
     @property
     def batch_log(self) -> list[dict[str, Any]]:

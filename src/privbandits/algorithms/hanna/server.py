@@ -28,7 +28,7 @@ from privbandits.algorithms.hanna.elimination import BatchPlan, HannaElimination
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PublicState
 
-__all__ = ["REPORT_KEYS", "EliminationServer", "check_reports"]
+__all__ = ["REPORT_KEYS", "EliminationServer", "ServerHeldEngine", "check_reports"]
 
 #: Payload keys of a report: the (public) action and the privatized reward.
 REPORT_KEYS: tuple[str, ...] = ("action", "reward_hat")
@@ -115,3 +115,23 @@ class EliminationServer(Server):
     @property
     def batch_log(self) -> list[dict[str, Any]]:
         return [] if self.core is None else self.core.batch_log
+
+
+class ServerHeldEngine:
+    """Mixin of the untrusted-server algorithms (local and shuffle): the elimination engine lives
+    in ``self.server`` (an :class:`EliminationServer`); ``make_core`` is the algorithm's."""
+
+    server: Any
+    make_core: Any
+
+    def start_batches(self, A: np.ndarray) -> HannaElimination:
+        """Install the engine on the public action catalogue ``A`` (R, K, d) in the server."""
+        core = self.make_core(np.array(A, dtype=float, copy=True))
+        self.server.start(core)
+        return core
+
+    @property
+    def core(self) -> HannaElimination | None:
+        """The elimination engine of the current run (held by the untrusted server)."""
+        server = self.__dict__.get("server")
+        return None if server is None else server.core
