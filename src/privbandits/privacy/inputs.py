@@ -8,6 +8,7 @@ the randomizers themselves (their recorded policy), so only finiteness is requir
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from privbandits.core.errors import DataBoundError
@@ -35,6 +36,10 @@ def check_client_inputs(contexts: np.ndarray, rewards: np.ndarray, context_bound
     DataBoundError
         Naming what was wrong and the declared bound.
     """
+    X = np.ascontiguousarray(contexts, dtype=float)
+    y = np.ascontiguousarray(rewards, dtype=float).reshape(-1)
+    if X.ndim >= 1 and _all_within(X.reshape(-1, X.shape[-1]), y, (context_bound * (1.0 + NORM_RTOL)) ** 2):
+        return
     if not np.isfinite(rewards).all():
         bad = int(rewards.size - np.count_nonzero(np.isfinite(rewards)))
         raise DataBoundError(f"rewards contain {bad} NaN or infinite values; a local randomizer "
@@ -49,3 +54,22 @@ def check_client_inputs(contexts: np.ndarray, rewards: np.ndarray, context_bound
         raise DataBoundError(
             f"a context has l2 norm {np.sqrt(worst):.6g}, above the declared context_bound={context_bound:g}; "
             "the privacy calibration relies on the bound: rescale the data or declare a larger bound")
+
+
+@nb.njit(cache=True)
+def _all_within(X: np.ndarray, y: np.ndarray, bound_sq: float) -> bool:  # pragma: no cover - compiled
+    """One compiled pass: every reward finite and every row of ``X`` finite with squared norm
+    at most ``bound_sq`` (the common case; the Python checks above name what failed otherwise)."""
+    for i in range(y.shape[0]):
+        if not np.isfinite(y[i]):
+            return False
+    for i in range(X.shape[0]):
+        sq = 0.0
+        for j in range(X.shape[1]):
+            v = X[i, j]
+            if not np.isfinite(v):
+                return False
+            sq += v * v
+        if sq > bound_sq:
+            return False
+    return True
