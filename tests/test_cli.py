@@ -70,8 +70,8 @@ def test_demo_tiny(tmp_path: Path) -> None:
                   "--out", str(out)])
     assert "Final cumulative regret at T = 150" in result.stdout
     assert "linucb" in result.stdout and "uniform" in result.stdout and "non-private" in result.stdout
-    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("regret plot: "))
-    png = Path(line.removeprefix("regret plot: "))
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("figure: "))
+    png = Path(line.removeprefix("figure: "))
     assert png == out / "regret.png" and png.read_bytes()[:4] == b"\x89PNG"
     n_units = len(load_preset("demo").units())  # every algorithm x seed of the demo preset
     assert n_units >= 4 and _rows(db) == n_units
@@ -115,7 +115,7 @@ def test_export_and_plot_from_database(cfg: Path, tmp_path: Path) -> None:
     _ok(["export", "--db", str(db), "--format", "parquet", "--out", str(tmp_path / "x.parquet")])
     res = _ok(["plot", "--db", str(db), "--experiment", "small", "--loglog", "--band", "1", "--out", str(tmp_path / "p")])
     assert (tmp_path / "p" / "regret.png").exists() and (tmp_path / "p" / "regret.pdf").exists()
-    assert "regret plot:" in res.stdout
+    assert "figure:" in res.stdout
 
 
 BAD = {
@@ -168,9 +168,9 @@ def test_reproduce_list_and_quick(tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = _ok(["reproduce", "demo", "--quick", "--horizon", "100", "--replications", "2", "--seed", "3",
                "--workers", "1", "--db", str(tmp_path / "r.db"), "--out", str(out), "-q"])
-    assert "claimed order (all runs): agree" in res.stdout
+    assert "claim linucb < uniform (all runs): agree" in res.stdout
     report = (out / "report.md").read_text()
-    assert "Claimed ordering of final regret (lowest first): linucb < uniform." in report
+    assert "**Claim: linucb < uniform**" in report and "- **all runs**: agree" in report
     assert (out / "regret.pdf").exists()
 
 

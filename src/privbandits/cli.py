@@ -110,17 +110,18 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
     n_runs = cfg.replications * len(cfg.seeds)
     out.print(_regret_table(outcome.series, f"Final cumulative regret at T = {cfg.horizon} "
                                             f"(mean ± std over {n_runs} runs per row)"))
+    styles = {"agree": "green", "disagree": "red", "inconclusive": "yellow", "incomplete": "yellow"}
     for chk in outcome.checks:
-        verdict = "agree" if chk.agree else ("incomplete" if chk.missing else "DISAGREE")
-        style = "green" if chk.agree else "red"
-        out.print(f"claimed order ({chk.cell_name}): ", end="", markup=False)
-        out.print(verdict, style=style)
-        for pair in chk.pairs:
-            out.print(f"  {pair}", markup=False)
-        if chk.missing:
-            out.print(f"  not measured: {', '.join(chk.missing)}", markup=False)
+        out.print(f"claim {chk.claim.describe()} ({chk.cell_name}): ", end="", markup=False)
+        out.print(chk.verdict, style=styles[chk.verdict])
+        for line in chk.lines():
+            out.print(f"  {line}", markup=False)
+    for row in outcome.paper_rows:
+        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
+        out.print(f"paper {row.number.source or ''}: {row.number.algorithm} {dict(row.number.where) or ''} "
+                  f"{row.number.metric} = {row.number.value:g}, ours / paper = {ratio}", markup=False)
     for path in outcome.figures:
-        out.print(f"regret plot: {path}", markup=False, soft_wrap=True)
+        out.print(f"figure: {path}", markup=False, soft_wrap=True)
     if show_report and outcome.report is not None:
         out.print(f"report: {outcome.report}", markup=False, soft_wrap=True)
 
@@ -191,20 +192,38 @@ def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
 @_guard
 def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (see --list).")] = None,
               list_: Annotated[bool, typer.Option("--list", help="List the presets and exit.")] = False,
+              all_: Annotated[bool, typer.Option("--all", help="Run every reproduction preset into "
+                                                 "<out>/<preset>/ and write the gallery <out>/README.md.")] = False,
               quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
               seed: SeedOpt = None, preset: PresetOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
               db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
-              engine: EngineOpt = None) -> None:
+              engine: EngineOpt = None,
+              dpi: Annotated[Optional[int], typer.Option("--dpi", min=20, max=1200,
+                                                         help="PNG resolution (default: the preset's, 150).")] = None
+              ) -> None:
     """Reproduce a paper's experiment from a preset; writes PNG + PDF figures and report.md."""
+    from privbandits.experiments.pipeline import run_pipeline
     from privbandits.experiments.presets import available_presets, load_preset
 
     if list_:
         _out().print(_presets_table(available_presets()))
         return
+    overrides = _overrides(quick, horizon, replications, seed, preset, engine=engine)
+    if all_:
+        if name:
+            raise ValidationError("give either a preset NAME or --all, not both")
+        from privbandits.experiments.gallery import reproduce_all, write_gallery
+
+        root = out or Path(db).parent / "reproductions"
+        entries = reproduce_all(root, db, quick=quick, overrides=overrides, workers=workers, scheduler=scheduler,
+                                quiet=quiet, dpi=dpi, on_done=lambda n, o: _print_outcome(o))
+        _out().print(f"gallery: {write_gallery(entries, root, quick=quick)}", markup=False, soft_wrap=True)
+        return
     if not name:
-        raise ValidationError("give a preset NAME (privbandits reproduce --list shows them)")
-    cfg = load_preset(name, _overrides(quick, horizon, replications, seed, preset, engine=engine))
-    _run_config(cfg, db, out, workers, scheduler, quiet)
+        raise ValidationError("give a preset NAME or --all (privbandits reproduce --list shows them)")
+    cfg = load_preset(name, overrides)
+    outcome = run_pipeline(cfg, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err(), dpi=dpi)
+    _print_outcome(outcome)
 
 
 @app.command()
@@ -245,7 +264,7 @@ def plot(db: DbOpt = DEFAULT_DB,
     paths = plot_regret(build_series(kept), (out or default_out_dir(db, name)) / "regret", facet=facet,
                         band=band, logx=logx or loglog, logy=logy or loglog, title=name)
     for p in paths:
-        _out().print(f"regret plot: {p}", markup=False, soft_wrap=True)
+        _out().print(f"figure: {p}", markup=False, soft_wrap=True)
 
 
 def _latest_experiment(store: Any) -> str:

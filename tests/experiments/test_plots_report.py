@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from privbandits.core.errors import ValidationError
-from privbandits.experiments.claims import check_claimed_order
+from privbandits.experiments.claims import evaluate_claims
 from privbandits.experiments.config import parse_config
 from privbandits.experiments.plots import plot_regret
 from privbandits.experiments.report import render_report
@@ -72,23 +72,27 @@ def test_plot_errors(stored, tmp_path: Path) -> None:
 
 
 def test_claimed_order_checked_per_cell(stored) -> None:
-    series = build_series(stored[1].results)
-    checks = check_claimed_order(["LinUCB", "uniform"], series)
+    cfg, report = stored
+    series = build_series(report.results)
+    checks = evaluate_claims(cfg.claims, series)  # claimed_order = ["LinUCB", "uniform"]
     assert [c.cell for c in checks] == [{"alpha": 0.2}, {"alpha": 1.0}]  # uniform joins every cell
     for chk in checks:
-        (pair,) = chk.pairs
-        assert chk.agree and pair.agree and pair.z > 5
+        (pair,) = chk.comparisons
+        assert chk.agree and pair.verdict == "agree" and pair.z > 5 and pair.paired
         lin = next(s for s in series if s.label == "LinUCB" and s.grid == chk.cell)
-        assert pair.mean_better == pytest.approx(lin.final_mean) and pair.se_better == pytest.approx(lin.final_se)
-    reversed_ = check_claimed_order(["uniform", "LinUCB"], series)
-    assert not any(c.agree for c in reversed_) and all(p.z < -5 for c in reversed_ for p in c.pairs)
-    assert "DISAGREE" in str(reversed_[0].pairs[0])
+        uni = next(s for s in series if s.label == "uniform")
+        assert pair.mean_better == pytest.approx(lin.final_mean)
+        d = uni.final - lin.final  # same seeds and replications: paired over common random numbers
+        assert pair.se_diff == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
+    reversed_ = evaluate_claims([type(cfg.claims[0])(kind="order", items=("uniform", "LinUCB"))], series)
+    assert all(c.verdict == "disagree" for c in reversed_) and all(p.z < -5 for c in reversed_ for p in c.comparisons)
+    assert "disagree" in str(reversed_[0].comparisons[0])
 
 
 def test_report_contents(stored) -> None:
     cfg, report = stored
     series = build_series(report.results)
-    checks = check_claimed_order(cfg.report.claimed_order, series)
+    checks = evaluate_claims(cfg.claims, series)
     text = render_report(cfg, series, [Path("regret.png"), Path("regret.pdf")], checks, report)
     assert text.startswith("# Small")
     assert "| algorithm | trust model | preset | guarantee | final regret | n | wall time (s) |" in text

@@ -18,11 +18,13 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "check_claimed_order": "claims", "OrderCheck": "claims",
+    "Claim": "claims", "ClaimResult": "claims", "evaluate_claims": "claims",
+    "PaperNumber": "paper_numbers", "match_numbers": "paper_numbers",
+    "reproduce_all": "gallery", "write_gallery": "gallery",
     "ExperimentConfig": "config", "Overrides": "config", "load_config": "config", "parse_config": "config",
     "export_results": "export",
     "Outcome": "pipeline", "run_pipeline": "pipeline",
-    "plot_regret": "plots",
+    "plot_final_vs_param": "plots", "plot_regret": "plots",
     "available_presets": "presets", "load_preset": "presets",
     "write_report": "report",
     "RunReport": "runner", "run_experiment": "runner", "run_units": "runner",

@@ -1,99 +1,304 @@
-"""Compare a paper's claimed ordering of algorithms with the measured final regrets.
+"""A paper's claims about final regret, checked against the measurements with a stated test.
 
-``claimed_order = ["a", "b", "c"]`` claims ``regret(a) < regret(b) < regret(c)`` at the horizon
-(lowest regret first).  The check is made separately in every *cell* (combination of grid values,
-e.g. each epsilon); a series without a grid parameter (a non-private baseline) takes part in every
-cell.  Each adjacent pair is reported with both means, their standard errors and
-``z = (mean_b - mean_a) / sqrt(se_a^2 + se_b^2)``; nothing is tuned, the numbers are what they are.
+A claim is data in the experiment configuration (``[[claims]]``, or the shorthand
+``[report] claimed_order``) and is checked in every *cell* (combination of grid values, e.g. each
+epsilon) separately; a series without a grid parameter (a non-private baseline) takes part in
+every cell.  The kinds:
+
+============  ===================================================================================
+kind          claim
+============  ===================================================================================
+``order``     ``items = [a, b, c]``: regret(a) < regret(b) < regret(c) (lowest first)
+``tiers``     ``items = [a, b]``, ``above = [c]``: every one of a, b below every one of ``above``
+``within``    ``items = [a, b]``, ``percent = 10``: mean regret of a within 10 % of that of b
+``monotone``  ``items = [a]``, ``param = "epsilon"``, ``direction = "decreasing"``: a's regret
+              falls as the parameter grows (each adjacent pair of values checked)
+============  ===================================================================================
+
+``where = { epsilon = 1.0 }`` restricts a claim to the cells with those values.
+
+Every comparison of two series ``better`` and ``worse`` uses the difference of final regrets
+``D = worse - better``.  When both series pooled the same seeds and replications they saw the same
+problem instances and reward draws (common random numbers), and the test is *paired*:
+``z = mean(D_i) / (sd(D_i) / sqrt(n))`` over replications ``i``; otherwise it is the unpaired
+``z = (mean_w - mean_b) / sqrt(se_b^2 + se_w^2)``.  The verdict at one-sided level ``level``
+(default 0.05, ``z* = 1.645``) is *agree* if ``z >= z*``, *disagree* if ``z <= -z*`` and
+*inconclusive* otherwise (two identical series are inconclusive, never a disagreement).  A claim is
+agreed in a cell when every comparison agrees, disagreed when one disagrees, inconclusive otherwise.
+``within`` uses the two-sided ``1 - level`` confidence interval of ``D / mean_b``: agree when it
+lies inside ``[-p, p]``, disagree when it lies entirely outside.  Nothing is tuned: the numbers are
+what they are.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scipy import stats
+
 from privbandits.experiments.summary import Series, fmt_num, format_values
 
-__all__ = ["OrderCheck", "PairCheck", "check_claimed_order"]
+__all__ = [
+    "CLAIM_KINDS",
+    "VERDICTS",
+    "Claim",
+    "ClaimResult",
+    "Comparison",
+    "compare",
+    "evaluate_claims",
+    "verdict_counts",
+    "verdict_line",
+]
+
+CLAIM_KINDS: tuple[str, ...] = ("order", "tiers", "within", "monotone")
+VERDICTS: tuple[str, ...] = ("agree", "disagree", "inconclusive", "incomplete")
 
 
 @dataclass(frozen=True)
-class PairCheck:
-    """One claimed inequality ``better < worse`` of final mean regret."""
+class Claim:
+    """One claim of a paper (see the module docstring for the kinds).
+
+    Attributes
+    ----------
+    kind : {"order", "tiers", "within", "monotone"}
+    items : tuple of str
+        Series labels (or algorithm names): the chain of ``order``, the lower tier of ``tiers``,
+        ``(a, b)`` of ``within``, the one series of ``monotone``.
+    above : tuple of str
+        The upper tier of ``tiers``.
+    param, direction : str
+        ``monotone``: the parameter and ``"decreasing"`` / ``"increasing"``.
+    percent : float
+        ``within``: the tolerance in percent.
+    where : dict
+        Only the cells with these grid values.
+    text : str
+        The claim in the paper's words (for the report).
+    """
+
+    kind: str
+    items: tuple[str, ...]
+    above: tuple[str, ...] = ()
+    param: str | None = None
+    direction: str = "decreasing"
+    percent: float | None = None
+    where: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""
+
+    def describe(self) -> str:
+        """The claim as one line of plain text."""
+        if self.kind == "order":
+            core = " < ".join(self.items)
+        elif self.kind == "tiers":
+            core = f"{{{', '.join(self.items)}}} < {{{', '.join(self.above)}}}"
+        elif self.kind == "within":
+            core = f"{self.items[0]} within {self.percent:g} % of {self.items[1]}"
+        else:
+            core = f"{self.items[0]} {self.direction} in {self.param}"
+        if self.where:
+            core += f" (at {format_values(dict(self.where))})"
+        return core
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``better < worse`` in final mean regret, tested (paired when possible)."""
 
     better: str
     worse: str
     mean_better: float
-    se_better: float
     mean_worse: float
-    se_worse: float
+    se_diff: float
+    paired: bool
+    z_crit: float
 
     @property
-    def agree(self) -> bool:
-        return self.mean_better < self.mean_worse
+    def diff(self) -> float:
+        return self.mean_worse - self.mean_better
 
     @property
     def z(self) -> float:
-        se = math.hypot(self.se_better, self.se_worse)
-        diff = self.mean_worse - self.mean_better
-        return diff / se if se > 0 else math.copysign(math.inf, diff) if diff else 0.0
+        if self.se_diff > 0:
+            return self.diff / self.se_diff
+        return 0.0 if self.diff == 0 else math.copysign(math.inf, self.diff)
+
+    @property
+    def verdict(self) -> str:
+        z = self.z
+        return "agree" if z >= self.z_crit else "disagree" if z <= -self.z_crit else "inconclusive"
 
     def __str__(self) -> str:
-        verdict = "agree" if self.agree else "DISAGREE"
-        return (f"{self.better} ({fmt_num(self.mean_better)} ± {fmt_num(self.se_better, 2)} se) < "
-                f"{self.worse} ({fmt_num(self.mean_worse)} ± {fmt_num(self.se_worse, 2)} se): "
-                f"{verdict}, z = {self.z:.2f}")
+        test = "paired" if self.paired else "unpaired"
+        return (f"{self.better} ({fmt_num(self.mean_better)}) < {self.worse} ({fmt_num(self.mean_worse)}): "
+                f"{self.verdict}, {test} z = {self.z:.2f}")
+
+
+def compare(better: Series, worse: Series, z_crit: float = 1.6448536269514722) -> Comparison:
+    """Test the claim ``final regret of better < final regret of worse``.
+
+    Paired over replications when both series pooled the same seeds with the same number of
+    replications (the same instances and draws), unpaired otherwise.
+    """
+    a, b = better.final, worse.final
+    paired = better.seeds == worse.seeds and a.shape == b.shape and a.size > 1
+    if paired:
+        d = b - a
+        se = float(d.std(ddof=1) / math.sqrt(d.size))
+    else:
+        se = math.hypot(better.final_se, worse.final_se)
+    return Comparison(better.name, worse.name, better.final_mean, worse.final_mean, se, paired, z_crit)
 
 
 @dataclass(frozen=True)
-class OrderCheck:
-    """The claimed order checked in one cell."""
+class ClaimResult:
+    """A claim checked in one cell."""
 
+    claim: Claim
     cell: dict[str, Any]
-    pairs: tuple[PairCheck, ...]
-    missing: tuple[str, ...] = field(default=())
+    verdict: str
+    comparisons: tuple[Comparison, ...] = ()
+    missing: tuple[str, ...] = ()
+    detail: str = ""
 
     @property
     def agree(self) -> bool:
-        return bool(self.pairs) and not self.missing and all(p.agree for p in self.pairs)
+        return self.verdict == "agree"
 
     @property
     def cell_name(self) -> str:
         return format_values(self.cell) if self.cell else "all runs"
+
+    def lines(self) -> list[str]:
+        """The comparisons behind the verdict, one per line."""
+        out = [str(c) for c in self.comparisons]
+        if self.detail:
+            out.append(self.detail)
+        if self.missing:
+            out.append(f"not measured in this cell: {', '.join(self.missing)}")
+        return out
 
 
 def _matches(s: Series, item: str) -> bool:
     return s.label == item or s.algorithm == item
 
 
-def check_claimed_order(claimed: Sequence[str], series: Sequence[Series]) -> list[OrderCheck]:
-    """Check ``claimed`` (lowest final regret first) in every grid cell of ``series``."""
-    if len(claimed) < 2:
-        return []
-    involved = [s for s in series if any(_matches(s, c) for c in claimed)]
-    keys = sorted({k for s in involved for k in s.grid})
+def _combine(verdicts: Sequence[str]) -> str:
+    if not verdicts:
+        return "incomplete"
+    if "disagree" in verdicts:
+        return "disagree"
+    return "agree" if all(v == "agree" for v in verdicts) else "inconclusive"
+
+
+def _cells(involved: Sequence[Series], exclude: Sequence[str], where: Mapping[str, Any]) -> list[dict[str, Any]]:
+    keys = sorted({k for s in involved for k in s.grid} - set(exclude))
     cells: list[dict[str, Any]] = []
     for s in involved:
         if all(k in s.grid for k in keys):
             cell = {k: s.grid[k] for k in keys}
-            if cell not in cells:
+            if cell not in cells and all(cell.get(k, v) == v for k, v in where.items()):
                 cells.append(cell)
-    if not cells:
-        cells = [{}]
-    checks = []
-    for cell in cells:
-        chosen: list[Series] = []
-        missing: list[str] = []
-        for item in claimed:
-            cands = [s for s in involved if _matches(s, item)
-                     and all(s.grid.get(k, cell[k]) == cell[k] for k in cell)]
-            if len(cands) == 1:
-                chosen.append(cands[0])
-            else:
-                missing.append(item)
-        pairs = tuple(PairCheck(a.label, b.label, a.final_mean, a.final_se, b.final_mean, b.final_se)
-                      for a, b in zip(chosen, chosen[1:]))
-        checks.append(OrderCheck(cell=cell, pairs=pairs, missing=tuple(missing)))
-    return checks
+    return cells or ([{}] if not keys else [])
+
+
+def _in_cell(s: Series, cell: Mapping[str, Any]) -> bool:
+    return all(s.grid.get(k, v) == v for k, v in cell.items())
+
+
+def _pick(involved: Sequence[Series], item: str, cell: Mapping[str, Any]) -> Series | None:
+    cands = [s for s in involved if _matches(s, item) and _in_cell(s, cell)]
+    return cands[0] if len(cands) == 1 else None
+
+
+def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], z_crit: float,
+                level: float) -> ClaimResult:
+    if claim.kind == "monotone":
+        members = sorted((s for s in involved if _matches(s, claim.items[0]) and _in_cell(s, cell)
+                          and s.value(claim.param or "") is not None), key=lambda s: s.value(claim.param or ""))
+        if len(members) < 2:
+            return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
+        if claim.direction == "decreasing":  # larger parameter value -> lower regret
+            comps = tuple(compare(hi, lo, z_crit) for lo, hi in zip(members, members[1:]))
+        else:
+            comps = tuple(compare(lo, hi, z_crit) for lo, hi in zip(members, members[1:]))
+        return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
+    names = claim.items + claim.above
+    picked = {n: _pick(involved, n, cell) for n in names}
+    missing = tuple(n for n, s in picked.items() if s is None)
+    if missing:
+        return ClaimResult(claim, cell, "incomplete", missing=missing)
+    sel: dict[str, Series] = {n: s for n, s in picked.items() if s is not None}
+    if claim.kind == "order":
+        comps = tuple(compare(sel[a], sel[b], z_crit) for a, b in zip(claim.items, claim.items[1:]))
+        return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
+    if claim.kind == "tiers":
+        comps = tuple(compare(sel[a], sel[b], z_crit) for a in claim.items for b in claim.above)
+        return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
+    # within: D = a - b relative to mean_b, two-sided interval
+    a, b = sel[claim.items[0]], sel[claim.items[1]]
+    comp = compare(b, a, z_crit)  # diff = mean_a - mean_b
+    p = float(claim.percent or 0.0) / 100.0
+    scale = abs(b.final_mean)
+    if scale == 0:
+        return ClaimResult(claim, cell, "inconclusive", (comp,), detail="reference mean is 0")
+    rel = comp.diff / scale
+    hw = float(stats.norm.ppf(1 - level / 2)) * comp.se_diff / scale
+    if abs(rel) + hw <= p:
+        verdict = "agree"
+    elif abs(rel) - hw > p:
+        verdict = "disagree"
+    else:
+        verdict = "inconclusive"
+    detail = (f"{a.name} / {b.name} - 1 = {100 * rel:+.1f} % "
+              f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %), "
+              f"claimed within ±{100 * p:g} %: {verdict}")
+    return ClaimResult(claim, cell, verdict, (), detail=detail)
+
+
+def evaluate_claims(claims: Sequence[Claim], series: Sequence[Series], level: float = 0.05) -> list[ClaimResult]:
+    """Check every claim in every cell of ``series``.
+
+    Parameters
+    ----------
+    claims : sequence of Claim
+    series : sequence of Series
+        From :func:`~privbandits.experiments.summary.build_series`.
+    level : float
+        One-sided significance level of each comparison (``within``: two-sided).
+
+    Returns
+    -------
+    list of ClaimResult
+        In claim order, then cell order.
+    """
+    z_crit = float(stats.norm.ppf(1 - level))
+    out: list[ClaimResult] = []
+    for claim in claims:
+        names = claim.items + claim.above
+        involved = [s for s in series if any(_matches(s, n) for n in names)]
+        exclude = [claim.param] if claim.kind == "monotone" and claim.param else []
+        cells = _cells(involved, exclude, claim.where)
+        if not cells:
+            out.append(ClaimResult(claim, dict(claim.where), "incomplete", missing=names))
+        out += [_check_cell(claim, involved, cell, z_crit, level) for cell in cells]
+    return out
+
+
+def verdict_counts(results: Sequence[ClaimResult]) -> dict[str, int]:
+    """How many cell checks ended in each verdict."""
+    counts = dict.fromkeys(VERDICTS, 0)
+    for r in results:
+        counts[r.verdict] += 1
+    return counts
+
+
+def verdict_line(results: Sequence[ClaimResult]) -> str:
+    """One line summing up the checks, e.g. ``"claims: 5 agree, 1 disagree, 2 inconclusive"``."""
+    if not results:
+        return "no claims checked"
+    counts = verdict_counts(results)
+    return "claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+

@@ -39,8 +39,36 @@ Schema (every table and key is checked; unknown keys are rejected with the close
     [report]                       # used by ``privbandits reproduce``
     title = "..."
     source = "Paper, Figure 1"
-    claimed_order = ["ldp-sgd", "ldp-ols"]   # labels (or names), lowest final regret first
-    claims = "free text"
+    claimed_order = ["ldp-sgd", "ldp-ols"]   # shorthand for one [[claims]] entry of kind "order"
+    claims = "free text"           # the paper's claims in its words
+    notes = "free text"            # our remarks (e.g. why numbers differ from the paper)
+    level = 0.05                   # one-sided significance level of the claim checks
+
+    [[figures]]                    # default: one regret_vs_t figure from [plot]
+    kind = "final_vs_param"        # regret_vs_t | final_vs_param
+    name = "final-regret-vs-epsilon"   # file stem
+    x = "epsilon"                  # final_vs_param: the parameter on the x axis
+    series = ["central"]           # final_vs_param: labels drawn as lines
+    baselines = ["non-private"]    # final_vs_param: labels drawn as horizontal reference lines
+    errorbars = "se"               # se | ci95
+    logx = true
+
+    [[claims]]                     # see privbandits.experiments.claims
+    kind = "order"                 # order | tiers | within | monotone
+    items = ["a", "b"]
+    where = { epsilon = 1.0 }      # only these cells
+
+    [[paper_numbers]]              # see privbandits.experiments.paper_numbers
+    algorithm = "a"
+    where = { epsilon = 1.0 }
+    metric = "final_regret"
+    value = 1234.0
+    source = "Table 2, p. 9"
+
+    [[tables]]                     # paper numbers arranged as a table
+    title = "Table 2"
+    metric = "final_regret"
+    columns = "epsilon"
 
 Privacy parameters (keys ``epsilon``, ``delta`` and keys ending in ``_epsilon`` / ``_delta``)
 are checked centrally wherever they appear, and every algorithm variant is constructed and reset
@@ -50,6 +78,7 @@ on the environment once, so errors name their key path (``algorithms[1].params.d
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import itertools
 import re
@@ -65,12 +94,15 @@ from privbandits.core.errors import ConfigError, PrivbanditsError
 from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_choice, check_in_range, check_int
 from privbandits.engine import ENGINES
+from privbandits.experiments.claims import CLAIM_KINDS, Claim
+from privbandits.experiments.paper_numbers import PaperNumber, PaperTable
 from privbandits.experiments.units import ENV_KINDS, WorkUnit, build_env
 
 __all__ = [
     "CALIBRATION_PRESETS",
     "AlgorithmEntry",
     "ExperimentConfig",
+    "FigureSpec",
     "Overrides",
     "PlotConfig",
     "ReportConfig",
@@ -82,12 +114,22 @@ __all__ = [
 CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 
 TOP_KEYS = ("name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
-            "engine", "env", "grid", "algorithms", "quick", "plot", "report")
+            "engine", "env", "grid", "algorithms", "quick", "plot", "report", "figures", "claims",
+            "paper_numbers", "tables")
 ALGO_KEYS = ("name", "label", "params", "grid", "preset")
 QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
 CHECKPOINT_KEYS = ("log", "every")
-PLOT_KEYS = ("facet", "band", "logx", "logy")
-REPORT_KEYS = ("title", "source", "claimed_order", "claims")
+PLOT_KEYS = ("facet", "band", "logx", "logy", "dpi")
+REPORT_KEYS = ("title", "source", "claimed_order", "claims", "notes", "level")
+FIGURE_KINDS = ("regret_vs_t", "final_vs_param")
+FIGURE_KEYS = {"regret_vs_t": ("kind", "name", "title", "facet", "band", "logx", "logy"),
+               "final_vs_param": ("kind", "name", "title", "x", "series", "baselines", "errorbars", "logx", "logy")}
+CLAIM_KEYS = {"order": ("kind", "items", "where", "text"),
+              "tiers": ("kind", "items", "above", "where", "text"),
+              "within": ("kind", "items", "percent", "where", "text"),
+              "monotone": ("kind", "items", "param", "direction", "where", "text")}
+PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source")
+TABLE_KEYS = ("title", "metric", "columns", "rows")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _GOT_RE = re.compile(r", got [^,]*$")
 
@@ -112,6 +154,24 @@ class PlotConfig:
     band: float = 0.5
     logx: bool = False
     logy: bool = False
+    dpi: int = 150
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One ``[[figures]]`` entry (see the module docstring)."""
+
+    kind: str = "regret_vs_t"
+    name: str = "regret"
+    title: str = ""
+    facet: str | None = None
+    band: float = 0.5
+    x: str | None = None
+    series: tuple[str, ...] = ()
+    baselines: tuple[str, ...] = ()
+    errorbars: str = "se"
+    logx: bool = False
+    logy: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +182,8 @@ class ReportConfig:
     source: str = ""
     claimed_order: tuple[str, ...] = ()
     claims: str = ""
+    notes: str = ""
+    level: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -141,6 +203,10 @@ class ExperimentConfig:
     source: str = "<config>"
     raw: dict[str, Any] = field(default_factory=dict)
     engine: str = "auto"
+    figures: tuple[FigureSpec, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    paper_numbers: tuple[PaperNumber, ...] = ()
+    tables: tuple[PaperTable, ...] = ()
 
     def units(self) -> list[WorkUnit]:
         """All work units: algorithm entries x variants x seeds, in a deterministic order."""
@@ -436,9 +502,11 @@ class _Validator:
             self.string("plot.facet", facet)
         band = table.get("band", 0.5)
         band = self.check("plot.band", band, lambda: check_in_range("band", band, 0.0, None))
+        dpi = table.get("dpi", 150)
+        dpi = self.check("plot.dpi", dpi, lambda: check_int("dpi", dpi, 20, 1200))
         return PlotConfig(facet=facet, band=band,
                           logx=self.boolean("plot.logx", table.get("logx", False)),
-                          logy=self.boolean("plot.logy", table.get("logy", False)))
+                          logy=self.boolean("plot.logy", table.get("logy", False)), dpi=dpi)
 
     def report(self, table: Any, algorithms: Sequence[AlgorithmEntry]) -> ReportConfig:
         self.keys(table, REPORT_KEYS, "[report]")
@@ -451,12 +519,153 @@ class _Validator:
                 raise self.fail(f"report.claimed_order[{j}]", item,
                                 f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}")
         texts = {}
-        for key in ("title", "source", "claims"):
+        for key in ("title", "source", "claims", "notes"):
             value = table.get(key, "")
             if not isinstance(value, str):
                 raise self.fail(f"report.{key}", value, "must be a string")
             texts[key] = value
-        return ReportConfig(claimed_order=tuple(order), **texts)
+        level = table.get("level", 0.05)
+        level = self.check("report.level", level, lambda: check_in_range(
+            "level", level, 0.0, 0.5, low_inclusive=False, high_inclusive=False))
+        return ReportConfig(claimed_order=tuple(order), level=level, **texts)
+
+    def labels(self, path: str, value: Any, known: set[str], *, min_len: int = 1) -> tuple[str, ...]:
+        if not isinstance(value, list) or len(value) < min_len or not all(isinstance(v, str) for v in value):
+            raise self.fail(path, value, f"must be a list of at least {min_len} algorithm label(s)")
+        for j, item in enumerate(value):
+            if item not in known:
+                raise self.fail(f"{path}[{j}]", item,
+                                f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}")
+        return tuple(value)
+
+    def where(self, path: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, value, "must be a table of values, e.g. { epsilon = 1.0 }")
+        for key, v in value.items():
+            if isinstance(v, (dict, list)):
+                raise self.fail(f"{path}.{key}", v, "must be a number, string or boolean")
+        return dict(value)
+
+    def entries(self, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.fail(key, value, f"must be an array of tables: write each entry as [[{key}]]")
+        return value
+
+    def figures(self, raw: dict[str, Any], known: set[str]) -> tuple[FigureSpec, ...]:
+        out = []
+        for i, entry in enumerate(self.entries(raw, "figures")):
+            where = f"figures[{i}]"
+            kind = entry.get("kind", "regret_vs_t")
+            if kind not in FIGURE_KINDS:
+                raise self.fail(f"{where}.kind", kind, f"unknown figure kind{_suggest(kind, FIGURE_KINDS)}; "
+                                                       f"allowed: {', '.join(FIGURE_KINDS)}")
+            self.keys(entry, FIGURE_KEYS[kind], f"{where} (kind = \"{kind}\")")
+            name = self.string(f"{where}.name", entry.get("name", "regret" if kind == "regret_vs_t"
+                                                           else "final-regret"), _NAME_RE)
+            title = entry.get("title", "")
+            if not isinstance(title, str):
+                raise self.fail(f"{where}.title", title, "must be a string")
+            common = {"kind": kind, "name": name, "title": title,
+                      "logx": self.boolean(f"{where}.logx", entry.get("logx", False)),
+                      "logy": self.boolean(f"{where}.logy", entry.get("logy", False))}
+            if kind == "regret_vs_t":
+                facet = entry.get("facet")
+                if facet is not None:
+                    self.string(f"{where}.facet", facet)
+                band_in = entry.get("band", 0.5)
+                band = self.check(f"{where}.band", band_in, functools.partial(check_in_range, "band", band_in, 0.0, None))
+                out.append(FigureSpec(facet=facet, band=band, **common))
+                continue
+            if "x" not in entry:
+                raise ConfigError(f"{self.source}: {where} (final_vs_param) needs 'x', the parameter on the x axis")
+            errorbars = entry.get("errorbars", "se")
+            self.check(f"{where}.errorbars", errorbars, functools.partial(check_choice, "errorbars", errorbars, ("se", "ci95")))
+            out.append(FigureSpec(
+                x=self.string(f"{where}.x", entry["x"]),
+                series=self.labels(f"{where}.series", entry["series"], known) if "series" in entry else (),
+                baselines=self.labels(f"{where}.baselines", entry.get("baselines", []), known, min_len=0),
+                errorbars=errorbars, **common))
+        names = [f.name for f in out]
+        if len(set(names)) != len(names):
+            raise self.fail("figures", names, "figure names must be distinct (they are file names)")
+        return tuple(out)
+
+    def claims(self, raw: dict[str, Any], known: set[str], order: tuple[str, ...]) -> tuple[Claim, ...]:
+        out = [Claim(kind="order", items=order)] if len(order) >= 2 else []
+        for i, entry in enumerate(self.entries(raw, "claims")):
+            where = f"claims[{i}]"
+            kind = entry.get("kind")
+            if kind not in CLAIM_KINDS:
+                raise self.fail(f"{where}.kind", kind, f"unknown claim kind{_suggest(kind, CLAIM_KINDS)}; "
+                                                       f"allowed: {', '.join(CLAIM_KINDS)}")
+            self.keys(entry, CLAIM_KEYS[kind], f"{where} (kind = \"{kind}\")")
+            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1}[kind]
+            if "items" not in entry:
+                raise ConfigError(f"{self.source}: {where} needs 'items' (algorithm labels)")
+            items = self.labels(f"{where}.items", entry["items"], known, min_len=need)
+            if kind in ("within", "monotone") and len(items) != need:
+                raise self.fail(f"{where}.items", list(items), f"a '{kind}' claim takes exactly {need} label(s)")
+            text = entry.get("text", "")
+            if not isinstance(text, str):
+                raise self.fail(f"{where}.text", text, "must be a string")
+            extra: dict[str, Any] = {}
+            if kind == "tiers":
+                if "above" not in entry:
+                    raise ConfigError(f"{self.source}: {where} (tiers) needs 'above', the labels of the upper tier")
+                extra["above"] = self.labels(f"{where}.above", entry["above"], known)
+            elif kind == "within":
+                pct = entry.get("percent")
+                extra["percent"] = self.check(f"{where}.percent", pct,
+                                              lambda: check_in_range("percent", pct, 0.0, None, low_inclusive=False))
+            elif kind == "monotone":
+                extra["param"] = self.string(f"{where}.param", entry.get("param"))
+                direction = entry.get("direction", "decreasing")
+                extra["direction"] = self.check(f"{where}.direction", direction, lambda: check_choice(
+                    "direction", direction, ("decreasing", "increasing")))
+            out.append(Claim(kind=kind, items=items, where=self.where(f"{where}.where", entry.get("where", {})),
+                             text=text, **extra))
+        return tuple(out)
+
+    def paper_numbers(self, raw: dict[str, Any], known: set[str]) -> tuple[PaperNumber, ...]:
+        out = []
+        for i, entry in enumerate(self.entries(raw, "paper_numbers")):
+            where = f"paper_numbers[{i}]"
+            self.keys(entry, PAPER_NUMBER_KEYS, where)
+            for key in ("algorithm", "value"):
+                if key not in entry:
+                    raise ConfigError(f"{self.source}: {where} needs '{key}'")
+            alg = entry["algorithm"]
+            if alg not in known:
+                raise self.fail(f"{where}.algorithm", alg,
+                                f"not a label or name of any [[algorithms]] entry{_suggest(alg, known)}")
+            value = entry["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.fail(f"{where}.value", value, "must be a number")
+            metric = self.string(f"{where}.metric", entry.get("metric", "final_regret"))
+            source = entry.get("source", "")
+            if not isinstance(source, str):
+                raise self.fail(f"{where}.source", source, "must be a string")
+            out.append(PaperNumber(algorithm=alg, metric=metric, value=float(value),
+                                   where=self.where(f"{where}.where", entry.get("where", {})), source=source))
+        return tuple(out)
+
+    def tables(self, raw: dict[str, Any], known: set[str]) -> tuple[PaperTable, ...]:
+        out = []
+        for i, entry in enumerate(self.entries(raw, "tables")):
+            where = f"tables[{i}]"
+            self.keys(entry, TABLE_KEYS, where)
+            title = entry.get("title", "")
+            if not isinstance(title, str):
+                raise self.fail(f"{where}.title", title, "must be a string")
+            columns = entry.get("columns")
+            if columns is not None:
+                self.string(f"{where}.columns", columns)
+            rows = self.labels(f"{where}.rows", entry["rows"], known) if "rows" in entry else ()
+            out.append(PaperTable(title=title, metric=self.string(f"{where}.metric",
+                                                                  entry.get("metric", "final_regret")),
+                                  columns=columns, rows=rows))
+        return tuple(out)
 
     # -- whole file -------------------------------------------------------------------------
     def config(self, raw: dict[str, Any], default_name: str) -> ExperimentConfig:
@@ -515,10 +724,13 @@ class _Validator:
                                 f"no algorithm of this experiment accepts '{key}'")
         plot = self.plot(raw.get("plot", {}))
         report = self.report(raw.get("report", {}), algorithms)
+        known = {e.label for e in algorithms} | {e.name for e in algorithms}
         return ExperimentConfig(name=name, description=description, horizon=horizon, replications=replications,
                                 seeds=tuple(seeds), checkpoints=checkpoints, env=env,
                                 algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
-                                raw=raw, engine=engine)
+                                raw=raw, engine=engine, figures=self.figures(raw, known),
+                                claims=self.claims(raw, known, report.claimed_order),
+                                paper_numbers=self.paper_numbers(raw, known), tables=self.tables(raw, known))
 
     def scalars(self, raw: dict[str, Any]) -> None:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""

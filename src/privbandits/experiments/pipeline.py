@@ -9,8 +9,9 @@ from typing import Any
 
 from rich.console import Console
 
-from privbandits.experiments.claims import OrderCheck, check_claimed_order
-from privbandits.experiments.config import ExperimentConfig
+from privbandits.experiments.claims import ClaimResult, evaluate_claims
+from privbandits.experiments.config import ExperimentConfig, FigureSpec
+from privbandits.experiments.paper_numbers import Row, match_numbers
 from privbandits.experiments.runner import RunReport, run_experiment
 from privbandits.experiments.store import DEFAULT_DB, ResultsStore
 from privbandits.experiments.summary import Series, build_series
@@ -26,8 +27,9 @@ class Outcome:
     run: RunReport
     series: list[Series]
     figures: list[Path]
-    checks: list[OrderCheck]
+    checks: list[ClaimResult]
     report: Path | None
+    paper_rows: list[Row]
 
 
 def default_out_dir(db: str | Path, name: str) -> Path:
@@ -38,7 +40,7 @@ def default_out_dir(db: str | Path, name: str) -> Path:
 def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *,
                  workers: int | None = None, scheduler: Any = None, quiet: bool = False,
                  console: Console | None = None, formats: Sequence[str] = ("png", "pdf"),
-                 write_markdown: bool = True) -> Outcome:
+                 write_markdown: bool = True, dpi: int | None = None) -> Outcome:
     """Run ``config`` (skipping stored units), then write ``regret.<fmt>`` and ``report.md`` to ``out``.
 
     Parameters
@@ -55,19 +57,51 @@ def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str
         Figure formats.
     write_markdown : bool
         Also write ``report.md``.
+    dpi : int, optional
+        Resolution of the PNG figures (default: ``[plot] dpi`` of the configuration).
     """
-    from privbandits.experiments.plots import plot_regret
     from privbandits.experiments.report import write_report
 
     with ResultsStore(db) as store:
         run = run_experiment(config, store, workers=workers, scheduler=scheduler, quiet=quiet, console=console)
     series = build_series(run.results)
     out_dir = Path(out) if out is not None else default_out_dir(db, config.name)
-    title = config.report.title or config.name
-    figures = plot_regret(series, out_dir / "regret", facet=config.plot.facet, band=config.plot.band,
-                          logx=config.plot.logx, logy=config.plot.logy, title=title, formats=formats)
-    checks = check_claimed_order(config.report.claimed_order, series)
+    figures: list[Path] = []
+    for spec in figure_specs(config):
+        figures += draw_figure(spec, config, series, out_dir, formats=formats, dpi=dpi or config.plot.dpi)
+    checks = evaluate_claims(config.claims, series, config.report.level)
+    rows = match_numbers(config.paper_numbers, series, config.env)
     report = None
     if write_markdown:
-        report = write_report(out_dir / "report.md", config, series, figures, checks, run)
-    return Outcome(config=config, run=run, series=series, figures=figures, checks=checks, report=report)
+        report = write_report(out_dir / "report.md", config, series, figures, checks, run, rows)
+    return Outcome(config=config, run=run, series=series, figures=figures, checks=checks, report=report,
+                   paper_rows=rows)
+
+
+def figure_specs(config: ExperimentConfig) -> tuple[FigureSpec, ...]:
+    """The configured figures, or one regret-vs-t figure from ``[plot]``."""
+    if config.figures:
+        return config.figures
+    p = config.plot
+    return (FigureSpec(kind="regret_vs_t", name="regret", facet=p.facet, band=p.band, logx=p.logx, logy=p.logy),)
+
+
+def _shape(config: ExperimentConfig) -> str:
+    env = config.env
+    dims = ", ".join(f"{k} = {env[k]}" for k in ("d", "K") if k in env)
+    runs = config.replications * len(config.seeds)
+    return ", ".join(x for x in (dims, f"T = {config.horizon:g}", f"{runs} runs") if x)
+
+
+def draw_figure(spec: FigureSpec, config: ExperimentConfig, series: Sequence[Series], out_dir: Path, *,
+                formats: Sequence[str] = ("png", "pdf"), dpi: int = 150) -> list[Path]:
+    """Draw one configured figure of ``series`` into ``out_dir / spec.name``."""
+    from privbandits.experiments.plots import plot_final_vs_param, plot_regret
+
+    title = f"{spec.title or config.report.title or config.name}\n{_shape(config)}"
+    if spec.kind == "regret_vs_t":
+        return plot_regret(series, out_dir / spec.name, facet=spec.facet, band=spec.band, logx=spec.logx,
+                           logy=spec.logy, title=title, formats=formats, dpi=dpi)
+    return plot_final_vs_param(series, out_dir / spec.name, x=spec.x or "", labels=spec.series,
+                               baselines=spec.baselines, errorbars=spec.errorbars, logx=spec.logx,
+                               logy=spec.logy, title=title, formats=formats, dpi=dpi)

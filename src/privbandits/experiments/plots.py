@@ -20,11 +20,12 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_nonnegative
 from privbandits.experiments.summary import Series, format_values
 
-__all__ = ["FIGURE_FORMATS", "plot_regret"]
+__all__ = ["ERRORBARS", "FIGURE_FORMATS", "plot_final_vs_param", "plot_regret"]
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
+_BASELINE_COLORS = ("#555555", "#000000", "#999999")
 
 
 def _panels(series: Sequence[Series], facet: str | None) -> list[tuple[Any, list[Series]]]:
@@ -46,7 +47,7 @@ def _panels(series: Sequence[Series], facet: str | None) -> list[tuple[Any, list
 
 def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None = None, band: float = 0.5,
                 logx: bool = False, logy: bool = False, title: str | None = None,
-                formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
+                formats: Sequence[str] = FIGURE_FORMATS, dpi: int = 150) -> list[Path]:
     """Draw mean +/- ``band`` x std cumulative-regret curves and save them.
 
     Parameters
@@ -65,6 +66,8 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
         Figure title.
     formats : sequence of {"png", "pdf"}
         Files to write.
+    dpi : int
+        Resolution of the PNG.
 
     Returns
     -------
@@ -74,9 +77,7 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     if not series:
         raise ValidationError("nothing to plot: no results")
     band = check_nonnegative("band", band)
-    for fmt in formats:
-        if fmt not in FIGURE_FORMATS:
-            raise ValidationError(f"figure format must be one of {FIGURE_FORMATS}; got {fmt!r}")
+    _check_formats(formats)
     panels = _panels(series, facet)
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -106,11 +107,108 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
         ax.legend(fontsize="small", frameon=False)
     sub = f"mean ± {band:g} std over replications and seeds"
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
+    return _save(fig, out, formats, dpi)
+
+
+def _check_formats(formats: Sequence[str]) -> None:
+    for fmt in formats:
+        if fmt not in FIGURE_FORMATS:
+            raise ValidationError(f"figure format must be one of {FIGURE_FORMATS}; got {fmt!r}")
+
+
+def _save(fig: Figure, out: str | Path, formats: Sequence[str], dpi: int) -> list[Path]:
     base = Path(out)
     base.parent.mkdir(parents=True, exist_ok=True)
     written = []
     for fmt in formats:
         path = base.with_name(base.name + "." + fmt)
-        fig.savefig(path, format=fmt, dpi=150)
+        fig.savefig(path, format=fmt, dpi=dpi)
         written.append(path)
     return written
+
+
+#: Error bars of :func:`plot_final_vs_param`: one standard error, or a normal 95 % interval.
+ERRORBARS: dict[str, float] = {"se": 1.0, "ci95": 1.959963984540054}
+
+
+def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
+                        labels: Sequence[str] = (), baselines: Sequence[str] = (),
+                        errorbars: str = "se", logx: bool = False, logy: bool = False,
+                        title: str | None = None, formats: Sequence[str] = FIGURE_FORMATS,
+                        dpi: int = 150) -> list[Path]:
+    """Final regret against a parameter (e.g. epsilon), one line per series label, with error bars.
+
+    Parameters
+    ----------
+    series : sequence of Series
+        From :func:`~privbandits.experiments.summary.build_series`.
+    out : path
+        Output path without suffix.
+    x : str
+        The parameter on the horizontal axis (a grid or fixed parameter of the series).
+    labels : sequence of str
+        Series labels drawn as lines over ``x`` (default: every label with more than one value of ``x``).
+    baselines : sequence of str
+        Labels drawn as horizontal reference lines (mean, with a band of the same error-bar width),
+        e.g. non-private algorithms.
+    errorbars : {"se", "ci95"}
+        Half-width of the bars: one standard error of the mean, or 1.96 of them.
+    logx, logy : bool
+        Logarithmic axes.
+    title : str, optional
+        Figure title.
+    formats, dpi :
+        As for :func:`plot_regret`.
+
+    Returns
+    -------
+    list of Path
+        The written files.
+    """
+    if not series:
+        raise ValidationError("nothing to plot: no results")
+    if errorbars not in ERRORBARS:
+        raise ValidationError(f"errorbars must be one of {tuple(ERRORBARS)}; got {errorbars!r}")
+    _check_formats(formats)
+    width = ERRORBARS[errorbars]
+    by_label: dict[str, list[Series]] = {}
+    for s in series:
+        if s.value(x) is not None:
+            by_label.setdefault(s.label, []).append(s)
+    chosen = list(labels) or [lab for lab, members in by_label.items() if len(members) > 1]
+    unknown = [lab for lab in (*chosen, *baselines) if lab not in {s.label for s in series}]
+    if unknown:
+        raise ValidationError(f"no results for series {', '.join(map(repr, unknown))}; "
+                              f"available: {', '.join(dict.fromkeys(s.label for s in series))}")
+    missing_x = [lab for lab in chosen if lab not in by_label]
+    if missing_x:
+        raise ValidationError(f"series {', '.join(map(repr, missing_x))} have no parameter {x!r}")
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for i, lab in enumerate(chosen):
+        members = sorted(by_label[lab], key=lambda s: s.value(x))
+        xs = [s.value(x) for s in members]
+        ys = [s.final_mean for s in members]
+        es = [width * s.final_se for s in members]
+        ax.errorbar(xs, ys, yerr=es, color=_COLORS[i % len(_COLORS)], marker="o", markersize=4,
+                    capsize=3, linewidth=1.6, label=lab)
+    for j, lab in enumerate(baselines):
+        s = next(s for s in series if s.label == lab)
+        color = _BASELINE_COLORS[j % len(_BASELINE_COLORS)]
+        ax.axhline(s.final_mean, color=color, linestyle="--", linewidth=1.2, label=f"{lab} (no {x})")
+        if s.n > 1:
+            ax.axhspan(s.final_mean - width * s.final_se, s.final_mean + width * s.final_se, color=color,
+                       alpha=0.12, linewidth=0)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log", nonpositive="mask")
+    ax.set_xlabel(x)
+    ax.set_ylabel("final cumulative regret")
+    ax.grid(True, alpha=0.3, which="both" if (logx or logy) else "major")
+    ax.legend(fontsize="small", frameon=False, loc="best")
+    sub = f"mean ± {'1 standard error' if errorbars == 'se' else '95 % normal interval'} over replications"
+    fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
+    return _save(fig, out, formats, dpi)
+

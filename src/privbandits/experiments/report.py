@@ -10,8 +10,9 @@ from pathlib import Path
 
 from privbandits.algorithms import get
 from privbandits.core.errors import UnknownNameError
-from privbandits.experiments.claims import OrderCheck
+from privbandits.experiments.claims import ClaimResult, verdict_line
 from privbandits.experiments.config import ExperimentConfig
+from privbandits.experiments.paper_numbers import Row, render_long, render_table
 from privbandits.experiments.runner import RunReport
 from privbandits.experiments.summary import Series, fmt_num
 
@@ -50,7 +51,8 @@ def _md_table(rows: Sequence[dict[str, str]]) -> list[str]:
 
 
 def render_report(config: ExperimentConfig, series: Sequence[Series], figures: Sequence[Path] = (),
-                  checks: Sequence[OrderCheck] = (), run: RunReport | None = None) -> str:
+                  checks: Sequence[ClaimResult] = (), run: RunReport | None = None,
+                  paper_rows: Sequence[Row] = ()) -> str:
     """The report as markdown text."""
     rep = config.report
     title = rep.title or f"Experiment {config.name}"
@@ -79,31 +81,49 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
                   f"(wall time {run.wall_time:.1f} s); the wall-time column is the simulation time of each series.",
                   ""]
     if figures:
-        lines += ["## Figures", ""] + [f"![regret]({p.name})" if p.suffix == ".png" else f"- [{p.name}]({p.name})"
+        lines += ["## Figures", ""] + [f"![{p.stem}]({p.name})" if p.suffix == ".png" else f"- [{p.name}]({p.name})"
                                        for p in figures] + [""]
-    if rep.claimed_order or rep.claims:
+    if paper_rows:
+        lines += ["## Reported numbers beside ours", "",
+                  "Each number reported for this experiment (by the paper, or by the source the last column "
+                  "names), our measurement of the same quantity (mean ± standard error over all runs) and the "
+                  "ratio ours / reported.", "",
+                  *render_long(paper_rows), ""]
+        for table in config.tables:
+            lines += [f"### {table.title or 'Table'} ({table.metric}: ours / paper (ratio))", "",
+                      *render_table(table, paper_rows), ""]
+    if checks or rep.claims:
         lines += ["## The paper's claims", ""]
         if rep.claims:
             lines += [rep.claims.strip(), ""]
-        if rep.claimed_order:
-            lines += [f"Claimed ordering of final regret (lowest first): {' < '.join(rep.claimed_order)}.", ""]
+        if checks:
+            z = f"{100 * rep.level:g} %"
+            lines += [f"Verdicts: each comparison is a one-sided z-test at level {z} (paired over replications "
+                      "when both series ran on the same seeds, i.e. the same instances and draws); "
+                      "*inconclusive* means the difference is within noise at that level. "
+                      f"Summary: {verdict_line(checks)}.", ""]
+            current = None
             for chk in checks:
-                verdict = "agree" if chk.agree else ("incomplete" if chk.missing else "DISAGREE")
-                lines.append(f"- **{chk.cell_name}**: {verdict}")
-                lines += [f"  - {p}" for p in chk.pairs]
-                if chk.missing:
-                    lines.append(f"  - not measured in this cell: {', '.join(chk.missing)}")
+                if chk.claim is not current:
+                    current = chk.claim
+                    text = f" — {chk.claim.text}" if chk.claim.text else ""
+                    lines.append(f"**Claim: {chk.claim.describe()}**{text}")
+                    lines.append("")
+                lines.append(f"- **{chk.cell_name}**: {chk.verdict}")
+                lines += [f"  - {line}" for line in chk.lines()]
             lines.append("")
+    if rep.notes:
+        lines += ["## Notes", "", rep.notes.strip(), ""]
     lines += ["## Configuration", "", "```json", json.dumps(config.raw, indent=2, sort_keys=False, default=str),
               "```", ""]
     return "\n".join(lines)
 
 
 def write_report(path: str | Path, config: ExperimentConfig, series: Sequence[Series],
-                 figures: Sequence[Path] = (), checks: Sequence[OrderCheck] = (),
-                 run: RunReport | None = None) -> Path:
+                 figures: Sequence[Path] = (), checks: Sequence[ClaimResult] = (),
+                 run: RunReport | None = None, paper_rows: Sequence[Row] = ()) -> Path:
     """Write :func:`render_report` to ``path`` (parents created) and return the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(config, series, figures, checks, run), encoding="utf-8")
+    out.write_text(render_report(config, series, figures, checks, run, paper_rows), encoding="utf-8")
     return out

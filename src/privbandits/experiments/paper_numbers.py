@@ -1,0 +1,143 @@
+"""A paper's reported numbers beside ours: matching, ratios and tables.
+
+A preset records every number the paper prints for the reproduced experiment::
+
+    [[paper_numbers]]
+    algorithm = "LDP-OLS"             # label (or registry name) of an [[algorithms]] entry
+    where = { epsilon = 1.0 }         # grid / parameter / environment values of the cell
+    metric = "final_regret"           # see METRICS; other metrics are shown without our value
+    value = 8.5e3
+    source = "Table 2, p. 9"          # where the number is printed
+
+and optionally tables that arrange them (``[[tables]]``: ``title``, ``metric``, ``columns`` = the
+key whose values are the columns, ``rows`` = the labels in order).  Every number is shown with our
+measurement of the same metric and the ratio ours / paper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from privbandits.experiments.summary import Series, fmt_num, format_values
+
+__all__ = ["METRICS", "PaperNumber", "PaperTable", "Row", "match_numbers", "render_long", "render_table"]
+
+#: Metrics we can measure from a series.
+METRICS: dict[str, Callable[[Series], float]] = {
+    "final_regret": lambda s: s.final_mean,
+    "final_regret_std": lambda s: s.final_std,
+    "final_regret_se": lambda s: s.final_se,
+}
+
+
+@dataclass(frozen=True)
+class PaperNumber:
+    """One number printed in the paper."""
+
+    algorithm: str
+    metric: str
+    value: float
+    where: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    """A table of paper numbers: rows = series labels, columns = values of ``columns``."""
+
+    title: str = ""
+    metric: str = "final_regret"
+    columns: str | None = None
+    rows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Row:
+    """A paper number with our measurement of the same quantity (``ours`` None if not measured)."""
+
+    number: PaperNumber
+    ours: float | None
+    ours_se: float | None
+    n: int
+
+    @property
+    def ratio(self) -> float | None:
+        if self.ours is None or self.number.value == 0:
+            return None
+        return self.ours / self.number.value
+
+
+def _value(s: Series, key: str, env: Mapping[str, Any]) -> Any:
+    v = s.value(key)
+    return env.get(key) if v is None else v
+
+
+def match_numbers(numbers: Sequence[PaperNumber], series: Sequence[Series],
+                  env: Mapping[str, Any] | None = None) -> list[Row]:
+    """Pair each paper number with the one series of its algorithm and cell (None if none or several)."""
+    env = env or {}
+    rows = []
+    for num in numbers:
+        cands = [s for s in series if (s.label == num.algorithm or s.algorithm == num.algorithm)
+                 and all(_value(s, k, env) == v for k, v in num.where.items())]
+        metric = METRICS.get(num.metric)
+        if len(cands) == 1 and metric is not None:
+            s = cands[0]
+            se = s.final_se if num.metric == "final_regret" else None
+            rows.append(Row(num, metric(s), se, s.n))
+        else:
+            rows.append(Row(num, None, None, cands[0].n if len(cands) == 1 else 0))
+    return rows
+
+
+def _ratio(r: Row) -> str:
+    return "n/a" if r.ratio is None else f"{r.ratio:.2f}"
+
+
+def _ours(r: Row) -> str:
+    if r.ours is None:
+        return "not measured"
+    return fmt_num(r.ours) + (f" ± {fmt_num(r.ours_se, 2)}" if r.ours_se is not None else "")
+
+
+def render_long(rows: Sequence[Row]) -> list[str]:
+    """Markdown lines: one row per paper number (ours ± standard error, the paper's, ratio, source)."""
+    if not rows:
+        return []
+    out = ["| algorithm | cell | metric | ours (± s.e.) | paper | ours / paper | source |",
+           "|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        n = r.number
+        out.append(f"| {n.algorithm} | {format_values(dict(n.where)) or '-'} | {n.metric} | {_ours(r)} | "
+                   f"{fmt_num(n.value)} | {_ratio(r)} | {n.source or '-'} |")
+    return out
+
+
+def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
+    """Markdown lines of ``table``: each cell ``ours / paper (ratio)``."""
+    mine = [r for r in rows if r.number.metric == table.metric]
+    if not mine:
+        return ["(no paper numbers for this table)"]
+    labels = list(table.rows) or list(dict.fromkeys(r.number.algorithm for r in mine))
+    if table.columns is None:
+        cols: list[Any] = [None]
+    else:
+        cols = list(dict.fromkeys(r.number.where.get(table.columns) for r in mine))
+    head = ["algorithm"] + [("ours / paper (ratio)" if c is None else f"{table.columns}={c:g}"
+                             if isinstance(c, float) else f"{table.columns}={c}") for c in cols]
+    out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]
+    for label in labels:
+        cells = []
+        for c in cols:
+            hits = [r for r in mine if r.number.algorithm == label
+                    and (c is None or r.number.where.get(table.columns or "") == c)]
+            if not hits:
+                cells.append("-")
+                continue
+            r = hits[0]
+            ours = "n/a" if r.ours is None else fmt_num(r.ours)
+            cells.append(f"{ours} / {fmt_num(r.number.value)} ({_ratio(r)})")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out
