@@ -228,3 +228,25 @@ def test_version() -> None:
     from privbandits import __version__
 
     assert __version__ in _ok(["--version"]).stdout
+
+
+def test_explain_prints_the_calibration_and_accounted_guarantee() -> None:
+    res = _ok(["explain", "ldp-ols", "-p", "epsilon=1", "-p", "delta=0.01", "--d", "10"])
+    assert "accounted guarantee: (1, delta=0.01)-DP [local, per user]" in res.stdout
+    assert "s_W" in res.stdout and "trust assumption: no trusted party" in res.stdout
+    shuffle = _ok(["explain", "hanna-shuffle", "-p", "epsilon=1", "--d", "2", "-T", "20000"]).stdout
+    assert "assumes a trusted shuffler" in shuffle and "-LDP without the shuffler" in shuffle
+    bad = runner.invoke(app, ["explain", "ldp-ols", "-p", "epsilon=-1"])
+    assert bad.exit_code == 2 and "epsilon" in bad.stderr
+
+
+def test_audit_accepts_an_algorithm_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    calls: list[str] = []
+    mod = types.SimpleNamespace(AUDITABLE={"client:ldp-sgd": "client path"},
+                                audit_mechanism=lambda name: calls.append(name) or {name: "ok"},
+                                run_all=lambda: {})
+    monkeypatch.setitem(sys.modules, "privbandits.auditing", mod)
+    _ok(["audit", "ldp-sgd"])
+    assert calls == ["client:ldp-sgd"]

@@ -233,14 +233,15 @@ def plot(db: DbOpt = DEFAULT_DB,
                                                            "(default: the most recent).")] = None,
          facet: Annotated[Optional[str], typer.Option("--facet", help="One panel per value of this "
                                                       "parameter, e.g. epsilon.")] = None,
-         band: Annotated[float, typer.Option("--band", help="Band half-width in standard deviations.")] = 0.5,
+         band: Annotated[str, typer.Option("--band", help="Band: ci95 (95 % interval of the mean), se "
+                                           "(one standard error) or a number of standard deviations.")] = "ci95",
          logx: Annotated[bool, typer.Option("--logx", help="Logarithmic t axis.")] = False,
          logy: Annotated[bool, typer.Option("--logy", help="Logarithmic regret axis.")] = False,
          loglog: Annotated[bool, typer.Option("--loglog", help="Both axes logarithmic.")] = False,
          horizon: Annotated[Optional[int], typer.Option("--horizon", "-T", help="Only units with this "
                                                         "horizon (default: that of the newest unit).")] = None,
          out: OutOpt = None) -> None:
-    """Plot mean ± band x std regret curves of a stored experiment (PNG and PDF)."""
+    """Plot mean regret curves with a band (95 % interval by default) of a stored experiment (PNG and PDF)."""
     from privbandits.experiments.pipeline import default_out_dir
     from privbandits.experiments.plots import plot_regret
     from privbandits.experiments.store import ResultsStore
@@ -262,9 +263,18 @@ def plot(db: DbOpt = DEFAULT_DB,
         _err().print(f"note: plotting the {len(kept)} units with horizon {horizon}; "
                      f"{len(results) - len(kept)} with other horizons left out (--horizon)", markup=False)
     paths = plot_regret(build_series(kept), (out or default_out_dir(db, name)) / "regret", facet=facet,
-                        band=band, logx=logx or loglog, logy=logy or loglog, title=name)
+                        band=_band_option(band), logx=logx or loglog, logy=logy or loglog, title=name)
     for p in paths:
         _out().print(f"figure: {p}", markup=False, soft_wrap=True)
+
+
+def _band_option(band: str) -> float | str:
+    if band in ("se", "ci95"):
+        return band
+    try:
+        return float(band)
+    except ValueError:
+        raise ValidationError(f"--band {band!r}: give ci95, se or a number of standard deviations >= 0") from None
 
 
 def _latest_experiment(store: Any) -> str:
@@ -322,8 +332,59 @@ def _presets_table(presets: dict[str, str]) -> Table:
 
 @app.command()
 @_guard
-def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or client:ALGORITHM for an "
-                                                              "algorithm's client code path (see --list).")] = None,
+def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm (see privbandits list).")],
+            param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="KEY=VALUE constructor "
+                                                               "argument (repeatable), e.g. epsilon=1.")] = None,
+            d: Annotated[int, typer.Option("--d", min=1, help="Feature dimension of the problem.")] = 5,
+            K: Annotated[int, typer.Option("--K", min=1, help="Arms per round.")] = 10,
+            horizon: Annotated[int, typer.Option("--horizon", "-T", min=1, help="Horizon T (users).")] = 10_000,
+            setting: Annotated[str, typer.Option("--setting", help="single or multi.")] = "single") -> None:
+    """Print an algorithm's full calibration on a problem: what is clipped, what noise, which
+    composition, and the accounted guarantee (computed from the noise it adds)."""
+    import json
+    import warnings
+
+    from privbandits.algorithms import make
+    from privbandits.core.spec import EnvSpec
+    from privbandits.experiments.config import parse_grid_option
+
+    params = {k: v[0] for k, v in parse_grid_option(param or []).items()}
+    spec = EnvSpec(d=d, K=K, setting=setting, horizon=horizon)
+    alg = make(algorithm, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cal = alg.calibrate(spec)
+    out = _out()
+    g = cal.guarantee
+    out.print(f"{algorithm} ({type(alg).paper or 'no paper'}), trust model: {type(alg).trust_model}", markup=False)
+    out.print(f"problem: d = {d}, K = {K}, T = {horizon}, setting = {setting}, contexts ||x|| <= "
+              f"{spec.context_bound:g}, rewards clipped to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}]",
+              markup=False)
+    out.print(f"parameters: {json.dumps(alg.get_params(), default=str)}", markup=False, soft_wrap=True)
+    if cal.requested is not None:
+        out.print(f"requested: epsilon = {cal.requested[0]:g}, delta = {cal.requested[1]:g}; "
+                  f"calibration preset: {cal.preset}", markup=False)
+    out.print(f"accounted guarantee: {g}", markup=False, soft_wrap=True)
+    if g.assumptions:
+        out.print(f"trust assumption: {g.assumptions}", markup=False, soft_wrap=True)
+    if g.notes:
+        out.print(f"how it is accounted: {g.notes}", markup=False, soft_wrap=True)
+    table = Table(title="Resolved constants (noise scales, clip norms, budget split)", title_justify="left")
+    table.add_column("name", overflow="fold")
+    table.add_column("value", overflow="fold")
+    for key, value in cal.resolved.items():
+        _add_row(table, key, _cell(value) if not isinstance(value, (list, tuple, dict)) else
+                 json.dumps(value, default=str))
+    out.print(table)
+    for w in caught:
+        _err().print(f"warning: {w.message}", style="yellow", markup=False, soft_wrap=True)
+
+
+@app.command()
+@_guard
+def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or an algorithm name (= "
+                                                              "client:ALGORITHM) to audit its whole client code "
+                                                              "path (see --list).")] = None,
           all_: Annotated[bool, typer.Option("--all", help="Audit every mechanism and client code path.")] = False,
           list_: Annotated[bool, typer.Option("--list", help="List the auditable mechanisms.")] = False,
           under_noised: Annotated[Optional[float], typer.Option("--under-noised", help="Audit the variant "
@@ -361,6 +422,8 @@ def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or
     if all_:
         results = mod.run_all(**_accepted_options(mod.run_all, options))
     else:
+        if mechanism not in auditable and f"client:{mechanism}" in auditable:
+            mechanism = f"client:{mechanism}"  # an algorithm name audits its whole client code path
         if mechanism not in auditable:
             import difflib
 

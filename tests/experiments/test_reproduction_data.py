@@ -216,3 +216,30 @@ def test_gallery_lists_each_reproduction_with_figure_verdict_and_report(tmp_path
     page = write_gallery(entries, out, quick=True).read_text()
     assert "| [demo](demo/report.md) | 100 | 2 | claims: 1 agree |" in page
     assert "![demo](demo/regret.png)" in page and "quick mode" in page
+
+
+def test_twins_share_a_hue_and_legends_show_the_accounted_guarantee(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from privbandits.experiments.plots import plot_regret
+    from privbandits.privacy.guarantee import PrivacyGuarantee
+
+    private = Series(**{**_series("LDP-OLS", 50.0).__dict__, "algorithm": "ldp-ols",
+                        "guarantee": PrivacyGuarantee("local", 0.998, 0.01)})
+    twin = Series(**{**_series("greedy", 10.0).__dict__, "algorithm": "greedy-ols"})
+    other = Series(**{**_series("uniform", 90.0).__dict__, "algorithm": "uniform"})
+    captured: list[Figure] = []
+    orig = Figure.savefig
+    Figure.savefig = lambda self, *a, **k: (captured.append(self), orig(self, *a, **k))[1]  # type: ignore[method-assign]
+    try:
+        plot_regret([private, twin, other], tmp_path / "r", band="se", formats=("png",))
+    finally:
+        Figure.savefig = orig  # type: ignore[method-assign]
+    lines = {ln.get_label(): ln for ln in captured[0].axes[0].get_lines()}
+    assert set(lines) == {"LDP-OLS [ε=0.998, δ=0.01]", "greedy", "uniform"}
+    assert lines["greedy"].get_color() == lines["LDP-OLS [ε=0.998, δ=0.01]"].get_color()
+    assert lines["greedy"].get_linestyle() == "--" and lines["uniform"].get_linestyle() == "-"
+    assert lines["uniform"].get_color() != lines["greedy"].get_color()
+    np.testing.assert_allclose(np.asarray(lines["uniform"].get_ydata(), dtype=float), [45.0, 90.0])
+    band = captured[0].axes[0].collections[-1].get_paths()[0].vertices[:, 1]
+    assert band.max() == pytest.approx(90.0 + 1.0 / np.sqrt(N))  # band = one standard error (sd = 1)

@@ -140,6 +140,9 @@ class Algorithm(ABC):
     links: ClassVar[tuple[str, ...]] = ("identity",)
     #: Paper citation shown in tables, e.g. ``"Abbasi-Yadkori et al. 2011"``.
     paper: ClassVar[str] = ""
+    #: Registry name of the non-private algorithm a private one adds noise to (its "twin");
+    #: figures draw the two in one hue, the non-private one dashed.
+    twin: ClassVar[str | None] = None
     #: Allowed values of the constructor parameters (merged along the class hierarchy).
     constraints: ClassVar[Mapping[str, Constraint]] = {}
     #: Small parameter sets the conformance suite runs (each a dict of constructor arguments).

@@ -32,7 +32,8 @@ Schema (every table and key is checked; unknown keys are rejected with the close
 
     [plot]
     facet = "epsilon"              # one panel per value of this parameter
-    band = 0.5                     # shaded band = band x std across all replications of all seeds
+    band = "ci95"                  # shaded band: "ci95" (95 % interval of the mean, default), "se",
+                                   # or a number x std across all replications of all seeds
     logx = false
     logy = false
 
@@ -151,7 +152,7 @@ class PlotConfig:
     """``[plot]``: facet parameter, band multiplier and axis scales."""
 
     facet: str | None = None
-    band: float = 0.5
+    band: float | str = "ci95"
     logx: bool = False
     logy: bool = False
     dpi: int = 150
@@ -165,7 +166,7 @@ class FigureSpec:
     name: str = "regret"
     title: str = ""
     facet: str | None = None
-    band: float = 0.5
+    band: float | str = "ci95"
     x: str | None = None
     series: tuple[str, ...] = ()
     baselines: tuple[str, ...] = ()
@@ -500,8 +501,7 @@ class _Validator:
         facet = table.get("facet")
         if facet is not None:
             self.string("plot.facet", facet)
-        band = table.get("band", 0.5)
-        band = self.check("plot.band", band, lambda: check_in_range("band", band, 0.0, None))
+        band = self.band("plot.band", table.get("band", "ci95"))
         dpi = table.get("dpi", 150)
         dpi = self.check("plot.dpi", dpi, lambda: check_int("dpi", dpi, 20, 1200))
         return PlotConfig(facet=facet, band=band,
@@ -528,6 +528,11 @@ class _Validator:
         level = self.check("report.level", level, lambda: check_in_range(
             "level", level, 0.0, 0.5, low_inclusive=False, high_inclusive=False))
         return ReportConfig(claimed_order=tuple(order), level=level, **texts)
+
+    def band(self, path: str, value: Any) -> float | str:
+        if isinstance(value, str):
+            return self.check(path, value, functools.partial(check_choice, "band", value, ("se", "ci95")))
+        return self.check(path, value, functools.partial(check_in_range, "band", value, 0.0, None))
 
     def labels(self, path: str, value: Any, known: set[str], *, min_len: int = 1) -> tuple[str, ...]:
         if not isinstance(value, list) or len(value) < min_len or not all(isinstance(v, str) for v in value):
@@ -573,8 +578,7 @@ class _Validator:
                 facet = entry.get("facet")
                 if facet is not None:
                     self.string(f"{where}.facet", facet)
-                band_in = entry.get("band", 0.5)
-                band = self.check(f"{where}.band", band_in, functools.partial(check_in_range, "band", band_in, 0.0, None))
+                band = self.band(f"{where}.band", entry.get("band", "ci95"))
                 out.append(FigureSpec(facet=facet, band=band, **common))
                 continue
             if "x" not in entry:

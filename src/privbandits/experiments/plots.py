@@ -9,7 +9,7 @@ headless and never touches interactive state.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 _BASELINE_COLORS = ("#555555", "#000000", "#999999")
+#: Half-widths in standard errors of the mean: one standard error, or the normal 95 % interval.
+ERRORBARS: dict[str, float] = {"se": 1.0, "ci95": 1.959963984540054}
 
 
 def _panels(series: Sequence[Series], facet: str | None) -> list[tuple[Any, list[Series]]]:
@@ -45,7 +47,64 @@ def _panels(series: Sequence[Series], facet: str | None) -> list[tuple[Any, list
     return [(v, [s for s in series if s.value(facet) in (None, v)]) for v in values]
 
 
-def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None = None, band: float = 0.5,
+def _band_width(band: float | str) -> tuple[Callable[[Series], float], str]:
+    """Half-width of the band as a multiple of each series' std, and its description."""
+    if isinstance(band, str):
+        if band not in ERRORBARS:
+            raise ValidationError(f"band must be a number of standard deviations or one of {tuple(ERRORBARS)}; "
+                                  f"got {band!r}")
+        z = ERRORBARS[band]
+        text = "1 standard error of the mean" if band == "se" else "95 % normal confidence interval of the mean"
+        return (lambda s: z / math.sqrt(s.n)), text
+    width = check_nonnegative("band", band)
+    return (lambda s: width), f"{width:g} standard deviation(s) across replications"
+
+
+def _styles(members: Sequence[Series], names: Sequence[str], colors: dict[str, str]) -> list[tuple[str, str]]:
+    """Colour and line style per series: a private algorithm and its non-private twin share a hue
+    (the twin dashed) when the twin is paired with exactly one private series of the panel."""
+    twin_of: dict[str, list[str]] = {}
+    for s, name in zip(members, names):
+        twin = _twin(s.algorithm)
+        if twin is not None and s.guarantee.is_private:
+            twin_of.setdefault(twin, []).append(name)
+    out = []
+    for s, name in zip(members, names):
+        partners = twin_of.get(s.algorithm, [])
+        key = partners[0] if len(partners) == 1 and not s.guarantee.is_private else name
+        color = colors.setdefault(key, _COLORS[len(colors) % len(_COLORS)])
+        out.append((color, "-" if s.guarantee.is_private or not partners else "--"))
+    return out
+
+
+def _accounted_note(members: Sequence[Series], x: str) -> str:
+    """Legend note relating the accounted epsilon to the requested one on the x axis."""
+    pairs = [(s.guarantee.epsilon, s.value(x)) for s in members if s.guarantee.is_private]
+    if not pairs:
+        return ""
+    if x == "epsilon" and all(isinstance(v, (int, float)) and v > 0 for _, v in pairs):
+        ratios = [acc / req for acc, req in pairs]
+        if max(ratios) <= 1.0 + 1e-9:
+            return " [accounted ε ≤ requested]"
+        if max(ratios) / min(ratios) < 1.01:
+            return f" [accounted ε = {ratios[0]:.3g} × requested]"
+        return f" [accounted ε up to {max(ratios):.3g} × requested]"
+    return f" [accounted ε ≤ {max(acc for acc, _ in pairs):.3g}]"
+
+
+def _twin(algorithm: str) -> str | None:
+    from privbandits.algorithms import available
+
+    cls = available().get(algorithm)
+    return None if cls is None else cls.twin
+
+
+def _legend_name(s: Series, name: str) -> str:
+    return f"{name} [{s.guarantee.short()}]" if s.guarantee.is_private else name
+
+
+def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None = None,
+                band: float | str = 0.5,
                 logx: bool = False, logy: bool = False, title: str | None = None,
                 formats: Sequence[str] = FIGURE_FORMATS, dpi: int = 150) -> list[Path]:
     """Draw mean +/- ``band`` x std cumulative-regret curves and save them.
@@ -58,8 +117,10 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
         Output path without suffix; one file per format is written (``out.png``, ``out.pdf``).
     facet : str, optional
         Parameter (e.g. ``"epsilon"``) whose values get one panel each.
-    band : float
-        Half-width of the shaded band in standard deviations (>= 0; 0 draws no band).
+    band : float or {"se", "ci95"}
+        Half-width of the shaded band: a number of standard deviations across replications
+        (>= 0; 0 draws no band), one standard error of the mean, or the normal 95 % interval
+        of the mean.
     logx, logy : bool
         Logarithmic axes (log-log when both).
     title : str, optional
@@ -76,7 +137,7 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     """
     if not series:
         raise ValidationError("nothing to plot: no results")
-    band = check_nonnegative("band", band)
+    width, band_text = _band_width(band)
     _check_formats(formats)
     panels = _panels(series, facet)
     ncols = min(3, len(panels))
@@ -86,15 +147,17 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     colors: dict[str, str] = {}
     for idx, (value, members) in enumerate(panels):
         ax = fig.add_subplot(nrows, ncols, idx + 1)
+        names = []
         for s in members:
+            other = {k: v for k, v in s.grid.items() if k != facet}
+            names.append(f"{s.label} ({format_values(other)})" if other else s.label)
+        for s, name, (color, style) in zip(members, names, _styles(members, names, colors)):
             mean, std = s.curve()
             t = s.checkpoints
-            other = {k: v for k, v in s.grid.items() if k != facet}
-            name = f"{s.label} ({format_values(other)})" if other else s.label
-            color = colors.setdefault(name, _COLORS[len(colors) % len(_COLORS)])
-            ax.plot(t, mean, color=color, label=name, linewidth=1.6)
-            if band > 0 and s.n > 1:
-                ax.fill_between(t, mean - band * std, mean + band * std, color=color, alpha=0.2, linewidth=0)
+            ax.plot(t, mean, color=color, linestyle=style, label=_legend_name(s, name), linewidth=1.6)
+            w = width(s)
+            if w > 0 and s.n > 1:
+                ax.fill_between(t, mean - w * std, mean + w * std, color=color, alpha=0.2, linewidth=0)
         if logx:
             ax.set_xscale("log")
         if logy:
@@ -104,8 +167,15 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
         if value is not None:
             ax.set_title(format_values({facet: value}))  # type: ignore[dict-item]
         ax.grid(True, alpha=0.3, which="both" if (logx or logy) else "major")
-        ax.legend(fontsize="small", frameon=False)
-    sub = f"mean ± {band:g} std over replications and seeds"
+    seen: dict[str, Any] = {}
+    for ax in fig.axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    handles, labels = list(seen.values()), list(seen)
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, max(1, len(labels))), fontsize="small",
+               frameon=False)
+    sub = (f"mean cumulative regret, band: ± {band_text}; legends show the accounted guarantee "
+           "(non-private twins dashed)")
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
     return _save(fig, out, formats, dpi)
 
@@ -126,9 +196,6 @@ def _save(fig: Figure, out: str | Path, formats: Sequence[str], dpi: int) -> lis
         written.append(path)
     return written
 
-
-#: Error bars of :func:`plot_final_vs_param`: one standard error, or a normal 95 % interval.
-ERRORBARS: dict[str, float] = {"se": 1.0, "ci95": 1.959963984540054}
 
 
 def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
@@ -191,8 +258,9 @@ def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
         xs = [s.value(x) for s in members]
         ys = [s.final_mean for s in members]
         es = [width * s.final_se for s in members]
+        note = _accounted_note(members, x)
         ax.errorbar(xs, ys, yerr=es, color=_COLORS[i % len(_COLORS)], marker="o", markersize=4,
-                    capsize=3, linewidth=1.6, label=lab)
+                    capsize=3, linewidth=1.6, label=lab + note)
     for j, lab in enumerate(baselines):
         s = next(s for s in series if s.label == lab)
         color = _BASELINE_COLORS[j % len(_BASELINE_COLORS)]

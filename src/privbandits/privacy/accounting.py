@@ -440,6 +440,7 @@ def to_guarantee(
     *,
     delta: float | None = None,
     method: str = "cks",
+    local_epsilon: float | None = None,
 ) -> PrivacyGuarantee:
     """Convert an accounting object into the :class:`PrivacyGuarantee` an algorithm reports.
 
@@ -457,6 +458,8 @@ def to_guarantee(
         Required for :class:`ZCDP`: the delta of the reported ``(epsilon, delta)`` statement.
     method : {"cks", "bs"}
         zCDP conversion (see :func:`zcdp_to_approx_dp`).
+    local_epsilon : float, optional
+        Shuffle model: the local level of each report (see :class:`PrivacyGuarantee`).
     """
     if isinstance(g, ZCDP):
         if delta is None:
@@ -464,9 +467,10 @@ def to_guarantee(
         eps = zcdp_to_approx_dp(g.rho, delta, method)
         how = f"{g.rho:.6g}-zCDP converted with {method.upper()}"
         return PrivacyGuarantee(model=model, epsilon=eps, delta=float(delta), unit=unit,
-                                notes=f"{notes}; {how}" if notes else how, rho=g.rho)
+                                notes=f"{notes}; {how}" if notes else how, rho=g.rho, local_epsilon=local_epsilon)
     if delta is not None:
         raise ValidationError("delta=... is only used for ZCDP guarantees; "
                               f"{type(g).__name__} already carries its delta")
     g = _as_dp("g", g)
-    return PrivacyGuarantee(model=model, epsilon=g.epsilon, delta=g.delta, unit=unit, notes=notes)
+    return PrivacyGuarantee(model=model, epsilon=g.epsilon, delta=g.delta, unit=unit, notes=notes,
+                            local_epsilon=local_epsilon)

@@ -32,6 +32,9 @@ class PrivacyGuarantee:
         epsilon >= 1).
     rho : float or None
         zCDP parameter when the guarantee was derived from zCDP accounting.
+    local_epsilon : float or None
+        Shuffle model: the (largest) local level ``eps0`` of each report before amplification,
+        i.e. what a user is guaranteed if the shuffler is not trusted.
     approximate : bool
         True when ``(epsilon, delta)`` rests on an approximation rather than a proof (e.g. the
         Gaussian approximation of binomial noise in the calibrated Cheu et al. summation,
@@ -45,11 +48,25 @@ class PrivacyGuarantee:
     notes: str = ""
     rho: float | None = field(default=None)
     approximate: bool = False
+    local_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, TRUST_MODELS)
         check_in_range("epsilon", self.epsilon, 0.0, None, allow_inf=True)
         check_in_range("delta", self.delta, 0.0, 1.0, high_inclusive=False)
+
+    @property
+    def assumptions(self) -> str:
+        """What the trust model assumes, in words (shown by ``str``)."""
+        return ASSUMPTIONS.get(self.model, "")
+
+    def short(self) -> str:
+        """Compact form for legends and narrow tables, e.g. ``"ε=0.998, δ=0.01"``."""
+        if not self.is_private:
+            return "non-private"
+        approx = "~" if self.approximate else ""
+        d = "" if self.delta == 0 else f", δ={self.delta:.3g}"
+        return f"{approx}ε={self.epsilon:.3g}{d}"
 
     @property
     def is_private(self) -> bool:
@@ -61,7 +78,20 @@ class PrivacyGuarantee:
             return "non-private"
         d = "" if self.delta == 0 else f", delta={self.delta:.3g}"
         approx = "~" if self.approximate else ""
-        return f"{approx}({self.epsilon:.4g}{d})-DP [{self.model}, per {self.unit}]"
+        extra = f"; {self.assumptions}" if self.model in ("shuffle", "joint") else ""
+        if self.local_epsilon is not None:
+            extra += f"; each report is {self.local_epsilon:.4g}-LDP without the shuffler"
+        return f"{approx}({self.epsilon:.4g}{d})-DP [{self.model}, per {self.unit}{extra}]"
+
+
+#: What each trust model assumes (``PrivacyGuarantee.assumptions``).
+ASSUMPTIONS: dict[str, str] = {
+    "local": "no trusted party: each user randomizes its own data before sending it",
+    "shuffle": "assumes a trusted shuffler: the server sees each batch's reports in random order and "
+               "not which user played which action",
+    "joint": "assumes a trusted curator: holds against everything other users see",
+    "central": "assumes a trusted curator: holds for what the curator releases",
+}
 
 
 NON_PRIVATE = PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, notes="non-private baseline")

@@ -124,6 +124,7 @@ class HannaCentral(BatchedCurator):
     """
 
     name = "hanna-central"
+    twin = "pe-batched"
     trust_model = "central"
     paper = "Hanna et al. 2022 (Alg. 1)"
     constraints: ClassVar = {"epsilon": Epsilon, **ELIMINATION_CONSTRAINTS,

@@ -183,6 +183,7 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
     """
 
     name = "hanna-local"
+    twin = "pe-batched"
     trust_model = "local"
     paper = "Hanna et al. 2022 (Alg. 2)"
     settings: ClassVar[tuple[str, ...]] = ("single",)

@@ -267,6 +267,7 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
     """
 
     name = "hanna-shuffle"
+    twin = "pe-batched"
     trust_model = "shuffle"
     paper = "Hanna et al. 2022 (Alg. 3)"
     settings: ClassVar[tuple[str, ...]] = ("single",)
@@ -331,7 +332,9 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         notes = (f"{sw.describe()}; Hanna et al. (2022) Alg. 3: {how}; delta={b.delta:.3g} ({rule}; "
                  f"delta * n_max = {b.delta * b.n_max:.3g}, delta << 1/n_i is advised); assumes the server does not "
                  "see which client played which action (footnote 2)")
-        return Calibration(to_guarantee(b.accounted(), "shuffle", "user", notes), resolved, preset=self.preset,
+        local = max((e for pair in eps0 for e in pair), default=None)
+        return Calibration(to_guarantee(b.accounted(), "shuffle", "user", notes, local_epsilon=local), resolved,
+                           preset=self.preset,
                            requested=(self.epsilon, b.delta))
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:

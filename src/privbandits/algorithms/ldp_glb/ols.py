@@ -79,6 +79,7 @@ class LDPOLS(HanAlgorithm):
     """
 
     name = "ldp-ols"
+    twin = "greedy-ols"
     links = ("identity",)
     test_params: ClassVar = (
         {},

@@ -79,7 +79,11 @@ class LDPSGD(HanAlgorithm):
     ridge : float, optional
         Ridge ``lambda`` in the update (None = 0; 0.05 for GLM links / multi under authors_code).
     project_radius : float, optional
-        Project the iterate onto ``||theta|| <= rho`` (None = off).
+        Project the iterate onto ``||theta|| <= rho``.  None = the known parameter bound
+        ``theta_bound`` (``||theta*|| <= 1`` in the paper's model) under ``strict``, off under
+        ``paper`` / ``authors_code`` as printed.  Without it the iterate diverges when the l2-ball
+        radius is large (small epsilon, large d): the projection is post-processing, so it costs
+        no privacy.
     s0, h, warmup_order, warmup_full_budget
         Algorithm 2 warm-up and elimination (see
         :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`; ``warmup_full_budget`` runs the
@@ -102,6 +106,7 @@ class LDPSGD(HanAlgorithm):
     """
 
     name = "ldp-sgd"
+    twin = "greedy-sgd"
     links = ("*",)
     constraints: ClassVar = {
         "grad_bound": Optional(Positive),
@@ -193,7 +198,10 @@ class LDPSGD(HanAlgorithm):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
-        out["project_radius"] = self.project_radius
+        if self.project_radius is not None:
+            out["project_radius"] = self.project_radius
+        else:  # strict: project onto the known parameter ball ||theta*|| <= S (free: post-processing)
+            out["project_radius"] = spec.theta_bound if self.preset == "strict" else None
         return out
 
     def calibrate(self, spec: EnvSpec) -> Calibration:

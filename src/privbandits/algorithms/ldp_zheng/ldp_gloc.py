@@ -232,6 +232,7 @@ class LDPGLOC(LocalAlgorithm):
     """
 
     name = "ldp-gloc"
+    twin = "gloc"
     settings = ("single", "multi")
     links = ("*",)
     paper = "Zheng et al. 2020 (Alg. 3)"

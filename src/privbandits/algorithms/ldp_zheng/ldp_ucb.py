@@ -158,6 +158,7 @@ class LDPUCB(LocalAlgorithm):
     """
 
     name = "ldp-ucb"
+    twin = "linucb"
     settings = ("single", "multi")
     links = ("identity",)
     paper = "Zheng et al. 2020 (Alg. 5)"
