@@ -1,6 +1,7 @@
 """TOML experiment configurations, validated completely before any work starts.
 
-Schema (every table and key is checked; unknown keys are rejected with the closest allowed one)::
+Schema (every table and key is checked; unknown keys are rejected with the closest allowed one; the
+documentation's TOML reference is generated from this module's key lists)::
 
     name = "my-sweep"              # default: the file's stem; letters, digits, ``_ . -``
     description = "free text"
