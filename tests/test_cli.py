@@ -157,6 +157,7 @@ def test_other_errors_exit_2(tmp_path: Path) -> None:
         (["reproduce", "dem"], "unknown preset 'dem' (did you mean 'demo'?)"),
         (["reproduce"], "give a preset NAME"),
         (["sweep", str(tmp_path / "x.toml"), "--grid", "epsilon"], "expected KEY=V1,V2"),
+        (["reproduce", "demo", "-T", "-5"], "command line: --horizon -5: horizon must be an integer"),
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)

@@ -303,3 +303,15 @@ def test_constraints_normalize() -> None:
     assert out == {"a": 2.0, "b": "x", "c": [1]}  # parameters without a rule pass through unchanged
     with pytest.raises(ValidationError, match="b must be one of"):
         validate_params("alg", {"b": Choice("x", "y")}, {"b": "z"})
+
+
+def test_make_suggests_names_and_lists_parameters() -> None:
+    import privbandits as pb
+    from privbandits.core.errors import ValidationError
+
+    with pytest.raises(UnknownNameError, match=r"unknown algorithm 'linucbb' \(did you mean 'linucb'\?\)"):
+        pb.make("linucbb")
+    with pytest.raises(ValidationError) as exc:
+        pb.make("linucb", lamb=1.0)
+    assert "unexpected keyword argument 'lamb'" in str(exc.value)
+    assert "parameters are: lam, delta, alpha, sigma" in str(exc.value)

@@ -2,7 +2,7 @@
 
 The privacy layer's catalog (:data:`privbandits.privacy.audit.AUDITABLE`) audits the mechanisms and
 protocols of :mod:`privbandits.privacy`; this module audits the algorithms themselves, through the
-exact user-side code a deployment runs (DESIGN section 2; issue "Engine v2", point 3):
+exact user-side code a deployment runs (the documentation's Concepts: trust models):
 
 1. construct the registered algorithm (``make("ldp-sgd", epsilon=1.0)``) and reset it on a small
    problem (``SyntheticEnv(...).reset(...)`` gives the public

@@ -175,7 +175,8 @@ def run(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")], d
 @_guard
 def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
           grid: Annotated[list[str], typer.Option("--grid", "-g", help="KEY=V1,V2,... (repeatable); replaces "
-                                                  "the config's grid entry for KEY.")],
+                                                  "every value of KEY in the config (its global grid and "
+                                                  "each entry's grid and params).")],
           db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
           quiet: QuietOpt = False, out: OutOpt = None, quick: QuickOpt = False, horizon: HorizonOpt = None,
           replications: ReplicationsOpt = None, seed: SeedOpt = None, preset: PresetOpt = None,

@@ -1,6 +1,6 @@
 """The single place where an algorithm meets an environment: :func:`simulate`.
 
-It resets both from one seed (DESIGN section 4), picks a driver (:mod:`privbandits.engine`) and
+It resets both from one seed (the documentation's Concepts: randomness and reproducibility), picks a driver (:mod:`privbandits.engine`) and
 records cumulative pseudo-regret, realized reward and parameter-estimation error at checkpoints:
 
 * ``engine="reference"``: message level, checks the trust boundary every round (every algorithm);
@@ -164,7 +164,7 @@ def simulate(
     replications : int
         Number of independent replications R, advanced together.
     seed : int
-        Root seed (DESIGN section 4).
+        Root seed (the documentation's Concepts: randomness and reproducibility).
     checkpoints : int, sequence of int or None
         An int ``n`` asks for ``n`` log-spaced checkpoints; a sequence gives them explicitly
         (1-based round counts); None means 50 log-spaced points plus the horizon.

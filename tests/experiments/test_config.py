@@ -210,7 +210,7 @@ def test_overrides_quick_and_cli() -> None:
     assert (cfg.horizon, cfg.replications) == (100, 2)
     cfg = parse_config(text, overrides=Overrides(quick=True, horizon=50, seeds=[7]))
     assert (cfg.horizon, cfg.seeds) == (50, (7,))
-    with pytest.raises(ConfigError, match=r"horizon = 0: horizon must be an integer in \[1, inf\]"):
+    with pytest.raises(ConfigError, match=r"^command line: --horizon 0: horizon must be an integer in \[1, inf\]"):
         parse_config(text, overrides=Overrides(horizon=0))
 
 
@@ -251,3 +251,58 @@ def test_unit_key_is_canonical(params: dict, rnd) -> None:
     k = next(iter(changed))
     changed[k] = [changed[k]]  # any change of a value changes the key
     assert _unit(changed).key() != a.key()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        (Overrides(horizon=-5), "command line: --horizon -5: horizon must be an integer in [1, inf]"),
+        (Overrides(replications=0), "command line: --replications 0: replications must be an integer"),
+        (Overrides(seeds=[-1]), "command line: --seed -1: seed must be an integer in [0, inf]"),
+        (Overrides(preset="strikt"), "command line: --preset \"strikt\": "),
+        (Overrides(engine="fast"), "command line: --engine \"fast\": "),
+    ],
+)
+def test_command_line_overrides_blame_the_option(overrides: Overrides, needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(SMALL, source="small.toml", overrides=overrides)
+    assert needle in str(info.value) and "small.toml" not in str(info.value)
+
+
+PER_ALGORITHM_GRID = BASE + """
+[grid]
+epsilon = [0.5]
+
+[[algorithms]]
+name = "ldp-sgd"
+grid = { epsilon = [0.5, 1.0, 2.0] }
+
+[[algorithms]]
+name = "ldp-ols"
+params = { epsilon = 1.0 }
+
+[[algorithms]]
+name = "linucb"
+"""
+
+
+def test_grid_option_replaces_per_algorithm_grids_and_params() -> None:
+    """``--grid epsilon=4,8`` applies to every algorithm taking epsilon, wherever the file sets it."""
+    def grids(cfg):
+        return {e.name: [v[1] for v in e.variants] for e in cfg.algorithms}
+
+    assert grids(_cfg(PER_ALGORITHM_GRID))["ldp-sgd"] == [{"epsilon": 0.5}, {"epsilon": 1.0}, {"epsilon": 2.0}]
+    cfg = _cfg(PER_ALGORITHM_GRID, overrides=Overrides(grid={"epsilon": [4.0, 8.0]}))
+    assert grids(cfg) == {"ldp-sgd": [{"epsilon": 4.0}, {"epsilon": 8.0}],
+                          "ldp-ols": [{"epsilon": 4.0}, {"epsilon": 8.0}],
+                          "linucb": [{}]}
+    assert sorted(u.params["epsilon"] for u in cfg.units() if u.algorithm != "linucb") == [4.0, 4.0, 8.0, 8.0]
+    msg = _err(PER_ALGORITHM_GRID, overrides=Overrides(grid={"epsilonn": [1.0]}))
+    assert "grid.epsilonn" in msg and "no algorithm of this experiment accepts 'epsilonn'" in msg
+
+
+def test_algorithms_as_single_table_and_missing_env() -> None:
+    msg = _err(BASE + "[algorithms]\nname = 'linucb'\n")
+    assert "'algorithms' is a single table" in msg and "[[algorithms]] (double brackets)" in msg
+    msg = _err("horizon = 100\n[[algorithms]]\nname = 'linucb'\n")
+    assert "[env] (kind = \"synthetic\") needs 'd' and 'K'" in msg

@@ -102,3 +102,6 @@ def test_report_contents(stored) -> None:
     assert "![regret](regret.png)" in text and "LinUCB beats uniform." in text
     assert "- **alpha=0.2**: agree" in text and "- **alpha=1**: agree" in text
     assert '"horizon": 300' in text  # the configuration is recorded
+    from privbandits import __version__
+
+    assert f"UTC by privbandits {__version__}." in text  # the library version is recorded

@@ -1,4 +1,4 @@
-"""The algorithm contract and the roles an algorithm is written as (DESIGN sections 2-3).
+"""The algorithm contract and the roles an algorithm is written as (the documentation's Concepts: trust models and Concepts: engines).
 
 =====================  ===========================================================================
 class                  what the drivers do with it
@@ -330,7 +330,7 @@ class Server(ABC):
 
 
 class Shuffler:
-    """The shuffler of the shuffle model: assign, collect, release (DESIGN section 2).
+    """The shuffler of the shuffle model: assign, collect, release (the documentation's Concepts: trust models).
 
     It sits between clients and the server.  ``assign`` may hand each user of a batch its part
     of a public schedule (default: the server's public state unchanged); ``collect`` accepts only
@@ -484,7 +484,7 @@ class BatchedAlgorithm(Protocol):
     """Batched exploration on a fixed action set whose releases can be simulated in aggregate.
 
     The exact aggregate driver (:mod:`privbandits.engine.aggregate`, ``engine="aggregate"``) runs
-    such an algorithm batch by batch instead of round by round (DESIGN section 3): within a batch
+    such an algorithm batch by batch instead of round by round (the documentation's Concepts: engines): within a batch
     each scheduled action is pulled a public number of times in a uniformly random order, so the
     per-action reward sums, the released (noisy) sums and the regret at any round are drawn from
     their exact distributions.  The per-round / per-user path stays the reference.  Members

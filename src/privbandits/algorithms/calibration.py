@@ -1,6 +1,6 @@
 """What a private algorithm resolves before it runs: noise, clipping, budget split, guarantee.
 
-Every private algorithm implements ``calibrate(spec) -> Calibration`` (DESIGN section 3): a pure
+Every private algorithm implements ``calibrate(spec) -> Calibration`` (the documentation's Concepts: engines): a pure
 function of its parameters and the public problem description.  ``guarantee`` and
 ``resolved_params`` of every algorithm come from it, so the reported privacy statement is always
 the accountant's statement about the noise the run actually adds, and the results store saves

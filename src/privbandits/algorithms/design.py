@@ -6,7 +6,7 @@ Kiefer-Wolfowitz theorem says ``min_pi g(pi) = m`` and that G-optimal and D-opti
 (``max log det V``) designs coincide.  This module computes a design with
 ``g(pi) <= factor * m`` (``factor = 2`` by default) whose support (the *core set*) is small:
 
-1. **Working subspace** (Hanna et al. 2022 spec section 3.3): an orthonormal basis ``U`` of
+1. **Working subspace** (Hanna et al. 2022, correction Hanna22-11): an orthonormal basis ``U`` of
    ``span(X)`` from the SVD (rank tolerance ``1e-9 * max(1, sigma_max)``); the design runs on the
    coordinates ``X U`` in dimension ``m = rank(X)``.
 2. **Greedy spanning initialisation** (pivoted Gram-Schmidt): ``m`` rows, uniform weights.
@@ -20,7 +20,7 @@ Kiefer-Wolfowitz theorem says ``min_pi g(pi) = m`` and that G-optimal and D-opti
 References
 ----------
 Hanna, Girgis, Fragouli & Diggavi (2022), "Differentially Private Stochastic Linear Bandits:
-(Almost) for Free", Lemma 2, and the library spec ``hanna2022-dp-linear-bandits.md`` sections 3.3-3.4
+(Almost) for Free", Lemma 2, with corrections Hanna22-10 and Hanna22-11 (documentation)
 (Algorithm D).
 Kiefer & Wolfowitz (1960), "The equivalence of two extremum problems".
 Lattimore & Szepesvari (2020), *Bandit Algorithms*, Chapter 21 (Theorem 21.1, Note 21.2 on
@@ -40,11 +40,11 @@ from privbandits.core.validation import check_choice, check_finite_array, check_
 
 __all__ = ["Design", "design_g", "g_optimal_design", "greedy_spanning_subset", "working_subspace"]
 
-#: Relative rank tolerance of the working subspace (spec section 3.3).
+#: Relative rank tolerance of the working subspace (Hanna et al. 2022, correction Hanna22-11).
 RANK_TOL = 1e-9
-#: Squared residual norm below which greedy initialisation stops (spec Algorithm D, step 1).
+#: Squared residual norm below which greedy initialisation stops (design Algorithm D, step 1).
 GREEDY_TOL = 1e-10
-#: Weights below this are pruned (spec Algorithm D, step 3).
+#: Weights below this are pruned (design Algorithm D, step 3).
 PRUNE_TOL = 1e-12
 
 
@@ -82,7 +82,7 @@ class Design:
 def working_subspace(X: np.ndarray) -> np.ndarray:
     """Orthonormal basis ``U`` (d, m) of ``span`` of the rows of ``X`` (n, d), via the SVD.
 
-    Singular values below ``1e-9 * max(1, sigma_max)`` count as zero (spec section 3.3, step 1).
+    Singular values below ``1e-9 * max(1, sigma_max)`` count as zero (Hanna et al. 2022, correction Hanna22-11, step 1).
     """
     X = np.asarray(X, dtype=float)
     d = X.shape[1]
@@ -98,7 +98,7 @@ def greedy_spanning_subset(X: np.ndarray) -> np.ndarray:
     """Pivoted Gram-Schmidt: up to ``m`` row indices whose rows span ``span(X)``.
 
     Repeatedly picks the row with the largest residual norm (ties to the smallest index), stops
-    when that squared norm is ``<= 1e-10`` (spec Algorithm D, step 1).
+    when that squared norm is ``<= 1e-10`` (design Algorithm D, step 1).
     """
     Rm = np.array(X, dtype=float, copy=True)
     _n, m = Rm.shape
@@ -175,7 +175,7 @@ def g_optimal_design(
     prune: bool = True,
     max_iter: int = 10_000,
 ) -> Design:
-    """Approximate G-optimal design with a small core set (spec Algorithm D).
+    """Approximate G-optimal design with a small core set ("Algorithm D": Frank-Wolfe from a greedy spanning set, exact line search).
 
     Parameters
     ----------
@@ -199,7 +199,7 @@ def g_optimal_design(
 
     References
     ----------
-    Spec ``hanna2022-dp-linear-bandits.md`` section 3.4 (Algorithm D); Lattimore & Szepesvari
+    Hanna et al. (2022), Lemma 2 and correction Hanna22-10 (Algorithm D); Lattimore & Szepesvari
     (2020), Chapter 21.
     """
     X = check_finite_array("X", X, ndim=2)
@@ -212,7 +212,7 @@ def g_optimal_design(
 
     U = working_subspace(X)
     m = U.shape[1]
-    if m == 0:  # every action is the zero vector: all rewards are equal (spec section 3.3, 4.)
+    if m == 0:  # every action is the zero vector: all rewards are equal (Hanna et al. 2022, correction Hanna22-11)
         pi = np.zeros(n)
         pi[0] = 1.0
         return Design(pi, np.array([0]), 0.0, 0, U, 0, True)

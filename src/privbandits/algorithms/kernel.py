@@ -1,4 +1,4 @@
-"""Compiled per-round steps: the one implementation of each algorithm's math (DESIGN section 3).
+"""Compiled per-round steps: the one implementation of each algorithm's math (the documentation's Concepts: engines).
 
 An algorithm with a compiled kernel writes its per-round steps once, as numba functions over
 per-replication state arrays, and hands them to the engine in a :class:`CuratorKernel` (trusted

@@ -13,7 +13,7 @@ too.
 References
 ----------
 Lattimore & Szepesvari (2020), *Bandit Algorithms*, Chapter 22, Algorithm 12 and Theorem 22.1;
-Hanna, Girgis, Fragouli & Diggavi (2022), spec ``hanna2022-dp-linear-bandits.md`` section 4.4.
+Hanna, Girgis, Fragouli & Diggavi (2022), Figures 2-3 (the non-private reference).
 """
 
 from __future__ import annotations

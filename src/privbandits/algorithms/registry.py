@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, TypeVar
 
 from privbandits.algorithms.base import Algorithm
@@ -28,7 +29,9 @@ def get(name: str) -> type[Algorithm]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise UnknownNameError(f"unknown algorithm {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
+        close = difflib.get_close_matches(str(name), sorted(_REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownNameError(f"unknown algorithm {name!r}{hint}; available: {', '.join(sorted(_REGISTRY))}") from None
 
 
 def make(name: str, **params: Any) -> Algorithm:

@@ -25,7 +25,7 @@ class PrivacyError(PrivbanditsError):
 
 
 class TrustBoundaryError(PrivacyError):
-    """Raw user data was about to cross a trust boundary (see DESIGN section 2)."""
+    """Raw user data was about to cross a trust boundary (see the documentation's Concepts: trust models)."""
 
 
 class DataBoundError(ValidationError):

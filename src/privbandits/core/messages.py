@@ -1,4 +1,4 @@
-"""Typed objects that cross a trust boundary (DESIGN section 2).
+"""Typed objects that cross a trust boundary (the documentation's Concepts: trust models).
 
 In the local and shuffle models the server may only ever receive :class:`PrivatizedMessage` or
 :class:`ShuffledBatch` objects; in every model, users only ever receive :class:`PublicState`.  The

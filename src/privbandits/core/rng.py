@@ -1,4 +1,4 @@
-"""Seed streams (DESIGN section 4).
+"""Seed streams (the documentation's Concepts: randomness and reproducibility).
 
 A run's seed is expanded with :class:`numpy.random.SeedSequence` into independent generator
 streams, one per role, so that

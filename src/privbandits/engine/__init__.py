@@ -1,4 +1,4 @@
-"""The drivers that run an algorithm on an environment (DESIGN section 3).
+"""The drivers that run an algorithm on an environment (the documentation's Concepts: engines).
 
 * :mod:`~privbandits.engine.reference`: message level, one round at a time through the role
   objects, checking the trust boundary every round; runs every algorithm.

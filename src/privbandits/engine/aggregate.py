@@ -58,7 +58,7 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     ``collector.collect`` on the per-action sums (noise stream); a batch cut by the horizon
     releases nothing.  The commit phase adds the committed action's gap per round.  Cumulative
     regret, reward and estimation error at every checkpoint therefore have exactly the law of the
-    per-round path's (DESIGN section 3); only the consumption of the random streams differs.
+    per-round path's (the documentation's Concepts: engines); only the consumption of the random streams differs.
     """
     streams = alg.streams
     order_role, noise_role = getattr(alg, "aggregate_streams", ("policy", "server"))

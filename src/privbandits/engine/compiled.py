@@ -1,4 +1,4 @@
-"""The compiled driver: one compiled loop over rounds and replications (DESIGN section 3).
+"""The compiled driver: one compiled loop over rounds and replications (the documentation's Concepts: engines).
 
 It calls the *same* compiled steps as the reference driver (:mod:`privbandits.algorithms.kernel`),
 through the loops of :mod:`privbandits.algorithms.loops`, on environment chunks (:meth:`Environment.next_chunk`),

@@ -1,4 +1,4 @@
-"""The reference driver: one round at a time through the role objects (DESIGN section 2).
+"""The reference driver: one round at a time through the role objects (the documentation's Concepts: trust models).
 
 * :class:`~privbandits.algorithms.base.Curator`: ``select`` then ``update`` with raw data.
 * :class:`~privbandits.algorithms.base.LocalAlgorithm`: the server publishes a

@@ -83,7 +83,7 @@ def sample_contexts(
         Shape ``size + (d,)``.
     n_clipped : int
         Number of vectors clipped to the bound (Gaussian only; the clipping is the recorded
-        policy of DESIGN section 5).
+        policy of the documentation's Concepts: norm bounds and clipping).
     """
     check_choice("context distribution", distribution, CONTEXT_DISTRIBUTIONS)
     if distribution == "sphere":

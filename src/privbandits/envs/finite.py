@@ -98,8 +98,7 @@ class FiniteActionEnv(Environment):
 
         Entry ``(j, k)`` is the sum of ``counts[j, k]`` independent rewards of action
         ``actions[j, k]`` in replication ``rows[j]``, each clipped to ``clip`` when given: the
-        same distribution as summing :meth:`step`'s rewards over that many rounds (DESIGN
-        section 3).  Rademacher: ``2 Binomial(n, (1 + mu)/2) - n`` (each value clipped);
+        same distribution as summing :meth:`step`'s rewards over that many rounds (the documentation's Concepts: engines).  Rademacher: ``2 Binomial(n, (1 + mu)/2) - n`` (each value clipped);
         Bernoulli: ``Binomial(n, mu)`` ones; Gaussian without clipping:
         ``n mu + sigma sqrt(n) z``; Poisson without clipping: ``Poisson(n mu)``; ``none``:
         ``n clip(mu)``; otherwise explicit vectorized draws through the reward model.

@@ -1,6 +1,6 @@
 """Reward models: turn mean rewards into realized rewards with action-independent randomness.
 
-For common random numbers (DESIGN section 4) the reward stream is consumed the same way whatever
+For common random numbers (the documentation's Concepts: randomness and reproducibility) the reward stream is consumed the same way whatever
 arm is pulled: each round draws one standard variate per replication (a standard normal for
 Gaussian noise, a uniform otherwise) and the realized reward is a deterministic function of that
 variate and the pulled arm's mean (inverse-CDF sampling).
@@ -28,7 +28,7 @@ class RewardNoise:
         ``gaussian``: ``r = mean + scale * N(0, 1)``.  ``bounded``: ``r = mean + U(-scale, scale)``.
         ``bernoulli``: ``r ~ Bernoulli(mean)`` (means must lie in [0, 1]).  ``rademacher``:
         ``r in {-1, +1}`` with ``P(r = +1) = (1 + mean) / 2`` (means in [-1, 1]; Hanna et al.
-        2022, spec section 1.4: bounded, 1-sub-Gaussian, mean exactly ``mean``).  ``poisson``:
+        2022, section 6: bounded, 1-sub-Gaussian, mean exactly ``mean``).  ``poisson``:
         ``r ~ Poisson(mean)`` (means must be non-negative).  ``none``: ``r = mean``.
     scale : float
         Noise scale for the additive kinds (sub-Gaussian parameter: ``scale`` for Gaussian,

@@ -1,6 +1,7 @@
 """TOML experiment configurations, validated completely before any work starts.
 
-Schema (every table and key is checked; unknown keys are rejected with the closest allowed one)::
+Schema (every table and key is checked; unknown keys are rejected with the closest allowed one; the
+documentation's TOML reference is generated from this module's key lists)::
 
     name = "my-sweep"              # default: the file's stem; letters, digits, ``_ . -``
     description = "free text"
@@ -238,7 +239,27 @@ class Overrides:
     grid: Mapping[str, list[Any]] | None = None
     engine: str | None = None
 
+    def check(self) -> None:
+        """Validate the command-line values themselves, so that an error names the option, not the file."""
+        checks: list[tuple[str, Any, Callable[[Any], Any]]] = [
+            ("--horizon", self.horizon, lambda v: check_int("horizon", v, 1)),
+            ("--replications", self.replications, lambda v: check_int("replications", v, 1)),
+            ("--preset", self.preset, _check_preset),
+            ("--engine", self.engine, lambda v: check_choice("engine", v, ENGINES)),
+        ]
+        checks += [("--seed", s, lambda v: check_int("seed", v, 0)) for s in (self.seeds or ())]
+        for option, value, fn in checks:
+            if value is None:
+                continue
+            try:
+                fn(value)
+            except PrivbanditsError as exc:
+                raise ConfigError(f"command line: {option} {_show(value)}: {_GOT_RE.sub('', str(exc))}") from None
+
     def apply(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The raw configuration with these overrides applied (``--grid KEY`` replaces every value of KEY:
+        the top-level grid's, each entry's ``grid`` and ``params``)."""
+        self.check()
         out = dict(raw)
         if self.quick:
             quick = out.get("quick", {})
@@ -259,7 +280,21 @@ class Overrides:
             grid = dict(out.get("grid", {})) if isinstance(out.get("grid", {}), dict) else {}
             grid.update(self.grid)
             out["grid"] = grid
+            if isinstance(out.get("algorithms"), list):
+                out["algorithms"] = [_without_keys(a, self.grid) for a in out["algorithms"]]
         return out
+
+
+def _without_keys(entry: Any, keys: Mapping[str, Any]) -> Any:
+    """An ``[[algorithms]]`` entry with ``keys`` removed from its ``params`` and ``grid`` tables."""
+    if not isinstance(entry, dict):
+        return entry
+    out = dict(entry)
+    for section in ("params", "grid"):
+        table = out.get(section)
+        if isinstance(table, dict) and any(k in table for k in keys):
+            out[section] = {k: v for k, v in table.items() if k not in keys}
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -421,6 +456,10 @@ class _Validator:
             raise self.fail("env.kind", kind, f"unknown environment kind{_suggest(kind, ENV_KINDS)}; "
                                               f"allowed: {', '.join(ENV_KINDS)}")
         self.keys(table, ("kind", *_env_args(ENV_KINDS[kind])), f"[env] (kind = \"{kind}\")")
+        missing = [k for k in _env_args(ENV_KINDS[kind], required=True) if k not in table]
+        if missing:
+            raise ConfigError(f"{self.source}: [env] (kind = \"{kind}\") needs "
+                              f"{' and '.join(repr(k) for k in missing)}, e.g. [env] with d = 5 and K = 10")
         for key, value in table.items():
             self.privacy(f"env.{key}", key, value)
         table["kind"] = kind
@@ -712,6 +751,10 @@ class _Validator:
             raise self.fail(path, env.get(key, env), _GOT_RE.sub("", msg)) from None
         global_grid = self.grid("grid", raw.get("grid", {}))
         entries = raw.get("algorithms")
+        if isinstance(entries, dict):
+            raise ConfigError(f"{self.source}: 'algorithms' is a single table ([algorithms]); write each "
+                              f"algorithm as an entry of the array of tables [[algorithms]] (double brackets), "
+                              f"e.g. [[algorithms]] then name = \"linucb\" on the next line")
         if not isinstance(entries, list) or not entries:
             raise ConfigError(f"{self.source}: at least one [[algorithms]] entry is required "
                               f"(available: {', '.join(available())})")
@@ -754,9 +797,10 @@ def _suggest(value: Any, options: Any) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _env_args(cls: type) -> list[str]:
+def _env_args(cls: type, required: bool = False) -> list[str]:
     sig = inspect.signature(cls)
-    return [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and (not required or p.default is p.empty)]
 
 
 def _check_preset(value: Any) -> str:

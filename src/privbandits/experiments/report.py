@@ -32,6 +32,13 @@ def regret_table_rows(series: Sequence[Series]) -> list[dict[str, str]]:
     } for s in series]
 
 
+def _version() -> str:
+    """The installed library version (imported lazily: the package imports this module)."""
+    from privbandits import __version__
+
+    return __version__
+
+
 def _preset(s: Series) -> str:
     """The series' calibration preset, or "-" for algorithms without presets."""
     try:
@@ -63,7 +70,7 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         lines += [config.description.strip(), ""]
     n_seeds = len(config.seeds)
     lines += [
-        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits.",
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {_version()}.",
         f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
         f"= {config.replications * n_seeds} runs per series; environment: "
         + ", ".join(f"{k}={v}" for k, v in config.env.items()) + ".",

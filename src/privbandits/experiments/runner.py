@@ -1,6 +1,6 @@
 """The sweep runner: expand, skip what is stored, execute the rest, store each unit as it finishes.
 
-Execution backends (DESIGN section 6):
+Execution backends (the documentation's Concepts: running at scale):
 
 * ``workers = 1``: units run one after another in this process;
 * ``workers >= 2``: a :class:`~concurrent.futures.ProcessPoolExecutor` (spawned processes, which

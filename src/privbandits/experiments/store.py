@@ -1,4 +1,4 @@
-"""SQLite results store (DESIGN section 5): one row per finished work unit, one transaction each.
+"""SQLite results store (the documentation's Concepts: the results store and resuming): one row per finished work unit, one transaction each.
 
 The primary key of a row is :meth:`WorkUnit.key` (sha256 of the unit's canonical configuration),
 so a unit is either completely stored (metadata and every array, written in one transaction) or

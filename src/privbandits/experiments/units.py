@@ -3,7 +3,7 @@
 A work unit is one (algorithm x resolved parameters x environment x seed x horizon x
 replications) simulation.  Its identity is the sha256 of the canonical JSON of its full
 configuration (plus :data:`SCHEMA_VERSION`), so the results store can tell finished units from
-missing ones and a rerun skips what is done (DESIGN section 5).
+missing ones and a rerun skips what is done (the documentation's Concepts: the results store and resuming).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ module                     contents
                            its privacy noise through, and what the audit checks)
 ``noise``                  numpy-facing batched wrappers of the samplers
 ``calibration``            noise calibration and inverse accounting (Gaussian, Laplace, l2-ball)
-``sensitivity``            sensitivities and noise magnitudes the specs derive
+``sensitivity``            sensitivities and noise magnitudes the papers derive (with their corrections)
 ``mechanisms``             mechanism objects carrying their own guarantee (re-exports the three above)
 ``randomizers``            bit randomizers: randomized rounding, ``R*`` of Cheu et al., randomized
                            response

@@ -3,7 +3,7 @@
 Shuffling the reports of ``n`` users, each produced by an ``eps0``-DP local randomizer (chosen
 adaptively, possibly different per position), gives an ``(eps, delta)``-DP output.  Two bounds:
 
-* ``"closed"``: FMT21 Theorem 3.1 (eq. (10) of Hanna et al. 2022; spec §3.9),
+* ``"closed"``: FMT21 Theorem 3.1 (eq. (10) of Hanna et al. 2022; correction Hanna22-14),
   ``f_{n,delta}(eps0) = ln(1 + (e^eps0 - 1)/(e^eps0 + 1) (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n)
   + 8 e^eps0 / n))``, valid only when ``eps0 <= ln(n / (16 ln(2/delta)))``;
 * ``"numerical"``: FMT21's tighter numerical procedure (Theorem 3.2 and Appendix E): the
@@ -25,7 +25,8 @@ References
 Feldman, McMillan & Talwar (2021), FOCS, arXiv:2012.12803, Thm 3.1, Thm 3.2, Appendix E; the
 authors' reference code github.com/apple/ml-shuffling-amplification (README: n = 1e5, eps0 = 4,
 delta = 1e-6 gives a numerical eps in [0.16754, 0.17279]).
-Hanna, Girgis, Fragouli & Diggavi (2022), eq. (10) and spec §3.9 (validity condition, Algorithm E0).
+Hanna, Girgis, Fragouli & Diggavi (2022), eq. (10) and correction Hanna22-14 (validity condition, Algorithm E0)
+in the documentation.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def closed_form_inverse(epsilon: float, delta: float, n: int) -> float:
 
     This is what Hanna et al. (2022), Algorithm 3 step 8 prints (``shuffle_bound="paper"``).  It
     can be *smaller* than ``epsilon`` (wasteful, small n) and can exceed the validity cap, where it
-    certifies nothing (spec §3.9): use :func:`local_epsilon_for_target` for a certified value.  The
+    certifies nothing (Hanna et al. 2022, eq. 10, correction Hanna22-14): use :func:`local_epsilon_for_target` for a certified value.  The
     root is bracketed by doubling (``f`` grows like ``eps0 + ln(8/n)``), never a fixed interval.
     """
     eps = check_epsilon(epsilon)
@@ -255,7 +256,7 @@ def local_epsilon_for_target(epsilon: float, delta: float, n: int, bound: str = 
                              strict: bool = False) -> float:
     """Largest local ``eps0`` whose shuffled batch of ``n`` users is ``(epsilon, delta)``-DP.
 
-    ``bound="closed"`` is Algorithm E0 of the Hanna et al. spec (§3.9):
+    ``bound="closed"`` is Algorithm E0 (Hanna et al. 2022, eq. 10, correction Hanna22-14):
 
     1. if ``n <= 16 ln(2/delta)``, return ``epsilon`` (no amplification);
     2. ``e_max = ln(n / (16 ln(2/delta)))``; if ``e_max <= epsilon`` return ``epsilon``;

@@ -11,7 +11,7 @@ References
 Dwork & Roth (2014), Thm A.1 (classic Gaussian) and Def. 3.3 / Thm 3.6 (Laplace);
 Balle & Wang (2018), "Improving the Gaussian Mechanism for Differential Privacy", Thm 8 (analytic
 Gaussian); Duchi, Jordan & Wainwright (2018), l2-ball mechanism, as given in Han et al. (2021),
-Lemma 2.2 and spec section 2.5.
+Lemma 2.2, with corrections Han21-1 and Han21-2 (documentation).
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def l2_ball_radius(epsilon: float, d: int, bound: float = 1.0) -> float:
 
 
 def l2_ball_side_probability(norm: float, epsilon: float, bound: float = 1.0) -> float:
-    """``P(Z^T x > 0)`` for the l2-ball mechanism at an input of norm ``norm`` (Han et al. spec §2.5).
+    """``P(Z^T x > 0)`` for the l2-ball mechanism at an input of norm ``norm`` (Han et al. 2021, Lemma 2.2, corrections Han21-1 and Han21-2).
 
     ``[1 + (1/2 + n/(2R)) (e^eps - 1)] / (1 + e^eps)``; 0.731059 at ``n = R, eps = 1`` and 1/2 at
     ``n = 0``.  Inputs above the bound are clipped first, so ``n`` is capped at ``R``.

@@ -1,8 +1,8 @@
 """Shuffle vector / matrix summation of Cheu, Joseph, Mao & Peng (2022).
 
 The protocols ``(R1, S1, A1)`` (vectors) and ``(R2, S2, A2)`` (symmetric matrices) as used by
-Sarmasarkar (2026), Appendix T (spec ``sarmasarkar2026-shuffle-jdp-glm.md`` section 4.4), split
-into the roles of DESIGN section 2 and batched over the replication axis ``R``:
+Sarmasarkar (2026), Appendix T, split
+into the roles of the documentation's Concepts: trust models and batched over the replication axis ``R``:
 
 * client randomizer (:func:`local_randomizer`, :func:`randomize_users`): each user biases every
   coordinate by ``Delta`` and sends, per coordinate label, a multiset of ``ceil(2 g) + b`` bits
@@ -94,7 +94,7 @@ _NORM_POLICIES = ("clip", "reject")
 class SumParams:
     """Parameters of one call of the shuffle summation protocol (all public).
 
-    Build with :func:`theory_params` (eq. 122) or :func:`calibrated_params` (spec section 4.4,
+    Build with :func:`theory_params` (eq. 122) or :func:`calibrated_params` (Appendix T,
     "practical calibrated mode").
 
     Attributes
@@ -109,11 +109,11 @@ class SumParams:
         Number of summed coordinates: ``d`` (vector) or ``d (d + 1) / 2`` (matrix, upper triangle).
     d_formula : int
         The dimension plugged into ``g`` and the log of eq. (122): ``d`` (paper, literal) or
-        ``d (d + 1) / 2`` for matrices with ``matrix_dim="summed"`` (spec section 11.16).
+        ``d (d + 1) / 2`` for matrices with ``matrix_dim="summed"`` (the dimension of the summed vector, which Lemma T.1 needs).
     Delta : float
         Input norm bound and bias: ``||v||_2 <= Delta`` (vectors), ``||X||_F <= Delta`` (matrices).
     g : float
-        Precision ``max(2 sqrt(n), d_formula, 4)`` (real-valued, spec section 4.4).
+        Precision ``max(2 sqrt(n), d_formula, 4)`` (real-valued, Appendix T).
     b : int
         Binomial noise bits per label and user.
     p : float
@@ -149,7 +149,7 @@ class SumParams:
 
     @property
     def bits_per_label(self) -> int:
-        """Bits each user sends per label: ``ceil(2 g) + b`` (spec section 11.14)."""
+        """Bits each user sends per label: ``ceil(2 g) + b`` (not ``g + b`` as printed: the biased input ranges over ``[0, 2 Delta]``)."""
         return math.ceil(2.0 * self.g) + self.b
 
     @property
@@ -176,7 +176,7 @@ class SumParams:
         """epsilon that Lemma T.1 certifies for the ``b`` actually used (see :func:`theorem_epsilon`).
 
         Lemma T.1's dimension is that of the summed vector, ``n_labels`` (``d (d + 1) / 2`` for
-        matrices, spec section 11.16), whatever dimension chose ``b``; with the paper's literal
+        matrices), whatever dimension chose ``b``; with the paper's literal
         ``d`` the certified epsilon of a matrix call is therefore slightly above its target.
         """
         return theorem_epsilon(self.g, self.b, self.n, self.n_labels, self.delta)
@@ -200,7 +200,7 @@ class SumParams:
         * Otherwise (in practice: calibrated mode): the binomial noise ``Bin(n b, p)`` is treated
           as Gaussian with the same variance, ``sigma = binomial_noise_std``, which is
           ``rho = sensitivity^2 / (2 sigma^2)``-zCDP under that approximation, converted at
-          ``delta``.  This is a heuristic (spec section 4.4), not a proof: the returned guarantee
+          ``delta``.  This is a heuristic, not a proof: the returned guarantee
           has ``approximate=True`` (printed as ``~(epsilon, delta)-DP``) and its notes say so.
 
         One call, replacement of one user's input; calls compose (basic, advanced or zCDP).
@@ -288,7 +288,7 @@ def theory_params(
 
     ``g = max(2 sqrt(n), d, 4)``, ``p = 1/4``,
     ``b = ceil(constant g^2 log^2(4 (d^2 + 1) / delta) / (epsilon^2 n))`` (Sarmasarkar 2026, eq. 122;
-    spec section 4.4).  Lemmas T.1/T.2 need ``0 < epsilon <= 15`` and ``0 < delta < 1/2``.
+    Appendix T).  Lemmas T.1/T.2 need ``0 < epsilon <= 15`` and ``0 < delta < 1/2``.
 
     Parameters
     ----------
@@ -304,7 +304,7 @@ def theory_params(
         Vector (R1) or symmetric-matrix (R2) summation.
     matrix_dim : {"literal", "summed"}
         Which dimension enters eq. (122) for matrices: the paper's feature dimension ``d``
-        (default) or the number of summed coordinates ``d (d + 1) / 2`` (spec section 11.16).
+        (default) or the number of summed coordinates ``d (d + 1) / 2`` (the dimension of the summed vector, which Lemma T.1 needs).
     constant : float
         Multiplier of eq. (122) (24e4).  A smaller value (as in the Chowdhury & Zhou script) is
         allowed; the guarantee is then recomputed from the resulting ``b`` (see
@@ -327,7 +327,7 @@ def theory_params(
 
 
 def _sensitivity(kind: str, Delta: float, psd_inputs: bool) -> float:
-    """l2 replacement sensitivity of the summed coordinates (spec section 4.4, calibrated mode).
+    """l2 replacement sensitivity of the summed coordinates (calibrated mode).
 
     Vectors with ``||v|| <= Delta``: ``2 Delta``.  Symmetric matrices with ``||X||_F <= Delta``: the
     upper-triangle vector of a difference has norm ``<= ||X - X'||_F <= 2 Delta``, and
@@ -351,7 +351,7 @@ def calibrated_params(
     psd_inputs: bool = False,
     conversion: str = "bs",
 ) -> SumParams:
-    """Practical calibrated mode (spec section 4.4): ``b`` from a Gaussian-equivalent noise level.
+    """Practical calibrated mode: ``b`` from a Gaussian-equivalent noise level.
 
     ``rho = zcdp_for_approx_dp(epsilon, delta)`` (or the given ``rho``),
     ``sigma_G = sigma_for_zcdp(rho, Delta_2)`` with ``Delta_2 = 2 Delta`` (vectors, general
@@ -370,9 +370,9 @@ def calibrated_params(
     epsilon : float, optional
         Target epsilon (exactly one of ``epsilon`` and ``rho`` must be given).
     rho : float, optional
-        Target zCDP level of this call (e.g. a per-round share of a zCDP budget, spec section 4.5).
+        Target zCDP level of this call (e.g. a per-round share of a zCDP budget, as in Sarmasarkar 2026, Algorithm 7).
     conversion : {"bs", "cks"}
-        zCDP <-> (epsilon, delta) conversion: Bun & Steinke (2016) (the spec's ``rho_for``) or
+        zCDP <-> (epsilon, delta) conversion: Bun & Steinke (2016) or
         Canonne, Kamath & Steinke (2020).
     """
     kind, n, d, d_formula, _ = _dims(kind, n, d, matrix_dim)
@@ -427,7 +427,7 @@ def encode_vectors(v: np.ndarray, Delta: float, *, norm_policy: str = "clip") ->
         Norm bound.
     norm_policy : {"clip", "reject"}
         Vectors with ``||v||_2 > Delta`` are rescaled onto the sphere of radius Delta and counted
-        (spec S-7; coordinate clipping alone would not meet the privacy condition), or rejected.
+        (coordinate clipping alone would not meet the privacy condition), or rejected.
 
     Returns
     -------
@@ -454,7 +454,7 @@ def encode_matrices(
     X : ndarray of shape (..., d, d)
         Symmetric input matrices.
     Delta : float
-        Frobenius norm bound (spec section 11.41: the privacy condition is on the l2 norm of the
+        Frobenius norm bound (the privacy condition is on the l2 norm of the
         summed entries, for which ``||X||_F <= Delta`` suffices; the paper's operator norm does not).
     norm_policy : {"clip", "reject"}
         Matrices with ``||X||_F > Delta`` are rescaled (and counted) or rejected.
@@ -629,7 +629,7 @@ def shuffle(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> 
       uniformly permuted sequence of bits carries exactly the information of its histogram (given
       the histogram its order is uniform, independent of the inputs), so this is the same release
       as the permuted bits; no randomness is needed.  Permuting the users' count vectors as whole
-      messages would instead hand the analyzer every user's own noisy counts (issue 10).
+      messages would instead hand the analyzer every user's own noisy counts.
 
     Raises
     ------
@@ -665,7 +665,7 @@ def analyze(batch: ShuffledBatch, params: SumParams) -> np.ndarray:
     """Analyzer ``A1`` / ``A2`` (Algorithm 6) on a shuffled batch.
 
     For each label, ``z = (Delta/g) (sum of its bits - p b n)`` and ``o = z - n Delta``
-    (re-centering; the paper's ``B`` is the number of users, spec section 11.2).  Accepts the two
+    (re-centering; the paper's ``B`` is the number of users).  Accepts the two
     releases of :func:`shuffle`: the permuted labelled bits, or their histogram (``ones`` per
     label; every label carries ``n (ceil(2 g) + b)`` bits).
 
@@ -720,7 +720,7 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     The analyzer depends on the messages only through the number of ones per label,
     ``sum_u x_hat_u + sum_u gamma2_u``.  The rounding part is drawn per user (a Poisson-binomial
     sum) and the binomial part as one ``Binomial(n b, p)`` per label, which is the law of a sum of
-    ``n`` independent ``Binomial(b, p)`` (spec section 4.4, "fast exact simulation"); both through
+    ``n`` independent ``Binomial(b, p)`` (exact in distribution); both through
     the compiled samplers of the message path.
 
     Parameters
@@ -755,7 +755,7 @@ def analyzer_variance(w: np.ndarray, params: SumParams) -> np.ndarray:
 
     ``o - sum_u v_u = (Delta/g) [sum_u (x_hat_u - w_u g/Delta) + (Bin(n b, p) - n b p)]``, a sum of
     independent zero-mean terms, so ``Var = (Delta/g)^2 (sum_u q_u (1 - q_u) + n b p (1 - p))`` with
-    ``q_u = frac(w_u g / Delta)`` (spec section 4.4, properties).  Coordinates are independent.
+    ``q_u = frac(w_u g / Delta)`` (Appendix T).  Coordinates are independent.
 
     Parameters
     ----------
@@ -840,7 +840,7 @@ def shuffle_matrix_sum(
 ) -> ShuffleSumResult:
     """The matrix protocol ``A2 o S2 o R2`` on symmetric ``X`` of shape ``(R, n, d, d)``.
 
-    Only the upper triangle is randomized and sent (spec section 11.15); the analyzer's output is
+    Only the upper triangle is randomized and sent (the lower triangle is determined by it); the analyzer's output is
     mirrored, so the estimate is exactly symmetric.
     """
     if params.kind != "matrix":

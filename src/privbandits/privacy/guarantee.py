@@ -1,4 +1,4 @@
-"""The privacy statement every algorithm and mechanism carries (DESIGN section 2)."""
+"""The privacy statement every algorithm and mechanism carries (the documentation's Concepts: trust models)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from privbandits.core.validation import check_choice, check_in_range
 
 __all__ = ["NON_PRIVATE", "TRUST_MODELS", "PrivacyGuarantee"]
 
-#: Trust models in the order of DESIGN section 2, plus "none" for non-private baselines.
+#: Trust models in the order of the documentation's Concepts: trust models, plus "none" for non-private baselines.
 TRUST_MODELS: tuple[str, ...] = ("none", "local", "shuffle", "joint", "central")
 
 

@@ -1,14 +1,13 @@
 """The single-message Laplace shuffle protocol of Hanna et al. (2022), Algorithm 3.
 
-Roles of one batch of ``n_i`` users (DESIGN section 2; spec ``hanna2022-dp-linear-bandits.md``
+Roles of one batch of ``n_i`` users (the documentation's Concepts: trust models; Hanna et al. 2022,
 section 4.3), batched over the replication axis ``R``:
 
 1. **shuffler** (:func:`assign_actions`): builds the canonical list of the batch's action slots
    (action ``a`` repeated ``n_ia`` times) and hands slot ``sigma(j)`` to client ``j`` for a uniform
    permutation ``sigma`` (its own stream);
 2. **clients** (:func:`laplace_randomizer`): report ``clip(r, r_lo, r_hi) + Lap(s)`` with
-   ``s = Delta / eps0`` and the local budget ``eps0`` from the inverted amplification bound (spec
-   section 3.9, :func:`laplace_shuffle_params`); the noise is drawn by the audited sampler
+   ``s = Delta / eps0`` and the local budget ``eps0`` from the inverted amplification bound (Hanna et al. 2022, eq. 10, correction Hanna22-14, :func:`laplace_shuffle_params`); the noise is drawn by the audited sampler
    :func:`~privbandits.privacy.samplers.laplace_randomize`;
 3. **shuffler** (:func:`forward_reports`): re-associates each report with its slot's action and
    forwards the ``(action, report)`` pairs in a fresh uniformly random order, without client ids;
@@ -64,7 +63,7 @@ __all__ = [
 
 #: Name of the clients' randomizer (recorded in every message and batch).
 LAPLACE_MECHANISM = "laplace-shuffle"
-#: How the local budget ``eps0`` is chosen (spec section 3.9).
+#: How the local budget ``eps0`` is chosen (Hanna et al. 2022, eq. 10, correction Hanna22-14).
 SHUFFLE_BOUNDS: tuple[str, ...] = ("fmt-valid", "paper")
 
 
@@ -83,7 +82,7 @@ class LaplaceShuffleParams:
     sensitivity : float
         Sensitivity used for the noise scale: ``r_hi - r_lo`` (strict) or 1 (``paper_sensitivity``).
     eps0 : float
-        Local budget ``eps0^(i)`` from the inverted amplification bound (spec section 3.9).
+        Local budget ``eps0^(i)`` from the inverted amplification bound (Hanna et al. 2022, eq. 10, correction Hanna22-14).
     scale : float
         Laplace scale ``sensitivity / eps0`` (rounded up so the LDP level never exceeds ``eps0``).
     shuffle_bound : {"fmt-valid", "paper"}
@@ -105,7 +104,7 @@ class LaplaceShuffleParams:
 
     @property
     def range_width(self) -> float:
-        """True L1 sensitivity of one clipped reward: ``r_hi - r_lo`` (spec section 2.5)."""
+        """True L1 sensitivity of one clipped reward: ``r_hi - r_lo`` (Hanna et al. 2022, eq. 12, correction Hanna22-1)."""
         return self.r_hi - self.r_lo
 
     def local_epsilon(self) -> float:
@@ -147,7 +146,7 @@ def laplace_shuffle_params(
     bound: str = "closed",
     paper_sensitivity: bool = False,
 ) -> LaplaceShuffleParams:
-    """Parameters of one batch of Hanna et al. (2022), Algorithm 3 (spec section 4.3).
+    """Parameters of one batch of Hanna et al. (2022), Algorithm 3.
 
     Parameters
     ----------
@@ -156,10 +155,10 @@ def laplace_shuffle_params(
     n : int
         Batch size ``n_i`` (public).
     r_lo, r_hi : float
-        Reward range; ``Delta = r_hi - r_lo`` (spec section 2.5).
+        Reward range; ``Delta = r_hi - r_lo`` (Hanna et al. 2022, eq. 12, correction Hanna22-1).
     shuffle_bound : {"fmt-valid", "paper"}
         ``"fmt-valid"`` (default): ``eps0 = local_epsilon_for_target(epsilon, delta, n, bound)``,
-        Algorithm E0 of spec section 3.9 (validity cap and fallback to ``epsilon``).
+        Algorithm E0 of Hanna et al. 2022, eq. 10, correction Hanna22-14 (validity cap and fallback to ``epsilon``).
         ``"paper"``: the literal ``f^{-1}_{n,delta}(epsilon)`` with no cap and no fallback
         (reproduction only; warns).
     bound : {"closed", "numerical"}
@@ -179,7 +178,7 @@ def laplace_shuffle_params(
     bound = check_choice("bound", bound, BOUNDS)
     if shuffle_bound == "paper":
         warnings.warn("shuffle_bound='paper' uses the uncapped inverse of eq. (10); it can overclaim privacy "
-                      "(spec section 3.9) -- reproduction only", UserWarning, stacklevel=2)
+                      "(Hanna et al. 2022, eq. 10, correction Hanna22-14) -- reproduction only", UserWarning, stacklevel=2)
         eps0 = closed_form_inverse(eps, dlt, n)
     else:
         eps0 = float(local_epsilon_for_target(eps, dlt, n, bound))

@@ -19,8 +19,9 @@ References
 Dwork & Roth (2014), Thm A.1 (classic Gaussian) and Def. 3.3 / Thm 3.6 (Laplace);
 Balle & Wang (2018), "Improving the Gaussian Mechanism ...", Thm 8 (analytic Gaussian);
 Duchi, Jordan & Wainwright (2018), l2-ball mechanism, as given in Han et al. (2021), Lemma 2.2;
-Han et al. (2021) spec §2.3-2.5, Zheng et al. (2020) spec §3.2-3.3, Hanna et al. (2022) spec §2.5,
-§3.10.
+Han et al. 2021, Lemmas 2.1-2.2 and Prop. 3.1; Zheng et al. 2020, Gaussian and Laplace variants; Hanna
+et al. 2022, eq. 12 and Lemma 4; with the corrections Han21-1 to Han21-5, Zheng20-17, Hanna22-1
+and Hanna22-2 of the documentation.
 """
 
 from __future__ import annotations
@@ -370,8 +371,8 @@ class LaplaceMechanism(_AdditiveNoise):
     """Laplace mechanism ``f(x) + Lap(b)^p`` with ``b = Delta_1 / epsilon`` (pure epsilon-DP).
 
     Scalar or vector values; ``sensitivity`` is the L1 sensitivity (e.g. ``r_hi - r_lo`` for a
-    reward in ``[r_lo, r_hi]``, Hanna et al. spec §2.5 -- 2 for ``[-1, 1]``, not the paper's 1;
-    the sensitivities of Zheng et al. spec §3.3 via :func:`outer_product_l1_sensitivity`).
+    reward in ``[r_lo, r_hi]``, Hanna et al. 2022, eq. 12, correction Hanna22-1 -- 2 for ``[-1, 1]``, not the paper's 1;
+    the sensitivities of Zheng et al. 2020, correction Zheng20-17 via :func:`outer_product_l1_sensitivity`).
 
     Parameters
     ----------
@@ -470,7 +471,7 @@ class L2BallMechanism:
         ``epsilon / f`` (radius ``r_{eps/f, d}``, still unbiased) while the claimed guarantee stays
         ``epsilon``; ``f = 0.5`` doubles the actual privacy loss.
     out_of_bound : {"clip", "raise"}
-        Policy for inputs with norm above ``bound``: clip to the bound (the spec's default; the
+        Policy for inputs with norm above ``bound``: clip to the bound (the default; the
         count is available from :func:`l2_ball_mechanism`) or raise :class:`DataBoundError`.
 
     Attributes
@@ -483,7 +484,7 @@ class L2BallMechanism:
         ``coth(eps_eff / 2)``: the radius relative to its epsilon -> infinity limit.
     guarantee : PureDP
         ``ln(q / (1 - q))`` for the same-hemisphere probability ``q = e^eps / (1 + e^eps)`` the
-        sampler uses (every density ratio is at most that; Han et al. spec §2.5); equal to
+        sampler uses (every density ratio is at most that; Han et al. 2021, Lemma 2.2, corrections Han21-1 and Han21-2); equal to
         ``l2_ball_epsilon(radius, d, bound)`` up to rounding.
     """
 

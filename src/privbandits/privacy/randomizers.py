@@ -73,7 +73,7 @@ def binomial_bit_counts(
     ``x_bar = floor(w g / Delta)``, ``gamma1 ~ Bernoulli(w g / Delta - x_bar)``,
     ``x_hat = x_bar + gamma1``, ``gamma2 ~ Binomial(b, p)`` (compiled sampler
     :func:`~privbandits.privacy.samplers.binomial_bits`, entry by entry); the message is a multiset of
-    ``ceil(2 g) + b`` bits of which ``x_hat + gamma2`` are ones (spec section 11.14: ``w`` ranges
+    ``ceil(2 g) + b`` bits of which ``x_hat + gamma2`` are ones (``w`` ranges
     over ``[0, 2 Delta]``, so ``g + b`` bits as printed would not always suffice).  A multiset of
     bits is determined by its number of ones, which is what this function returns; use
     :func:`bits_from_counts` to materialize the bits.

@@ -1,7 +1,7 @@
 """One compiled sampler per noise type: the code that runs is the code that is audited.
 
 Every algorithm kernel, every mechanism object of :mod:`privbandits.privacy.mechanisms` and the
-empirical audit draw their privacy noise through these functions (DESIGN section 3).  Each works
+empirical audit draw their privacy noise through these functions (the documentation's Concepts: engines).  Each works
 on one user's data, in place where it adds noise, and consumes its generator in a fixed order
 (documented per function) so that the reference and compiled drivers give the same trajectory.
 
@@ -259,7 +259,7 @@ def binomial_bits_rows(rng: np.random.Generator, w: np.ndarray, g: float, b: int
 @nb.njit(cache=True)
 def add_symmetric_laplace(rng: np.random.Generator, scale: float, M: np.ndarray) -> None:  # pragma: no cover
     """``M += W`` in place, ``W`` symmetric with i.i.d. ``Lap(scale)`` on and above the diagonal
-    (the epsilon-LDP variant of the symmetric-matrix mechanism, Zheng et al. 2020 spec section 3.3).
+    (the epsilon-LDP variant of the symmetric-matrix mechanism, Zheng et al. 2020, correction Zheng20-17).
 
     Draw order: row by row, the entries ``(i, j)`` with ``j >= i`` (one uniform each, as
     :func:`laplace_draw`).

@@ -1,9 +1,9 @@
-"""Sensitivities and noise magnitudes the specs derive (outer products, sums of Laplace noise).
+"""Sensitivities and noise magnitudes the papers derive (outer products, sums of Laplace noise).
 
 References
 ----------
-Han et al. (2021), Prop 3.1 and spec section 2.4; Zheng et al. (2020), spec section 3.3;
-Hanna et al. (2022), spec section 3.10 (corrected Lemma 4).
+Han et al. (2021), Prop 3.1 (correction Han21-4); Zheng et al. (2020) (correction Zheng20-17);
+Hanna et al. (2022), Lemma 4 (corrected: see the documentation's Hanna et al. 2022 page).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ def outer_product_sensitivity(bound: float = 1.0, *, tight: bool = False) -> flo
     ``||x x^T - x' x'^T||_F^2 = ||x||^4 + ||x'||^4 - 2 (x^T x')^2 <= 2 bound^4``, so the tight value
     is ``sqrt(2) bound^2`` (orthogonal x, x' of norm ``bound``; the upper-triangle vector has the
     same maximum).  The default is the looser ``2 bound^2`` that the papers use (Han et al. 2021,
-    Prop 3.1 / spec §2.4 "strict"; Zheng et al. 2020, ``||v(x) - v(x')|| <= 2``).
+    Prop 3.1, strict preset; Zheng et al. 2020, ``||v(x) - v(x')|| <= 2``).
     """
     B = check_positive("bound", bound)
     return (math.sqrt(2.0) if tight else 2.0) * B * B
 
 
 def outer_product_l1_sensitivity(d: int, bound: float = 1.0) -> float:
-    """L1 sensitivity of the upper triangle of ``x x^T`` for ``||x||_2 <= bound`` (Zheng spec §3.3).
+    """L1 sensitivity of the upper triangle of ``x x^T`` for ``||x||_2 <= bound`` (Zheng et al. 2020, correction Zheng20-17).
 
     ``sum_{i<=j} |x_i x_j| <= (||x||_1^2 + ||x||_2^2) / 2 <= (d + 1) bound^2 / 2``, hence
     ``Delta_1 = (d + 1) bound^2``.
@@ -42,7 +42,7 @@ def outer_product_l1_sensitivity(d: int, bound: float = 1.0) -> float:
 def laplace_sum_deviation(scale: float, sum_sq: float, max_abs: float, ell: float) -> float:
     """Threshold ``t`` with ``P(sum_j l_j z_j >= t) <= e^{-ell}`` for i.i.d. ``z_j ~ Lap(scale)``.
 
-    Corrected Lemma 4 of Hanna et al. (2022) (spec §3.10): with ``S = sum_j l_j^2`` and
+    Corrected Lemma 4 of Hanna et al. (2022) (the documentation's Hanna et al. 2022 page): with ``S = sum_j l_j^2`` and
     ``c = max_j |l_j|``, ``t = scale (sqrt(8 S ell) + sqrt(2) c ell)``.  (The paper's own lemma
     uses a too-small Laplace MGF constant and is numerically violated.)
 

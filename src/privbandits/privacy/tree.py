@@ -14,8 +14,7 @@ References
 Dwork, Naor, Pitassi & Rothblum (2010), "Differential privacy under continual observation", STOC.
 Chan, Shi & Song (2011), "Private and continual release of statistics", ACM TISSEC.
 Shariff & Sheffet (2018), "Differentially private contextual linear bandits", NeurIPS, section 4.2.
-Sarmasarkar (2026), section 6 and Appendix J.3 (spec ``sarmasarkar2026-shuffle-jdp-glm.md``
-sections 4.2 and 4.7).
+Sarmasarkar (2026), section 6 and Appendix J.3.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ __all__ = [
 
 
 def tree_levels(T: int) -> int:
-    """Number of levels ``m = ceil(log2 T) + 1`` used for calibration (spec section 4.7).
+    """Number of levels ``m = ceil(log2 T) + 1`` used for calibration (Sarmasarkar 2026, Appendix J.3).
 
     A safe upper bound on the number of nodes any leaf enters; equal to it when ``T`` is a power
     of two.
@@ -107,7 +106,7 @@ def tree_sensitivity(leaf_bound: float, *, kind: str = "vector", psd_leaves: boo
     """Replacement sensitivity of one leaf (l2 for vectors, Frobenius for symmetric matrices).
 
     Two leaves of norm at most ``B`` differ by at most ``2 B``; two PSD matrices by at most
-    ``sqrt(2) B`` since ``<A, A'> = tr(A A') >= 0`` (spec section 4.7, "true Frobenius sensitivity").
+    ``sqrt(2) B`` since ``<A, A'> = tr(A A') >= 0`` (the true Frobenius sensitivity).
     """
     B = check_positive("leaf_bound", leaf_bound)
     kind = check_choice("kind", kind, ("vector", "matrix"))
@@ -118,7 +117,7 @@ def tree_sensitivity(leaf_bound: float, *, kind: str = "vector", psd_leaves: boo
 
 def sample_tree_noise(rng: np.random.Generator, lead: tuple[int, ...], shape: tuple[int, ...], sigma: float
                       ) -> np.ndarray:
-    """Node noise: ``N(0, sigma^2 I)`` for vectors; ``(Z' + Z'^T)/2`` for ``(d, d)`` matrices (spec 4.2).
+    """Node noise: ``N(0, sigma^2 I)`` for vectors; ``(Z' + Z'^T)/2`` for ``(d, d)`` matrices (Sarmasarkar 2026, section 6).
 
     Drawn by the compiled samplers: vectors by :func:`~privbandits.privacy.samplers.add_gaussian`
     (C order); matrices by :func:`~privbandits.privacy.samplers.add_symmetric_gaussian` (std
@@ -233,7 +232,7 @@ class TreeAggregator:
         """Tree whose whole release meets ``(epsilon, delta)`` (or ``rho``-zCDP).
 
         Spec section 4.7, practical calibration: ``rho_tree = zcdp_for_approx_dp(epsilon, delta)``
-        (``conversion`` "bs" is the spec's ``rho_for``), ``rho_node = rho_tree / m`` with
+        (``conversion`` "bs"), ``rho_node = rho_tree / m`` with
         ``m = ceil(log2 T) + 1``, and ``sigma = sigma_for_zcdp(rho_node, Delta)`` at the replacement
         sensitivity ``Delta`` of :func:`tree_sensitivity`.  Other arguments as in the constructor.
         """
@@ -286,7 +285,7 @@ class TreeAggregator:
 
         With ``i`` the index of the lowest set bit of ``t``: ``alpha_i = x_t + sum_{j < i} alpha_j``,
         levels below ``i`` are cleared, and ``noisy_i = alpha_i + Z`` with fresh noise
-        (spec section 4.7, ``insert``).
+        (Appendix J.3, ``insert``).
         """
         if self.t >= self.T:
             raise ValidationError(f"the tree holds T={self.T} leaves; cannot add leaf {self.t + 1}")

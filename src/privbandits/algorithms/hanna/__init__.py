@@ -22,7 +22,7 @@ per-user reference driver (``engine="reference"``).
 References
 ----------
 Hanna, Girgis, Fragouli & Diggavi (2022), "Differentially Private Stochastic Linear Bandits: (Almost)
-for Free", arXiv:2207.03445; spec ``hanna2022-dp-linear-bandits.md``.
+for Free", arXiv:2207.03445; corrections in the documentation's Hanna et al. 2022 page.
 """
 
 from privbandits.algorithms.hanna.budget import ShuffleBudget, default_delta

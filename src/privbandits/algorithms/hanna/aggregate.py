@@ -4,13 +4,12 @@ In the local and shuffle models every user of a batch sends ``clip(r) + Lap(s)``
 per-action statistic is the sum of the ``n_ia`` reports for action ``a``.  Since
 ``Lap(s) = Exp(s) - Exp(s)``, the sum of ``n`` i.i.d. ``Lap(s)`` draws is exactly
 ``Gamma(n, s) - Gamma(n, s)``, so the released sums are drawn per action instead of per user
-(DESIGN section 3).  The per-user message path (:mod:`~privbandits.algorithms.hanna.local`,
+(the documentation's Concepts: engines).  The per-user message path (:mod:`~privbandits.algorithms.hanna.local`,
 :mod:`~privbandits.algorithms.hanna.shuffle`) is the reference; a test compares the two.
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 2-3; spec section 8 ("batch-level fast
-simulation").
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 2-3.
 """
 
 from __future__ import annotations

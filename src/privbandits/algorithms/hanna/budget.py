@@ -1,27 +1,27 @@
 """Per-batch local budgets of Algorithm 3 (Hanna et al. 2022) and their accounting.
 
 In the shuffle model the users of batch ``i`` report ``clip(r) + Lap(Delta / eps0^(i))`` where
-``eps0^(i) = E0(eps, delta, n_i)`` depends only on public quantities (spec section 3.9; the
+``eps0^(i) = E0(eps, delta, n_i)`` depends only on public quantities (Hanna et al. 2022, eq. 10, correction Hanna22-14; the
 literal inverse ``f^{-1}_{n_i,delta}(eps)`` under ``shuffle_bound="paper"``).  The batch sizes
 ``n_i`` a run can produce are known in advance from the problem
 (:func:`~privbandits.algorithms.hanna.elimination.batch_size_ranges`), so the calibration
 accounts every one of them: a batch of ``n`` users is
 ``amplified_guarantee(eps_l(n), n, delta)`` (FMT21 with its validity condition enforced, or the
 reports' own ``eps_l``-DP), ``eps_l = (r_hi - r_lo) / s`` the LDP level of the noise actually
-added, and batches hold disjoint users, so the run is their parallel composition (spec
-Appendix C).  The shuffler refuses to release a batch whose size is outside the calibrated
+added, and batches hold disjoint users, so the run is their parallel composition (Hanna et al.
+2022, Appendix C).  The shuffler refuses to release a batch whose size is outside the calibrated
 ranges (only a batch cut by the horizon has one, and it is never released).
 
 Default ``delta``.  The whole run is one ``(eps, delta)``-DP mechanism on the data of its ``T``
 users, and the usual requirement is ``delta << 1/#users``: the default is
 ``delta = 1 / T^2`` (:func:`default_delta`), so ``delta * T = 1/T`` and ``delta * n_i <= 1/T`` for
-every batch.  (``delta = 1/T``, the spec's section 6.3 choice, gives ``delta * n_i`` up to about
+every batch.  (``delta = 1/T``, the choice for the experiments of Hanna et al. 2022, section 6, gives ``delta * n_i`` up to about
 0.25-0.7 for the last batches, ``n_i ~ q^L``; it stays available by passing ``delta``.)
 
 References
 ----------
 Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 3, eq. (10), Appendix C; Feldman, McMillan &
-Talwar (2021), Theorems 3.1-3.2; spec sections 2.4, 3.9, 4.3 and 6.3 (the ``delta`` caution).
+Talwar (2021), Theorems 3.1-3.2; Hanna et al. 2022, Algorithm 3, corrections Hanna22-14 and Hanna22-28 (the ``delta`` caution).
 """
 
 from __future__ import annotations

@@ -1,24 +1,22 @@
 """Algorithm 1 of Hanna et al. (2022): batched elimination in the central model (pure eps-DP).
 
-A trusted server runs the phased-elimination skeleton (spec section 4.0,
+A trusted server runs the phased-elimination skeleton (Hanna et al. 2022, the common skeleton of Algorithms 1-3,
 :class:`~privbandits.algorithms.hanna.curator.BatchedCurator`); step 7 releases, for each core
 action ``a in C_i`` of batch ``i``, the noisy sum
 
     ``r_hat_ia = sum_k clip(r_ia^(k), r_lo, r_hi) + z_ia``,   ``z_ia ~ Lap(Delta / eps)``
 
 (fresh and independent per batch and action; ``|C_i|`` draws per batch, by the audited sampler
-:func:`~privbandits.privacy.samplers.add_laplace`), and step 9 uses the central width of spec
-section 4.6.  Each reward enters one sum, so the vector of all released sums has L1 sensitivity
+:func:`~privbandits.privacy.samplers.add_laplace`), and step 9 uses the central width (width modes on the Hanna et al. 2022 documentation page).  Each reward enters one sum, so the vector of all released sums has L1 sensitivity
 ``r_hi - r_lo``; the actions are post-processing of the sums (plus reward-independent randomness
 for the order), and batches hold disjoint users (parallel composition), hence the run is
 ``(r_hi - r_lo) / s``-DP for the scale ``s`` actually used: ``eps`` under the strict preset
-(``Delta = r_hi - r_lo``), only ``2 eps`` under the paper's ``Delta = 1`` on ``[-1, 1]`` (spec
-section 2.5), which is what the calibration reports.
+(``Delta = r_hi - r_lo``), only ``2 eps`` under the paper's ``Delta = 1`` on ``[-1, 1]`` (Hanna et al. 2022, eq. 12, correction Hanna22-1), which is what the calibration reports.
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 1, Lemma 3, Theorem 1, eq. (12); spec sections
-2.5-2.6, 4.1, 4.5-4.6.
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 1, Lemma 3, Theorem 1, eq. (12); corrections Hanna22-1 and Hanna22-26, presets and width modes in the
+documentation.
 """
 
 from __future__ import annotations
@@ -62,7 +60,7 @@ class CentralLaplaceSums:
     scale : float
         Laplace scale ``Delta / eps`` (from the calibration).
     clip : (r_lo, r_hi)
-        Reward range every reward is clipped to before it enters a sum (spec U13).
+        Reward range every reward is clipped to before it enters a sum (sensitivity ``r_hi - r_lo``, correction Hanna22-1).
 
     Attributes
     ----------
@@ -101,7 +99,7 @@ class HannaCentral(BatchedCurator):
     epsilon : float
         Privacy budget (pure DP, central); default 1.
     preset : {"strict", "paper"}
-        Calibration preset (spec section 2.6): strict = sensitivity ``r_hi - r_lo`` + rigorous
+        Calibration preset (presets on the Hanna et al. 2022 documentation page): strict = sensitivity ``r_hi - r_lo`` + rigorous
         widths; paper = sensitivity 1 + the paper's widths (warns; only ``2 eps``-DP on
         ``[-1, 1]``, as the reported guarantee says).
     paper_sensitivity : bool, optional
@@ -110,7 +108,7 @@ class HannaCentral(BatchedCurator):
         Override of the preset's width mode.
     core_set : bool or {"greedy", "nocore-fw", "nocore-uniform"}
         ``True`` (default): G-optimal design with a small core set; ``False``: the Figure 3(b)
-        ablation "no core set" (``"nocore-fw"``, spec section 4.5).
+        ablation "no core set" (``"nocore-fw"``, Hanna et al. 2022, correction Hanna22-26).
     design_factor : float
         Design target ``g <= factor * m`` (2).
     sigma : float
@@ -120,7 +118,7 @@ class HannaCentral(BatchedCurator):
 
     References
     ----------
-    Hanna et al. (2022), Algorithm 1, Lemma 3, Theorem 1; spec sections 4.0-4.1, 4.5-4.6.
+    Hanna et al. (2022), Algorithm 1, Lemma 3, Theorem 1; presets and width modes in the documentation.
     """
 
     name = "hanna-central"

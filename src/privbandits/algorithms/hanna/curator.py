@@ -4,8 +4,7 @@
 (:class:`~privbandits.algorithms.hanna.elimination.EliminationCore`) round by round on a fixed
 action set: the schedule of a batch (which actions, how often) is public; its pulls are played in
 a uniformly random order drawn from the policy stream (sequential draws without replacement from
-the remaining counts, so a batch cut by the horizon plays a uniformly random prefix, spec section
-3.5); the per-action reward sums of the running batch are accumulated and, when the batch ends,
+the remaining counts, so a batch cut by the horizon plays a uniformly random prefix, Hanna et al. 2022, correction Hanna22-30); the per-action reward sums of the running batch are accumulated and, when the batch ends,
 released by a :class:`SumCollector` (step 7: raw sums for NP-batched, ``Lap(Delta / eps)`` per
 core action for Algorithm 1) and handed to the engine (steps 8-12).
 
@@ -15,7 +14,7 @@ draws each batch's sums in distribution and calls the same collector and engine
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 1 and the common skeleton; spec sections 3.5,
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 1 and the common skeleton; Hanna et al. 2022, correction Hanna22-30,
 3.8 and 4.0.
 """
 
@@ -36,7 +35,7 @@ __all__ = ["BatchedCurator", "RawSums", "SumCollector", "require_fixed_actions"]
 
 
 def require_fixed_actions(name: str, spec: EnvSpec) -> None:
-    """Raise unless the problem has one fixed finite action set (spec section 1.3: no contexts)."""
+    """Raise unless the problem has one fixed finite action set (Hanna et al. 2022, section 2: no contexts)."""
     if not spec.fixed_actions:
         raise ValidationError(
             f"algorithm {name!r} needs a fixed finite action set (spec.fixed_actions=True, "

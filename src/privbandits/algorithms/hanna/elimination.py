@@ -1,6 +1,6 @@
 """The role-free batched-elimination engine of Hanna et al. (2022) on fixed finite action sets.
 
-Spec ``hanna2022-dp-linear-bandits.md`` section 4.0 (the skeleton of Algorithms 1-3): batch
+Hanna et al. (2022), the common skeleton of Algorithms 1-3: batch
 ``i = 1..L`` plays a G-optimal design of the surviving set ``A_i`` with ``n_ia = ceil(pi_i(a) q^i)``
 pulls per core action, estimates ``theta`` from that batch's released per-action sums only,
 eliminates every action more than ``2 gamma_i`` below the empirical best and, after ``L`` batches
@@ -22,7 +22,7 @@ loop over the replications that finished.
 References
 ----------
 Hanna, Girgis, Fragouli & Diggavi (2022), "Differentially Private Stochastic Linear Bandits:
-(Almost) for Free", Algorithms 1-3, Lemma 2; spec sections 3.1-3.8 and 4.0.
+(Almost) for Free", Algorithms 1-3, Lemma 2; corrections Hanna22-5 and Hanna22-6.
 """
 
 from __future__ import annotations
@@ -52,15 +52,15 @@ __all__ = [
     "n_batches",
 ]
 
-#: Core-set constructions (spec sections 3.4 and 4.5).
+#: Core-set constructions (Hanna et al. 2022, Lemma 2, corrections Hanna22-10 and Hanna22-26).
 CORE_SETS: tuple[str, ...] = ("greedy", "nocore-fw", "nocore-uniform")
 
 
 # ------------------------------------------------------------------------------------------------
-# schedule constants (spec section 3.1)
+# schedule constants (Hanna et al. 2022, correction Hanna22-5)
 # ------------------------------------------------------------------------------------------------
 def batch_growth(T: int) -> float:
-    """``q = (2T)^{1/ln T} = exp(1 + ln 2 / ln T)``; ``q = e^2`` at ``T = 1`` (spec sections 3.1, 3.8)."""
+    """``q = (2T)^{1/ln T} = exp(1 + ln 2 / ln T)``; ``q = e^2`` at ``T = 1`` (Hanna et al. 2022, corrections Hanna22-5 and Hanna22-31)."""
     T = check_int("T", T, 1)
     if T == 1:
         return math.exp(2.0)
@@ -68,7 +68,7 @@ def batch_growth(T: int) -> float:
 
 
 def n_batches(T: int) -> int:
-    """``L = max(1, floor(ln T) - 1)`` exploration batches (spec section 3.1, [CHOICE])."""
+    """``L = max(1, floor(ln T) - 1)`` exploration batches (Hanna et al. 2022, correction Hanna22-5)."""
     T = check_int("T", T, 1)
     return max(1, math.floor(math.log(T)) - 1)
 
@@ -87,7 +87,7 @@ def confidence_log(n_active: np.ndarray, T: int, L: int, fail_prob: float | None
 
 def max_core_size(K: int, d: int) -> int:
     """Largest possible core set ``|C_i| <= min(K, m (m + 1) / 2)`` with ``m <= d`` (Algorithm D's
-    Caratheodory pruning, Lattimore & Szepesvari 2020, Theorem 21.1; spec section 3.4)."""
+    Caratheodory pruning, Lattimore & Szepesvari 2020, Theorem 21.1; Hanna et al. 2022, Lemma 2, correction Hanna22-10)."""
     return min(check_int("K", K, 1), check_int("d", d, 1) * (d + 1) // 2)
 
 
@@ -217,7 +217,7 @@ class EliminationCore:
     theta : ndarray (R, d)
         Latest estimate (in ``span(A_i)``; zeros before the first batch ends).
     batch_log : list of dict
-        One record per completed batch and replication (spec section 8 "metadata to log").
+        One record per completed batch and replication (stored with the result).
     """
 
     def __init__(self, A: np.ndarray, spec: EnvSpec, factor: float = 2.0, core_set: str = "greedy") -> None:
@@ -280,7 +280,7 @@ class EliminationCore:
         """Plan the next batch of ``rows`` (default: every exploring replication).
 
         Rows whose surviving actions span ``{0}`` (``m = 0``, all rewards equal) commit instead
-        of planning (spec section 3.3, 4.); the returned plan covers the others.
+        of planning (Hanna et al. 2022, correction Hanna22-11); the returned plan covers the others.
         """
         rows = np.flatnonzero(self.exploring()) if rows is None else np.asarray(rows, dtype=np.int64)
         planned: list[int] = []
@@ -322,7 +322,7 @@ class EliminationCore:
 
     # -- batch end --------------------------------------------------------------------------------
     def finish_batch(self, plan: BatchPlan, r_hat: np.ndarray, gamma: np.ndarray | None = None) -> np.ndarray:
-        """Estimate from the released sums, eliminate, and commit where due (spec steps 8-12).
+        """Estimate from the released sums, eliminate, and commit where due (steps 8-12 of the skeleton).
 
         Parameters
         ----------
@@ -375,7 +375,7 @@ class EliminationCore:
 
 
 class HannaElimination(EliminationCore):
-    """Batch schedule of Hanna et al. (2022) (spec section 4.0): ``n_ia = ceil(pi_i(a) q^i)``.
+    """Batch schedule of the common skeleton of Algorithms 1-3 of Hanna et al. (2022): ``n_ia = ceil(pi_i(a) q^i)``.
 
     Commits after ``L`` batches to the empirical best of ``A_{L+1}``.
     """

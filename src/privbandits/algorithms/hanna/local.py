@@ -1,16 +1,16 @@
 """Algorithm 2 of Hanna et al. (2022): batched elimination in the local model (pure eps0-LDP).
 
-Roles (DESIGN section 2; spec section 4.2):
+Roles (the documentation's Concepts: trust models; Hanna et al. 2022, Algorithm 2):
 
 * **client** (:class:`LocalClient`, on the user's device): reads the public schedule of the
   running batch (``remaining`` pulls per action, or the committed action), plays an action drawn
   uniformly from the remaining multiset (a uniformly random order of the batch), observes its
   reward ``r`` and sends only ``(a, clip(r, r_lo, r_hi) + Lap(Delta / eps0))``, drawn by the
   audited sampler :func:`~privbandits.privacy.samplers.laplace_randomize` (the action is public in
-  this model, spec section 2.1);
+  this model, Hanna et al. 2022, section 2);
 * **server** (:class:`LocalServer`): sums the reports per action; when the batch's ``n_i``
-  reports are in, ``r_hat_ia = sum_{k <= n_ia} r_hat_ia^(k)`` (spec section 9, item 4), least
-  squares, the local width of spec section 4.6 and elimination over ``A_i``.
+  reports are in, ``r_hat_ia = sum_{k <= n_ia} r_hat_ia^(k)`` (Hanna et al. 2022, correction Hanna22-4), least
+  squares, the local width (width modes on the Hanna et al. 2022 documentation page) and elimination over ``A_i``.
 
 Each report is ``(r_hi - r_lo) / s``-LDP for the scale ``s`` actually used (``eps0`` under the
 strict preset, ``2 eps0`` under the paper's sensitivity 1); everything the server does is
@@ -19,8 +19,8 @@ noise exactly (``Gamma(n, s) - Gamma(n, s)``, :mod:`~privbandits.algorithms.hann
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 2, Lemma 5, Theorem 2, Appendix B.1; spec
-sections 2.3, 2.5-2.6, 4.2, 4.6.
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 2, Lemma 5, Theorem 2, Appendix B.1;
+corrections and width modes on the documentation's Hanna et al. 2022 page.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def draw_from_remaining(remaining: np.ndarray, rng: np.random.Generator) -> np.n
     """One action per row, with probability proportional to the remaining pulls (R, K).
 
     Successive draws without replacement from a batch's multiset give a uniformly random order of
-    its schedule (so a batch cut by the horizon plays a uniformly random prefix, spec 3.5).
+    its schedule (so a batch cut by the horizon plays a uniformly random prefix, Hanna et al. 2022, correction Hanna22-30).
     Rows with nothing remaining get -1.
     """
     cum = np.cumsum(remaining, axis=1)
@@ -169,7 +169,7 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
     epsilon : float
         Local budget ``eps0`` of each user's report; default 1.
     preset : {"strict", "paper"}
-        Calibration preset (spec section 2.6).
+        Calibration preset (presets on the Hanna et al. 2022 documentation page).
     paper_sensitivity : bool, optional
         Override: Laplace scale ``1 / eps0`` instead of ``(r_hi - r_lo) / eps0``.
     width_mode : {"paper", "rigorous"}, optional
@@ -179,7 +179,7 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
 
     References
     ----------
-    Hanna et al. (2022), Algorithm 2, Lemma 5, Theorem 2; spec sections 4.2, 4.6.
+    Hanna et al. (2022), Algorithm 2, Lemma 5, Theorem 2; width modes in the documentation.
     """
 
     name = "hanna-local"

@@ -1,4 +1,4 @@
-"""NP-batched: the non-private skeleton of Hanna et al. (2022) (spec section 4.0).
+"""NP-batched: the common skeleton of Algorithms 1-3 of Hanna et al. (2022) without noise.
 
 The limit of Algorithms 1-3 as epsilon -> infinity: batches grow like ``q^i`` with
 ``q = (2T)^{1/ln T}``; each batch plays a G-optimal core set, estimates theta from that batch only,
@@ -8,8 +8,8 @@ Figure 3(b) ("non-private batched algorithm that adds no noise").
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 1-3 (common skeleton), Figure 3(b); spec
-sections 3-4 and 9, item 25.
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 1-3 (common skeleton), Figure 3(b);
+correction Hanna22-25 (documentation).
 """
 
 from __future__ import annotations
@@ -32,24 +32,24 @@ __all__ = ["NPBatched"]
 
 @register
 class NPBatched(BatchedCurator):
-    """The spec's section 4.0 skeleton of Hanna et al. (2022) without noise ("NP-batched").
+    """The common skeleton of Algorithms 1-3 of Hanna et al. (2022) without noise ("NP-batched").
 
     Per batch ``i = 1..L``: working subspace of ``A_i``; G-optimal design (Algorithm D) with core
     set ``C_i``; ``n_ia = ceil(pi_i(a) q^i)`` pulls in random order; ``theta_hat_i`` from this
-    batch's raw sums only; width ``gamma_i`` (spec section 4.6, row "none"); keep ``a`` with
+    batch's raw sums only; width ``gamma_i`` (width modes on the Hanna et al. 2022 documentation page, row "none"); keep ``a`` with
     ``<a, theta_hat_i> >= max_{b in A_i} <b, theta_hat_i> - 2 gamma_i``; commit to the empirical
     best after ``L`` batches or when one action survives.
 
     Parameters
     ----------
     preset : {"strict", "paper"}
-        ``strict`` -> ``width_mode="rigorous"``; ``paper`` -> ``width_mode="paper"`` (spec 2.6).
+        ``strict`` -> ``width_mode="rigorous"``; ``paper`` -> ``width_mode="paper"`` (presets on the Hanna et al. 2022 documentation page).
     width_mode : {"paper", "rigorous"}, optional
-        Overrides the preset's width mode (spec section 4.6).
+        Overrides the preset's width mode (width modes on the Hanna et al. 2022 documentation page).
     core_set : bool or {"greedy", "nocore-fw", "nocore-uniform"}
-        Core-set construction (spec sections 3.4, 4.5); ``True`` = ``"greedy"``.
+        Core-set construction (Hanna et al. 2022, Lemma 2, corrections Hanna22-10 and Hanna22-26); ``True`` = ``"greedy"``.
     design_factor : float
-        Design target ``g <= factor * m`` (spec: 2).
+        Design target ``g <= factor * m`` (default 2).
     sigma : float
         Sub-Gaussian parameter of the reward noise in the widths (1 under Assumption 1).
     fail_prob : float, optional
@@ -57,7 +57,7 @@ class NPBatched(BatchedCurator):
 
     References
     ----------
-    Hanna et al. (2022), Algorithms 1-3 (common skeleton); spec sections 3-4.
+    Hanna et al. (2022), Algorithms 1-3 (common skeleton).
     """
 
     name = "pe-batched"

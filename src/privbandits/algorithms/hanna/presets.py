@@ -1,11 +1,11 @@
-"""Calibration presets and parameter constraints of Hanna et al. (2022) (spec section 2.6).
+"""Calibration presets and parameter constraints of Hanna et al. (2022) (presets on the Hanna et al. 2022 documentation page).
 
 =====================  ==========================================  ===========================================
 switch                 ``strict`` (library default)                ``paper`` (reproduction only)
 =====================  ==========================================  ===========================================
 ``paper_sensitivity``  False: Laplace sensitivity ``r_hi - r_lo``  True: sensitivity 1 (rewards still clipped)
-``width_mode``         ``"rigorous"`` (spec 4.6, right column)     ``"paper"`` (spec 4.6, left column)
-``shuffle_bound``      ``"fmt-valid"``: Algorithm E0 (spec 3.9)    ``"paper"``: literal ``f^{-1}_{n,delta}(eps)``
+``width_mode``         ``"rigorous"`` (width modes on the Hanna et al. 2022 documentation page, right column)     ``"paper"`` (width modes on the Hanna et al. 2022 documentation page, left column)
+``shuffle_bound``      ``"fmt-valid"``: Algorithm E0 (Hanna et al. 2022, eq. 10, correction Hanna22-14)    ``"paper"``: literal ``f^{-1}_{n,delta}(eps)``
 =====================  ==========================================  ===========================================
 
 Each switch can be overridden individually (``None`` keeps the preset's value); the resolved
@@ -16,7 +16,7 @@ make :meth:`~privbandits.algorithms.base.Algorithm.reset` emit a
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022); spec ``hanna2022-dp-linear-bandits.md`` sections 2.5, 2.6,
+Hanna, Girgis, Fragouli & Diggavi (2022); the documentation's Hanna et al. 2022 page (sensitivity, presets,
 3.9, 4.6.
 """
 
@@ -42,9 +42,9 @@ __all__ = [
     "resolve_switches",
 ]
 
-#: Confidence-width modes (spec section 4.6).
+#: Confidence-width modes (width modes on the Hanna et al. 2022 documentation page).
 WIDTH_MODES: tuple[str, ...] = ("paper", "rigorous")
-#: The two presets of spec section 2.6.
+#: The two presets (presets on the Hanna et al. 2022 documentation page).
 PRESETS: dict[str, dict[str, Any]] = {
     "strict": {"paper_sensitivity": False, "width_mode": "rigorous", "shuffle_bound": "fmt-valid"},
     "paper": {"paper_sensitivity": True, "width_mode": "paper", "shuffle_bound": "paper"},
@@ -53,7 +53,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def core_set_name(value: bool | str) -> str:
     """The core-set construction of a ``core_set`` parameter: ``True`` -> ``"greedy"`` (G-optimal
-    core set), ``False`` -> ``"nocore-fw"`` (the "no core set" ablation, spec section 4.5), or the
+    core set), ``False`` -> ``"nocore-fw"`` (the "no core set" ablation, Hanna et al. 2022, correction Hanna22-26), or the
     name itself (one of :data:`CORE_SETS`)."""
     if isinstance(value, bool):
         return "greedy" if value else "nocore-fw"
@@ -100,9 +100,9 @@ class Switches:
         Laplace scales use sensitivity 1 instead of ``r_hi - r_lo`` (only ``2 eps`` for
         ``[-1, 1]`` rewards; the accountant reports that).
     width_mode : {"paper", "rigorous"}
-        Confidence widths (spec section 4.6).
+        Confidence widths (width modes on the Hanna et al. 2022 documentation page).
     shuffle_bound : {"fmt-valid", "paper"}
-        Local budget ``eps0^(i)`` of the shuffle model (spec section 3.9).
+        Local budget ``eps0^(i)`` of the shuffle model (Hanna et al. 2022, eq. 10, correction Hanna22-14).
     """
 
     preset: str
@@ -111,7 +111,7 @@ class Switches:
     shuffle_bound: str
 
     def sensitivity(self, r_lo: float, r_hi: float) -> float:
-        """Sensitivity used for the Laplace scales: 1 (paper) or ``r_hi - r_lo`` (spec 2.5)."""
+        """Sensitivity used for the Laplace scales: 1 (paper) or ``r_hi - r_lo`` (Hanna et al. 2022, eq. 12, correction Hanna22-1)."""
         return 1.0 if self.paper_sensitivity else float(r_hi - r_lo)
 
     @property
@@ -142,7 +142,7 @@ def resolve_switches(
     width_mode: str | None = None,
     shuffle_bound: str | None = None,
 ) -> Switches:
-    """The preset's switches with individual overrides (spec section 2.6).
+    """The preset's switches with individual overrides (presets on the Hanna et al. 2022 documentation page).
 
     Parameters
     ----------

@@ -5,16 +5,16 @@ The server of the local and shuffle models holds the *public* elimination state 
 public action catalogue and of privatized per-action sums.  It never receives a raw reward:
 :func:`check_reports` accepts only :class:`PrivatizedMessage` / :class:`ShuffledBatch` objects
 of the expected randomizer with exactly the keys ``("action", "reward_hat")`` (actions are public
-in this paper's model, spec section 2.1).
+in this paper's model, Hanna et al. 2022, section 2).
 
-The action catalogue ``A`` is public (a fixed, known set, spec section 1.1): the driver installs
+The action catalogue ``A`` is public (a fixed, known set, Hanna et al. 2022, section 2): the driver installs
 the engine built on it before the first user arrives (:meth:`EliminationServer.start`, called
 through :meth:`~privbandits.algorithms.base.BatchedAlgorithm.start_batches`); users never talk to
 the server except through the checked channel.
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 2-3; spec sections 2.1, 2.3-2.4, 4.2-4.3.
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithms 2-3, section 2.
 """
 
 from __future__ import annotations

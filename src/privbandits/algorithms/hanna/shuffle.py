@@ -1,6 +1,6 @@
 """Algorithm 3 of Hanna et al. (2022): batched elimination in the shuffle model ((eps, delta)-DP).
 
-Roles of batch ``i`` (spec section 4.3; DESIGN section 2):
+Roles of batch ``i`` (Hanna et al. 2022, Algorithm 3; the documentation's Concepts: trust models):
 
 * **server** (:class:`ShuffleAnalyzer`, untrusted): holds ``A_i``, computes the public schedule
   ``C_i, pi_i, n_ia, n_i``; receives only a :class:`ShuffledBatch` of ``(action, report)`` pairs
@@ -14,7 +14,7 @@ Roles of batch ``i`` (spec section 4.3; DESIGN section 2):
   forwards every batch whose ``n_i`` reports are in as uniformly permuted ``(action, report)``
   pairs (:func:`~privbandits.privacy.laplace_shuffle.forward_reports`);
 * **client j** (:class:`ShuffleClient`): plays the action it was assigned, computes
-  ``eps0^(i)`` from the public ``(eps, delta, n_i)`` (spec section 3.9,
+  ``eps0^(i)`` from the public ``(eps, delta, n_i)`` (Hanna et al. 2022, eq. 10, correction Hanna22-14,
   :class:`~privbandits.algorithms.hanna.budget.ShuffleBudget`) and sends only
   ``clip(r) + Lap(Delta / eps0^(i))``, drawn by the audited sampler
   :func:`~privbandits.privacy.samplers.laplace_randomize`.
@@ -31,7 +31,7 @@ the server does not learn which client played which action.
 References
 ----------
 Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 3, eq. (10), Theorem 3, Remark 7, Appendix C;
-Feldman, McMillan & Talwar (2021), Thm 3.1; spec sections 2.4, 3.9, 4.3.
+Feldman, McMillan & Talwar (2021), Thm 3.1; corrections Hanna22-14 and Hanna22-28.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class ShuffleClient(Client):
 
 
 class HannaShuffler(Shuffler):
-    """The trusted shuffler of Algorithm 3 (spec section 4.3) in the Shuffler role.
+    """The trusted shuffler of Algorithm 3 (Hanna et al. 2022) in the Shuffler role.
 
     Parameters
     ----------
@@ -246,10 +246,10 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         Central target of every batch; default 1.
     delta : float, optional
         Central delta; default ``1/T^2`` (:func:`~privbandits.algorithms.hanna.budget.default_delta`:
-        ``delta << 1/n_i`` for every batch; spec section 6.3's ``1/T`` is too weak for batches of
+        ``delta << 1/n_i`` for every batch; Hanna et al. 2022, section 6's ``1/T`` is too weak for batches of
         ``~0.3 T`` users).
     preset : {"strict", "paper"}
-        Calibration preset (spec section 2.6).
+        Calibration preset (presets on the Hanna et al. 2022 documentation page).
     paper_sensitivity : bool, optional
         Override: Laplace scale ``1 / eps0^(i)``.
     width_mode : {"paper", "rigorous"}, optional
@@ -263,7 +263,7 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
 
     References
     ----------
-    Hanna et al. (2022), Algorithm 3, Theorem 3; spec sections 3.9, 4.3, 4.6.
+    Hanna et al. (2022), Algorithm 3, Theorem 3; correction Hanna22-14, width modes in the documentation.
     """
 
     name = "hanna-shuffle"

@@ -1,4 +1,4 @@
-"""Confidence widths ``gamma_i`` of the private models of Hanna et al. (2022) (spec section 4.6).
+"""Confidence widths ``gamma_i`` of the private models of Hanna et al. (2022) (width modes on the Hanna et al. 2022 documentation page).
 
 Common quantities of batch ``i`` (all public): ``ell_i = ln(4 |A_i| T^2)``, ``q^i`` (the batch's
 target size), ``G_i = g_i / q^i`` (``g_i`` the design's achieved G-criterion, so
@@ -6,7 +6,7 @@ target size), ``G_i = g_i / q^i`` (``g_i`` the design's achieved G-criterion, so
 ``s`` the Laplace scale actually used (``Delta / eps``, ``Delta / eps0`` or ``Delta / eps0^(i)``).
 
 ==========  ==========================================================  =====================================================
-model       ``paper`` (Alg. 1 step 5 / Alg. 2 step 12 / Alg. 3)         ``rigorous`` (corrected Lemma 4, spec section 3.10)
+model       ``paper`` (Alg. 1 step 5 / Alg. 2 step 12 / Alg. 3)         ``rigorous`` (Hanna et al. 2022, corrected Lemma 4)
 ==========  ==========================================================  =====================================================
 none        ``sqrt(4 d ell/q^i)``                                       ``sqrt(2 G ell)``
 central     ``sqrt(4 d ell/q^i) + (2 |C_i| d + 2 d ell) s / q^i``       ``sqrt(2 G ell) + s (sqrt(8 S ell) + sqrt(2) c ell)``,
@@ -16,8 +16,8 @@ local       ``sqrt(4 d ell/q^i) + (2 d / q^i) s sqrt(n_i ell)``         ``sqrt(2
 shuffle     local formula with ``s = s_i``                              local formula with ``s = s_i``
 ==========  ==========================================================  =====================================================
 
-``d`` is the ambient dimension in the paper column (as the paper writes it, spec section 3.3).  The
-"no core set" ablation with a uniform design (``core_set="nocore-uniform"``, spec section 4.5) has
+``d`` is the ambient dimension in the paper column (as the paper writes it, Hanna et al. 2022, correction Hanna22-11).  The
+"no core set" ablation with a uniform design (``core_set="nocore-uniform"``, Hanna et al. 2022, correction Hanna22-26) has
 the paper-mode central width ``sqrt(2 g ell / q^i) + (g / q^i) s (|A_i| + ell)``.  The sub-Gaussian
 part is multiplied by the noise's sub-Gaussian parameter ``sigma`` (1 under Assumption 1).
 
@@ -28,7 +28,8 @@ coefficient of a Laplace term in ``<a, theta_hat_i - theta_bar_i>``, bounded bot
 
 References
 ----------
-Hanna, Girgis, Fragouli & Diggavi (2022), Lemmas 3-5; spec sections 3.10 and 4.5-4.6.
+Hanna, Girgis, Fragouli & Diggavi (2022), Lemmas 3-5; corrected Lemma 4, correction Hanna22-26 and width
+modes in the documentation.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def central_width_paper(d: int, ell: np.ndarray, qi: np.ndarray, core_size: np.n
 
 def nocore_uniform_width_paper(g: np.ndarray, ell: np.ndarray, qi: np.ndarray, n_active: np.ndarray,
                                s: np.ndarray, sigma: float = 1.0) -> np.ndarray:
-    """Uniform-design ablation (spec 4.5): ``sqrt(2 g ell / q^i) + (g / q^i) s (|A_i| + ell)``."""
+    """Uniform-design ablation (Hanna et al. 2022, correction Hanna22-26): ``sqrt(2 g ell / q^i) + (g / q^i) s (|A_i| + ell)``."""
     return sigma * np.sqrt(2.0 * g * ell / qi) + (g / qi) * s * (n_active + ell)
 
 
@@ -96,7 +97,7 @@ def local_width_rigorous(G: np.ndarray, ell: np.ndarray, s: np.ndarray, sigma: f
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class NonPrivateWidth:
-    """Width of NP-batched (spec section 4.6, row "none").
+    """Width of NP-batched (width modes on the Hanna et al. 2022 documentation page, row "none").
 
     ``paper``: ``sigma sqrt(4 d ell_i / q^i)`` (``d`` the ambient dimension, as in the paper);
     ``rigorous``: ``sigma sqrt(2 G_i ell_i)`` with ``G_i = g_i / q^i`` (sub-Gaussian tail of

@@ -1,6 +1,6 @@
 """Calibration of Han, Liang, Wang & Zhang (2021): presets, noise scales and accounting.
 
-Spec ``han2021-ldp-glb.md``: OLS noise section 2.4 (three calibrations, reference numbers), shift
+Han et al. (2021): OLS noise of Prop. 3.1 (three calibrations, correction Han21-4), shift
 constant ``c_tilde`` section 3.2, SGD settings section 3.3, multi-parameter budget section 2.6,
 parameter provenance table section 3.6, discrepancies section 8 (items 4, 5, 18-20, 25).
 
@@ -12,7 +12,7 @@ strict         (default) the smallest noise that provably meets the requested le
                theory shift ``c_tilde``.
 paper          the formulas as printed: ``W ~ N(0, 4 C_B^2 sigma^2)``,
                ``xi ~ N(0, C_B^2 c_r^2 sigma^2)`` with ``sigma = 2 sqrt(2 ln(1.25/delta))/eps``
-               (under-calibrated, spec 2.4); Algorithm 2 at ``(eps/2, delta/2)`` per arm.
+               (under-calibrated, Han et al. 2021, Prop. 3.1, correction Han21-4); Algorithm 2 at ``(eps/2, delta/2)`` per arm.
 authors_code   the public reference code: OLS std ``6 sqrt(2 ln(2.5/delta))/eps`` for both parts
                (full eps per arm in the multi setting), no shift in single-parameter LDP-OLS,
                SGD with ``R = 1``, random unit initialization, ridge 0.05 for GLM links and the
@@ -34,7 +34,7 @@ Tight accounting (every preset; ``strict`` calibrates to it)
   orientation of the pair), so ``mu^2 = max_q 2 alpha (1 - q^2) + 2 beta (1 + q)``:
   ``2 alpha + 2 beta + beta^2 / (2 alpha)`` if ``beta <= 2 alpha``, else ``4 beta``
   (:func:`ols_sensitivity`).  ``strict`` calibrates one common multiplier to this sensitivity
-  with the analytic Gaussian.  The spec's classic construction (two parts at (eps/2, delta/2),
+  with the analytic Gaussian.  The classic construction (two parts at (eps/2, delta/2),
   classic multiplier, sensitivity bound ``2 C_B^2``) adds 3.3 times that noise at (1, 0.01):
   its noise is exactly 0.19-DP (0.365 by the two-part basic composition).
 * **Algorithm 2's K slots are one mechanism.**  Two users choosing arms ``i != j`` differ in two
@@ -89,7 +89,7 @@ __all__ = [
 PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 #: Gaussian calibrations of LDP-OLS (and of LDP-SGD's OLS warm-up): ``analytic`` = the message as
 #: one Gaussian mechanism at the requested level (tight, default of ``strict``); ``classic`` = the
-#: spec's formulas (two parts at (eps/2, delta/2) with the classic multiplier).
+#: classic formulas (two parts at (eps/2, delta/2) with the classic multiplier).
 GAUSSIAN_CALIBRATIONS: tuple[str, ...] = ("analytic", "classic")
 
 #: ``mu * sigma`` of one OLS message with ``s_W = 2 C_B^2 sigma`` and ``s_u = 2 c_r C_B sigma``:
@@ -100,13 +100,13 @@ _STRICT_RATIO = math.sqrt(4.5) / 2.0
 def sigma_priv(epsilon: float, delta: float) -> float:
     """The paper's multiplier ``sigma_{eps,delta} = 2 sqrt(2 ln(1.25/delta)) / eps`` (section 3.1).
 
-    Reference: 6.21502 at (1, 0.01), 1.24300 at (5, 0.01) (spec 2.4 table).
+    Reference: 6.21502 at (1, 0.01), 1.24300 at (5, 0.01) (Han et al. 2021, Prop. 3.1, correction Han21-4).
     """
     return 2.0 * gaussian_sigma_classic(epsilon, delta, 1.0)
 
 
 def sigma_strict(epsilon: float, delta: float) -> float:
-    """The spec's classic per-unit multiplier ``sigma' = 2 sqrt(2 ln(2.5/delta)) / eps`` (spec 2.4).
+    """The classic per-unit multiplier ``sigma' = 2 sqrt(2 ln(2.5/delta)) / eps`` (Han et al. 2021, Prop. 3.1, correction Han21-4).
 
     The classic Gaussian multiplier of each part at ``(eps/2, delta/2)``; 6.64618 at (1, 0.01).
     """
@@ -114,7 +114,7 @@ def sigma_strict(epsilon: float, delta: float) -> float:
 
 
 def sigma_code(epsilon: float, delta: float) -> float:
-    """The authors' code std ``6 sqrt(2 ln(2.5/delta)) / eps`` (spec 2.4; 19.93854 at (1, 0.01))."""
+    """The authors' code std ``6 sqrt(2 ln(2.5/delta)) / eps`` (Han et al. 2021, Prop. 3.1, correction Han21-4; 19.93854 at (1, 0.01))."""
     return 3.0 * sigma_strict(epsilon, delta)
 
 
@@ -162,7 +162,7 @@ class OLSNoise:
         Stds of every entry of the symmetric Gaussian matrix ``W`` (diagonal included) and of
         ``xi``.
     sigma_unit : float
-        Per-unit-sensitivity multiplier entering the shift constant ``c_tilde`` (spec 3.2).
+        Per-unit-sensitivity multiplier entering the shift constant ``c_tilde`` (Han et al. 2021, eq. 3.3-3.4).
     rule : str
         How the stds were obtained (for the guarantee's notes).
     """
@@ -191,7 +191,7 @@ def ols_noise(
     reward_bound: float = 1.0,
     per_arm_half: bool = False,
 ) -> OLSNoise:
-    """Noise scales of one OLS slot for ``preset`` at the user's ``(epsilon, delta)`` (spec 2.4).
+    """Noise scales of one OLS slot for ``preset`` at the user's ``(epsilon, delta)`` (Han et al. 2021, Prop. 3.1, correction Han21-4).
 
     Parameters
     ----------
@@ -200,7 +200,7 @@ def ols_noise(
         ``analytic`` (strict only): the smallest common multiplier ``sigma`` with
         ``s_W = 2 C_B^2 sigma``, ``s_u = 2 c_r C_B sigma`` such that the whole message (and the
         K-slot message of Algorithm 2) is exactly ``(epsilon, delta)``-DP.  ``classic``: the
-        spec's formulas (strict: ``sigma'`` of each part at ``(eps/2, delta/2)``, raised to the
+        classic formulas (strict: ``sigma'`` of each part at ``(eps/2, delta/2)``, raised to the
         analytic multiplier where the classic one is not provable; paper / authors_code: literal
         constants).
     epsilon, delta : float
@@ -209,7 +209,7 @@ def ols_noise(
         ``C_B`` and ``c_r``.
     per_arm_half : bool
         Algorithm 2 with the paper's per-arm level ``(eps/2, delta/2)`` (classic strict and
-        paper; the authors' code used the full level per arm, spec 8.5; analytic needs no split).
+        paper; the authors' code used the full level per arm, correction Han21-5 in the documentation; analytic needs no split).
     """
     check_choice("preset", preset, PRESETS)
     check_choice("gaussian_calibration", gaussian_calibration, GAUSSIAN_CALIBRATIONS)
@@ -255,7 +255,7 @@ def ols_noise(
 def ols_shift_constant(sigma_unit: float, d: int, horizon: int, alpha: float, K: int = 1) -> float:
     """``c_tilde = 2 sigma (4 sqrt(d) + 2 ln(2 T K / alpha))`` (Thm 3.1 with K = 1; Thm 4.1).
 
-    Reference: 488.244 for the paper's sigma at (1, 0.01), d = 2, T = 1e6, alpha = 0.1 (spec 7.7).
+    Reference: 488.244 for the paper's sigma at (1, 0.01), d = 2, T = 1e6, alpha = 0.1.
     """
     s = check_positive("sigma_unit", sigma_unit)
     d, T, K = check_int("d", d, 1), check_int("horizon", horizon, 1), check_int("K", K, 1)
@@ -283,9 +283,9 @@ def ols_shift_defaults(preset: str, setting: str) -> dict[str, Any]:
 def sgd_defaults(
     preset: str, setting: str, link: str, context_bound: float, reward_bound: float
 ) -> dict[str, Any]:
-    """Hyper-parameters of LDP-SGD implied by ``preset`` (spec 3.3, 3.5, 3.6, 8.18, 8.20, 8.25).
+    """Hyper-parameters of LDP-SGD implied by ``preset`` (Han et al. 2021, eq. 3.5-3.6; corrections Han21-18, Han21-20, Han21-25).
 
-    Returns ``grad_bound`` (the spec's R), ``eta0``, ``t0``, ``step_schedule``, ``init``,
+    Returns ``grad_bound`` (the paper's R), ``eta0``, ``t0``, ``step_schedule``, ``init``,
     ``ridge``, ``sgd_warmup``, ``synthetic_update``, ``joint_radius`` and ``half_arm_level``
     (Algorithm 2's per-arm ``Psi_{eps/2}`` of the paper; ``strict`` runs the slots at ``eps``,
     which is exactly ``eps``-LDP, module docstring).
@@ -320,6 +320,6 @@ def sgd_defaults(
 
 
 def default_s0(horizon: int, K: int, total_cap: int = 3000) -> int:
-    """Default warm-up pulls per arm ``max(1, floor(min(3000, floor(T/10)) / K))`` (spec 3.5)."""
+    """Default warm-up pulls per arm ``max(1, floor(min(3000, floor(T/10)) / K))`` (Han et al. 2021, Algorithm 2)."""
     T, K = check_int("horizon", horizon, 1), check_int("K", K, 1)
     return max(1, min(total_cap, T // 10) // K)

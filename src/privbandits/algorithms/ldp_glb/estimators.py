@@ -10,8 +10,7 @@ non-private twins of :mod:`privbandits.algorithms.greedy` (fed raw statistics).
 References
 ----------
 Han, Liang, Wang, Zhang (2021), "Generalized Linear Bandits with Local Differential Privacy",
-NeurIPS, section 3.1 (eq. 3.3-3.4, OLS) and section 3.2 (eq. 3.5-3.6, SGD); spec
-``han2021-ldp-glb.md`` sections 3.2-3.3.
+NeurIPS, section 3.1 (eq. 3.3-3.4, OLS) and section 3.2 (eq. 3.5-3.6, SGD).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ STEP_SCHEDULES: tuple[str, ...] = ("inv_t", "inv_sqrt_t")
 
 @nb.njit(cache=True, inline="always")
 def ols_accumulate(S_M, S_u, r, k, msg, m0, u0):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Line 1 of OLS_UPDATE (spec 3.2): ``S_M += M``, ``S_u += u`` for estimator ``(r, k)``.
+    """Line 1 of OLS_UPDATE (Han et al. 2021, eq. 3.3-3.4): ``S_M += M``, ``S_u += u`` for estimator ``(r, k)``.
 
     ``M`` (row-major ``d x d``) and ``u`` are read from the flat vector ``msg`` at offsets ``m0``
     and ``u0`` (a message, or the twin's noiseless statistics).
@@ -125,7 +124,7 @@ def _basic_solution(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped
 def step_size(n, eta0, t0, inv_sqrt, m):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """SGD step ``eta0 m / (n + t0)`` or, with ``inv_sqrt``, ``eta0 m / sqrt(n + t0)``.
 
-    ``n`` counts the estimator's updates including the current one (spec 3.3 and 3.5: the authors'
+    ``n`` counts the estimator's updates including the current one (Han et al. 2021, eq. 3.5-3.6 and Algorithm 2: the authors'
     code uses ``5 / (t + 1)`` single-parameter and ``5 K / (t + 1)`` after the multi warm-up).
     """
     if inv_sqrt:
@@ -135,7 +134,7 @@ def step_size(n, eta0, t0, inv_sqrt, m):  # type: ignore[no-untyped-def]  # prag
 
 @nb.njit(cache=True, inline="always")
 def sgd_step(theta, r, k, Z, z0, eta, ridge, rho):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """SGD_UPDATE (spec 3.3 lines 5-7): ``theta <- theta - eta Z`` (eq. 3.6), then the optional
+    """SGD_UPDATE (Han et al. 2021, eq. 3.5-3.6 lines 5-7): ``theta <- theta - eta Z`` (eq. 3.6), then the optional
     ridge ``theta <- theta - eta lambda theta`` and projection onto ``||theta|| <= rho``
     (``rho = inf``: off).
 

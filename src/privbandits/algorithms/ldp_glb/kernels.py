@@ -11,7 +11,7 @@ State (replication axis first; ``K_est = 1`` in the single-parameter setting, ``
   of the warm-up (zeros before), used only for elimination;
 * server, OLS: ``(S_M (R, K_est, d, d), S_u (R, K_est, d), A (R, d, d + 1))`` (``A``: solver
   scratch); SGD: ``(counts (R, K_est), S_M, S_u, A)`` (the OLS arrays only hold data with the OLS
-  warm-up of the authors' code, spec 8.25).
+  warm-up of the authors' code, correction Han21-25 in the documentation).
 
 Messages (flat vectors, :class:`~privbandits.algorithms.kernel.MessageLayout`):
 
@@ -172,7 +172,7 @@ def randomize_ols_single(p, public, r, t, X, a, y, rng, out):  # type: ignore[no
 
 @nb.njit(cache=True)
 def update_ols_single(p, public, server, r, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Algorithm 1, line 7 with OLS_UPDATE (spec 3.2): accumulate, solve with the shift."""
+    """Algorithm 1, line 7 with OLS_UPDATE (Han et al. 2021, eq. 3.3-3.4): accumulate, solve with the shift."""
     theta = public[0]
     S_M, S_u, A = server
     ols_accumulate(S_M, S_u, r, 0, msg, 0, p.d * p.d)
@@ -202,7 +202,7 @@ def randomize_ols_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-
 @nb.njit(cache=True)
 def update_ols_multi(p, public, server, r, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Algorithm 2, line 6 (warm-up: the public arm's statistics) or line 15 (every arm's slot);
-    every arm is re-solved with the shift of the global round (spec 8.27); line 7 freezes."""
+    every arm is re-solved with the shift of the global round (correction Han21-27 in the documentation); line 7 freezes."""
     theta, theta_warm = public[0], public[1]
     S_M, S_u, A = server
     K, d = p.K, p.d
@@ -235,7 +235,7 @@ def update_sgd_single(p, public, server, r, t, msg):  # type: ignore[no-untyped-
 
 @nb.njit(cache=True)
 def randomize_sgd_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Algorithm 2 with the SGD pair (and the authors' variants, spec 2.6 and 8.25).
+    """Algorithm 2 with the SGD pair (and the authors' variants, Han et al. 2021, Props. 4.1-4.2, corrections Han21-5 and Han21-25).
 
     Warm-up (line 5): the public arm's slot only: ``Psi_{eps_warm,R}`` of its gradient, or the
     OLS message with the OLS warm-up.  Main phase (lines 13-14): per-arm slots, ``psi(X_t, r_t;
@@ -272,7 +272,7 @@ def randomize_sgd_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-
 @nb.njit(cache=True)
 def update_sgd_multi(p, public, server, r, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Algorithm 2, line 6 (warm-up: the public arm only; step ``eta0 / (n_a + t0)``) or line 15
-    (every arm, step ``eta0 K / (n_i + t0)``, spec 3.5); line 7 freezes ``Theta_warm``.  With the
+    (every arm, step ``eta0 K / (n_i + t0)``, Han et al. 2021, Algorithm 2); line 7 freezes ``Theta_warm``.  With the
     OLS warm-up every arm is re-solved each warm-up round and SGD starts from those estimates."""
     theta, theta_warm = public[0], public[1]
     counts, S_M, S_u, A = server

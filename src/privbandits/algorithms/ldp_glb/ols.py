@@ -47,26 +47,26 @@ class LDPOLS(HanAlgorithm):
     delta : float
         Per-user delta in (0, 1).
     preset : {"strict", "paper", "authors_code"}
-        Noise calibration and defaults (spec 2.4, 3.6; :mod:`.calibration`): ``strict``
+        Noise calibration and defaults (Han et al. 2021, Prop. 3.1, correction Han21-4; :mod:`.calibration`): ``strict``
         (provably private, tight), ``paper`` (the printed formulas; under-calibrated),
         ``authors_code`` (the public code's constants).
     gaussian_calibration : {"analytic", "classic"}, optional
         ``analytic`` (default of ``strict``): the whole message is one Gaussian mechanism,
         calibrated exactly at ``(epsilon, delta)`` (Balle & Wang 2018; in the multi setting the K
-        slots too, so every slot gets the full level).  ``classic``: the spec's formulas (two
+        slots too, so every slot gets the full level).  ``classic``: the classic formulas (two
         parts at ``(eps/2, delta/2)``, per arm ``(eps/4, delta/4)`` in the multi setting; the only
         choice under ``paper`` / ``authors_code``, their default).
     alpha : float
         Failure probability in ``c_tilde`` (default 0.1, as the code).
     shift_scale : float, optional
-        Multiplier on ``c_tilde`` (spec 3.2); None = preset value (1; 0 for single-parameter
+        Multiplier on ``c_tilde`` (Han et al. 2021, eq. 3.3-3.4); None = preset value (1; 0 for single-parameter
         ``authors_code``, which used no shift).
     s0 : int, optional
         Warm-up pulls per arm (multi); None = ``max(1, min(3000, T // 10) // K)``.
     h : float, optional
         Elimination threshold of eq. (4.1) on the mu-scale (multi); None = no elimination.
     warmup_order : {"round_robin", "blocks"}
-        Warm-up schedule (multi; spec 8.9).
+        Warm-up schedule (multi; correction Han21-9 in the documentation).
     warmup_full_budget : bool
         Multi, classic calibration: calibrate warm-up messages at ``(eps, delta)`` (valid: one
         slot is released) instead of the per-arm level.  The analytic calibration already uses

@@ -2,11 +2,11 @@
 
 * Algorithm 1, line 4: greedy ``a_t = argmax_a x_{t,a}^T theta_{t-1}``;
 * Algorithm 2, line 3: the public warm-up arm (round-robin ``t mod K``, or blocks of ``s_0``,
-  spec 8.9); lines 9-11: keep the arms whose frozen warm-up score ``mu(X^T theta_warm_a)`` is
-  within ``h/2`` of the best (eq. 4.1 on the mu-scale, spec 8.10), then greedy on the current
+  correction Han21-9 in the documentation); lines 9-11: keep the arms whose frozen warm-up score ``mu(X^T theta_warm_a)`` is
+  within ``h/2`` of the best (eq. 4.1 on the mu-scale, correction Han21-10 in the documentation), then greedy on the current
   estimates among them.
 
-Ties are broken uniformly at random (spec 8.26) with the law and the draws of
+Ties are broken uniformly at random (correction Han21-26 in the documentation) with the law and the draws of
 :func:`privbandits.algorithms.kernel.argmax_ties`: one uniform, and only when the maximum is
 attained more than once.  Scores are recomputed instead of buffered, so a client step needs no
 scratch memory.  Used by the LDP clients and by the non-private twins.

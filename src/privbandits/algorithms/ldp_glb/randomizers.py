@@ -3,7 +3,7 @@
 Compiled, one user at a time; ``p`` is the kernel's parameter tuple (its fields ``C_B``,
 ``r_lo``, ``r_hi``, ``link`` and ``R`` are the declared bounds, link and clipping norm).  Each
 randomizer clips the user's own data to the declared bounds
-(deterministic preprocessing, spec 1.5 and 8.3), computes the statistic the server's estimator
+(deterministic preprocessing, Han et al. 2021, norm bounds of section 2, correction Han21-3), computes the statistic the server's estimator
 consumes, and adds the privacy noise through :mod:`privbandits.privacy.samplers` (the samplers the
 privacy audit checks): ``add_symmetric_gaussian`` + ``add_gaussian`` for OLS, ``l2_ball`` (which
 clips the gradient to norm ``R``) for SGD.
@@ -34,7 +34,7 @@ __all__ = ["ols_noise_into", "ols_statistic", "sgd_gradient", "sgd_randomize"]
 def ols_statistic(p, x, y, msg, m0, u0):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """The statistic of eq. (3.3) of the clipped data, written into the flat message ``msg``:
     ``M = x x^T`` (row-major at ``m0``) and ``u = y x`` (at ``u0``), with ``x`` clipped to norm
-    ``p.C_B`` and ``y`` to ``[p.r_lo, p.r_hi]`` (spec 1.5).  ``x`` is not modified."""
+    ``p.C_B`` and ``y`` to ``[p.r_lo, p.r_hi]`` (Han et al. 2021, norm bounds of section 2).  ``x`` is not modified."""
     d = x.shape[0]
     u = msg[u0 : u0 + d]
     for i in range(d):
@@ -59,7 +59,7 @@ def ols_noise_into(rng, s_W, s_u, msg, m0, u0, d):  # type: ignore[no-untyped-de
 
 @nb.njit(cache=True, inline="always")
 def sgd_gradient(p, x, y, theta, r, k, g):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Lines 1-2 of SGD_PRIVATIZE (spec 3.3): clip ``x`` to norm ``p.C_B`` and ``y`` to
+    """Lines 1-2 of SGD_PRIVATIZE (Han et al. 2021, eq. 3.5-3.6): clip ``x`` to norm ``p.C_B`` and ``y`` to
     ``[p.r_lo, p.r_hi]``, then ``g = (mu(x^T theta[r, k]) - y) x``.  ``x`` is not modified."""
     for i in range(x.shape[0]):
         g[i] = x[i]
@@ -70,7 +70,7 @@ def sgd_gradient(p, x, y, theta, r, k, g):  # type: ignore[no-untyped-def]  # pr
 
 @nb.njit(cache=True, inline="always")
 def sgd_randomize(rng, p, x, y, theta, r, k, epsilon, radius, g, z):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``z = psi^SGD(x, y; theta[r, k]) = Psi_{eps,R}((mu(x^T theta) - y) x)`` (eq. 3.5, spec 3.3).
+    """``z = psi^SGD(x, y; theta[r, k]) = Psi_{eps,R}((mu(x^T theta) - y) x)`` (eq. 3.5, Han et al. 2021, eq. 3.5-3.6).
 
     The gradient of :func:`sgd_gradient` (into the scratch ``g``), privatized by the l2-ball
     mechanism at level ``epsilon`` (lines 3-4: it clips ``g`` to norm ``p.R``; the output has norm

@@ -65,7 +65,7 @@ class LDPSGD(HanAlgorithm):
     delta : float
         Used only by the OLS warm-up option (``sgd_warmup="ols"``).
     preset : {"strict", "paper", "authors_code"}
-        Defaults of the parameters below (spec 3.6).  ``strict`` runs Algorithm 2's slots at
+        Defaults of the parameters below (defaults on the Han et al. 2021 documentation page).  ``strict`` runs Algorithm 2's slots at
         ``epsilon`` (the K-slot message is then exactly epsilon-LDP, see :mod:`.calibration`),
         ``paper`` at ``epsilon/2`` as printed (Prop. 4.2); they coincide in Algorithm 1.
     grad_bound : float, optional
@@ -89,10 +89,10 @@ class LDPSGD(HanAlgorithm):
         :class:`~privbandits.algorithms.ldp_glb.ols.LDPOLS`; ``warmup_full_budget`` runs the
         warm-up slot at ``epsilon`` under ``paper``).
     sgd_warmup : {"sgd", "ols"}, optional
-        Multi: warm-up estimator (None = "sgd"; "ols" under authors_code, spec 8.25).
+        Multi: warm-up estimator (None = "sgd"; "ols" under authors_code, correction Han21-25 in the documentation).
     synthetic_update : {"per_arm", "joint"}, optional
         Multi: K per-arm l2-ball slots (paper) or one joint ``Psi_{eps}`` in dimension ``dK``
-        (authors' code, spec 2.6).
+        (authors' code, Han et al. 2021, Props. 4.1-4.2, correction Han21-5).
     joint_radius : {"dK", "d"}, optional
         Radius of the joint mechanism: unbiased ``r_{eps,dK}`` or the code's ``r_{eps,d}``
         (post-processing: same privacy, mean shrunk).
@@ -180,7 +180,7 @@ class LDPSGD(HanAlgorithm):
         self._check_gaussian_calibration()
 
     def settings_for(self, spec: EnvSpec) -> dict[str, Any]:
-        """Hyper-parameters on problem ``spec``: given values, else the preset's (spec 3.6)."""
+        """Hyper-parameters on problem ``spec``: given values, else the preset's (defaults on the Han et al. 2021 documentation page)."""
         out = sgd_defaults(
             self.preset, spec.setting, spec.link.name, spec.context_bound, spec.reward_bound
         )

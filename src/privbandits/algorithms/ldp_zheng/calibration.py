@@ -93,7 +93,7 @@ def classic_sigma(sensitivities: tuple[float, ...], epsilon: float, delta_part: 
     The budget is split in proportion to the parts' l2 sensitivities, ``eps_i = epsilon Delta_i /
     sum_j Delta_j``, which equalizes the noise: ``sigma = (sum_i Delta_i) sqrt(2 ln(1.25/delta_part))
     / epsilon`` (the papers' formula: for LDP-UCB, ``Delta = (2, 2Y)`` and ``delta_part = delta/2``
-    give ``2 (1 + Y) sqrt(2 ln(2.5/delta)) / epsilon``, spec section 4.3.1).  With
+    give ``2 (1 + Y) sqrt(2 ln(2.5/delta)) / epsilon``, defaults on the Zheng et al. 2020 documentation page).  With
     ``calibration="analytic"`` each part gets the exact std for its ``(eps_i, delta_part)`` and the
     largest is returned.
     """

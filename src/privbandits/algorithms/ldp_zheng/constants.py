@@ -20,7 +20,7 @@ References
 ----------
 Zheng, Cai, Huang, Li & Wang (2020), "Locally Differentially Private (Contextual) Bandits
 Learning", NeurIPS: Algorithm 3 (lines 2-3) and Algorithm 5 (appendix D); constants as
-reconstructed in the project spec ``zheng2020-ldp-bandits.md`` sections 4.3.1, 4.3.2 and 4.4.2
+reconstructed as on the documentation's Zheng et al. 2020 page (corrections Zheng20-4, -5, -8)
 (from the authors' code and Han et al. 2021).
 """
 
@@ -53,7 +53,7 @@ def upsilon(s: float, sigma: float, D: int, T: int, alpha: float) -> float:  # p
     """``Upsilon_s = sigma sqrt(s) (4 sqrt(D) + 2 ln(2T / alpha))`` (Alg. 3 line 3 / Alg. 5).
 
     A high-probability bound on the operator norm of the accumulated noise ``sum_{r<=s} B_r``
-    (spec section 4.3.1).
+    (defaults on the Zheng et al. 2020 documentation page).
     """
     return sigma * math.sqrt(s) * (4.0 * math.sqrt(D) + 2.0 * math.log(2.0 * T / alpha))
 
@@ -93,7 +93,7 @@ def table(fn: Callable[..., float], s: np.ndarray | float, *args: float) -> np.n
 
 
 def zeta_default(T: int, grad_bound: float, grad_sigma: float, D: int, radius: float = 1.0) -> float:
-    """OGD step ``diam(W) / (RMS noisy-gradient norm * sqrt(T))`` (spec section 4.4.2 [CHOICE]).
+    """OGD step ``diam(W) / (RMS noisy-gradient norm * sqrt(T))`` (defaults on the Zheng et al. 2020 documentation page).
 
     With ``W`` the ball of ``radius`` 1, gradient bound ``C`` and gradient noise ``C sigma`` this
     is ``2 / (C sqrt(1 + D sigma^2) sqrt(T))``.

@@ -1,6 +1,6 @@
 """LDP-GLOC: locally private GLOC for generalized linear bandits (Zheng et al. 2020, Algorithm 3).
 
-Round ``t`` (spec ``zheng2020-ldp-bandits.md`` section 4.4.3)::
+Round ``t`` (Zheng et al. 2020, Algorithm 3, with the corrections Zheng20-2, -6 and -7)::
 
     server -> user t : theta_tilde_{t-1}, M = (V_{t-1} + c_{t-1} I)^{-1}, beta_{t-1}, theta_hat_t
     user t           : x_t = argmax_x <theta_tilde, x> + beta ||x||_M
@@ -191,15 +191,14 @@ class LDPGLOC(LocalAlgorithm):
     preset : {"strict", "paper", "authors_code"}
         Calibration preset (module docstring).
     mechanism : {"gaussian", "laplace"}
-        Gaussian (the paper) or the ``epsilon``-LDP Laplace variant (spec section 3.3).
+        Gaussian (the paper) or the ``epsilon``-LDP Laplace variant (Zheng et al. 2020, correction Zheng20-17).
     gaussian_calibration : {"classic", "analytic"}, optional
         ``"analytic"``: the message is one Gaussian mechanism calibrated exactly (Balle & Wang
         2018) at its joint sensitivity; ``"classic"``: the paper's three parts at
         ``(eps/3, delta/3)`` with ``sqrt(2 ln(1.25/delta_i))``.  Default: ``"analytic"`` under
         ``strict``, ``"classic"`` otherwise.
     beta_formula : {"order", "conservative"}
-        ``beta_t = sqrt((C sigma/mu) sqrt(D t))`` (the paper's order with constant 1, spec
-        section 4.4.2 [CHOICE]) or the spec's conservative variant.
+        ``beta_t = sqrt((C sigma/mu) sqrt(D t))`` (the paper's order with constant 1, defaults on the Zheng et al. 2020 documentation page) or a conservative variant.
     beta_scale : float
         Multiplier ``kappa`` on ``beta_t``.
     c_factor : float
@@ -209,7 +208,7 @@ class LDPGLOC(LocalAlgorithm):
         ``paper``/``authors_code``: ``1/sqrt(T)``).
     theta_radius : float, optional
         Radius ``S_W`` of ``W`` (paper: the unit ball; default: the environment's ``theta_bound``).
-        In the multi setting ``W`` is the product of one ball of this radius per arm [CHOICE]: it
+        In the multi setting ``W`` is the product of one ball of this radius per arm (a library choice): it
         contains ``vec(theta*_1..theta*_K)`` and keeps ``|z_t| <= C_B S_W``.
     link_bound : float, optional
         ``C = sup |g|`` on ``[-C_B S_W, C_B S_W]`` (default: computed from the link).
@@ -218,9 +217,9 @@ class LDPGLOC(LocalAlgorithm):
     grad_bound : float, optional
         Gradient clipping norm (default ``C``; 1 in ``authors_code``).
     clip : bool
-        User-side clipping of ``x``, ``y`` and ``z`` (spec section 4.0 [CHOICE]).
+        User-side clipping of ``x``, ``y`` and ``z`` (a library choice).
     clip_grad : bool, optional
-        Gradient clipping (spec section 8 A7); None: preset default.
+        Gradient clipping (correction Zheng20-7); None: preset default.
     horizon : int, optional
         ``T`` in the constants (default: the run's horizon).
 
@@ -342,14 +341,14 @@ class LDPGLOC(LocalAlgorithm):
             G_acc = G if do_clip else max(abs(g_hi - lo), abs(hi - g_lo)) * C_B
             if G_acc > G * (1.0 + 1e-12):
                 notes.append(f"gradient not clipped: its norm bound {G_acc:.4g} exceeds the calibrated {G:.4g} "
-                             "(spec section 8 A7), so epsilon exceeds the target")
+                             "(correction Zheng20-7), so epsilon exceeds the target")
             project, init = True, "zero"
             if self.mechanism == "laplace":
                 l1_V, l1_u, l1_g = (D + 1) * C_B * C_B, 2.0 * z_bound * C_B * math.sqrt(D), 2.0 * G * math.sqrt(D)
                 scale_V = scale_u = (l1_V + l1_u) / (2.0 * eps / 3.0)
                 scale_g = l1_g / (eps / 3.0)
                 sigma, grad_sigma = _SQRT2 * scale_V, _SQRT2 * scale_g
-                notes.append("Laplace variant (spec section 3.3); radii reuse the Gaussian formulas with the "
+                notes.append("Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
                              "Laplace std")
             elif calib == "analytic":
                 rho = 2.0 * G / (C_B * (C_B + z_bound))

@@ -1,6 +1,6 @@
 """LDP-UCB: locally private LinUCB (Zheng, Cai, Huang, Li & Wang 2020, Algorithm 5).
 
-Round ``t`` (spec ``zheng2020-ldp-bandits.md`` section 4.3.2)::
+Round ``t`` (Zheng et al. 2020, Algorithm 5, with the corrections Zheng20-2 and -6)::
 
     server -> user t : theta_tilde_{t-1},  M = (V_{t-1} + c_{t-1} I)^{-1},  beta_{t-1}
     user t           : x_t = argmax_x  x^T theta_tilde + beta sqrt(x^T M x)
@@ -124,11 +124,11 @@ class LDPUCB(LocalAlgorithm):
         Calibration preset (module docstring).
     mechanism : {"gaussian", "laplace"}
         Gaussian ``(epsilon, delta)``-LDP (the paper) or the ``epsilon``-LDP Laplace variant
-        (spec section 3.3 [CHOICE]).
+        (Zheng et al. 2020, correction Zheng20-17).
     noise_split : {"split", "joint"}, optional
         ``"joint"``: the message is one Gaussian mechanism at ``(eps, delta)``; ``"split"``: two
         mechanisms at ``(eps_i, delta/2)``, ``eps_i`` in proportion to the parts' sensitivities
-        (the paper's ``ln(2.5/delta)`` form), spec section 8 A4.  Default: ``"joint"`` under
+        (the paper's ``ln(2.5/delta)`` form), correction Zheng20-4.  Default: ``"joint"`` under
         ``strict``, ``"split"`` otherwise.
     gaussian_calibration : {"classic", "analytic"}, optional
         ``"analytic"``: the exact analytic Gaussian mechanism (Balle & Wang 2018; with
@@ -136,13 +136,13 @@ class LDPUCB(LocalAlgorithm):
         ``"classic"``: ``Delta sqrt(2 ln(1.25/delta)) / eps`` with the papers' sensitivity bounds.
         Default: ``"analytic"`` under ``strict``, ``"classic"`` otherwise.
     beta_formula : {"paper", "ss"}
-        The paper's radius or the Shariff-Sheffet-style one (spec section 4.3.2).
+        The paper's radius or the Shariff-Sheffet-style one (Zheng et al. 2020, Algorithm 5).
     beta_scale : float
         Multiplier ``kappa`` on ``beta_t`` (1 = theory).
     c_factor : float
         ``c_t = c_factor * Upsilon_t`` (paper: 2).
     clip : bool
-        User-side clipping of the reported ``x`` and ``y`` (spec section 4.0 [CHOICE]); without
+        User-side clipping of the reported ``x`` and ``y`` (a library choice); without
         it the guarantee is conditional on the data lying within the declared bounds.
     reference_code : {"han2021", "zheng2020"}
         Which public code ``preset="authors_code"`` imitates.
@@ -153,7 +153,7 @@ class LDPUCB(LocalAlgorithm):
     ----------
     Zheng, Cai, Huang, Li & Wang (2020), "Locally Differentially Private (Contextual) Bandits
     Learning", NeurIPS, Algorithm 5 (appendix D) and Theorems 7-8; constants as reconstructed in
-    the project spec, section 4.3.  Han, Liang, Wang & Zhang (2021), section 5 (as a baseline).
+    correction Zheng20-4.  Han, Liang, Wang & Zhang (2021), section 5 (as a baseline).
     Balle & Wang (2018), "Improving the Gaussian Mechanism for Differential Privacy", ICML.
     """
 
@@ -236,19 +236,19 @@ class LDPUCB(LocalAlgorithm):
         tight_V, tight_u = _SQRT2 * C_B * C_B, 2.0 * Y * C_B  # each part alone
         joint = outer_vector_sensitivity(C_B, lo, hi)  # the pair, exactly
         if self.mechanism == "laplace":
-            # spec section 3.3 [CHOICE]: L1 sensitivities, budget split so both parts share one scale
+            # Zheng et al. 2020, correction Zheng20-17: L1 sensitivities, budget split so both parts share one scale
             l1_V, l1_u = (D + 1) * C_B * C_B, 2.0 * Y * C_B * math.sqrt(D)
             b = (l1_V + l1_u) / eps
             scale_V = scale_u = b
             sigma = _SQRT2 * b
-            notes.append("Laplace variant (spec section 3.3); radii reuse the Gaussian formulas with the "
+            notes.append("Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
                          "Laplace std")
             guarantee = laplace_message_guarantee((("x x^T", l1_V, b), ("y x", l1_u, b)),
                                                   self._notes(notes))
         else:
             if preset == "authors_code" and self.reference_code == "zheng2020":
                 # official demo: 4 sqrt(ln(1.25/delta))/eps (README: 4 sqrt(2 ln(1.25/delta))/eps),
-                # one Gaussian mechanism on the message (spec sections 6.2, 8 A4)
+                # one Gaussian mechanism on the message (the official README's form, correction Zheng20-4)
                 sigma = 4.0 * math.sqrt(math.log(1.25 / delta)) / eps
                 bonus, beta_index, c_first = "squared", "current", 0.1
                 notes.append("reference code zheng2020 (demo noise, squared bonus, beta_t, round-1 c = 0.1)")
@@ -302,7 +302,7 @@ class LDPUCB(LocalAlgorithm):
 
     def n_shifted(self) -> np.ndarray:
         """Per replication, how often the regularized noisy Gram matrix was not positive definite
-        and was shifted (spec section 4.3.2)."""
+        and was shifted (Zheng et al. 2020, Algorithm 5)."""
         if not isinstance(self.kernel, LocalKernel):
             raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
         return self.kernel.server[4].copy()

@@ -4,7 +4,7 @@ Server side (Zheng et al. 2020, Alg. 5 server update and Alg. 3 lines 10-11).  A
 messages the server holds the raw noisy sums ``V_n = sum_s (x_s x_s^T + B_s)`` (plus ``V0 I``) and
 ``u_n = sum_s (v_s x_s + xi_s)`` and publishes
 
-* ``M = (V_n + c_n I)^{-1}`` (spec section 8 A2/A6: the regularizer is added once, with the
+* ``M = (V_n + c_n I)^{-1}`` (corrections Zheng20-2 and Zheng20-6: the regularizer is added once, with the
   current ``c``, never accumulated; ``c_0 = c_first`` when given, else ``c_1``);
 * ``theta = M u_n`` (``theta_tilde_n``);
 * ``beta``: the radius the next user multiplies the bonus by, ``beta_{max(n, 1)}`` (``previous``
@@ -14,7 +14,7 @@ messages the server holds the raw noisy sums ``V_n = sum_s (x_s x_s^T + B_s)`` (
 Gram matrix is not a rank-one update of the previous one (``B_s`` is a full symmetric matrix), so
 ``M`` is recomputed every round by a Cholesky factorization (``O(D^3)``; closed form at ``D = 2``).  ``A`` is positive
 definite only with high probability; when the factorization fails the inverse of
-``A + (|lambda_min(A)| + Upsilon_n) I`` is published instead and counted (spec section 4.3.2).
+``A + (|lambda_min(A)| + Upsilon_n) I`` is published instead and counted (Zheng et al. 2020, Algorithm 5).
 Every helper is inlined, so a step makes no call with array arguments (no reference counting).
 
 User side: ``x = argmax_x x^T theta + beta ||x||_M`` (Alg. 5; Alg. 3 line 7), the squared bonus

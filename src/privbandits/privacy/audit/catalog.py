@@ -194,7 +194,7 @@ class _RandomizedResponse:
 
 @dataclass(frozen=True)
 class _SymmetricLaplace:
-    """Symmetric-matrix Laplace mechanism ``M + W`` (Zheng et al. 2020 spec section 3.3) as a
+    """Symmetric-matrix Laplace mechanism ``M + W`` (Zheng et al. 2020, correction Zheng20-17) as a
     mechanism object: ``W`` symmetric with i.i.d. ``Lap(b)`` on and above the diagonal, drawn by
     :func:`~privbandits.privacy.samplers.add_symmetric_laplace`, ``b = Delta_1 / epsilon`` at the L1
     sensitivity ``Delta_1`` of the upper triangle (audit adapter over the sampler)."""
@@ -338,7 +338,7 @@ def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
             f"symmetric, so the shuffler's permutation is immaterial), eps0={nominal.eps0:.4g} from the "
             f"numerical amplification bound (FMT21 Thm 3.2), scale={nominal.scale:.6g}.  The closed-form "
             f"bound (Thm 3.1) is looser (here it allows only eps0={closed.eps0:.4g}); where it amplifies, even "
-            "its half-noise variant stays inside its claim (docs/privacy-audit.md)",
+            "its half-noise variant stays inside its claim (documentation: Privacy audit)",
             variant_note(f, "Laplace scale", f"local epsilon {nominal.eps0 / f:.4g}")),
         noise_factor=f)
 

@@ -1,0 +1,245 @@
+"""The experiment TOML reference, generated from the validator's schema.
+
+The key lists come from :mod:`privbandits.experiments.config` (the lists the validator accepts),
+the ``[env]`` keys from the environments' constructors and the algorithm parameters from the
+registry, so a key the validator accepts cannot be missing here.  Every key of the fixed tables
+needs a description in :data:`KEY_DOCS`; :func:`undocumented_keys` lists the ones that have none
+(the test suite and the documentation build fail on them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+from privbandits.docgen.numpydoc import parameter_docs
+
+__all__ = ["KEY_DOCS", "render_toml_reference", "toml_keys", "undocumented_keys"]
+
+#: ``"table.key" -> (type, default, description)`` for the fixed tables ("" = the top level).
+#: A default of ``None`` is read from the configuration dataclasses where they have the key.
+KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
+    ".name": ("string", "the file's stem",
+              "Experiment name: the key results are stored and plotted under (letters, digits, `_ . -`)."),
+    ".description": ("string", '""', "Free text, copied into `report.md`."),
+    ".horizon": ("integer >= 1", "required",
+                 "Number of rounds T of every run (`1e4` is accepted for 10000)."),
+    ".replications": ("integer >= 1", "10",
+                      "Replications R of each work unit, simulated together as one batch."),
+    ".seeds": ("list of integers >= 0", "[0]",
+               "Root seeds; each seed is one work unit per algorithm variant.  The same seed gives every "
+               "algorithm the same contexts and rewards (common random numbers)."),
+    ".checkpoints": ("integer in [0, 10000] or table", "50",
+                     "Rounds at which cumulative regret is recorded: that many log-spaced points (T is "
+                     "always included), or a table `{ log = 50, every = 1000 }`."),
+    ".preset": ('"strict" | "paper" | "authors_code"', "each algorithm's own (strict)",
+                "Calibration preset for every algorithm that takes one (see Concepts: calibration presets); "
+                "algorithms without presets ignore it."),
+    ".engine": ('"auto" | "reference" | "compiled" | "aggregate"', '"auto"',
+                "Driver of every simulation (see Concepts: engines)."),
+    ".env": ("table", "required", "The environment: `kind` and its constructor arguments (below)."),
+    ".grid": ("table of lists", "{}",
+              "Global grid: the cartesian product of its lists is applied to every algorithm that takes "
+              "the key (keys no algorithm takes are an error)."),
+    ".algorithms": ("array of tables `[[algorithms]]`", "required",
+                    "The algorithms to run, one `[[algorithms]]` entry each (double brackets)."),
+    ".quick": ("table", "{}", "Overrides applied by `--quick` (a short run of the same experiment)."),
+    ".plot": ("table", "{}", "Figure options of `privbandits run` / `reproduce`."),
+    ".report": ("table", "{}", "The paper's claims a reproduction is compared with."),
+    "checkpoints.log": ("integer in [0, 10000]", "50", "Number of log-spaced checkpoints."),
+    "checkpoints.every": ("integer >= 1", "none", "Also record every this many rounds."),
+    "algorithms.name": ("string", "required", "A registered algorithm (`privbandits list`)."),
+    "algorithms.label": ("string", "the name",
+                         "Name of the entry in tables, legends and the results store; unique across entries "
+                         "(needed when the same algorithm appears twice)."),
+    "algorithms.params": ("table", "{}",
+                          "Constructor arguments fixed for this entry, e.g. `{ epsilon = 1.0, delta = 0.01 }`."),
+    "algorithms.grid": ("table of lists", "{}",
+                        "Per-entry grid: the cartesian product of its lists; a key here replaces the global "
+                        "grid's key for this entry.  A key may not be in both `params` and `grid`."),
+    "algorithms.preset": ('"strict" | "paper" | "authors_code"', "the top-level preset",
+                          "Calibration preset of this entry (only for algorithms that take one)."),
+    "quick.horizon": ("integer >= 1", "unchanged", "Horizon under `--quick`."),
+    "quick.replications": ("integer >= 1", "unchanged", "Replications under `--quick`."),
+    "quick.seeds": ("list of integers >= 0", "unchanged", "Seeds under `--quick`."),
+    "quick.checkpoints": ("integer or table", "unchanged", "Checkpoints under `--quick`."),
+    "plot.facet": ("string", None, "One panel per value of this grid parameter (e.g. `\"epsilon\"`)."),
+    "plot.band": ("number >= 0", None, "Half-width of the shaded band around each mean curve."),
+    "plot.logx": ("boolean", None, "Logarithmic t axis."),
+    "plot.logy": ("boolean", None, "Logarithmic regret axis."),
+    "report.title": ("string", None, "Title of `report.md`."),
+    "report.source": ("string", None, "Where the claims come from (paper, figure)."),
+    "report.claimed_order": ("list of strings", None,
+                             "Labels (or names) in the paper's order of final regret, lowest first; "
+                             "`privbandits reproduce` checks the measured order against it."),
+    "report.claims": ("string", None, "The paper's claims in words, copied into `report.md`."),
+}
+
+
+def _tables() -> dict[str, tuple[str, ...]]:
+    from privbandits.experiments import config
+
+    return {"": config.TOP_KEYS, "checkpoints": config.CHECKPOINT_KEYS, "algorithms": config.ALGO_KEYS,
+            "quick": config.QUICK_KEYS, "plot": config.PLOT_KEYS, "report": config.REPORT_KEYS}
+
+
+def toml_keys() -> dict[str, tuple[str, ...]]:
+    """Every key the validator accepts, by table: the fixed tables, ``env`` and ``algorithms.params``."""
+    from privbandits.algorithms import available
+    from privbandits.experiments.units import ENV_KINDS
+
+    keys = dict(_tables())
+    env: list[str] = ["kind"]
+    for env_cls in ENV_KINDS.values():
+        env += [k for k in _signature_args(env_cls) if k not in env]
+    keys["env"] = tuple(env)
+    params: list[str] = []
+    for alg_cls in available().values():
+        params += [k for k in alg_cls.param_names() if k not in params]
+    keys["algorithms.params"] = tuple(params)
+    return keys
+
+
+def undocumented_keys() -> list[str]:
+    """Keys of the fixed tables without an entry in :data:`KEY_DOCS` (must be empty)."""
+    return [f"{table}.{key}" for table, keys in _tables().items() for key in keys
+            if f"{table}.{key}" not in KEY_DOCS]
+
+
+def _signature_args(cls: type) -> list[str]:
+    sig = inspect.signature(cls)
+    return [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _dataclass_default(table: str, key: str) -> str:
+    from privbandits.experiments.config import PlotConfig, ReportConfig
+
+    cls = {"plot": PlotConfig, "report": ReportConfig}.get(table)
+    for f in dataclasses.fields(cls) if cls is not None else ():
+        if f.name == key and f.default is not dataclasses.MISSING:
+            return _toml_value(f.default)
+    return "none"
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _table_rows(table: str, keys: tuple[str, ...]) -> list[str]:
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for key in keys:
+        ptype, default, text = KEY_DOCS.get(f"{table}.{key}", ("", "", "(undocumented)"))
+        if default is None:
+            default = _dataclass_default(table, key)
+        rows.append(f"| `{key}` | {_cell(ptype)} | {_cell(default)} | {_cell(text)} |")
+    return rows
+
+
+_SECTIONS = (
+    ("", "Top level", "Keys of the file itself, before any table."),
+    ("checkpoints", "checkpoints = { ... }", "The table form of `checkpoints`."),
+    ("algorithms", "[[algorithms]]",
+     "One entry per algorithm: an *array of tables*, written with double brackets and repeated for each "
+     "algorithm.  A single `[algorithms]` table is an error.  `params` fixes values; `grid` sweeps "
+     "them (see below)."),
+    ("quick", "[quick]", "Applied only by `--quick`; validated always."),
+    ("plot", "[plot]", "Figure options."),
+    ("report", "[report]", "Used by `privbandits reproduce` (and written into `report.md` by `run`)."),
+)
+
+
+def _env_section() -> list[str]:
+    from privbandits.envs.synthetic import SyntheticEnv
+    from privbandits.experiments.units import ENV_KINDS
+
+    shared = parameter_docs(SyntheticEnv)
+    kinds = " \\| ".join(f'`"{k}"`' for k in ENV_KINDS)
+    out = ["## [env]", "",
+           "`kind` selects the environment; the other keys are its constructor arguments.  Arrays "
+           "(`theta`, `actions`, `context_cov`) may be given as TOML arrays.", "",
+           "| key | type | default | meaning |", "|---|---|---|---|",
+           f"| `kind` | {kinds} | `\"synthetic\"` | Environment kind. |", ""]
+    for kind, cls in ENV_KINDS.items():
+        docs = parameter_docs(cls)
+        out += [f"### kind = \"{kind}\" ({cls.__module__}.{cls.__name__})", "",
+                "| key | type | default | meaning |", "|---|---|---|---|"]
+        for name, p in inspect.signature(cls).parameters.items():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            ptype, text = docs.get(name, ("", ""))
+            if not text:
+                ptype, text = shared.get(name, (ptype, ""))
+            default = "required" if p.default is p.empty else _toml_value(p.default)
+            out.append(f"| `{name}` | {_cell(ptype)} | {_cell(default)} | {_cell(text)} |")
+        out.append("")
+    return out
+
+
+def _params_section() -> list[str]:
+    from privbandits.algorithms import available
+    from privbandits.docgen.algorithm_reference import family_of
+
+    out = ["## Algorithm parameters (`params` and `grid` keys)", "",
+           "The keys of an entry's `params` and `grid` tables, and of the global `[grid]`, are the "
+           "constructor parameters of the algorithms.  Their meaning, allowed values and the derivation "
+           "of the defaults are on each algorithm's family page.  Keys named `epsilon`, `delta` or ending "
+           "in `_epsilon` / `_delta` are checked as privacy parameters wherever they appear.", "",
+           "| algorithm | parameters (default) |", "|---|---|"]
+    for name, cls in available().items():
+        sig = getattr(cls, "_signature", None)
+        items = []
+        if sig is not None:
+            for pname, p in list(sig.parameters.items())[1:]:
+                items.append(f"`{pname}` ({_toml_value(p.default) if p.default is not p.empty else 'required'})")
+        link = f"[`{name}`](../algorithms/{family_of(cls)}.md#{name})"
+        out.append(f"| {link} | {', '.join(items) or '(none)'} |")
+    return out + [""]
+
+
+_PARAMS_VS_GRID = """\
+## `params` versus `grid`
+
+- `params = { lam = 1.0 }` fixes a constructor argument for one entry.
+- `grid = { epsilon = [0.5, 1.0, 2.0] }` in an entry runs that entry once per value (the cartesian
+  product over all its keys); each combination is a *variant*, stored and plotted separately.
+- The top-level `[grid]` applies to every entry whose algorithm takes the key and that sets it
+  neither in `params` nor in its own `grid`; an entry's own `grid` key replaces the global one.
+- A key may not be in both an entry's `params` and its `grid`.
+- On the command line, `privbandits sweep CONFIG -g KEY=V1,V2` replaces every value of `KEY` in the
+  file (the global grid, each entry's `grid` and `params`): every algorithm taking `KEY` runs the
+  given values.  `-T/--horizon`, `-R/--replications`, `--seed`, `--preset` and `--engine` override
+  the file's keys of the same name for `run`, `sweep` and `reproduce`.
+"""
+
+
+def render_toml_reference() -> str:
+    """The complete TOML reference page (markdown)."""
+    tables = _tables()
+    out = ["# Experiment TOML reference", "",
+           "This page is generated from the configuration validator, the environments and the "
+           "algorithm registry of the installed version.  Every key below is checked when the file is "
+           "loaded, before any work starts: unknown keys are rejected with the closest allowed one, and "
+           "an error names its key path (`algorithms[1].params.delta`).  A commented example is in "
+           "[Configuration files](../configuration.md); the shipped experiments are in "
+           "[Shipped experiments](experiments.md).", ""]
+    for table, title, intro in _SECTIONS:
+        if table == "algorithms":
+            out += _env_section()
+        out += [f"## {title}", "", intro, "", *_table_rows(table, tables[table]), ""]
+        if table == "algorithms":
+            out += [_PARAMS_VS_GRID]
+    out += _params_section()
+    return "\n".join(out)
