@@ -48,7 +48,7 @@ def test_toml_reference_lists_every_key() -> None:
                     "## `params` versus `grid`"):
         assert heading in text
     assert "| `horizon` | integer >= 1 | required |" in text
-    assert "| `band` | number >= 0 | 0.5 |" in text  # default read from PlotConfig
+    assert '| `band` | "ci95" \\| "se" \\| number >= 0 | "ci95" |' in text  # default read from PlotConfig
 
 
 def test_every_algorithm_has_a_family_page_with_its_parameters() -> None:

@@ -65,7 +65,9 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "quick.seeds": ("list of integers >= 0", "unchanged", "Seeds under `--quick`."),
     "quick.checkpoints": ("integer or table", "unchanged", "Checkpoints under `--quick`."),
     "plot.facet": ("string", None, "One panel per value of this grid parameter (e.g. `\"epsilon\"`)."),
-    "plot.band": ("number >= 0", None, "Half-width of the shaded band around each mean curve."),
+    "plot.band": ('"ci95" | "se" | number >= 0', None,
+                  "The shaded band around each mean curve: 95 % interval of the mean, one standard error, or "
+                  "that many standard deviations across replications (papers' figures often use 0.5)."),
     "plot.logx": ("boolean", None, "Logarithmic t axis."),
     "plot.logy": ("boolean", None, "Logarithmic regret axis."),
     "report.title": ("string", None, "Title of `report.md`."),
@@ -74,14 +76,67 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
                              "Labels (or names) in the paper's order of final regret, lowest first; "
                              "`privbandits reproduce` checks the measured order against it."),
     "report.claims": ("string", None, "The paper's claims in words, copied into `report.md`."),
+    "report.notes": ("string", None, "Our remarks (e.g. why a number differs from the paper's), copied into "
+                     "`report.md`."),
+    "report.level": ("number in (0, 0.5)", None,
+                     "One-sided significance level of every claim comparison (agree / disagree / inconclusive)."),
+    "plot.dpi": ("integer in [20, 1200]", None, "Resolution of the PNG figures (`--dpi` overrides it)."),
+    ".figures": ("array of tables `[[figures]]`", "one regret-vs-t figure from `[plot]`",
+                 "The figures of the report, one `[[figures]]` entry each."),
+    ".claims": ("array of tables `[[claims]]`", "[]",
+                "The paper's claims, checked on our numbers in every grid cell."),
+    ".paper_numbers": ("array of tables `[[paper_numbers]]`", "[]",
+                       "Numbers the paper (or another named source) reports, shown beside ours with the ratio."),
+    ".tables": ("array of tables `[[tables]]`", "[]", "Tables that arrange the reported numbers."),
+    "figures.kind": ('"regret_vs_t" | "final_vs_param"', '"regret_vs_t"',
+                     "Cumulative regret against t (one panel per `facet` value), or final regret against a "
+                     "parameter `x` with error bars."),
+    "figures.name": ("string", '"regret" / "final-regret"', "File stem of the PNG and PDF."),
+    "figures.title": ("string", "the report title", "Figure title (d, K, T and the number of runs are added)."),
+    "figures.facet": ("string", "none", "regret_vs_t: one panel per value of this parameter."),
+    "figures.band": ('"ci95" | "se" | number >= 0', '"ci95"',
+                     "regret_vs_t: the band: 95 % interval of the mean, one standard error, or that many "
+                     "standard deviations across replications."),
+    "figures.x": ("string", "required (final_vs_param)", "final_vs_param: the parameter on the x axis."),
+    "figures.series": ("list of labels", "every label with several x values",
+                       "final_vs_param: the series drawn as lines."),
+    "figures.baselines": ("list of labels", "[]",
+                          "final_vs_param: series drawn as horizontal reference lines (e.g. non-private)."),
+    "figures.errorbars": ('"se" | "ci95"', '"se"', "final_vs_param: error bars of the means."),
+    "figures.logx": ("boolean", "false", "Logarithmic x axis."),
+    "figures.logy": ("boolean", "false", "Logarithmic y axis."),
+    "claims.kind": ('"order" | "tiers" | "within" | "monotone"', "required",
+                    "order: items ascend in final regret; tiers: every item below every `above`; within: "
+                    "items[0] within `percent` % of items[1]; monotone: items[0] falls (or rises) with `param`."),
+    "claims.items": ("list of labels", "required", "The series the claim is about (see `kind`)."),
+    "claims.above": ("list of labels", "required (tiers)", "tiers: the upper tier."),
+    "claims.percent": ("number > 0", "required (within)", "within: the tolerance in percent."),
+    "claims.param": ("string", "required (monotone)", "monotone: the parameter."),
+    "claims.direction": ('"decreasing" | "increasing"', '"decreasing"', "monotone: the direction."),
+    "claims.where": ("table", "{}", "Only the grid cells with these values, e.g. `{ epsilon = 1.0 }`."),
+    "claims.text": ("string", '""', "The claim in the paper's words."),
+    "paper_numbers.algorithm": ("label", "required", "The series the number is about."),
+    "paper_numbers.where": ("table", "{}", "Grid, parameter or environment values of the cell."),
+    "paper_numbers.metric": ("string", '"final_regret"',
+                             "final_regret, final_regret_std or final_regret_se (others are shown without ours)."),
+    "paper_numbers.value": ("number", "required", "The reported number."),
+    "paper_numbers.source": ("string", '""', "Where it is printed (e.g. `\"Table 2, p. 9\"`)."),
+    "tables.title": ("string", '""', "Table heading."),
+    "tables.metric": ("string", '"final_regret"', "Which reported numbers the table shows."),
+    "tables.columns": ("string", "none", "The key whose values are the columns (e.g. epsilon)."),
+    "tables.rows": ("list of labels", "every label with numbers", "Row order."),
 }
 
 
 def _tables() -> dict[str, tuple[str, ...]]:
     from privbandits.experiments import config
 
+    figure_keys = tuple(dict.fromkeys(k for keys in config.FIGURE_KEYS.values() for k in keys))
+    claim_keys = tuple(dict.fromkeys(k for keys in config.CLAIM_KEYS.values() for k in keys))
     return {"": config.TOP_KEYS, "checkpoints": config.CHECKPOINT_KEYS, "algorithms": config.ALGO_KEYS,
-            "quick": config.QUICK_KEYS, "plot": config.PLOT_KEYS, "report": config.REPORT_KEYS}
+            "quick": config.QUICK_KEYS, "plot": config.PLOT_KEYS, "report": config.REPORT_KEYS,
+            "figures": figure_keys, "claims": claim_keys, "paper_numbers": config.PAPER_NUMBER_KEYS,
+            "tables": config.TABLE_KEYS}
 
 
 def toml_keys() -> dict[str, tuple[str, ...]]:
@@ -158,6 +213,13 @@ _SECTIONS = (
     ("quick", "[quick]", "Applied only by `--quick`; validated always."),
     ("plot", "[plot]", "Figure options."),
     ("report", "[report]", "Used by `privbandits reproduce` (and written into `report.md` by `run`)."),
+    ("figures", "[[figures]]", "The report's figures (default: one regret-vs-t figure from `[plot]`)."),
+    ("claims", "[[claims]]",
+     "The paper's claims about final regret, checked in every grid cell with one-sided z-tests (paired over "
+     "common random numbers when both series ran on the same seeds); verdicts agree / disagree / "
+     "inconclusive at `[report] level`."),
+    ("paper_numbers", "[[paper_numbers]]", "Reported numbers, shown beside ours with the ratio ours / reported."),
+    ("tables", "[[tables]]", "Reported numbers arranged as tables: cells `ours / reported (ratio)`."),
 )
 
 
