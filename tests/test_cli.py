@@ -251,3 +251,11 @@ def test_audit_accepts_an_algorithm_name(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(sys.modules, "privbandits.auditing", mod)
     _ok(["audit", "ldp-sgd"])
     assert calls == ["client:ldp-sgd"]
+
+
+def test_library_warnings_print_as_one_clean_line() -> None:
+    res = runner.invoke(app, ["explain", "ldp-ols", "-p", "epsilon=1", "-p", "delta=0.01", "-p", "preset=paper"])
+    assert res.exit_code == 0
+    warned = [ln for ln in res.stderr.splitlines() if ln.startswith("warning: ")]
+    assert warned and "accounted guarantee" in warned[0]
+    assert "UserWarning" not in res.stderr and ".py:" not in res.stderr

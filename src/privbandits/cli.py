@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -67,7 +68,9 @@ def _guard(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = functools.partial(_show_warning, set())
+                return fn(*args, **kwargs)
         except PrivbanditsError as exc:
             msg = " ".join(str(exc).split())
             _err().print(f"error: {msg}", style="bold red", markup=False, soft_wrap=True)
@@ -78,6 +81,16 @@ def _guard(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_warning(shown: set[str], message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Library warnings as one yellow line each (no source line), every distinct text once per command."""
+    text = " ".join(str(message).split())
+    if text in shown:
+        return
+    shown.add(text)
+    _err().print(f"warning: {text}", style="yellow", markup=False, soft_wrap=True)
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -343,7 +356,6 @@ def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm 
     """Print an algorithm's full calibration on a problem: what is clipped, what noise, which
     composition, and the accounted guarantee (computed from the noise it adds)."""
     import json
-    import warnings
 
     from privbandits.algorithms import make
     from privbandits.core.spec import EnvSpec
@@ -352,9 +364,10 @@ def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm 
     params = {k: v[0] for k, v in parse_grid_option(param or []).items()}
     spec = EnvSpec(d=d, K=K, setting=setting, horizon=horizon)
     alg = make(algorithm, **params)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cal = alg.calibrate(spec)
+    from privbandits.algorithms.calibration import warn_if_not_strict
+
+    cal = alg.calibrate(spec)
+    warn_if_not_strict(algorithm, cal)  # printed as one line by the command guard
     out = _out()
     g = cal.guarantee
     out.print(f"{algorithm} ({type(alg).paper or 'no paper'}), trust model: {type(alg).trust_model}", markup=False)
@@ -377,8 +390,6 @@ def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm 
         _add_row(table, key, _cell(value) if not isinstance(value, (list, tuple, dict)) else
                  json.dumps(value, default=str))
     out.print(table)
-    for w in caught:
-        _err().print(f"warning: {w.message}", style="yellow", markup=False, soft_wrap=True)
 
 
 @app.command()
