@@ -104,14 +104,17 @@ def _regret_table(series: Sequence[Any], title: str) -> Table:
 
     rows = regret_table_rows(series)
     no_presets = all(row["preset"] == "-" for row in rows)
-    for row in rows:
-        del row["trust model"]  # the guarantee names the trust model
+    for row, s in zip(rows, series):
+        model = row.pop("trust model")
+        # compact accounted guarantee and trust model (the full statement is in report.md / explain)
+        row["guarantee"] = f"{s.guarantee.short()} ({model})" if s.guarantee.is_private else "non-private"
+        del row["wall time (s)"]
         if no_presets:
             del row["preset"]
     table = Table(title=title, title_justify="left")
     for col in (rows[0] if rows else {"algorithm": ""}):
-        table.add_column(col, justify="right" if col in ("final regret", "n", "wall time (s)") else "left",
-                         overflow="fold")
+        table.add_column(col, justify="right" if col in ("final regret", "n") else "left",
+                         overflow="fold", ratio=2 if col == "algorithm" else None)
     for row in rows:
         _add_row(table, *row.values())
     return table
