@@ -9,6 +9,7 @@ from privbandits.algorithms import (  # noqa: F401  (registration side effects) 
     ldp_zheng,
     linucb,
     phased_elimination,
+    sarmasarkar,
     uniform,
 )
 from privbandits.algorithms.base import (
