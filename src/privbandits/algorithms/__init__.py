@@ -9,6 +9,7 @@ from privbandits.algorithms import (  # noqa: F401  (registration side effects) 
     ldp_zheng,
     linucb,
     phased_elimination,
+    rs_glinucb,
     sarmasarkar,
     uniform,
 )
