@@ -42,6 +42,13 @@ Schema (every table and key is checked; unknown keys are rejected with the close
     claimed_order = ["ldp-sgd", "ldp-ols"]   # labels (or names), lowest final regret first
     claims = "free text"
 
+    [[paper_numbers]]              # numbers the paper reports, kept for the comparison
+    algorithm = "jdp-glm"          # registry name
+    where = { S = 2.0, epsilon = 4 }   # grid / parameter / env values identifying the cell
+    metric = "final_regret"        # e.g. final_regret, final_regret_std, kappa
+    value = 674.17
+    source = "Table 2"
+
 Privacy parameters (keys ``epsilon``, ``delta`` and keys ending in ``_epsilon`` / ``_delta``)
 are checked centrally wherever they appear, and every algorithm variant is constructed and reset
 on the environment once, so errors name their key path (``algorithms[1].params.delta``).
@@ -82,7 +89,8 @@ __all__ = [
 CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 
 TOP_KEYS = ("name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
-            "engine", "env", "grid", "algorithms", "quick", "plot", "report")
+            "engine", "env", "grid", "algorithms", "quick", "plot", "report", "paper_numbers")
+PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source")
 ALGO_KEYS = ("name", "label", "params", "grid", "preset")
 QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
 CHECKPOINT_KEYS = ("log", "every")
@@ -141,6 +149,7 @@ class ExperimentConfig:
     source: str = "<config>"
     raw: dict[str, Any] = field(default_factory=dict)
     engine: str = "auto"
+    paper_numbers: tuple[dict[str, Any], ...] = ()
 
     def units(self) -> list[WorkUnit]:
         """All work units: algorithm entries x variants x seeds, in a deterministic order."""
@@ -515,10 +524,40 @@ class _Validator:
                                 f"no algorithm of this experiment accepts '{key}'")
         plot = self.plot(raw.get("plot", {}))
         report = self.report(raw.get("report", {}), algorithms)
+        paper_numbers = self.paper_numbers(raw.get("paper_numbers", []))
         return ExperimentConfig(name=name, description=description, horizon=horizon, replications=replications,
                                 seeds=tuple(seeds), checkpoints=checkpoints, env=env,
                                 algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
-                                raw=raw, engine=engine)
+                                raw=raw, engine=engine, paper_numbers=paper_numbers)
+
+    def paper_numbers(self, entries: Any) -> tuple[dict[str, Any], ...]:
+        """``[[paper_numbers]]``: each entry has exactly the keys of :data:`PAPER_NUMBER_KEYS`, typed."""
+        if not isinstance(entries, list):
+            raise self.fail("paper_numbers", entries, "must be an array of tables ([[paper_numbers]])")
+        out = []
+        for i, e in enumerate(entries):
+            where = f"paper_numbers[{i}]"
+            self.keys(e, PAPER_NUMBER_KEYS, where)
+            for key in PAPER_NUMBER_KEYS:
+                if key not in e:
+                    raise ConfigError(f"{self.source}: {where}: missing key '{key}'")
+            for key in ("algorithm", "metric", "source"):
+                self.string(f"{where}.{key}", e[key])
+            if e["algorithm"] not in available():
+                raise self.fail(f"{where}.algorithm", e["algorithm"],
+                                f"not a registered algorithm{_suggest(e['algorithm'], available())}")
+            value = e["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.fail(f"{where}.value", value, "must be a number")
+            cell = e["where"]
+            if not isinstance(cell, dict):
+                raise self.fail(f"{where}.where", cell, "must be a table of parameter or env values")
+            for k, v in cell.items():
+                if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                    raise self.fail(f"{where}.where.{k}", v, "must be a number or a string")
+            out.append({"algorithm": e["algorithm"], "where": dict(cell), "metric": e["metric"],
+                        "value": float(value), "source": e["source"]})
+        return tuple(out)
 
     def scalars(self, raw: dict[str, Any]) -> None:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""
