@@ -27,9 +27,9 @@ from privbandits.privacy.tree import max_nodes_per_leaf, tree_levels
 
 __all__ = [
     "JDPConstants",
-    "exact_tree_nodes",
     "count2_cutoff_practical",
     "count2_cutoff_theory",
+    "exact_tree_nodes",
     "jdp_glm_constants",
     "lambda_practical",
     "lambda_theory",
