@@ -108,3 +108,13 @@ def test_regret_falls_with_epsilon():
                             seed=0).summary()["mean"] for eps in (2.0, 8.0)}
     rs = pb.simulate(pb.make("rs-glinucb"), env, horizon=5000, replications=10, seed=0).summary()["mean"]
     assert rs <= out[8.0] <= out[2.0]
+
+
+@pytest.mark.slow
+def test_regret_is_sublinear():
+    # P2-9 (practical mode, eps = 8): log-log slope of the mean regret between T = 5000 and T = 40000 at most 0.65
+    env = pb.SyntheticEnv(d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0)
+    reg = {T: pb.simulate(pb.make("jdp-glm", epsilon=8.0), env, horizon=T, replications=3,
+                          seed=0).summary()["mean"] for T in (5000, 40000)}
+    slope = math.log(reg[40000] / reg[5000]) / math.log(8.0)
+    assert slope <= 0.65, (reg, slope)
