@@ -251,3 +251,50 @@ def test_unit_key_is_canonical(params: dict, rnd) -> None:
     k = next(iter(changed))
     changed[k] = [changed[k]]  # any change of a value changes the key
     assert _unit(changed).key() != a.key()
+
+
+PAPER = BASE + """
+[[algorithms]]
+name = 'linucb'
+[[paper_numbers]]
+algorithm = "linucb"
+where = { d = 3, lam = 1.0 }
+metric = "final_regret"
+value = 12
+source = "Table 1"
+"""
+
+
+def test_paper_numbers_are_kept_and_typed() -> None:
+    cfg = _cfg(PAPER)
+    assert cfg.paper_numbers == ({"algorithm": "linucb", "where": {"d": 3, "lam": 1.0}, "metric": "final_regret",
+                                  "value": 12.0, "source": "Table 1"},)
+    assert _cfg(BASE + "[[algorithms]]\nname = 'linucb'\n").paper_numbers == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ('value = 12', 'value = "12"', "paper_numbers[0].value"),
+        ('value = 12', 'value = true', "must be a number"),
+        ('source = "Table 1"\n', '', "missing key 'source'"),
+        ('algorithm = "linucb"', 'algorithm = "linucbb"', "not a registered algorithm"),
+        ('metric = "final_regret"', 'metric = 3', "paper_numbers[0].metric"),
+        ('where = { d = 3, lam = 1.0 }', 'where = 3', "paper_numbers[0].where"),
+        ('where = { d = 3, lam = 1.0 }', 'where = { d = [3] }', "paper_numbers[0].where.d"),
+        ('source = "Table 1"', 'source = "Table 1"\npage = 9', "unknown key 'page' in paper_numbers[0]"),
+    ],
+)
+def test_paper_numbers_validated(old: str, new: str, needle: str) -> None:
+    assert needle in _err(PAPER.replace(old, new))
+
+
+def test_table2_presets_carry_the_paper_numbers() -> None:
+    from privbandits.experiments.presets import load_preset
+
+    cfg = load_preset("sarmasarkar2026-table2-s2.0")
+    cells = {(p["algorithm"], p["metric"], p["where"].get("epsilon")): p["value"] for p in cfg.paper_numbers}
+    assert cells[("jdp-glm", "final_regret", 4.0)] == 674.17
+    assert cells[("glm-ucb", "final_regret", None)] == 1400.27
+    assert cells[("jdp-glm", "kappa", None)] == 18.39
+    assert len(cfg.paper_numbers) == 7
