@@ -322,7 +322,7 @@ class JDPGLM(Curator):
     }
     test_params: ClassVar = ({"epsilon": 4.0, "max_iters": 30},
                              {"epsilon": 2.0, "delta": 0.05, "mode": "theory", "max_iters": 10, "S": 1.5},
-                             {"epsilon": 8.0, "split": "zcdp", "c_thr": 0.001, "max_iters": 20})
+                             {"epsilon": 8.0, "split": "zcdp", "c_thr": 6.0, "max_iters": 20})
 
     def __init__(
         self,
