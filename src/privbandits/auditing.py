@@ -65,6 +65,7 @@ from privbandits.algorithms.base import (
     ShuffleAlgorithm,
 )
 from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
 from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.rng import make_streams
@@ -599,7 +600,8 @@ def _client_factory(name: str, case: ClientPathCase) -> Callable[..., AuditSpec]
 #: Everything ``privbandits audit`` audits: the privacy layer's mechanisms and protocols, then the
 #: algorithms' client code paths.
 AUDITABLE: dict[str, Callable[..., AuditSpec]] = {
-    **MECHANISMS, **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()}}
+    **MECHANISMS, **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()},
+    "jdp-glm-gradient": gradient_release_spec}
 
 
 def audit_mechanism(name: str, under_noised: float | None = None, n_samples: int | None = None,

@@ -306,3 +306,51 @@ def test_algorithms_as_single_table_and_missing_env() -> None:
     assert "'algorithms' is a single table" in msg and "[[algorithms]] (double brackets)" in msg
     msg = _err("horizon = 100\n[[algorithms]]\nname = 'linucb'\n")
     assert "[env] (kind = \"synthetic\") needs 'd' and 'K'" in msg
+
+
+PAPER = BASE + """
+[[algorithms]]
+name = 'linucb'
+[[paper_numbers]]
+algorithm = "linucb"
+where = { d = 3, lam = 1.0 }
+metric = "final_regret"
+value = 12
+source = "Table 1"
+"""
+
+
+def test_paper_numbers_are_kept_and_typed() -> None:
+    cfg = _cfg(PAPER)
+    (num,) = cfg.paper_numbers
+    assert (num.algorithm, dict(num.where), num.metric, num.value, num.source) == (
+        "linucb", {"d": 3, "lam": 1.0}, "final_regret", 12.0, "Table 1")
+    assert _cfg(BASE + "[[algorithms]]\nname = 'linucb'\n").paper_numbers == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ('value = 12', 'value = "12"', "paper_numbers[0].value"),
+        ('value = 12', 'value = true', "must be a number"),
+        ('value = 12\n', '', "paper_numbers[0] needs 'value'"),
+        ('algorithm = "linucb"', 'algorithm = "linucbb"', "not a label or name of any [[algorithms]] entry"),
+        ('metric = "final_regret"', 'metric = 3', "paper_numbers[0].metric"),
+        ('where = { d = 3, lam = 1.0 }', 'where = 3', "paper_numbers[0].where"),
+        ('where = { d = 3, lam = 1.0 }', 'where = { d = [3] }', "paper_numbers[0].where.d"),
+        ('source = "Table 1"', 'source = "Table 1"\npage = 9', "unknown key 'page' in paper_numbers[0]"),
+    ],
+)
+def test_paper_numbers_validated(old: str, new: str, needle: str) -> None:
+    assert needle in _err(PAPER.replace(old, new))
+
+
+def test_table2_presets_carry_the_paper_numbers() -> None:
+    from privbandits.experiments.presets import load_preset
+
+    cfg = load_preset("sarmasarkar2026-table2-s2.0")
+    cells = {(p.algorithm, p.metric, p.where.get("epsilon")): p.value for p in cfg.paper_numbers}
+    assert cells[("Private-GLM", "final_regret", 4.0)] == 674.17
+    assert cells[("GLM-UCB", "final_regret", None)] == 1400.27
+    assert cells[("Private-GLM", "kappa", None)] == 18.39
+    assert len(cfg.paper_numbers) == 7

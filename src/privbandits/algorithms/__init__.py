@@ -9,6 +9,8 @@ from privbandits.algorithms import (  # noqa: F401  (registration side effects) 
     ldp_zheng,
     linucb,
     phased_elimination,
+    rs_glinucb,
+    sarmasarkar,
     uniform,
 )
 from privbandits.algorithms.base import (

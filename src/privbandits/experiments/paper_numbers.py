@@ -75,14 +75,21 @@ def _value(s: Series, key: str, env: Mapping[str, Any]) -> Any:
 
 
 def match_numbers(numbers: Sequence[PaperNumber], series: Sequence[Series],
-                  env: Mapping[str, Any] | None = None) -> list[Row]:
-    """Pair each paper number with the one series of its algorithm and cell (None if none or several)."""
+                  env: Mapping[str, Any] | None = None,
+                  extra_metrics: Mapping[str, Callable[[Series], float]] | None = None) -> list[Row]:
+    """Pair each paper number with the one series of its algorithm and cell (None if none or several).
+
+    ``extra_metrics`` adds metrics beyond :data:`METRICS` (e.g. properties of the environment).
+    """
     env = env or {}
+    metrics = {**METRICS, **(extra_metrics or {})}
     rows = []
     for num in numbers:
         cands = [s for s in series if (s.label == num.algorithm or s.algorithm == num.algorithm)
                  and all(_value(s, k, env) == v for k, v in num.where.items())]
-        metric = METRICS.get(num.metric)
+        metric = metrics.get(num.metric)
+        if extra_metrics and num.metric in extra_metrics and cands:
+            cands = cands[:1]  # a property of the problem instance: any series of the cell will do
         if len(cands) == 1 and metric is not None:
             s = cands[0]
             se = s.final_se if num.metric == "final_regret" else None

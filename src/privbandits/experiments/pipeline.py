@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 
 from privbandits.experiments.claims import ClaimResult, evaluate_claims
@@ -70,12 +72,35 @@ def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str
     for spec in figure_specs(config):
         figures += draw_figure(spec, config, series, out_dir, formats=formats, dpi=dpi or config.plot.dpi)
     checks = evaluate_claims(config.claims, series, config.report.level)
-    rows = match_numbers(config.paper_numbers, series, config.env)
+    rows = match_numbers(config.paper_numbers, series, config.env, environment_metrics(config))
     report = None
     if write_markdown:
         report = write_report(out_dir / "report.md", config, series, figures, checks, run, rows)
     return Outcome(config=config, run=run, series=series, figures=figures, checks=checks, report=report,
                    paper_rows=rows)
+
+
+def environment_metrics(config: ExperimentConfig) -> dict[str, Callable[[Series], float]]:
+    """Metrics of the problem instance a reported number may refer to: ``kappa`` / ``kappa_star``
+    (Sarmasarkar 2026, eqs. (3)-(4): 1 / min and 1 / max of mu' over the arms drawn, averaged over
+    the replications of every seed), computed only when a reported number asks for them."""
+    wanted = {n.metric for n in config.paper_numbers} & {"kappa", "kappa_star"}
+    if not wanted:
+        return {}
+    from privbandits.envs.kappa import instance_kappa
+    from privbandits.experiments.units import build_env
+
+    values: dict[str, list[float]] = {k: [] for k in wanted}
+    for seed in config.seeds:
+        k = instance_kappa(build_env(config.env), config.horizon, config.replications, seed)
+        for key in wanted:
+            values[key] += list(k[key])
+    means = {key: float(np.mean(vals)) for key, vals in values.items()}
+    return {key: functools.partial(_constant, value) for key, value in means.items()}
+
+
+def _constant(value: float, series: Series) -> float:
+    return value
 
 
 def figure_specs(config: ExperimentConfig) -> tuple[FigureSpec, ...]:

@@ -1,0 +1,227 @@
+"""RS-GLinUCB (Sawarni, Das, Barman & Sinha 2024): the rarely switching GLM bandit, non-private.
+
+The non-private skeleton of JDP-GLM (:mod:`privbandits.algorithms.sarmasarkar.jdp_glm`) and the
+strongest non-private baseline of Sarmasarkar (2026), Table 2.  Every round:
+
+* **Switching criterion I** (warm-up): if ``max_{x in X_t} ||x||^2_{V^{-1}} >= thr``, play the arm
+  of largest ``||x||_{V^{-1}}``, add ``x x^T`` to ``V`` and refit the warm-up estimate
+  ``theta_w`` (regularized MLE on the warm-up rounds over ``||theta|| <= S``).
+* **Switching criterion II**: if ``det H_t > c det H_tau`` (``c = switch_factor``), set
+  ``tau = t``, ``H_tau = H_t`` and refit ``theta_tau`` (regularized MLE on the other rounds over
+  ``{||theta - theta_w||_V <= gamma sqrt(kappa)}``).
+* eliminate arms with ``theta_w`` (``UCB_w(x) >= max_z LCB_w(z)``, radius
+  ``gamma sqrt(kappa) ||x||_{V^{-1}}``), play ``argmax <x, theta_tau> + beta ||x||_{H_tau^{-1}}``
+  and add ``mu'(<x_t, theta_w>)/e x_t x_t^T`` to ``H``.
+
+Practical constants (as in the authors' reference implementation): ``lambda = 0.5``,
+``gamma = R S sqrt(d log(T/delta))``, ``beta = 4 sqrt(d log(T/delta))``,
+``thr = 1/(c_thr kappa R^4 S^2 d)`` with ``c_thr = 0.01``.  The MLE is solved by projected Newton
+steps (:func:`~privbandits.algorithms.sarmasarkar.optim.newton_mle`).
+
+References
+----------
+Sawarni, Das, Barman & Sinha (2024), "Generalized Linear Bandits with Limited Adaptivity",
+NeurIPS, Algorithm 2 (RS-GLinCB).  Sarmasarkar (2026), section 8 (baseline of Table 2).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numba as nb
+import numpy as np
+
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
+from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar.jdp_glm import resolve_kappas
+from privbandits.algorithms.sarmasarkar.optim import newton_mle
+from privbandits.core.links import link_dmu
+from privbandits.core.params import Delta, Int, Optional, Positive, Real
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy.guarantee import NON_PRIVATE
+
+__all__ = ["RSGLinUCB"]
+
+_XS, _YS, _MEM, _V, _VINV, _H, _HTAU, _HTAU_INV, _TH_W, _TH_T, _EXPL, _SCORES, _LOGDET, _STATS = range(14)
+
+
+@nb.njit(cache=True)
+def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Criterion I, Criterion II (with the refit of ``theta_tau``), elimination and the optimistic choice."""
+    link_code, lam, thr, gamma, beta, sqrt_kappa, S, factor, newton_iters = params
+    V, V_inv = state[_V][r], state[_VINV][r]
+    scores = state[_SCORES][r]
+    K, d = X.shape
+    qmax = -1.0
+    for k in range(K):
+        q = 0.0
+        for i in range(d):
+            s = 0.0
+            for j in range(d):
+                s += V_inv[i, j] * X[k, j]
+            q += X[k, i] * s
+        scores[k] = q
+        qmax = max(qmax, q)
+    if qmax >= thr:
+        state[_EXPL][r] = 1
+        return argmax_ties(scores, rng)
+    state[_EXPL][r] = 0
+    H, Ht, th_w, th_t = state[_H][r], state[_HTAU][r], state[_TH_W][r], state[_TH_T][r]
+    sign, logdet = np.linalg.slogdet(H)
+    if logdet > state[_LOGDET][r] + math.log(factor):  # Criterion II: det H_t > factor det H_tau
+        state[_LOGDET][r] = logdet
+        Ht[:, :] = H
+        state[_HTAU_INV][r][:, :] = np.linalg.inv(H)
+        vals, vecs = np.linalg.eigh(0.5 * (V + V.T))
+        th_t[:] = th_w
+        newton_mle(state[_XS][r], state[_YS][r], state[_MEM][r], 0, t, link_code, lam, False, S, th_w.copy(),
+                   vecs, vals, gamma * sqrt_kappa, th_t, newton_iters)
+        state[_STATS][r, 1] += 1.0
+    Ht_inv = state[_HTAU_INV][r]
+    rad = gamma * sqrt_kappa
+    max_lcb = -np.inf
+    for k in range(K):
+        z = 0.0
+        for j in range(d):
+            z += X[k, j] * th_w[j]
+        max_lcb = max(max_lcb, z - rad * math.sqrt(max(scores[k], 0.0)))
+    for k in range(K):
+        z = 0.0
+        for j in range(d):
+            z += X[k, j] * th_w[j]
+        if z + rad * math.sqrt(max(scores[k], 0.0)) < max_lcb:
+            scores[k] = -np.inf
+            continue
+        u, q = 0.0, 0.0
+        for i in range(d):
+            u += X[k, i] * th_t[i]
+            s = 0.0
+            for j in range(d):
+                s += Ht_inv[i, j] * X[k, j]
+            q += X[k, i] * s
+        scores[k] = u + beta * math.sqrt(max(q, 0.0))
+    return argmax_ties(scores, rng)
+
+
+@nb.njit(cache=True)
+def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Store the data point; warm-up rounds update ``V`` and refit ``theta_w``, the others update ``H``."""
+    link_code, lam, S, newton_iters = params[0], params[1], params[6], params[8]
+    d = X.shape[1]
+    explore = state[_EXPL][r] == 1
+    for j in range(d):
+        state[_XS][r, t, j] = X[a, j]
+    state[_YS][r, t] = y
+    state[_MEM][r, t] = 1 if explore else 0
+    x = X[a]
+    if explore:
+        V = state[_V][r]
+        for i in range(d):
+            for j in range(d):
+                V[i, j] += x[i] * x[j]
+        state[_VINV][r][:, :] = np.linalg.inv(V)
+        dummy = np.zeros(d)
+        newton_mle(state[_XS][r], state[_YS][r], state[_MEM][r], 1, t + 1, link_code, lam, True, S, dummy,
+                   np.eye(d), np.ones(d), 0.0, state[_TH_W][r], newton_iters)
+        state[_STATS][r, 0] += 1.0
+    else:
+        z = 0.0
+        for j in range(d):
+            z += x[j] * state[_TH_W][r, j]
+        w = link_dmu(link_code, z) / math.e
+        H = state[_H][r]
+        for i in range(d):
+            for j in range(d):
+                H[i, j] += w * x[i] * x[j]
+
+
+@register
+class RSGLinUCB(Curator):
+    """RS-GLinUCB (Sawarni et al. 2024, Algorithm 2): non-private rarely switching GLM bandit.
+
+    Parameters
+    ----------
+    lam : float
+        Regularizer of ``V``, ``H`` and the MLEs.
+    delta : float
+        Confidence level in ``gamma`` and ``beta``.
+    c_thr : float
+        Constant of the warm-up threshold ``thr = 1/(c_thr kappa R^4 S^2 d)``.
+    switch_factor : float
+        Determinant growth factor of Criterion II (> 1).
+    kappa : float, optional
+        Upper bound on ``1/mu'`` over the arms (default ``1/min_{|z| <= S} mu'``).
+    S : float, optional
+        Bound on ``||theta*||`` (default: the environment's ``theta_bound``).
+    newton_iters : int
+        Maximum projected Newton steps per MLE.
+
+    References
+    ----------
+    Sawarni, Das, Barman & Sinha (2024), NeurIPS, Algorithm 2.
+    """
+
+    name = "rs-glinucb"
+    settings = ("single",)
+    links = ("logistic", "probit")
+    paper = "Sawarni et al. 2024"
+    constraints: ClassVar = {
+        "lam": Positive,
+        "delta": Delta,
+        "c_thr": Positive,
+        "switch_factor": Real(1.0, None, low_open=True),
+        "kappa": Optional(Positive),
+        "S": Optional(Positive),
+        "newton_iters": Int(1, 1000),
+    }
+    test_params: ClassVar = ({}, {"lam": 2.0, "c_thr": 0.001, "switch_factor": 1.5, "S": 1.5, "newton_iters": 5})
+
+    def __init__(
+        self,
+        lam: float = 0.5,
+        delta: float = 0.02,
+        c_thr: float = 0.01,
+        switch_factor: float = 2.0,
+        kappa: float | None = None,
+        S: float | None = None,
+        newton_iters: int = 30,
+    ) -> None:
+        pass
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Resolve ``S``, ``kappa``, ``gamma``, ``beta`` and ``thr`` on ``spec`` (non-private)."""
+        S = spec.theta_bound if self.S is None else self.S
+        kappa, _ = resolve_kappas(spec, S, self.kappa, None)
+        R = max(1.0, float(spec.reward_range[1]))
+        L = math.log(spec.horizon / self.delta)
+        resolved: dict[str, Any] = {
+            "S": S, "kappa": kappa, "R": R, "gamma": R * S * math.sqrt(spec.d * L), "beta": 4.0 * math.sqrt(spec.d * L),
+            "thr": 1.0 / (self.c_thr * kappa * R**4 * S**2 * spec.d)}
+        return Calibration(NON_PRIVATE, resolved)
+
+    def build_kernel(self) -> CuratorKernel:
+        res, R, spec = self.calibration.resolved, self.R, self.spec
+        d, T = spec.d, spec.horizon
+        eye = np.eye(d)
+        lam = self.lam
+        state = (
+            np.zeros((R, T, d)), np.zeros((R, T)), np.zeros((R, T), dtype=np.int8),
+            np.broadcast_to(eye * lam, (R, d, d)).copy(), np.broadcast_to(eye / lam, (R, d, d)).copy(),
+            np.broadcast_to(eye * lam, (R, d, d)).copy(), np.zeros((R, d, d)), np.zeros((R, d, d)),
+            np.zeros((R, d)), np.zeros((R, d)), np.zeros(R, dtype=np.int64), np.zeros((R, spec.K)),
+            np.full(R, -np.inf), np.zeros((R, 2)),
+        )
+        params = (spec.link.code, lam, float(res["thr"]), float(res["gamma"]), float(res["beta"]),
+                  math.sqrt(float(res["kappa"])), float(res["S"]), self.switch_factor, int(self.newton_iters))
+        theta_t = state[_TH_T]
+        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
+
+    def diagnostics(self) -> dict[str, np.ndarray]:
+        """Per-replication counts of warm-up rounds and Criterion-II switches."""
+        k = self.kernel
+        assert isinstance(k, CuratorKernel)
+        st = k.state[_STATS]
+        return {"explore_rounds": st[:, 0].copy(), "switches": st[:, 1].copy()}
