@@ -45,7 +45,11 @@ from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.validation import check_finite_array, check_in_range, check_int
 from privbandits.privacy.audit.catalog import AUDITABLE
 from privbandits.privacy.audit.spec import AuditResult, AuditSpec
-from privbandits.privacy.audit.statistics import evaluate_threshold_test, select_threshold_test
+from privbandits.privacy.audit.statistics import (
+    epsilon_lower_bound,
+    evaluate_threshold_test,
+    select_threshold_test,
+)
 
 __all__ = ["DEFAULT_CHUNK", "audit", "audit_mechanism", "audit_spec", "run_all"]
 
@@ -113,7 +117,8 @@ def audit_spec(
     notes = _join(f"pair: {spec.neighbours}", f"statistic: {spec.statistic}", outcome, spec.notes)
     return AuditResult(mechanism=spec.name, claimed_epsilon=float(spec.claimed_epsilon),
                        claimed_delta=float(spec.claimed_delta), audited_epsilon_lb=lb, n_samples=N,
-                       passed=bool(lb <= spec.claimed_epsilon), notes=notes)
+                       passed=bool(lb <= spec.claimed_epsilon), notes=notes,
+                       max_certifiable=float(epsilon_lower_bound(0, N - h, 0, N - h, spec.claimed_delta, a)))
 
 
 def audit(

@@ -70,6 +70,11 @@ class AuditResult:
         ``audited_epsilon_lb <= claimed_epsilon``: no violation detected.
     notes : str
         Neighbouring pair, statistic, chosen test, error-rate bounds, parameter point.
+    max_certifiable : float
+        The test's power: the largest lower bound this audit could certify with its sample size
+        (a perfectly separating test: no false positive, no false negative on the held-out half).
+        A violation is detectable only if the true epsilon's lower bound can exceed the claim, so
+        ``max_certifiable <= claimed_epsilon`` means the audit cannot detect any violation.
     """
 
     mechanism: str
@@ -79,14 +84,17 @@ class AuditResult:
     n_samples: int
     passed: bool
     notes: str = ""
+    max_certifiable: float = float("nan")
 
     def row(self) -> dict[str, Any]:
         """The result as a flat dict (one table row)."""
         return {"mechanism": self.mechanism, "claimed_epsilon": self.claimed_epsilon,
                 "claimed_delta": self.claimed_delta, "audited_epsilon_lb": self.audited_epsilon_lb,
-                "n_samples": self.n_samples, "passed": self.passed, "notes": self.notes}
+                "n_samples": self.n_samples, "passed": self.passed, "max_certifiable": self.max_certifiable,
+                "notes": self.notes}
 
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "VIOLATION"
         return (f"{self.mechanism}: claimed ({self.claimed_epsilon:.4g}, {self.claimed_delta:.3g}), "
-                f"audited epsilon >= {self.audited_epsilon_lb:.4g} (N={self.n_samples}) -> {verdict}")
+                f"audited epsilon >= {self.audited_epsilon_lb:.4g} (N={self.n_samples}; this test can certify "
+                f"at most {self.max_certifiable:.4g}) -> {verdict}")
