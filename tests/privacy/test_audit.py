@@ -201,7 +201,11 @@ def test_results_are_printable_and_reproducible() -> None:
         assert isinstance(r, AuditResult)
         row = r.row()
         assert set(row) == {"mechanism", "claimed_epsilon", "claimed_delta", "audited_epsilon_lb", "n_samples",
-                            "passed", "notes"}
+                            "passed", "max_certifiable", "notes"}
+        # power: a perfectly separating test on the 10 000 held-out draws per input certifies far more
+        # than the claim, and never less than what was certified
+        assert r.claimed_epsilon < r.max_certifiable and r.audited_epsilon_lb <= r.max_certifiable
+        assert f"can certify at most {r.max_certifiable:.4g}" in str(r)
         assert row["n_samples"] == 20_000 and "pair:" in row["notes"]
         assert r.mechanism in str(r) and ("PASS" in str(r)) == r.passed
     again = audit_mechanism("laplace", n_samples=20_000, seed=7)
