@@ -6,8 +6,10 @@ from privbandits.algorithms import (  # noqa: F401  (registration side effects) 
     greedy,
     hanna,
     ldp_glb,
+    ldp_onepoint,
     ldp_zheng,
     linucb,
+    mab,
     phased_elimination,
     uniform,
 )

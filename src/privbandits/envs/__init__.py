@@ -1,8 +1,9 @@
 """Batched environments (synthetic, fixed action sets, context sequences)."""
 
+from privbandits.envs.armed import MultiArmedEnv
 from privbandits.envs.base import Environment
 from privbandits.envs.finite import FiniteActionEnv
 from privbandits.envs.sequence import ContextSequenceEnv
 from privbandits.envs.synthetic import SyntheticEnv
 
-__all__ = ["ContextSequenceEnv", "Environment", "FiniteActionEnv", "SyntheticEnv"]
+__all__ = ["ContextSequenceEnv", "Environment", "FiniteActionEnv", "MultiArmedEnv", "SyntheticEnv"]
