@@ -69,7 +69,7 @@ from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
-from privbandits.envs import FiniteActionEnv, SyntheticEnv
+from privbandits.envs import FiniteActionEnv, MultiArmedEnv, SyntheticEnv
 from privbandits.privacy.audit import AUDITABLE as MECHANISMS
 from privbandits.privacy.audit import AuditResult, AuditSpec, audit_spec
 from privbandits.privacy.audit.catalog import factor_of, variant_name
@@ -539,6 +539,10 @@ def _finite() -> FiniteActionEnv:
     return FiniteActionEnv(d=2, K=4, actions=HANNA_ACTIONS)
 
 
+def _k_armed() -> MultiArmedEnv:
+    return MultiArmedEnv(K=3, means=[0.2, 0.5, 0.8], noise="bernoulli")
+
+
 def _diagonal_iterate(spec: EnvSpec) -> dict[str, np.ndarray]:
     """``theta = S (e_1 + e_2) / sqrt(2)``: gradients ``(mu(x^T theta) - y) x`` of the users
     ``B e_1`` and ``B e_2`` with ``y`` below the range both reach norm ``1 + 1/sqrt(2)``
@@ -584,6 +588,14 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         "hanna-shuffle", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
         claim=shuffle_local_claim, n_samples=60_000, n_pilot=4_000, batch=1 << 14,
         description="Hanna et al. (2022) Alg. 3 client: clip(r) + Laplace at the local level eps0"),
+    "client:ldp-onepoint": ClientPathCase(
+        "ldp-onepoint", {"epsilon": 1.0}, _k_armed, pairs=reward_pairs(np.eye(3)), n_samples=200_000,
+        n_pilot=10_000, batch=1 << 14,
+        description="LDP-OnePoint client (Zheng et al. 2020, Alg. 1): clip(r) + Gaussian"),
+    "client:ldp-onepoint-laplace": ClientPathCase(
+        "ldp-onepoint", {"epsilon": 1.0, "mechanism": "laplace"}, _k_armed, pairs=reward_pairs(np.eye(3)),
+        n_samples=200_000, n_pilot=10_000, batch=1 << 14,
+        description="LDP-OnePoint client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)"),
 }
 
 
