@@ -83,10 +83,10 @@ class MultiArmedEnv(FiniteActionEnv):
         lo, hi = self.reward_range()
         if not isinstance(means, str):
             arr = np.asarray(means, dtype=float)
-            self.noise.check_means(arr)
             if arr.min() < lo or arr.max() > hi:
                 raise ValidationError(f"means must lie in the reward_range [{lo:g}, {hi:g}], got range "
                                       f"[{arr.min():g}, {arr.max():g}]")
+            self.noise.check_means(arr)
 
     def describe(self) -> dict[str, Any]:
         means = self.means_spec if isinstance(self.means_spec, str) else np.asarray(self.means_spec).tolist()
