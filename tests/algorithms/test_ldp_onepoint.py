@@ -271,3 +271,34 @@ def test_client_path_audit_passes_and_flags_the_under_noised_variant(name: str) 
     assert ok.passed, ok
     half = audit_mechanism(name, under_noised=0.5, seed=0)
     assert not half.passed, half
+
+
+# -- the README example ---------------------------------------------------------------------------
+def test_readme_wrapping_example_runs_verbatim() -> None:
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    from privbandits.algorithms import registry
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    start = text.index("### Make any non-private algorithm locally private (LDP-OnePoint)")
+    match = re.search(r"```python\n(.*?)```", text[start:], flags=re.DOTALL)
+    assert match and "class FollowTheLeader" in match.group(1)
+    assert "ftl" not in pb.available()
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(match.group(1), f"{readme}:FollowTheLeader", "exec"), {"__name__": "readme_wrap"})
+        lines = out.getvalue().strip().splitlines()
+        rows = [re.match(r"^(ftl|own instance|ucb1) ([0-9.]+) (.*)$", line) for line in lines]
+        assert len(rows) == 3 and all(rows), lines
+        assert [m.group(1) for m in rows] == ["ftl", "own instance", "ucb1"]  # type: ignore[union-attr]
+        assert [m.group(3) for m in rows] == [  # type: ignore[union-attr]
+            "(1, delta=0.01)-DP [local, per user]", "(1)-DP [local, per user]", "(1, delta=0.01)-DP [local, per user]"]
+        # privatized black boxes still learn: regret below uniform play (4/5 * 0.3 * 2000 = 480)
+        assert all(float(m.group(2)) < 480 for m in rows)  # type: ignore[union-attr]
+    finally:
+        registry._REGISTRY.pop("ftl", None)
