@@ -17,7 +17,7 @@ from typing import Any
 
 from privbandits.algorithms import make
 from privbandits.core.errors import UnknownNameError
-from privbandits.envs import FiniteActionEnv, MultiArmedEnv, SyntheticEnv
+from privbandits.envs import ConvexLossEnv, FiniteActionEnv, MultiArmedEnv, SyntheticEnv
 from privbandits.envs.base import Environment
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
@@ -29,7 +29,7 @@ SCHEMA_VERSION = 2
 
 #: Environment kinds a configuration's ``[env] kind`` may name.
 ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv,
-                                           "k-armed": MultiArmedEnv}
+                                           "k-armed": MultiArmedEnv, "convex": ConvexLossEnv}
 
 
 def canonical_json(obj: Any) -> str:
