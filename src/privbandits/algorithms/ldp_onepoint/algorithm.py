@@ -9,7 +9,8 @@ Round ``t`` (roles in :mod:`privbandits.algorithms.ldp_onepoint.roles`)::
 
 ``A`` (``base``) is any registered non-private :class:`~privbandits.algorithms.base.Curator`, or an
 instance of one (a user's own algorithm): it runs on the server, sees arms as the one-hot catalogue
-``e_1..e_K`` and the privatized values as rewards, and is reset with the retuned problem
+``e_1..e_K`` and the privatized values as rewards (on a loss environment: it proposes a point and
+receives the privatized loss, e.g. FKM), and is reset with the retuned problem
 description of :func:`~privbandits.algorithms.ldp_onepoint.calibration.inflated_spec` (enlarged range
 ``B_tilde`` and noise scale, Theorem 3).  Rewards are privatized directly: the loss ``f = -r`` has
 the same sensitivity and the wrapped algorithms maximize rewards.
@@ -36,6 +37,7 @@ from privbandits.algorithms.ldp_onepoint.calibration import (
 )
 from privbandits.algorithms.ldp_onepoint.roles import OnePointClient, OnePointServer
 from privbandits.algorithms.registry import get, make, register
+from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.params import Bool, Choice, Constraint, Delta, Epsilon, Int, Optional, Positive
 from privbandits.core.rng import Streams
@@ -189,6 +191,8 @@ class LDPOnePoint(LocalAlgorithm):
     def _privatizer(self, spec: EnvSpec) -> OnePointCalibration:
         if self.loss_bound is not None:
             lo, hi = -self.loss_bound, self.loss_bound
+        elif isinstance(spec, ConvexSpec):  # one-point bandit convex optimization: privatize the loss
+            lo, hi = (float(v) for v in spec.loss_range)
         else:
             lo, hi = (float(v) for v in spec.reward_range)
         return calibrate_onepoint(self.epsilon, self.delta, lo, hi, mechanism=self.mechanism,
@@ -217,7 +221,8 @@ class LDPOnePoint(LocalAlgorithm):
         res = self.calibration.resolved
         base = self._new_base()
         base.reset(self.base_spec(spec), self.R, streams)
-        self.server = OnePointServer(base, spec.K, self.R, self.mechanism)
+        points = spec.d if isinstance(spec, ConvexSpec) else None
+        self.server = OnePointServer(base, spec.K, self.R, self.mechanism, points)
         self.client = OnePointClient(spec.K, float(res["clip_lo"]), float(res["clip_hi"]), self.clip,
                                      float(res["noise_scale"]), self.mechanism, float(spec.context_bound))
 

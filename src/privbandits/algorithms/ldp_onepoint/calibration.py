@@ -19,6 +19,7 @@ Zheng, Cai, Huang, Li & Wang (2020), Algorithm 1 and Theorems 2-3.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     tight_sigma,
 )
 from privbandits.algorithms.mab.scales import reward_scale
+from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import IDENTITY
 from privbandits.core.spec import EnvSpec
@@ -110,15 +112,19 @@ def noise_bound(cal: OnePointCalibration, T: int) -> float:
 
 
 def inflated_spec(spec: EnvSpec, cal: OnePointCalibration, T: int, inflate: bool = True) -> EnvSpec:
-    """The problem the wrapped algorithm is reset with: ``K`` arms as one-hot features, the range
-    enlarged by :func:`noise_bound` and the noise scale ``sqrt(s_0^2 + Var Z)`` (``inflate=False``:
-    the raw range and scale, i.e. a black box tuned as if there were no noise)."""
+    """The problem the wrapped algorithm is reset with: ``K`` arms as one-hot features (or, for
+    bandit convex optimization, the same :class:`ConvexSpec`), the range enlarged by
+    :func:`noise_bound` and the noise scale ``sqrt(s_0^2 + Var Z)`` (``inflate=False``: the raw
+    range and scale, i.e. a black box tuned as if there were no noise)."""
     lo, hi = cal.lo, cal.hi
-    s0 = reward_scale(spec)
+    s0 = reward_scale(spec) if not isinstance(spec, ConvexSpec) else float(spec.noise_scale)
     if inflate:
         w = noise_bound(cal, T)
         lo, hi = lo - w, hi + w
         s0 = math.sqrt(s0 * s0 + cal.std * cal.std)
+    if isinstance(spec, ConvexSpec):  # bandit convex optimization: the loss range grows
+        return dataclasses.replace(spec, loss_range=(lo, hi), reward_range=(-hi, -lo),
+                                   reward_bound=max(abs(lo), abs(hi)), noise_scale=s0)
     return EnvSpec(d=spec.K, K=spec.K, setting="single", horizon=spec.horizon, link=IDENTITY,
                    context_bound=1.0, reward_bound=max(abs(lo), abs(hi)), reward_range=(lo, hi),
                    theta_bound=spec.theta_bound, noise_scale=s0, fixed_actions=True)

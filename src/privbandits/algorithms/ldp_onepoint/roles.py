@@ -35,12 +35,23 @@ class OnePointClient(Client):
         self.context_bound = context_bound
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if "points" in public:  # bandit convex optimization: the query point
+            return np.array(public["points"], dtype=float)
         return np.array(public["action"], dtype=np.int64)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        y = np.ascontiguousarray(rewards, dtype=float).reshape(-1)
-        check_client_inputs(np.asarray(contexts, dtype=float), y, self.context_bound)
+        raw = np.asarray(rewards, dtype=float)
+        y = np.ascontiguousarray(raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw)
+        if y.ndim != 1:
+            raise DataBoundError(f"LDP-OnePoint: one value per user is privatized (one-point feedback), got shape "
+                                 f"{raw.shape}")
+        if "points" in public:  # the user's loss parameters are not feature vectors: finiteness only
+            check_client_inputs(np.zeros((y.shape[0], 1)), y, 1.0)
+            if not np.isfinite(contexts).all():
+                raise DataBoundError("the user's loss parameters contain NaN or infinite values")
+        else:
+            check_client_inputs(np.asarray(contexts, dtype=float), y, self.context_bound)
         if not self.clip and y.size and (y.min() < self.lo or y.max() > self.hi):
             raise DataBoundError(
                 f"a reward {y.min() if y.min() < self.lo else y.max():g} lies outside the declared range "
@@ -54,19 +65,28 @@ class OnePointClient(Client):
 class OnePointServer(Server):
     """Server side: proposes the black box's arm and feeds it the privatized values only."""
 
-    def __init__(self, base: Curator, K: int, R: int, mechanism: str) -> None:
+    def __init__(self, base: Curator, K: int, R: int, mechanism: str, points: int | None = None) -> None:
         self.base = base
-        self.K, self.R = K, R
+        self.K, self.R, self.points = K, R, points
         self.mechanism = f"ldp-onepoint/{mechanism}"
-        catalogue = np.broadcast_to(np.eye(K), (R, K, K)).copy()
+        # context-free: the public one-hot catalogue; bandit convex optimization: no public contexts
+        catalogue = np.broadcast_to(np.eye(K), (R, K, K)).copy() if points is None else np.zeros((R, 0))
         catalogue.setflags(write=False)
         self.catalogue = catalogue
         self.t = 0
         self._proposal: np.ndarray | None = None
 
     def _propose(self) -> np.ndarray:
+        """The black box's proposal: arms (R,) or, for bandit convex optimization, points (R, 1, d)."""
         a = np.asarray(self.base.select(self.t, self.catalogue))
         name = self.base.name or type(self.base).__name__
+        if self.points is not None:
+            if a.shape != (self.R, 1, self.points) or not np.issubdtype(a.dtype, np.floating):
+                raise ValidationError(
+                    f"base algorithm {name!r} violates the black-box interface: on a loss environment select must "
+                    f"return one query point per replication, shape ({self.R}, 1, {self.points}), got dtype "
+                    f"{a.dtype} and shape {a.shape}")
+            return a.astype(float)
         if a.shape != (self.R,) or not np.issubdtype(a.dtype, np.integer):
             raise ValidationError(
                 f"base algorithm {name!r} violates the black-box interface: select(t, contexts) must return "
@@ -80,7 +100,8 @@ class OnePointServer(Server):
     def public_state(self) -> PublicState:
         if self._proposal is None:
             self._proposal = self._propose()
-        return PublicState({"action": self._proposal.copy()})
+        key = "action" if self.points is None else "points"
+        return PublicState({key: self._proposal.copy()})
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         if not isinstance(message, PrivatizedMessage):
@@ -96,6 +117,6 @@ class OnePointServer(Server):
             raise TrustBoundaryError(f"expected one value per replication, shape ({self.R},), got {m.shape}")
         if self._proposal is None:  # a round without a broadcast: the proposal is still the public one
             self._proposal = self._propose()
-        self.base.update(t, self.catalogue, self._proposal, m)
+        self.base.update(t, self.catalogue, self._proposal, m if self.points is None else m[:, None])
         self._proposal = None
         self.t = t + 1
