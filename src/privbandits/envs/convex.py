@@ -24,7 +24,8 @@ Loss families (all on ``X`` with outer radius ``R_X`` and inner radius ``r``):
 ``logistic``   ``f_t(x) = ln(1 + exp(-y_t z_t^T x / R_X))`` for a pair drawn uniformly from a
                pool of ``pool`` labelled unit vectors (labels from a logistic model): range
                ``[ln(1 + e^-1), ln(1 + e)]``, ``G = 1/R_X``; ``x*`` by projected gradient descent.
-``linear``     ``f_t(x) = (1 + c_t^T x / R_X) / 2``, ``c_t = c + xi_t`` as for ``quadratic``:
+``linear``     ``f_t(x) = (1 + c_t^T x / R_X) / 2``, ``c_t = c + xi_t`` as for ``quadratic`` but in
+               the unit ball (``||c_t|| <= 1``):
                range ``[0, 1]``, ``G = 1/(2 R_X)``, ``x*`` the minimizing vertex / boundary point.
 """
 
@@ -111,6 +112,12 @@ class ConvexLossEnv(Environment):
         """The minimizer ``x*`` of ``F = E f_t`` on ``X``, ``(R, d)``."""
         return self._xstar
 
+    @property
+    def _param_radius(self) -> float:
+        """Scale of ``a_t`` (quadratic: the inner radius, so ``a_t`` is in ``X``) or ``c_t``
+        (linear: 1, so ``||c_t|| <= 1``)."""
+        return self.domain.inner_radius if self.loss == "quadratic" else 1.0
+
     # -- losses --------------------------------------------------------------------------------
     def loss_values(self, params: np.ndarray, points: np.ndarray) -> np.ndarray:
         """``f(x)`` for loss parameters ``params`` (R, p) at ``points`` (R, k, d): ``(R, k)``."""
@@ -148,7 +155,7 @@ class ConvexLossEnv(Environment):
             self._center = np.zeros((R, d))
             self._xstar = self._minimize()
         else:
-            self._center = _uniform_ball(rng, (R,), d, self.center_norm * r)
+            self._center = _uniform_ball(rng, (R,), d, self.center_norm * self._param_radius)
             if self.loss == "quadratic":
                 self._xstar = self._center.copy()
             else:
@@ -184,7 +191,7 @@ class ConvexLossEnv(Environment):
             idx = rng.integers(0, self.pool, (B, R))
             X = self._pool[np.arange(R)[None, :], idx]
         else:
-            X = self._center[None] + _uniform_ball(rng, (B, R), d, self.spread * self.domain.inner_radius)
+            X = self._center[None] + _uniform_ball(rng, (B, R), d, self.spread * self._param_radius)
         empty = np.zeros((B, R, 0))
         chunk = Chunk(self._drawn, X, empty, empty, np.broadcast_to(self._fstar, (B, R)))
         self._drawn += B
