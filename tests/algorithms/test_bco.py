@@ -261,3 +261,20 @@ def test_regret_orderings_and_sublinear_growth() -> None:
     assert one_np[1] < one[10.0][1] < one[1.0][1]
     for curve in (two_np, one_np, one[1.0]):
         assert curve[1] / T < curve[0] / (T // 10)
+
+
+def test_readme_loss_environment_example_runs() -> None:
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if "pb.ConvexLossEnv(" in b]
+    assert len(blocks) == 1
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(blocks[0], "README.md:ConvexLossEnv", "exec"), {"__name__": "readme_convex"})
+    rows = [line.split() for line in out.getvalue().strip().splitlines()]
+    assert [r[0] for r in rows] == ["fkm", "ldp-onepoint", "two-point-bco", "ldp-twopoint"]
+    assert all(0 < float(r[1]) < 2000 * 1.0 for r in rows)  # below the loss range times T

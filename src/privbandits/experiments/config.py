@@ -41,6 +41,7 @@ Schema (every table and key is checked; unknown keys are rejected with the close
     source = "Paper, Figure 1"
     claimed_order = ["ldp-sgd", "ldp-ols"]   # labels (or names), lowest final regret first
     claims = "free text"
+    slopes = { ldp-sgd = 0.5 }     # theoretical regret exponents by label, beside measured slopes
 
 Privacy parameters (keys ``epsilon``, ``delta`` and keys ending in ``_epsilon`` / ``_delta``)
 are checked centrally wherever they appear, and every algorithm variant is constructed and reset
@@ -87,7 +88,7 @@ ALGO_KEYS = ("name", "label", "params", "grid", "preset")
 QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
 CHECKPOINT_KEYS = ("log", "every")
 PLOT_KEYS = ("facet", "band", "logx", "logy")
-REPORT_KEYS = ("title", "source", "claimed_order", "claims")
+REPORT_KEYS = ("title", "source", "claimed_order", "claims", "slopes")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _GOT_RE = re.compile(r", got [^,]*$")
 
@@ -122,6 +123,9 @@ class ReportConfig:
     source: str = ""
     claimed_order: tuple[str, ...] = ()
     claims: str = ""
+    #: Theoretical regret exponents by algorithm label (``R(T) = O~(T^a)``), reported beside the
+    #: measured log-log slopes.
+    slopes: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -456,7 +460,16 @@ class _Validator:
             if not isinstance(value, str):
                 raise self.fail(f"report.{key}", value, "must be a string")
             texts[key] = value
-        return ReportConfig(claimed_order=tuple(order), **texts)
+        slopes = table.get("slopes", {})
+        if not isinstance(slopes, dict):
+            raise self.fail("report.slopes", slopes, "must be a table of algorithm label = exponent")
+        for key, value in slopes.items():
+            if key not in known:
+                raise self.fail(f"report.slopes.{key}", key,
+                                f"not a label or name of any [[algorithms]] entry{_suggest(key, known)}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise self.fail(f"report.slopes.{key}", value, "must be a number in [0, 1]")
+        return ReportConfig(claimed_order=tuple(order), slopes={k: float(v) for k, v in slopes.items()}, **texts)
 
     # -- whole file -------------------------------------------------------------------------
     def config(self, raw: dict[str, Any], default_name: str) -> ExperimentConfig:
