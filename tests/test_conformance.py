@@ -58,7 +58,14 @@ from privbandits.engine.aggregate import supports_aggregate
 from privbandits.engine.compiled import supports_compiled
 from privbandits.privacy.guarantee import TRUST_MODELS, PrivacyGuarantee
 from privbandits.simulate import simulate
-from tests.conformance.cases import BASELINE, Case, algorithm_params, cases, constrained, invalid_values
+from tests.conformance.cases import (
+    BASELINE,
+    Case,
+    algorithm_params,
+    cases,
+    constrained,
+    invalid_values,
+)
 from tests.conformance.spies import after_reset, record_chunks, spy_on_roles
 from tests.conformance.toys import ToyLocal, ToyShuffle
 

@@ -145,7 +145,7 @@ class ConvexLossEnv(Environment):
 
     # -- protocol ----------------------------------------------------------------------------
     def _reset(self) -> None:
-        rng, R, d, r = self.streams.instance, self.R, self.d, self.domain.inner_radius
+        rng, R, d = self.streams.instance, self.R, self.d
         if self.loss == "logistic":
             w = unit_sphere(rng, (R,), d)
             Z = unit_sphere(rng, (R, self.pool), d)

@@ -39,7 +39,16 @@ from privbandits.algorithms.ldp_onepoint.roles import OnePointClient, OnePointSe
 from privbandits.algorithms.registry import get, make, register
 from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import UnknownNameError, ValidationError
-from privbandits.core.params import Bool, Choice, Constraint, Delta, Epsilon, Int, Optional, Positive
+from privbandits.core.params import (
+    Bool,
+    Choice,
+    Constraint,
+    Delta,
+    Epsilon,
+    Int,
+    Optional,
+    Positive,
+)
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 

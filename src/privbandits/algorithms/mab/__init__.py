@@ -13,4 +13,4 @@ from privbandits.algorithms.mab.successive_elimination import SuccessiveEliminat
 from privbandits.algorithms.mab.tsallis_inf import TsallisINF
 from privbandits.algorithms.mab.ucb1 import UCB1
 
-__all__ = ["EXP3", "SuccessiveElimination", "TsallisINF", "UCB1"]
+__all__ = ["EXP3", "UCB1", "SuccessiveElimination", "TsallisINF"]
