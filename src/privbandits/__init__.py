@@ -18,6 +18,7 @@ from privbandits.envs import (  # noqa: E402
     ContextSequenceEnv,
     ConvexLossEnv,
     FiniteActionEnv,
+    MovieLensEnv,
     MultiArmedEnv,
     SyntheticEnv,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "ContextSequenceEnv",
     "ConvexLossEnv",
     "FiniteActionEnv",
+    "MovieLensEnv",
     "MultiArmedEnv",
     "PrivacyGuarantee",
     "PrivbanditsError",

@@ -12,7 +12,7 @@ Schema (every table and key is checked; unknown keys are rejected with the close
     engine = "auto"                # auto | reference | compiled | aggregate (simulate's driver)
 
     [env]
-    kind = "synthetic"             # synthetic | finite | k-armed | convex, then the environment's constructor args
+    kind = "synthetic"             # synthetic | finite | k-armed | convex | movielens, then the environment's constructor args
     d = 5
     K = 10
 

@@ -17,7 +17,13 @@ from typing import Any
 
 from privbandits.algorithms import make
 from privbandits.core.errors import UnknownNameError
-from privbandits.envs import ConvexLossEnv, FiniteActionEnv, MultiArmedEnv, SyntheticEnv
+from privbandits.envs import (
+    ConvexLossEnv,
+    FiniteActionEnv,
+    MovieLensEnv,
+    MultiArmedEnv,
+    SyntheticEnv,
+)
 from privbandits.envs.base import Environment
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
@@ -29,7 +35,8 @@ SCHEMA_VERSION = 2
 
 #: Environment kinds a configuration's ``[env] kind`` may name.
 ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv,
-                                           "k-armed": MultiArmedEnv, "convex": ConvexLossEnv}
+                                           "k-armed": MultiArmedEnv, "convex": ConvexLossEnv,
+                                           "movielens": MovieLensEnv}
 
 
 def canonical_json(obj: Any) -> str:
