@@ -3,8 +3,8 @@
 The context-free setting of Zheng, Cai, Huang, Li & Wang (2020), sections 3.1-3.2: the server picks
 points ``x_t`` of a bounded convex set ``X`` with ``r B subset X subset R B`` (``B`` the unit
 ball), user ``t`` holds a convex loss ``f_t`` and observes ``f_t`` at the queried point(s).
-:class:`Domain` ships the two sets the spec asks for (Euclidean ball and centred box) with their
-projections; :class:`ConvexSpec` extends :class:`~privbandits.core.spec.EnvSpec` with what a
+:class:`Domain` ships two such sets with closed-form projections (Euclidean ball and centred box);
+:class:`ConvexSpec` extends :class:`~privbandits.core.spec.EnvSpec` with what a
 bandit-convex-optimization algorithm may know in advance (domain, Lipschitz constant, loss range,
 strong-convexity modulus).
 """

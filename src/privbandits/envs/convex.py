@@ -20,7 +20,7 @@ Loss families (all on ``X`` with outer radius ``R_X`` and inner radius ``r``):
 ``quadratic``  ``f_t(x) = ||x - a_t||^2 / (4 R_X^2)``, ``a_t = a + xi_t`` with ``a`` uniform in the
                ball of radius ``center_norm r`` and ``xi_t`` uniform in the ball of radius
                ``spread r`` (``center_norm + spread <= 1``, so ``a_t`` is in ``X``): range
-               ``[0, 1]``, ``G = 1/R_X``, ``mu = 1/(2 R_X^2)``, ``x* = a`` (spec section 6.4, E1).
+               ``[0, 1]``, ``G = 1/R_X``, ``mu = 1/(2 R_X^2)``, ``x* = a`` (the losses of the E1 validation).
 ``logistic``   ``f_t(x) = ln(1 + exp(-y_t z_t^T x / R_X))`` for a pair drawn uniformly from a
                pool of ``pool`` labelled unit vectors (labels from a logistic model): range
                ``[ln(1 + e^-1), ln(1 + e)]``, ``G = 1/R_X``; ``x*`` by projected gradient descent.

@@ -2,7 +2,7 @@
 
 A regret bound ``O~(T^a)`` predicts slope ``a`` of ``log R(t)`` against ``log t``.  The measured
 slope of a series is the least-squares slope of its mean cumulative regret over the late-phase
-checkpoints ``t`` in ``[T / 10, T]`` (Zheng et al. 2020 reproduction, spec item 18).  For an
+checkpoints ``t`` in ``[T / 10, T]`` (the late phase of the run).  For an
 algorithm whose constants are tuned for the run's horizon ``T`` this is the growth of the
 cumulative-regret curve of that run, an approximation of the regret-vs-``T`` exponent.
 """

@@ -13,7 +13,7 @@ Privacy (Theorem 5): ``a`` has sensitivity ``4 rho G`` and the added scalar ``2 
 ``N(0, 4 rho^2 sigma^2)``, a Gaussian mechanism.  ``paper``: ``sigma = 2G sqrt(2 ln(1.25/delta)) /
 epsilon`` (line 1); ``strict``: ``2 rho sigma`` is the analytic Gaussian std for sensitivity
 ``4 rho G`` (the accounted epsilon is the request).  Laplace variant: ``m_t = a + Lap(4 rho G /
-epsilon)`` (spec [CHOICE]).  The guarantee is accounted from the noise actually added.  ``m_t`` is
+epsilon)`` (a choice of this library: the paper only states that its results extend to Laplace noise).  The guarantee is accounted from the noise actually added.  ``m_t`` is
 exactly the two-point difference of the virtual loss ``f_t(x) + n_t^T x``, so the run is Algorithm
 4 on those losses, path by path (Theorem 6); the scale-aware step uses ``sqrt(G^2 + sigma^2)``.
 The roles are numpy code on the loss-environment driver; the noise comes from the compiled

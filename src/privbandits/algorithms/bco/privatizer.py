@@ -16,7 +16,7 @@ def privatize_difference(rng: np.random.Generator, values: np.ndarray, points: n
                          out: np.ndarray) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(a_i, -bound, bound) + n_i^T (x_{i,1} - x_{i,2})`` with ``a_i = values[i, 0] -
     values[i, 1]`` and ``n_i ~ N(0, scale^2 I_d)`` (one normal per coordinate, user by user); with
-    ``laplace`` the scalar ``Lap(scale)`` replaces the projected vector (spec section 4.2.2 [CHOICE]).
+    ``laplace`` the scalar ``Lap(scale)`` replaces the projected vector (pure epsilon-LDP variant).
     ``noise`` is a ``(d,)`` work array.
     """
     d = points.shape[2]
