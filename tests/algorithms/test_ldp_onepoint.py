@@ -255,6 +255,16 @@ def test_bad_base_params_are_named() -> None:
         pb.make("ldp-onepoint", base=pb.make("ucb1"), base_params={"scale": 1.0})
 
 
+def test_unbounded_reward_range_is_rejected() -> None:
+    # an infinite range cannot be declared (the problem description requires a finite bound), and
+    # the privatizer's own check names the requirement
+    env = pb.MultiArmedEnv(K=3, means=[0.1, 0.5, 0.9], noise="gaussian", reward_range=(-math.inf, math.inf))
+    with pytest.raises(ValidationError, match="reward_bound must be finite"):
+        pb.simulate(pb.make("ldp-onepoint"), env, 10)
+    with pytest.raises(ValidationError, match="bounded losses"):
+        calibrate_onepoint(1.0, 0.01, -math.inf, math.inf)
+
+
 def test_out_of_range_reward_without_clipping_raises() -> None:
     env = pb.MultiArmedEnv(K=3, means=[0.1, 0.5, 0.9], noise="gaussian", noise_scale=1.0, reward_range=(0.0, 1.0))
     with pytest.raises(DataBoundError, match="outside the declared range"):
