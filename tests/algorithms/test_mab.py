@@ -22,6 +22,7 @@ def test_k_armed_env_is_one_hot_with_the_means_as_theta() -> None:
     env = pb.MultiArmedEnv(K=4, means="gap", gap=0.3)
     spec = env.reset(5, make_streams(0), 10)
     assert spec.d == spec.K == 4 and spec.fixed_actions and spec.reward_range == (0.0, 1.0)
+    assert spec.theta_bound == 2.0  # means in [0, 1]^4
     X = env.next_round()
     np.testing.assert_array_equal(X, np.broadcast_to(np.eye(4), (5, 4, 4)))
     th = env.theta_star

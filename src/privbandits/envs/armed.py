@@ -88,6 +88,13 @@ class MultiArmedEnv(FiniteActionEnv):
                                       f"[{arr.min():g}, {arr.max():g}]")
             self.noise.check_means(arr)
 
+    @property
+    def theta_bound(self) -> float:  # type: ignore[override]
+        """``||theta*||`` bound: ``sqrt(K)`` for means in [0, 1], the norm of explicit means."""
+        if isinstance(self.means_spec, str):
+            return float(np.sqrt(self.K))
+        return max(float(np.linalg.norm(np.asarray(self.means_spec, float))), 1e-12)
+
     def describe(self) -> dict[str, Any]:
         means = self.means_spec if isinstance(self.means_spec, str) else np.asarray(self.means_spec).tolist()
         return {"env": type(self).__name__, "K": self.K, "means": means, "gap": self.gap,
