@@ -58,7 +58,14 @@ from privbandits.engine.aggregate import supports_aggregate
 from privbandits.engine.compiled import supports_compiled
 from privbandits.privacy.guarantee import TRUST_MODELS, PrivacyGuarantee
 from privbandits.simulate import simulate
-from tests.conformance.cases import Case, algorithm_params, cases, constrained, invalid_values
+from tests.conformance.cases import (
+    BASELINE,
+    Case,
+    algorithm_params,
+    cases,
+    constrained,
+    invalid_values,
+)
 from tests.conformance.spies import after_reset, record_chunks, spy_on_roles
 from tests.conformance.toys import ToyLocal, ToyShuffle
 
@@ -123,7 +130,7 @@ def test_class_describes_the_algorithm(cls: type[Algorithm]) -> None:
         if link != "*":
             assert get_link(link).name == link, f"link {link!r} is an alias; use the canonical name"
     assert isinstance(cls.paper, str) and cls.paper, "cite the paper (class attribute `paper`)"
-    assert cls.test_envs and set(cls.test_envs) <= {"synthetic", "finite"}, cls.test_envs
+    assert cls.test_envs and set(cls.test_envs) <= {"synthetic", "finite", "convex"}, cls.test_envs
     assert isinstance(cls.test_params, tuple) and cls.test_params, "test_params is a non-empty tuple of dicts"
     for p in cls.test_params:
         assert isinstance(p, dict) and set(p) <= set(cls.param_names()), (p, cls.param_names())
@@ -443,7 +450,7 @@ def test_common_random_numbers(case: Case) -> None:
     env_a, env_b = case.make_env(), case.make_env()
     seen_a, seen_b = record_chunks(env_a), record_chunks(env_b)
     _run(case, env=env_a, seed=5)
-    _run(case, alg=pb.make("uniform"), env=env_b, seed=5)
+    _run(case, alg=pb.make(BASELINE.get(case.env, "uniform")), env=env_b, seed=5)
     np.testing.assert_array_equal(env_a.theta_star, env_b.theta_star)
     assert seen_a and seen_b
     for ca, cb in zip(seen_a, seen_b):

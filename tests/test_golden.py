@@ -37,6 +37,8 @@ def make_env(kind: str, cls: type) -> Any:
     noise = {"identity": "gaussian", "logistic": "bernoulli", "probit": "bernoulli", "poisson": "poisson"}[link]
     if kind == "finite":
         return pb.FiniteActionEnv(d=2, K=5, actions="sphere", link=link, noise=noise, noise_scale=0.1)
+    if kind == "convex":
+        return pb.ConvexLossEnv(d=2, loss="quadratic")
     if kind == "multi":
         return pb.SyntheticEnv(d=2, K=3, setting="multi", link=link, noise=noise, noise_scale=0.1)
     return pb.SyntheticEnv(d=2, K=4, link=link, noise=noise, noise_scale=0.1)

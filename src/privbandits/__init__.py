@@ -14,7 +14,14 @@ configure_numba_cache()  # before any compiled function is defined (see privband
 
 from privbandits.algorithms import available, make  # noqa: E402
 from privbandits.core import PrivbanditsError  # noqa: E402
-from privbandits.envs import ContextSequenceEnv, FiniteActionEnv, SyntheticEnv  # noqa: E402
+from privbandits.envs import (  # noqa: E402
+    ContextSequenceEnv,
+    ConvexLossEnv,
+    FiniteActionEnv,
+    MovieLensEnv,
+    MultiArmedEnv,
+    SyntheticEnv,
+)
 from privbandits.privacy.guarantee import PrivacyGuarantee  # noqa: E402
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate  # noqa: E402
 
@@ -22,7 +29,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ContextSequenceEnv",
+    "ConvexLossEnv",
     "FiniteActionEnv",
+    "MovieLensEnv",
+    "MultiArmedEnv",
     "PrivacyGuarantee",
     "PrivbanditsError",
     "SimulationResult",

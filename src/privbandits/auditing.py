@@ -70,7 +70,7 @@ from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
-from privbandits.envs import FiniteActionEnv, SyntheticEnv
+from privbandits.envs import ConvexLossEnv, FiniteActionEnv, MultiArmedEnv, SyntheticEnv
 from privbandits.privacy.audit import AUDITABLE as MECHANISMS
 from privbandits.privacy.audit import AuditResult, AuditSpec, audit_spec
 from privbandits.privacy.audit.catalog import factor_of, variant_name
@@ -107,15 +107,17 @@ class UserData:
     Attributes
     ----------
     contexts : ndarray
-        ``(K, d)`` (single-parameter setting) or ``(d,)`` (multi-parameter setting).
-    reward : float
-        The user's reward (may lie outside the declared range: the client must clip it).
+        ``(K, d)`` (single-parameter setting) or ``(d,)`` (multi-parameter setting); on a loss
+        environment the user's loss parameters ``(p,)``.
+    reward : float or ndarray
+        The user's reward (may lie outside the declared range: the client must clip it); on a loss
+        environment the user's losses at the round's query points, ``(k,)``.
     label : str
         Short description, e.g. ``x = e_1, r = 21``.
     """
 
     contexts: np.ndarray
-    reward: float
+    reward: float | np.ndarray
     label: str
 
 
@@ -332,7 +334,8 @@ def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSp
     public = _public_state(alg, t)
     if case.public is not None:
         public = _override(public, case.public(spec))
-    y = np.full(m, float(user.reward))
+    y = np.ascontiguousarray(np.broadcast_to(np.asarray(user.reward, dtype=float),
+                                             (m, *np.shape(user.reward))))
     actions = alg.client.choose(t, public, X, rng)
     msg = alg.client.randomize(t, public, X, actions, y, rng)
     return _flatten(msg, m)
@@ -540,6 +543,23 @@ def _finite() -> FiniteActionEnv:
     return FiniteActionEnv(d=2, K=4, actions=HANNA_ACTIONS)
 
 
+def _k_armed() -> MultiArmedEnv:
+    return MultiArmedEnv(K=3, means=[0.2, 0.5, 0.8], noise="bernoulli")
+
+
+def _convex() -> ConvexLossEnv:
+    return ConvexLossEnv(d=2, loss="quadratic")
+
+
+def two_point_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
+    """Users whose loss differences at the two query points are far outside ``+-2 rho G`` in opposite
+    directions (``f(x_1) - f(x_2) = +-10``), so the client's clipping is exercised; the loss
+    parameters are the centre of the domain."""
+    ctx = np.zeros(spec.d)
+    return [(UserData(ctx, np.array([5.0, -5.0]), "f(x_1) - f(x_2) = 10"),
+             UserData(ctx, np.array([-5.0, 5.0]), "f(x_1) - f(x_2) = -10"))]
+
+
 def _diagonal_iterate(spec: EnvSpec) -> dict[str, np.ndarray]:
     """``theta = S (e_1 + e_2) / sqrt(2)``: gradients ``(mu(x^T theta) - y) x`` of the users
     ``B e_1`` and ``B e_2`` with ``y`` below the range both reach norm ``1 + 1/sqrt(2)``
@@ -585,6 +605,22 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         "hanna-shuffle", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
         claim=shuffle_local_claim, n_samples=60_000, n_pilot=4_000, batch=1 << 14,
         description="Hanna et al. (2022) Alg. 3 client: clip(r) + Laplace at the local level eps0"),
+    "client:ldp-onepoint": ClientPathCase(
+        "ldp-onepoint", {"epsilon": 1.0}, _k_armed, pairs=reward_pairs(np.eye(3)), n_samples=200_000,
+        n_pilot=10_000, batch=1 << 14,
+        description="LDP-OnePoint client (Zheng et al. 2020, Alg. 1): clip(r) + Gaussian"),
+    "client:ldp-onepoint-laplace": ClientPathCase(
+        "ldp-onepoint", {"epsilon": 1.0, "mechanism": "laplace"}, _k_armed, pairs=reward_pairs(np.eye(3)),
+        n_samples=200_000, n_pilot=10_000, batch=1 << 14,
+        description="LDP-OnePoint client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)"),
+    "client:ldp-twopoint": ClientPathCase(
+        "ldp-twopoint", {"epsilon": 1.0}, _convex, pairs=two_point_pairs, n_samples=200_000, n_pilot=10_000,
+        batch=1 << 14,
+        description="LDP-TwoPoint client (Zheng et al. 2020, Alg. 2): clip(f(x_1) - f(x_2)) + n^T (x_1 - x_2)"),
+    "client:ldp-twopoint-laplace": ClientPathCase(
+        "ldp-twopoint", {"epsilon": 1.0, "mechanism": "laplace"}, _convex, pairs=two_point_pairs,
+        n_samples=200_000, n_pilot=10_000, batch=1 << 14,
+        description="LDP-TwoPoint client with the Laplace mechanism (pure epsilon-LDP)"),
 }
 
 

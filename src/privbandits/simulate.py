@@ -26,6 +26,7 @@ from privbandits.core.validation import check_choice, check_int
 from privbandits.engine import ENGINES
 from privbandits.engine.aggregate import drive_aggregate, supports_aggregate
 from privbandits.engine.compiled import drive_compiled, supports_compiled
+from privbandits.engine.convex import drive_convex, is_convex_env
 from privbandits.engine.recorder import Recorder
 from privbandits.engine.reference import drive_reference
 from privbandits.envs.base import Environment
@@ -129,6 +130,11 @@ class SimulationResult:
 def _pick_engine(engine: str, alg: Algorithm, env: Environment) -> str:
     engine = check_choice("engine", engine, ENGINES)
     agg, comp = supports_aggregate(alg, env), supports_compiled(alg)
+    if is_convex_env(env):  # continuous actions: the bandit-convex-optimization driver
+        if engine not in ("auto", "reference"):
+            raise ValidationError(f"engine={engine!r}: loss environments (continuous actions) run on the "
+                                  "reference driver only (use 'auto' or 'reference')")
+        return "reference"
     if engine == "auto":
         return "aggregate" if agg else "compiled" if comp else "reference"
     if engine == "aggregate" and not agg:
@@ -205,6 +211,8 @@ def simulate(
         drive_aggregate(algorithm, env, T, rec, tick)
     elif chosen == "compiled":
         drive_compiled(algorithm, env, T, rec, tick)
+    elif is_convex_env(env):
+        drive_convex(algorithm, env, T, rec, tick)
     else:
         drive_reference(algorithm, env, T, rec, tick)
     wall = time.perf_counter() - start

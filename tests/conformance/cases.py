@@ -5,7 +5,8 @@ An algorithm declares (class attributes, :class:`privbandits.algorithms.base.Alg
 * ``test_params``: a tuple of constructor-argument dicts (small, fast configurations);
 * ``test_envs``: ``"synthetic"`` (a small :class:`SyntheticEnv` matching ``settings`` and
   ``links``: single-parameter when ``"single"`` is supported, plus a multi-parameter one when
-  ``"multi"`` is) and/or ``"finite"`` (a small :class:`FiniteActionEnv`).
+  ``"multi"`` is) and/or ``"finite"`` (a small :class:`FiniteActionEnv`), or ``"convex"`` (a small
+  :class:`ConvexLossEnv`: bandit convex optimization, continuous actions).
 
 The link is ``identity`` when allowed, else the first declared link; the reward noise matches the
 link (Gaussian for identity, Bernoulli for logistic / probit, Poisson for poisson).
@@ -22,9 +23,10 @@ import pytest
 from privbandits.algorithms import available
 from privbandits.algorithms.base import Algorithm
 from privbandits.core.params import Bool, Choice, Constraint, Int, Optional, Real
-from privbandits.envs import Environment, FiniteActionEnv, SyntheticEnv
+from privbandits.envs import ConvexLossEnv, Environment, FiniteActionEnv, SyntheticEnv
 
 __all__ = [
+    "BASELINE",
     "ENV_KINDS",
     "NOISE_FOR_LINK",
     "Case",
@@ -36,7 +38,9 @@ __all__ = [
 ]
 
 #: Environment kinds a case can run on.
-ENV_KINDS: tuple[str, ...] = ("single", "multi", "finite")
+ENV_KINDS: tuple[str, ...] = ("single", "multi", "finite", "convex")
+#: The baseline of the common-random-numbers check on each environment kind.
+BASELINE: dict[str, str] = {"convex": "two-point-bco"}
 #: Reward noise matching each link (means must be valid for the reward model).
 NOISE_FOR_LINK: dict[str, str] = {"identity": "gaussian", "logistic": "bernoulli", "probit": "bernoulli",
                                   "poisson": "poisson"}
@@ -84,6 +88,8 @@ def make_env(cls: type[Algorithm], kind: str) -> Environment:
     noise = NOISE_FOR_LINK[link]
     if kind == "finite":
         return FiniteActionEnv(d=3, K=5, actions="sphere", link=link, noise=noise, noise_scale=0.1)
+    if kind == "convex":
+        return ConvexLossEnv(d=3, loss="quadratic")
     if kind in ("single", "multi"):
         return SyntheticEnv(d=3, K=4, setting=kind, link=link, noise=noise, noise_scale=0.1)
     raise ValueError(f"unknown environment kind {kind!r}")
@@ -95,8 +101,8 @@ def env_kinds(cls: type[Algorithm]) -> tuple[str, ...]:
     for declared in cls.test_envs:
         if declared == "synthetic":
             kinds += [s for s in ("single", "multi") if s in cls.settings]
-        elif declared == "finite":
-            kinds.append("finite")
+        elif declared in ("finite", "convex"):
+            kinds.append(declared)
         else:  # an unknown declaration is a contract failure: let the case fail loudly
             kinds.append(declared)
     return tuple(dict.fromkeys(kinds))

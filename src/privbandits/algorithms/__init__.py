@@ -1,13 +1,16 @@
 """Bandit algorithms, one module per family; importing this package fills the registry."""
 
 from privbandits.algorithms import (  # noqa: F401  (registration side effects)  # noqa: F401  (registration side effects)
+    bco,
     glm_ucb,
     gloc,
     greedy,
     hanna,
     ldp_glb,
+    ldp_onepoint,
     ldp_zheng,
     linucb,
+    mab,
     phased_elimination,
     rs_glinucb,
     sarmasarkar,

@@ -80,6 +80,8 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
                      "`report.md`."),
     "report.level": ("number in (0, 0.5)", None,
                      "One-sided significance level of every claim comparison (agree / disagree / inconclusive)."),
+    "report.slopes": ("table of label = exponent", None,
+                      "Theoretical regret exponents (R(T) = O~(T^a)) shown beside the measured log-log slopes."),
     "plot.dpi": ("integer in [20, 1200]", None, "Resolution of the PNG figures (`--dpi` overrides it)."),
     ".figures": ("array of tables `[[figures]]`", "one regret-vs-t figure from `[plot]`",
                  "The figures of the report, one `[[figures]]` entry each."),

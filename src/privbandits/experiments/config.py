@@ -13,7 +13,7 @@ documentation's TOML reference is generated from this module's key lists)::
     engine = "auto"                # auto | reference | compiled | aggregate (simulate's driver)
 
     [env]
-    kind = "synthetic"             # synthetic | finite, then the environment's constructor args
+    kind = "synthetic"             # synthetic | finite | k-armed | convex | movielens, then the environment's constructor args
     d = 5
     K = 10
 
@@ -45,6 +45,7 @@ documentation's TOML reference is generated from this module's key lists)::
     claims = "free text"           # the paper's claims in its words
     notes = "free text"            # our remarks (e.g. why numbers differ from the paper)
     level = 0.05                   # one-sided significance level of the claim checks
+    slopes = { ldp-sgd = 0.5 }     # theoretical regret exponents by label, beside measured slopes
 
     [[figures]]                    # default: one regret_vs_t figure from [plot]
     kind = "final_vs_param"        # regret_vs_t | final_vs_param
@@ -122,7 +123,7 @@ ALGO_KEYS = ("name", "label", "params", "grid", "preset")
 QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
 CHECKPOINT_KEYS = ("log", "every")
 PLOT_KEYS = ("facet", "band", "logx", "logy", "dpi")
-REPORT_KEYS = ("title", "source", "claimed_order", "claims", "notes", "level")
+REPORT_KEYS = ("title", "source", "claimed_order", "claims", "notes", "level", "slopes")
 FIGURE_KINDS = ("regret_vs_t", "final_vs_param")
 FIGURE_KEYS = {"regret_vs_t": ("kind", "name", "title", "facet", "band", "logx", "logy"),
                "final_vs_param": ("kind", "name", "title", "x", "series", "baselines", "errorbars", "logx", "logy")}
@@ -186,6 +187,9 @@ class ReportConfig:
     claims: str = ""
     notes: str = ""
     level: float = 0.05
+    #: Theoretical regret exponents by algorithm label (``R(T) = O~(T^a)``), reported beside the
+    #: measured log-log slopes.
+    slopes: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -566,7 +570,17 @@ class _Validator:
         level = table.get("level", 0.05)
         level = self.check("report.level", level, lambda: check_in_range(
             "level", level, 0.0, 0.5, low_inclusive=False, high_inclusive=False))
-        return ReportConfig(claimed_order=tuple(order), level=level, **texts)
+        slopes = table.get("slopes", {})
+        if not isinstance(slopes, dict):
+            raise self.fail("report.slopes", slopes, "must be a table of algorithm label = exponent")
+        for key, value in slopes.items():
+            if key not in known:
+                raise self.fail(f"report.slopes.{key}", key,
+                                f"not a label or name of any [[algorithms]] entry{_suggest(key, known)}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise self.fail(f"report.slopes.{key}", value, "must be a number in [0, 1]")
+        return ReportConfig(claimed_order=tuple(order), level=level,
+                            slopes={k: float(v) for k, v in slopes.items()}, **texts)
 
     def band(self, path: str, value: Any) -> float | str:
         if isinstance(value, str):

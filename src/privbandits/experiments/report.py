@@ -87,6 +87,14 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         lines += [f"This invocation ran {run.executed} work unit(s) and reused {run.skipped} already stored "
                   f"(wall time {run.wall_time:.1f} s); the wall-time column is the simulation time of each series.",
                   ""]
+    if rep.slopes:
+        from privbandits.experiments.slopes import slope_rows
+
+        lines += ["## Growth of regret with T", "",
+                  "Least-squares slope of log mean cumulative regret against log t over the checkpoints t in "
+                  "[T/10, T], beside the exponent a of the theory's O~(T^a) bound.  For algorithms tuned for the "
+                  "horizon T this is the growth of the regret curve of the run tuned for T.", "",
+                  *_md_table(slope_rows(series, rep.slopes)), ""]
     if figures:
         lines += ["## Figures", ""] + [f"![{p.stem}]({p.name})" if p.suffix == ".png" else f"- [{p.name}]({p.name})"
                                        for p in figures] + [""]

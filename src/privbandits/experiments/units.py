@@ -17,7 +17,13 @@ from typing import Any
 
 from privbandits.algorithms import make
 from privbandits.core.errors import UnknownNameError
-from privbandits.envs import FiniteActionEnv, SyntheticEnv
+from privbandits.envs import (
+    ConvexLossEnv,
+    FiniteActionEnv,
+    MovieLensEnv,
+    MultiArmedEnv,
+    SyntheticEnv,
+)
 from privbandits.envs.base import Environment
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
@@ -28,7 +34,9 @@ __all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_js
 SCHEMA_VERSION = 2
 
 #: Environment kinds a configuration's ``[env] kind`` may name.
-ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv}
+ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv,
+                                           "k-armed": MultiArmedEnv, "convex": ConvexLossEnv,
+                                           "movielens": MovieLensEnv}
 
 
 def canonical_json(obj: Any) -> str:

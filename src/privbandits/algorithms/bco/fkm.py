@@ -1,0 +1,93 @@
+"""FKM one-point bandit gradient descent (Flaxman, Kalai & McMahan 2005): the one-point black box
+Zheng et al. (2020) name for convex Lipschitz losses (Corollary 4, Table 1).
+
+Round ``t``::
+
+    u_t uniform on the sphere;  play x_t = y_t + rho u_t;  observe m_t (the loss at x_t, or its
+    privatized value under LDP-OnePoint)
+    g_t = (d / rho) m_t u_t;    y_{t+1} = Pi_{(1 - xi) X}(y_t - eta g_t),   xi = rho / r,  y_1 = 0
+
+Defaults from the standard analysis with loss range ``B`` (``max |f|``), Lipschitz constant ``L``,
+diameter ``D = 2R``: ``rho = min(r, sqrt(D d B / (3 L)) T^{-1/4})`` and
+``eta = D rho / (d B sqrt(T))``: regret ``O(T^{3/4})``.  Under LDP-OnePoint ``B`` is the enlarged
+range ``B_tilde`` of the privatized values (Theorem 3), which the wrapper passes in the problem
+description.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.bco.problem import convex_spec, directions
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.registry import register
+from privbandits.core.params import Int, Optional, Positive
+from privbandits.privacy.guarantee import NON_PRIVATE
+
+__all__ = ["FKM"]
+
+
+@register
+class FKM(Curator):
+    """FKM (Flaxman, Kalai & McMahan 2005): one-point gradient descent with the sphere-sampling
+    estimator ``(d / rho) f u``; the convex black box of Zheng et al. (2020), Corollary 4.
+
+    Parameters
+    ----------
+    rho : float, optional
+        Perturbation radius (default: module docstring).
+    eta : float, optional
+        Step size (default: module docstring).
+    horizon : int, optional
+        ``T`` of the defaults (default: the run's horizon).
+
+    References
+    ----------
+    Flaxman, Kalai & McMahan (2005), "Online convex optimization in the bandit setting: gradient
+    descent without a gradient", SODA.
+    """
+
+    name = "fkm"
+    links = ("*",)
+    paper = "Flaxman, Kalai & McMahan 2005"
+    constraints: ClassVar = {"rho": Optional(Positive), "eta": Optional(Positive), "horizon": Optional(Int(2))}
+    test_params: ClassVar = ({}, {"rho": 0.3, "eta": 0.01})
+    test_envs: ClassVar = ("convex",)
+
+    def __init__(self, rho: float | None = None, eta: float | None = None, horizon: int | None = None) -> None:
+        pass
+
+    def calibrate(self, spec: Any) -> Calibration:
+        """Non-private; records the resolved ``rho``, ``xi`` and ``eta``."""
+        cs = convex_spec(self.name, spec)
+        T = self.horizon if self.horizon is not None else max(cs.horizon, 2)
+        lo, hi = cs.loss_range
+        B = max(abs(lo), abs(hi))
+        L, D, d, r = cs.lipschitz, cs.domain.diameter, cs.d, cs.domain.inner_radius
+        rho = self.rho if self.rho is not None else min(r, math.sqrt(D * d * B / (3.0 * L)) * T ** -0.25)
+        rho = min(rho, r)
+        eta = self.eta if self.eta is not None else D * rho / (d * B * math.sqrt(T))
+        return Calibration(NON_PRIVATE, {"T": T, "rho": rho, "xi": rho / r, "eta": eta, "loss_bound": B})
+
+    def reset(self, spec: Any, replications: int, streams: Any) -> None:
+        super().reset(spec, replications, streams)
+        res = self.calibration.resolved
+        self.rho_v, self.xi_v, self.eta_v = float(res["rho"]), float(res["xi"]), float(res["eta"])
+        self.y = np.zeros((self.R, self.spec.d))
+        self.u = np.zeros((self.R, self.spec.d))
+
+    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+        self.u = directions(self.streams.policy, self.R, self.spec.d)
+        return (self.y + self.rho_v * self.u)[:, None, :]
+
+    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        m = np.asarray(rewards, dtype=float).reshape(self.R, -1)[:, 0]
+        g = (self.spec.d / self.rho_v) * m[:, None] * self.u
+        self.y = self.spec.domain.project(self.y - self.eta_v * g, self.xi_v)  # type: ignore[attr-defined]
+
+    def estimate(self) -> np.ndarray | None:
+        return self.y.copy()

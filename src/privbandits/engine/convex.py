@@ -1,0 +1,73 @@
+"""The driver of bandit convex optimization: points as actions, message level, one round at a time.
+
+The same roles as :mod:`privbandits.engine.reference`, on a
+:class:`~privbandits.envs.convex.ConvexLossEnv` (continuous actions):
+
+* :class:`~privbandits.algorithms.base.Curator`: ``select(t, X)`` returns the round's query
+  points ``(R, k, d)``; ``update(t, X, points, losses)`` receives the users' losses ``(R, k)``
+  there (``X``: the users' loss parameters, which a trusted curator may hold).
+* :class:`~privbandits.algorithms.base.LocalAlgorithm`: the server publishes a
+  :class:`PublicState` (the query points), the client plays them on the user's own loss and
+  randomizes the losses it observes; the server receives only the :class:`PrivatizedMessage`
+  (checked every round).
+
+The recorded reward is minus the mean observed loss of the round; the regret is the
+environment's pseudo-regret (eq. (2) of Zheng et al. 2020 for two points).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
+from privbandits.core.errors import ValidationError
+from privbandits.engine.recorder import Progress, Recorder
+from privbandits.engine.reference import _check_message, _check_public
+from privbandits.envs.base import Environment
+
+__all__ = ["drive_convex", "is_convex_env"]
+
+
+def is_convex_env(env: Environment) -> bool:
+    """Whether ``env`` has continuous actions (a loss environment for bandit convex optimization)."""
+    from privbandits.envs.convex import ConvexLossEnv
+
+    return isinstance(env, ConvexLossEnv)
+
+
+def _points(alg: Algorithm, pts: object, R: int) -> np.ndarray:
+    a = np.asarray(pts)
+    if a.ndim != 3 or a.shape[0] != R or not np.issubdtype(a.dtype, np.floating):
+        raise ValidationError(f"algorithm {alg.name!r} must return query points of shape (R={R}, k, d) on a loss "
+                              f"environment (continuous actions), got {a.dtype} array of shape {a.shape}; "
+                              "arm-index algorithms run on K-armed or contextual environments")
+    return a
+
+
+def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
+    """Run ``T`` rounds of ``alg`` on the loss environment ``env``, recording into ``rec``."""
+    R = env.R
+    if isinstance(alg, ShuffleAlgorithm):
+        raise ValidationError("shuffle-model algorithms do not run on loss environments")
+    if isinstance(alg, LocalAlgorithm):
+        client, server = alg.client, alg.server
+        rng_client, rng_policy = alg.streams.client, alg.streams.policy
+        for t in range(T):
+            X = env.next_round()
+            public = _check_public(server.public_state())
+            pts = _points(alg, client.choose(t, public, X, rng_policy), R)
+            losses, reg = env.step(pts)
+            msg = _check_message(client.randomize(t, public, X, pts, losses, rng_client))
+            server.receive(t, msg)
+            rec.record(t, reg, -losses.mean(axis=1))
+            tick(t + 1)
+    elif isinstance(alg, Curator):
+        for t in range(T):
+            X = env.next_round()
+            pts = _points(alg, alg.select(t, X), R)
+            losses, reg = env.step(pts)
+            alg.update(t, X, pts, losses)
+            rec.record(t, reg, -losses.mean(axis=1))
+            tick(t + 1)
+    else:
+        raise ValidationError(f"{type(alg).__name__} is not a Curator or LocalAlgorithm")
