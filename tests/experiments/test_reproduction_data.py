@@ -216,6 +216,9 @@ def test_gallery_lists_each_reproduction_with_figure_verdict_and_report(tmp_path
     page = write_gallery(entries, out, quick=True).read_text()
     assert "| [demo](demo/report.md) | 100 | 2 | claims: 1 agree |" in page
     assert "![demo](demo/regret.png)" in page and "quick mode" in page
+    from privbandits.experiments.gallery import preset_dir
+
+    assert preset_dir("han2021-fig5.1-single") == "han2021/fig5.1-single" and preset_dir("demo") == "demo"
 
 
 def test_twins_share_a_hue_and_legends_show_the_accounted_guarantee(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Every reproduction from one command, and the gallery page that shows them.
 
 :func:`reproduce_all` runs every shipped preset (or a chosen subset) through the pipeline into
-``<out>/<preset>/`` and :func:`write_gallery` writes ``<out>/README.md``: for each preset its title,
+``<out>/<paper>/<figure>/`` (preset ``han2021-fig5.1-single`` -> ``han2021/fig5.1-single``) and :func:`write_gallery` writes ``<out>/README.md``: for each preset its title,
 its first figure, the verdict line of its claim checks, its paper-number ratios and a link to its
 report.  ``privbandits reproduce --all [--quick] --out DIR`` does both.
 """
@@ -20,7 +20,7 @@ from privbandits.experiments.config import Overrides
 from privbandits.experiments.pipeline import Outcome, run_pipeline
 from privbandits.experiments.presets import available_presets, load_preset
 
-__all__ = ["GalleryEntry", "reproduce_all", "write_gallery"]
+__all__ = ["GalleryEntry", "preset_dir", "reproduce_all", "write_gallery"]
 
 #: Presets that are not paper reproductions (left out of ``--all``).
 NOT_REPRODUCTIONS: frozenset[str] = frozenset({"demo"})
@@ -42,11 +42,17 @@ class GalleryEntry:
     wall_time: float
 
 
+def preset_dir(name: str) -> str:
+    """Output directory of preset ``name`` under the gallery root: ``<paper>/<figure>``."""
+    paper, sep, rest = name.partition("-")
+    return f"{paper}/{rest}" if sep and rest else name
+
+
 def _entry(name: str, outcome: Outcome, out: Path, wall: float) -> GalleryEntry:
     cfg = outcome.config
-    figures = tuple(str(p.relative_to(out)) for p in outcome.figures if p.suffix == ".png")
+    figures = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
     ratios = tuple(r.ratio for r in outcome.paper_rows if r.ratio is not None)
-    return GalleryEntry(name=name, title=cfg.report.title or name, directory=name, figures=figures,
+    return GalleryEntry(name=name, title=cfg.report.title or name, directory=preset_dir(name), figures=figures,
                         verdicts=verdict_counts(outcome.checks), verdict=verdict_line(outcome.checks),
                         ratios=ratios, horizon=cfg.horizon, runs=cfg.replications * len(cfg.seeds),
                         wall_time=wall)
@@ -56,7 +62,7 @@ def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | Non
                   overrides: Overrides | None = None, workers: int | None = None, scheduler: Any = None,
                   quiet: bool = False, dpi: int | None = None,
                   on_done: Callable[[str, Outcome], None] | None = None) -> list[GalleryEntry]:
-    """Run presets ``names`` (default: every reproduction preset) into ``out/<name>/``.
+    """Run presets ``names`` (default: every reproduction preset) into ``out/<paper>/<figure>/``.
 
     Results go to the database ``db`` (an interrupted run resumes there).  ``on_done`` is called
     after each preset with its outcome.
@@ -69,7 +75,8 @@ def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | Non
         cfg = load_preset(name, Overrides(quick=quick, horizon=base.horizon, replications=base.replications,
                                           seeds=base.seeds, preset=base.preset, engine=base.engine))
         start = time.perf_counter()
-        outcome = run_pipeline(cfg, db, out / name, workers=workers, scheduler=scheduler, quiet=quiet, dpi=dpi)
+        outcome = run_pipeline(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler, quiet=quiet,
+                               dpi=dpi)
         entries.append(_entry(name, outcome, out, time.perf_counter() - start))
         if on_done is not None:
             on_done(name, outcome)
