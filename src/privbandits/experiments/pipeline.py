@@ -115,7 +115,7 @@ def _shape(config: ExperimentConfig) -> str:
     env = config.env
     dims = ", ".join(f"{k} = {env[k]}" for k in ("d", "K") if k in env)
     runs = config.replications * len(config.seeds)
-    return ", ".join(x for x in (dims, f"T = {config.horizon:g}", f"{runs} runs") if x)
+    return ", ".join(x for x in (dims, f"T = {config.horizon:,}", f"{runs} runs per series") if x)
 
 
 def draw_figure(spec: FigureSpec, config: ExperimentConfig, series: Sequence[Series], out_dir: Path, *,

@@ -57,7 +57,7 @@ def _band_width(band: float | str) -> tuple[Callable[[Series], float], str]:
         text = "1 standard error of the mean" if band == "se" else "95 % normal confidence interval of the mean"
         return (lambda s: z / math.sqrt(s.n)), text
     width = check_nonnegative("band", band)
-    return (lambda s: width), f"{width:g} standard deviation(s) across replications"
+    return (lambda s: width), f"{width:g} standard deviation across replications"
 
 
 def _styles(members: Sequence[Series], names: Sequence[str], colors: dict[str, str]) -> list[tuple[str, str]]:
@@ -174,8 +174,7 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     handles, labels = list(seen.values()), list(seen)
     fig.legend(handles, labels, loc="outside lower center", ncols=min(3, max(1, len(labels))), fontsize="small",
                frameon=False)
-    sub = (f"mean cumulative regret, band: ± {band_text}; legends show the accounted guarantee "
-           "(non-private twins dashed)")
+    sub = f"band: ± {band_text}\nlegend: accounted guarantee [ε, δ]; dashed: a private algorithm's non-private twin"
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
     return _save(fig, out, formats, dpi)
 
