@@ -13,6 +13,7 @@ the generated pages, so a newly registered algorithm family or a new module appe
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,14 @@ def _family_pages(docs_dir: Path) -> dict[str, tuple[str, str]]:
         text = handwritten.read_text(encoding="utf-8") if handwritten.exists() else None
         pages[family] = (f"algorithms/{family}.md", docgen.render_family_page(family, text))
     return pages
+
+
+def _page_title(markdown: str) -> str:
+    """The text of the page's first level-1 heading ("" if none)."""
+    for line in markdown.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return ""
 
 
 def _api_pages() -> dict[str, tuple[str, str]]:
@@ -66,7 +75,7 @@ def on_config(config: Any) -> Any:
         out: list[Any] = []
         for item in items:
             if item == "GENERATED:algorithms":
-                out += [{family_title(f): path} for f, (path, _) in families.items()]
+                out += [{_page_title(text) or family_title(f): path} for f, (path, text) in families.items()]
             elif item == "GENERATED:api":
                 groups: dict[str, list[Any]] = {}
                 for module, (path, _) in api.items():
@@ -93,6 +102,15 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         table = docgen.render_algorithm_table(classes, link=False)
         parts += [f"## [{family_title(family)}]({family}.md)", "", table, ""]
     return markdown.replace(marker, "\n".join(parts))
+
+
+_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|obj|exc|ref):(?=<code)")
+_TILDE = re.compile(r"(<code[^>]*>)~")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Drop the reStructuredText role prefixes (``:func:`` ...) that docstrings use for Sphinx."""
+    return _TILDE.sub(r"\1", _ROLE.sub("", html))
 
 
 def on_files(files: Files, config: Any) -> Files:

@@ -112,3 +112,32 @@ def test_documented_configurations_are_valid(where: str, text: str) -> None:
 
 def test_documented_configurations_exist() -> None:
     assert {w.split("#")[0] for w, _ in _toml_blocks()} >= {"getting-started.md", "configuration.md"}
+
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "privbandits"
+
+
+def _source_texts() -> list[tuple[str, str]]:
+    return [(str(p.relative_to(SRC)), p.read_text(encoding="utf-8"))
+            for p in sorted(SRC.rglob("*")) if p.suffix in (".py", ".toml")]
+
+
+def test_corrections_cited_in_the_code_are_documented() -> None:
+    """Every "correction Han21-4" a docstring or message cites is listed on a family page."""
+    listed = set(re.findall(r"\*\*((?:Han21|Zheng20|Hanna22)-\d+) —",
+                            "".join(p.read_text() for p in (DOCS / "algorithms").glob("*.md"))))
+    cited = {m for _, text in _source_texts() for m in re.findall(r"\b((?:Han21|Zheng20|Hanna22)-\d+)\b", text)}
+    assert cited and cited <= listed, sorted(cited - listed)
+
+
+def test_concepts_sections_cited_in_the_code_exist() -> None:
+    headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", (DOCS / "concepts.md").read_text(), flags=re.M)}
+    cited = {m.lower() for _, text in _source_texts() for m in re.findall(r"Concepts: ([a-z][a-z ]+[a-z])", text)}
+    missing = [c for c in cited if not any(c.startswith(h) for h in headings)]
+    assert cited and not missing, missing
+
+
+def test_code_cites_no_file_a_user_does_not_have() -> None:
+    pattern = re.compile(r"DESIGN section|spec section|spec §|\bspecs?/|docs/[\w./-]+\.md|\[CHOICE\]")
+    offenders = [(name, m.group(0)) for name, text in _source_texts() for m in pattern.finditer(text)]
+    assert offenders == []

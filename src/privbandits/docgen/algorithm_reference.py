@@ -43,13 +43,14 @@ def family_of(cls: type) -> str:
 
 
 def list_families() -> dict[str, list[type]]:
-    """Family page name -> its registered algorithm classes (registry order), families sorted."""
+    """Family page name -> its registered algorithm classes (registry order); the paper families
+    sorted by name, then the baselines."""
     from privbandits.algorithms import available
 
     out: dict[str, list[type]] = {}
     for cls in available().values():
         out.setdefault(family_of(cls), []).append(cls)
-    return dict(sorted(out.items()))
+    return dict(sorted(out.items(), key=lambda item: (item[0] in ("baselines", "other"), item[0])))
 
 
 def family_title(family: str) -> str:

@@ -1,8 +1,8 @@
 """Shuffle vector / matrix summation of Cheu, Joseph, Mao & Peng (2022).
 
 The protocols ``(R1, S1, A1)`` (vectors) and ``(R2, S2, A2)`` (symmetric matrices) as used by
-Sarmasarkar (2026), Appendix T, split
-into the roles of the documentation's Concepts: trust models and batched over the replication axis ``R``:
+Sarmasarkar (2026), Appendix T, split into the roles of the shuffle model (the documentation's
+Concepts: trust models) and batched over the replication axis ``R``:
 
 * client randomizer (:func:`local_randomizer`, :func:`randomize_users`): each user biases every
   coordinate by ``Delta`` and sends, per coordinate label, a multiset of ``ceil(2 g) + b`` bits
