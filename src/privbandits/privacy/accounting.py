@@ -385,6 +385,8 @@ def _split(total: float, w: np.ndarray) -> list[float]:
     if excess > 0:  # rounding: make the parts compose back to at most the total
         j = int(np.argmax(shares))
         shares[j] = max(0.0, shares[j] - excess)
+        while math.fsum(shares) > total and shares[j] > 0:  # the subtraction itself may round up
+            shares[j] = math.nextafter(shares[j], 0.0)
     return shares
 
 
