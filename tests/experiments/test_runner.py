@@ -24,12 +24,15 @@ from .conftest import SMALL, ExplorePrivate
 
 # 8 seeds x 2 algorithms = 16 units; a LinUCB unit takes ~0.2 s, so the run lasts seconds and a
 # kill within milliseconds of the second stored row always lands midway (asserted below).
+# long enough per unit (reference engine, 1e4 rounds) that the interrupt always lands mid-run,
+# even on a loaded machine where polling for stored rows is slow
 KILL_CONFIG = """
 name = "killme"
-horizon = 2000
+horizon = 10000
 replications = 2
-seeds = [0, 1, 2, 3, 4, 5, 6, 7]
+seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 checkpoints = 5
+engine = "reference"
 
 [env]
 d = 3
