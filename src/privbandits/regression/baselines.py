@@ -27,7 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.core.validation import check_choice, check_delta, check_in_range, check_int, check_positive
+from privbandits.core.validation import (
+    check_choice,
+    check_delta,
+    check_in_range,
+    check_int,
+    check_positive,
+)
 from privbandits.privacy.accounting import zcdp_for_approx_dp
 from privbandits.privacy.calibration import CALIBRATIONS
 from privbandits.privacy.guarantee import NON_PRIVATE

@@ -38,13 +38,19 @@ import numpy as np
 
 from privbandits.core.validation import check_choice, check_positive
 from privbandits.regression.matrices import psd_apply, psd_project, row_norms, sym_polar
-from privbandits.regression.releases import Ledger, Release, privatize_symmetric, privatize_symmetric_rows
+from privbandits.regression.releases import (
+    Ledger,
+    Release,
+    privatize_symmetric,
+    privatize_symmetric_rows,
+)
 
 __all__ = [
     "NormalizationResult",
     "learn_normalization",
     "normalization_messages",
     "normalization_moment",
+    "normalization_release",
     "normalization_sensitivity",
     "normalized_outer",
     "population_sigma",
@@ -64,12 +70,15 @@ def normalized_outer(U: np.ndarray, Phi: np.ndarray) -> np.ndarray:
 
 
 def normalization_moment(U: np.ndarray, Phi: np.ndarray) -> np.ndarray:
-    """The batch average ``M = (1/N) sum_i U phi_i phi_i^T U / ||U phi_i||`` (Algorithm 1, line 4)."""
+    """The batch average ``M = (1/N) sum_i U phi_i phi_i^T U / ||U phi_i||`` (Algorithm 1, line 4).
+
+    ``Phi`` is ``(N, d)``, or ``(R, N, d)`` for ``R`` batches at once (result ``(R, d, d)``).
+    """
     V = Phi @ U
     nrm = row_norms(V)
     w = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0.0)
-    out: np.ndarray = (V * w[:, None]).T @ V / Phi.shape[0]
-    return 0.5 * (out + out.T)
+    out: np.ndarray = np.einsum("...ni,...nj->...ij", V * w[..., None], V) / Phi.shape[-2]
+    return 0.5 * (out + np.swapaxes(out, -1, -2))
 
 
 def population_sigma(U: np.ndarray, Phi: np.ndarray, lam: float, weights: np.ndarray | None = None) -> np.ndarray:
@@ -100,10 +109,33 @@ def spectral_step(U: np.ndarray, M: np.ndarray, lam: float) -> np.ndarray:
 def normalization_messages(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """The users' local messages of the LDP normalization phase: ``SymPriv_{sqrt(2)||U||}(X_i)`` each.
 
+    ``Phi`` is ``(N, d)`` or ``(R, N, d)``; the result has one ``(d, d)`` message per row.
+
     This is the user-side code path (one message per row of ``Phi``; rows must already lie in the
     unit ball); ``sigma`` is the noise multiplier ``sigma_{alpha,beta}``.
     """
-    return privatize_symmetric_rows(normalized_outer(U, Phi), sigma * SQRT2 * float(np.linalg.norm(U, 2)), rng)
+    X = normalized_outer(U, Phi.reshape(-1, Phi.shape[-1])).reshape(Phi.shape[:-1] + (Phi.shape[-1],) * 2)
+    flat = privatize_symmetric_rows(X.reshape((-1,) + X.shape[-2:]), sigma * SQRT2 * float(np.linalg.norm(U, 2)), rng)
+    return flat.reshape(X.shape)
+
+
+def normalization_release(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator,
+                          mode: str = "jdp") -> tuple[np.ndarray, float, float]:
+    """The noisy batch average of one spectral step, as the server receives it.
+
+    ``mode="jdp"``: ``SymPriv_Delta(M)`` with ``Delta = sqrt(2)||U||/N`` (Algorithm 1, lines 3-6);
+    ``mode="ldp"``: the mean of the users' messages :func:`normalization_messages`.  Returns the
+    released matrix, the replace-one sensitivity (of the average, or of one message) and the noise std.
+    ``Phi`` may carry a leading axis of independent batches (one release each, in order).
+    """
+    if mode == "jdp":
+        Delta = normalization_sensitivity(U, Phi.shape[-2])
+        M = normalization_moment(U, Phi)
+        noisy = privatize_symmetric(M, sigma * Delta, rng) if M.ndim == 2 else privatize_symmetric_rows(
+            M, sigma * Delta, rng)
+        return noisy, Delta, sigma * Delta
+    sens = SQRT2 * float(np.linalg.norm(U, 2))
+    return normalization_messages(U, Phi, sigma, rng).mean(axis=-3), sens, sigma * sens
 
 
 @dataclass
@@ -153,18 +185,9 @@ def learn_normalization(
     U = np.eye(d)
     res = NormalizationResult(U=U, lam=lam, iterates=[U])
     for k, Phi in enumerate(batches):
-        N = Phi.shape[0]
-        if mode == "jdp":
-            Delta = normalization_sensitivity(U, N)
-            M = privatize_symmetric(normalization_moment(U, Phi), sigma * Delta, rng)
-            std, sens, per_user = sigma * Delta, Delta, False
-        else:
-            msgs = normalization_messages(U, Phi, sigma, rng)
-            M = msgs.mean(axis=0)
-            sens = SQRT2 * float(np.linalg.norm(U, 2))
-            std, per_user = sigma * sens, True
+        M, sens, std = normalization_release(U, Phi, sigma, rng, mode)
         if ledger is not None and batch_indices is not None:
-            ledger.record(Release(f"normalization batch {k}", batch_indices[k], sens, std, per_user))
+            ledger.record(Release(f"normalization batch {k}", batch_indices[k], sens, std, mode == "ldp"))
         res.sigma_hats.append(psd_project(M) + lam * U)
         U = spectral_step(U, M, lam)
         res.iterates.append(U)

@@ -37,7 +37,11 @@ from privbandits.privacy.calibration import (
     gaussian_sigma_classic,
 )
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
-from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian, add_symmetric_gaussian_rows
+from privbandits.privacy.samplers import (
+    add_gaussian,
+    add_symmetric_gaussian,
+    add_symmetric_gaussian_rows,
+)
 
 __all__ = [
     "Ledger",

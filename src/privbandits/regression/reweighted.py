@@ -73,6 +73,7 @@ __all__ = [
     "ReweightedRegression",
     "deviation_bound",
     "gradient_messages",
+    "gradient_release",
     "normalization_level",
     "reweighted_gd",
     "reweighted_gradient",
@@ -84,12 +85,12 @@ GRADIENT_SENSITIVITY = 4.0
 
 def reweighted_gradient(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray,
                         link: LinkConstants) -> np.ndarray:
-    """Per-sample gradients ``g_i = (U phi_i / ||U phi_i||)(nu(<U phi_i, w>) - y_i)``, shape (n, d)."""
+    """Per-sample gradients ``g_i = (U phi_i / ||U phi_i||)(nu(<U phi_i, w>) - y_i)``, shape (..., n, d)."""
     V = Phi @ U
     nrm = row_norms(V)
     inv = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0.0)
     resid = link.nu(V @ w) - y
-    out: np.ndarray = V * (inv * resid)[:, None]
+    out: np.ndarray = V * (inv * resid)[..., None]
     return out
 
 
@@ -97,6 +98,23 @@ def gradient_messages(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarr
                       sigma: float, rng: np.random.Generator) -> np.ndarray:
     """The users' local messages of the LDP gradient phase: ``Priv_4(g_i)`` each (Algorithm 8)."""
     return privatize_vector(reweighted_gradient(U, w, Phi, y, link), sigma * GRADIENT_SENSITIVITY, rng)
+
+
+def gradient_release(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray, link: LinkConstants,
+                     sigma: float, rng: np.random.Generator, mode: str = "jdp") -> tuple[np.ndarray, float, float]:
+    """The noisy batch gradient of one step of Algorithm 7, as the server receives it.
+
+    ``mode="jdp"``: ``Priv_{4/B}`` of the batch mean; ``mode="ldp"``: the mean of the users' messages
+    :func:`gradient_messages`.  Returns the released vector, the replace-one sensitivity (of the
+    mean, or of one message) and the noise std.  ``Phi`` (and ``y``) may carry a leading axis of
+    independent batches (one release each, in order).
+    """
+    if mode == "jdp":
+        sens = GRADIENT_SENSITIVITY / Phi.shape[-2]
+        g = privatize_vector(reweighted_gradient(U, w, Phi, y, link).mean(axis=-2), sigma * sens, rng)
+        return g, sens, sigma * sens
+    g = gradient_messages(U, w, Phi, y, link, sigma, rng).mean(axis=-2)
+    return g, GRADIENT_SENSITIVITY, sigma * GRADIENT_SENSITIVITY
 
 
 def reweighted_gd(
@@ -117,16 +135,9 @@ def reweighted_gd(
     w = np.zeros(d)
     iterates = [w]
     for m, (Phi, y) in enumerate(batches):
-        B = Phi.shape[0]
-        if mode == "jdp":
-            sens = GRADIENT_SENSITIVITY / B
-            g = privatize_vector(reweighted_gradient(U, w, Phi, y, link).mean(axis=0), sigma * sens, rng)
-            std, per_user = sigma * sens, False
-        else:
-            g = gradient_messages(U, w, Phi, y, link, sigma, rng).mean(axis=0)
-            sens, std, per_user = GRADIENT_SENSITIVITY, sigma * GRADIENT_SENSITIVITY, True
+        g, sens, std = gradient_release(U, w, Phi, y, link, sigma, rng, mode)
         if ledger is not None and batch_indices is not None:
-            ledger.record(Release(f"gradient batch {m}", batch_indices[m], sens, std, per_user))
+            ledger.record(Release(f"gradient batch {m}", batch_indices[m], sens, std, mode == "ldp"))
         w = project(w - eta * (g + c_reg * (U @ w)))
         iterates.append(w)
     return w, iterates
@@ -228,10 +239,10 @@ class ReweightedRegression:
     def plan(self, n: int) -> _Plan:
         """Sample split: ``n_1 = floor(split n)`` for Algorithm 1 in ``K`` batches of ``N``, the rest in
         ``M = min(n_2, ceil(4 kappa ln max(n, 3)))`` batches of ``B`` for Algorithm 7."""
-        n1 = int(math.floor(self.split * n))
+        n1 = math.floor(self.split * n)
         N = n1 // self.K
         n2 = n - n1
-        M = max(1, min(n2, int(math.ceil(4.0 * self.link.kappa * math.log(max(n, 3))))))
+        M = max(1, min(n2, math.ceil(4.0 * self.link.kappa * math.log(max(n, 3)))))
         B = n2 // M
         return _Plan(n1, N, n2, M, B)
 
