@@ -18,8 +18,8 @@ Pairs (the second data set's last sample lies outside the bounds, so clipping is
   gradients are ``2 e_1`` and ``-e_1``, a distance of 3 of the declared bound 4 (no pair reaches 4
   with the identity link).
 * ``*-ldp``: the same pairs for one user's local message (Algorithm 8).
-* ``ssp-ridge``: ``(e_1, 1)`` vs ``(e_2, -5)`` (response clipped to -1): distance ``sqrt(6)``, the
-  declared sensitivity.
+* ``ssp-ridge``: ``(e_1, 1)`` vs ``((cos 1.1964, sin 1.1964), -5)`` (response clipped to -1): the
+  farthest pair of released statistics, distance 2.085 of the declared ``3 / sqrt(2) = 2.121``.
 
 References
 ----------
@@ -29,6 +29,7 @@ Ullman & Oprea (2020) for the threshold-test audit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -126,7 +127,7 @@ def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
     """The sufficient-statistics release of :class:`~privbandits.regression.baselines.SSPRidge`."""
     f = factor_of(under_noised)
     est = SSPRidge(EPSILON, DELTA)
-    X = {0: np.array([[1.0, 0.0]]), 1: np.array([[0.0, 1.0]])}
+    X = {0: np.array([[1.0, 0.0]]), 1: np.array([[math.cos(1.1964), math.sin(1.1964)]])}
     Y = {0: np.array([1.0]), 1: np.array([-5.0])}
     clean = tuple(ssp_statistic(prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y) for s in (0, 1))
 
@@ -138,7 +139,8 @@ def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
 
     g = est.fit(X[0], Y[0], 0).guarantee
     return AuditSpec(variant_name("ssp-ridge", f), g.epsilon, g.delta, _projected(release, (clean[0], clean[1])),
-                     "(e_1, 1) vs (e_2, -5) (response clipped to -1): distance sqrt(6), the declared sensitivity",
+                     "(e_1, 1) vs ((cos 1.1964, sin 1.1964), -5) (response clipped to -1): distance 2.085 of the "
+                     "declared sensitivity 3/sqrt(2)",
                      "projection of the released statistics on their noiseless difference", N_SAMPLES,
                      variant_note(f, "noise std"), f)
 

@@ -8,8 +8,10 @@ regression oracles whose error depends on ``lambda_min`` of the covariance.  All
   self-normalized width ``beta ||phi||_{H^{-1}}`` of Abbasi-Yadkori, Pal & Szepesvari (2011), Thm 2
   (noise ``y - f*`` in an interval of length 2, hence 1-sub-Gaussian; ``||theta*|| <= 1``).
 * :class:`SSPRidge`: sufficient statistics perturbation.  The upper triangle of ``X^T X`` and
-  ``X^T y`` are released as one vector by one Gaussian mechanism: replacing a sample moves it by at
-  most ``sqrt(||x x^T - x' x'^T||_F^2 + ||x y - x' y'||^2) <= sqrt(2 + 4) = sqrt(6)``.  The noisy
+  ``X^T y`` are released as one vector by one Gaussian mechanism.  Replacing a sample moves it by at
+  most ``sqrt(||x x^T - x' x'^T||_F^2 + ||x y - x' y'||^2)``; with ``a = ||x||^2, b = ||x'||^2 <= 1``
+  and ``t = |<x, x'>|`` this is at most ``a^2 + b^2 - 2 t^2 + a + b + 2 t <= 4.5`` (maximum at
+  ``t = 1/2``), so the sensitivity is ``3 / sqrt(2)`` (the released upper triangle reaches 2.085).  The noisy
   Gram matrix is shifted by ``rho = 2 e + rho_0`` where ``e = s sqrt(2 d ln(6d/delta_f))`` bounds the
   operator norm of the symmetric noise (matrix Gaussian series, Tropp 2012, Thm 4.1.1, variance
   ``s^2 d``), so the shifted matrix dominates ``X^T X + (e + rho_0) I`` with probability
@@ -46,7 +48,7 @@ from privbandits.regression.releases import Ledger, Release, noise_multiplier, p
 __all__ = ["SSP_SENSITIVITY", "DPGradientDescent", "LeastSquares", "SSPRidge", "ssp_statistic"]
 
 #: Replace-one L2 sensitivity of ``(upper(X^T X), X^T y)`` for ``||x|| <= 1``, ``|y| <= 1``.
-SSP_SENSITIVITY = math.sqrt(6.0)
+SSP_SENSITIVITY = 3.0 / math.sqrt(2.0)
 _IDENTITY = link_constants("identity")
 
 
