@@ -1,6 +1,7 @@
 """Bandit algorithms, one module per family; importing this package fills the registry."""
 
 from privbandits.algorithms import (  # noqa: F401  (registration side effects)  # noqa: F401  (registration side effects)
+    chen,
     glm_ucb,
     gloc,
     greedy,
