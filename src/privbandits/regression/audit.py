@@ -45,7 +45,14 @@ from privbandits.regression.normalization import normalization_moment, normaliza
 from privbandits.regression.releases import noise_multiplier
 from privbandits.regression.reweighted import gradient_release, reweighted_gradient
 
-__all__ = ["REGRESSION_AUDITS", "reweighted_gradient_spec", "reweighted_normalization_spec", "ssp_ridge_spec"]
+__all__ = [
+    "REGRESSION_AUDITS",
+    "reweighted_gradient_ldp_spec",
+    "reweighted_gradient_spec",
+    "reweighted_normalization_ldp_spec",
+    "reweighted_normalization_spec",
+    "ssp_ridge_spec",
+]
 
 EPSILON, DELTA = 1.0, 1e-5
 N_SAMPLES = 400_000
@@ -145,11 +152,21 @@ def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
                      variant_note(f, "noise std"), f)
 
 
+def reweighted_normalization_ldp_spec(under_noised: float | None = None) -> AuditSpec:
+    """One user's normalization message of Algorithm 8 (``SymPriv`` at sensitivity ``sqrt(2)||U||``)."""
+    return reweighted_normalization_spec(under_noised, mode="ldp")
+
+
+def reweighted_gradient_ldp_spec(under_noised: float | None = None) -> AuditSpec:
+    """One user's gradient message of Algorithm 8 (``Priv`` at sensitivity 4)."""
+    return reweighted_gradient_spec(under_noised, mode="ldp")
+
+
 #: Audit factories of the regression releases (name -> factory(under_noised=None)).
 REGRESSION_AUDITS: dict[str, Callable[..., AuditSpec]] = {
     "reweighted-normalization": reweighted_normalization_spec,
-    "reweighted-normalization-ldp": lambda under_noised=None: reweighted_normalization_spec(under_noised, mode="ldp"),
+    "reweighted-normalization-ldp": reweighted_normalization_ldp_spec,
     "reweighted-gradient": reweighted_gradient_spec,
-    "reweighted-gradient-ldp": lambda under_noised=None: reweighted_gradient_spec(under_noised, mode="ldp"),
+    "reweighted-gradient-ldp": reweighted_gradient_ldp_spec,
     "ssp-ridge": ssp_ridge_spec,
 }
