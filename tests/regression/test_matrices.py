@@ -6,7 +6,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privbandits.regression.matrices import proj_ellipsoid, psd_apply, psd_project, row_norms, sym_polar
+from privbandits.regression.matrices import (
+    proj_ellipsoid,
+    psd_apply,
+    psd_project,
+    row_norms,
+    sym_polar,
+)
 
 from .helpers import random_spd
 
