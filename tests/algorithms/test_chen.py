@@ -159,3 +159,26 @@ def test_ldp_server_runs_algorithm_8_online() -> None:
     p = reg.plan(n)
     assert slots.count(NORMALIZE) == reg.K * p.N and slots.count(GRADIENT) == p.M * p.B
     assert slots.count(IDLE) == n - reg.K * p.N - p.M * p.B
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 20), st.floats(0.0, 1e6))
+def test_inverse_gap_weighting(seed: int, A: int, gamma: float) -> None:
+    """Spec item 20: probabilities in [0, 1] summing to 1, p(best) >= 1/A; gamma = 0 is uniform."""
+    from privbandits.algorithms.chen import igw_probabilities
+
+    s = np.random.default_rng(seed).uniform(-1, 1, size=A)
+    p = igw_probabilities(s, gamma)
+    assert np.all(p >= 0) and p.sum() == pytest.approx(1.0)
+    assert p[np.argmax(s)] >= 1.0 / A - 1e-12
+    np.testing.assert_allclose(igw_probabilities(s, 0.0), np.full(A, 1.0 / A))
+    if A > 1:
+        assert igw_probabilities(s, 1e12)[np.argmax(s)] > 1 - 1e-9
+
+
+def test_squarecb_learns_on_a_linear_bandit() -> None:
+    """The non-private SquareCB beats the uniform policy once its oracle has data (T = 4096, 2 seeds)."""
+    env = pb.SyntheticEnv(d=3, K=6, noise="rademacher")
+    sq = pb.simulate(pb.make("squarecb", m0=7), env, horizon=4096, replications=2, seed=1).summary()["mean"]
+    un = pb.simulate(pb.make("uniform"), env, horizon=4096, replications=2, seed=1).summary()["mean"]
+    assert sq < 0.7 * un

@@ -9,6 +9,8 @@ estimator                      method
 =============================  ======================================================================
 :class:`ReweightedRegression`  Chen, Li, Rakhlin & Simchi-Levi (2025), Algorithms 1, 2, 7 (JDP) and 8
                                (LDP): re-weighted GLM regression, widths ``L_nu e_bar ||U phi||``
+:class:`ImproperBatchSGD`      Chen et al. (2025), Algorithms 5 (JDP) and 6 (LDP): dimension-free improper
+                               square-loss regression (trivial widths)
 :class:`SSPRidge`              sufficient-statistics perturbation ridge regression
 :class:`DPGradientDescent`     full-batch gradient descent with per-sample clipping and Gaussian noise
 :class:`LeastSquares`          non-private (ridge) least squares with self-normalized widths
@@ -18,12 +20,14 @@ This package imports only :mod:`privbandits.core` and :mod:`privbandits.privacy`
 """
 
 from privbandits.regression.baselines import DPGradientDescent, LeastSquares, SSPRidge
+from privbandits.regression.dimfree import ImproperBatchSGD
 from privbandits.regression.estimate import RegressionEstimate
 from privbandits.regression.normalization import learn_normalization
 from privbandits.regression.reweighted import ReweightedRegression
 
 __all__ = [
     "DPGradientDescent",
+    "ImproperBatchSGD",
     "LeastSquares",
     "RegressionEstimate",
     "ReweightedRegression",

@@ -40,13 +40,22 @@ from privbandits.privacy.calibration import gaussian_epsilon
 from privbandits.privacy.samplers import add_gaussian
 from privbandits.regression.baselines import SSPRidge, ssp_statistic
 from privbandits.regression.data import prepare
+from privbandits.regression.dimfree import (
+    SQ_GRADIENT_SENSITIVITY,
+    ImproperBatchSGD,
+    improper_sgd_messages,
+    improper_sgd_pass,
+)
 from privbandits.regression.links import link_constants
 from privbandits.regression.normalization import normalization_moment, normalization_release
 from privbandits.regression.releases import noise_multiplier
 from privbandits.regression.reweighted import gradient_release, reweighted_gradient
 
 __all__ = [
+    "FLAGGED_FACTOR",
     "REGRESSION_AUDITS",
+    "improper_sgd_ldp_spec",
+    "improper_sgd_spec",
     "reweighted_gradient_ldp_spec",
     "reweighted_gradient_spec",
     "reweighted_normalization_ldp_spec",
@@ -152,6 +161,52 @@ def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
                      variant_note(f, "noise std"), f)
 
 
+def improper_sgd_spec(under_noised: float | None = None) -> AuditSpec:
+    """Algorithm 5's output perturbation, the whole batched pass run on each data set (K = 2, N = 1)."""
+    f = factor_of(under_noised)
+    est = ImproperBatchSGD(EPSILON, DELTA, K=2, eta=0.5)
+    X = {0: np.array([[1.0, 0.0], [1.0, 0.0]]), 1: np.array([[1.0, 0.0], [0.0, 1.0]])}
+    Y = {0: np.array([1.0, -1.0]), 1: np.array([1.0, 5.0])}
+    clean = tuple(improper_sgd_pass(prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 2, 0.5) for s in (0, 1))
+    s_out = SQ_GRADIENT_SENSITIVITY * 0.5 / 1
+
+    def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        p = prepare(X[side], Y[side])
+        v = np.tile(improper_sgd_pass(p.X, p.y, 2, 0.5), (n, 1))
+        add_gaussian(rng, est.sigma * f * s_out, v)
+        return v
+
+    g = est.fit(X[0], Y[0], 0).guarantee
+    return AuditSpec(variant_name("improper-sgd", f), g.epsilon, g.delta, _projected(release, (clean[0], clean[1])),
+                     "second sample (e_1, -1) vs (e_2, 5) (response clipped to 1) after a first step to theta = e_1",
+                     "projection of the released theta on the difference of the noiseless passes", N_SAMPLES,
+                     "; ".join(p for p in ("declared sensitivity 8 eta / N = 4; the pair reaches 2 (no pair found "
+                                           "above 4.47 eta / N: the bound is not attained)",
+                                           variant_note(f, "noise multiplier")) if p), f)
+
+
+def improper_sgd_ldp_spec(under_noised: float | None = None) -> AuditSpec:
+    """One user's message of Algorithm 6 (``Priv_8`` of the prediction-clipped square-loss gradient)."""
+    f = factor_of(under_noised)
+    sigma = noise_multiplier(EPSILON, DELTA)
+    theta = np.array([1e4, 0.0])  # public iterate: the prediction clips at +-1 for every covariate off e_2
+    X = {0: np.array([[1.0, 0.0]]), 1: np.array([[-1e-3, 5.0]])}
+    Y = {0: np.array([-1.0]), 1: np.array([5.0])}
+    clean = tuple(improper_sgd_messages(theta, prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 0.0,
+                                        np.random.default_rng(0))[0] for s in (0, 1))
+
+    def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        p = prepare(X[side], Y[side])
+        return improper_sgd_messages(theta, np.broadcast_to(p.X, (n, 2)), np.broadcast_to(p.y, (n,)), sigma * f, rng)
+
+    claim = gaussian_epsilon(sigma * SQ_GRADIENT_SENSITIVITY, DELTA, SQ_GRADIENT_SENSITIVITY)
+    return AuditSpec(variant_name("improper-sgd-ldp", f), claim, DELTA, _projected(release, (clean[0], clean[1])),
+                     "(e_1, -1) vs (5 (-2e-4, 1), 5) (covariate and response clipped), public theta = 1e4 e_1",
+                     "projection of the message on the difference of the noiseless gradients", N_SAMPLES,
+                     "; ".join(p for p in ("declared sensitivity 8; the pair reaches 4 sqrt(2) = 5.66",
+                                           variant_note(f, "noise multiplier")) if p), f)
+
+
 def reweighted_normalization_ldp_spec(under_noised: float | None = None) -> AuditSpec:
     """One user's normalization message of Algorithm 8 (``SymPriv`` at sensitivity ``sqrt(2)||U||``)."""
     return reweighted_normalization_spec(under_noised, mode="ldp")
@@ -169,4 +224,10 @@ REGRESSION_AUDITS: dict[str, Callable[..., AuditSpec]] = {
     "reweighted-gradient": reweighted_gradient_spec,
     "reweighted-gradient-ldp": reweighted_gradient_ldp_spec,
     "ssp-ridge": ssp_ridge_spec,
+    "improper-sgd": improper_sgd_spec,
+    "improper-sgd-ldp": improper_sgd_ldp_spec,
 }
+
+#: Noise factor of the under-noised variant each audit must flag: 1/2, except where no neighbouring
+#: pair attains the declared sensitivity (Algorithm 5: the farthest pair found reaches about half).
+FLAGGED_FACTOR: dict[str, float] = {name: 0.5 for name in REGRESSION_AUDITS} | {"improper-sgd": 0.25}

@@ -10,5 +10,9 @@ from privbandits.algorithms.chen.jdp import ChenElimination, ChenJDP
 from privbandits.algorithms.chen.ldp import ChenLDP
 from privbandits.algorithms.chen.planning import Board, planning_support, surviving
 from privbandits.algorithms.chen.spanner import barycentric_spanner
+from privbandits.algorithms.chen.squarecb import SquareCB, SquareCBJDP, igw_probabilities
 
-__all__ = ["Board", "ChenElimination", "ChenJDP", "ChenLDP", "barycentric_spanner", "planning_support", "surviving"]
+__all__ = ["Board", "ChenElimination", "ChenJDP", "ChenLDP",
+    "SquareCB",
+    "SquareCBJDP", "barycentric_spanner",
+    "igw_probabilities", "planning_support", "surviving"]

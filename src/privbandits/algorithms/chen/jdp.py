@@ -44,7 +44,7 @@ from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.regression import ReweightedRegression
 from privbandits.regression.releases import noise_multiplier
 
-__all__ = ["ChenElimination", "ChenJDP", "check_problem"]
+__all__ = ["ChenElimination", "ChenJDP", "check_problem", "epoch_regressor", "resolved_constants"]
 
 COMMON_CONSTRAINTS = {
     "c_b": Positive,
@@ -64,6 +64,21 @@ def check_problem(name: str, spec: EnvSpec) -> None:
         raise ValidationError(f"{name} needs context_bound <= 1 and theta_bound <= 1 (features and parameter in "
                               f"the unit ball), got context_bound={spec.context_bound:g}, "
                               f"theta_bound={spec.theta_bound:g}")
+
+
+def epoch_regressor(alg: Any, spec: EnvSpec, epsilon: float, delta: float, gaussian: str) -> ReweightedRegression:
+    """The per-epoch estimator of ``alg`` (its ``mode``, ``first_epoch``, ``failure_prob``, ...) on ``spec``."""
+    J = len(epoch_ends(spec.horizon, alg.first_epoch))
+    fp = (1.0 / max(spec.horizon, 2)) if alg.failure_prob is None else alg.failure_prob
+    return ReweightedRegression(epsilon, delta, mode=alg.mode, link=spec.link, failure_prob=fp / J, K=alg.K_norm,
+                                c_lam=alg.c_lam, lam_shape=alg.lam_shape, c_b=alg.c_b, calibration=gaussian)
+
+
+def resolved_constants(alg: Any, spec: EnvSpec, reg: ReweightedRegression) -> dict[str, Any]:
+    """The constants a run of ``alg`` on ``spec`` resolves (stored with every result)."""
+    ends = epoch_ends(spec.horizon, alg.first_epoch)
+    return {"sigma": reg.sigma, "epoch_ends": [int(e) for e in ends], "failure_prob_per_epoch": reg.failure_prob,
+            "c_b": alg.c_b, "c_lam": reg.c_lam, "L_nu": reg.link.L_nu, "mu": reg.link.mu}
 
 
 @register
@@ -115,17 +130,10 @@ class ChenElimination(Curator):
 
     def regressor(self, spec: EnvSpec) -> ReweightedRegression:
         """The per-epoch estimator (Algorithm 2 / 8) on problem ``spec``."""
-        J = len(epoch_ends(spec.horizon, self.first_epoch))
-        fp = (1.0 / max(spec.horizon, 2)) if self.failure_prob is None else self.failure_prob
-        return ReweightedRegression(self._epsilon(), self._delta(), mode=self.mode, link=spec.link,
-                                    failure_prob=fp / J, K=self.K_norm, c_lam=self.c_lam, lam_shape=self.lam_shape,
-                                    c_b=self.c_b, calibration=self._calibration_name())
+        return epoch_regressor(self, spec, self._epsilon(), self._delta(), self._calibration_name())
 
     def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
-        reg = self.regressor(spec)
-        ends = epoch_ends(spec.horizon, self.first_epoch)
-        return {"sigma": reg.sigma, "epoch_ends": [int(e) for e in ends], "failure_prob_per_epoch": reg.failure_prob,
-                "c_b": self.c_b, "c_lam": reg.c_lam, "L_nu": reg.link.L_nu, "mu": reg.link.mu}
+        return resolved_constants(self, spec, self.regressor(spec))
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         return Calibration(NON_PRIVATE_CALIBRATION.guarantee, self._resolved(spec))
@@ -167,7 +175,7 @@ class ChenElimination(Curator):
         claim = self.calibration.guarantee
         for r in range(self.R):
             est = self.reg.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
-            if est.resolved.get("trivial"):
+            if est.resolved.get("trivial") or est.width_matrix is None:
                 continue
             if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
                 raise PrivacyError(f"{self.name}: a release accounts to {est.guarantee}, above the claim {claim}")

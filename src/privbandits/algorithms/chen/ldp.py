@@ -32,7 +32,12 @@ import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.chen.jdp import COMMON_CONSTRAINTS, ChenElimination, check_problem
+from privbandits.algorithms.chen.jdp import (
+    COMMON_CONSTRAINTS,
+    check_problem,
+    epoch_regressor,
+    resolved_constants,
+)
 from privbandits.algorithms.chen.planning import Board, planning_support
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
@@ -222,17 +227,13 @@ class ChenLDP(LocalAlgorithm):
         noise_multiplier(epsilon, delta, gaussian)  # classic with epsilon >= 1 raises here
 
     mode = "ldp"
-    regressor = ChenElimination.regressor
-    _resolved = ChenElimination._resolved
 
-    def _epsilon(self) -> float:
-        return float(self.epsilon)
+    def regressor(self, spec: EnvSpec) -> ReweightedRegression:
+        """The epoch's Algorithm 8 (its plan, lambda and e_bar; the server runs it online)."""
+        return epoch_regressor(self, spec, self.epsilon, self.delta, self.gaussian)
 
-    def _delta(self) -> float:
-        return float(self.delta)
-
-    def _calibration_name(self) -> str:
-        return str(self.gaussian)
+    def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
+        return resolved_constants(self, spec, self.regressor(spec))
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         sigma = noise_multiplier(self.epsilon, self.delta, self.gaussian)
