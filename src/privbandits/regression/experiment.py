@@ -18,7 +18,7 @@ import csv
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from privbandits.regression.baselines import DPGradientDescent, LeastSquares, SSPRidge
 from privbandits.regression.reweighted import ReweightedRegression
 
-__all__ = ["ESTIMATORS", "covariates", "coverage_rows", "error_rows", "main"]
+__all__ = ["ESTIMATORS", "covariates", "coverage_rows", "error_rows", "iter_error_rows", "main"]
 
 #: Estimators compared, by label: factory(epsilon) -> estimator.
 ESTIMATORS: dict[str, Callable[[float], Any]] = {
@@ -51,7 +51,12 @@ def covariates(n: int, d: int, c: float, p0: float | None, rng: np.random.Genera
 def error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000,
                estimators: Iterable[str] = tuple(ESTIMATORS)) -> list[dict[str, Any]]:
     """One row per (grid cell, estimator, seed)."""
-    rows = []
+    return list(iter_error_rows(grid, seeds, n_test, estimators))
+
+
+def iter_error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000,
+                    estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
+    """:func:`error_rows` one row at a time."""
     for cell in grid:
         n, d, eps, c, p0 = cell["n"], cell["d"], cell["epsilon"], cell.get("c", 0.0), cell.get("p0")
         for seed in range(seeds):
@@ -70,13 +75,12 @@ def error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000
                 est = ESTIMATORS[name](eps).fit(X, y, rng)
                 err = Xt @ est.theta - f
                 w = est.width(Xt)
-                rows.append({**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
+                yield ({**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
                              "l1": float(np.mean(np.abs(err))), "l2": float(np.mean(err**2)),
                              "coverage": float(np.mean(np.abs(np.clip(Xt @ est.theta, -1, 1) - f) <= w + 1e-12)),
                              "all_covered": bool(np.all(np.abs(np.clip(Xt @ est.theta, -1, 1) - f) <= w + 1e-12)),
                              "mean_width": float(np.mean(w)), "epsilon_accounted": est.guarantee.epsilon,
-                             "seconds": time.perf_counter() - t0})
-    return rows
+                        "seconds": time.perf_counter() - t0})
 
 
 def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: int, c: float = 3.0,
@@ -104,12 +108,12 @@ def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: i
 def _grid(quick: bool) -> list[dict[str, Any]]:
     ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     cells: list[dict[str, Any]] = []
-    for n, eps, c in itertools.product(ns, [0.1, 1.0], [0.0, 3.0, 6.0]):  # conditioning sweep, d = 4
-        cells.append({"block": "conditioning", "n": n, "d": 4, "epsilon": eps, "c": c})
-    for n, eps in itertools.product(ns, [0.01, 0.03]):  # strong privacy, small d, ill-conditioned
-        cells.append({"block": "strong-privacy", "n": n, "d": 2, "epsilon": eps, "c": 6.0})
     for p0, eps in itertools.product([1e-1, 1e-2, 1e-3, 1e-4, 1e-5], [0.1, 1.0]):  # Prop 3.1 instance
         cells.append({"block": "two-point", "n": ns[-1], "d": 1, "epsilon": eps, "c": 0.0, "p0": p0})
+    for n, eps in itertools.product(ns, [0.01, 0.03]):  # strong privacy, small d, ill-conditioned
+        cells.append({"block": "strong-privacy", "n": n, "d": 2, "epsilon": eps, "c": 6.0})
+    for n, eps, c in itertools.product(ns, [0.1, 1.0], [0.0, 3.0, 6.0]):  # conditioning sweep, d = 4
+        cells.append({"block": "conditioning", "n": n, "d": 4, "epsilon": eps, "c": c})
     for d in ([2, 10] if quick else [2, 5, 10, 20]):  # dimension sweep
         cells.append({"block": "dimension", "n": ns[-1], "d": d, "epsilon": 1.0, "c": 3.0})
     return cells
@@ -122,15 +126,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--coverage", action="store_true", help="width multipliers needed at bandit epoch sizes")
     args = ap.parse_args(argv)
+    rows: Iterable[dict[str, Any]]
     if args.coverage:
         rows = coverage_rows([1024, 4096, 16_384, 65_536], 3, [0.3, 1.0, math.inf], args.seeds)
     else:
-        rows = error_rows(_grid(args.quick), 2 if args.quick else args.seeds)
+        rows = iter_error_rows(_grid(args.quick), 2 if args.quick else args.seeds)
+    count = 0
     with open(args.out, "w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        wr.writeheader()
-        wr.writerows(rows)
-    print(f"{len(rows)} rows -> {args.out}")
+        wr: csv.DictWriter[str] | None = None
+        for row in rows:  # written as produced: an interrupted run keeps its finished rows
+            if wr is None:
+                wr = csv.DictWriter(fh, fieldnames=list(row))
+                wr.writeheader()
+            wr.writerow(row)
+            fh.flush()
+            count += 1
+    print(f"{count} rows -> {args.out}")
 
 
 if __name__ == "__main__":  # pragma: no cover
