@@ -26,7 +26,15 @@ import numpy as np
 from privbandits.regression.baselines import DPGradientDescent, LeastSquares, SSPRidge
 from privbandits.regression.reweighted import ReweightedRegression
 
-__all__ = ["ESTIMATORS", "covariates", "coverage_rows", "error_rows", "iter_error_rows", "main"]
+__all__ = [
+    "ESTIMATORS",
+    "covariates",
+    "coverage_rows",
+    "error_rows",
+    "iter_error_rows",
+    "main",
+    "summarize",
+]
 
 #: Estimators compared, by label: factory(epsilon) -> estimator.
 ESTIMATORS: dict[str, Callable[[float], Any]] = {
@@ -103,6 +111,29 @@ def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: i
             rows.append({"n": n, "d": d, "epsilon": eps, "c": c, "seed": seed, "c_b_needed": need,
                          "e_bar": e.resolved["e_bar"], "lam": e.resolved["lam"]})
     return rows
+
+
+def summarize(path: str, metric: str = "l1") -> str:
+    """Markdown table of the mean ``metric`` per grid cell and estimator from a CSV of :func:`error_rows`
+    (with the best private estimator of each cell in the last column)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    cols = ("block", "n", "d", "epsilon", "c", "p0")
+    cells: dict[tuple[str, ...], dict[str, list[float]]] = {}
+    names: list[str] = []
+    for r in rows:
+        cells.setdefault(tuple(r[c] for c in cols), {}).setdefault(r["estimator"], []).append(float(r[metric]))
+        if r["estimator"] not in names:
+            names.append(r["estimator"])
+    private = [n for n in names if n != "least-squares"]
+    out = ["| " + " | ".join((*cols, *names, "best private")) + " |", "|" + "---|" * (len(cols) + len(names) + 1)]
+    for key, by in cells.items():
+        means = {n: float(np.mean(v)) for n, v in by.items()}
+        seeds = len(next(iter(by.values())))
+        best = min((n for n in private if n in means), key=lambda n: means[n])
+        vals = [f"{means[n]:.3g}" if n in means else "" for n in names]
+        out.append("| " + " | ".join((*key, *vals, f"{best} ({seeds} seeds)")) + " |")
+    return "\n".join(out)
 
 
 def _grid(quick: bool) -> list[dict[str, Any]]:
