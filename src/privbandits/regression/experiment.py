@@ -122,7 +122,9 @@ def summarize(path: str, metric: str = "l1") -> str:
     cells: dict[tuple[str, ...], dict[str, list[float]]] = {}
     names: list[str] = []
     for r in rows:
-        cells.setdefault(tuple(r[c] for c in cols), {}).setdefault(r["estimator"], []).append(float(r[metric]))
+        v = r[metric]
+        x = float(v == "True") if v in ("True", "False") else float(v)
+        cells.setdefault(tuple(r[c] for c in cols), {}).setdefault(r["estimator"], []).append(x)
         if r["estimator"] not in names:
             names.append(r["estimator"])
     private = [n for n in names if n != "least-squares"]
