@@ -77,6 +77,7 @@ def _sigma_error(d: int, seed: int, epsilon: float, n: int = 20_000) -> tuple[fl
     return float(np.mean((Xt @ (e.theta - theta)) ** 2)), float(np.linalg.norm(e.theta)), std
 
 
+@pytest.mark.slow
 def test_jdp_error_is_dimension_free() -> None:
     """Spec item 21: with tr Sigma = 1 the statistical part (the noiseless pass) has a Sigma-error at
     d = 1000 within 2x of d = 10 (2 seeds each), and the output noise has the same std at both d, so its
