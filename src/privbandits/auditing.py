@@ -74,6 +74,7 @@ from privbandits.envs import ConvexLossEnv, FiniteActionEnv, MultiArmedEnv, Synt
 from privbandits.privacy.audit import AUDITABLE as MECHANISMS
 from privbandits.privacy.audit import AuditResult, AuditSpec, audit_spec
 from privbandits.privacy.audit.catalog import factor_of, variant_name
+from privbandits.regression.audit import REGRESSION_AUDITS
 
 __all__ = [
     "AUDITABLE",
@@ -425,7 +426,8 @@ def pilot_projection(X0: np.ndarray, X1: np.ndarray, *, z: float = 4.0) -> Proje
         w[sig] = diff[sig] / safe_v[sig]
         return Projection(w, 0.0, "no coordinate differs detectably; all coordinates weighted")
     C = np.vstack([X0 - m0, X1 - m1])
-    kurt = (C**4).mean(axis=0) / np.maximum((C**2).mean(axis=0), 1e-300) ** 2 - 3.0
+    m2 = np.where(const, 1.0, (C**2).mean(axis=0))  # constant coordinates (e.g. an unused field) are 0
+    kurt = (C**4).mean(axis=0) / m2**2 - 3.0
     lap = sig & (kurt > LAPLACE_KURTOSIS)
     lin = sig & ~lap
     w[lin] = diff[lin] / safe_v[lin]
@@ -577,6 +579,12 @@ def _axis_estimate(spec: EnvSpec) -> dict[str, np.ndarray]:
     return {"theta_hat": theta}
 
 
+def _scaled_normalization(spec: EnvSpec) -> dict[str, np.ndarray]:
+    """``U = 2 I`` in the normalization slot: the users ``B e_1`` and ``B e_2`` send matrices at the
+    declared distance ``sqrt(2) ||U||`` (the sensitivity scales with the public ``U``)."""
+    return {"U": 2.0 * np.eye(spec.d)}
+
+
 #: Client-path audits of every local and shuffle algorithm, by catalog name.
 CLIENT_PATHS: dict[str, ClientPathCase] = {
     "client:ldp-sgd": ClientPathCase(
@@ -601,6 +609,10 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         "hanna-local", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
         n_samples=60_000, n_pilot=4_000, batch=1 << 14,
         description="Hanna et al. (2022) Alg. 2 client: clip(r) + Laplace"),
+    "client:chen-ldp": ClientPathCase(
+        "chen-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
+        public=_scaled_normalization,
+        description="Chen et al. (2025) Alg. 8 client, normalization slot: SymPriv of U x x^T U / ||U x||"),
     "client:hanna-shuffle": ClientPathCase(
         "hanna-shuffle", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
         claim=shuffle_local_claim, n_samples=60_000, n_pilot=4_000, batch=1 << 14,
@@ -636,7 +648,8 @@ def _client_factory(name: str, case: ClientPathCase) -> Callable[..., AuditSpec]
 #: Everything ``privbandits audit`` audits: the privacy layer's mechanisms and protocols, then the
 #: algorithms' client code paths.
 AUDITABLE: dict[str, Callable[..., AuditSpec]] = {
-    **MECHANISMS, **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()},
+    **MECHANISMS, **REGRESSION_AUDITS,
+    **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()},
     "jdp-glm-gradient": gradient_release_spec}
 
 

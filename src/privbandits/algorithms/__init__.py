@@ -2,6 +2,7 @@
 
 from privbandits.algorithms import (  # noqa: F401  (registration side effects)  # noqa: F401  (registration side effects)
     bco,
+    chen,
     glm_ucb,
     gloc,
     greedy,

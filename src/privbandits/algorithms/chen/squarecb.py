@@ -1,0 +1,171 @@
+"""SquareCB with the dimension-free private regression oracles (Chen et al. 2025, Section 6.2).
+
+Epochs ``tau_m = min(T, 2^(m + m0))``; in epoch ``m >= 2`` the oracle is fitted on the data of
+epoch ``m - 1`` only (FALCON-style epoching), ``f_hat_m(x, a) = clip(<phi(x, a), theta_hat_m>, -1, 1)``
+and each user draws its action by inverse-gap weighting
+
+    p(a) = 1 / (A + gamma_m (s_best - s_a))  (a != best),   p(best) = 1 - sum of the others,
+
+with ``gamma_m = c_gamma sqrt(A / E(n_{m-1}))`` for the oracle's squared-error rate ``E(n)``:
+``sqrt(ln(n) ln(1/delta_f)/n) + (sigma/n)^(2/3)`` for Algorithm 5 (JDP; ``sigma = 0`` for the
+non-private oracle).  The first epoch plays ``f_hat = 0`` (uniform).  Joint DP by the billboard
+lemma: each user's data enter one release (their epoch's output-perturbed estimate).
+
+References
+----------
+Foster & Rakhlin (2020), "Beyond UCB: optimal and efficient contextual bandits with regression
+oracles", ICML (SquareCB, inverse-gap weighting); Simchi-Levi & Xu (2020) (FALCON epochs);
+Chen, Li, Rakhlin & Simchi-Levi (2025), arXiv:2502.13115v1, Section 6.2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
+from privbandits.algorithms.registry import register
+from privbandits.core.errors import PrivacyError
+from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Positive, Real
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy.calibration import gaussian_epsilon
+from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.regression import ImproperBatchSGD
+from privbandits.regression.releases import noise_multiplier
+
+__all__ = ["SquareCB", "SquareCBJDP", "igw_probabilities", "squarecb_epoch_ends"]
+
+
+def igw_probabilities(scores: np.ndarray, gamma: float) -> np.ndarray:
+    """Inverse-gap weighting over the actions of ``scores`` (A,), ties to the lowest index."""
+    A = scores.shape[0]
+    best = int(np.argmax(scores))
+    p = 1.0 / (A + gamma * (scores[best] - scores))
+    p[best] = 0.0
+    p[best] = 1.0 - p.sum()
+    return p
+
+
+def squarecb_epoch_ends(T: int, m0: int) -> np.ndarray:
+    """``tau_m = min(T, 2^(m + m0))``, ``m = 1, 2, ...`` until ``T``."""
+    ends = [min(T, 2 ** (1 + m0))]
+    while ends[-1] < T:
+        ends.append(min(T, 2 * ends[-1]))
+    return np.array(ends, dtype=np.int64)
+
+
+@register
+class SquareCB(Curator):
+    """SquareCB with the non-private improper batched SGD oracle (noiseless Algorithm 5).
+
+    Parameters
+    ----------
+    c_gamma : float
+        Learning-rate constant of ``gamma_m``.
+    m0 : int
+        First epoch length ``2^(m0 + 1)``.
+    failure_prob : float, optional
+        ``delta_f`` in the rate ``E(n)`` (default ``1/T``).
+    """
+
+    name = "squarecb"
+    trust_model: ClassVar[str] = "none"
+    paper = "Foster & Rakhlin 2020 (SquareCB); oracle of Chen et al. 2025, Alg. 5 without noise"
+    constraints = {"c_gamma": Positive, "m0": Int(1, 30), "failure_prob": Optional(Real(0.0, 1.0, low_open=True,
+                                                                                         high_open=True))}
+    test_params = ({"m0": 4}, {"m0": 3, "c_gamma": 0.5})
+
+    def __init__(self, c_gamma: float = 1.0, m0: int = 9, failure_prob: float | None = None) -> None:
+        pass
+
+    def oracle(self) -> ImproperBatchSGD:
+        return ImproperBatchSGD(math.inf)
+
+    def rate(self, n: int, T: int) -> float:
+        """The oracle's squared-error rate ``E(n)``."""
+        fp = (1.0 / max(T, 2)) if self.failure_prob is None else self.failure_prob
+        sigma = self.oracle().sigma
+        return math.sqrt(math.log(max(n, 2)) * math.log(1.0 / fp) / n) + (sigma / n) ** (2.0 / 3.0)
+
+    def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
+        ends = squarecb_epoch_ends(spec.horizon, self.m0)
+        return {"epoch_ends": [int(e) for e in ends], "sigma": self.oracle().sigma, "c_gamma": self.c_gamma}
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        return Calibration(NON_PRIVATE_CALIBRATION.guarantee, self._resolved(spec))
+
+    def reset(self, spec: Any, replications: int, streams: Any) -> None:
+        super().reset(spec, replications, streams)
+        self.ends = squarecb_epoch_ends(spec.horizon, self.m0)
+        self.X = np.zeros((self.R, int(np.max(np.diff(self.ends, prepend=0))), spec.d))
+        self.y = np.zeros(self.X.shape[:2])
+        self.theta = np.zeros((self.R, spec.d))
+        self.gamma = 0.0
+        self.epoch, self.start = 0, 0
+        self.orc = self.oracle()
+
+    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+        out = np.empty(self.R, dtype=np.int64)
+        u = self.streams.policy.random(self.R)
+        for r in range(self.R):
+            s = np.clip(contexts[r] @ self.theta[r], -1.0, 1.0)
+            cdf = np.cumsum(igw_probabilities(s, self.gamma))
+            out[r] = min(int(np.searchsorted(cdf, u[r] * cdf[-1], side="right")), s.size - 1)
+        return out
+
+    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        i = t - self.start
+        self.X[:, i] = contexts[np.arange(self.R), actions]
+        self.y[:, i] = np.clip(rewards, -1.0, 1.0)
+        if t + 1 == self.ends[self.epoch]:
+            n = t + 1 - self.start
+            claim = self.calibration.guarantee
+            for r in range(self.R):
+                est = self.orc.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
+                if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
+                    raise PrivacyError(f"{self.name}: a release accounts to {est.guarantee}, above {claim}")
+                self.theta[r] = est.theta
+            self.gamma = self.c_gamma * math.sqrt(self.spec.K / self.rate(n, self.spec.horizon))
+            self.epoch += 1
+            self.start = t + 1
+
+    def estimate(self) -> np.ndarray:
+        return self.theta.copy()
+
+
+@register
+class SquareCBJDP(SquareCB):
+    """SquareCB on ``JDP_Improper_BatchSGD`` (Chen et al. 2025, Algorithm 5): joint DP, dimension-free.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        Privacy level of every user's single release.
+    gaussian : {"analytic", "classic"}
+        Gaussian calibration.
+    c_gamma, m0, failure_prob
+        As for :class:`SquareCB`.
+    """
+
+    name = "squarecb-jdp"
+    trust_model: ClassVar[str] = "joint"
+    paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 5 (JDP)"
+    constraints = {**SquareCB.constraints, "epsilon": Epsilon, "delta": Delta, "gaussian": Choice("analytic", "classic")}
+    test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
+
+    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_gamma: float = 1.0, m0: int = 9,
+                 failure_prob: float | None = None, gaussian: str = "analytic") -> None:
+        noise_multiplier(epsilon, delta, gaussian)
+
+    def oracle(self) -> ImproperBatchSGD:
+        return ImproperBatchSGD(self.epsilon, self.delta, calibration=self.gaussian)
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        sigma = noise_multiplier(self.epsilon, self.delta, self.gaussian)
+        g = PrivacyGuarantee(model="joint", epsilon=gaussian_epsilon(sigma, self.delta), delta=self.delta,
+                             notes=f"each user in one output-perturbed estimate (multiplier {sigma:.6g}, "
+                                   f"{self.gaussian}); disjoint epochs; actions by the billboard lemma")
+        return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
