@@ -246,3 +246,12 @@ def test_twins_share_a_hue_and_legends_show_the_accounted_guarantee(tmp_path: Pa
     np.testing.assert_allclose(np.asarray(lines["uniform"].get_ydata(), dtype=float), [45.0, 90.0])
     band = captured[0].axes[0].collections[-1].get_paths()[0].vertices[:, 1]
     assert band.max() == pytest.approx(90.0 + 1.0 / np.sqrt(N))  # band = one standard error (sd = 1)
+
+
+def test_a_reproduction_whose_data_set_is_missing_is_listed_not_run(tmp_path: Path) -> None:
+    from privbandits.experiments.gallery import reproduce_all, write_gallery
+
+    (entry,) = reproduce_all(tmp_path / "g", tmp_path / "r.db", names=["zheng2020-e5"], quick=True, quiet=True)
+    assert entry.runs == 0 and entry.verdict.startswith("not run: ") and "ua.base" in entry.verdict
+    page = write_gallery([entry], tmp_path / "g").read_text()
+    assert "| zheng2020-e5 | - | - | not run: " in page

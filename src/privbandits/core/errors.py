@@ -32,6 +32,10 @@ class DataBoundError(ValidationError):
     """Data violates a declared norm bound that the privacy guarantee relies on."""
 
 
+class MissingDataError(ValidationError):
+    """A data set the user must supply (not bundled, no network) is not where it was said to be."""
+
+
 class ResultsStoreError(PrivbanditsError):
     """The results database is unreadable, locked, or inconsistent."""
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.core.errors import DataBoundError, ValidationError
+from privbandits.core.errors import DataBoundError, MissingDataError, ValidationError
 from privbandits.core.validation import check_int
 from privbandits.envs.base import Environment
 
@@ -47,7 +47,7 @@ def load_ratings(path: str | Path) -> np.ndarray:
     if p.is_dir():
         p = p / "ua.base"
     if not p.is_file():
-        raise ValidationError(f"MovieLens: expected the file ua.base of MovieLens-100K at {str(p)!r}, which does not "
+        raise MissingDataError(f"MovieLens: expected the file ua.base of MovieLens-100K at {str(p)!r}, which does not "
                               f"exist; download ml-100k from grouplens.org and pass its path ({_FORMAT})")
     rows: list[tuple[int, int, int]] = []
     with p.open(encoding="latin-1") as fh:

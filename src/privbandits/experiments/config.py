@@ -93,7 +93,7 @@ from typing import Any
 
 from privbandits.algorithms import available
 from privbandits.algorithms.base import Algorithm
-from privbandits.core.errors import ConfigError, PrivbanditsError
+from privbandits.core.errors import ConfigError, MissingDataError, PrivbanditsError
 from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_choice, check_in_range, check_int
 from privbandits.engine import ENGINES
@@ -135,6 +135,10 @@ PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source")
 TABLE_KEYS = ("title", "metric", "columns", "rows")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _GOT_RE = re.compile(r", got [^,]*$")
+
+
+class MissingConfigDataError(ConfigError, MissingDataError):
+    """The configuration is valid but its environment's data set is not where it says."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -758,6 +762,8 @@ class _Validator:
             env_obj = build_env(env)
             env_obj.reset(1, make_streams(0), 1)
             env_obj.next_round()
+        except MissingDataError as exc:
+            raise MissingConfigDataError(f"{self.source}: env: {exc}") from None
         except PrivbanditsError as exc:
             msg = str(exc)
             key = msg.split(" ", 1)[0]

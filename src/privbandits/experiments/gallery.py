@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from privbandits.core.errors import MissingDataError
 from privbandits.experiments.claims import verdict_counts, verdict_line
 from privbandits.experiments.config import Overrides
 from privbandits.experiments.pipeline import Outcome, run_pipeline
@@ -72,8 +73,14 @@ def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | Non
     base = overrides or Overrides()
     entries = []
     for name in chosen:
-        cfg = load_preset(name, Overrides(quick=quick, horizon=base.horizon, replications=base.replications,
-                                          seeds=base.seeds, preset=base.preset, engine=base.engine))
+        try:
+            cfg = load_preset(name, Overrides(quick=quick, horizon=base.horizon, replications=base.replications,
+                                              seeds=base.seeds, preset=base.preset, engine=base.engine))
+        except MissingDataError as exc:  # a data set the user supplies (not bundled): listed as skipped
+            entries.append(GalleryEntry(name=name, title=name, directory=preset_dir(name), figures=(),
+                                        verdicts={}, verdict=f"not run: {exc}", ratios=(), horizon=0, runs=0,
+                                        wall_time=0.0))
+            continue
         start = time.perf_counter()
         outcome = run_pipeline(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler, quiet=quiet,
                                dpi=dpi)
@@ -101,11 +108,16 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
              "| reproduction | T | runs | claims | ours / paper | wall time |",
              "|---|---:|---:|---|---|---:|"]
     for e in entries:
+        if not e.runs:
+            lines.append(f"| {e.name} | - | - | {e.verdict} | - | - |")
+            continue
         ratios = (f"{min(e.ratios):.2f} .. {max(e.ratios):.2f} ({len(e.ratios)} numbers)" if e.ratios else "-")
         lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.horizon:g} | {e.runs} | {e.verdict} | "
                      f"{ratios} | {e.wall_time:.0f} s |")
     lines.append("")
     for e in entries:
+        if not e.runs:
+            continue
         lines += [f"## {e.title}", "", f"`privbandits reproduce {e.name}{' --quick' if quick else ''}` — "
                   f"{e.verdict}. [Report]({e.directory}/report.md)", ""]
         lines += [f"![{e.name}]({fig})" for fig in e.figures] + [""]
