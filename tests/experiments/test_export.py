@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from privbandits.experiments.store import ResultsStore
 
 from .conftest import SMALL
 
-LEAD = ["experiment", "key", "algorithm", "label", "preset", "trust_model", "guarantee_epsilon", "guarantee_delta"]
+LEAD = ["experiment", "key", "algorithm", "label", "preset", "trust_model", "guarantee_epsilon", "guarantee_delta",
+        "trust_assumption", "calibration"]
 TAIL = ["seed", "replication", "t", "regret", "reward", "estimation_error"]
 
 
@@ -51,6 +53,7 @@ def test_csv_columns_and_values(store_path: Path, tmp_path: Path) -> None:
         assert {row["seed"] for row in mine} == {str(r.seed)}
         assert {row["param_alpha"] for row in mine} == {"" if "alpha" not in r.params else str(r.params["alpha"])}
         assert {row["guarantee_epsilon"] for row in mine} == {""}  # non-private: empty
+        assert {json.loads(row["calibration"]) == r.resolved_params for row in mine} == {True}
     uniform = [row for row in rows if row["algorithm"] == "uniform"]
     assert uniform and all(row["estimation_error"] == "" for row in uniform)  # uniform has no estimate
 

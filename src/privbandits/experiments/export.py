@@ -1,7 +1,10 @@
 """Export stored results in long format (one row per replication and checkpoint) to CSV or Parquet.
 
 Columns: ``experiment, key, algorithm, label, preset, trust_model, guarantee_epsilon,
-guarantee_delta, param_<name>... , seed, replication, t, regret, reward, estimation_error``.
+guarantee_delta, trust_assumption, calibration, param_<name>... , seed, replication, t, regret, reward,
+estimation_error``.  ``trust_assumption`` states what the trust model assumes; ``calibration``
+is the JSON of the resolved calibration (noise scales, clip norms, budget split) the accounted
+guarantee was computed from.
 ``replication`` counts the R batched replications of one unit (0..R-1); ``(seed, replication)``
 identifies a run.  ``guarantee_epsilon`` is empty (CSV) or null (Parquet) for non-private
 baselines.
@@ -10,6 +13,7 @@ baselines.
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,7 +26,7 @@ __all__ = ["EXPORT_FORMATS", "export_results", "long_columns", "long_rows"]
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
 _LEAD = ("experiment", "key", "algorithm", "label", "preset", "trust_model", "guarantee_epsilon",
-         "guarantee_delta")
+         "guarantee_delta", "trust_assumption", "calibration")
 _TAIL = ("seed", "replication", "t", "regret", "reward", "estimation_error")
 
 
@@ -36,7 +40,8 @@ def long_rows(result: StoredResult, columns: Sequence[str]) -> Iterator[list[Any
     """Rows of one stored unit, in ``columns`` order."""
     eps = result.guarantee.epsilon
     lead = [result.experiment, result.key, result.algorithm, result.label, result.preset, result.trust_model,
-            None if math.isinf(eps) else eps, result.guarantee.delta]
+            None if math.isinf(eps) else eps, result.guarantee.delta, result.guarantee.assumptions,
+            json.dumps(result.resolved_params, sort_keys=True, default=str)]
     n_params = len(columns) - len(_LEAD) - len(_TAIL)
     params = [result.params.get(c[len("param_"):]) for c in columns[len(_LEAD):len(_LEAD) + n_params]]
     params = [v if v is None or isinstance(v, (int, float, str, bool)) else str(v) for v in params]
