@@ -20,7 +20,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_nonnegative
 from privbandits.experiments.summary import Series, format_values
 
-__all__ = ["FIGURE_FORMATS", "plot_regret"]
+__all__ = ["FIGURE_FORMATS", "plot_regret", "regret_figure"]
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -47,22 +47,14 @@ def _panels(series: Sequence[Series], facet: str | None) -> list[tuple[Any, list
 def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None = None, band: float = 0.5,
                 logx: bool = False, logy: bool = False, title: str | None = None,
                 formats: Sequence[str] = FIGURE_FORMATS) -> list[Path]:
-    """Draw mean +/- ``band`` x std cumulative-regret curves and save them.
+    """Draw mean +/- ``band`` x std cumulative-regret curves (:func:`regret_figure`) and save them.
 
     Parameters
     ----------
-    series : sequence of Series
-        From :func:`~privbandits.experiments.summary.build_series`.
+    series, facet, band, logx, logy, title
+        As for :func:`regret_figure`.
     out : path
         Output path without suffix; one file per format is written (``out.png``, ``out.pdf``).
-    facet : str, optional
-        Parameter (e.g. ``"epsilon"``) whose values get one panel each.
-    band : float
-        Half-width of the shaded band in standard deviations (>= 0; 0 draws no band).
-    logx, logy : bool
-        Logarithmic axes (log-log when both).
-    title : str, optional
-        Figure title.
     formats : sequence of {"png", "pdf"}
         Files to write.
 
@@ -71,12 +63,45 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     list of Path
         The written files.
     """
-    if not series:
-        raise ValidationError("nothing to plot: no results")
-    band = check_nonnegative("band", band)
     for fmt in formats:
         if fmt not in FIGURE_FORMATS:
             raise ValidationError(f"figure format must be one of {FIGURE_FORMATS}; got {fmt!r}")
+    fig = regret_figure(series, facet=facet, band=band, logx=logx, logy=logy, title=title)
+    base = Path(out)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = base.with_name(base.name + "." + fmt)
+        fig.savefig(path, format=fmt, dpi=150)
+        written.append(path)
+    return written
+
+
+def regret_figure(series: Sequence[Series], *, facet: str | None = None, band: float = 0.5,
+                  logx: bool = False, logy: bool = False, title: str | None = None) -> Figure:
+    """The figure of mean +/- ``band`` x std cumulative-regret curves, one panel per facet value.
+
+    Parameters
+    ----------
+    series : sequence of Series
+        From :func:`~privbandits.experiments.summary.build_series`.
+    facet : str, optional
+        Parameter (e.g. ``"epsilon"``) whose values get one panel each.
+    band : float
+        Half-width of the shaded band in standard deviations (>= 0; 0 draws no band).
+    logx, logy : bool
+        Logarithmic axes (log-log when both).
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        On an Agg canvas; one line (labelled with the series name) and one band per series and panel.
+    """
+    if not series:
+        raise ValidationError("nothing to plot: no results")
+    band = check_nonnegative("band", band)
     panels = _panels(series, facet)
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -106,11 +131,4 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
         ax.legend(fontsize="small", frameon=False)
     sub = f"mean ± {band:g} std over replications and seeds"
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
-    base = Path(out)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    written = []
-    for fmt in formats:
-        path = base.with_name(base.name + "." + fmt)
-        fig.savefig(path, format=fmt, dpi=150)
-        written.append(path)
-    return written
+    return fig
