@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = "src/privbandits"
@@ -105,6 +106,11 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
     },
 }
 
+#: Mutants on these decorator lines are not run: they change the arguments of ``numba.njit``
+#: (``cache=True`` -> ``False``, ``inline="always"``), which decide whether compiled code is
+#: stored on disk or inlined, never what it computes (equivalent by construction).
+COMPILE_DECORATOR = "@nb.njit("
+
 _PAIR = re.compile(r"core/Replace(Binary|Comparison|Unary)Operator_(\w+?)_(\w+)$")
 
 
@@ -148,8 +154,9 @@ def write_config(work: Path, module: str, tests: list[str], timeout: float) -> P
     return cfg
 
 
-def select(db_path: Path, sample: int | None) -> tuple[int, int]:
-    """Mark filtered operators (and, with ``sample``, all but a fixed sample) as skipped.
+def select(db_path: Path, sample: int | None, work: Path) -> tuple[int, int]:
+    """Mark filtered operators, compile-decorator lines (and, with ``sample``, all but a fixed
+    sample) as skipped.
 
     The sample is deterministic: the kept mutants sorted by (line, column, operator, occurrence),
     taken at evenly spaced ranks.  Returns (kept, total).
@@ -157,9 +164,15 @@ def select(db_path: Path, sample: int | None) -> tuple[int, int]:
     from cosmic_ray.work_db import use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
+    def on_compile_decorator(w: Any) -> bool:
+        m = w.mutations[0]
+        lines = (work / m.module_path).read_text().splitlines()
+        return lines[m.start_pos[0] - 1].lstrip().startswith(COMPILE_DECORATOR)
+
     with use_db(str(db_path)) as db:
         items = list(db.work_items)
-        kept = [w for w in items if all(operator_kept(m.operator_name) for m in w.mutations)]
+        kept = [w for w in items if all(operator_kept(m.operator_name) for m in w.mutations)
+                and not on_compile_decorator(w)]
         kept.sort(key=lambda w: (w.mutations[0].start_pos, w.mutations[0].operator_name,
                                  w.mutations[0].occurrence))
         chosen = kept
@@ -239,7 +252,7 @@ def run_module(module: str, sample: int | None, out_dir: Path, scratch: Path) ->
     db = work / "session.sqlite"
     subprocess.run(["cosmic-ray", "init", str(cfg), str(db)], cwd=work, env=env, check=True)
     subprocess.run(["cr-filter-pragma", str(db)], cwd=work, env=env, check=True)
-    kept, total = select(db, sample)
+    kept, total = select(db, sample, work)
     print(f"{module}: {kept} of {total} mutants selected, baseline {baseline:.0f} s", flush=True)
     t0 = time.monotonic()
     subprocess.run(["cosmic-ray", "exec", str(cfg), str(db)], cwd=work, env=env, check=True)

@@ -50,3 +50,30 @@ def test_clip_l2_is_the_projection_onto_the_ball(xs: list[float], bound: float) 
 @pytest.mark.parametrize("y, expected", [(-3.0, -1.0), (-1.0, -1.0), (0.25, 0.25), (2.0, 1.0), (2.0 - 1e-12, 1.0)])
 def test_clip_scalar(y: float, expected: float) -> None:
     assert clip_scalar(y, -1.0, 1.0) == expected
+
+
+@pytest.mark.parametrize("kind, scale, kurtosis", [("gaussian", 0.7, 3.0), ("laplace", 0.7, 6.0)])
+def test_symmetric_noise_matrices_have_the_stated_law(kind: str, scale: float, kurtosis: float) -> None:
+    """Every matrix of a batch gets its own noise, symmetric, with i.i.d. zero-mean entries on and
+    above the diagonal of variance sigma^2 (Gaussian) or 2 b^2 (Laplace).
+
+    With the mean known (0), the variance estimate mean(w^2) over n entries has relative sd
+    sqrt((kurtosis - 1) / n) (kurtosis 3 Gaussian, 6 Laplace): n = 60000 entries (10000 matrices
+    x 6) give 0.6% / 0.9%; the assertion allows 4 sd.  The entry means have sd sqrt(var / n') over
+    the n' = 10000 matrices; 4 sd again."""
+    from privbandits.privacy.noise import sample_symmetric_gaussian, sample_symmetric_laplace
+
+    rng = np.random.default_rng(20261125)
+    n, d = 10_000, 3
+    if kind == "gaussian":
+        W, var = sample_symmetric_gaussian(rng, (n,), d, scale), scale**2
+    else:
+        W, var = sample_symmetric_laplace(rng, (n,), d, scale), 2 * scale**2
+    assert W.shape == (n, d, d)
+    np.testing.assert_array_equal(W, np.swapaxes(W, 1, 2))
+    iu = np.triu_indices(d)
+    entries = W[:, iu[0], iu[1]]  # (n, 6)
+    est = np.mean(entries**2) / var
+    assert abs(est - 1.0) < 4 * math.sqrt((kurtosis - 1.0) / entries.size), est
+    assert np.all(np.abs(entries.mean(axis=0)) < 4 * math.sqrt(var / n)), entries.mean(axis=0)
+    assert np.all(entries.std(axis=0) > 0.9 * math.sqrt(var))  # every position, every matrix noised
