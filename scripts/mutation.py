@@ -94,6 +94,8 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
         ("d = M.shape[0]", "d = M.shape[ -1]"),  # M is square
         ("d = M.shape[0]", "d = M.shape[ 1]"),
         ("for i in range(flat.shape[0]):", "for i in range(flat.shape[ -1]):"),  # flat is 1-d
+        ("for i in range(y.shape[0]):", "for i in range(y.shape[ -1]):"),  # y is 1-d
+        ("flat = v.reshape(-1)", "flat = v.reshape(- 2)"),  # numpy and numba infer any negative size
         # s is a sum of d >= 1 squared standard normals: s > 0 almost surely
         ("c = radius / math.sqrt(s) if s > 0.0 else 0.0",
          "c = radius / math.sqrt(s) if s > -1.0 else 0.0"),
@@ -199,7 +201,7 @@ def is_equivalent(module: str, minus: str, plus: str) -> bool:
     ``rng.random() < p`` -> ``rng.random() <= p`` changes the event by ``{U = p}``, of probability
     at most 2^-53 for a uniform double: equivalent in law wherever it occurs.
     """
-    if (minus, plus) in EQUIVALENT.get(module, set()):
+    if (minus, plus) in EQUIVALENT.get(module, set()) or minus.startswith(COMPILE_DECORATOR):
         return True
     return minus != plus and plus == minus.replace("rng.random() < ", "rng.random() <= ")
 

@@ -26,14 +26,17 @@ def test_clip_l2_leaves_short_vectors_and_says_so() -> None:
 
 
 def test_clip_l2_tolerates_float_rounding_only() -> None:
-    """A squared norm within a relative CLIP_RTOL above bound^2 counts as within the bound (unit
-    vectors computed in floating point land at 1 + 2e-16); just beyond it, the vector is clipped."""
+    """A squared norm within a relative 1e-12 (CLIP_RTOL) above bound^2 counts as within the bound
+    (unit vectors computed in floating point land at 1 + 2e-16); 4e-12 beyond it is clipped."""
+    assert CLIP_RTOL == 1e-12
     bound = 1.5
-    inside = np.array([bound * math.sqrt(1.0 + 0.5 * CLIP_RTOL), 0.0])
-    assert clip_l2(inside.copy(), bound) is False
-    outside = np.array([bound * math.sqrt(1.0 + 4.0 * CLIP_RTOL), 0.0])
-    assert clip_l2(outside, bound) is True
-    assert outside[0] == pytest.approx(bound, rel=1e-15)
+    for rel in (2e-16, 5e-13):
+        inside = np.array([bound * math.sqrt(1.0 + rel), 0.0])
+        assert clip_l2(inside.copy(), bound) is False
+    for rel in (4e-12, 1e-9, 0.5):
+        outside = np.array([0.0, bound * math.sqrt(1.0 + rel)])
+        assert clip_l2(outside, bound) is True
+        assert outside[1] == pytest.approx(bound, rel=1e-15)
 
 
 @settings(max_examples=60, deadline=None)
