@@ -19,6 +19,19 @@ from privbandits.simulate import simulate
 RANDOM_PER_ROUND = 0.929
 
 
+#: Paired comparisons ("A has less regret than B" on the same seed: same instances, contexts and
+#: reward noise) require the mean paired difference to exceed Z standard errors of that mean (the
+#: replications' sample sd / sqrt(R)); Z = 2 is a one-sided level of about 2.3% under a normal
+#: approximation (about 4% for a t statistic with 7 degrees of freedom).
+Z = 2.0
+
+
+def _paired_z(a: np.ndarray, b: np.ndarray) -> float:
+    """z statistic of ``mean(b - a) > 0`` over paired replications."""
+    diff = np.asarray(b) - np.asarray(a)
+    return float(diff.mean() / (diff.std(ddof=1) / np.sqrt(diff.size)))
+
+
 def _loglog_slope(t: np.ndarray, y: np.ndarray) -> float:
     return float(np.polyfit(np.log(t), np.log(y), 1)[0])
 
@@ -126,18 +139,19 @@ def test_huge_epsilon_sgd_recovers_direction() -> None:
 
 def test_tight_calibration_lowers_ldp_ols_regret() -> None:
     """Issue point 2: the tight strict calibration adds 3.3x less noise than the spec's classic one
-    at (1, 0.01) (s_W 3.98 vs 13.29), so LDP-OLS learns faster: over 4 replications of 5000 rounds
-    (d = 2, K = 10) its mean regret is below the classic calibration's on the same seed."""
+    at (1, 0.01) (s_W 3.98 vs 13.29), so LDP-OLS learns faster: over 16 paired replications of
+    5000 rounds (d = 2, K = 10) its regret is lower by more than Z standard errors (measured: 718
+    vs 1534, z = 3.5)."""
     env = SyntheticEnv(d=2, K=10)
-    tight = simulate(make("ldp-ols", epsilon=1.0), env, 5_000, replications=4, seed=2)
+    tight = simulate(make("ldp-ols", epsilon=1.0), env, 5_000, replications=16, seed=2)
     classic = simulate(
         make("ldp-ols", epsilon=1.0, gaussian_calibration="classic"),
         SyntheticEnv(d=2, K=10),
         5_000,
-        replications=4,
+        replications=16,
         seed=2,
     )
-    assert tight.final_regret.mean() < classic.final_regret.mean()
+    assert _paired_z(tight.final_regret, classic.final_regret) > Z
 
 
 def test_multi_parameter_ols_beats_uniform() -> None:
@@ -187,9 +201,9 @@ def test_regret_against_the_uniform_policy(name: str, eps: float, bound: float) 
 
 @pytest.mark.parametrize("name", ["ldp-ols", "ldp-sgd"])
 def test_regret_decreases_with_epsilon(name: str) -> None:
-    """Spec 7.17: the mean over 8 replications of the final regret at eps = 5 is at most that at
-    eps = 1 (same seed: same instances, contexts and reward noise)."""
-    assert _spec16(name, 5.0).final_regret.mean() <= _spec16(name, 1.0).final_regret.mean()
+    """Spec 7.17: the final regret at eps = 5 is lower than at eps = 1 by more than Z standard
+    errors over 8 paired replications (measured z: 3.4 LDP-OLS, 2.5 LDP-SGD)."""
+    assert _paired_z(_spec16(name, 5.0).final_regret, _spec16(name, 1.0).final_regret) > Z
 
 
 def test_sgd_estimation_error_decreases() -> None:
