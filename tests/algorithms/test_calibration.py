@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 
@@ -23,6 +24,7 @@ def _cal(eps: float, delta: float, preset: str = "strict") -> Calibration:
 @pytest.mark.parametrize("eps, delta, meets", [
     (1.0, 0.01, True), (0.5, 0.0, True),
     (1.0 + 1e-12, 0.01 * (1 + 1e-12), True),   # float rounding of an exact calibration
+    (1.0 * (1.0 + 1e-9), 0.01, True), (1.0, 0.01 * (1.0 + 1e-9), True),  # the tolerance is inclusive
     (1.0 + 1e-6, 0.01, False), (1.0, 0.01 * (1 + 1e-6), False),
     (1.5, 0.01, False), (1.0, 0.015, False), (2.5, 0.0, False), (1.0, 0.03, False),
 ])
@@ -53,3 +55,17 @@ def test_warnings_name_the_reason_and_the_guarantee() -> None:
     with pytest.warns(CalibrationWarning, match=r"weaker than the request \(epsilon=1, delta=0.01\); "
                                                 r"accounted guarantee: "):
         warn_if_not_strict("x", _cal(2.0, 0.01))
+
+
+def _calibrate_like_an_algorithm(cal: Calibration) -> None:
+    """Stands for an algorithm's ``calibrate``, which calls warn_if_not_strict itself."""
+    warn_if_not_strict("x", cal)
+
+
+def test_warning_points_at_the_code_that_built_the_algorithm() -> None:
+    """stacklevel 3: the warning is attributed to the caller of the method that checks (the user's
+    line), not to the library."""
+    with pytest.warns(CalibrationWarning) as rec:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        _calibrate_like_an_algorithm(_cal(1.0, 0.01, "paper"))
+    assert (rec[0].filename, rec[0].lineno) == (__file__, line)
