@@ -47,7 +47,8 @@ MODULES: dict[str, list[str]] = {
         "tests/privacy/test_samplers.py", "tests/privacy/test_randomizers.py",
         "tests/privacy/test_mechanisms.py",
     ],
-    "privacy/noise.py": ["tests/privacy/test_mechanisms.py", "tests/privacy/test_randomizers.py"],
+    "privacy/noise.py": ["tests/privacy/test_samplers.py", "tests/privacy/test_mechanisms.py",
+                         "tests/privacy/test_randomizers.py"],
     "privacy/calibration.py": ["tests/privacy/test_mechanisms.py", "tests/privacy/test_accounting.py"],
     "privacy/sensitivity.py": ["tests/privacy/test_mechanisms.py", "tests/privacy/test_randomizers.py"],
     "privacy/laplace_shuffle.py": ["tests/privacy/test_shuffle.py", "tests/privacy/test_audit.py",
@@ -104,6 +105,10 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
         ('@nb.njit(cache=True, inline="always")', '@nb.njit(cache=False, inline="always")'),
         ("d = x.shape[0]", "d = x.shape[ -1]"),  # x is one-dimensional
         ("for i in range(x.shape[0]):", "for i in range(x.shape[ -1]):"),
+    },
+    "privacy/noise.py": {
+        ("G = np.ascontiguousarray(x.reshape(-1, d), dtype=float)",
+         "G = np.ascontiguousarray(x.reshape(- 2, d), dtype=float)"),  # any negative size is inferred
     },
     "experiments/units.py": {
         # _finite has already replaced every non-finite float by its repr

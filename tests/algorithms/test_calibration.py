@@ -69,3 +69,12 @@ def test_warning_points_at_the_code_that_built_the_algorithm() -> None:
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
         _calibrate_like_an_algorithm(_cal(1.0, 0.01, "paper"))
     assert (rec[0].filename, rec[0].lineno) == (__file__, line)
+
+
+def test_calibration_is_immutable() -> None:
+    """The guarantee reported for a run is the one of the noise it adds: nothing may change it later."""
+    import dataclasses
+
+    cal = _cal(1.0, 0.01)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cal.guarantee = PrivacyGuarantee("local", 0.1, 0.0)  # type: ignore[misc]
