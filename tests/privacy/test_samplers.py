@@ -80,3 +80,16 @@ def test_symmetric_noise_matrices_have_the_stated_law(kind: str, scale: float, k
     assert abs(est - 1.0) < 4 * math.sqrt((kurtosis - 1.0) / entries.size), est
     assert np.all(np.abs(entries.mean(axis=0)) < 4 * math.sqrt(var / n)), entries.mean(axis=0)
     assert np.all(entries.std(axis=0) > 0.9 * math.sqrt(var))  # every position, every matrix noised
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
+def test_symmetric_noise_matrices_accept_any_dimension_from_one(kind: str) -> None:
+    from privbandits.core.errors import ValidationError
+    from privbandits.privacy.noise import sample_symmetric_gaussian, sample_symmetric_laplace
+
+    sample = sample_symmetric_gaussian if kind == "gaussian" else sample_symmetric_laplace
+    rng = np.random.default_rng(1)
+    one = sample(rng, (4, 2), 1, 1.0)
+    assert one.shape == (4, 2, 1, 1) and np.all(one != 0.0)
+    with pytest.raises(ValidationError, match=r"\bd\b"):
+        sample(rng, (4,), 0, 1.0)
