@@ -93,3 +93,17 @@ def test_symmetric_noise_matrices_accept_any_dimension_from_one(kind: str) -> No
     assert one.shape == (4, 2, 1, 1) and np.all(one != 0.0)
     with pytest.raises(ValidationError, match=r"\bd\b"):
         sample(rng, (4,), 0, 1.0)
+
+
+def test_l2_ball_mechanism_keeps_leading_axes_and_counts_clipped_inputs() -> None:
+    """Inputs of shape (..., d): every output has norm l2_ball_radius(eps, d, R) whatever the
+    leading axes; the count of clipped inputs is of norms above R (1.2 R is clipped, 0.5 R not)."""
+    from privbandits.privacy.mechanisms import l2_ball_radius
+    from privbandits.privacy.noise import l2_ball_mechanism
+
+    R, eps, d = 2.0, 1.0, 3
+    x = np.zeros((2, 4, d))
+    x[..., 0] = R * np.array([[0.5, 1.2, 3.0, 0.0], [1.0, 0.9, 1.5, 0.1]])  # 3 of 8 above R
+    z, n_clipped = l2_ball_mechanism(x, eps, R, np.random.default_rng(3))
+    assert z.shape == x.shape and n_clipped == 3
+    np.testing.assert_allclose(np.linalg.norm(z, axis=-1), l2_ball_radius(eps, d, R), rtol=1e-12)
