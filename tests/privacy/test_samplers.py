@@ -107,3 +107,12 @@ def test_l2_ball_mechanism_keeps_leading_axes_and_counts_clipped_inputs() -> Non
     z, n_clipped = l2_ball_mechanism(x, eps, R, np.random.default_rng(3))
     assert z.shape == x.shape and n_clipped == 3
     np.testing.assert_allclose(np.linalg.norm(z, axis=-1), l2_ball_radius(eps, d, R), rtol=1e-12)
+
+
+def test_noise_shapes_may_be_empty_but_not_negative() -> None:
+    from privbandits.core.errors import ValidationError
+    from privbandits.privacy.noise import sample_gaussian
+
+    assert sample_gaussian(np.random.default_rng(0), (0, 3), 1.0).shape == (0, 3)
+    with pytest.raises(ValidationError, match="shape"):
+        sample_gaussian(np.random.default_rng(0), (-1, 3), 1.0)
