@@ -479,3 +479,24 @@ def test_ols_accumulate_and_sgd_step() -> None:
     assert np.allclose(theta[0, 0], 0.8 * 0.6)  # theta - eta Z = 0.6, then (1 - eta lambda) = 0.8
     assert step_size(4.0, 5.0, 1.0, False, 1.0) == pytest.approx(1.0)
     assert step_size(3.0, 2.0, 1.0, True, 3.0) == pytest.approx(3.0)
+
+
+def test_ols_statistic_is_computed_from_the_clipped_data() -> None:
+    """Eq. (3.3) on clipped inputs (spec 1.5): a context longer than C_B is scaled to norm C_B and the
+    reward clipped into [r_lo, r_hi] before M = x x^T and u = y x are formed; x itself is untouched."""
+    from collections import namedtuple
+
+    from privbandits.algorithms.ldp_glb.randomizers import ols_statistic
+
+    P = namedtuple("P", "C_B r_lo r_hi")
+    x = np.array([3.0, 4.0])
+    msg = np.full(7, np.nan)
+    ols_statistic(P(1.0, -1.0, 1.0), x, 2.5, msg, 1, 5)  # M at offset 1, u at offset 5
+    xc = np.array([0.6, 0.8])
+    np.testing.assert_allclose(msg[1:5], np.outer(xc, xc).ravel(), rtol=1e-15)
+    np.testing.assert_allclose(msg[5:7], 1.0 * xc, rtol=1e-15)
+    assert np.isnan(msg[0])
+    np.testing.assert_array_equal(x, [3.0, 4.0])
+    ols_statistic(P(10.0, -1.0, 1.0), x, -0.5, msg, 1, 5)  # inside the ball: unclipped
+    np.testing.assert_allclose(msg[1:5], np.outer(x, x).ravel(), rtol=1e-15)
+    np.testing.assert_allclose(msg[5:7], -0.5 * x, rtol=1e-15)

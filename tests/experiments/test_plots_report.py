@@ -10,7 +10,7 @@ import pytest
 from privbandits.core.errors import ValidationError
 from privbandits.experiments.claims import evaluate_claims
 from privbandits.experiments.config import parse_config
-from privbandits.experiments.plots import plot_regret
+from privbandits.experiments.plots import plot_regret, regret_figure
 from privbandits.experiments.report import render_report
 from privbandits.experiments.runner import run_units
 from privbandits.experiments.store import ResultsStore
@@ -50,15 +50,53 @@ def test_series_pool_all_replications_of_all_seeds(stored) -> None:
     assert uni.final_se == pytest.approx(uni.final_std / np.sqrt(6))
 
 
-def test_plot_files_created(stored, tmp_path: Path) -> None:
+def test_plot_draws_each_series_mean_and_band_per_facet_panel(stored) -> None:
+    """The figure holds, per facet value, one line per series at exactly its checkpoints and mean
+    regret, and a band spanning mean -/+ band x std at every checkpoint."""
+    series = build_series(stored[1].results)
+    fig = regret_figure(series, facet="alpha", band=0.5, logx=True, logy=True, title="t")
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == ["alpha=0.2", "alpha=1"]
+    for ax, alpha in zip(axes, (0.2, 1.0)):
+        assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+        members = [s for s in series if s.grid.get("alpha", alpha) == alpha]  # uniform joins both
+        assert [ln.get_label() for ln in ax.get_lines()] == [s.label for s in members]
+    # one legend for the whole figure, each series once (non-private series: their plain label)
+    (legend,) = fig.legends
+    assert sorted(t.get_text() for t in legend.get_texts()) == sorted({s.label for s in series})
+    for ax, alpha in zip(axes, (0.2, 1.0)):
+        members = [s for s in series if s.grid.get("alpha", alpha) == alpha]
+        assert len(ax.collections) == len(members)
+        for ln, s, band in zip(ax.get_lines(), members, ax.collections):
+            mean, std = s.curve()
+            np.testing.assert_array_equal(ln.get_xdata(), s.checkpoints)
+            np.testing.assert_array_equal(ln.get_ydata(), mean)
+            # the band polygon's vertices: its y-range at each checkpoint is mean -/+ 0.5 std
+            verts = band.get_paths()[0].vertices
+            for t, m, sd in zip(s.checkpoints, mean, std):
+                ys = verts[verts[:, 0] == t, 1]
+                assert ys.min() == pytest.approx(m - 0.5 * sd) and ys.max() == pytest.approx(m + 0.5 * sd)
+    assert "band: ± 0.5 standard deviation across replications" in fig.get_suptitle()
+    assert fig.get_suptitle().startswith("t\n")
+    no_band = regret_figure(series, band=0.0)
+    (ax,) = no_band.axes
+    assert not ax.collections and len(ax.get_lines()) == len(series)
+    assert (ax.get_xscale(), ax.get_yscale()) == ("linear", "linear")
+
+
+def test_plot_files_hold_the_drawn_figure(stored, tmp_path: Path) -> None:
+    import matplotlib.image
+
     series = build_series(stored[1].results)
     paths = plot_regret(series, tmp_path / "fig" / "regret", facet="alpha", band=0.5, logx=True, logy=True,
                         title="t")
     assert [p.name for p in paths] == ["regret.png", "regret.pdf"]
-    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[0].stat().st_size > 5000
+    # two panels of 5.0 x 3.8 inches at 150 dpi
+    assert matplotlib.image.imread(paths[0]).shape[:2] == (round(3.8 * 150), round(2 * 5.0 * 150))
     assert paths[1].read_bytes()[:5] == b"%PDF-"
     one = plot_regret(series, tmp_path / "single", formats=("png",))
     assert [p.name for p in one] == ["single.png"]
+    assert matplotlib.image.imread(one[0]).shape[:2] == (round(3.8 * 150), round(5.0 * 150))
 
 
 def test_plot_errors(stored, tmp_path: Path) -> None:

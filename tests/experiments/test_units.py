@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privbandits.experiments.config import parse_config
 from privbandits.experiments.runner import run_units
 from privbandits.experiments.store import ResultsStore
-from privbandits.experiments.units import WorkUnit
+from privbandits.experiments.units import SCHEMA_VERSION, WorkUnit, canonical_json
 
 from .conftest import SMALL
 
@@ -54,3 +56,27 @@ def test_resume_beyond_the_lookup_chunk(tmp_path: Path) -> None:
         first = run_units(units, store, workers=1, quiet=True)
         again = run_units(units, store, workers=1, quiet=True)
     assert first.executed == 520 and again.executed == 0 and again.skipped == 520
+
+
+def test_key_of_a_fixed_unit_is_pinned() -> None:
+    """Stored results are found by this digest: a change of SCHEMA_VERSION or of the canonical form
+    orphans every existing database, so it must be deliberate (update the literal with the bump)."""
+    assert SCHEMA_VERSION == 2 and BASE.config()["schema"] == SCHEMA_VERSION
+    assert BASE.key() == "68fda71f460de15569eee92ffd4bafd5d25c0120b8e11024a997ee61629a1c71"
+
+
+def test_canonical_json_spells_non_finite_floats_at_every_depth() -> None:
+    obj = {"a": math.nan, "b": [math.inf, {"c": -math.inf}], 1: 2.0, "t": (1, 0.5)}
+    assert canonical_json(obj) == '{"1":2.0,"a":"nan","b":["inf",{"c":"-inf"}],"t":[1,0.5]}'
+
+
+def test_work_unit_is_immutable() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BASE.horizon = 100  # type: ignore[misc]
+
+
+def test_default_checkpoints_are_fifty_log_spaced_points() -> None:
+    default = dataclasses.replace(BASE, checkpoints={}).checkpoint_rounds()
+    assert default == dataclasses.replace(BASE, checkpoints={"log": 50}).checkpoint_rounds()
+    assert default != dataclasses.replace(BASE, checkpoints={"log": 49}).checkpoint_rounds()
+    assert default != dataclasses.replace(BASE, checkpoints={"log": 51}).checkpoint_rounds()

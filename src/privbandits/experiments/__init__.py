@@ -24,7 +24,7 @@ _EXPORTS = {
     "ExperimentConfig": "config", "Overrides": "config", "load_config": "config", "parse_config": "config",
     "export_results": "export",
     "Outcome": "pipeline", "run_pipeline": "pipeline",
-    "plot_final_vs_param": "plots", "plot_regret": "plots",
+    "plot_final_vs_param": "plots", "plot_regret": "plots", "regret_figure": "plots",
     "available_presets": "presets", "load_preset": "presets",
     "write_report": "report",
     "RunReport": "runner", "run_experiment": "runner", "run_units": "runner",

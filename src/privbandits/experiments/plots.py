@@ -20,7 +20,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_nonnegative
 from privbandits.experiments.summary import Series, format_values
 
-__all__ = ["ERRORBARS", "FIGURE_FORMATS", "plot_final_vs_param", "plot_regret"]
+__all__ = ["ERRORBARS", "FIGURE_FORMATS", "plot_final_vs_param", "plot_regret", "regret_figure"]
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -107,24 +107,14 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
                 band: float | str = 0.5,
                 logx: bool = False, logy: bool = False, title: str | None = None,
                 formats: Sequence[str] = FIGURE_FORMATS, dpi: int = 150) -> list[Path]:
-    """Draw mean +/- ``band`` x std cumulative-regret curves and save them.
+    """Draw the cumulative-regret curves (:func:`regret_figure`) and save them.
 
     Parameters
     ----------
-    series : sequence of Series
-        From :func:`~privbandits.experiments.summary.build_series`.
+    series, facet, band, logx, logy, title
+        As for :func:`regret_figure`.
     out : path
         Output path without suffix; one file per format is written (``out.png``, ``out.pdf``).
-    facet : str, optional
-        Parameter (e.g. ``"epsilon"``) whose values get one panel each.
-    band : float or {"se", "ci95"}
-        Half-width of the shaded band: a number of standard deviations across replications
-        (>= 0; 0 draws no band), one standard error of the mean, or the normal 95 % interval
-        of the mean.
-    logx, logy : bool
-        Logarithmic axes (log-log when both).
-    title : str, optional
-        Figure title.
     formats : sequence of {"png", "pdf"}
         Files to write.
     dpi : int
@@ -135,10 +125,39 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     list of Path
         The written files.
     """
+    _check_formats(formats)
+    fig = regret_figure(series, facet=facet, band=band, logx=logx, logy=logy, title=title)
+    return _save(fig, out, formats, dpi)
+
+
+def regret_figure(series: Sequence[Series], *, facet: str | None = None, band: float | str = 0.5,
+                  logx: bool = False, logy: bool = False, title: str | None = None) -> Figure:
+    """Mean cumulative-regret curves with a band, one panel per facet value.
+
+    Parameters
+    ----------
+    series : sequence of Series
+        From :func:`~privbandits.experiments.summary.build_series`.
+    facet : str, optional
+        Parameter (e.g. ``"epsilon"``) whose values get one panel each.
+    band : float or {"se", "ci95"}
+        Half-width of the shaded band: a number of standard deviations across replications
+        (>= 0; 0 draws no band), one standard error of the mean, or the normal 95 % interval
+        of the mean.
+    logx, logy : bool
+        Logarithmic axes (log-log when both).
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        On an Agg canvas: one line per series and panel (labelled with the series name and, for a
+        private series, its accounted guarantee), one band each, and one legend for the figure.
+    """
     if not series:
         raise ValidationError("nothing to plot: no results")
     width, band_text = _band_width(band)
-    _check_formats(formats)
     panels = _panels(series, facet)
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -176,7 +195,7 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
                frameon=False)
     sub = f"band: ± {band_text}\nlegend: accounted guarantee [ε, δ]; dashed: a private algorithm's non-private twin"
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
-    return _save(fig, out, formats, dpi)
+    return fig
 
 
 def _check_formats(formats: Sequence[str]) -> None:
