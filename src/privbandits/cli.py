@@ -210,7 +210,11 @@ def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
 def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (see --list).")] = None,
               list_: Annotated[bool, typer.Option("--list", help="List the presets and exit.")] = False,
               all_: Annotated[bool, typer.Option("--all", help="Run every reproduction preset into "
-                                                 "<out>/<preset>/ and write the gallery <out>/README.md.")] = False,
+                                                 "<out>/<paper>/<figure>/ and write the gallery "
+                                                 "<out>/README.md.")] = False,
+              match: Annotated[Optional[list[str]], typer.Option("--match", help="With --all: only presets "
+                                                                 "matching this glob, e.g. 'han2021-*' "
+                                                                 "(repeatable).")] = None,
               quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
               seed: SeedOpt = None, preset: PresetOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
               db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
@@ -232,8 +236,16 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
         from privbandits.experiments.gallery import reproduce_all, write_gallery
 
         root = out or Path(db).parent / "reproductions"
-        entries = reproduce_all(root, db, quick=quick, overrides=overrides, workers=workers, scheduler=scheduler,
-                                quiet=quiet, dpi=dpi, on_done=lambda n, o: _print_outcome(o))
+        import fnmatch
+
+        names = None
+        if match:
+            names = [n for n in available_presets() if any(fnmatch.fnmatch(n, m) for m in match)]
+            if not names:
+                raise ValidationError(f"--match {' '.join(match)}: no preset matches; "
+                                      f"presets: {', '.join(available_presets())}")
+        entries = reproduce_all(root, db, names=names, quick=quick, overrides=overrides, workers=workers,
+                                scheduler=scheduler, quiet=quiet, dpi=dpi, on_done=lambda n, o: _print_outcome(o))
         _out().print(f"gallery: {write_gallery(entries, root, quick=quick)}", markup=False, soft_wrap=True)
         return
     if not name:

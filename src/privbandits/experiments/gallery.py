@@ -121,6 +121,12 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
         lines += [f"## {e.title}", "", f"`privbandits reproduce {e.name}{' --quick' if quick else ''}` — "
                   f"{e.verdict}. [Report]({e.directory}/report.md)", ""]
         lines += [f"![{e.name}]({fig})" for fig in e.figures] + [""]
+    notes = sorted(p.relative_to(out).as_posix() for p in out.glob("*/README.md"))
+    if notes:
+        lines += ["## Per-paper notes", "",
+                  "Discussion of each paper's reproductions (differences from the paper and why, runs made "
+                  "outside this page's command):", ""]
+        lines += [f"- [{Path(n).parent.as_posix()}]({n})" for n in notes] + [""]
     path = out / "README.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
