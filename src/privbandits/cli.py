@@ -246,7 +246,12 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
                                       f"presets: {', '.join(available_presets())}")
         entries = reproduce_all(root, db, names=names, quick=quick, overrides=overrides, workers=workers,
                                 scheduler=scheduler, quiet=quiet, dpi=dpi, on_done=lambda n, o: _print_outcome(o))
-        _out().print(f"gallery: {write_gallery(entries, root, quick=quick)}", markup=False, soft_wrap=True)
+        import shlex
+        import sys
+
+        command = "privbandits " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        _out().print(f"gallery: {write_gallery(entries, root, quick=quick, command=command)}", markup=False,
+                     soft_wrap=True)
         return
     if not name:
         raise ValidationError("give a preset NAME or --all (privbandits reproduce --list shows them)")

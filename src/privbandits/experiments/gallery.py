@@ -8,7 +8,6 @@ report.  ``privbandits reproduce --all [--quick] --out DIR`` does both.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,7 +39,7 @@ class GalleryEntry:
     ratios: tuple[float, ...]
     horizon: int
     runs: int
-    wall_time: float
+    wall_time: float  # simulation time of all its series (as stored with the results)
 
 
 def preset_dir(name: str) -> str:
@@ -49,14 +48,14 @@ def preset_dir(name: str) -> str:
     return f"{paper}/{rest}" if sep and rest else name
 
 
-def _entry(name: str, outcome: Outcome, out: Path, wall: float) -> GalleryEntry:
+def _entry(name: str, outcome: Outcome, out: Path) -> GalleryEntry:
     cfg = outcome.config
     figures = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
     ratios = tuple(r.ratio for r in outcome.paper_rows if r.ratio is not None)
     return GalleryEntry(name=name, title=cfg.report.title or name, directory=preset_dir(name), figures=figures,
                         verdicts=verdict_counts(outcome.checks), verdict=verdict_line(outcome.checks),
                         ratios=ratios, horizon=cfg.horizon, runs=cfg.replications * len(cfg.seeds),
-                        wall_time=wall)
+                        wall_time=sum(s.wall_time for s in outcome.series))
 
 
 def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | None = None, quick: bool = False,
@@ -81,31 +80,32 @@ def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | Non
                                         verdicts={}, verdict=f"not run: {exc}", ratios=(), horizon=0, runs=0,
                                         wall_time=0.0))
             continue
-        start = time.perf_counter()
         outcome = run_pipeline(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler, quiet=quiet,
                                dpi=dpi)
-        entries.append(_entry(name, outcome, out, time.perf_counter() - start))
+        entries.append(_entry(name, outcome, out))
         if on_done is not None:
             on_done(name, outcome)
     return entries
 
 
-def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bool = False) -> Path:
+def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bool = False,
+                  command: str | None = None) -> Path:
     """Write ``out/README.md``: one section per reproduction with its figure, verdicts and report link."""
     from privbandits import __version__
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    default = f"privbandits reproduce --all{' --quick' if quick else ''} --out {out.as_posix()}"
     mode = " (quick mode: short horizons, few replications — a smoke run, not the paper's settings)" if quick else ""
     lines = ["# Reproductions", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} with "
-             f"`privbandits reproduce --all{' --quick' if quick else ''} --out {out.as_posix()}`{mode}.", "",
+             f"`{command or default}`{mode}.", "",
              "Each section shows our figure, the verdicts of the paper's claims checked on our numbers "
              "(one-sided z-tests, paired over common random numbers where possible; *inconclusive* = within "
              "noise) and, where the paper prints numbers, the ratio of ours to the paper's.  The report of each "
              "reproduction has the full configuration, the accounted privacy guarantees, every comparison "
              "and our notes where we disagree with the paper.", "",
-             "| reproduction | T | runs | claims | ours / paper | wall time |",
+             "| reproduction | T | runs | claims | ours / paper | simulation time |",
              "|---|---:|---:|---|---|---:|"]
     for e in entries:
         if not e.runs:
