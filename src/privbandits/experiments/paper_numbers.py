@@ -124,22 +124,23 @@ def render_long(rows: Sequence[Row]) -> list[str]:
 
 def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
     """Markdown lines of ``table``: each cell ``ours / paper (ratio)``."""
-    mine = [r for r in rows if r.number.metric == table.metric]
+    mine = [r for r in rows if r.number.metric == table.metric and (not table.rows or r.number.algorithm in table.rows)]
     if not mine:
         return ["(no paper numbers for this table)"]
     labels = list(table.rows) or list(dict.fromkeys(r.number.algorithm for r in mine))
     if table.columns is None:
         cols: list[Any] = [None]
-    else:
+    else:  # numbers without the column key (e.g. a non-private baseline) get a column of their own
         cols = list(dict.fromkeys(r.number.where.get(table.columns) for r in mine))
-    head = ["algorithm"] + [("ours / paper (ratio)" if c is None else f"{table.columns}={c:g}"
-                             if isinstance(c, float) else f"{table.columns}={c}") for c in cols]
+    head = ["algorithm"] + [("ours / paper (ratio)" if table.columns is None else "-") if c is None else
+                            (f"{table.columns}={c:g}" if isinstance(c, float) else f"{table.columns}={c}")
+                            for c in cols]
     out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]
     for label in labels:
         cells = []
         for c in cols:
             hits = [r for r in mine if r.number.algorithm == label
-                    and (c is None or r.number.where.get(table.columns or "") == c)]
+                    and (table.columns is None or r.number.where.get(table.columns) == c)]
             if not hits:
                 cells.append("-")
                 continue

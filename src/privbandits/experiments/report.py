@@ -25,11 +25,26 @@ def regret_table_rows(series: Sequence[Series]) -> list[dict[str, str]]:
         "algorithm": s.name,
         "trust model": s.trust_model,
         "preset": _preset(s),
-        "guarantee": str(s.guarantee) if s.guarantee.is_private else "non-private",
+        "guarantee": _guarantee_cell(s),
         "final regret": f"{fmt_num(s.final_mean)} ± {fmt_num(s.final_std, 3)}",
         "n": str(s.n),
         "wall time (s)": f"{s.wall_time:.1f}",
     } for s in series]
+
+
+def _guarantee_cell(s: Series) -> str:
+    """The accounted guarantee without the trust model's assumptions (listed once below the table)."""
+    g = s.guarantee
+    if not g.is_private:
+        return "non-private"
+    d = "" if g.delta == 0 else f", delta={g.delta:.3g}"
+    local = "" if g.local_epsilon is None else f"; reports {g.local_epsilon:.4g}-LDP"
+    return f"{'~' if g.approximate else ''}({g.epsilon:.4g}{d})-DP [{g.model}, per {g.unit}{local}]"
+
+
+def _assumption_lines(series: Sequence[Series]) -> list[str]:
+    models = dict.fromkeys(s.guarantee.model for s in series if s.guarantee.is_private and s.guarantee.assumptions)
+    return [f"- **{m}**: {next(s.guarantee.assumptions for s in series if s.guarantee.model == m)}" for m in models]
 
 
 def _version() -> str:
@@ -81,6 +96,9 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         "one each algorithm's accountant computed from the noise it actually added (the weakest over seeds).",
         "",
         *_md_table(regret_table_rows(series)),
+        "",
+        *(["Trust assumptions of the guarantees above:", "", *_assumption_lines(series)]
+          if _assumption_lines(series) else []),
         "",
     ]
     if run is not None:
