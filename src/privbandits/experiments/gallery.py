@@ -105,7 +105,7 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
              "noise) and, where the paper prints numbers, the ratio of ours to the paper's.  The report of each "
              "reproduction has the full configuration, the accounted privacy guarantees, every comparison "
              "and our notes where we disagree with the paper.", "",
-             "| reproduction | T | runs | claims | ours / paper | simulation time |",
+             "| reproduction | T | runs | claims | ours / paper | simulation time (sum over units) |",
              "|---|---:|---:|---|---|---:|"]
     for e in entries:
         if not e.runs:
