@@ -39,6 +39,7 @@ __all__ = [
     "project_ball",
     "project_blocks",
     "quad_form",
+    "quadratic_forms",
     "sherman_morrison_row",
     "sherman_morrison_update",
     "solve_2x2",
@@ -462,3 +463,24 @@ def ucb_argmax(X: np.ndarray, K: int, theta: np.ndarray, M: np.ndarray, radius: 
     if X.ndim == 1:  # resolved at compile time
         return ucb_argmax_block(X, K, theta, M, radius, link_code, squared, rng)
     return ucb_argmax_single(X, theta, M, radius, link_code, squared, rng)
+
+
+@nb.njit(cache=True)
+def quadratic_forms(M: np.ndarray, X: np.ndarray, out: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``out[k] = X[k]^T M X[k]`` for every row of ``X`` (K, d); returns the largest (at least -1).
+
+    The exploration test of Criterion I (Sarmasarkar 2026, Alg. 2; Sawarni et al. 2024): the
+    widest direction ``max_k ||x_k||^2_{V^-1}`` of the current arms.
+    """
+    K, d = X.shape
+    qmax = -1.0
+    for k in range(K):
+        q = 0.0
+        for i in range(d):
+            s = 0.0
+            for j in range(d):
+                s += M[i, j] * X[k, j]
+            q += X[k, i] * s
+        out[k] = q
+        qmax = max(qmax, q)
+    return qmax

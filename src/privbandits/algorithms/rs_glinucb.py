@@ -35,6 +35,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
+from privbandits.algorithms.linalg import quadratic_forms
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar.jdp_glm import resolve_kappas
 from privbandits.algorithms.sarmasarkar.optim import newton_mle
@@ -55,16 +56,7 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
     V, V_inv = state[_V][r], state[_VINV][r]
     scores = state[_SCORES][r]
     K, d = X.shape
-    qmax = -1.0
-    for k in range(K):
-        q = 0.0
-        for i in range(d):
-            s = 0.0
-            for j in range(d):
-                s += V_inv[i, j] * X[k, j]
-            q += X[k, i] * s
-        scores[k] = q
-        qmax = max(qmax, q)
+    qmax = quadratic_forms(V_inv, X, scores)
     if qmax >= thr:
         state[_EXPL][r] = 1
         return argmax_ties(scores, rng)
