@@ -80,7 +80,7 @@ def shuffle_glm_matrix_spec(under_noised: float | None = None) -> AuditSpec:
         claimed_delta=float(claim.delta), sample=sample,
         neighbours=f"warm-up batch of n={n} users, user 1 holds x = e_1 vs x = e_2 (every arm), the others x = 0",
         statistic="V_11 - V_22 of the released warm-up matrix V (client randomize -> shuffler release -> server)",
-        n_samples=200_000,
+        n_samples=1_000_000,  # 200 000 misses the half-noise variant (audited 0.83 < 1)
         notes="; ".join(p for p in (
             f"ShuffleGLM at epsilon={AUDIT_EPSILON:g}, delta=1e-5 on d=2, T=64: the warm-up summation runs at "
             f"(epsilon/2, delta/2) with b={params.b}, g={params.g:.4g} (binomial noise std "
