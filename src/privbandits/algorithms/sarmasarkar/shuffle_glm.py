@@ -46,7 +46,7 @@ from privbandits.algorithms.sarmasarkar.shuffle_plan import ShufflePlan, batch_r
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.links import Link
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
-from privbandits.core.params import Delta, Epsilon, Int, Optional, Real
+from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Real
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy import cheu
@@ -95,11 +95,16 @@ class ShuffleGLMClient(Client):
         The public calibration.
     spec : EnvSpec
         The public problem description.
+    path : {"messages", "aggregate"}
+        ``P_GD`` rounds: one Cheu et al. message per user (reference), or the round's release
+        (per-label histogram) drawn directly by :func:`privbandits.privacy.cheu.aggregate_release`,
+        exact in distribution (a simulation shortcut that collapses the users and the shuffler).
     """
 
-    def __init__(self, plan: ShufflePlan, spec: EnvSpec) -> None:
+    def __init__(self, plan: ShufflePlan, spec: EnvSpec, path: str = "messages") -> None:
         self.plan = plan
         self.spec = spec
+        self.path = path
         self.widths = plan.width_coefficients()
         # devices of the open batch's users: their own (x, r), kept user-side for P_GD
         self._batch = -1
@@ -171,6 +176,10 @@ class ShuffleGLMClient(Client):
         mu = np.asarray(self.spec.link.mu(np.einsum("rnd,rd->rn", Xb, theta)), dtype=float)
         u = (mu - rb)[..., None] * Xb + (self.plan.lam_max / params.n) * theta[:, None, :]
         w, _ = cheu.encode_vectors(u, params.Delta)
+        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
+            release = cheu.aggregate_release(w, params, rng)
+            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(w.shape[0], params.n)},
+                                      mechanism=params.mechanism)]
         return cheu.randomize_users(w, params, rng)
 
 
@@ -197,7 +206,15 @@ class ShuffleGLMShuffler(Shuffler):
             raise TrustBoundaryError("the shuffler holds no messages")
         matrix = self._pending[0].mechanism == "cheu-matrix-sum"
         self._round = 0 if matrix else self._round + 1
-        batch = cheu.shuffle(self._pending, self.rng)
+        first = self._pending[0]
+        if "ones" in first.payload:  # aggregate path: the round's histogram, drawn exactly in distribution
+            if len(self._pending) != 1 or set(first.payload) != {"ones", "users"}:
+                raise TrustBoundaryError("an aggregate release must be the round's only message")
+            users = np.asarray(first["users"], dtype=np.int64)
+            batch = ShuffledBatch(payload={"ones": np.asarray(first["ones"], dtype=np.int64)},
+                                  mechanism=first.mechanism, n_users=int(users.reshape(-1)[0]))
+        else:
+            batch = cheu.shuffle(self._pending, self.rng)
         self._pending = []
         return dataclasses.replace(batch, round=self._round)
 
@@ -299,6 +316,10 @@ class ShuffleGLM(ShuffleAlgorithm):
         Failure probability in ``B_noise`` and the ``P_GD`` round count.
     max_iters : int
         Cap on the ``P_GD`` rounds of a batch.
+    path : {"messages", "aggregate"}
+        ``P_GD`` rounds through one message per user (reference) or through the exact-in-distribution
+        aggregate release (:class:`ShuffleGLMClient`); the design-matrix summations always use the
+        message path.
 
     Notes
     -----
@@ -319,15 +340,17 @@ class ShuffleGLM(ShuffleAlgorithm):
     settings: ClassVar[tuple[str, ...]] = ("single",)
     links: ClassVar[tuple[str, ...]] = ("logistic", "probit")
     constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta), "n_batches": Optional(Int(2, 20)),
-                             "zeta": Real(0.0, 1.0, low_open=True, high_open=True), "max_iters": Int(1, 100_000)}
-    test_params: ClassVar = ({"epsilon": 4.0}, {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20})
+                             "zeta": Real(0.0, 1.0, low_open=True, high_open=True), "max_iters": Int(1, 100_000),
+                             "path": Choice("messages", "aggregate")}
+    test_params: ClassVar = ({"epsilon": 4.0}, {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
+                             {"epsilon": 2.0, "path": "aggregate"})
 
     server: ShuffleGLMServer
     client: ShuffleGLMClient
     shuffler: ShuffleGLMShuffler
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, n_batches: int | None = None,
-                 zeta: float = 0.02, max_iters: int = 500) -> None:
+                 zeta: float = 0.02, max_iters: int = 500, path: str = "messages") -> None:
         pass
 
     def plan_for(self, spec: EnvSpec) -> ShufflePlan:
@@ -353,7 +376,7 @@ class ShuffleGLM(ShuffleAlgorithm):
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         super().reset(spec, replications, streams)
         self.plan = self.plan_for(spec)
-        self.client = ShuffleGLMClient(self.plan, spec)
+        self.client = ShuffleGLMClient(self.plan, spec, self.path)
         self.server = ShuffleGLMServer(self.plan, self.R)
         self.shuffler = ShuffleGLMShuffler(streams.shuffler)
         self._ends = set(self.plan.ends)
