@@ -326,3 +326,13 @@ def test_aggregate_release_has_the_message_paths_histogram_law() -> None:
         se = math.sqrt((via_messages[:, j].var() + direct[:, j].var()) / 4000)
         assert abs(diff) <= 4 * se
         assert ks_2samp(via_messages[:, j], direct[:, j]).pvalue > 1e-3
+
+
+def test_gamma_override_changes_the_policy_only() -> None:
+    spec = _spec(T=2000, d=3)
+    base, tuned = ShuffleGLM(epsilon=2.0), ShuffleGLM(epsilon=2.0, gamma=0.5)
+    assert tuned.plan_for(spec).gamma == 0.5 and base.plan_for(spec).gamma > 1.0
+    assert tuned.plan_for(spec).resolved["gamma_eq26"] == base.plan_for(spec).gamma
+    assert tuned.guarantee_for(spec) == base.guarantee_for(spec)
+    with pytest.raises(ValidationError, match="gamma"):
+        ShuffleGLM(gamma=0.0)

@@ -320,6 +320,9 @@ class ShuffleGLM(ShuffleAlgorithm):
         ``P_GD`` rounds through one message per user (reference) or through the exact-in-distribution
         aggregate release (:class:`ShuffleGLMClient`); the design-matrix summations always use the
         message path.
+    gamma : float, optional
+        Confidence radius; default eq. (26) with the practical constants (a hyperparameter, as in
+        Remark B.1: it changes the policy only, not the noise or the guarantee).
 
     Notes
     -----
@@ -341,7 +344,8 @@ class ShuffleGLM(ShuffleAlgorithm):
     links: ClassVar[tuple[str, ...]] = ("logistic", "probit")
     constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta), "n_batches": Optional(Int(2, 20)),
                              "zeta": Real(0.0, 1.0, low_open=True, high_open=True), "max_iters": Int(1, 100_000),
-                             "path": Choice("messages", "aggregate")}
+                             "path": Choice("messages", "aggregate"),
+                             "gamma": Optional(Real(0.0, None, low_open=True))}
     test_params: ClassVar = ({"epsilon": 4.0}, {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
                              {"epsilon": 2.0, "path": "aggregate"})
 
@@ -350,7 +354,8 @@ class ShuffleGLM(ShuffleAlgorithm):
     shuffler: ShuffleGLMShuffler
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, n_batches: int | None = None,
-                 zeta: float = 0.02, max_iters: int = 500, path: str = "messages") -> None:
+                 zeta: float = 0.02, max_iters: int = 500, path: str = "messages",
+                 gamma: float | None = None) -> None:
         pass
 
     def plan_for(self, spec: EnvSpec) -> ShufflePlan:
@@ -358,7 +363,7 @@ class ShuffleGLM(ShuffleAlgorithm):
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
         return shuffle_plan(T=spec.horizon, d=spec.d, epsilon=self.epsilon, delta=delta, link=spec.link,
                             S=spec.theta_bound, C_B=spec.context_bound, reward_range=spec.reward_range,
-                            M=self.n_batches, zeta=self.zeta, max_iters=self.max_iters)
+                            M=self.n_batches, zeta=self.zeta, max_iters=self.max_iters, gamma=self.gamma)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Plan and accounted guarantee (max over batches of the per-user zCDP level, BS conversion)."""

@@ -195,8 +195,12 @@ def batch_rho(plan: ShufflePlan, k: int) -> float:
 
 def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S: float, C_B: float,
                  reward_range: tuple[float, float], M: int | None = None, zeta: float = 0.02,
-                 max_iters: int = 500, design_factor: float = 2.0) -> ShufflePlan:
-    """The practical plan of Algorithm 1 on a problem (see the module docstring for the formulas)."""
+                 max_iters: int = 500, design_factor: float = 2.0, gamma: float | None = None) -> ShufflePlan:
+    """The practical plan of Algorithm 1 on a problem (see the module docstring for the formulas).
+
+    ``gamma`` overrides the confidence radius of eq. (26) (a hyperparameter, as in the paper's
+    Remark B.1); it changes only the policy, never the noise or the guarantee.
+    """
     T = check_int("T", T, 1)
     d = check_int("d", d, 1)
     S = check_positive("S", S)
@@ -218,7 +222,8 @@ def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S:
     lam = 1.0 + B_noise
     lam_max, lam_min = lam + B_noise, 1.0
     logT = math.log(max(T, 2))
-    gamma = r_hi * S * math.sqrt(logT + d) + r_hi * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
+    gamma_26 = r_hi * S * math.sqrt(logT + d) + r_hi * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
+    gamma = gamma_26 if gamma is None else check_positive("gamma", gamma)
     vector: list[SumParams | None] = []
     T_it, eta, L = [], [], []
     for k, n in enumerate(lengths):
@@ -236,7 +241,7 @@ def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S:
                                         conversion="bs"))
     resolved: dict[str, Any] = {
         "n_batches": len(lengths), "batch_lengths": lengths, "alpha": batch_exponent(T, M),
-        "rho_per_part": rho, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min, "gamma": gamma,
+        "rho_per_part": rho, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min, "gamma": gamma, "gamma_eq26": gamma_26,
         "kappa": kappa, "kappa_star": kappa_star, "B_noise": B_noise, "sigma_out": sigma_out,
         "matrix_b": [p.b for p in matrix], "matrix_g": [p.g for p in matrix],
         "matrix_noise_std": [p.binomial_noise_std for p in matrix],
