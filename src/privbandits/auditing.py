@@ -66,6 +66,7 @@ from privbandits.algorithms.base import (
 )
 from privbandits.algorithms.calibration import CalibrationWarning
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
+from privbandits.algorithms.sarmasarkar.shuffle_audit import AUDIT_EPSILON, shuffle_glm_matrix_spec
 from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.rng import make_streams
@@ -240,6 +241,10 @@ class ClientPathCase:
         messages most distinguishable (e.g. the iterate ``theta`` entering a gradient).
     description : str
         One line for ``privbandits audit --list``.
+    protocol : callable, optional
+        ``protocol(under_noised) -> AuditSpec``: for a shuffle algorithm whose single message has
+        no local claim, the audit of the protocol its shuffle claim is about, run through the
+        algorithm's own roles (replaces the per-message audit).
     """
 
     algorithm: str | Callable[..., Algorithm]
@@ -254,6 +259,7 @@ class ClientPathCase:
     public: Callable[[EnvSpec], Mapping[str, Any]] | None = None
     description: str = ""
     notes: str = field(default="")
+    protocol: Callable[[float | None], AuditSpec] | None = None
 
     @property
     def label(self) -> str:
@@ -453,6 +459,8 @@ def client_path_spec(case: ClientPathCase, under_noised: float | None = None, *,
     name : str, optional
         Base name (default ``client:<algorithm>``).
     """
+    if case.protocol is not None:
+        return case.protocol(under_noised)
     return _client_path_spec(case, factor_of(under_noised), name or f"client:{case.label}")
 
 
@@ -633,6 +641,10 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         "ldp-twopoint", {"epsilon": 1.0, "mechanism": "laplace"}, _convex, pairs=two_point_pairs,
         n_samples=200_000, n_pilot=10_000, batch=1 << 14,
         description="LDP-TwoPoint client with the Laplace mechanism (pure epsilon-LDP)"),
+    "client:shuffle-glm": ClientPathCase(
+        "shuffle-glm", {"epsilon": AUDIT_EPSILON}, _synthetic, protocol=shuffle_glm_matrix_spec,
+        description="ShuffleGLM (Sarmasarkar 2026, Alg. 1): warm-up x x^T summation through client, shuffler "
+                    "and server, at the summation's shuffle claim (one message has no local claim)"),
 }
 
 

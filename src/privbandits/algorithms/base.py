@@ -308,6 +308,14 @@ class Client(ABC):
     ) -> PrivatizedMessage:
         """Privatize the user's data with the local randomizer; the result is all that is sent."""
 
+    def respond(self, t: int, public: PublicState, rng: np.random.Generator) -> list[PrivatizedMessage]:
+        """Multi-round shuffle protocols: the users of the batch just released answer ``public``.
+
+        Called by the driver while :meth:`Server.wants_round` is true; the users' own data stay on
+        their devices (the client), one :class:`PrivatizedMessage` per user is returned.
+        """
+        raise NotImplementedError(f"{type(self).__name__} takes part in no multi-round protocol")
+
 
 class Server(ABC):
     """Server-side code of a local or shuffle algorithm: sees privatized messages only."""
@@ -323,6 +331,11 @@ class Server(ABC):
     def receive_batch(self, t: int, batch: ShuffledBatch) -> None:  # shuffle model
         """Incorporate a shuffled batch (shuffle model)."""
         raise NotImplementedError
+
+    def wants_round(self) -> bool:
+        """Shuffle model, multi-round protocols: True when the users of the batch just released must
+        answer the current public state once more (:meth:`Client.respond`); default False."""
+        return False
 
     def estimate(self) -> np.ndarray | None:
         """Current parameter estimate or None."""

@@ -90,12 +90,15 @@ class ShuffledBatch:
     """A batch of messages after a uniform random permutation per replication.
 
     ``payload[k]`` has shape ``(R, n, ...)``: the ``n`` messages of the batch in shuffled order;
-    nothing links position ``j`` to the user who sent it.
+    nothing links position ``j`` to the user who sent it.  ``round`` numbers the releases of a
+    multi-round protocol over the same users (0: the users' first report, see
+    :meth:`privbandits.algorithms.base.Server.wants_round`).
     """
 
     payload: Mapping[str, np.ndarray]
     mechanism: str
     n_users: int = field(default=0)
+    round: int = field(default=0)
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.payload[key]

@@ -6,7 +6,9 @@
   only the :class:`PrivatizedMessage` (checked every round).
 * :class:`~privbandits.algorithms.base.ShuffleAlgorithm`: as local, but the shuffler role
   assigns, collects and, when the batch closes, releases a uniformly permuted
-  :class:`ShuffledBatch` to the server.
+  :class:`ShuffledBatch` to the server; while the server wants another round of a multi-round
+  protocol (``Server.wants_round``), the batch's users answer the public state
+  (``Client.respond``) through the shuffler again.
 """
 
 from __future__ import annotations
@@ -89,6 +91,10 @@ def _drive_shuffle(alg: ShuffleAlgorithm, env: Environment, T: int, rec: Recorde
         shuffler.collect(t, _check_message(client.randomize(t, mine, X, a, r, rng_client)))
         if alg.batch_ends(t) or t == T - 1:
             server.receive_batch(t, shuffler.release(t))
+            while server.wants_round():  # multi-round protocol over the same batch of users
+                for msg in client.respond(t, _check_public(server.public_state()), rng_client):
+                    shuffler.collect(t, _check_message(msg))
+                server.receive_batch(t, shuffler.release(t))
             public = _check_public(server.public_state())
         rec.record(t, reg, r)
         tick(t + 1)

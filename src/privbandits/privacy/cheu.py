@@ -63,6 +63,7 @@ __all__ = [
     "CHEU_MAX_EPSILON",
     "ShuffleSumResult",
     "SumParams",
+    "aggregate_release",
     "aggregate_sum",
     "analyze",
     "analyzer_variance",
@@ -748,6 +749,31 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     gamma2 = binomial_bit_counts(np.zeros((R, params.n_labels)), params.g, params.n * params.b, params.p,
                                  params.Delta, rng)
     return _debias(x_hat + gamma2, params)
+
+
+def aggregate_release(w: np.ndarray, params: SumParams, rng: np.random.Generator) -> ShuffledBatch:
+    """The shuffler's release drawn directly: the per-label histogram of ones, exact in distribution.
+
+    As :func:`aggregate_sum` (rounding per user, one ``Binomial(n b, p)`` per label, the compiled
+    samplers of the message path) but returning what :func:`shuffle` releases for the count
+    encoding, so the analyzer (:func:`analyze`) runs unchanged.
+
+    Parameters
+    ----------
+    w : ndarray of shape (R, n, n_labels)
+    params : SumParams
+    rng : Generator
+        Client noise stream.
+    """
+    w = _check_w(w, params, 2)
+    if w.shape[1] != params.n:
+        raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
+    u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
+    x_hat = randomized_rounding(u, rng).sum(axis=1)
+    gamma2 = binomial_bit_counts(np.zeros((w.shape[0], params.n_labels)), params.g, params.n * params.b, params.p,
+                                 params.Delta, rng)
+    ones = np.rint(x_hat + gamma2).astype(np.int64)
+    return ShuffledBatch(payload=_frozen_payload({"ones": ones}), mechanism=params.mechanism, n_users=params.n)
 
 
 def analyzer_variance(w: np.ndarray, params: SumParams) -> np.ndarray:

@@ -1,0 +1,391 @@
+"""ShuffleGLM: Algorithm 1 of Sarmasarkar (2026), stochastic contexts, (epsilon, delta)-shuffle DP.
+
+Roles (the documentation's Concepts: trust models):
+
+* **client** (:class:`ShuffleGLMClient`, one per user, on the device): from the published policy
+  (``V``, ``H_j``, ``theta_hat_j``) eliminates arms with the UCB/LCB rule (lines 11-12), scales the
+  survivors by ``sqrt(mu'(x^T theta_hat_1) / beta(x))`` (eqs. 10-11), draws from the G-optimal design
+  of the (scaled) arms and plays the unscaled arm; sends ``R2(w_t x_t x_t^T)`` of the Cheu et al.
+  matrix summation (:func:`privbandits.privacy.cheu.local_randomizer`, compiled binomial sampler).
+  Its ``(x_t, r_t)`` stays on the device while its batch's ``P_GD`` runs: in every ``P_GD`` round the
+  user answers the published iterate ``theta_s`` with ``R1`` of its clipped gradient
+  (:meth:`ShuffleGLMClient.respond`).  :class:`ShuffleGLMClient` holds the devices of the users of
+  the open batch; their data are dropped when the next batch starts.
+* **shuffler** (:class:`ShuffleGLMShuffler`): releases only the multiset of all users' labelled
+  bits (:func:`privbandits.privacy.cheu.shuffle`: the per-label histogram), never a per-user message.
+* **server** (:class:`ShuffleGLMServer`, untrusted): analyzes each released batch
+  (:func:`privbandits.privacy.cheu.analyze`), forms ``V`` / ``H_k`` (plus ``lambda I``), runs the
+  projected gradient descent of ``P_GD`` on the analyzed gradient sums and publishes the batch's
+  policy.
+
+Multi-round protocol.  ``P_GD`` (Algorithm 7) asks the *same* users of a batch for ``T_it`` more
+messages.  The reference driver supports this through :meth:`Server.wants_round` and
+:meth:`Client.respond`: after a batch's release, while the server wants another round, the driver
+broadcasts the server's public state to the batch's users (``respond``), passes their messages
+through the shuffler and hands the release to the server.  The server never holds a client, a
+user's data or a per-user message.
+
+References
+----------
+Sarmasarkar (2026), arXiv 2602.00417, Algorithm 1, eqs. (6)-(13), Lemma 4.3, Appendix T
+(Algorithms 4-7); Cheu, Joseph, Mao & Peng (2022); Sawarni et al. (2024) (B-GLinCB).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import numpy as np
+
+from privbandits.algorithms.base import Client, Server, ShuffleAlgorithm, Shuffler
+from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.design import g_optimal_design
+from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar.shuffle_plan import ShufflePlan, batch_rho, shuffle_plan
+from privbandits.core.errors import TrustBoundaryError, ValidationError
+from privbandits.core.links import Link
+from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Real
+from privbandits.core.rng import Streams
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy import cheu
+from privbandits.privacy.accounting import ZCDP, to_guarantee
+from privbandits.privacy.inputs import check_client_inputs
+
+__all__ = ["ShuffleGLM", "ShuffleGLMClient", "ShuffleGLMServer", "ShuffleGLMShuffler", "eliminate", "scale_weights"]
+
+#: Eigenvalue floor applied to released matrices before inversion (post-processing).
+EIG_FLOOR = 1e-6
+
+
+def _norms_sq(X: np.ndarray, Minv: np.ndarray) -> np.ndarray:
+    return np.maximum(np.einsum("kd,de,ke->k", X, Minv, X), 0.0)
+
+
+def eliminate(X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list[float], n_policies: int) -> np.ndarray:
+    """Sequential elimination of Algorithm 1, lines 11-12: the surviving arms (boolean mask).
+
+    For ``j = 1 .. n_policies``: drop ``x`` with ``UCB_j(x) < max_{y in A} LCB_j(y)`` (over the
+    already-reduced ``A``), ``UCB_j / LCB_j = <x, theta_hat_j> +/- widths[j] ||x||_{M_j^{-1}}``.
+    The maximiser of ``LCB_j`` always survives, so the mask is never empty.
+    """
+    alive = np.ones(X.shape[0], dtype=bool)
+    for j in range(n_policies):
+        mean = X @ thetas[j]
+        wid = widths[j] * np.sqrt(_norms_sq(X, Minvs[j]))
+        best = float(np.max((mean - wid)[alive]))
+        alive &= mean + wid >= best
+    return alive
+
+
+def scale_weights(X: np.ndarray, theta1: np.ndarray, Vinv: np.ndarray, plan: ShufflePlan, link: Link) -> np.ndarray:
+    """``w(x) = min(mu'(<x, theta_hat_1>) / beta(x), 1/kappa*)``, ``beta(x) = exp(R min(2S, gamma sqrt(kappa) ||x||_{V^-1}))``
+    (eqs. 10-11; the clip makes the matrix sensitivity ``1/kappa*`` deterministic)."""
+    beta = np.exp(plan.R * np.minimum(2.0 * plan.S, plan.gamma * np.sqrt(plan.kappa) * np.sqrt(_norms_sq(X, Vinv))))
+    return np.minimum(np.asarray(link.dmu(X @ theta1), dtype=float) / beta, 1.0 / plan.kappa_star)
+
+
+class ShuffleGLMClient(Client):
+    """User side of Algorithm 1: choose, randomize ``w_t x_t x_t^T``, answer ``P_GD`` rounds.
+
+    Parameters
+    ----------
+    plan : ShufflePlan
+        The public calibration.
+    spec : EnvSpec
+        The public problem description.
+    path : {"messages", "aggregate"}
+        ``P_GD`` rounds: one Cheu et al. message per user (reference), or the round's release
+        (per-label histogram) drawn directly by :func:`privbandits.privacy.cheu.aggregate_release`,
+        exact in distribution (a simulation shortcut that collapses the users and the shuffler).
+    """
+
+    def __init__(self, plan: ShufflePlan, spec: EnvSpec, path: str = "messages") -> None:
+        self.plan = plan
+        self.spec = spec
+        self.path = path
+        self.widths = plan.width_coefficients()
+        # devices of the open batch's users: their own (x, r), kept user-side for P_GD
+        self._batch = -1
+        self._x: list[np.ndarray] = []
+        self._r: list[np.ndarray] = []
+
+    @staticmethod
+    def _batch_of(public: PublicState) -> int:
+        k = np.asarray(public["batch"], dtype=np.int64)
+        if k.size == 0 or np.any(k != k.reshape(-1)[0]):
+            raise ValidationError("every replication follows the same public batch schedule")
+        return int(k.reshape(-1)[0])
+
+    def candidates(self, public: PublicState, X: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the arms surviving elimination and the arms the design is computed on."""
+        k = self._batch_of(public)
+        if k == 0:
+            return np.arange(X.shape[0]), X
+        thetas, Minvs = np.asarray(public["theta"])[r], np.asarray(public["Minv"])[r]
+        idx = np.flatnonzero(eliminate(X, thetas, Minvs, self.widths, k))
+        w = scale_weights(X[idx], thetas[0], Minvs[0], self.plan, self.spec.link)
+        return idx, np.sqrt(w)[:, None] * X[idx]
+
+    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Draw ``x_t ~ pi^G`` on the (scaled, surviving) arms; returns the unscaled arm's index."""
+        X = np.asarray(contexts, dtype=float)
+        out = np.empty(X.shape[0], dtype=np.int64)
+        for r in range(X.shape[0]):
+            idx, Z = self.candidates(public, X[r], r)
+            pi = g_optimal_design(Z, factor=self.plan.design_factor, init="uniform", prune=False).pi
+            i = int(np.searchsorted(np.cumsum(pi), rng.random() * pi.sum(), side="right"))
+            out[r] = idx[min(i, idx.size - 1)]
+        return out
+
+    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+        """``R2(w_t x_t x_t^T)`` (Algorithm 1, lines 4 and 15-16); keeps ``(x_t, clip(r_t))`` on the device."""
+        X = np.asarray(contexts, dtype=float)
+        y = np.asarray(rewards, dtype=float)
+        check_client_inputs(X, y, self.spec.context_bound)
+        a = np.asarray(actions, dtype=np.int64)
+        x = X[np.arange(X.shape[0]), a]
+        y = np.clip(y, self.plan.r_lo, self.plan.r_hi)
+        k = self._batch_of(public)
+        if k != self._batch:  # a new batch: the previous batch's users are done
+            self._batch, self._x, self._r = k, [], []
+        self._x.append(x)
+        self._r.append(y)
+        params = self.plan.matrix[k]
+        if k == 0:
+            weight = np.ones(x.shape[0])
+        else:
+            theta1, Vinv = np.asarray(public["theta"])[:, 0], np.asarray(public["Minv"])[:, 0]
+            weight = np.array([scale_weights(x[r : r + 1], theta1[r], Vinv[r], self.plan, self.spec.link)[0]
+                               for r in range(x.shape[0])])
+        w, _ = cheu.encode_rank_one(x, weight, params.Delta)
+        return cheu.local_randomizer(w, params, rng)
+
+    def respond(self, t: int, public: PublicState, rng: np.random.Generator) -> list[PrivatizedMessage]:
+        """One ``P_GD`` round (Algorithm 7, lines 6-8): each user of the batch sends ``R1`` of
+        ``clip_L((mu(<x_i, theta_s>) - r_i) x_i + (lambda_max / n) theta_s)``."""
+        k = int(np.asarray(public["gd_batch"]).reshape(-1)[0])
+        params = self.plan.vector[k]
+        if k != self._batch or params is None or len(self._x) != params.n:
+            raise TrustBoundaryError(f"a P_GD round for batch {k} reached users who are not that batch's")
+        theta = np.asarray(public["theta_gd"], dtype=float)  # (R, d)
+        Xb = np.stack(self._x, axis=1)  # (R, n, d)
+        rb = np.stack(self._r, axis=1)  # (R, n)
+        mu = np.asarray(self.spec.link.mu(np.einsum("rnd,rd->rn", Xb, theta)), dtype=float)
+        u = (mu - rb)[..., None] * Xb + (self.plan.lam_max / params.n) * theta[:, None, :]
+        w, _ = cheu.encode_vectors(u, params.Delta)
+        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
+            release = cheu.aggregate_release(w, params, rng)
+            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(w.shape[0], params.n)},
+                                      mechanism=params.mechanism)]
+        return cheu.randomize_users(w, params, rng)
+
+
+class ShuffleGLMShuffler(Shuffler):
+    """The shuffler of Algorithm 1: releases the multiset of the batch's labelled bits only.
+
+    Each release carries its protocol round (``0``: the batch's matrix summation; ``s >= 1``: the
+    ``s``-th ``P_GD`` round of the same users).
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        super().__init__(rng)
+        self._round = 0
+
+    def collect(self, t: int, message: object) -> None:
+        """Hold a message of the Cheu et al. summation (no other randomizer is accepted)."""
+        if isinstance(message, PrivatizedMessage) and not message.mechanism.startswith("cheu-"):
+            raise TrustBoundaryError(f"expected a Cheu et al. summation message, got {message.mechanism!r}")
+        super().collect(t, message)
+
+    def release(self, t: int) -> ShuffledBatch:
+        """:func:`privbandits.privacy.cheu.shuffle` of the pending messages (the per-label histogram)."""
+        if not self._pending:
+            raise TrustBoundaryError("the shuffler holds no messages")
+        matrix = self._pending[0].mechanism == "cheu-matrix-sum"
+        self._round = 0 if matrix else self._round + 1
+        first = self._pending[0]
+        if "ones" in first.payload:  # aggregate path: the round's histogram, drawn exactly in distribution
+            if len(self._pending) != 1 or set(first.payload) != {"ones", "users"}:
+                raise TrustBoundaryError("an aggregate release must be the round's only message")
+            users = np.asarray(first["users"], dtype=np.int64)
+            batch = ShuffledBatch(payload={"ones": np.asarray(first["ones"], dtype=np.int64)},
+                                  mechanism=first.mechanism, n_users=int(users.reshape(-1)[0]))
+        else:
+            batch = cheu.shuffle(self._pending, self.rng)
+        self._pending = []
+        return dataclasses.replace(batch, round=self._round)
+
+
+class ShuffleGLMServer(Server):
+    """Untrusted analyzer and learner of Algorithm 1 (lines 5-7 and 17-19): sees shuffled batches only."""
+
+    def __init__(self, plan: ShufflePlan, R: int) -> None:
+        self.plan = plan
+        self.R = R
+        d, M = plan.d, plan.n_batches
+        self.k = 0  # batch being collected
+        self.theta = np.zeros((R, M, d))  # published theta_hat_j
+        self.Minv = np.broadcast_to(np.eye(d), (R, M, d, d)).copy()  # published (floored) inverses
+        self.matrices: list[np.ndarray] = []  # V, H_2, ...: the released noisy matrices (+ lambda I)
+        self.floor_active = 0
+        self.published = 0  # number of published estimates theta_hat_j
+        self.gd_round = 0  # P_GD rounds done for batch k (running when > 0 or just started)
+        self._gd = False
+        self._theta_gd = np.zeros((R, d))
+        self._avg = np.zeros((R, d))
+        self.received: list[tuple[str, int, int]] = []  # (mechanism, round, n_users)
+
+    def public_state(self) -> PublicState:
+        """Batch index, published policies and (during ``P_GD``) the iterate ``theta_s``."""
+        R = self.R
+        return PublicState({"batch": np.full(R, self.k, dtype=np.int64), "theta": self.theta, "Minv": self.Minv,
+                            "gd_batch": np.full(R, self.k, dtype=np.int64), "theta_gd": self._theta_gd})
+
+    def wants_round(self) -> bool:
+        """True while the open batch's ``P_GD`` needs another round of its users' messages."""
+        return self._gd
+
+    def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
+        """Analyze a release: the batch's matrix sum, or one ``P_GD`` round's gradient sum."""
+        if not isinstance(batch, ShuffledBatch):
+            raise TrustBoundaryError(f"the server only accepts a ShuffledBatch, got {type(batch).__name__}")
+        if self.k >= self.plan.n_batches:
+            raise TrustBoundaryError("a batch arrived after the last scheduled batch")
+        self.received.append((batch.mechanism, batch.round, batch.n_users))
+        if self._gd:
+            self._gd_step(batch)
+        else:
+            self._matrix(batch)
+
+    def _matrix(self, batch: ShuffledBatch) -> None:
+        p = self.plan
+        params = p.matrix[self.k]
+        o = cheu.upper_to_symmetric(cheu.analyze(batch, params), p.d) + p.lam * np.eye(p.d)
+        self.matrices.append(o)
+        vals, vecs = np.linalg.eigh(o)
+        self.floor_active += int(np.count_nonzero(vals.min(axis=1) < EIG_FLOOR))
+        vals = np.maximum(vals, EIG_FLOOR)
+        self.Minv[:, self.k] = np.einsum("rij,rj,rkj->rik", vecs, 1.0 / vals, vecs)
+        if p.vector[self.k] is None:
+            self.k += 1
+            return
+        self._gd, self.gd_round = True, 0
+        self._theta_gd = np.zeros((self.R, p.d))
+        self._avg = np.zeros((self.R, p.d))
+
+    def _gd_step(self, batch: ShuffledBatch) -> None:
+        """``theta_(s+1) = Pi_ball(S)(theta_s - eta s_s / n)``; after ``T_it`` rounds publish the average."""
+        p = self.plan
+        params = p.vector[self.k]
+        assert params is not None
+        s = cheu.analyze(batch, params)
+        self._avg += self._theta_gd
+        step = self._theta_gd - p.eta[self.k] * s / params.n
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        self._theta_gd = step * np.minimum(1.0, p.S / np.maximum(norm, 1e-300))
+        self.gd_round += 1
+        if self.gd_round == p.T_it[self.k]:
+            self.theta[:, self.k] = self._avg / p.T_it[self.k]
+            self.published = self.k + 1
+            self._gd = False
+            self.k += 1
+
+    def estimate(self) -> np.ndarray | None:
+        """The latest published ``theta_hat`` (None before the warm-up's ``P_GD`` ends)."""
+        if self.published == 0:
+            return None
+        return self.theta[:, self.published - 1].copy()
+
+
+@register
+class ShuffleGLM(ShuffleAlgorithm):
+    """ShuffleGLM (Sarmasarkar 2026, Algorithm 1): batched GLM elimination, (epsilon, delta)-shuffle DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy target per user (every user belongs to one batch).
+    delta : float, optional
+        Default ``1 / T``.
+    n_batches : int, optional
+        ``M``; default ``max(2, ceil(log2 log2 T))``.
+    zeta : float
+        Failure probability in ``B_noise`` and the ``P_GD`` round count.
+    max_iters : int
+        Cap on the ``P_GD`` rounds of a batch.
+    path : {"messages", "aggregate"}
+        ``P_GD`` rounds through one message per user (reference) or through the exact-in-distribution
+        aggregate release (:class:`ShuffleGLMClient`); the design-matrix summations always use the
+        message path.
+    gamma : float, optional
+        Confidence radius; default eq. (26) with the practical constants (a hyperparameter, as in
+        Remark B.1: it changes the policy only, not the noise or the guarantee).
+
+    Notes
+    -----
+    Practical constants (warm-up length, ``lambda``, ``gamma``, calibrated binomial noise) as in
+    :mod:`privbandits.algorithms.sarmasarkar.shuffle_plan`.  The guarantee is the zCDP level of the
+    binomial noise actually drawn, treated as Gaussian of the same variance (approximate: the
+    Cheu et al. theorem needs the far larger ``b`` of eq. 122), composed over the matrix sum and
+    the ``P_GD`` rounds of a user's batch and converted with Bun-Steinke.
+
+    References
+    ----------
+    Sarmasarkar (2026), arXiv 2602.00417, Algorithm 1 and Appendix T.
+    """
+
+    name = "shuffle-glm"
+    trust_model = "shuffle"
+    paper = "Sarmasarkar 2026 (Alg. 1)"
+    settings: ClassVar[tuple[str, ...]] = ("single",)
+    links: ClassVar[tuple[str, ...]] = ("logistic", "probit")
+    constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta), "n_batches": Optional(Int(2, 20)),
+                             "zeta": Real(0.0, 1.0, low_open=True, high_open=True), "max_iters": Int(1, 100_000),
+                             "path": Choice("messages", "aggregate"),
+                             "gamma": Optional(Real(0.0, None, low_open=True))}
+    test_params: ClassVar = ({"epsilon": 4.0}, {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
+                             {"epsilon": 2.0, "path": "aggregate"})
+
+    server: ShuffleGLMServer
+    client: ShuffleGLMClient
+    shuffler: ShuffleGLMShuffler
+
+    def __init__(self, epsilon: float = 1.0, delta: float | None = None, n_batches: int | None = None,
+                 zeta: float = 0.02, max_iters: int = 500, path: str = "messages",
+                 gamma: float | None = None) -> None:
+        pass
+
+    def plan_for(self, spec: EnvSpec) -> ShufflePlan:
+        """The public plan on problem ``spec``."""
+        delta = 1.0 / spec.horizon if self.delta is None else self.delta
+        return shuffle_plan(T=spec.horizon, d=spec.d, epsilon=self.epsilon, delta=delta, link=spec.link,
+                            S=spec.theta_bound, C_B=spec.context_bound, reward_range=spec.reward_range,
+                            M=self.n_batches, zeta=self.zeta, max_iters=self.max_iters, gamma=self.gamma)
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Plan and accounted guarantee (max over batches of the per-user zCDP level, BS conversion)."""
+        plan = self.plan_for(spec)
+        delta = 1.0 / spec.horizon if self.delta is None else self.delta
+        rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
+        notes = (f"Sarmasarkar (2026) Alg. 1: per batch the Cheu et al. matrix sum and {plan.T_it} P_GD rounds, "
+                 "calibrated binomial noise treated as Gaussian of its variance (APPROXIMATE: not the Cheu et al. "
+                 f"theorem); per-user rho by batch {[round(r, 6) for r in rhos]}, batches disjoint (max)")
+        g = dataclasses.replace(to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs"),
+                                approximate=True)
+        resolved = {**plan.resolved, "delta": delta, "rho_by_batch": rhos}
+        return Calibration(g, resolved, preset="strict", requested=(self.epsilon, delta))
+
+    def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
+        super().reset(spec, replications, streams)
+        self.plan = self.plan_for(spec)
+        self.client = ShuffleGLMClient(self.plan, spec, self.path)
+        self.server = ShuffleGLMServer(self.plan, self.R)
+        self.shuffler = ShuffleGLMShuffler(streams.shuffler)
+        self._ends = set(self.plan.ends)
+
+    def batch_ends(self, t: int) -> bool:
+        """True at the last round of each scheduled batch."""
+        return t + 1 in self._ends
