@@ -3,7 +3,7 @@
 Zheng, Cai, Huang, Li & Wang (2020), sections 3.1-3.2: each round the server queries one point
 (one-point feedback, Algorithm 1 with FKM) or two points (Algorithm 2 / 4) of a convex set ``X``,
 and user ``t`` observes its own convex loss ``f_t`` there.  This environment kind extends the
-library's environments in the smallest way (DESIGN sections 2-4 unchanged otherwise):
+library's environments in the smallest way (the trust boundary, contract and randomness conventions unchanged otherwise):
 
 * an *action* is a point: the drivers pass ``(R, k, d)`` arrays of the ``k`` points queried in the
   round (:func:`privbandits.engine.convex.drive_convex`), and :meth:`ConvexLossEnv.step` returns
