@@ -76,7 +76,8 @@ def _start(cfg: Path, db: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
-def _wait_for_rows(proc: subprocess.Popen[bytes], db: Path, n: int, timeout: float = 60.0) -> None:
+def _wait_for_rows(proc: subprocess.Popen[bytes], db: Path, n: int, timeout: float = 300.0) -> None:
+    # generous: the workers may first compile the algorithms on a cold cache of a loaded machine
     deadline = time.monotonic() + timeout
     while _count(db) < n:
         if proc.poll() is not None:
