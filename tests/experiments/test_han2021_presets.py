@@ -216,7 +216,8 @@ def test_quick_variant_via_cli(name: str, tmp_path: Path) -> None:
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "claimed order (epsilon=1)" in res.stdout and "claimed order (epsilon=5)" in res.stdout
+    assert "(epsilon=1): " in res.stdout and "(epsilon=5): " in res.stdout  # claims checked per epsilon
+    assert all(line.startswith("claim ") for line in res.stdout.splitlines() if "(epsilon=5): " in line)
     for f in ("regret.png", "regret.pdf", "report.md"):
         assert (out / f).stat().st_size > 0
     assert "Horizon T = 10000, 3 replications" in (out / "report.md").read_text()
