@@ -173,7 +173,8 @@ def test_inverse_gap_weighting(seed: int, A: int, gamma: float) -> None:
     assert p[np.argmax(s)] >= 1.0 / A - 1e-12
     np.testing.assert_allclose(igw_probabilities(s, 0.0), np.full(A, 1.0 / A))
     if A > 1:
-        assert igw_probabilities(s, 1e12)[np.argmax(s)] > 1 - 1e-9
+        gap = np.sort(s)[-1] - np.sort(s)[-2]  # every other arm has p = 1 / (A + gamma gap_a) <= 1 / (A + gamma gap)
+        assert igw_probabilities(s, 1e12)[np.argmax(s)] >= 1 - (A - 1) / (A + 1e12 * gap) - 1e-12
 
 
 def test_squarecb_learns_on_a_linear_bandit() -> None:
