@@ -351,3 +351,81 @@ def test_with_a_hand_set_gamma_it_learns_and_regret_falls_as_epsilon_grows() -> 
     # same seed = same instances: paired differences, one-sided 2-standard-error bound (2.3 % level)
     diff = strong - weak
     assert diff.mean() > 2 * diff.std(ddof=1) / math.sqrt(diff.size), (strong, weak)
+
+
+# -- theory mode (the paper's literal constants) ---------------------------------------------------
+def test_theory_constants_are_the_papers_formulas() -> None:
+    from privbandits.algorithms.sarmasarkar.shuffle_plan import theory_constants
+
+    T, d, M, eps, delta, R, S, kappa, ks = 5000, 3, 4, 4.0, 1e-3, 1.0, 2.0, 18.52, math.sqrt(2 * math.pi)
+    c = theory_constants(T=T, d=d, M=M, epsilon=eps, delta=delta, R=R, S=S, kappa=kappa, kappa_star=ks)
+    sigma = 8 * R * math.log(d * d / delta) / (ks * eps)  # eq. (22) with the constant 8 of eq. (23)
+    lam = 20 * d * R * math.log(T) + sigma * (2 * math.sqrt(math.log(2 * d * M * T / delta)) + 4 * math.sqrt(d))
+    spread = sigma * (4 * math.sqrt(d) + 2 * math.sqrt(math.log(2 * M * T / delta)))
+    nu = R * S**2 / eps * math.sqrt(d * math.log(T * d / delta) ** 3)
+    gamma = (24 * R * S * math.sqrt(math.log(T) + d) + R * (math.log(T) + d) / math.sqrt(lam - spread)
+             + 2 * S * math.sqrt(lam + spread) + math.sqrt(4 * R * S * nu))  # eq. (26)
+    alpha = T ** (1 / (2 * (1 - 2 ** (-M + 1))))
+    B1 = (math.sqrt(kappa) * math.exp(3 * S) * d**2 * gamma**2 * alpha / S) ** (2 / 3)  # eq. (6)
+    assert c == pytest.approx({"sigma_tilde": sigma, "nu": nu, "lambda": lam, "lambda_max": lam + spread,
+                               "lambda_min": lam - spread, "gamma": gamma, "B1": B1}, rel=1e-12)
+    assert c["lambda_min"] >= 20 * d * R * math.log(T)  # the condition of Theorem F.1
+    assert B1 > T  # the literal warm-up outlasts any simulated horizon
+
+
+def test_theory_pgd_rounds_match_the_spec_numbers() -> None:
+    """Spec O-1: Algorithm 7 at n = 1000, d = 5, eps = 0.5, delta = 0.005, and the bisection fallback."""
+    from privbandits.algorithms.sarmasarkar.shuffle_plan import pgd_theory_rounds
+
+    T_it, e_it, d_it, slack = pgd_theory_rounds(1000, 5, 0.5, 0.005, 10**9)
+    assert T_it == 18 and e_it == pytest.approx(0.0181017, rel=1e-4) and d_it == pytest.approx(2.63158e-4, rel=1e-4)
+    assert T_it * d_it + slack == pytest.approx(0.005, rel=1e-12)
+    assert pgd_theory_rounds(10**4, 5, 0.5, 0.005, 10**9)[0] == 1194
+    T6, e6, d6, s6 = pgd_theory_rounds(10**6, 5, 0.5, 0.005, 10**9)
+    assert T6 == 5_618_176 and e6 == pytest.approx(3.22917e-5, rel=1e-4)  # Alg. 7's 3.24010e-5 would compose to 0.5017
+    composed = math.sqrt(2 * T6 * math.log(1 / s6)) * e6 + T6 * e6 * math.expm1(e6)
+    assert composed == pytest.approx(0.5, rel=1e-9) and composed <= 0.5
+    assert pgd_theory_rounds(10**4, 5, 0.5, 0.005, 40)[0] == 40  # max_iters caps the count
+
+
+def test_theory_plan_uses_eq_122_and_its_guarantee_is_computed_from_the_noise() -> None:
+    from privbandits.algorithms.sarmasarkar.shuffle_plan import plan_guarantee
+    from privbandits.privacy.accounting import ApproxDP, compose_advanced
+
+    eps, delta = 2.0, 1e-4
+    kw = {"T": 6000, "d": 2, "epsilon": eps, "delta": delta, "link": get_link("logistic"), "S": 1.0, "C_B": 1.0,
+          "reward_range": (0.0, 1.0), "mode": "theory", "max_iters": 30}
+    assert shuffle_plan(**kw).lengths == [6000]  # eq. (6): the whole run is warm-up
+    plan = shuffle_plan(**kw, warmup=400)
+    assert len(plan.lengths) >= 2 and plan.lengths[0] == 400
+    worst = 0.0
+    for k, n in enumerate(plan.lengths):
+        m = plan.matrix[k]
+        ref = cheu.theory_params(n, 2, eps / 2, delta / 2, 1.0 if k == 0 else 1.0 / plan.kappa_star, kind="matrix")
+        assert (m.mode, m.b, m.g) == ("theory", ref.b, ref.g)
+        e_k = m.guarantee().epsilon
+        v = plan.vector[k]
+        if v is not None:
+            assert v.mode == "theory" and v.Delta == pytest.approx(1.0 + 1.0 + plan.lam_max / n)  # RS + S + S lam/n
+            assert plan.eta[k] == pytest.approx(2.0 / math.sqrt(plan.T_it[k]))  # 2S / (R S sqrt(T_it))
+            e_k += compose_advanced(ApproxDP(v.guarantee().epsilon, v.delta), plan.T_it[k], plan.pgd_slack[k]).epsilon
+        worst = max(worst, e_k)
+    g, by_batch = plan_guarantee(plan, delta)
+    assert g.epsilon == pytest.approx(worst, rel=1e-12) and max(by_batch) == pytest.approx(worst, rel=1e-12)
+    assert not g.approximate and g.delta <= delta * (1 + 1e-9)
+    # eq. (122) at the literal d certifies the d(d+1)/2-dimensional sum only slightly above eps/2
+    assert eps / 2 < plan.matrix[0].theorem_epsilon() < 1.2 * eps / 2
+    with pytest.raises(ValidationError, match="epsilon"):
+        shuffle_plan(**{**kw, "epsilon": 40.0})
+
+
+def test_theory_mode_runs_end_to_end_with_its_accounted_guarantee() -> None:
+    env = pb.SyntheticEnv(d=2, K=4, link="probit", theta_norm=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        alg = ShuffleGLM(epsilon=2.0, delta=1e-3, mode="theory")
+        res = pb.simulate(alg, env, horizon=300, replications=2, seed=3, engine="reference")
+    g = alg.calibration.guarantee
+    assert not g.approximate and g.model == "shuffle" and "theory constants" in g.notes
+    assert g.epsilon == pytest.approx(alg.plan.matrix[0].theorem_epsilon(), rel=1e-12)  # one batch: the warm-up sum
+    assert alg.plan.lengths == [300] and res.final_regret.shape == (2,)

@@ -42,7 +42,7 @@ from privbandits.algorithms.base import Client, Server, ShuffleAlgorithm, Shuffl
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.design import g_optimal_design
 from privbandits.algorithms.registry import register
-from privbandits.algorithms.sarmasarkar.shuffle_plan import ShufflePlan, batch_rho, shuffle_plan
+from privbandits.algorithms.sarmasarkar.shuffle_plan import MODES, ShufflePlan, plan_guarantee, shuffle_plan
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.links import Link
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
@@ -50,7 +50,6 @@ from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Real
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy import cheu
-from privbandits.privacy.accounting import ZCDP, to_guarantee
 from privbandits.privacy.inputs import check_client_inputs
 
 __all__ = ["ShuffleGLM", "ShuffleGLMClient", "ShuffleGLMServer", "ShuffleGLMShuffler", "eliminate", "scale_weights"]
@@ -321,16 +320,23 @@ class ShuffleGLM(ShuffleAlgorithm):
         aggregate release (:class:`ShuffleGLMClient`); the design-matrix summations always use the
         message path.
     gamma : float, optional
-        Confidence radius; default eq. (26) with the practical constants (a hyperparameter, as in
+        Confidence radius; default eq. (26) with the mode's constants (a hyperparameter, as in
         Remark B.1: it changes the policy only, not the noise or the guarantee).
+    mode : {"practical", "theory"}
+        ``practical``: the practical constants (warm-up length, ``lambda``, ``gamma``, calibrated
+        binomial noise); ``theory``: the paper's literal constants (eqs. 6, 20-26, 122, Algorithm 7),
+        privacy-correct by Lemmas T.1-T.2 but noise-dominated at any simulated horizon (the warm-up
+        of eq. 6 usually covers the whole run).  Both in
+        :mod:`privbandits.algorithms.sarmasarkar.shuffle_plan`.
 
     Notes
     -----
-    Practical constants (warm-up length, ``lambda``, ``gamma``, calibrated binomial noise) as in
-    :mod:`privbandits.algorithms.sarmasarkar.shuffle_plan`.  The guarantee is the zCDP level of the
-    binomial noise actually drawn, treated as Gaussian of the same variance (approximate: the
+    The guarantee is computed from the noise actually drawn
+    (:func:`~privbandits.algorithms.sarmasarkar.shuffle_plan.plan_guarantee`).  Practical mode: the
+    zCDP level of the binomial noise treated as Gaussian of the same variance (approximate: the
     Cheu et al. theorem needs the far larger ``b`` of eq. 122), composed over the matrix sum and
-    the ``P_GD`` rounds of a user's batch and converted with Bun-Steinke.
+    the ``P_GD`` rounds of a user's batch and converted with Bun-Steinke.  Theory mode: Lemmas
+    T.1-T.2 solved for epsilon at the ``b`` used, advanced composition over the ``P_GD`` rounds.
 
     References
     ----------
@@ -345,9 +351,9 @@ class ShuffleGLM(ShuffleAlgorithm):
     constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta), "n_batches": Optional(Int(2, 20)),
                              "zeta": Real(0.0, 1.0, low_open=True, high_open=True), "max_iters": Int(1, 100_000),
                              "path": Choice("messages", "aggregate"),
-                             "gamma": Optional(Real(0.0, None, low_open=True))}
+                             "gamma": Optional(Real(0.0, None, low_open=True)), "mode": Choice(*MODES)}
     test_params: ClassVar = ({"epsilon": 4.0}, {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
-                             {"epsilon": 2.0, "path": "aggregate"})
+                             {"epsilon": 2.0, "path": "aggregate"}, {"epsilon": 2.0, "mode": "theory", "max_iters": 5})
 
     server: ShuffleGLMServer
     client: ShuffleGLMClient
@@ -355,7 +361,7 @@ class ShuffleGLM(ShuffleAlgorithm):
 
     def __init__(self, epsilon: float = 1.0, delta: float | None = None, n_batches: int | None = None,
                  zeta: float = 0.02, max_iters: int = 500, path: str = "messages",
-                 gamma: float | None = None) -> None:
+                 gamma: float | None = None, mode: str = "practical") -> None:
         pass
 
     def plan_for(self, spec: EnvSpec) -> ShufflePlan:
@@ -363,19 +369,16 @@ class ShuffleGLM(ShuffleAlgorithm):
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
         return shuffle_plan(T=spec.horizon, d=spec.d, epsilon=self.epsilon, delta=delta, link=spec.link,
                             S=spec.theta_bound, C_B=spec.context_bound, reward_range=spec.reward_range,
-                            M=self.n_batches, zeta=self.zeta, max_iters=self.max_iters, gamma=self.gamma)
+                            M=self.n_batches, zeta=self.zeta, max_iters=self.max_iters, gamma=self.gamma,
+                            mode=self.mode)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        """Plan and accounted guarantee (max over batches of the per-user zCDP level, BS conversion)."""
+        """Plan and the guarantee accounted from its noise (:func:`plan_guarantee`; max over the disjoint batches)."""
         plan = self.plan_for(spec)
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
-        rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
-        notes = (f"Sarmasarkar (2026) Alg. 1: per batch the Cheu et al. matrix sum and {plan.T_it} P_GD rounds, "
-                 "calibrated binomial noise treated as Gaussian of its variance (APPROXIMATE: not the Cheu et al. "
-                 f"theorem); per-user rho by batch {[round(r, 6) for r in rhos]}, batches disjoint (max)")
-        g = dataclasses.replace(to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs"),
-                                approximate=True)
-        resolved = {**plan.resolved, "delta": delta, "rho_by_batch": rhos}
+        g, by_batch = plan_guarantee(plan, delta)
+        key = "rho_by_batch" if plan.mode == "practical" else "epsilon_by_batch"
+        resolved = {**plan.resolved, "delta": delta, key: by_batch}
         return Calibration(g, resolved, preset="strict", requested=(self.epsilon, delta))
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:

@@ -15,10 +15,24 @@ privacy target), so every role (clients, shuffler, server) may hold the same
   ``lambda = 1 + B_noise``, ``lambda_max = lambda + B_noise``, ``lambda_min = 1`` with
   ``B_noise = sigma_out (2 sqrt(d) + 2 sqrt(log(2M/zeta)))``; ``gamma`` of eq. (26) with the
   constant 24 replaced by 1 and the optimisation-error term dropped.
-* Accounting (:func:`batch_rho`): per user of batch ``k``, the zCDP level of the noise actually
-  drawn, ``Delta_2^2 / (2 sigma^2)`` for the matrix sum plus the same for every ``P_GD`` round,
-  with ``sigma`` the std of the aggregate binomial noise of the ``b`` actually used (the binomial
-  treated as a Gaussian of that variance: an approximation, flagged in the guarantee).  Batches
+* Theory constants (``mode="theory"``, :func:`theory_constants`): the paper's literal formulas,
+  ``sigma~ = 8 R log(d^2/delta) / (kappa* eps)`` (the constant eq. (23) implies for eq. 22),
+  ``nu = (R S^2 / eps) sqrt(d log^3(T d / delta))`` (eq. 22 with constant 1),
+  ``lambda`` of eq. (20), ``lambda_max / lambda_min`` of eq. (23), ``gamma`` of eq. (26) (constant
+  24, with the ``sqrt(4 R S nu)`` term), the warm-up ``B_1 = (sqrt(kappa) e^(3S) d^2 gamma^2 alpha /
+  S)^(2/3)`` of eq. (6) (when ``B_1 >= T`` the whole run is warm-up), the summations of eq. (122)
+  at ``(eps/2, delta/2)`` and ``P_GD`` as Algorithm 7 writes it: ``T_it = floor(eps'^2 n^2 / (d
+  log^3(n d / delta')))`` (capped at ``max_iters``), ``eps_it = eps' / (2 sqrt(2 T_it log(1/delta')))``
+  (lowered by bisection when the advanced composition with slack ``delta' / (T_it + 1)`` would exceed
+  ``eps'``), ``delta_it = delta' / (T_it + 1)``, per-round eq. (122) at ``(eps_it, delta_it)``, clip
+  ``L = R S + S + S lambda_max / n`` and step ``2S / (R S sqrt(T_it))``.
+* Accounting (:func:`plan_guarantee`), always from the noise actually drawn.  Practical mode
+  (:func:`batch_rho`): per user of batch ``k``, the zCDP level ``Delta_2^2 / (2 sigma^2)`` of the
+  matrix sum plus the same for every ``P_GD`` round, with ``sigma`` the std of the aggregate
+  binomial noise of the ``b`` actually used (the binomial treated as a Gaussian of that variance:
+  an approximation, flagged in the guarantee).  Theory mode: Lemma T.2 / T.1 solved for epsilon at
+  the ``b`` actually used (:meth:`~privbandits.privacy.cheu.SumParams.guarantee`), the ``P_GD``
+  rounds composed with advanced composition, plus the matrix sum (basic composition).  Batches
   hold disjoint users (parallel composition: the maximum over batches).
 
 References
@@ -30,6 +44,7 @@ T.1-T.2, Algorithm 7); Cheu, Joseph, Mao & Peng (2022).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,9 +52,12 @@ from typing import Any
 import numpy as np
 
 from privbandits.algorithms.sarmasarkar.constants import rho_for
+from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
-from privbandits.core.validation import check_int, check_positive
-from privbandits.privacy.cheu import SumParams, calibrated_params
+from privbandits.core.validation import check_choice, check_int, check_positive
+from privbandits.privacy.accounting import ZCDP, ApproxDP, compose_advanced, compose_basic, to_guarantee
+from privbandits.privacy.cheu import CHEU_MAX_EPSILON, SumParams, calibrated_params, theory_params
+from privbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "ShufflePlan",
@@ -48,9 +66,14 @@ __all__ = [
     "batch_rho",
     "default_n_batches",
     "pgd_iterations",
+    "pgd_theory_rounds",
+    "plan_guarantee",
     "practical_warmup",
     "shuffle_plan",
+    "theory_constants",
 ]
+
+MODES = ("practical", "theory")
 
 
 def default_n_batches(T: int) -> int:
@@ -107,9 +130,55 @@ def pgd_iterations(n: int, rho: float, d: int, zeta: float, max_iters: int) -> i
     return int(min(max(1, math.ceil((n * n * rho + math.log(1.0 / zeta)) / d)), max_iters))
 
 
+def theory_constants(*, T: int, d: int, M: int, epsilon: float, delta: float, R: float, S: float,
+                     kappa: float, kappa_star: float) -> dict[str, float]:
+    """The literal constants of Section 5 / Appendix E.1 (theory mode).
+
+    Returns ``sigma_tilde`` (eq. 22 with the constant 8 of eq. 23), ``nu`` (eq. 22, constant 1),
+    ``lambda`` (eq. 20), ``lambda_max`` and ``lambda_min`` (eq. 23), ``gamma`` (eq. 26) and the
+    unrounded warm-up length ``B_1`` (eq. 6).
+    """
+    logT = math.log(max(T, 2))
+    sigma = 8.0 * R * math.log(max(d * d, 1) / delta) / (kappa_star * epsilon)
+    nu = R * S * S / epsilon * math.sqrt(d * math.log(T * d / delta) ** 3)
+    lam = 20.0 * d * R * logT + sigma * (2.0 * math.sqrt(math.log(2.0 * d * M * T / delta)) + 4.0 * math.sqrt(d))
+    spread = sigma * (4.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 * M * T / delta)))
+    lam_max, lam_min = lam + spread, lam - spread
+    gamma = (24.0 * R * S * math.sqrt(logT + d) + R * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
+             + math.sqrt(4.0 * R * S * nu))
+    B1 = (math.sqrt(kappa) * math.exp(3.0 * S) * d * d * gamma * gamma * batch_exponent(T, M) / S) ** (2.0 / 3.0)
+    return {"sigma_tilde": sigma, "nu": nu, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min,
+            "gamma": gamma, "B1": B1}
+
+
+def pgd_theory_rounds(n: int, d: int, epsilon: float, delta: float, max_iters: int) -> tuple[int, float, float, float]:
+    """``P_GD`` of Algorithm 7 at ``(epsilon, delta)``: ``(T_it, eps_it, delta_it, delta_slack)``.
+
+    ``T_it = clamp(floor(eps^2 n^2 / (d log^3(n d / delta))), 1, max_iters)``,
+    ``eps_it = eps / (2 sqrt(2 T_it log(1/delta)))``, ``delta_it = delta_slack = delta / (T_it + 1)``.
+    Algorithm 7's ``eps_it`` uses ``log(1/delta)`` where the advanced composition needs
+    ``log(1/delta_slack)``; when the composed epsilon exceeds ``epsilon``, ``eps_it`` is lowered
+    by bisection to the largest value whose composition is ``epsilon``.
+    """
+    T_it = int(min(max(1, math.floor(epsilon**2 * n * n / (d * math.log(n * d / delta) ** 3))), max_iters))
+    delta_it = delta / (T_it + 1)
+    eps_it = epsilon / (2.0 * math.sqrt(2.0 * T_it * math.log(1.0 / delta)))
+
+    def composed(e: float) -> float:
+        return math.sqrt(2.0 * T_it * math.log(1.0 / delta_it)) * e + T_it * e * math.expm1(e)
+
+    if composed(eps_it) > epsilon:
+        lo, hi = 0.0, eps_it
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if composed(mid) <= epsilon else (lo, mid)
+        eps_it = lo
+    return T_it, eps_it, delta_it, delta_it
+
+
 @dataclass(frozen=True)
 class ShufflePlan:
-    """Public calibration of one ShuffleGLM run (practical mode, Sarmasarkar 2026, Algorithm 1).
+    """Public calibration of one ShuffleGLM run (Sarmasarkar 2026, Algorithm 1).
 
     Attributes
     ----------
@@ -137,6 +206,10 @@ class ShufflePlan:
         Reward range (user-side clipping).
     design_factor : float
         G-optimal design stopping factor (``2``: the paper's ``2d`` relaxation).
+    mode : {"practical", "theory"}
+        Which constants (module docstring).
+    pgd_slack : list of float
+        Theory mode: the advanced-composition slack ``delta'`` of each batch's ``P_GD`` (0 otherwise).
     """
 
     T: int
@@ -163,6 +236,8 @@ class ShufflePlan:
     r_hi: float
     rho_target: float
     design_factor: float = 2.0
+    mode: str = "practical"
+    pgd_slack: list[float] = field(default_factory=list)
     resolved: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -193,62 +268,141 @@ def batch_rho(plan: ShufflePlan, k: int) -> float:
     return rho
 
 
+def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, list[float]]:
+    """The run's guarantee from the noise the plan injects, and the per-batch epsilon (or rho).
+
+    Practical mode: ``max_k batch_rho(plan, k)``-zCDP (Gaussian approximation of the binomial
+    noise, approximate), converted at ``delta`` with Bun-Steinke; the list holds the per-batch rho.
+    Theory mode: per batch, the matrix sum's guarantee (Lemma T.2 at the ``b`` used) composed
+    (basic) with the ``T_it``-fold advanced composition (slack ``plan.pgd_slack[k]``) of the
+    ``P_GD`` rounds' guarantees (Lemma T.1 at the ``b`` used); the maximum over the disjoint
+    batches.  Approximate only if some call falls outside Lemma T.1 (then that call is accounted
+    by the Gaussian approximation); the list holds the per-batch epsilon.
+    """
+    if plan.mode == "practical":
+        rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
+        notes = (f"Sarmasarkar (2026) Alg. 1, practical constants: per batch the Cheu et al. matrix sum and "
+                 f"{plan.T_it} P_GD rounds, calibrated binomial noise treated as Gaussian of its variance "
+                 "(APPROXIMATE: not the Cheu et al. theorem); per-user rho by batch "
+                 f"{[round(r, 6) for r in rhos]}, batches disjoint (max)")
+        g = to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs")
+        return dataclasses.replace(g, approximate=True), rhos
+    parts: list[ApproxDP] = []
+    approximate = False
+    for k in range(plan.n_batches):
+        gm = plan.matrix[k].guarantee()
+        approximate |= gm.approximate
+        pieces = [ApproxDP(gm.epsilon, gm.delta)]
+        v = plan.vector[k]
+        if v is not None:
+            gv = v.guarantee()
+            approximate |= gv.approximate
+            pieces.append(compose_advanced(ApproxDP(gv.epsilon, gv.delta), plan.T_it[k], plan.pgd_slack[k]))
+        c = compose_basic(pieces)
+        parts.append(ApproxDP(c.epsilon, c.delta))
+    worst = max(parts, key=lambda a: (a.epsilon, a.delta))
+    eps_by_batch = [a.epsilon for a in parts]
+    notes = (f"Sarmasarkar (2026) Alg. 1, theory constants: per batch Lemma T.2 (matrix sum, eq. 122 at the b "
+             f"used) + {plan.T_it} P_GD rounds of Lemma T.1 under advanced composition (Algorithm 7); epsilon by "
+             f"batch {[round(e, 6) for e in eps_by_batch]}, batches disjoint (max)"
+             + ("; some call outside Lemma T.1 is accounted by the Gaussian approximation (APPROXIMATE)"
+                if approximate else ""))
+    g = to_guarantee(ApproxDP(worst.epsilon, max(a.delta for a in parts)), "shuffle", "user", notes)
+    return dataclasses.replace(g, approximate=approximate), eps_by_batch
+
+
 def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S: float, C_B: float,
                  reward_range: tuple[float, float], M: int | None = None, zeta: float = 0.02,
-                 max_iters: int = 500, design_factor: float = 2.0, gamma: float | None = None) -> ShufflePlan:
-    """The practical plan of Algorithm 1 on a problem (see the module docstring for the formulas).
+                 max_iters: int = 500, design_factor: float = 2.0, gamma: float | None = None,
+                 mode: str = "practical", warmup: int | None = None) -> ShufflePlan:
+    """The plan of Algorithm 1 on a problem (see the module docstring for the formulas of each mode).
 
     ``gamma`` overrides the confidence radius of eq. (26) (a hyperparameter, as in the paper's
-    Remark B.1); it changes only the policy, never the noise or the guarantee.
+    Remark B.1); it changes only the policy, never the noise or the guarantee.  ``warmup``
+    overrides the warm-up length ``B_1`` (default: the mode's formula); the calibration and the
+    guarantee follow the resulting batch sizes.
     """
     T = check_int("T", T, 1)
     d = check_int("d", d, 1)
     S = check_positive("S", S)
     C_B = check_positive("C_B", C_B)
+    mode = check_choice("mode", mode, MODES)
     M = default_n_batches(T) if M is None else check_int("n_batches", M, 2)
-    lengths = batch_lengths(T, M, practical_warmup(T, M, d))
-    ends = [sum(lengths[: i + 1]) for i in range(len(lengths))]
     r_lo, r_hi = (float(v) for v in reward_range)
     kappa_star = 1.0 / float(link.dmu(np.array(0.0)))  # 1 / sup mu'
     kappa = 1.0 / link.kappa(S * C_B)  # 1 / inf_{|z| <= S C_B} mu'
+    logT = math.log(max(T, 2))
+    if mode == "theory":
+        if epsilon / 2.0 > CHEU_MAX_EPSILON:
+            raise ValidationError(f"epsilon={epsilon:g}: theory mode runs the Cheu et al. summation at epsilon/2, "
+                                  f"which Lemma T.2 covers up to {CHEU_MAX_EPSILON:g}; use epsilon <= "
+                                  f"{2 * CHEU_MAX_EPSILON:g} or mode='practical'")
+        th = theory_constants(T=T, d=d, M=M, epsilon=epsilon, delta=delta, R=r_hi, S=S, kappa=kappa,
+                              kappa_star=kappa_star)
+        B1 = max(1, min(T, round(th["B1"]))) if warmup is None else check_int("warmup", warmup, 1)
+    else:
+        B1 = practical_warmup(T, M, d) if warmup is None else check_int("warmup", warmup, 1)
+    lengths = batch_lengths(T, M, B1) if B1 < T else [T]  # B_1 >= T: the whole run is warm-up
+    ends = [sum(lengths[: i + 1]) for i in range(len(lengths))]
     rho = rho_for(epsilon / 2.0, delta / 2.0)
     matrix = []
     for k, n in enumerate(lengths):
         Delta = C_B**2 if k == 0 else C_B**2 / kappa_star
-        matrix.append(calibrated_params(n, d, Delta, delta=delta / 2.0, rho=rho, kind="matrix", psd_inputs=True,
-                                        conversion="bs"))
+        if mode == "theory":
+            matrix.append(theory_params(n, d, epsilon / 2.0, delta / 2.0, Delta, kind="matrix", psd_inputs=True))
+        else:
+            matrix.append(calibrated_params(n, d, Delta, delta=delta / 2.0, rho=rho, kind="matrix", psd_inputs=True,
+                                            conversion="bs"))
     sigma_out = max(p.noise_std_bound for p in matrix)
-    B_noise = sigma_out * (2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 * M / zeta)))
-    lam = 1.0 + B_noise
-    lam_max, lam_min = lam + B_noise, 1.0
-    logT = math.log(max(T, 2))
-    gamma_26 = r_hi * S * math.sqrt(logT + d) + r_hi * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
+    if mode == "theory":
+        B_noise = th["lambda_max"] - th["lambda"]  # eq. (23)'s high-probability bound on the noise norm
+        lam, lam_max, lam_min, gamma_26 = th["lambda"], th["lambda_max"], th["lambda_min"], th["gamma"]
+    else:
+        B_noise = sigma_out * (2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 * M / zeta)))
+        lam = 1.0 + B_noise
+        lam_max, lam_min = lam + B_noise, 1.0
+        gamma_26 = r_hi * S * math.sqrt(logT + d) + r_hi * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
     gamma = gamma_26 if gamma is None else check_positive("gamma", gamma)
     vector: list[SumParams | None] = []
-    T_it, eta, L = [], [], []
+    T_it, eta, L, slack, eps_it = [], [], [], [], []
     for k, n in enumerate(lengths):
-        Lk = (r_hi - r_lo) * C_B + lam_max * S / n
+        if mode == "theory":
+            Lk = r_hi * S + S + S * lam_max / n  # E.4's Lipschitz bound (the tight one is R + lambda_max S / n)
+        else:
+            Lk = (r_hi - r_lo) * C_B + lam_max * S / n
         L.append(Lk)
         if k == len(lengths) - 1:  # the last batch's estimate is never used for a decision
             vector.append(None)
             T_it.append(0)
             eta.append(0.0)
+            slack.append(0.0)
             continue
-        it = pgd_iterations(n, rho, d, zeta, max_iters)
+        if mode == "theory":
+            it, e_it, d_it, sl = pgd_theory_rounds(n, d, epsilon / 2.0, delta / 2.0, max_iters)
+            eta.append(2.0 * S / (r_hi * S * math.sqrt(it)))  # main text: eta = 2S / (R S sqrt(T_it))
+            vector.append(theory_params(n, d, e_it, d_it, Lk, kind="vector"))
+            slack.append(sl)
+            eps_it.append(e_it)
+        else:
+            it = pgd_iterations(n, rho, d, zeta, max_iters)
+            eta.append(2.0 * S / (Lk * math.sqrt(it)))
+            vector.append(calibrated_params(n, d, Lk, delta=delta / 2.0, rho=rho / it, kind="vector",
+                                            conversion="bs"))
+            slack.append(0.0)
         T_it.append(it)
-        eta.append(2.0 * S / (Lk * math.sqrt(it)))
-        vector.append(calibrated_params(n, d, Lk, delta=delta / 2.0, rho=rho / it, kind="vector",
-                                        conversion="bs"))
     resolved: dict[str, Any] = {
-        "n_batches": len(lengths), "batch_lengths": lengths, "alpha": batch_exponent(T, M),
-        "rho_per_part": rho, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min, "gamma": gamma, "gamma_eq26": gamma_26,
-        "kappa": kappa, "kappa_star": kappa_star, "B_noise": B_noise, "sigma_out": sigma_out,
+        "mode": mode, "n_batches": len(lengths), "batch_lengths": lengths, "alpha": batch_exponent(T, M),
+        "rho_per_part": rho, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min, "gamma": gamma,
+        "gamma_eq26": gamma_26, "kappa": kappa, "kappa_star": kappa_star, "B_noise": B_noise, "sigma_out": sigma_out,
         "matrix_b": [p.b for p in matrix], "matrix_g": [p.g for p in matrix],
         "matrix_noise_std": [p.binomial_noise_std for p in matrix],
         "pgd_iterations": T_it, "pgd_step": eta, "pgd_clip": L,
         "pgd_b": [None if v is None else v.b for v in vector], "zeta": zeta, "design_factor": design_factor,
         "widths": "analysis-consistent (gamma sqrt(kappa) for V, gamma for H_j)"}
+    if mode == "theory":
+        resolved.update(sigma_tilde=th["sigma_tilde"], nu=th["nu"], B1_eq6=th["B1"], warmup_only=len(lengths) == 1,
+                        pgd_eps_it=eps_it, pgd_slack=slack)
     return ShufflePlan(T=T, d=d, M=M, lengths=lengths, ends=ends, matrix=matrix, vector=vector, T_it=T_it,
                        eta=eta, L=L, lam=lam, lam_max=lam_max, lam_min=lam_min, gamma=gamma, kappa=kappa,
                        kappa_star=kappa_star, B_noise=B_noise, S=S, C_B=C_B, R=r_hi, r_lo=r_lo, r_hi=r_hi,
-                       rho_target=rho, design_factor=design_factor, resolved=resolved)
+                       rho_target=rho, design_factor=design_factor, mode=mode, pgd_slack=slack, resolved=resolved)
