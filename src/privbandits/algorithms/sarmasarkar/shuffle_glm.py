@@ -42,7 +42,12 @@ from privbandits.algorithms.base import Client, Server, ShuffleAlgorithm, Shuffl
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.design import g_optimal_design
 from privbandits.algorithms.registry import register
-from privbandits.algorithms.sarmasarkar.shuffle_plan import MODES, ShufflePlan, plan_guarantee, shuffle_plan
+from privbandits.algorithms.sarmasarkar.shuffle_plan import (
+    MODES,
+    ShufflePlan,
+    plan_guarantee,
+    shuffle_plan,
+)
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.links import Link
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch

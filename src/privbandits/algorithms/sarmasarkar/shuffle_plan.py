@@ -55,7 +55,13 @@ from privbandits.algorithms.sarmasarkar.constants import rho_for
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
 from privbandits.core.validation import check_choice, check_int, check_positive
-from privbandits.privacy.accounting import ZCDP, ApproxDP, compose_advanced, compose_basic, to_guarantee
+from privbandits.privacy.accounting import (
+    ZCDP,
+    ApproxDP,
+    compose_advanced,
+    compose_basic,
+    to_guarantee,
+)
 from privbandits.privacy.cheu import CHEU_MAX_EPSILON, SumParams, calibrated_params, theory_params
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
