@@ -43,6 +43,7 @@ from privbandits.core.validation import (
     check_int,
     check_positive,
 )
+from privbandits.privacy import binomial_accounting
 from privbandits.privacy.accounting import (
     ZCDP,
     ApproxDP,
@@ -51,6 +52,7 @@ from privbandits.privacy.accounting import (
     to_guarantee,
     zcdp_for_approx_dp,
 )
+from privbandits.privacy.binomial_accounting import shift_budget
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.randomizers import (
     binomial_bit_counts,
@@ -125,7 +127,7 @@ class SumParams:
         How ``b`` was chosen.
     sensitivity : float
         l2 replacement sensitivity of the vector of summed coordinates, used by the
-        Gaussian-approximation accounting (``2 Delta``; ``sqrt(2) Delta`` for PSD matrices).
+        calibrated-mode accounting (``2 Delta``; ``sqrt(2) Delta`` for PSD matrices).
     psd_inputs : bool
         Whether matrix inputs are declared (and checked) positive semidefinite.
     conversion : {"bs", "cks"}
@@ -198,11 +200,13 @@ class SumParams:
           summed dimension, certified epsilon at most 15, ``delta < 1/2``):
           ``(theorem_epsilon, delta)``-shuffle DP (Cheu et al. 2022; Lemma T.2 for matrices is
           Lemma T.1 on the ``d (d + 1) / 2`` upper-triangular coordinates).
-        * Otherwise (in practice: calibrated mode): the binomial noise ``Bin(n b, p)`` is treated
-          as Gaussian with the same variance, ``sigma = binomial_noise_std``, which is
-          ``rho = sensitivity^2 / (2 sigma^2)``-zCDP under that approximation, converted at
-          ``delta``.  This is a heuristic, not a proof: the returned guarantee
-          has ``approximate=True`` (printed as ``~(epsilon, delta)-DP``) and its notes say so.
+        * Otherwise (in practice: calibrated mode): epsilon at ``delta`` computed from the
+          binomial pmf (:meth:`binomial_epsilon`, an upper bound over every shift of the released
+          counts one user can cause, rounding included; no approximation).
+        * Only if that computation is intractable (:meth:`binomial_tractable`; very large ``n b``)
+          is the binomial noise treated as Gaussian with the same variance,
+          ``rho = sensitivity^2 / (2 binomial_noise_std^2)``-zCDP converted at ``delta``: a
+          heuristic, returned with ``approximate=True`` (printed as ``~(epsilon, delta)-DP``).
 
         One call, replacement of one user's input; calls compose (basic, advanced or zCDP).
         """
@@ -218,15 +222,40 @@ class SumParams:
             return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit="user",
                                     notes=f"{self.kind} summation with b = 0: no privacy noise")
         rho = gaussian_zcdp(sigma, self.sensitivity)
-        notes = (f"calibrated mode, APPROXIMATE (not the Cheu et al. theorem): Bin(nb, p) noise treated "
-                 f"as Gaussian with std {sigma:.6g} at l2 sensitivity {self.sensitivity:.6g} "
-                 f"(rho={_rho_value(rho):.6g}, {self.conversion} conversion); "
-                 f"Lemma T.{1 if self.kind == 'vector' else 2} would certify only epsilon={eps_thm:.4g} "
-                 f"(and only for epsilon <= 15 with eq. 122's g); {self.kind} summation, n={self.n}, "
-                 f"g={self.g:.6g}, b={self.b}")
-        approx = to_guarantee(rho, model="shuffle", unit="user", notes=notes, delta=self.delta,
-                              method=self.conversion)
-        return dataclasses.replace(approx, approximate=True)
+        gauss = to_guarantee(rho, model="shuffle", unit="user", delta=self.delta, method=self.conversion)
+        common = (f"{self.kind} summation, n={self.n}, g={self.g:.6g}, b={self.b}, p={self.p}, "
+                  f"Delta={self.Delta:g}, l2 sensitivity {self.sensitivity:.6g}; Lemma "
+                  f"T.{1 if self.kind == 'vector' else 2} would certify only epsilon={eps_thm:.4g} (and only for "
+                  "epsilon <= 15 with eq. 122's g)")
+        if self.binomial_tractable():
+            eps_bin = self.binomial_epsilon()
+            if not math.isfinite(eps_bin):
+                return PrivacyGuarantee(model="none", epsilon=math.inf, delta=self.delta, unit="user",
+                                        notes="the binomial tail alone exceeds delta: no (epsilon, delta) claim; "
+                                              + common)
+            notes = (f"{self.mode} mode, computed from the binomial pmf (privbandits.privacy.binomial_accounting: "
+                     "worst reachable shift of Bin(nb, p) per label, rounding included; an upper bound, no "
+                     f"Gaussian approximation); the Gaussian approximation would give epsilon={gauss.epsilon:.4g}; "
+                     + common)
+            return to_guarantee(ApproxDP(eps_bin, self.delta), model="shuffle", unit="user", notes=notes)
+        notes = (f"{self.mode} mode, APPROXIMATE (binomial bound intractable at nb={self.n * self.b}): Bin(nb, p) "
+                 f"noise treated as Gaussian with std {sigma:.6g} (rho={_rho_value(rho):.6g}, {self.conversion} "
+                 "conversion); " + common)
+        return dataclasses.replace(to_guarantee(rho, model="shuffle", unit="user", notes=notes, delta=self.delta,
+                                                method=self.conversion), approximate=True)
+
+    def binomial_tractable(self) -> bool:
+        """Whether :meth:`binomial_epsilon` is cheap enough (central window times shifts below 5e7)."""
+        _, s_max = shift_budget(self.g, self.Delta, self.sensitivity)
+        width = 2.0 * binomial_accounting.Z_WINDOW * math.sqrt(self.n * self.b * self.p * (1.0 - self.p)) + 1.0
+        return width * (2 * s_max + 1) <= 5e7
+
+    def binomial_epsilon(self, delta: float | None = None) -> float:
+        """epsilon at ``delta`` (default: the call's) from the binomial pmf
+        (:func:`~privbandits.privacy.binomial_accounting.binomial_sum_epsilon`): an upper bound for
+        one call under replacement of one user's input, without the Gaussian approximation."""
+        return binomial_accounting.binomial_sum_epsilon(self.n * self.b, self.p, self.n_labels, self.g, self.Delta,
+                                                        self.sensitivity, self.delta if delta is None else delta)
 
 
 def _rho_value(rho: ZCDP | float) -> float:
@@ -312,7 +341,7 @@ def theory_params(
         :meth:`SumParams.guarantee`), never assumed.
     psd_inputs : bool
         Matrix inputs are positive semidefinite (checked by :func:`encode_matrices`); only the
-        Gaussian-approximation fallback accounting uses it.
+        calibrated-mode accounting uses it.
     """
     kind, n, d, d_formula, _ = _dims(kind, n, d, matrix_dim)
     eps = check_in_range("epsilon", epsilon, 0.0, CHEU_MAX_EPSILON, low_inclusive=False)
@@ -352,15 +381,16 @@ def calibrated_params(
     psd_inputs: bool = False,
     conversion: str = "bs",
 ) -> SumParams:
-    """Practical calibrated mode: ``b`` from a Gaussian-equivalent noise level.
+    """Practical calibrated mode: ``b`` from a Gaussian-equivalent noise level, checked on the binomial.
 
     ``rho = zcdp_for_approx_dp(epsilon, delta)`` (or the given ``rho``),
     ``sigma_G = sigma_for_zcdp(rho, Delta_2)`` with ``Delta_2 = 2 Delta`` (vectors, general
     matrices) or ``sqrt(2) Delta`` (PSD matrices), and
     ``b = ceil(sigma_G^2 g^2 / (Delta^2 n p (1 - p)))`` so that the aggregate binomial noise
     ``(Delta/g)(Bin(n b, p) - n b p)`` has variance at least ``sigma_G^2``.  ``g`` and ``p`` as in
-    eq. (122).  The privacy statement relies on the Gaussian approximation of the binomial
-    (heuristic, flagged in :meth:`SumParams.guarantee`).
+    eq. (122).  The guarantee (:meth:`SumParams.guarantee`) is then computed from the binomial
+    pmf; with an ``epsilon`` target, ``b`` is raised (if needed) until that computation meets it
+    (the Gaussian match can fall short for small ``g``, where the rounding slack is large).
 
     Parameters
     ----------
@@ -394,9 +424,33 @@ def calibrated_params(
     g = _precision(n, d_formula)
     p = 0.25
     b = math.ceil(sigma_G**2 * g**2 / (Delta**2 * n * p * (1.0 - p)))
-    return SumParams(kind=kind, n=n, d=d, n_labels=_labels(kind, d), d_formula=d_formula, Delta=Delta, g=g,
-                     b=b, p=p, epsilon=eps, delta=dlt, mode="calibrated", sensitivity=sens,
-                     psd_inputs=bool(psd_inputs and kind == "matrix"), conversion=conversion)
+    out = SumParams(kind=kind, n=n, d=d, n_labels=_labels(kind, d), d_formula=d_formula, Delta=Delta, g=g,
+                    b=b, p=p, epsilon=eps, delta=dlt, mode="calibrated", sensitivity=sens,
+                    psd_inputs=bool(psd_inputs and kind == "matrix"), conversion=conversion)
+    if rho is None and out.binomial_tractable() and out.binomial_epsilon() > eps:
+        out = _raise_b_to_target(out, eps)
+    return out
+
+
+def _raise_b_to_target(params: SumParams, epsilon: float) -> SumParams:
+    """The smallest ``b >= params.b`` whose binomial-pmf epsilon (:meth:`SumParams.binomial_epsilon`) meets ``epsilon``.
+
+    The Gaussian-matched ``b`` can fall short when the rounding slack is large relative to the
+    shift (small ``g``); the epsilon of the bound decreases in ``b``.
+    """
+    def eps_at(b: int) -> float:
+        return dataclasses.replace(params, b=b).binomial_epsilon()
+
+    # the epsilon scales roughly as 1/sqrt(b): start the bracket there
+    lo, hi = params.b, max(params.b + 1, math.ceil(params.b * (eps_at(params.b) / epsilon) ** 2 * 1.02))
+    while eps_at(hi) > epsilon:
+        lo, hi = hi, 2 * hi
+        if hi > 2**40:
+            raise ValidationError(f"no b meets epsilon={epsilon:g} for n={params.n}, g={params.g:g}")
+    while hi - lo > max(1, lo // 200):  # within 0.5 % of the smallest b
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if eps_at(mid) > epsilon else (lo, mid)
+    return dataclasses.replace(params, b=hi)
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ deployment runs: the :class:`~privbandits.algorithms.sarmasarkar.shuffle_glm.Shu
 compiled binomial sampler), the
 :class:`~privbandits.algorithms.sarmasarkar.shuffle_glm.ShuffleGLMShuffler`'s release (the per-label
 histogram of all users' bits) and the server's analysis into ``V``; the claim is the shuffle
-guarantee of that summation (calibrated mode, Gaussian approximation, Bun-Steinke conversion).
+guarantee of that summation (calibrated mode; epsilon computed from the binomial pmf, see
+:mod:`privbandits.privacy.binomial_accounting`).
 
 Neighbouring batches: ``n`` users, the first holds ``x = e_1`` (every arm shows it, so the choice
 does not matter) against ``x = e_2``; the others hold ``x = 0`` (their randomized rounding is
@@ -85,6 +86,6 @@ def shuffle_glm_matrix_spec(under_noised: float | None = None) -> AuditSpec:
             f"ShuffleGLM at epsilon={AUDIT_EPSILON:g}, delta=1e-5 on d=2, T=64: the warm-up summation runs at "
             f"(epsilon/2, delta/2) with b={params.b}, g={params.g:.4g} (binomial noise std "
             f"{params.binomial_noise_std:.4g}); the claim is that summation's shuffle guarantee {claim} "
-            "(Gaussian approximation of the binomial); no local claim exists for one user's message",
+            "(epsilon computed from the binomial pmf); no local claim exists for one user's message",
             variant_note(f, "requested epsilon", f"the algorithm built at epsilon={eps:g}")) if p),
         noise_factor=f)

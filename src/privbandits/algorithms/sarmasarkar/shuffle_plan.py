@@ -289,7 +289,8 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
         rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
         notes = (f"Sarmasarkar (2026) Alg. 1, practical constants: per batch the Cheu et al. matrix sum and "
                  f"{plan.T_it} P_GD rounds, calibrated binomial noise treated as Gaussian of its variance "
-                 "(APPROXIMATE: not the Cheu et al. theorem); per-user rho by batch "
+                 "(APPROXIMATE: not the Cheu et al. theorem, and the composition over P_GD rounds is not the "
+                 "binomial-pmf computation of a single summation); per-user rho by batch "
                  f"{[round(r, 6) for r in rhos]}, batches disjoint (max)")
         g = to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs")
         return dataclasses.replace(g, approximate=True), rhos

@@ -280,8 +280,9 @@ def _cheu_spec(kind: str, f: float) -> AuditSpec:
         notes=_join(
             f"Cheu et al. (2022) {kind} summation, calibrated mode at (eps={eps:g}, delta={delta:g}) with the "
             f"{conversion.upper()} zCDP conversion, d={d}, g={nominal.g:g}, b={nominal.b}, p={nominal.p} "
-            f"(binomial noise std {nominal.binomial_noise_std:.4g}); the claim is the library's Gaussian-"
-            "approximation accounting of that noise (flagged approximate in the guarantee).  Message "
+            f"(binomial noise std {nominal.binomial_noise_std:.4g}; b raised from the Gaussian match until the "
+            "binomial computation meets the target); the claim is that noise's epsilon computed from the "
+            "binomial pmf (privbandits.privacy.binomial_accounting, no Gaussian approximation).  Message "
             "path: every user's randomize_users message -> cheu.shuffle (the multiset of all users' "
             "labelled bits) -> analyze.  Theory mode (eq. 122, Lemma T.1) would use "
             f"b={theory.b} (noise std {theory.binomial_noise_std:.4g}): even its half-noise variant is far "
