@@ -429,3 +429,70 @@ def test_theory_mode_runs_end_to_end_with_its_accounted_guarantee() -> None:
     assert not g.approximate and g.model == "shuffle" and "theory constants" in g.notes
     assert g.epsilon == pytest.approx(alg.plan.matrix[0].theorem_epsilon(), rel=1e-12)  # one batch: the warm-up sum
     assert alg.plan.lengths == [300] and res.final_regret.shape == (2,)
+
+
+# -- spec P1-6 and P1-5 (privacy effectively off) -----------------------------------------------------
+def _warmup_leverage(B1: int, seed: int, d: int = 3, K: int = 20, n_test: int = 2000) -> float:
+    """Mean over fresh context sets of ``max_x ||x||^2_{V^-1}`` after a warm-up of ``B1`` rounds.
+
+    The warm-up runs the client's own choice (G-optimal design on each fresh set) and ``V`` is the
+    exact design matrix plus ``lambda I`` (privacy off: no summation noise).
+    """
+    from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLMClient
+    from privbandits.envs.contexts import sample_contexts
+
+    spec = EnvSpec(d=d, K=K, horizon=10 * B1, link=get_link("logistic"), context_bound=1.0,
+                   reward_range=(0.0, 1.0), theta_bound=2.0)
+    plan = shuffle_plan(T=10 * B1, d=d, epsilon=1e4, delta=1e-3, link=spec.link, S=2.0, C_B=1.0,
+                        reward_range=(0.0, 1.0), warmup=B1)
+    client = ShuffleGLMClient(plan, spec)
+    public = {"batch": np.zeros(1, dtype=np.int64)}
+    rng = np.random.default_rng(seed)
+    X, _ = sample_contexts(rng, (B1, K), d, "ball")
+    V = np.eye(d) * plan.lam
+    for t in range(B1):
+        a = client.choose(t, public, X[t][None], rng)[0]  # type: ignore[arg-type]
+        V += np.outer(X[t, a], X[t, a])
+    Vinv = np.linalg.inv(V)
+    Z, _ = sample_contexts(rng, (n_test, K), d, "ball")
+    return float(np.einsum("nkd,de,nke->nk", Z, Vinv, Z).max(axis=1).mean())
+
+
+def test_p1_6_warmup_leverage_scales_as_one_over_B1() -> None:
+    """Spec P1-6 (Lemma I.1): after the warm-up, E max_x ||x||^2_{V^-1} = O(d^2 / B_1), and doubling
+    B_1 halves it.  Four seeds per B_1; the ratio of means must lie in [1.7, 2.3] for each doubling
+    (the seed-to-seed spread of the means is a few percent here, and lambda = 1 adds a small
+    constant that pulls the ratio slightly below 2)."""
+    means = {B: np.mean([_warmup_leverage(B, s) for s in range(4)]) for B in (150, 300, 600)}
+    assert means[150] <= 9 / 150 * 2  # O(d^2 / B_1) with a constant below 2 (d = 3)
+    for lo, hi in ((150, 300), (300, 600)):
+        assert 1.7 <= means[lo] / means[hi] <= 2.3, means
+
+
+def _shuffle_glm_regret(T: int, gamma: float | None, R: int = 4, seed: int = 11) -> float:
+    env = pb.SyntheticEnv(d=3, K=20, link="logistic", theta_norm=2.0, contexts="ball")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        res = pb.simulate(ShuffleGLM(epsilon=1e4, delta=1e-3, gamma=gamma, path="aggregate"), env, horizon=T,
+                          replications=R, seed=seed, engine="reference")
+    return float(res.final_regret.mean())
+
+
+@pytest.mark.slow
+def test_p1_5_regret_is_sublinear_with_privacy_effectively_off() -> None:
+    """Spec P1-5 (privacy off, d = 3, logistic, S = 2): log-log slope of the regret against T at most 0.65.
+
+    epsilon = 1e4 makes the summation noise negligible (privacy effectively off).  The spec's range
+    T in [1e4, 3e5] is out of reach of the per-round reference driver in a test; T in {2e3, 6e3,
+    1.8e4} is used.  With the eq. (26) confidence radius of the practical constants the widths stay
+    above every gap at these horizons and the play is the G-optimal design (linear regret, slope
+    about 1); the slope is asserted with the radius as a hand-set hyperparameter (Remark B.1),
+    gamma = 0.3, and the default's slope is asserted to stay above 0.9 (the known limitation
+    reported in the sarmasarkar2026-alg1 reproduction).
+    """
+    Ts = np.array([2000, 6000, 18000])
+    tuned = np.array([_shuffle_glm_regret(int(T), 0.3) for T in Ts])
+    slope = np.polyfit(np.log(Ts), np.log(tuned), 1)[0]
+    assert slope <= 0.65, (tuned, slope)
+    default = np.array([_shuffle_glm_regret(int(T), None, R=2) for T in Ts[:2]])
+    assert np.log(default[1] / default[0]) / np.log(Ts[1] / Ts[0]) > 0.9, default

@@ -30,6 +30,7 @@ __all__ = [
     "cholesky_solve",
     "chosen",
     "dot",
+    "eliminate_and_score",
     "feature",
     "feature_block",
     "feature_single",
@@ -484,3 +485,38 @@ def quadratic_forms(M: np.ndarray, X: np.ndarray, out: np.ndarray) -> float:  # 
         out[k] = q
         qmax = max(qmax, q)
     return qmax
+
+
+@nb.njit(cache=True)
+def eliminate_and_score(X: np.ndarray, theta_e: np.ndarray, radius: float, theta_u: np.ndarray, M_inv: np.ndarray,
+                        beta: float, scores: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Elimination with one estimate, then the optimistic score with another, in place of ``scores``.
+
+    On entry ``scores[k] = ||x_k||^2_{V^-1}`` (from :func:`quadratic_forms`).  Arms with
+    ``<x_k, theta_e> + radius ||x_k||_{V^-1} < max_j (<x_j, theta_e> - radius ||x_j||_{V^-1})`` get
+    ``-inf``; the others ``<x_k, theta_u> + beta ||x_k||_{M_inv}``.  The step after Criterion I in
+    Sarmasarkar (2026), Algorithm 2, lines 14-15 (eqs. 14-16), and in RS-GLinUCB (Sawarni et al.
+    2024), with ``radius = gamma sqrt(kappa)``.
+    """
+    K, d = X.shape
+    max_lcb = -np.inf
+    for k in range(K):
+        z = 0.0
+        for j in range(d):
+            z += X[k, j] * theta_e[j]
+        max_lcb = max(max_lcb, z - radius * math.sqrt(max(scores[k], 0.0)))
+    for k in range(K):
+        z = 0.0
+        for j in range(d):
+            z += X[k, j] * theta_e[j]
+        if z + radius * math.sqrt(max(scores[k], 0.0)) < max_lcb:  # eliminated
+            scores[k] = -np.inf
+            continue
+        u, q = 0.0, 0.0
+        for i in range(d):
+            u += X[k, i] * theta_u[i]
+            s = 0.0
+            for j in range(d):
+                s += M_inv[i, j] * X[k, j]
+            q += X[k, i] * s
+        scores[k] = u + beta * math.sqrt(max(q, 0.0))

@@ -35,7 +35,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
-from privbandits.algorithms.linalg import quadratic_forms
+from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar.jdp_glm import resolve_kappas
 from privbandits.algorithms.sarmasarkar.optim import newton_mle
@@ -72,29 +72,7 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
         newton_mle(state[_XS][r], state[_YS][r], state[_MEM][r], 0, t, link_code, lam, False, S, th_w.copy(),
                    vecs, vals, gamma * sqrt_kappa, th_t, newton_iters)
         state[_STATS][r, 1] += 1.0
-    Ht_inv = state[_HTAU_INV][r]
-    rad = gamma * sqrt_kappa
-    max_lcb = -np.inf
-    for k in range(K):
-        z = 0.0
-        for j in range(d):
-            z += X[k, j] * th_w[j]
-        max_lcb = max(max_lcb, z - rad * math.sqrt(max(scores[k], 0.0)))
-    for k in range(K):
-        z = 0.0
-        for j in range(d):
-            z += X[k, j] * th_w[j]
-        if z + rad * math.sqrt(max(scores[k], 0.0)) < max_lcb:
-            scores[k] = -np.inf
-            continue
-        u, q = 0.0, 0.0
-        for i in range(d):
-            u += X[k, i] * th_t[i]
-            s = 0.0
-            for j in range(d):
-                s += Ht_inv[i, j] * X[k, j]
-            q += X[k, i] * s
-        scores[k] = u + beta * math.sqrt(max(q, 0.0))
+    eliminate_and_score(X, th_w, gamma * sqrt_kappa, th_t, state[_HTAU_INV][r], beta, scores)
     return argmax_ties(scores, rng)
 
 

@@ -51,7 +51,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
-from privbandits.algorithms.linalg import quadratic_forms
+from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar.constants import (
     JDPConstants,
@@ -96,28 +96,7 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
         state[_EXPL][r] = 1
         return argmax_ties(scores, rng)
     state[_EXPL][r] = 0
-    rad = gamma * sqrt_kappa
-    max_lcb = -np.inf
-    for k in range(K):
-        z = 0.0
-        for j in range(d):
-            z += X[k, j] * th_o[j]
-        max_lcb = max(max_lcb, z - rad * math.sqrt(max(scores[k], 0.0)))
-    for k in range(K):
-        z = 0.0
-        for j in range(d):
-            z += X[k, j] * th_o[j]
-        if z + rad * math.sqrt(max(scores[k], 0.0)) < max_lcb:  # eliminated (eqs. 14-15)
-            scores[k] = -np.inf
-            continue
-        u, q = 0.0, 0.0
-        for i in range(d):
-            u += X[k, i] * th_t[i]
-            s = 0.0
-            for j in range(d):
-                s += Ht_inv[i, j] * X[k, j]
-            q += X[k, i] * s
-        scores[k] = u + beta * math.sqrt(max(q, 0.0))  # eq. (16)
+    eliminate_and_score(X, th_o, gamma * sqrt_kappa, th_t, Ht_inv, beta, scores)  # eqs. (14)-(16)
     return argmax_ties(scores, rng)
 
 

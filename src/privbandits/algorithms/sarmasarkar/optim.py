@@ -57,17 +57,16 @@ def dppgd_sigma(R: float, T_it: int, rho: float) -> float:
 
 
 @nb.njit(cache=True)
-def noisy_gradient_sum(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, theta: np.ndarray,
-                       link_code: int, R: float, sigma_sum: float, rng: np.random.Generator, g: np.ndarray,
-                       x: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``g = sum_{i < n, member_i = family} clip_R((mu(<x_i, theta>) - y_i) x_i) + N(0, sigma_sum^2 I)``.
+def residual_sums(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, theta: np.ndarray,
+                  link_code: int, R: float, hessian: bool, g: np.ndarray, Hs: np.ndarray,
+                  x: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The residual loop shared by the DPPGD step and the Newton refit (accumulates in place).
 
-    One step of the strict DPPGD release (noise drawn by the compiled Gaussian sampler).
-    ``x`` is scratch of length ``d``.
+    ``g += sum_{i < n, member_i = family} clip_R((mu(<x_i, theta>) - y_i) x_i)`` (no clipping when
+    ``R`` is infinite) and, if ``hessian``, ``Hs += sum mu'(<x_i, theta>) x_i x_i^T``.  ``x`` is
+    scratch of length ``d``.
     """
     d = theta.shape[0]
-    for j in range(d):
-        g[j] = 0.0
     for i in range(n):
         if member[i] != family:
             continue
@@ -77,9 +76,29 @@ def noisy_gradient_sum(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, famil
         res = link_mu(link_code, z) - ys[i]
         for j in range(d):
             x[j] = res * Xs[i, j]
-        clip_l2(x, R)
+        if R < math.inf:
+            clip_l2(x, R)
         for j in range(d):
             g[j] += x[j]
+        if hessian:
+            h = link_dmu(link_code, z)
+            for j in range(d):
+                for k in range(d):
+                    Hs[j, k] += h * Xs[i, j] * Xs[i, k]
+
+
+@nb.njit(cache=True)
+def noisy_gradient_sum(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, theta: np.ndarray,
+                       link_code: int, R: float, sigma_sum: float, rng: np.random.Generator, g: np.ndarray,
+                       x: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``g = sum_{i < n, member_i = family} clip_R((mu(<x_i, theta>) - y_i) x_i) + N(0, sigma_sum^2 I)``.
+
+    One step of the strict DPPGD release (noise drawn by the compiled Gaussian sampler).
+    ``x`` is scratch of length ``d``.
+    """
+    for j in range(theta.shape[0]):
+        g[j] = 0.0
+    residual_sums(Xs, ys, member, family, n, theta, link_code, R, False, g, g[:0].reshape(0, 0), x)
     if sigma_sum > 0.0:
         add_gaussian(rng, sigma_sum, g)
 
@@ -200,18 +219,7 @@ def newton_mle(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, 
             g[j] = lam_reg * theta[j]
             for k in range(d):
                 Hs[j, k] = lam_reg if j == k else 0.0
-        for i in range(n):
-            if member[i] != family:
-                continue
-            z = 0.0
-            for j in range(d):
-                z += Xs[i, j] * theta[j]
-            res = link_mu(link_code, z) - ys[i]
-            h = link_dmu(link_code, z)
-            for j in range(d):
-                g[j] += res * Xs[i, j]
-                for k in range(d):
-                    Hs[j, k] += h * Xs[i, j] * Xs[i, k]
+        residual_sums(Xs, ys, member, family, n, theta, link_code, math.inf, True, g, Hs, tmp)
         delta = np.linalg.solve(Hs, g)
         move = 0.0
         for j in range(d):

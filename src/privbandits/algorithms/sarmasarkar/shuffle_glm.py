@@ -25,6 +25,18 @@ broadcasts the server's public state to the batch's users (``respond``), passes 
 through the shuffler and hands the release to the server.  The server never holds a client, a
 user's data or a per-user message.
 
+Engines.  ShuffleGLM runs on the reference driver only.  Its fast path is ``path="aggregate"``
+for the ``P_GD`` rounds (each round's release drawn directly, exact in distribution, with the
+message path as its twin and two-sample tests between them): those rounds, ``T_it`` per batch
+over all of the batch's users, dominate the message count.  The exact aggregate driver
+(:mod:`privbandits.engine.aggregate`) does not apply: it needs a fixed action set with public
+per-action pull counts, while here every round brings a fresh context set and the choice
+depends on it.  Nor do the compiled kernels (:mod:`privbandits.algorithms.kernel`): their local
+kernel releases one message per user and round into a server update, whereas Algorithm 1's
+server acts only on batch releases and then runs multi-round protocols with the same users.
+A compiled path would need a shuffle kernel (client choice and randomizer as compiled steps, a
+device-side store of the open batch, and a batch-end step for the matrix analysis and ``P_GD``).
+
 References
 ----------
 Sarmasarkar (2026), arXiv 2602.00417, Algorithm 1, eqs. (6)-(13), Lemma 4.3, Appendix T
