@@ -36,7 +36,12 @@ from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.regression import ImproperBatchSGD
 from privbandits.regression.releases import noise_multiplier
 
-__all__ = ["SquareCB", "SquareCBJDP", "igw_probabilities", "squarecb_epoch_ends"]
+__all__ = ["SQUARECB_CONSTRAINTS", "SquareCB", "SquareCBJDP", "igw_probabilities", "igw_sample",
+           "squarecb_epoch_ends"]
+
+#: Constraints of the parameters every SquareCB variant shares.
+SQUARECB_CONSTRAINTS = {"c_gamma": Positive, "m0": Int(1, 30),
+                        "failure_prob": Optional(Real(0.0, 1.0, low_open=True, high_open=True))}
 
 
 def igw_probabilities(scores: np.ndarray, gamma: float) -> np.ndarray:
@@ -47,6 +52,12 @@ def igw_probabilities(scores: np.ndarray, gamma: float) -> np.ndarray:
     p[best] = 0.0
     p[best] = 1.0 - p.sum()
     return p
+
+
+def igw_sample(scores: np.ndarray, gamma: float, u: float) -> int:
+    """The action of :func:`igw_probabilities` at the uniform draw ``u`` in [0, 1) (inverse CDF)."""
+    cdf = np.cumsum(igw_probabilities(scores, gamma))
+    return min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), scores.size - 1)
 
 
 def squarecb_epoch_ends(T: int, m0: int) -> np.ndarray:
@@ -74,8 +85,7 @@ class SquareCB(Curator):
     name = "squarecb"
     trust_model: ClassVar[str] = "none"
     paper = "Foster & Rakhlin 2020 (SquareCB); oracle of Chen et al. 2025, Alg. 5 without noise"
-    constraints = {"c_gamma": Positive, "m0": Int(1, 30), "failure_prob": Optional(Real(0.0, 1.0, low_open=True,
-                                                                                         high_open=True))}
+    constraints = SQUARECB_CONSTRAINTS
     test_params = ({"m0": 4}, {"m0": 3, "c_gamma": 0.5})
 
     def __init__(self, c_gamma: float = 1.0, m0: int = 9, failure_prob: float | None = None) -> None:
@@ -111,9 +121,7 @@ class SquareCB(Curator):
         out = np.empty(self.R, dtype=np.int64)
         u = self.streams.policy.random(self.R)
         for r in range(self.R):
-            s = np.clip(contexts[r] @ self.theta[r], -1.0, 1.0)
-            cdf = np.cumsum(igw_probabilities(s, self.gamma))
-            out[r] = min(int(np.searchsorted(cdf, u[r] * cdf[-1], side="right")), s.size - 1)
+            out[r] = igw_sample(np.clip(contexts[r] @ self.theta[r], -1.0, 1.0), self.gamma, float(u[r]))
         return out
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
