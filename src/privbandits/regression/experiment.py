@@ -33,6 +33,7 @@ __all__ = [
     "error_rows",
     "iter_error_rows",
     "main",
+    "seed_rows",
     "summarize",
 ]
 
@@ -65,30 +66,37 @@ def error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000
 def iter_error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000,
                     estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
     """:func:`error_rows` one row at a time."""
+    names = tuple(estimators)
     for cell in grid:
-        n, d, eps, c, p0 = cell["n"], cell["d"], cell["epsilon"], cell.get("c", 0.0), cell.get("p0")
         for seed in range(seeds):
-            rng = np.random.default_rng([seed, n, d])
-            if p0 is None:
-                theta = rng.normal(size=d)
-                theta /= np.linalg.norm(theta)
-            else:
-                theta = np.array([0.8])
-            X = covariates(n, d, c, p0, rng)
-            y = np.where(rng.random(n) < (1.0 + X @ theta) / 2.0, 1.0, -1.0)
-            Xt = covariates(n_test, d, c, p0, rng)
-            f = Xt @ theta
-            for name in estimators:
-                t0 = time.perf_counter()
-                est = ESTIMATORS[name](eps).fit(X, y, rng)
-                err = Xt @ est.theta - f
-                w = est.width(Xt)
-                yield ({**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
-                             "l1": float(np.mean(np.abs(err))), "l2": float(np.mean(err**2)),
-                             "coverage": float(np.mean(np.abs(np.clip(Xt @ est.theta, -1, 1) - f) <= w + 1e-12)),
-                             "all_covered": bool(np.all(np.abs(np.clip(Xt @ est.theta, -1, 1) - f) <= w + 1e-12)),
-                             "mean_width": float(np.mean(w)), "epsilon_accounted": est.guarantee.epsilon,
-                        "seconds": time.perf_counter() - t0})
+            yield from seed_rows(cell, seed, n_test, names)
+
+
+def seed_rows(cell: dict[str, Any], seed: int, n_test: int = 100_000,
+              estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
+    """The rows of one grid cell and one seed (one per estimator, all on the same data)."""
+    n, d, eps, c, p0 = cell["n"], cell["d"], cell["epsilon"], cell.get("c", 0.0), cell.get("p0")
+    rng = np.random.default_rng([seed, n, d])
+    if p0 is None:
+        theta = rng.normal(size=d)
+        theta /= np.linalg.norm(theta)
+    else:
+        theta = np.array([0.8])
+    X = covariates(n, d, c, p0, rng)
+    y = np.where(rng.random(n) < (1.0 + X @ theta) / 2.0, 1.0, -1.0)
+    Xt = covariates(n_test, d, c, p0, rng)
+    f = Xt @ theta
+    for name in estimators:
+        t0 = time.perf_counter()
+        est = ESTIMATORS[name](eps).fit(X, y, rng)
+        err = Xt @ est.theta - f
+        w = est.width(Xt)
+        miss = np.abs(np.clip(Xt @ est.theta, -1, 1) - f) > w + 1e-12
+        yield {**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
+               "l1": float(np.mean(np.abs(err))), "l2": float(np.mean(err**2)),
+               "coverage": float(1.0 - np.mean(miss)), "all_covered": bool(not np.any(miss)),
+               "mean_width": float(np.mean(w)), "epsilon_accounted": est.guarantee.epsilon,
+               "seconds": time.perf_counter() - t0}
 
 
 def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: int, c: float = 3.0,
