@@ -27,12 +27,11 @@ import numpy as np
 
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError
-from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Positive, Real
+from privbandits.core.params import Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.calibration import gaussian_epsilon
-from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.regression import ImproperBatchSGD
 from privbandits.regression.releases import noise_multiplier
 
@@ -150,10 +149,10 @@ class SquareCBJDP(SquareCB):
 
     Parameters
     ----------
-    epsilon, delta : float
-        Privacy level of every user's single release.
-    gaussian : {"analytic", "classic"}
-        Gaussian calibration.
+    epsilon, delta, gaussian
+        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
+        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
+        :mod:`privbandits.algorithms.chen.privacy`.
     c_gamma, m0, failure_prob
         As for :class:`SquareCB`.
     """
@@ -161,7 +160,7 @@ class SquareCBJDP(SquareCB):
     name = "squarecb-jdp"
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 5 (JDP)"
-    constraints = {**SquareCB.constraints, "epsilon": Epsilon, "delta": Delta, "gaussian": Choice("analytic", "classic")}
+    constraints = {**SQUARECB_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_gamma: float = 1.0, m0: int = 9,
@@ -172,8 +171,7 @@ class SquareCBJDP(SquareCB):
         return ImproperBatchSGD(self.epsilon, self.delta, calibration=self.gaussian)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        sigma = noise_multiplier(self.epsilon, self.delta, self.gaussian)
-        g = PrivacyGuarantee(model="joint", epsilon=gaussian_epsilon(sigma, self.delta), delta=self.delta,
-                             notes=f"each user in one output-perturbed estimate (multiplier {sigma:.6g}, "
-                                   f"{self.gaussian}); disjoint epochs; actions by the billboard lemma")
+        g = gaussian_guarantee("joint", self.epsilon, self.delta, self.gaussian,
+                               "each user in one output-perturbed estimate, disjoint epochs; actions by the "
+                               "billboard lemma")
         return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))

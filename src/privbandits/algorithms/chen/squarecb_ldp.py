@@ -42,6 +42,7 @@ import numpy as np
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chen.jdp import check_problem
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS
 from privbandits.algorithms.chen.squarecb import (
     SQUARECB_CONSTRAINTS,
     igw_sample,
@@ -50,7 +51,6 @@ from privbandits.algorithms.chen.squarecb import (
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.core.params import Choice, Delta, Epsilon
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.inputs import check_client_inputs
@@ -161,10 +161,10 @@ class SquareCBLDP(LocalAlgorithm):
 
     Parameters
     ----------
-    epsilon, delta : float
-        Privacy level of every user's single message.
-    gaussian : {"analytic", "classic"}
-        Gaussian calibration.
+    epsilon, delta, gaussian
+        Privacy level ``(alpha, beta)`` of every user's single message and the Gaussian calibration
+        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
+        :mod:`privbandits.algorithms.chen.privacy`.
     c_gamma, m0
         As for :class:`~privbandits.algorithms.chen.squarecb.SquareCB`.
     """
@@ -172,8 +172,7 @@ class SquareCBLDP(LocalAlgorithm):
     name = "squarecb-ldp"
     trust_model: ClassVar[str] = "local"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 6 (LDP)"
-    constraints = {key: SQUARECB_CONSTRAINTS[key] for key in ("c_gamma", "m0")} | {
-        "epsilon": Epsilon, "delta": Delta, "gaussian": Choice("analytic", "classic")}
+    constraints = {**{key: SQUARECB_CONSTRAINTS[key] for key in ("c_gamma", "m0")}, **PRIVACY_CONSTRAINTS}
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_gamma: float = 1.0, m0: int = 9,
