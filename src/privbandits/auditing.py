@@ -65,6 +65,7 @@ from privbandits.algorithms.base import (
     ShuffleAlgorithm,
 )
 from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.algorithms.chen.squarecb_ldp import GRADIENT as SQUARECB_GRADIENT_SLOT
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
 from privbandits.algorithms.sarmasarkar.shuffle_audit import AUDIT_EPSILON, shuffle_glm_matrix_spec
 from privbandits.core.errors import UnknownNameError, ValidationError
@@ -89,6 +90,7 @@ __all__ = [
     "client_path_spec",
     "extreme_pairs",
     "local_algorithms",
+    "near_parallel_pairs",
     "pilot_projection",
     "reward_pairs",
     "run_all",
@@ -593,6 +595,33 @@ def _scaled_normalization(spec: EnvSpec) -> dict[str, np.ndarray]:
     return {"U": 2.0 * np.eye(spec.d)}
 
 
+#: Half-angle of the two users of :func:`near_parallel_pairs` (message distance ``8 cos(a)``).
+_SQ_ANGLE = 0.2
+
+
+def near_parallel_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
+    """Users ``u = B (cos a, sin a)`` with ``y-`` and ``v = B (cos a, -sin a)`` with ``y+`` (``a = 0.2``),
+    every arm showing the user's context: under the iterate of :func:`_steep_iterate` their clipped
+    square-loss gradients are ``4u`` and ``-4v``, ``8 cos a = 7.84`` apart (the sensitivity 8 is
+    the supremum over the untrusted server's iterates)."""
+    B = float(spec.context_bound)
+    y_hi, y_lo = _extremes(spec)
+    u = np.zeros(spec.d)
+    u[:2] = B * math.cos(_SQ_ANGLE), B * math.sin(_SQ_ANGLE)
+    v = u.copy()
+    v[1] = -v[1]
+    return [(UserData(_same_on_every_arm(spec, u), y_lo, f"x = u, r = {y_lo:g}"),
+             UserData(_same_on_every_arm(spec, v), y_hi, f"x = v, r = {y_hi:g}"))]
+
+
+def _steep_iterate(spec: EnvSpec) -> dict[str, Any]:
+    """A gradient slot with the (improper) iterate ``theta = 1.5 e_2 / (B sin a)``: ``<u, theta> = 1.5``
+    and ``<v, theta> = -1.5``, both predictions clipped."""
+    theta = np.zeros(spec.d)
+    theta[1] = 1.5 / (float(spec.context_bound) * math.sin(_SQ_ANGLE))
+    return {"slot": SQUARECB_GRADIENT_SLOT, "theta_sgd": theta}
+
+
 #: Client-path audits of every local and shuffle algorithm, by catalog name.
 CLIENT_PATHS: dict[str, ClientPathCase] = {
     "client:ldp-sgd": ClientPathCase(
@@ -621,6 +650,10 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         "chen-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
         public=_scaled_normalization,
         description="Chen et al. (2025) Alg. 8 client, normalization slot: SymPriv of U x x^T U / ||U x||"),
+    "client:squarecb-ldp": ClientPathCase(
+        "squarecb-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
+        pairs=near_parallel_pairs, public=_steep_iterate,
+        description="SquareCB + Chen et al. (2025) Alg. 6 client: clipped square-loss gradient + Gaussian"),
     "client:hanna-shuffle": ClientPathCase(
         "hanna-shuffle", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
         claim=shuffle_local_claim, n_samples=60_000, n_pilot=4_000, batch=1 << 14,

@@ -121,7 +121,20 @@ def _regret_table(series: Sequence[Any], title: str) -> Table:
 
 
 def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
+    from privbandits.experiments.regression_study import RegressionOutcome
+
     out = _out()
+    if isinstance(outcome, RegressionOutcome):  # a regression study: its summary, figure and report
+        study = outcome.config
+        out.print(f"{study.name}: {study.n_cells} cells x {study.replications} seeds "
+                  f"({outcome.executed} units run, {outcome.skipped} stored)", markup=False)
+        for line in outcome.summary:
+            out.print(f"  {line}", markup=False, soft_wrap=True)
+        for path in outcome.figures:
+            out.print(f"figure: {path}", markup=False, soft_wrap=True)
+        if show_report and outcome.report is not None:
+            out.print(f"report: {outcome.report}", markup=False, soft_wrap=True)
+        return
     cfg = outcome.config
     n_runs = cfg.replications * len(cfg.seeds)
     out.print(_regret_table(outcome.series, f"Final cumulative regret at T = {cfg.horizon} "
@@ -223,8 +236,8 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
                                                          help="PNG resolution (default: the preset's, 150).")] = None
               ) -> None:
     """Reproduce a paper's experiment from a preset; writes PNG + PDF figures and report.md."""
-    from privbandits.experiments.pipeline import run_pipeline
-    from privbandits.experiments.presets import available_presets, load_preset
+    from privbandits.experiments.pipeline import run_reproduction
+    from privbandits.experiments.presets import available_presets, load_reproduction
 
     if list_:
         _out().print(_presets_table(available_presets()))
@@ -255,8 +268,9 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
         return
     if not name:
         raise ValidationError("give a preset NAME or --all (privbandits reproduce --list shows them)")
-    cfg = load_preset(name, overrides)
-    outcome = run_pipeline(cfg, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err(), dpi=dpi)
+    cfg = load_reproduction(name, overrides)
+    outcome = run_reproduction(cfg, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err(),
+                               dpi=dpi)
     _print_outcome(outcome)
 
 

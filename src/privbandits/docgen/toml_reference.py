@@ -20,6 +20,9 @@ __all__ = ["KEY_DOCS", "render_toml_reference", "toml_keys", "undocumented_keys"
 #: ``"table.key" -> (type, default, description)`` for the fixed tables ("" = the top level).
 #: A default of ``None`` is read from the configuration dataclasses where they have the key.
 KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
+    ".kind": ('"bandit" | "regression"', '"bandit"',
+              "What the file describes: a bandit experiment (this page's schema) or a regression-error study "
+              "(`kind = \"regression\"`, its own schema below; run by `privbandits reproduce`)."),
     ".name": ("string", "the file's stem",
               "Experiment name: the key results are stored and plotted under (letters, digits, `_ . -`)."),
     ".description": ("string", '""', "Free text, copied into `report.md`."),
@@ -127,18 +130,47 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "tables.metric": ("string", '"final_regret"', "Which reported numbers the table shows."),
     "tables.columns": ("string", "none", "The key whose values are the columns (e.g. epsilon)."),
     "tables.rows": ("list of labels", "every label with numbers", "Row order."),
+    # regression studies (kind = "regression", privbandits.experiments.regression_study)
+    "regression.kind": ('"regression"', "required", "Marks the file as a regression study."),
+    "regression.name": ("string", "the file's stem", "Study name: the key its rows are stored under."),
+    "regression.description": ("string", '""', "Free text, copied into `report.md`."),
+    "regression.replications": ("integer >= 1", "3", "Seeds 0 .. R-1 of every cell (`-R` overrides it)."),
+    "regression.n_test": ("integer >= 1", "100000", "Held-out covariates on which every fit is evaluated."),
+    "regression.estimators": ("list of strings", "all",
+                              "Estimators compared: `reweighted`, `reweighted-bernstein`, `ssp-ridge`, `dp-gd`, "
+                              "`least-squares` (privbandits.regression.experiment.ESTIMATORS)."),
+    "regression.blocks": ("array of tables `[[blocks]]`", "required",
+                          "Blocks of cells: one figure panel and one table section each."),
+    "regression.quick": ("table", "{}", "Overrides applied by `--quick`."),
+    "regression.report": ("table", "{}", "`title`, `source`, `claims`, `notes` of `report.md` (strings)."),
+    "blocks.name": ("string", "required", "Block name (unique; letters, digits, `_ . -`)."),
+    "blocks.x": ('"n" | "d" | "epsilon" | "c" | "p0"', '"n"', "The x axis of the block's panel."),
+    "blocks.facet": ("one of the block's keys other than x", "none", "One line style per value."),
+    "blocks.n": ("list of integers >= 1", "required", "Sample sizes."),
+    "blocks.d": ("list of integers >= 1", "required", "Dimensions (`[1]` with `p0`)."),
+    "blocks.epsilon": ("list of numbers > 0 (inf = non-private)", "required",
+                       "Privacy levels (delta = 1e-5 throughout)."),
+    "blocks.c": ("list of numbers >= 0", "[0.0]",
+                 "Conditioning: coordinate scales `exp(-c (i-1)/(d-1))` of the Gaussian covariates."),
+    "blocks.p0": ("list of numbers in (0, 1)", "none",
+                  "The two-point instance of Chen et al. (2025), Prop. 3.1: `phi in {0, 1}`, `P(phi = 1) = p0`."),
+    "regression_quick.replications": ("integer >= 1", "unchanged", "Seeds per cell under `--quick`."),
+    "regression_quick.n_test": ("integer >= 1", "unchanged", "Held-out covariates under `--quick`."),
+    "regression_quick.n_max": ("integer >= 1", "none",
+                               "Under `--quick`, every cell's n is capped at this (duplicate cells merged)."),
 }
 
 
 def _tables() -> dict[str, tuple[str, ...]]:
-    from privbandits.experiments import config
+    from privbandits.experiments import config, regression_study
 
     figure_keys = tuple(dict.fromkeys(k for keys in config.FIGURE_KEYS.values() for k in keys))
     claim_keys = tuple(dict.fromkeys(k for keys in config.CLAIM_KEYS.values() for k in keys))
     return {"": config.TOP_KEYS, "checkpoints": config.CHECKPOINT_KEYS, "algorithms": config.ALGO_KEYS,
             "quick": config.QUICK_KEYS, "plot": config.PLOT_KEYS, "report": config.REPORT_KEYS,
             "figures": figure_keys, "claims": claim_keys, "paper_numbers": config.PAPER_NUMBER_KEYS,
-            "tables": config.TABLE_KEYS}
+            "tables": config.TABLE_KEYS, "regression": regression_study.REGRESSION_TOP_KEYS,
+            "blocks": regression_study.BLOCK_KEYS, "regression_quick": regression_study.REGRESSION_QUICK_KEYS}
 
 
 def toml_keys() -> dict[str, tuple[str, ...]]:
@@ -222,6 +254,17 @@ _SECTIONS = (
      "inconclusive at `[report] level`."),
     ("paper_numbers", "[[paper_numbers]]", "Reported numbers, shown beside ours with the ratio ours / reported."),
     ("tables", "[[tables]]", "Reported numbers arranged as tables: cells `ours / reported (ratio)`."),
+    ("regression", "Regression studies (`kind = \"regression\"`): top level",
+     "A file with `kind = \"regression\"` is not a bandit experiment but a private regression-error study "
+     "(privbandits.experiments.regression_study), run by `privbandits reproduce NAME`: every cell of every "
+     "block and every seed is one work unit fitting each estimator on the same data (held-out L1 / L2 "
+     "error, coverage and mean of the widths, accounted epsilon); rows are stored in the results database "
+     "as units finish, and the figure and `report.md` are written at the end.  None of the bandit keys "
+     "above apply."),
+    ("blocks", "[[blocks]] (regression studies)",
+     "The cells of a block are the cartesian product of its lists; only `x` and `facet` may take several "
+     "values."),
+    ("regression_quick", "[quick] (regression studies)", "Applied only by `--quick`; validated always."),
 )
 
 

@@ -3,6 +3,7 @@
 Schema (every table and key is checked; unknown keys are rejected with the closest allowed one; the
 documentation's TOML reference is generated from this module's key lists)::
 
+    kind = "bandit"                # bandit (this schema) | regression (experiments.regression_study)
     name = "my-sweep"              # default: the file's stem; letters, digits, ``_ . -``
     description = "free text"
     horizon = 20000                # T >= 1 (1e4 is accepted)
@@ -103,6 +104,7 @@ from privbandits.experiments.units import ENV_KINDS, WorkUnit, build_env
 
 __all__ = [
     "CALIBRATION_PRESETS",
+    "CONFIG_KINDS",
     "AlgorithmEntry",
     "ExperimentConfig",
     "FigureSpec",
@@ -116,7 +118,10 @@ __all__ = [
 
 CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 
-TOP_KEYS = ("name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
+#: What a configuration file describes: a bandit experiment (this module) or a regression study
+#: (:mod:`privbandits.experiments.regression_study`).
+CONFIG_KINDS: tuple[str, ...] = ("bandit", "regression")
+TOP_KEYS = ("kind", "name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
             "engine", "env", "grid", "algorithms", "quick", "plot", "report", "figures", "claims",
             "paper_numbers", "tables")
 ALGO_KEYS = ("name", "label", "params", "grid", "preset")
@@ -730,6 +735,11 @@ class _Validator:
 
     # -- whole file -------------------------------------------------------------------------
     def config(self, raw: dict[str, Any], default_name: str) -> ExperimentConfig:
+        kind = raw.get("kind", "bandit")
+        self.check("kind", kind, lambda: check_choice("kind", kind, CONFIG_KINDS))
+        if kind != "bandit":
+            raise self.fail("kind", kind, "a regression study is not a bandit experiment: run it with "
+                                          "`privbandits reproduce NAME` (privbandits.experiments.load_reproduction)")
         self.keys(raw, TOP_KEYS, "the top level")
         name = self.string("name", raw.get("name", default_name), _NAME_RE)
         description = raw.get("description", "")

@@ -17,8 +17,9 @@ from typing import Any
 from privbandits.core.errors import MissingDataError
 from privbandits.experiments.claims import verdict_counts, verdict_line
 from privbandits.experiments.config import Overrides
-from privbandits.experiments.pipeline import Outcome, run_pipeline
-from privbandits.experiments.presets import available_presets, load_preset
+from privbandits.experiments.pipeline import Outcome, run_reproduction
+from privbandits.experiments.presets import available_presets, load_reproduction
+from privbandits.experiments.regression_study import RegressionOutcome
 
 __all__ = ["GalleryEntry", "preset_dir", "reproduce_all", "write_gallery"]
 
@@ -40,6 +41,7 @@ class GalleryEntry:
     horizon: int
     runs: int
     wall_time: float  # simulation time of all its series (as stored with the results)
+    size: str = ""  # problem size shown instead of T (a regression study has no horizon)
 
 
 def preset_dir(name: str) -> str:
@@ -48,7 +50,13 @@ def preset_dir(name: str) -> str:
     return f"{paper}/{rest}" if sep and rest else name
 
 
-def _entry(name: str, outcome: Outcome, out: Path) -> GalleryEntry:
+def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> GalleryEntry:
+    if isinstance(outcome, RegressionOutcome):
+        study = outcome.config
+        figs = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
+        return GalleryEntry(name=name, title=study.report.title or name, directory=preset_dir(name), figures=figs,
+                            verdicts={}, verdict=outcome.summary[0], ratios=(), horizon=0,
+                            runs=study.replications, wall_time=outcome.wall_time, size=study.size)
     cfg = outcome.config
     figures = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
     ratios = tuple(r.ratio for r in outcome.paper_rows if r.ratio is not None)
@@ -61,7 +69,7 @@ def _entry(name: str, outcome: Outcome, out: Path) -> GalleryEntry:
 def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | None = None, quick: bool = False,
                   overrides: Overrides | None = None, workers: int | None = None, scheduler: Any = None,
                   quiet: bool = False, dpi: int | None = None,
-                  on_done: Callable[[str, Outcome], None] | None = None) -> list[GalleryEntry]:
+                  on_done: Callable[[str, Outcome | RegressionOutcome], None] | None = None) -> list[GalleryEntry]:
     """Run presets ``names`` (default: every reproduction preset) into ``out/<paper>/<figure>/``.
 
     Results go to the database ``db`` (an interrupted run resumes there).  ``on_done`` is called
@@ -73,15 +81,15 @@ def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | Non
     entries = []
     for name in chosen:
         try:
-            cfg = load_preset(name, Overrides(quick=quick, horizon=base.horizon, replications=base.replications,
+            cfg = load_reproduction(name, Overrides(quick=quick, horizon=base.horizon, replications=base.replications,
                                               seeds=base.seeds, preset=base.preset, engine=base.engine))
         except MissingDataError as exc:  # a data set the user supplies (not bundled): listed as skipped
             entries.append(GalleryEntry(name=name, title=name, directory=preset_dir(name), figures=(),
                                         verdicts={}, verdict=f"not run: {exc}", ratios=(), horizon=0, runs=0,
                                         wall_time=0.0))
             continue
-        outcome = run_pipeline(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler, quiet=quiet,
-                               dpi=dpi)
+        outcome = run_reproduction(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler,
+                                   quiet=quiet, dpi=dpi)
         entries.append(_entry(name, outcome, out))
         if on_done is not None:
             on_done(name, outcome)
@@ -105,14 +113,14 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
              "noise) and, where the paper prints numbers, the ratio of ours to the paper's.  The report of each "
              "reproduction has the full configuration, the accounted privacy guarantees, every comparison "
              "and our notes where we disagree with the paper.", "",
-             "| reproduction | T | runs | claims | ours / paper | simulation time (sum over units) |",
+             "| reproduction | T (or n) | runs | claims | ours / paper | simulation time (sum over units) |",
              "|---|---:|---:|---|---|---:|"]
     for e in entries:
         if not e.runs:
             lines.append(f"| {e.name} | - | - | {e.verdict} | - | - |")
             continue
         ratios = (f"{min(e.ratios):.2f} .. {max(e.ratios):.2f} ({len(e.ratios)} numbers)" if e.ratios else "-")
-        lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.horizon:g} | {e.runs} | {e.verdict} | "
+        lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {e.verdict} | "
                      f"{ratios} | {e.wall_time:.0f} s |")
     lines.append("")
     for e in entries:

@@ -18,7 +18,7 @@ from privbandits.experiments.runner import RunReport, run_experiment
 from privbandits.experiments.store import DEFAULT_DB, ResultsStore
 from privbandits.experiments.summary import Series, build_series
 
-__all__ = ["Outcome", "default_out_dir", "run_pipeline"]
+__all__ = ["Outcome", "default_out_dir", "run_pipeline", "run_reproduction"]
 
 
 @dataclass
@@ -78,6 +78,19 @@ def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str
         report = write_report(out_dir / "report.md", config, series, figures, checks, run, rows)
     return Outcome(config=config, run=run, series=series, figures=figures, checks=checks, report=report,
                    paper_rows=rows)
+
+
+def run_reproduction(config: Any, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *,
+                     workers: int | None = None, scheduler: Any = None, quiet: bool = False,
+                     console: Console | None = None, dpi: int | None = None) -> Any:
+    """Run a preset of either kind (:func:`~privbandits.experiments.presets.load_reproduction`): a bandit
+    experiment through :func:`run_pipeline`, a regression study through
+    :func:`~privbandits.experiments.regression_study.run_regression_study` (local workers only)."""
+    from privbandits.experiments.regression_study import RegressionStudy, run_regression_study
+
+    if isinstance(config, RegressionStudy):
+        return run_regression_study(config, db, out, workers=workers, quiet=quiet, console=console, dpi=dpi or 150)
+    return run_pipeline(config, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=console, dpi=dpi)
 
 
 def environment_metrics(config: ExperimentConfig) -> dict[str, Callable[[Series], float]]:

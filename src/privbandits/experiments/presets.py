@@ -2,7 +2,9 @@
 
 A preset is an ordinary experiment configuration (see :mod:`privbandits.experiments.config`)
 plus, usually, ``[quick]`` overrides for a short run and a ``[report]`` section with the paper's
-claims that ``privbandits reproduce NAME`` compares the measurements with.
+claims that ``privbandits reproduce NAME`` compares the measurements with.  A preset with
+``kind = "regression"`` is a regression-error study instead
+(:mod:`privbandits.experiments.regression_study`); :func:`load_reproduction` loads either kind.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import tomllib
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-from privbandits.core.errors import UnknownNameError
+from privbandits.core.errors import ConfigError, UnknownNameError
 from privbandits.experiments.config import ExperimentConfig, Overrides, parse_config
+from privbandits.experiments.regression_study import RegressionStudy, parse_regression_study
 
-__all__ = ["available_presets", "load_preset", "preset_text"]
+__all__ = ["available_presets", "load_preset", "load_reproduction", "preset_text"]
 
 
 def _dir() -> Traversable:
@@ -53,3 +56,16 @@ def preset_text(name: str) -> str:
 def load_preset(name: str, overrides: Overrides | None = None) -> ExperimentConfig:
     """Validate preset ``name`` (with ``--quick`` and other command-line overrides)."""
     return parse_config(preset_text(name), source=f"presets/{name}.toml", default_name=name, overrides=overrides)
+
+
+def load_reproduction(name: str, overrides: Overrides | None = None) -> ExperimentConfig | RegressionStudy:
+    """Validate preset ``name`` of either kind: a bandit experiment or a regression study (``kind = "regression"``)."""
+    text = preset_text(name)
+    source = f"presets/{name}.toml"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}") from None
+    if raw.get("kind") == "regression":
+        return parse_regression_study(raw, source=source, default_name=name, overrides=overrides)
+    return parse_config(raw, source=source, default_name=name, overrides=overrides)

@@ -66,6 +66,16 @@ CREATE TABLE IF NOT EXISTS units (
     engine           TEXT NOT NULL DEFAULT 'reference'
 );
 CREATE INDEX IF NOT EXISTS units_experiment ON units (experiment);
+CREATE TABLE IF NOT EXISTS row_units (
+    key              TEXT PRIMARY KEY,
+    experiment       TEXT NOT NULL,
+    config           TEXT NOT NULL,
+    rows             TEXT NOT NULL,
+    wall_time        REAL NOT NULL,
+    library_version  TEXT NOT NULL,
+    created_at       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS row_units_experiment ON row_units (experiment);
 """
 
 _COLUMNS = ("key", "experiment", "label", "algorithm", "params", "grid", "env", "env_description", "seed",
@@ -197,6 +207,44 @@ class ResultsStore:
         except sqlite3.Error as exc:
             raise ResultsStoreError(f"cannot write to {str(self.path)!r}: {exc}") from None
         return cur.rowcount == 1
+
+    def put_rows(self, key: str, experiment: str, config: dict[str, Any], rows: Sequence[dict[str, Any]],
+                 wall_time: float) -> bool:
+        """Store the table rows of one finished non-bandit unit (e.g. one cell and seed of a regression
+        study) in one transaction; returns False if ``key`` was already stored."""
+        from privbandits import __version__
+
+        try:
+            with self._transaction():
+                cur = self._conn.execute(
+                    "INSERT OR IGNORE INTO row_units (key, experiment, config, rows, wall_time, library_version, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, experiment, _json(config), _json(list(rows)), float(wall_time), __version__,
+                     datetime.now(UTC).isoformat(timespec="seconds")))
+        except sqlite3.Error as exc:
+            raise ResultsStoreError(f"cannot write rows {key[:12]} to {str(self.path)!r}: {exc}") from None
+        return cur.rowcount == 1
+
+    def existing_row_keys(self, keys: Iterable[str]) -> set[str]:
+        """The subset of ``keys`` stored by :meth:`put_rows`."""
+        wanted = list(keys)
+        found: set[str] = set()
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            found |= {r[0] for r in self._query(f"SELECT key FROM row_units WHERE key IN ({marks})", chunk)}
+        return found
+
+    def load_rows(self, keys: Sequence[str]) -> list[tuple[list[dict[str, Any]], float]]:
+        """``(rows, wall_time)`` of the stored units ``keys``, in that order (missing keys skipped)."""
+        by: dict[str, tuple[list[dict[str, Any]], float]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i:i + 500])
+            marks = ",".join("?" * len(chunk))
+            for key, rows, wall in self._query(
+                    f"SELECT key, rows, wall_time FROM row_units WHERE key IN ({marks})", chunk):
+                by[key] = (json.loads(rows), float(wall))
+        return [by[k] for k in keys if k in by]
 
     def _transaction(self) -> Any:
         conn = self._conn

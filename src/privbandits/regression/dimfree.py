@@ -61,8 +61,12 @@ def improper_sgd_pass(X: np.ndarray, y: np.ndarray, K: int, eta: float) -> np.nd
 
 def improper_sgd_messages(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: float,
                           rng: np.random.Generator) -> np.ndarray:
-    """Algorithm 6, line 3: the users' messages ``2(clip(<phi, theta>) - y) phi + N(0, (8 sigma)^2 I)``."""
-    g = 2.0 * (np.clip(X @ theta, -1.0, 1.0) - y)[..., None] * X
+    """Algorithm 6, line 3: the users' messages ``2(clip(<phi, theta>) - y) phi + N(0, (8 sigma)^2 I)``.
+
+    ``theta`` is the broadcast iterate ``(d,)``, or one iterate per user ``(n, d)``.
+    """
+    pred = X @ theta if np.ndim(theta) == 1 else np.einsum("ij,ij->i", X, theta)
+    g = 2.0 * (np.clip(pred, -1.0, 1.0) - y)[..., None] * X
     return privatize_vector(g, sigma * SQ_GRADIENT_SENSITIVITY, rng)
 
 

@@ -28,11 +28,14 @@ from privbandits.regression.reweighted import ReweightedRegression
 
 __all__ = [
     "ESTIMATORS",
+    "bandit_coverage_rows",
     "covariates",
     "coverage_rows",
     "error_rows",
     "iter_error_rows",
     "main",
+    "released_boards",
+    "seed_rows",
     "summarize",
 ]
 
@@ -65,30 +68,37 @@ def error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000
 def iter_error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000,
                     estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
     """:func:`error_rows` one row at a time."""
+    names = tuple(estimators)
     for cell in grid:
-        n, d, eps, c, p0 = cell["n"], cell["d"], cell["epsilon"], cell.get("c", 0.0), cell.get("p0")
         for seed in range(seeds):
-            rng = np.random.default_rng([seed, n, d])
-            if p0 is None:
-                theta = rng.normal(size=d)
-                theta /= np.linalg.norm(theta)
-            else:
-                theta = np.array([0.8])
-            X = covariates(n, d, c, p0, rng)
-            y = np.where(rng.random(n) < (1.0 + X @ theta) / 2.0, 1.0, -1.0)
-            Xt = covariates(n_test, d, c, p0, rng)
-            f = Xt @ theta
-            for name in estimators:
-                t0 = time.perf_counter()
-                est = ESTIMATORS[name](eps).fit(X, y, rng)
-                err = Xt @ est.theta - f
-                w = est.width(Xt)
-                yield ({**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
-                             "l1": float(np.mean(np.abs(err))), "l2": float(np.mean(err**2)),
-                             "coverage": float(np.mean(np.abs(np.clip(Xt @ est.theta, -1, 1) - f) <= w + 1e-12)),
-                             "all_covered": bool(np.all(np.abs(np.clip(Xt @ est.theta, -1, 1) - f) <= w + 1e-12)),
-                             "mean_width": float(np.mean(w)), "epsilon_accounted": est.guarantee.epsilon,
-                        "seconds": time.perf_counter() - t0})
+            yield from seed_rows(cell, seed, n_test, names)
+
+
+def seed_rows(cell: dict[str, Any], seed: int, n_test: int = 100_000,
+              estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
+    """The rows of one grid cell and one seed (one per estimator, all on the same data)."""
+    n, d, eps, c, p0 = cell["n"], cell["d"], cell["epsilon"], cell.get("c", 0.0), cell.get("p0")
+    rng = np.random.default_rng([seed, n, d])
+    if p0 is None:
+        theta = rng.normal(size=d)
+        theta /= np.linalg.norm(theta)
+    else:
+        theta = np.array([0.8])
+    X = covariates(n, d, c, p0, rng)
+    y = np.where(rng.random(n) < (1.0 + X @ theta) / 2.0, 1.0, -1.0)
+    Xt = covariates(n_test, d, c, p0, rng)
+    f = Xt @ theta
+    for name in estimators:
+        t0 = time.perf_counter()
+        est = ESTIMATORS[name](eps).fit(X, y, rng)
+        err = Xt @ est.theta - f
+        w = est.width(Xt)
+        miss = np.abs(np.clip(Xt @ est.theta, -1, 1) - f) > w + 1e-12
+        yield {**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
+               "l1": float(np.mean(np.abs(err))), "l2": float(np.mean(err**2)),
+               "coverage": float(1.0 - np.mean(miss)), "all_covered": bool(not np.any(miss)),
+               "mean_width": float(np.mean(w)), "epsilon_accounted": est.guarantee.epsilon,
+               "seconds": time.perf_counter() - t0}
 
 
 def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: int, c: float = 3.0,
@@ -110,6 +120,62 @@ def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: i
             need = float(np.max(np.abs(e.predict(Xt) - Xt @ theta) / unit_width))
             rows.append({"n": n, "d": d, "epsilon": eps, "c": c, "seed": seed, "c_b_needed": need,
                          "e_bar": e.resolved["e_bar"], "lam": e.resolved["lam"]})
+    return rows
+
+
+#: The environment of the chen2025-bandit preset (d = 3, K = 10, scales 1, e^-3/2, e^-3 of the features).
+BANDIT_ENV: dict[str, Any] = {"d": 3, "K": 10, "contexts": "gaussian_normalized", "noise": "rademacher",
+                              "context_cov": np.diag(np.exp(-3.0 * np.arange(3) / 2.0) ** 2).tolist()}
+#: (algorithm, epsilon) of the bandit coverage study (None: non-private).
+BANDIT_COVERAGE_RUNS: tuple[tuple[str, float | None], ...] = (
+    ("chen-elim", None), ("chen-jdp", 1.0), ("chen-jdp", 0.3), ("chen-ldp", 1.0), ("chen-ldp", 0.3))
+
+
+def released_boards(alg: Any) -> list[list[Any]]:
+    """The estimates a Chen et al. (2025) bandit released, per replication, as
+    :class:`~privbandits.algorithms.chen.planning.Board` objects (curator: its billboard; local model:
+    the untrusted server's posted ``(theta, U, scale)``)."""
+    from privbandits.algorithms.chen.planning import Board
+
+    if hasattr(alg, "boards"):
+        return [list(b) for b in alg.boards]
+    srv = alg.server
+    link = srv.reg.link
+    return [[Board(srv.board_theta[r, j], srv.board_U[r, j], float(srv.board_scale[r, j]), link)
+             for j in range(int(srv.n_boards[r]))] for r in range(srv.R)]
+
+
+def bandit_coverage_rows(algorithm: str, params: dict[str, Any], env_args: dict[str, Any], horizon: int,
+                         replications: int, seed: int = 0, n_test: int = 20_000) -> list[dict[str, Any]]:
+    """Coverage of the widths the bandit actually used: run ``algorithm`` (``chen-elim``, ``chen-jdp`` or
+    ``chen-ldp``) on the synthetic environment ``env_args``, then for every released estimate of every
+    replication compute, on ``n_test`` held-out arm features from the environment's feature law,
+    ``c_b* = max |f_hat - f*| / (L_nu e_bar ||U phi||)`` (the estimate's widths with multiplier ``c_b``
+    cover every held-out point iff ``c_b >= c_b*``) and whether the widths at the run's ``c_b`` covered."""
+    import privbandits as pb
+    from privbandits.envs.contexts import sample_contexts
+
+    env = pb.SyntheticEnv(**env_args)
+    alg = pb.make(algorithm, **params)
+    pb.simulate(alg, env, horizon=horizon, replications=replications, seed=seed, engine="reference")
+    theta_star = np.asarray(env.theta_matrix if hasattr(env, "theta_matrix") else env._theta)
+    c_b = float(alg.c_b)
+    rng = np.random.default_rng([seed, 991])
+    rows = []
+    ends = [0, *(int(e) for e in alg.calibration.resolved["epoch_ends"])]
+    for r, boards in enumerate(released_boards(alg)):
+        F, _ = sample_contexts(rng, (n_test,), env.d, env.contexts, env.context_bound, env.cov_sqrt)
+        f_star = np.clip(boards[0].link.nu(F @ theta_star[r]), -1.0, 1.0) if boards else None
+        fitted = [j for j in range(len(ends) - 1) if ends[j + 1] - ends[j] >= alg.min_fit]
+        for j, board in enumerate(boards):
+            f_hat, b = board.bounds(F)
+            V = F @ board.U
+            unit = board.scale / c_b * np.sqrt(np.einsum("ij,ij->i", V, V))
+            err = np.abs(f_hat - f_star)
+            n_epoch = ends[fitted[j] + 1] - ends[fitted[j]]
+            rows.append({"algorithm": algorithm, "epsilon": float(params.get("epsilon", math.inf)), "c_b": c_b,
+                         "replication": r, "epoch": fitted[j] + 1, "n": n_epoch,
+                         "c_b_needed": float(np.max(err / unit)), "covered": bool(np.all(err <= b + 1e-12))})
     return rows
 
 
@@ -158,9 +224,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--coverage", action="store_true", help="width multipliers needed at bandit epoch sizes")
+    ap.add_argument("--bandit-coverage", type=int, metavar="T", default=0,
+                    help="coverage of the estimates released in bandit runs of horizon T (the chen2025-bandit "
+                         "environment, c_b = 0.1, --seeds replications)")
     args = ap.parse_args(argv)
     rows: Iterable[dict[str, Any]]
-    if args.coverage:
+    if args.bandit_coverage:
+        rows = (row for alg, eps in BANDIT_COVERAGE_RUNS
+                for row in bandit_coverage_rows(alg, {"c_b": 0.1, **({} if eps is None else {"epsilon": eps})},
+                                                BANDIT_ENV, args.bandit_coverage, args.seeds))
+    elif args.coverage:
         rows = coverage_rows([1024, 4096, 16_384, 65_536], 3, [0.3, 1.0, math.inf], args.seeds)
     else:
         rows = iter_error_rows(_grid(args.quick), 2 if args.quick else args.seeds)

@@ -34,13 +34,12 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.planning import Board, planning_support
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError, ValidationError
-from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Positive, Real
+from privbandits.core.params import Choice, Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.calibration import gaussian_epsilon
-from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.regression import ReweightedRegression
 from privbandits.regression.releases import noise_multiplier
 
@@ -192,10 +191,10 @@ class ChenJDP(ChenElimination):
 
     Parameters
     ----------
-    epsilon, delta : float
-        Privacy level ``(alpha, beta)`` of every user's single release.
-    gaussian : {"analytic", "classic"}
-        Gaussian calibration of the noise multiplier.
+    epsilon, delta, gaussian
+        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
+        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
+        :mod:`privbandits.algorithms.chen.privacy`.
     c_b, first_epoch, min_fit, K_norm, c_lam, lam_shape, failure_prob, spanner_C
         As for :class:`ChenElimination`.
     """
@@ -203,8 +202,7 @@ class ChenJDP(ChenElimination):
     name = "chen-jdp"
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 2 (JDP)"
-    constraints = {**COMMON_CONSTRAINTS, "epsilon": Epsilon, "delta": Delta,
-                   "gaussian": Choice("analytic", "classic")}
+    constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
     test_params = ({"first_epoch": 32, "min_fit": 30},
                    {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"})
 
@@ -223,10 +221,8 @@ class ChenJDP(ChenElimination):
         return str(self.gaussian)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        sigma = noise_multiplier(self.epsilon, self.delta, self.gaussian)
-        eps = gaussian_epsilon(sigma, self.delta)
-        g = PrivacyGuarantee(model=self.trust_model, epsilon=eps, delta=self.delta,
-                             notes=f"every user in one Gaussian release (multiplier {sigma:.6g}, {self.gaussian}), "
-                                   "disjoint epochs and batches: parallel composition; actions by the billboard lemma")
+        g = gaussian_guarantee(self.trust_model, self.epsilon, self.delta, self.gaussian,
+                               "every user in one Gaussian release, disjoint epochs and batches: parallel "
+                               "composition; actions by the billboard lemma")
         return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
 

@@ -39,14 +39,12 @@ from privbandits.algorithms.chen.jdp import (
     resolved_constants,
 )
 from privbandits.algorithms.chen.planning import Board, planning_support
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.core.params import Choice, Delta, Epsilon
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.calibration import gaussian_epsilon
-from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.inputs import check_client_inputs
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian_rows
 from privbandits.regression import ReweightedRegression
@@ -204,10 +202,10 @@ class ChenLDP(LocalAlgorithm):
 
     Parameters
     ----------
-    epsilon, delta : float
-        Privacy level ``(alpha, beta)`` of every user's single message.
-    gaussian : {"analytic", "classic"}
-        Gaussian calibration of the noise multiplier.
+    epsilon, delta, gaussian
+        Privacy level ``(alpha, beta)`` of every user's single message and the Gaussian calibration
+        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
+        :mod:`privbandits.algorithms.chen.privacy`.
     c_b, first_epoch, min_fit, K_norm, c_lam, lam_shape, failure_prob, spanner_C
         As for :class:`~privbandits.algorithms.chen.jdp.ChenElimination` (``c_lam`` defaults to 2).
     """
@@ -216,8 +214,7 @@ class ChenLDP(LocalAlgorithm):
     trust_model: ClassVar[str] = "local"
     links = ("identity", "logistic", "probit")
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 8 (LDP)"
-    constraints = {**COMMON_CONSTRAINTS, "epsilon": Epsilon, "delta": Delta,
-                   "gaussian": Choice("analytic", "classic")}
+    constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
     test_params = ({"first_epoch": 32, "min_fit": 30},
                    {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"})
 
@@ -236,10 +233,9 @@ class ChenLDP(LocalAlgorithm):
         return resolved_constants(self, spec, self.regressor(spec))
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        sigma = noise_multiplier(self.epsilon, self.delta, self.gaussian)
-        g = PrivacyGuarantee(model="local", epsilon=gaussian_epsilon(sigma, self.delta), delta=self.delta,
-                             notes=f"one Gaussian message per user (multiplier {sigma:.6g}, {self.gaussian}): "
-                                   "SymPriv of X at sensitivity sqrt(2)||U_k|| or Priv of g at sensitivity 4")
+        g = gaussian_guarantee("local", self.epsilon, self.delta, self.gaussian,
+                               "one Gaussian message per user: SymPriv of X at sensitivity sqrt(2)||U_k|| or Priv "
+                               "of g at sensitivity 4")
         return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:

@@ -27,16 +27,20 @@ import numpy as np
 
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError
-from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Positive, Real
+from privbandits.core.params import Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.calibration import gaussian_epsilon
-from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.regression import ImproperBatchSGD
 from privbandits.regression.releases import noise_multiplier
 
-__all__ = ["SquareCB", "SquareCBJDP", "igw_probabilities", "squarecb_epoch_ends"]
+__all__ = ["SQUARECB_CONSTRAINTS", "SquareCB", "SquareCBJDP", "igw_probabilities", "igw_sample",
+           "squarecb_epoch_ends"]
+
+#: Constraints of the parameters every SquareCB variant shares.
+SQUARECB_CONSTRAINTS = {"c_gamma": Positive, "m0": Int(1, 30),
+                        "failure_prob": Optional(Real(0.0, 1.0, low_open=True, high_open=True))}
 
 
 def igw_probabilities(scores: np.ndarray, gamma: float) -> np.ndarray:
@@ -47,6 +51,12 @@ def igw_probabilities(scores: np.ndarray, gamma: float) -> np.ndarray:
     p[best] = 0.0
     p[best] = 1.0 - p.sum()
     return p
+
+
+def igw_sample(scores: np.ndarray, gamma: float, u: float) -> int:
+    """The action of :func:`igw_probabilities` at the uniform draw ``u`` in [0, 1) (inverse CDF)."""
+    cdf = np.cumsum(igw_probabilities(scores, gamma))
+    return min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), scores.size - 1)
 
 
 def squarecb_epoch_ends(T: int, m0: int) -> np.ndarray:
@@ -74,8 +84,7 @@ class SquareCB(Curator):
     name = "squarecb"
     trust_model: ClassVar[str] = "none"
     paper = "Foster & Rakhlin 2020 (SquareCB); oracle of Chen et al. 2025, Alg. 5 without noise"
-    constraints = {"c_gamma": Positive, "m0": Int(1, 30), "failure_prob": Optional(Real(0.0, 1.0, low_open=True,
-                                                                                         high_open=True))}
+    constraints = SQUARECB_CONSTRAINTS
     test_params = ({"m0": 4}, {"m0": 3, "c_gamma": 0.5})
 
     def __init__(self, c_gamma: float = 1.0, m0: int = 9, failure_prob: float | None = None) -> None:
@@ -111,9 +120,7 @@ class SquareCB(Curator):
         out = np.empty(self.R, dtype=np.int64)
         u = self.streams.policy.random(self.R)
         for r in range(self.R):
-            s = np.clip(contexts[r] @ self.theta[r], -1.0, 1.0)
-            cdf = np.cumsum(igw_probabilities(s, self.gamma))
-            out[r] = min(int(np.searchsorted(cdf, u[r] * cdf[-1], side="right")), s.size - 1)
+            out[r] = igw_sample(np.clip(contexts[r] @ self.theta[r], -1.0, 1.0), self.gamma, float(u[r]))
         return out
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
@@ -142,10 +149,10 @@ class SquareCBJDP(SquareCB):
 
     Parameters
     ----------
-    epsilon, delta : float
-        Privacy level of every user's single release.
-    gaussian : {"analytic", "classic"}
-        Gaussian calibration.
+    epsilon, delta, gaussian
+        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
+        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
+        :mod:`privbandits.algorithms.chen.privacy`.
     c_gamma, m0, failure_prob
         As for :class:`SquareCB`.
     """
@@ -153,7 +160,7 @@ class SquareCBJDP(SquareCB):
     name = "squarecb-jdp"
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 5 (JDP)"
-    constraints = {**SquareCB.constraints, "epsilon": Epsilon, "delta": Delta, "gaussian": Choice("analytic", "classic")}
+    constraints = {**SQUARECB_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_gamma: float = 1.0, m0: int = 9,
@@ -164,8 +171,7 @@ class SquareCBJDP(SquareCB):
         return ImproperBatchSGD(self.epsilon, self.delta, calibration=self.gaussian)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        sigma = noise_multiplier(self.epsilon, self.delta, self.gaussian)
-        g = PrivacyGuarantee(model="joint", epsilon=gaussian_epsilon(sigma, self.delta), delta=self.delta,
-                             notes=f"each user in one output-perturbed estimate (multiplier {sigma:.6g}, "
-                                   f"{self.gaussian}); disjoint epochs; actions by the billboard lemma")
+        g = gaussian_guarantee("joint", self.epsilon, self.delta, self.gaussian,
+                               "each user in one output-perturbed estimate, disjoint epochs; actions by the "
+                               "billboard lemma")
         return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))

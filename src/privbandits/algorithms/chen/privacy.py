@@ -1,0 +1,51 @@
+"""The privacy parameters shared by the private algorithms of Chen et al. (2025) and their guarantee.
+
+Every private algorithm of the family (``chen-jdp``, ``chen-ldp``, ``squarecb-jdp``,
+``squarecb-ldp``) takes the same three parameters:
+
+epsilon, delta : float
+    Privacy level ``(alpha, beta)`` of every user's single release (joint model: the one
+    estimate the user's epoch feeds; local model: the user's one message).
+gaussian : {"analytic", "classic"}
+    Calibration of the Gaussian noise multiplier ``sigma``: the exact (analytic) Gaussian mechanism
+    of Balle & Wang (2018), valid for every epsilon, or the paper's ``sqrt(2 ln(1.25/delta))/epsilon``
+    (Definition 2; epsilon < 1 only).
+
+Each user's data enter one Gaussian release at noise multiplier ``sigma`` per unit of sensitivity
+(disjoint epochs and batches), so the guarantee is the exact Gaussian epsilon of ``sigma`` at
+``delta``.
+
+References
+----------
+Chen, Li, Rakhlin & Simchi-Levi (2025), arXiv:2502.13115v1, Definition 2 and Lemma 4.2; Balle & Wang
+(2018), "Improving the Gaussian mechanism for differential privacy", ICML.
+"""
+
+from __future__ import annotations
+
+from privbandits.core.params import Choice, Constraint, Delta, Epsilon
+from privbandits.privacy.calibration import gaussian_epsilon
+from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.regression.releases import noise_multiplier
+
+__all__ = ["PRIVACY_CONSTRAINTS", "gaussian_guarantee"]
+
+#: Constraints of ``epsilon``, ``delta`` and ``gaussian`` (see the module docstring).
+PRIVACY_CONSTRAINTS: dict[str, Constraint] = {"epsilon": Epsilon, "delta": Delta,
+                                              "gaussian": Choice("analytic", "classic")}
+
+
+def gaussian_guarantee(model: str, epsilon: float, delta: float, gaussian: str, how: str) -> PrivacyGuarantee:
+    """The accounted guarantee of one Gaussian release per user at the multiplier of ``(epsilon, delta)``.
+
+    Parameters
+    ----------
+    model : {"joint", "local"}
+    epsilon, delta, gaussian
+        As in the module docstring.
+    how : str
+        What each user's release is (for the guarantee's notes).
+    """
+    sigma = noise_multiplier(epsilon, delta, gaussian)
+    return PrivacyGuarantee(model=model, epsilon=gaussian_epsilon(sigma, delta), delta=delta,
+                            notes=f"{how} (multiplier {sigma:.6g}, {gaussian})")
