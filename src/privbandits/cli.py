@@ -366,6 +366,43 @@ def _presets_table(presets: dict[str, str]) -> Table:
 
 @app.command()
 @_guard
+def datasets(action: Annotated[str, typer.Argument(help="list (every registered data set) or describe NAME.")],
+             name: Annotated[Optional[str], typer.Argument(help="Data set to describe (see datasets list).")] = None,
+             path: Annotated[Optional[str], typer.Option("--path", help="File of the 'file' data set "
+                                                         "(CSV or Parquet).")] = None,
+             label: Annotated[Optional[str], typer.Option("--label", help="Class column of --path.")] = None,
+             na: Annotated[Optional[str], typer.Option("--na", help="Missing values in --path: error "
+                                                       "(default) or drop (counted).")] = None,
+             data_home: Annotated[Optional[str], typer.Option("--data-home", help="Cache directory of the "
+                                                              "downloadable data sets.")] = None) -> None:
+    """List the registered real data sets, or describe one: n, d, K, class balance, the best fixed
+    policies' rewards, source and licence (``describe`` loads the data)."""
+    from privbandits.envs.datasets.catalog import LIST_COLUMNS, describe_rows, list_rows
+
+    if action == "list":
+        if name is not None:
+            raise ValidationError(f"datasets list takes no NAME (got {name!r}); use datasets describe {name}")
+        table = Table(title="Data sets (privbandits datasets describe NAME)", title_justify="left")
+        for col in LIST_COLUMNS:
+            table.add_column(col, overflow="fold")
+        for row in list_rows():
+            _add_row(table, *row)
+    elif action == "describe":
+        if name is None:
+            raise ValidationError("datasets describe needs a NAME (see privbandits datasets list)")
+        options = {"path": path, "label": label, "na": na, "data_home": data_home}
+        table = Table(title=f"Data set {name}", title_justify="left")
+        table.add_column("field")
+        table.add_column("value", overflow="fold")
+        for row in describe_rows(name, **options):
+            _add_row(table, *row)
+    else:
+        raise ValidationError(f"datasets action must be 'list' or 'describe', got {action!r}")
+    _out().print(table)
+
+
+@app.command()
+@_guard
 def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm (see privbandits list).")],
             param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="KEY=VALUE constructor "
                                                                "argument (repeatable), e.g. epsilon=1.")] = None,

@@ -25,6 +25,7 @@ from privbandits.envs import (
     SyntheticEnv,
 )
 from privbandits.envs.base import Environment
+from privbandits.envs.datasets import SupervisedEnv
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
 __all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_json", "execute_unit"]
@@ -36,7 +37,7 @@ SCHEMA_VERSION = 2
 #: Environment kinds a configuration's ``[env] kind`` may name.
 ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv,
                                            "k-armed": MultiArmedEnv, "convex": ConvexLossEnv,
-                                           "movielens": MovieLensEnv}
+                                           "movielens": MovieLensEnv, "supervised": SupervisedEnv}
 
 
 def canonical_json(obj: Any) -> str:
