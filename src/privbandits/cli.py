@@ -144,11 +144,12 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
 
 def _overrides(quick: bool = False, horizon: int | None = None, replications: int | None = None,
                seed: int | None = None, preset: str | None = None, grid: dict[str, list[Any]] | None = None,
-               engine: str | None = None) -> Any:
+               engine: str | None = None, data: Path | None = None) -> Any:
     from privbandits.experiments.config import Overrides
 
     return Overrides(quick=quick, horizon=horizon, replications=replications,
-                     seeds=None if seed is None else [seed], preset=preset, grid=grid, engine=engine)
+                     seeds=None if seed is None else [seed], preset=preset, grid=grid, engine=engine,
+                     data=None if data is None else str(data))
 
 
 def _run_config(config: Any, db: Path, out: Path | None, workers: int | None, scheduler: str | None,
@@ -220,7 +221,10 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
               db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
               engine: EngineOpt = None,
               dpi: Annotated[Optional[int], typer.Option("--dpi", min=20, max=1200,
-                                                         help="PNG resolution (default: the preset's, 150).")] = None
+                                                         help="PNG resolution (default: the preset's, 150).")] = None,
+              data: Annotated[Optional[Path], typer.Option("--data", help="Data file the preset's environment "
+                                                           "reads (sets [env] path), e.g. the CPRM-12-001 CSV "
+                                                           "for han2021-autoloan.")] = None
               ) -> None:
     """Reproduce a paper's experiment from a preset; writes PNG + PDF figures and report.md."""
     from privbandits.experiments.pipeline import run_pipeline
@@ -229,8 +233,10 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
     if list_:
         _out().print(_presets_table(available_presets()))
         return
-    overrides = _overrides(quick, horizon, replications, seed, preset, engine=engine)
+    overrides = _overrides(quick, horizon, replications, seed, preset, engine=engine, data=data)
     if all_:
+        if data is not None:
+            raise ValidationError("--data applies to one preset NAME, not to --all")
         if name:
             raise ValidationError("give either a preset NAME or --all, not both")
         from privbandits.experiments.gallery import reproduce_all, write_gallery
