@@ -234,3 +234,21 @@ def test_reproduce_data_option_reads_the_file(tmp_path: Path) -> None:
         load_preset("han2021-autoloan", Overrides(quick=True, data=str(tmp_path / "missing.csv")))
     with pytest.raises(ConfigError, match=r"--data.*'synthetic' reads no data file.*auto-loan"):
         load_preset("han2021-glm", Overrides(quick=True, data=str(path)))
+
+
+def test_cli_reproduce_data_errors_are_clean(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    runner = CliRunner(env={"COLUMNS": "200"})
+    res = runner.invoke(app, ["reproduce", "han2021-autoloan", "--quick", "--data", str(tmp_path / "none.csv"),
+                              "--db", str(tmp_path / "r.db")])
+    assert res.exit_code != 0 and not isinstance(res.exception, (KeyError, TypeError, AttributeError))
+    assert "none.csv" in res.output and "does not exist" in res.output
+    bad = _csv(tmp_path, ROW, ROW.replace("380.5", "abc"))
+    res = runner.invoke(app, ["reproduce", "han2021-autoloan", "--quick", "--data", str(bad), "--db",
+                              str(tmp_path / "r.db")])
+    assert res.exit_code != 0 and "'mp'" in res.output and "row 2" in res.output
+    res = runner.invoke(app, ["reproduce", "--all", "--data", str(bad), "--db", str(tmp_path / "r.db")])
+    assert res.exit_code != 0 and "--data applies to one preset" in res.output
