@@ -252,3 +252,17 @@ def test_cli_reproduce_data_errors_are_clean(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "'mp'" in res.output and "row 2" in res.output
     res = runner.invoke(app, ["reproduce", "--all", "--data", str(bad), "--db", str(tmp_path / "r.db")])
     assert res.exit_code != 0 and "--data applies to one preset" in res.output
+
+
+def test_preset_follows_the_appendix() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cfg = load_preset("han2021-autoloan")
+        quick = load_preset("han2021-autoloan", Overrides(quick=True))
+    assert (cfg.horizon, cfg.replications) == (100_000, 10) and cfg.env == {"kind": "auto-loan"}
+    assert [e.name for e in cfg.algorithms] == ["ldp-sgd", "ldp-gloc", "greedy-sgd", "gloc"]
+    private = [e for e in cfg.algorithms if e.name.startswith("ldp-")]
+    for entry in private:
+        assert sorted(grid["epsilon"] for _, grid in entry.variants) == [0.5, 1.0]
+    assert dict(private[1].variants[0][0])["delta"] == 0.01
+    assert quick.horizon == 5000

@@ -182,3 +182,18 @@ def test_fit_logistic_solves_the_penalized_score_equation(seed: int, n: int, d: 
 def test_choice_accuracy_counts_hits() -> None:
     probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
     assert choice_accuracy(probs, np.array([0, 0, 0])) == (2 / 3, 1.0)
+
+
+@pytest.mark.parametrize(("name", "dataset"), [("realdata-choice", "heating"), ("realdata-choice-yogurt", "yogurt")])
+def test_regret_study_presets_cover_every_trust_model_with_twins(name: str, dataset: str) -> None:
+    from privbandits.algorithms import available
+    from privbandits.experiments.presets import load_preset
+
+    cfg = load_preset(name)
+    assert cfg.env == {"kind": "choice", "dataset": dataset}
+    models = {available()[e.name].trust_model for e in cfg.algorithms}
+    assert {"local", "shuffle", "joint", "none"} <= models
+    names_ = {e.name for e in cfg.algorithms}
+    for private, twin in (("ldp-sgd", "greedy-sgd"), ("ldp-gloc", "gloc"), ("jdp-glm", "rs-glinucb")):
+        assert private in names_ and twin in names_
+    assert {f.kind for f in cfg.figures} == {"regret_vs_t", "final_vs_param"}

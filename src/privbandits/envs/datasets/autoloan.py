@@ -270,8 +270,13 @@ class AutoLoanEnv(DataGLMEnv):
         self.path, self.price_grid_spec = path, price_grid
         self.feature_names = [*NUMERIC_COLUMNS, *(f"CarType={v}" for v in self.car_levels), "const"]
         self.feature_names += [f"p*{f}" for f in self.feature_names]
-        bound = max(float(np.linalg.norm(self.features(np.arange(i, min(i + 4096, data.n))), axis=-1).max())
-                    for i in range(0, data.n, 4096))
+        # ||scale((x, p x))||^2 = |u|^2 + 2 p u.v + p^2 |v|^2 with u = scale((x, 0)), v = (0, x) / range
+        rng_ = np.where(self._hi > self._lo, self._hi - self._lo, 1.0)
+        u = self._scale(np.concatenate([x, np.zeros_like(x)], axis=1))
+        v = np.concatenate([np.zeros_like(x), x], axis=1) / rng_
+        sq = ((u * u).sum(1)[:, None] + 2 * (u * v).sum(1)[:, None] * self.prices[None, :]
+              + (v * v).sum(1)[:, None] * self.prices[None, :] ** 2)
+        bound = float(np.sqrt(max(sq.max(), 0.0)))
         super().__init__(Z.shape[1], self.prices.size, bound, feedback, order)
         self.apply_rate = float(data.apply.mean())
         probs = special.expit(Z @ self.theta)
