@@ -102,10 +102,10 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
     out = Z * scale
     n_clipped = 0
     if policy == "clip":
-        r = norms * scale
-        over = r > bound
-        n_clipped = int(over.sum())
-        out[over] *= (bound / r[over])[:, None]
+        n_clipped = int((norms > ref).sum())  # rows beyond the quantile (compared before rounding)
+    r = np.linalg.norm(out, axis=1)
+    over = r > bound  # the clipped rows, and rows a rounding error outside the ball
+    out[over] *= (bound / r[over])[:, None]
     record: dict[str, Any] = {"norm": policy, "norm_scale": scale, "n_clipped_rows": n_clipped}
     if policy == "clip":
         record["clip_quantile"] = quantile
