@@ -72,7 +72,9 @@ class SupervisedEnv(Environment):
     context_bound : float
         Radius ``C_B`` of the context ball.
     order : {"iid", "pass", "permuted"}
-        How rows are drawn (:data:`ORDERS`).
+        How rows are drawn: ``iid`` (uniformly with replacement), ``pass`` (file order, repeated
+        when T > n; the same in every replication) or ``permuted`` (passes in an order drawn per
+        replication).
     encoding : {"disjoint", "shared"}
         ``disjoint``: contexts ``(B, R, d)``, one parameter per arm (setting ``multi``);
         ``shared``: arm features ``e_a kron x`` of dimension ``K d`` (setting ``single``).
