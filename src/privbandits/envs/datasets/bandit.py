@@ -10,6 +10,7 @@ best mean is 1 with the 0/1 reward.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 from privbandits.core.errors import ValidationError
 from privbandits.core.features import block_features
 from privbandits.core.links import Link
+from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_choice, check_finite_array, check_positive
 from privbandits.envs.base import Environment
 from privbandits.envs.datasets.preprocess import bound_norms, project
@@ -70,7 +72,9 @@ class SupervisedEnv(Environment):
     context_bound : float
         Radius ``C_B`` of the context ball.
     order : {"iid", "pass", "permuted"}
-        How rows are drawn (:data:`ORDERS`).
+        How rows are drawn: ``iid`` (uniformly with replacement), ``pass`` (file order, repeated
+        when T > n; the same in every replication) or ``permuted`` (passes in an order drawn per
+        replication).
     encoding : {"disjoint", "shared"}
         ``disjoint``: contexts ``(B, R, d)``, one parameter per arm (setting ``multi``);
         ``shared``: arm features ``e_a kron x`` of dimension ``K d`` (setting ``single``).
@@ -139,22 +143,22 @@ class SupervisedEnv(Environment):
     def _load(dataset: str | None, path: str | None, label: str | None, features: Sequence[str] | None,
               na: str, data_home: str | None) -> SupervisedData:
         if (dataset is None) == (path is None):
-            raise ValidationError("give exactly one of dataset (a registered name) and path (a CSV or Parquet "
+            raise ValidationError("dataset or path: give exactly one (a registered name, or a CSV or Parquet "
                                   f"file), got dataset={dataset!r}, path={path!r}")
         if path is not None:
             if label is None:
-                raise ValidationError(f"path={path!r} needs label = the name of its class column")
+                raise ValidationError(f"label is required with path={path!r}: the name of its class column")
             return load_file(path, label, features, na)
         for key, value in (("label", label), ("features", features)):
             if value is not None:
                 raise ValidationError(f"{key} applies to path = ... files only, not to dataset={dataset!r}")
         entry = get(str(dataset))
         if entry.kind != "supervised":
-            raise ValidationError(f"dataset={dataset!r} is a {entry.kind!r} data set; this environment needs a "
+            raise ValidationError(f"dataset {dataset!r} is a {entry.kind!r} data set; this environment needs a "
                                   f"supervised (classification) one")
         data = entry.load(data_home=data_home) if entry.availability == "network" else entry.load()
         if not isinstance(data, SupervisedData):
-            raise ValidationError(f"dataset={dataset!r} did not load as a classification data set")
+            raise ValidationError(f"dataset {dataset!r} did not load as a classification data set")
         return data
 
     # -- public description ------------------------------------------------------------------
@@ -169,6 +173,13 @@ class SupervisedEnv(Environment):
     @property
     def theta_bound(self) -> float:  # type: ignore[override]
         return self._theta_bound
+
+    def spec(self, horizon: int) -> EnvSpec:
+        """The public spec; the announced noise scale is ``(hi - lo) / 2``, the sub-Gaussian scale of
+        any reward in ``[lo, hi]`` (given the context, the label is random)."""
+        spec = super().spec(horizon)
+        lo, hi = spec.reward_range
+        return dataclasses.replace(spec, noise_scale=(hi - lo) / 2)
 
     def _least_squares(self) -> np.ndarray:
         """Least-squares fit ``(K, d)`` of every arm's reward on the contexts (the best linear model)."""

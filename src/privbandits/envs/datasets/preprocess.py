@@ -50,11 +50,11 @@ def project(Z: np.ndarray, d: int | None, method: str, seed: int = 0) -> tuple[n
     n, p = Z.shape
     if method == "none":
         if d is not None and d != p:
-            raise ValidationError(f"d={d} differs from the data's {p} features; set projection = \"pca\" or "
+            raise ValidationError(f"d {d} differs from the data's {p} features; set projection = \"pca\" or "
                                   f"\"random\" to reduce them, or omit d")
         return Z.copy(), {"projection": "none", "d_projected": p}
     if d is None:
-        raise ValidationError(f"projection={method!r} needs the target dimension d")
+        raise ValidationError(f"d is required with projection={method!r} (the target dimension)")
     if method == "pca":
         d = check_int("d", d, 1, min(n, p))
         _, s, Vt = np.linalg.svd(Z - Z.mean(axis=0), full_matrices=False)
@@ -102,10 +102,10 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
     out = Z * scale
     n_clipped = 0
     if policy == "clip":
-        r = norms * scale
-        over = r > bound
-        n_clipped = int(over.sum())
-        out[over] *= (bound / r[over])[:, None]
+        n_clipped = int((norms > ref).sum())  # rows beyond the quantile (compared before rounding)
+    r = np.linalg.norm(out, axis=1)
+    over = r > bound  # the clipped rows, and rows a rounding error outside the ball
+    out[over] *= (bound / r[over])[:, None]
     record: dict[str, Any] = {"norm": policy, "norm_scale": scale, "n_clipped_rows": n_clipped}
     if policy == "clip":
         record["clip_quantile"] = quantile
