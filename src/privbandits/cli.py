@@ -157,11 +157,12 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
 
 def _overrides(quick: bool = False, horizon: int | None = None, replications: int | None = None,
                seed: int | None = None, preset: str | None = None, grid: dict[str, list[Any]] | None = None,
-               engine: str | None = None) -> Any:
+               engine: str | None = None, data: Path | None = None) -> Any:
     from privbandits.experiments.config import Overrides
 
     return Overrides(quick=quick, horizon=horizon, replications=replications,
-                     seeds=None if seed is None else [seed], preset=preset, grid=grid, engine=engine)
+                     seeds=None if seed is None else [seed], preset=preset, grid=grid, engine=engine,
+                     data=None if data is None else str(data))
 
 
 def _run_config(config: Any, db: Path, out: Path | None, workers: int | None, scheduler: str | None,
@@ -233,7 +234,10 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
               db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
               engine: EngineOpt = None,
               dpi: Annotated[Optional[int], typer.Option("--dpi", min=20, max=1200,
-                                                         help="PNG resolution (default: the preset's, 150).")] = None
+                                                         help="PNG resolution (default: the preset's, 150).")] = None,
+              data: Annotated[Optional[Path], typer.Option("--data", help="Data file the preset's environment "
+                                                           "reads (sets [env] path), e.g. the CPRM-12-001 CSV "
+                                                           "for han2021-autoloan.")] = None
               ) -> None:
     """Reproduce a paper's experiment from a preset; writes PNG + PDF figures and report.md."""
     from privbandits.experiments.pipeline import run_reproduction
@@ -242,8 +246,10 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
     if list_:
         _out().print(_presets_table(available_presets()))
         return
-    overrides = _overrides(quick, horizon, replications, seed, preset, engine=engine)
+    overrides = _overrides(quick, horizon, replications, seed, preset, engine=engine, data=data)
     if all_:
+        if data is not None:
+            raise ValidationError("--data applies to one preset NAME, not to --all")
         if name:
             raise ValidationError("give either a preset NAME or --all, not both")
         from privbandits.experiments.gallery import reproduce_all, write_gallery
@@ -376,6 +382,43 @@ def _presets_table(presets: dict[str, str]) -> Table:
     for name, text in presets.items():
         _add_row(table, name, text)
     return table
+
+
+@app.command()
+@_guard
+def datasets(action: Annotated[str, typer.Argument(help="list (every registered data set) or describe NAME.")],
+             name: Annotated[Optional[str], typer.Argument(help="Data set to describe (see datasets list).")] = None,
+             path: Annotated[Optional[str], typer.Option("--path", help="File of the 'file' data set "
+                                                         "(CSV or Parquet).")] = None,
+             label: Annotated[Optional[str], typer.Option("--label", help="Class column of --path.")] = None,
+             na: Annotated[Optional[str], typer.Option("--na", help="Missing values in --path: error "
+                                                       "(default) or drop (counted).")] = None,
+             data_home: Annotated[Optional[str], typer.Option("--data-home", help="Cache directory of the "
+                                                              "downloadable data sets.")] = None) -> None:
+    """List the registered real data sets, or describe one: n, d, K, class balance, the best fixed
+    policies' rewards, source and licence (``describe`` loads the data)."""
+    from privbandits.envs.datasets.catalog import LIST_COLUMNS, describe_rows, list_rows
+
+    if action == "list":
+        if name is not None:
+            raise ValidationError(f"datasets list takes no NAME (got {name!r}); use datasets describe {name}")
+        table = Table(title="Data sets (privbandits datasets describe NAME)", title_justify="left")
+        for col in LIST_COLUMNS:
+            table.add_column(col, overflow="fold")
+        for row in list_rows():
+            _add_row(table, *row)
+    elif action == "describe":
+        if name is None:
+            raise ValidationError("datasets describe needs a NAME (see privbandits datasets list)")
+        options = {"path": path, "label": label, "na": na, "data_home": data_home}
+        table = Table(title=f"Data set {name}", title_justify="left")
+        table.add_column("field")
+        table.add_column("value", overflow="fold")
+        for row in describe_rows(name, **options):
+            _add_row(table, *row)
+    else:
+        raise ValidationError(f"datasets action must be 'list' or 'describe', got {action!r}")
+    _out().print(table)
 
 
 @app.command()

@@ -14,7 +14,8 @@ documentation's TOML reference is generated from this module's key lists)::
     engine = "auto"                # auto | reference | compiled | aggregate (simulate's driver)
 
     [env]
-    kind = "synthetic"             # synthetic | finite | k-armed | convex | movielens, then the environment's constructor args
+    kind = "synthetic"             # synthetic | finite | k-armed | convex | movielens | choice | choice-pricing
+                                   # | auto-loan, then the environment's constructor args
     d = 5
     K = 10
 
@@ -251,6 +252,7 @@ class Overrides:
     preset: str | None = None
     grid: Mapping[str, list[Any]] | None = None
     engine: str | None = None
+    data: str | None = None
 
     def check(self) -> None:
         """Validate the command-line values themselves, so that an error names the option, not the file."""
@@ -285,6 +287,8 @@ class Overrides:
             out["seeds"] = list(self.seeds)
         if self.engine is not None:
             out["engine"] = self.engine
+        if self.data is not None:
+            out["env"] = _with_data(out.get("env", {}), self.data)
         if self.preset is not None:
             out["preset"] = self.preset
             out["algorithms"] = [{k: v for k, v in a.items() if k != "preset"} if isinstance(a, dict) else a
@@ -296,6 +300,19 @@ class Overrides:
             if isinstance(out.get("algorithms"), list):
                 out["algorithms"] = [_without_keys(a, self.grid) for a in out["algorithms"]]
         return out
+
+
+def _with_data(env: Any, data: str) -> dict[str, Any]:
+    """``[env]`` reading its data from ``data`` (``--data PATH``): sets the environment's ``path``."""
+    env = dict(env) if isinstance(env, dict) else {}
+    kind = env.get("kind", "synthetic")
+    cls = ENV_KINDS.get(kind)
+    if cls is None or "path" not in inspect.signature(cls).parameters:
+        readers = sorted(k for k, c in ENV_KINDS.items() if "path" in inspect.signature(c).parameters)
+        raise ConfigError(f"command line: --data {data!r}: the environment kind {kind!r} reads no data file "
+                          f"(--data applies to the kinds {', '.join(readers)})")
+    env["path"] = str(data)
+    return env
 
 
 def _without_keys(entry: Any, keys: Mapping[str, Any]) -> Any:

@@ -25,6 +25,9 @@ from privbandits.envs import (
     SyntheticEnv,
 )
 from privbandits.envs.base import Environment
+from privbandits.envs.datasets import SupervisedEnv
+from privbandits.envs.datasets.autoloan import AutoLoanEnv
+from privbandits.envs.datasets.choice import ChoiceEnv, ChoicePricingEnv
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
 __all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_json", "execute_unit"]
@@ -36,7 +39,9 @@ SCHEMA_VERSION = 2
 #: Environment kinds a configuration's ``[env] kind`` may name.
 ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv,
                                            "k-armed": MultiArmedEnv, "convex": ConvexLossEnv,
-                                           "movielens": MovieLensEnv}
+                                           "movielens": MovieLensEnv, "supervised": SupervisedEnv,
+                                           "choice": ChoiceEnv, "choice-pricing": ChoicePricingEnv,
+                                           "auto-loan": AutoLoanEnv}
 
 
 def canonical_json(obj: Any) -> str:
@@ -60,7 +65,7 @@ def build_env(env: Mapping[str, Any]) -> Environment:
     kind = args.pop("kind", "synthetic")
     if kind not in ENV_KINDS:
         raise UnknownNameError(f"env kind must be one of {sorted(ENV_KINDS)}; got {kind!r}")
-    for key in ("reward_range",):
+    for key in ("reward_range", "prices", "price_grid"):
         if isinstance(args.get(key), list):
             args[key] = tuple(args[key])
     return ENV_KINDS[kind](**args)

@@ -1,0 +1,112 @@
+"""Turning raw features into bounded bandit contexts: projection and a recorded norm policy.
+
+Pipeline of :class:`~privbandits.envs.datasets.bandit.SupervisedEnv`: standardize (mean 0, unit
+variance per feature) -> :func:`project` to ``d`` dimensions (PCA or a Gaussian random
+projection) -> optionally append a constant intercept coordinate -> :func:`bound_norms` so
+every context satisfies ``||x|| <= context_bound`` (the bound privacy calibrations rely on).
+Both steps return what they did, for the environment's ``describe()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.validation import check_choice, check_in_range, check_int, check_positive
+
+__all__ = ["NORM_POLICIES", "PROJECTIONS", "bound_norms", "project"]
+
+#: Dimension reductions: none, principal components, Gaussian random projection.
+PROJECTIONS = ("none", "pca", "random")
+#: Norm policies: scale every row by the largest norm, or scale by a norm quantile and clip the rest.
+NORM_POLICIES = ("max", "clip")
+
+
+def project(Z: np.ndarray, d: int | None, method: str, seed: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
+    """Reduce centred features ``Z`` (n, p) to ``d`` columns.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, p)
+        Standardized features.
+    d : int or None
+        Target dimension (None: keep ``p``; then ``method`` must be ``"none"``).
+    method : {"none", "pca", "random"}
+        ``pca``: scores on the top ``d`` principal components (``d <= min(n, p)``);
+        ``random``: ``Z G / sqrt(d)`` with ``G`` i.i.d. N(0, 1), ``(p, d)``, drawn from
+        ``default_rng(seed)`` (the same for every replication and run; norms are preserved in
+        expectation).
+    seed : int
+        Seed of the random projection.
+
+    Returns
+    -------
+    ndarray of shape (n, d), dict
+        The projected features and a record (method, d, explained variance for PCA, seed).
+    """
+    check_choice("projection", method, PROJECTIONS)
+    n, p = Z.shape
+    if method == "none":
+        if d is not None and d != p:
+            raise ValidationError(f"d {d} differs from the data's {p} features; set projection = \"pca\" or "
+                                  f"\"random\" to reduce them, or omit d")
+        return Z.copy(), {"projection": "none", "d_projected": p}
+    if d is None:
+        raise ValidationError(f"d is required with projection={method!r} (the target dimension)")
+    if method == "pca":
+        d = check_int("d", d, 1, min(n, p))
+        _, s, Vt = np.linalg.svd(Z - Z.mean(axis=0), full_matrices=False)
+        var = s ** 2
+        ratio = float(var[:d].sum() / var.sum()) if var.sum() > 0 else 1.0
+        return Z @ Vt[:d].T, {"projection": "pca", "d_projected": d, "explained_variance": ratio}
+    d = check_int("d", d, 1)
+    G = np.random.default_rng(check_int("projection_seed", seed, 0)).standard_normal((p, d))
+    return Z @ G / np.sqrt(d), {"projection": "random", "d_projected": d, "projection_seed": seed}
+
+
+def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
+                quantile: float = 0.95) -> tuple[np.ndarray, dict[str, Any]]:
+    """Scale contexts so every row has ``||x||_2 <= bound``.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+    policy : {"max", "clip"}
+        ``max``: divide every row by ``max_i ||z_i|| / bound`` (geometry kept, nothing clipped);
+        ``clip``: divide by the ``quantile`` of the row norms over ``bound``, then project the
+        rows still outside the ball onto its sphere (their count is recorded).
+    bound : float
+        The radius ``C_B``.
+    quantile : float in (0, 1]
+        Norm quantile of the ``clip`` policy.
+
+    Returns
+    -------
+    ndarray of shape (n, d), dict
+        Bounded contexts and a record (policy, scale, number of clipped rows).
+    """
+    check_choice("norm", policy, NORM_POLICIES)
+    bound = check_positive("context_bound", bound)
+    norms = np.linalg.norm(Z, axis=1)
+    if policy == "max":
+        ref = float(norms.max())
+    else:
+        q = check_in_range("clip_quantile", quantile, 0.0, 1.0, low_inclusive=False)
+        ref = float(np.quantile(norms, q))
+    if ref <= 0:
+        raise ValidationError(f"every context is zero after preprocessing (the {policy} norm is {ref}); "
+                              f"the features carry no information")
+    scale = bound / ref
+    out = Z * scale
+    n_clipped = 0
+    if policy == "clip":
+        n_clipped = int((norms > ref).sum())  # rows beyond the quantile (compared before rounding)
+    r = np.linalg.norm(out, axis=1)
+    over = r > bound  # the clipped rows, and rows a rounding error outside the ball
+    out[over] *= (bound / r[over])[:, None]
+    record: dict[str, Any] = {"norm": policy, "norm_scale": scale, "n_clipped_rows": n_clipped}
+    if policy == "clip":
+        record["clip_quantile"] = quantile
+    return out, record
