@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, batch_id TEXT UNIQUE
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 
-_COUNTERS = ("reports_received", "batches_cut", "batches_forwarded", "reports_forwarded")
+_COUNTERS = ("reports_received", "batches_cut", "batches_forwarded", "reports_forwarded", "closed_below")
 
 
 def report_digest(token: str, idempotency_key: str) -> str:
@@ -99,27 +99,34 @@ class ShufflerStore:
             self._db.close()
 
     # -- intake -------------------------------------------------------------------------------
-    def add(self, digest: str, model_version: int, report: Any) -> bool:
-        """Queue one report; ``False`` (and nothing queued) if ``digest`` was acknowledged before.
+    def add(self, digest: str, model_version: int, report: Any, cap: int | None = None) -> str:
+        """Queue one report; returns ``"queued"``, ``"duplicate"`` or ``"full"``.
 
-        Returns only after the transaction has committed: the caller may then acknowledge.
+        ``"duplicate"``: ``digest`` was acknowledged before (nothing queued again).  ``"full"``:
+        ``cap`` reports of ``model_version`` are already pending (the protocol's batch is
+        complete, or a complete batch of that version was cut already: nothing queued).  Returns only after the transaction has committed, so the
+        caller may then acknowledge.
         """
         version = check_int("model_version", model_version, 0)
         text = json.dumps(report, separators=(",", ":"), allow_nan=False)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                cur = self._db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (digest,))
-                if cur.rowcount == 0:
+                if self._db.execute("SELECT 1 FROM seen WHERE digest = ?", (digest,)).fetchone():
                     self._db.execute("ROLLBACK")
-                    return False
+                    return "duplicate"
+                if cap is not None and (version < self._counter("closed_below") or self._db.execute(
+                        "SELECT COUNT(*) FROM pending WHERE model_version = ?", (version,)).fetchone()[0] >= cap):
+                    self._db.execute("ROLLBACK")
+                    return "full"
+                self._db.execute("INSERT INTO seen VALUES (?)", (digest,))
                 self._db.execute("INSERT INTO pending (model_version, report) VALUES (?, ?)", (version, text))
                 self._bump("reports_received", 1)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return True
+        return "queued"
 
     # -- batches ------------------------------------------------------------------------------
     def pending(self, model_version: int | None = None) -> int:
@@ -138,12 +145,13 @@ class ShufflerStore:
             rows = self._db.execute("SELECT model_version, COUNT(*) FROM pending GROUP BY model_version").fetchall()
         return {int(v): int(c) for v, c in rows}
 
-    def cut(self, model_version: int, size: int) -> CutBatch | None:
+    def cut(self, model_version: int, size: int, close: bool = False) -> CutBatch | None:
         """Move ``size`` pending reports of ``model_version`` to the outbox, uniformly permuted.
 
         Returns ``None`` (and changes nothing) while fewer than ``size`` are pending.  The
         reports taken are the oldest ones (so none waits forever); their forwarded order is
-        ``permutation(size)``, independent of arrival.
+        ``permutation(size)``, independent of arrival.  ``close=True`` (a protocol-sized batch):
+        reports of ``model_version`` and older are refused from then on (:meth:`add` with a cap).
         """
         size = check_int("size", size, 1)
         with self._lock:
@@ -164,6 +172,9 @@ class ShufflerStore:
                                        (batch_id, model_version, size, body))
                 self._db.executemany("DELETE FROM pending WHERE id = ?", [(r[0],) for r in rows])
                 self._bump("batches_cut", 1)
+                if close:
+                    self._db.execute("UPDATE counters SET value = MAX(value, ?) WHERE name = 'closed_below'",
+                                     (int(model_version) + 1,))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -189,6 +200,9 @@ class ShufflerStore:
     # -- counters -----------------------------------------------------------------------------
     def _bump(self, name: str, by: int) -> None:
         self._db.execute("UPDATE counters SET value = value + ? WHERE name = ?", (by, name))
+
+    def _counter(self, name: str) -> int:
+        return int(self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
 
     def counters(self) -> dict[str, int]:
         """Totals since the store was created (reports received, batches cut/forwarded, ...)."""

@@ -1,0 +1,346 @@
+"""The shuffler service of the shuffle model: collect reports, forward complete shuffled batches.
+
+It sits between the clients and the server (``privbandits serve-shuffler``):
+
+* ``POST /v1/reports`` (client token) accepts one report bound to a model version, with an
+  idempotency key.  The report is normally *sealed* to the server's public key by the client
+  (``{"sealed": base64}``, a libsodium sealed box), so the shuffler cannot read it; it stores the
+  report durably (:class:`~privbandits.service.shuffler_store.ShufflerStore`) and only then
+  acknowledges.  A retry with the same key is acknowledged again and queued once.
+* A forwarder cuts a batch only when it is *complete*: exactly the size the algorithm's shuffle
+  protocol requires for the current model version (the ``n_i`` users of a batch in Hanna et al.
+  2022, Algorithm 3), and never fewer than ``min_batch`` reports.  The batch goes to the server's
+  ``POST /v1/batches`` (shuffler token) as ``{"batch_id", "model_version", "reports"}`` in a
+  uniformly random order: no token, idempotency key, address, timestamp or arrival order.
+* ``GET /v1/model`` relays the server's public model to clients (so they need no route to the
+  server); ``GET /v1/status`` and ``GET /metrics`` report queue sizes and totals (no report).
+
+The shuffler is the trusted party of the shuffle model only for *unlinking* reports from their
+senders; with sealed reports it learns nothing of their content.
+
+References
+----------
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 3 (batches of ``n_i`` users, complete batches
+only); Bittau et al. (2017), Prochlo (encode-shuffle-analyze).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.validation import check_int
+from privbandits.service.shuffler_store import CutBatch, ShufflerStore, report_digest
+
+__all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size"]
+
+log = logging.getLogger("privbandits.shuffler")
+
+#: Largest accepted request body of ``POST /v1/reports`` (bytes).
+MAX_REPORT_BYTES = 64 * 1024
+#: Longest accepted idempotency key.
+MAX_KEY_CHARS = 200
+
+
+def protocol_batch_size(model: dict[str, Any]) -> int | None:
+    """The batch size the algorithm's shuffle protocol requires for the model's current version.
+
+    Read from the public model the server publishes: its ``batch_size`` if present, else the size
+    ``n_i = sum_a n_ia`` of the running batch's public schedule ``counts`` (Hanna et al. 2022,
+    Algorithm 3).  ``None`` when the protocol fixes no size (any batch of at least ``min_batch``).
+    """
+    size = model.get("batch_size")
+    if size is None:
+        public = model.get("public") or model.get("public_state") or {}
+        counts = public.get("counts") if isinstance(public, dict) else None
+        if counts is None:
+            return None
+        flat: list[Any] = [counts]
+        total = 0
+        while flat:
+            x = flat.pop()
+            if isinstance(x, list):
+                flat.extend(x)
+            else:
+                total += int(x)
+        size = total
+    return None if int(size) <= 0 else int(size)
+
+
+@dataclass
+class ShufflerSettings:
+    """Configuration of a shuffler service.
+
+    Parameters
+    ----------
+    server_url : str
+        Base URL of the server (``http://127.0.0.1:8000``).
+    shuffler_token : str
+        The token the server accepts on ``POST /v1/batches``.
+    client_tokens : iterable of str
+        Tokens of the clients allowed to post reports.
+    min_batch : int
+        Smallest batch ever forwarded (>= 2).
+    poll_seconds : float
+        How often the forwarder looks for a complete batch when no report arrives.
+    """
+
+    server_url: str
+    shuffler_token: str
+    client_tokens: Iterable[str]
+    min_batch: int = 2
+    poll_seconds: float = 1.0
+    tokens: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.min_batch = check_int("min_batch", self.min_batch, 2)
+        self.tokens = frozenset(self.client_tokens)
+        if not self.tokens:
+            raise ValidationError("client_tokens must hold at least one token, got none")
+        if not self.shuffler_token:
+            raise ValidationError("shuffler_token must be a non-empty string")
+        if not (0.01 <= float(self.poll_seconds) <= 60):
+            raise ValidationError(f"poll_seconds must be in [0.01, 60], got {self.poll_seconds!r}")
+        self.server_url = self.server_url.rstrip("/")
+
+
+class Forwarder:
+    """Cuts complete batches from the store and forwards them to the server.
+
+    Parameters
+    ----------
+    store : ShufflerStore
+        The durable queue.
+    settings : ShufflerSettings
+        Server URL, token and minimum batch size.
+    client : httpx.AsyncClient
+        HTTP client used to reach the server.
+    """
+
+    def __init__(self, store: ShufflerStore, settings: ShufflerSettings, client: httpx.AsyncClient) -> None:
+        self.store = store
+        self.settings = settings
+        self.client = client
+        self.model: dict[str, Any] | None = None
+        self.blocked: str | None = None  # why no batch can be forwarded (a configuration problem)
+        self.last_error: str | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.settings.shuffler_token}"}
+
+    async def refresh_model(self) -> dict[str, Any]:
+        """Fetch the server's public model (``GET /v1/model``)."""
+        res = await self.client.get(f"{self.settings.server_url}/v1/model", headers=self._auth)
+        res.raise_for_status()
+        self.model = res.json()
+        return self.model
+
+    def batch_size(self, model: dict[str, Any], pending: int) -> int | None:
+        """Size of the next batch to cut for ``model`` with ``pending`` reports, or ``None``."""
+        need = protocol_batch_size(model)
+        m = self.settings.min_batch
+        if need is not None and need < m:
+            self.blocked = (f"the protocol's batch of model version {model.get('version')} has {need} users, "
+                            f"fewer than min_batch={m}: nothing is forwarded")
+            return None
+        self.blocked = None
+        if need is None:
+            return pending if pending >= m else None
+        return need if pending >= need else None
+
+    async def _send(self, batch: CutBatch) -> None:
+        res = await self.client.post(f"{self.settings.server_url}/v1/batches", content=batch.body,
+                                     headers={**self._auth, "Content-Type": "application/json"})
+        if res.status_code == 409 and "batch_id" in res.text:  # the server already has this batch
+            pass
+        elif res.status_code >= 400:
+            raise httpx.HTTPStatusError(f"server refused batch {batch.batch_id}: {res.status_code} {res.text}",
+                                        request=res.request, response=res)
+        self.store.forwarded(batch)
+
+    async def step(self) -> int:
+        """Forward the outbox, then cut and forward complete batches; returns batches forwarded."""
+        async with self._lock:
+            sent = 0
+            for batch in self.store.outbox():
+                await self._send(batch)
+                sent += 1
+            model = self.model if self.model is not None and not sent else await self.refresh_model()
+            while True:
+                version = int(model["version"])
+                size = self.batch_size(model, self.store.pending(version))
+                if size is None:
+                    return sent
+                cut = self.store.cut(version, size, close=protocol_batch_size(model) is not None)
+                if cut is None:
+                    return sent
+                await self._send(cut)
+                sent += 1
+                model = await self.refresh_model()
+
+    async def run(self, wake: asyncio.Event) -> None:
+        """Forward until cancelled: on every new report (``wake``) and every ``poll_seconds``."""
+        while True:
+            try:
+                await self.step()
+                self.last_error = None
+            except (httpx.HTTPError, ValueError, KeyError) as e:
+                self.last_error = str(e)
+                log.warning("forwarding failed (will retry): %s", e)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), self.settings.poll_seconds)
+            wake.clear()
+
+
+def _check_report(body: Any) -> tuple[int, str, Any]:
+    """``(model_version, idempotency_key, report)`` of a report request, or a 422 naming the field."""
+    if not isinstance(body, dict):
+        raise HTTPException(422, "the request body must be a JSON object")
+    unknown = set(body) - {"model_version", "idempotency_key", "report"}
+    if unknown:
+        raise HTTPException(422, f"unknown field(s) {sorted(unknown)}: the body holds only model_version, "
+                                 "idempotency_key and report (a shuffled report carries nothing else)")
+    version = body.get("model_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise HTTPException(422, f"model_version must be a non-negative integer, got {version!r}")
+    key = body.get("idempotency_key")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
+        raise HTTPException(422, f"idempotency_key must be a string of 1..{MAX_KEY_CHARS} characters, got {key!r}")
+    report = body.get("report")
+    if isinstance(report, dict) and set(report) == {"sealed"}:
+        sealed = report["sealed"]
+        try:
+            raw = base64.b64decode(sealed, validate=True) if isinstance(sealed, str) else b""
+        except ValueError:
+            raw = b""
+        if not raw:
+            raise HTTPException(422, "report.sealed must be a non-empty base64 string (a sealed box)")
+    elif not isinstance(report, dict) or not report:
+        raise HTTPException(422, "report must be a JSON object: the privatized payload or {\"sealed\": base64}")
+    return version, key, report
+
+
+def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
+                        transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
+    """The shuffler's FastAPI application.
+
+    Parameters
+    ----------
+    settings : ShufflerSettings
+        Server URL, tokens and minimum batch size.
+    store : ShufflerStore
+        The durable queue (its permutation orders every forwarded batch).
+    transport : httpx transport, optional
+        For tests: how the forwarder reaches the server (default: the network).
+    """
+    wake = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(transport=transport, timeout=30.0) as client:
+            fwd = Forwarder(store, settings, client)
+            app.state.forwarder = fwd
+            task = asyncio.create_task(fwd.run(wake))
+            try:
+                yield
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    def client_token(authorization: str | None = Header(default=None)) -> str:
+        token = authorization[7:] if authorization and authorization.startswith("Bearer ") else None
+        if token is None:
+            raise HTTPException(401, "missing client token: send 'Authorization: Bearer <token>'")
+        if not any(hmac.compare_digest(token, t) for t in settings.tokens):
+            raise HTTPException(403, "invalid client token")
+        return token
+
+    async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
+        fwd: Forwarder = app.state.forwarder
+        model = fwd.model
+        if model is None or int(model["version"]) < at_least:
+            try:
+                model = await fwd.refresh_model()
+            except httpx.HTTPError as e:
+                raise HTTPException(503, f"the server is unreachable from the shuffler: {e}") from None
+        return model
+
+    @app.get("/v1/model")
+    async def get_model(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
+        return await current_model(request.app)
+
+    @app.post("/v1/reports", status_code=202)
+    async def post_report(request: Request, token: str = Depends(client_token)) -> JSONResponse:
+        size = int(request.headers.get("content-length") or 0)
+        if size > MAX_REPORT_BYTES:
+            raise HTTPException(413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}")
+        raw = await request.body()
+        if len(raw) > MAX_REPORT_BYTES:
+            raise HTTPException(413, f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}")
+        try:
+            body = json.loads(raw, parse_constant=lambda c: float("nan"))
+        except ValueError as e:
+            raise HTTPException(400, f"malformed JSON: {e}") from None
+        version, key, report = _check_report(body)
+        model = await current_model(request.app, at_least=version)
+        current = int(model["version"])
+        if version != current:
+            raise HTTPException(409, f"stale model_version {version}: the current model version is {current}; "
+                                     "fetch GET /v1/model and randomize again")
+        fwd: Forwarder = request.app.state.forwarder
+        digest = report_digest(token, key)
+        try:
+            outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model))
+        except ValueError as e:
+            raise HTTPException(422, f"report is not valid JSON data: {e}") from None
+        if outcome == "full":
+            raise HTTPException(409, f"the batch of model version {version} is complete; "
+                                     "fetch GET /v1/model for the next one")
+        if outcome == "queued":
+            wake.set()
+        return JSONResponse({"accepted": True, "duplicate": outcome == "duplicate", "forwarding": fwd.blocked is None},
+                            status_code=202)
+
+    @app.get("/v1/status")
+    async def status(request: Request) -> dict[str, Any]:
+        fwd: Forwarder = request.app.state.forwarder
+        model = fwd.model or {}
+        return {"role": "shuffler", "server_url": settings.server_url, "min_batch": settings.min_batch,
+                "model_version": model.get("version"),
+                "protocol_batch_size": protocol_batch_size(model) if model else None,
+                "pending": store.pending_versions(), "outbox": len(store.outbox()),
+                **store.counters(), "blocked": fwd.blocked, "last_error": fwd.last_error}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> str:
+        c = store.counters()
+        lines = []
+        for name, help_ in (("reports_received", "Reports acknowledged (retries not counted)."),
+                            ("reports_forwarded", "Reports forwarded to the server in shuffled batches."),
+                            ("batches_forwarded", "Shuffled batches the server acknowledged.")):
+            lines += [f"# HELP privbandits_shuffler_{name}_total {help_}",
+                      f"# TYPE privbandits_shuffler_{name}_total counter",
+                      f"privbandits_shuffler_{name}_total {c[name]}"]
+        lines += ["# HELP privbandits_shuffler_pending_reports Reports waiting for a complete batch.",
+                  "# TYPE privbandits_shuffler_pending_reports gauge",
+                  f"privbandits_shuffler_pending_reports {store.pending()}"]
+        return "\n".join(lines) + "\n"
+
+    return app
