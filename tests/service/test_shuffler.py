@@ -304,3 +304,62 @@ def test_settings_validation() -> None:
         ShufflerSettings("http://s", "t", ["c"], min_batch=1)
     with pytest.raises(ValidationError, match="client_tokens"):
         ShufflerSettings("http://s", "t", [])
+
+
+# -- action slots of a batched-elimination schedule ------------------------------------------------
+class ScheduleServer(FakeServer):
+    """A fake server publishing a Hanna et al. (2022) Algorithm 3 schedule ``counts`` (R = 1)."""
+
+    def __init__(self, counts: list[int], committed: int = -1) -> None:
+        super().__init__()
+        self.counts, self.committed = counts, committed
+        route = next(r for r in self.app.routes if getattr(r, "path", "") == "/v1/model")
+        self.app.routes.remove(route)
+
+        @self.app.get("/v1/model")
+        def model() -> dict[str, Any]:
+            enc = lambda v, shape: {"dtype": "int64", "shape": shape, "data": v}
+            return {"version": self.version, "public": {
+                "counts": enc([self.counts], [1, len(self.counts)]), "committed": enc([self.committed], [1]),
+                "batch": enc([self.version + 1], [1])}}
+
+
+def test_assignment_hands_out_the_schedule_once() -> None:
+    server, store = ScheduleServer([2, 0, 3]), ShufflerStore(":memory:")
+    auth = {"Authorization": f"Bearer {CLIENT}"}
+    with make(server, store, min_batch=2) as client:
+        got = [client.get("/v1/assignment", headers=auth).json() for _ in range(5)]
+        assert client.get("/v1/assignment", headers=auth).status_code == 409
+        assert client.get("/v1/assignment").status_code == 401
+    assert Counter(g["public"]["action"]["data"][0] for g in got) == {0: 2, 2: 3}
+    assert all(g["public"]["n"]["data"] == [5] and g["model_version"] == 0 for g in got)
+
+
+def test_assignment_order_is_uniform() -> None:
+    """Slots of counts [1, 2]: the position of action 0 among the 3 slots is uniform (chi-square)."""
+    store = ShufflerStore(":memory:")
+    pos = Counter()
+    versions = 1_500
+    for v in range(versions):
+        order = [store.assign_slot(v, [1, 2]) for _ in range(3)]
+        assert store.assign_slot(v, [1, 2]) is None
+        pos[[a for a, _ in order].index(0)] += 1
+    e = versions / 3
+    assert sum((pos[k] - e) ** 2 / e for k in range(3)) < stats.chi2.ppf(1 - 1e-4, df=2)
+
+
+def test_schedule_batch_is_forwarded_at_n_i_and_commit_phase_refuses_reports() -> None:
+    server, store = ScheduleServer([1, 2]), ShufflerStore(":memory:")
+    with make(server, store, min_batch=2) as client:
+        for i in range(2):
+            assert post(client, i, report={"action": i, "reward_hat": 0.0}).status_code == 202
+        drain(client)
+        assert server.bodies == []
+        server.committed = 1  # this batch's estimates commit the schedule (published with version 1)
+        assert post(client, 2, report={"action": 1, "reward_hat": 0.0}).status_code == 202
+        drain(client)
+        assert len(server.bodies) == 1
+        res = post(client, 3, version=1)
+        assert res.status_code == 409 and "no open batch" in res.json()["detail"]
+        a = client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).json()
+        assert a["public"]["action"]["data"] == [1] and a["public"]["n"]["data"] == [0]

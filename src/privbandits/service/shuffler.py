@@ -54,29 +54,50 @@ MAX_REPORT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
 
 
+def _flat_ints(value: Any) -> list[int]:
+    """Integers of a nested list or of an encoded array ``{"dtype", "shape", "data"}``."""
+    if isinstance(value, dict) and "data" in value:
+        value = value["data"]
+    out: list[int] = []
+    stack = [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(reversed(x))
+        else:
+            out.append(int(x))
+    return out
+
+
+def public_schedule(model: dict[str, Any]) -> tuple[list[int], int] | None:
+    """``(counts, committed)`` of a batched-elimination schedule in the model's public state.
+
+    ``counts[a] = n_ia`` of the running batch and ``committed`` the committed action (``-1``
+    while exploring), Hanna et al. (2022), Algorithm 3; ``None`` if the public state has no
+    schedule.
+    """
+    public = model.get("public") or {}
+    if not isinstance(public, dict) or "counts" not in public:
+        return None
+    committed = _flat_ints(public["committed"])[0] if "committed" in public else -1
+    return _flat_ints(public["counts"]), committed
+
+
 def protocol_batch_size(model: dict[str, Any]) -> int | None:
     """The batch size the algorithm's shuffle protocol requires for the model's current version.
 
     Read from the public model the server publishes: its ``batch_size`` if present, else the size
-    ``n_i = sum_a n_ia`` of the running batch's public schedule ``counts`` (Hanna et al. 2022,
-    Algorithm 3).  ``None`` when the protocol fixes no size (any batch of at least ``min_batch``).
+    ``n_i = sum_a n_ia`` of the running batch's public schedule (Hanna et al. 2022, Algorithm 3;
+    ``0``: no batch is open, e.g. after the commit).  ``None`` when the protocol fixes no size
+    (any batch of at least ``min_batch`` reports).
     """
-    size = model.get("batch_size")
-    if size is None:
-        public = model.get("public") or model.get("public_state") or {}
-        counts = public.get("counts") if isinstance(public, dict) else None
-        if counts is None:
-            return None
-        flat: list[Any] = [counts]
-        total = 0
-        while flat:
-            x = flat.pop()
-            if isinstance(x, list):
-                flat.extend(x)
-            else:
-                total += int(x)
-        size = total
-    return None if int(size) <= 0 else int(size)
+    if model.get("batch_size") is not None:
+        return max(int(model["batch_size"]), 0)
+    schedule = public_schedule(model)
+    if schedule is None:
+        return None
+    counts, committed = schedule
+    return 0 if committed >= 0 else sum(counts)
 
 
 @dataclass
@@ -153,6 +174,9 @@ class Forwarder:
         """Size of the next batch to cut for ``model`` with ``pending`` reports, or ``None``."""
         need = protocol_batch_size(model)
         m = self.settings.min_batch
+        if need == 0:  # no batch open (the schedule committed): nothing to forward
+            self.blocked = None
+            return None
         if need is not None and need < m:
             self.blocked = (f"the protocol's batch of model version {model.get('version')} has {need} users, "
                             f"fewer than min_batch={m}: nothing is forwarded")
@@ -234,6 +258,11 @@ def _check_report(body: Any) -> tuple[int, str, Any]:
     return version, key, report
 
 
+def _int_array(value: int) -> dict[str, Any]:
+    """A one-replication int64 array in the service's JSON array encoding."""
+    return {"dtype": "int64", "shape": [1], "data": [int(value)]}
+
+
 def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
                         transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     """The shuffler's FastAPI application.
@@ -286,6 +315,31 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
     async def get_model(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
         return await current_model(request.app)
 
+    @app.get("/v1/assignment")
+    async def get_assignment(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
+        """What this user receives from the shuffler (the Shuffler role's ``assign``).
+
+        With a batched-elimination schedule (Hanna et al. 2022, Algorithm 3): the next slot of the
+        batch's uniformly permuted action slots, ``{"action": [a], "n": [n_i]}`` (``n = 0`` and the
+        committed action after the commit); otherwise the server's public state unchanged.
+        """
+        model = await current_model(request.app)
+        version = int(model["version"])
+        schedule = public_schedule(model)
+        if schedule is None:
+            return {"model_version": version, "public": model.get("public") or {}}
+        counts, committed = schedule
+        if committed >= 0:
+            action, n = committed, 0
+        else:
+            slot = await asyncio.to_thread(store.assign_slot, version, counts)
+            if slot is None:
+                raise HTTPException(409, f"every action slot of the batch of model version {version} is "
+                                         "assigned; retry when the batch has been forwarded")
+            action, n = slot
+        return {"model_version": version,
+                "public": {"action": _int_array(action), "n": _int_array(n)}}
+
     @app.post("/v1/reports", status_code=202)
     async def post_report(request: Request, token: str = Depends(client_token)) -> JSONResponse:
         size = int(request.headers.get("content-length") or 0)
@@ -305,6 +359,9 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
             raise HTTPException(409, f"stale model_version {version}: the current model version is {current}; "
                                      "fetch GET /v1/model and randomize again")
         fwd: Forwarder = request.app.state.forwarder
+        if protocol_batch_size(model) == 0:
+            raise HTTPException(409, f"model version {current} has no open batch (the schedule has committed "
+                                     "to an action): there is nothing to report")
         digest = report_digest(token, key)
         try:
             outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model))

@@ -41,6 +41,8 @@ CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, model_version INTEGE
 CREATE INDEX IF NOT EXISTS pending_version ON pending (model_version, id);
 CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, batch_id TEXT UNIQUE NOT NULL,
                                    model_version INTEGER NOT NULL, size INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS slots (model_version INTEGER NOT NULL, pos INTEGER NOT NULL, action INTEGER NOT NULL,
+                                  handed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model_version, pos));
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -196,6 +198,40 @@ class ShufflerStore:
                 self._bump("batches_forwarded", 1)
                 self._bump("reports_forwarded", batch.size)
             self._db.execute("COMMIT")
+
+    # -- action slots (Hanna et al. 2022, Algorithm 3) -----------------------------------------------
+    def assign_slot(self, model_version: int, counts: list[int]) -> tuple[int, int] | None:
+        """Hand out the next action slot of the batch of ``model_version``: ``(action, n_i)``.
+
+        On the first call for a version the batch's slot list (action ``a`` repeated ``n_ia``
+        times, ``counts[a] = n_ia``) is put in a uniformly random order and stored; each call
+        hands the next slot, so the users of the batch receive a uniformly random assignment of
+        the public schedule (Hanna et al. 2022, Algorithm 3, the shuffler's assignment).  ``None``
+        when every slot of the batch was handed out.
+        """
+        version = check_int("model_version", model_version, 0)
+        n = [check_int(f"counts[{a}]", c, 0) for a, c in enumerate(counts)]
+        total = sum(n)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if not self._db.execute("SELECT 1 FROM slots WHERE model_version = ?", (version,)).fetchone():
+                    canonical = [a for a, c in enumerate(n) for _ in range(c)]
+                    perm = self._permutation(total)
+                    self._db.executemany("INSERT INTO slots (model_version, pos, action) VALUES (?, ?, ?)",
+                                         [(version, i, canonical[j]) for i, j in enumerate(perm)])
+                    self._db.execute("DELETE FROM slots WHERE model_version < ?", (version,))
+                row = self._db.execute("SELECT pos, action FROM slots WHERE model_version = ? AND handed = 0 "
+                                       "ORDER BY pos LIMIT 1", (version,)).fetchone()
+                if row is None:
+                    self._db.execute("ROLLBACK")
+                    return None
+                self._db.execute("UPDATE slots SET handed = 1 WHERE model_version = ? AND pos = ?", (version, row[0]))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return int(row[1]), total
 
     # -- counters -----------------------------------------------------------------------------
     def _bump(self, name: str, by: int) -> None:
