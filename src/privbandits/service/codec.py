@@ -104,9 +104,9 @@ def parse_array(field: str, value: Any, shape: tuple[int, ...], kind: str = "f")
     return out
 
 
-def canonical(obj: Any) -> str:
+def canonical(obj: Any, allow_nan: bool = False) -> str:
     """Deterministic compact JSON (sorted keys) of ``obj``."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=allow_nan)
 
 
 def sha256_json(obj: Any) -> str:

@@ -175,7 +175,7 @@ class Service:
         ``kind`` is ``report`` (local model, or a curator's raw reward: stored as ``raw``),
         ``batch`` (shuffle) or ``select`` (curator actions).
         """
-        body_hash = hashlib.sha256(canonical(request).encode()).hexdigest()
+        body_hash = hashlib.sha256(canonical(request, allow_nan=True).encode()).hexdigest()
         with self.lock:
             old = self.store.find(tok.name, key)
             if old is not None:
