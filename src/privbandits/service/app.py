@@ -15,6 +15,7 @@ endpoint                    token       what it does
 ``POST /v1/simulation/      client      rewards of *simulated* users, for the dashboard only
 rewards``
 ``GET /metrics``            none        Prometheus text format
+``GET /``                   none        the dashboard page (polls ``GET /v1/status``)
 ``GET /v1/admin/export``    admin       configuration, every stored event and model update
 ``POST /v1/admin/reset``    admin       delete everything and start afresh (``{"confirm": true}``)
 ==========================  ==========  ============================================================
@@ -37,6 +38,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from privbandits.service.auth import TokenSet
 from privbandits.service.config import ServiceConfig
+from privbandits.service.dashboard import dashboard_router
 from privbandits.service.service import Refusal, Service
 from privbandits.service.store import Store
 
@@ -193,6 +195,7 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
             return _error(exc)
         return JSONResponse({"reset": True, "model_version": service.model.version})
 
+    app.include_router(dashboard_router())  # GET /: the dashboard page (privbandits.service.dashboard)
     if extra_routes is not None:
         extra_routes(app, service)
     return app
