@@ -18,13 +18,14 @@ from fastapi.testclient import TestClient
 from scipy import stats
 
 from privbandits.core.errors import ValidationError
+from privbandits.service.auth import TokenSet
 from privbandits.service.permutation import seeded_permutation, system_permutation
 from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app, protocol_batch_size
 from privbandits.service.shuffler_store import ShufflerStore, report_digest
 
 nacl_public = pytest.importorskip("nacl.public")
 
-CLIENT = "client-token-A"
+CLIENT = "client-token-A-0000"
 SHUFFLER = "shuffler-token-S"
 
 
@@ -42,7 +43,7 @@ class FakeServer:
 
         @app.get("/v1/model")
         def model() -> dict[str, Any]:
-            out: dict[str, Any] = {"version": self.version,
+            out: dict[str, Any] = {"model_version": self.version,
                                    "public_key": base64.b64encode(bytes(self.key.public_key)).decode()}
             if self.batch_size is not None:
                 out["batch_size"] = self.batch_size
@@ -61,7 +62,8 @@ class FakeServer:
 
 
 def make(server: FakeServer, store: ShufflerStore, min_batch: int = 3) -> TestClient:
-    settings = ShufflerSettings(server_url="http://server", shuffler_token=SHUFFLER, client_tokens=[CLIENT],
+    settings = ShufflerSettings(server_url="http://server", shuffler_token=SHUFFLER,
+                                tokens=TokenSet.from_secrets(client=[CLIENT], shuffler=["a-shuffler-secret"]),
                                 min_batch=min_batch, poll_seconds=0.05)
     app = create_shuffler_app(settings, store, transport=httpx.ASGITransport(app=server.app))
     return TestClient(app)
@@ -192,9 +194,9 @@ def test_protocol_batch_below_min_batch_is_blocked() -> None:
 
 
 def test_protocol_batch_size_from_public_schedule() -> None:
-    assert protocol_batch_size({"version": 1, "public": {"counts": [[2, 0, 3]]}}) == 5
-    assert protocol_batch_size({"version": 1, "batch_size": 7}) == 7
-    assert protocol_batch_size({"version": 1, "public": {"theta": [0.0]}}) is None
+    assert protocol_batch_size({"model_version": 1, "public": {"counts": [[2, 0, 3]]}}) == 5
+    assert protocol_batch_size({"model_version": 1, "batch_size": 7}) == 7
+    assert protocol_batch_size({"model_version": 1, "public": {"theta": [0.0]}}) is None
 
 
 def test_forwarded_body_has_no_metadata() -> None:
@@ -290,7 +292,8 @@ def test_tokens_malformed_json_and_size_limit() -> None:
     server, store = FakeServer(), ShufflerStore(":memory:")
     with make(server, store) as client:
         assert client.post("/v1/reports", json={}).status_code == 401
-        assert post(client, 1, token="nope").status_code == 403
+        assert post(client, 1, token="nope").status_code == 401
+        assert post(client, 1, token="a-shuffler-secret").status_code == 403
         res = client.post("/v1/reports", content=b"{not json", headers={"Authorization": f"Bearer {CLIENT}"})
         assert res.status_code == 400 and "malformed JSON" in res.json()["detail"]
         big = post(client, 2, report={"sealed": base64.b64encode(b"x" * 100_000).decode()})
@@ -301,9 +304,9 @@ def test_tokens_malformed_json_and_size_limit() -> None:
 
 def test_settings_validation() -> None:
     with pytest.raises(ValidationError, match="min_batch"):
-        ShufflerSettings("http://s", "t", ["c"], min_batch=1)
-    with pytest.raises(ValidationError, match="client_tokens"):
-        ShufflerSettings("http://s", "t", [])
+        ShufflerSettings("http://s", "t", TokenSet.from_secrets(client=["c"]), min_batch=1)
+    with pytest.raises(ValidationError, match="tokens"):
+        ShufflerSettings("http://s", "t", TokenSet([]))
 
 
 # -- action slots of a batched-elimination schedule ------------------------------------------------
@@ -319,7 +322,7 @@ class ScheduleServer(FakeServer):
         @self.app.get("/v1/model")
         def model() -> dict[str, Any]:
             enc = lambda v, shape: {"dtype": "int64", "shape": shape, "data": v}
-            return {"version": self.version, "public": {
+            return {"model_version": self.version, "public": {
                 "counts": enc([self.counts], [1, len(self.counts)]), "committed": enc([self.committed], [1]),
                 "batch": enc([self.version + 1], [1])}}
 

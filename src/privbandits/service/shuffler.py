@@ -29,11 +29,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -42,6 +41,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_int
+from privbandits.service.auth import TokenSet
 from privbandits.service.shuffler_store import CutBatch, ShufflerStore, report_digest
 
 __all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size"]
@@ -110,8 +110,9 @@ class ShufflerSettings:
         Base URL of the server (``http://127.0.0.1:8000``).
     shuffler_token : str
         The token the server accepts on ``POST /v1/batches``.
-    client_tokens : iterable of str
-        Tokens of the clients allowed to post reports.
+    tokens : TokenSet
+        The tokens accepted from clients (role ``client`` or ``admin``; the same tokens file
+        format as the server's).
     min_batch : int
         Smallest batch ever forwarded (>= 2).
     poll_seconds : float
@@ -120,16 +121,14 @@ class ShufflerSettings:
 
     server_url: str
     shuffler_token: str
-    client_tokens: Iterable[str]
+    tokens: TokenSet
     min_batch: int = 2
     poll_seconds: float = 1.0
-    tokens: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.min_batch = check_int("min_batch", self.min_batch, 2)
-        self.tokens = frozenset(self.client_tokens)
-        if not self.tokens:
-            raise ValidationError("client_tokens must hold at least one token, got none")
+        if not len(self.tokens):
+            raise ValidationError("tokens must hold at least one client token, got none")
         if not self.shuffler_token:
             raise ValidationError("shuffler_token must be a non-empty string")
         if not (0.01 <= float(self.poll_seconds) <= 60):
@@ -178,7 +177,7 @@ class Forwarder:
             self.blocked = None
             return None
         if need is not None and need < m:
-            self.blocked = (f"the protocol's batch of model version {model.get('version')} has {need} users, "
+            self.blocked = (f"the protocol's batch of model version {model.get('model_version')} has {need} users, "
                             f"fewer than min_batch={m}: nothing is forwarded")
             return None
         self.blocked = None
@@ -189,9 +188,7 @@ class Forwarder:
     async def _send(self, batch: CutBatch) -> None:
         res = await self.client.post(f"{self.settings.server_url}/v1/batches", content=batch.body,
                                      headers={**self._auth, "Content-Type": "application/json"})
-        if res.status_code == 409 and "batch_id" in res.text:  # the server already has this batch
-            pass
-        elif res.status_code >= 400:
+        if res.status_code >= 400:  # a repeated batch_id is answered 200 (the server's idempotency)
             raise httpx.HTTPStatusError(f"server refused batch {batch.batch_id}: {res.status_code} {res.text}",
                                         request=res.request, response=res)
         self.store.forwarded(batch)
@@ -205,7 +202,7 @@ class Forwarder:
                 sent += 1
             model = self.model if self.model is not None and not sent else await self.refresh_model()
             while True:
-                version = int(model["version"])
+                version = int(model["model_version"])
                 size = self.batch_size(model, self.store.pending(version))
                 if size is None:
                     return sent
@@ -294,17 +291,20 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
     app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None)
 
     def client_token(authorization: str | None = Header(default=None)) -> str:
-        token = authorization[7:] if authorization and authorization.startswith("Bearer ") else None
-        if token is None:
-            raise HTTPException(401, "missing client token: send 'Authorization: Bearer <token>'")
-        if not any(hmac.compare_digest(token, t) for t in settings.tokens):
-            raise HTTPException(403, "invalid client token")
-        return token
+        scheme, _, secret = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise HTTPException(401, "missing client token: send the header 'Authorization: Bearer <token>'")
+        tok = settings.tokens.lookup(secret.strip())
+        if tok is None:
+            raise HTTPException(401, "unknown token")
+        if tok.role not in ("client", "admin"):
+            raise HTTPException(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens")
+        return tok.name
 
     async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
         fwd: Forwarder = app.state.forwarder
         model = fwd.model
-        if model is None or int(model["version"]) < at_least:
+        if model is None or int(model["model_version"]) < at_least:
             try:
                 model = await fwd.refresh_model()
             except httpx.HTTPError as e:
@@ -324,7 +324,7 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         committed action after the commit); otherwise the server's public state unchanged.
         """
         model = await current_model(request.app)
-        version = int(model["version"])
+        version = int(model["model_version"])
         schedule = public_schedule(model)
         if schedule is None:
             return {"model_version": version, "public": model.get("public") or {}}
@@ -354,7 +354,7 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
             raise HTTPException(400, f"malformed JSON: {e}") from None
         version, key, report = _check_report(body)
         model = await current_model(request.app, at_least=version)
-        current = int(model["version"])
+        current = int(model["model_version"])
         if version != current:
             raise HTTPException(409, f"stale model_version {version}: the current model version is {current}; "
                                      "fetch GET /v1/model and randomize again")
@@ -380,7 +380,7 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         fwd: Forwarder = request.app.state.forwarder
         model = fwd.model or {}
         return {"role": "shuffler", "server_url": settings.server_url, "min_batch": settings.min_batch,
-                "model_version": model.get("version"),
+                "model_version": model.get("model_version"),
                 "protocol_batch_size": protocol_batch_size(model) if model else None,
                 "pending": store.pending_versions(), "outbox": len(store.outbox()),
                 **store.counters(), "blocked": fwd.blocked, "last_error": fwd.last_error}
