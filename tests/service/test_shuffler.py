@@ -174,12 +174,12 @@ def test_protocol_batch_size_is_exact_and_complete() -> None:
         with pytest.raises(httpx.HTTPStatusError, match="503"):
             drain(client)
         late = post(client, 99)
-        assert late.status_code == 409 and "complete" in late.json()["detail"]
+        assert late.status_code == 409 and "complete" in late.json()["error"]["message"]
         server.fail = False
         drain(client)
         assert len(server.bodies) == 1 and len(json.loads(server.bodies[0])["reports"]) == 4
         stale = post(client, 5, version=0)
-        assert stale.status_code == 409 and "stale" in stale.json()["detail"]
+        assert stale.status_code == 409 and "stale" in stale.json()["error"]["message"]
         assert post(client, 5, version=1).status_code == 202
 
 
@@ -284,7 +284,8 @@ def test_bad_reports_are_refused_with_the_field(body: dict[str, Any], status: in
         text = json.dumps(body)  # allows Infinity, as a careless client would send
         res = client.post("/v1/reports", content=text, headers={"Authorization": f"Bearer {CLIENT}",
                                                                 "Content-Type": "application/json"})
-        assert res.status_code == status and field in res.json()["detail"]
+        assert res.status_code == status and field in res.json()["error"]["message"]
+        assert res.json()["error"]["field"].startswith(field.split(" ")[0].split(".")[0]) or field == "unknown field"
         assert store.pending() == 0
 
 
@@ -295,7 +296,7 @@ def test_tokens_malformed_json_and_size_limit() -> None:
         assert post(client, 1, token="nope").status_code == 401
         assert post(client, 1, token="a-shuffler-secret").status_code == 403
         res = client.post("/v1/reports", content=b"{not json", headers={"Authorization": f"Bearer {CLIENT}"})
-        assert res.status_code == 400 and "malformed JSON" in res.json()["detail"]
+        assert res.status_code == 400 and "malformed JSON" in res.json()["error"]["message"]
         big = post(client, 2, report={"sealed": base64.b64encode(b"x" * 100_000).decode()})
         assert big.status_code == 413
         assert store.pending() == 0
@@ -363,6 +364,6 @@ def test_schedule_batch_is_forwarded_at_n_i_and_commit_phase_refuses_reports() -
         drain(client)
         assert len(server.bodies) == 1
         res = post(client, 3, version=1)
-        assert res.status_code == 409 and "no open batch" in res.json()["detail"]
+        assert res.status_code == 409 and "no open batch" in res.json()["error"]["message"]
         a = client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).json()
         assert a["public"]["action"]["data"] == [1] and a["public"]["n"]["data"] == [0]

@@ -227,20 +227,29 @@ class Forwarder:
             wake.clear()
 
 
-def _check_report(body: Any) -> tuple[int, str, Any]:
+class Refused(HTTPException):
+    """A refused request: answered ``{"error": {"status", "field", "message"}}`` like the server's."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(status, message)
+        self.field = field
+
+
+def _check_report(body: Any, header_key: str | None = None) -> tuple[int, str, Any]:
     """``(model_version, idempotency_key, report)`` of a report request, or a 422 naming the field."""
     if not isinstance(body, dict):
-        raise HTTPException(422, "the request body must be a JSON object")
+        raise Refused(422, "the request body must be a JSON object", "body")
     unknown = set(body) - {"model_version", "idempotency_key", "report"}
     if unknown:
-        raise HTTPException(422, f"unknown field(s) {sorted(unknown)}: the body holds only model_version, "
-                                 "idempotency_key and report (a shuffled report carries nothing else)")
+        raise Refused(422, f"unknown field(s) {sorted(unknown)}: the body holds only model_version, "
+                           "idempotency_key and report (a shuffled report carries nothing else)", sorted(unknown)[0])
     version = body.get("model_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise HTTPException(422, f"model_version must be a non-negative integer, got {version!r}")
-    key = body.get("idempotency_key")
+        raise Refused(422, f"model_version must be a non-negative integer, got {version!r}", "model_version")
+    key = header_key if header_key is not None else body.get("idempotency_key")
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
-        raise HTTPException(422, f"idempotency_key must be a string of 1..{MAX_KEY_CHARS} characters, got {key!r}")
+        raise Refused(422, f"idempotency_key (or the Idempotency-Key header) must be a string of 1..{MAX_KEY_CHARS} "
+                           f"characters, got {key!r}", "idempotency_key")
     report = body.get("report")
     if isinstance(report, dict) and set(report) == {"sealed"}:
         sealed = report["sealed"]
@@ -249,9 +258,9 @@ def _check_report(body: Any) -> tuple[int, str, Any]:
         except ValueError:
             raw = b""
         if not raw:
-            raise HTTPException(422, "report.sealed must be a non-empty base64 string (a sealed box)")
+            raise Refused(422, "report.sealed must be a non-empty base64 string (a sealed box)", "report.sealed")
     elif not isinstance(report, dict) or not report:
-        raise HTTPException(422, "report must be a JSON object: the privatized payload or {\"sealed\": base64}")
+        raise Refused(422, "report must be a JSON object: the privatized payload or {\"sealed\": base64}", "report")
     return version, key, report
 
 
@@ -288,17 +297,24 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException) -> JSONResponse:
+        field = exc.field if isinstance(exc, Refused) else None
+        return JSONResponse({"error": {"status": exc.status_code, "field": field, "message": str(exc.detail)}},
+                            status_code=exc.status_code)
 
     def client_token(authorization: str | None = Header(default=None)) -> str:
         scheme, _, secret = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
-            raise HTTPException(401, "missing client token: send the header 'Authorization: Bearer <token>'")
+            raise Refused(401, "missing client token: send the header 'Authorization: Bearer <token>'", "Authorization")
         tok = settings.tokens.lookup(secret.strip())
         if tok is None:
-            raise HTTPException(401, "unknown token")
+            raise Refused(401, "unknown token", "Authorization")
         if tok.role not in ("client", "admin"):
-            raise HTTPException(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens")
+            raise Refused(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens",
+                          "Authorization")
         return tok.name
 
     async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
@@ -308,7 +324,7 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
             try:
                 model = await fwd.refresh_model()
             except httpx.HTTPError as e:
-                raise HTTPException(503, f"the server is unreachable from the shuffler: {e}") from None
+                raise Refused(503, f"the server is unreachable from the shuffler: {e}") from None
         return model
 
     @app.get("/v1/model")
@@ -334,8 +350,8 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         else:
             slot = await asyncio.to_thread(store.assign_slot, version, counts)
             if slot is None:
-                raise HTTPException(409, f"every action slot of the batch of model version {version} is "
-                                         "assigned; retry when the batch has been forwarded")
+                raise Refused(409, f"every action slot of the batch of model version {version} is assigned; "
+                                   "retry when the batch has been forwarded")
             action, n = slot
         return {"model_version": version,
                 "public": {"action": _int_array(action), "n": _int_array(n)}}
@@ -344,32 +360,32 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
     async def post_report(request: Request, token: str = Depends(client_token)) -> JSONResponse:
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_REPORT_BYTES:
-            raise HTTPException(413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}")
+            raise Refused(413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
         raw = await request.body()
         if len(raw) > MAX_REPORT_BYTES:
-            raise HTTPException(413, f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}")
+            raise Refused(413, f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
         try:
             body = json.loads(raw, parse_constant=lambda c: float("nan"))
         except ValueError as e:
-            raise HTTPException(400, f"malformed JSON: {e}") from None
-        version, key, report = _check_report(body)
+            raise Refused(400, f"malformed JSON: {e}", "body") from None
+        version, key, report = _check_report(body, request.headers.get("idempotency-key"))
         model = await current_model(request.app, at_least=version)
         current = int(model["model_version"])
         if version != current:
-            raise HTTPException(409, f"stale model_version {version}: the current model version is {current}; "
-                                     "fetch GET /v1/model and randomize again")
+            raise Refused(409, f"stale model_version {version}: the current model version is {current}; "
+                               "fetch GET /v1/model and randomize again", "model_version")
         fwd: Forwarder = request.app.state.forwarder
         if protocol_batch_size(model) == 0:
-            raise HTTPException(409, f"model version {current} has no open batch (the schedule has committed "
-                                     "to an action): there is nothing to report")
+            raise Refused(409, f"model version {current} has no open batch (the schedule has committed "
+                               "to an action): there is nothing to report", "model_version")
         digest = report_digest(token, key)
         try:
             outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model))
         except ValueError as e:
-            raise HTTPException(422, f"report is not valid JSON data: {e}") from None
+            raise Refused(422, f"report is not valid JSON data: {e}", "report") from None
         if outcome == "full":
-            raise HTTPException(409, f"the batch of model version {version} is complete; "
-                                     "fetch GET /v1/model for the next one")
+            raise Refused(409, f"the batch of model version {version} is complete; "
+                               "fetch GET /v1/model for the next one", "model_version")
         if outcome == "queued":
             wake.set()
         return JSONResponse({"accepted": True, "duplicate": outcome == "duplicate", "forwarding": fwd.blocked is None},
