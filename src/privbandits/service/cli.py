@@ -58,3 +58,10 @@ def serve(
 def register_commands(app: typer.Typer, guard: Callable[[Any], Any]) -> None:
     """Add the deployment commands to the ``privbandits`` command line."""
     app.command("serve")(guard(serve))
+    from privbandits.service.shuffler_cli import serve_shuffler
+
+    app.command("serve-shuffler")(guard(serve_shuffler))
+    from privbandits.service.tools_cli import make_tokens, simulate_clients_command
+
+    app.command("make-tokens")(guard(make_tokens))
+    app.command("simulate-clients")(guard(simulate_clients_command))
