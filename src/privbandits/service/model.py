@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 
 from privbandits.algorithms import make
-from privbandits.algorithms.base import Algorithm, BatchedAlgorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
+from privbandits.algorithms.base import (
+    Algorithm,
+    BatchedAlgorithm,
+    Curator,
+    LocalAlgorithm,
+    ShuffleAlgorithm,
+)
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
