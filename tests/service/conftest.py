@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from privbandits.service.app import create_app  # noqa: E402
-from privbandits.service.auth import TokenSet  # noqa: E402
-from privbandits.service.config import ServiceConfig, parse_service_config  # noqa: E402
-from privbandits.service.store import open_store  # noqa: E402
+from privbandits.service.app import create_app
+from privbandits.service.auth import TokenSet
+from privbandits.service.config import ServiceConfig, parse_service_config
+from privbandits.service.store import open_store
 
 CLIENT = "client-secret-0000"
 CLIENT2 = "client-secret-0001"

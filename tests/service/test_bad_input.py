@@ -82,7 +82,7 @@ def test_nan_and_infinity_are_refused(sgd: Any) -> None:
     good = _valid(sgd)
     before = _state(sgd)
     for i, lit in enumerate(("NaN", "Infinity", "-Infinity")):
-        raw = ('{"model_version": 0, "report": {"z": [%s, 0.0, 0.0]}}' % lit).encode()
+        raw = ('{"model_version": 0, "report": {"z": [' + lit + ', 0.0, 0.0]}}').encode()
         resp = _post(sgd, None, key=f"nf-{i}", raw=raw)
         assert resp.status_code == 422
         assert resp.json()["error"]["field"] == "report.z"
@@ -215,7 +215,7 @@ def test_curator_endpoints_refuse_in_the_local_model_and_vice_versa(sgd: Any) ->
                        headers={**auth(CLIENT), "Idempotency-Key": "r1"})
         assert resp.status_code == 409 and resp.json()["error"]["field"] == "ticket"
         ok = tc.post("/v1/actions", json={"contexts": [[0.5, 0.0, 0.0]] * 4}, headers=h).json()
-        raw = ('{"model_version": 0, "ticket": "%s", "reward": Infinity}' % ok["ticket"]).encode()
+        raw = ('{"model_version": 0, "ticket": "' + ok["ticket"] + '", "reward": Infinity}').encode()
         resp = tc.post("/v1/reports", content=raw, headers={**auth(CLIENT), "Idempotency-Key": "r2"})
         assert resp.status_code == 422 and resp.json()["error"]["field"] == "reward"
         assert "finite" in resp.json()["error"]["message"]

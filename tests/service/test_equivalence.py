@@ -19,7 +19,16 @@ from privbandits.service.app import create_app
 from privbandits.service.config import parse_service_config
 from privbandits.service.store import open_store
 from privbandits.simulate import simulate
-from tests.service.conftest import ADMIN, CLIENT, CLIENT2, auth, free_port, make_client, service_raw, tokens
+from tests.service.conftest import (
+    ADMIN,
+    CLIENT,
+    CLIENT2,
+    auth,
+    free_port,
+    make_client,
+    service_raw,
+    tokens,
+)
 
 
 def _reference(raw: dict[str, Any], rounds: int) -> Any:

@@ -15,7 +15,16 @@ import pytest
 from privbandits.client import DeviceClient
 from privbandits.service.config import parse_service_config
 from privbandits.service.model import ServedModel
-from tests.service.conftest import ADMIN, CLIENT, CLIENT2, ServerProcess, auth, free_port, service_raw, toml_text
+from tests.service.conftest import (
+    ADMIN,
+    CLIENT,
+    CLIENT2,
+    ServerProcess,
+    auth,
+    free_port,
+    service_raw,
+    toml_text,
+)
 from tests.service.pg import PostgresServer
 
 N_REPORTS = 240

@@ -95,7 +95,7 @@ def parse_array(field: str, value: Any, shape: tuple[int, ...], kind: str = "f")
         raise FieldError(field, f"has shape {list(arr.shape)}, expected {want}")
     if kind == "i":
         if arr.dtype.kind == "f":
-            raise FieldError(field, f"must hold integers, got real numbers")
+            raise FieldError(field, "must hold integers, got real numbers")
         return arr.astype(np.int64)
     out = arr.astype(np.float64)
     if not np.isfinite(out).all():

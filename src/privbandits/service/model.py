@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 
 from privbandits.algorithms import make
-from privbandits.algorithms.base import Algorithm, BatchedAlgorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
+from privbandits.algorithms.base import (
+    Algorithm,
+    BatchedAlgorithm,
+    Curator,
+    LocalAlgorithm,
+    ShuffleAlgorithm,
+)
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
@@ -263,6 +269,9 @@ class ServedModel:
             if f.name not in report:
                 raise FieldError(f"{where}.{f.name}", f"missing; a {self.mechanism!r} report has the fields {names}")
             arr = parse_array(f"{where}.{f.name}", report[f.name], f.shape, f.kind)
+            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < 0 or arr.max() >= self.spec.K):
+                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.spec.K - 1}], "
+                                                      f"got {int(arr.min()) if arr.min() < 0 else int(arr.max())}")
             rule = self.rules.get(f.name)
             if rule is not None:
                 rule.check(f"{where}.{f.name}", arr)

@@ -23,7 +23,7 @@ import numpy as np
 
 from privbandits.service.codec import FieldError
 
-__all__ = ["RangeRule", "Z_TAIL", "output_rules"]
+__all__ = ["Z_TAIL", "RangeRule", "output_rules"]
 
 #: Standard deviations of the Gaussian tail bound of Gaussian-mechanism outputs.
 Z_TAIL = 12.0

@@ -147,7 +147,7 @@ class Service:
         if not math.isfinite(eps) or eps <= 0:
             return None
         budget = tok.device_epsilon or self.config.device_epsilon or eps
-        return int(math.floor(budget / eps * (1 + 1e-12)))
+        return math.floor(budget / eps * (1 + 1e-12))
 
     def _check_budget(self, tok: Token) -> None:
         n_max = self.report_budget(tok)
@@ -245,10 +245,11 @@ class Service:
                 raise FieldError("reports", f"must be a list of at least min_batch={cfg.min_batch} reports, got {n!r}")
             m.check_capacity(len(reports))
             plain = []
-            for i, r in enumerate(reports):
-                if isinstance(r, dict) and set(r) == {"sealed"}:
+            for i, item in enumerate(reports):
+                r: Any = item
+                if isinstance(item, dict) and set(item) == {"sealed"}:
                     try:
-                        r = open_sealed(r["sealed"], self.private_key)
+                        r = open_sealed(item["sealed"], self.private_key)
                     except PrivbanditsError as exc:
                         raise FieldError(f"reports[{i}].sealed", str(exc).removeprefix("sealed: ")) from None
                 m.parse_report(r, f"reports[{i}]")
@@ -257,11 +258,11 @@ class Service:
         self._check_budget(tok)
         m.check_capacity(1)
         if m.kind == "curator":
-            ticket = req.get("ticket")
-            if not isinstance(ticket, str) or ticket not in m.tickets:
-                raise FieldError("ticket", f"unknown or already reported ticket {ticket!r}; request an action with "
+            held = req.get("ticket")
+            if not isinstance(held, str) or held not in m.tickets:
+                raise FieldError("ticket", f"unknown or already reported ticket {held!r}; request an action with "
                                            "POST /v1/actions first", status=409)
-            return "raw", {"model_version": version, "ticket": ticket, "reward": m.parse_reward(req.get("reward"))}
+            return "raw", {"model_version": version, "ticket": held, "reward": m.parse_reward(req.get("reward"))}
         report = req.get("report")
         m.parse_report(report)
         return "report", {"model_version": version, "report": report}

@@ -125,7 +125,7 @@ class Store(ABC):
     def append(self, event: Event, model: ModelRow | None) -> None:
         """Store ``event`` and (if the model changed) ``model`` in one transaction."""
         now = time.time()
-        stmts = [(self._q("INSERT INTO events (seq, kind, token, idem_key, body, body_hash, response, created) "
+        stmts: list[tuple[str, tuple[Any, ...]]] = [(self._q("INSERT INTO events (seq, kind, token, idem_key, body, body_hash, response, created) "
                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
                   (event.seq, event.kind, event.token, event.idem_key, json.dumps(event.body, separators=(",", ":")),
                    event.body_hash, json.dumps(event.response, separators=(",", ":")), now))]
@@ -137,7 +137,10 @@ class Store(ABC):
     def latest_model(self) -> ModelRow | None:
         """The last model update, if any."""
         rows = self._execute("SELECT version, seq, rounds, digest FROM models ORDER BY version DESC LIMIT 1")
-        return None if not rows else ModelRow(*(int(v) for v in rows[0][:3]), rows[0][3])
+        if not rows:
+            return None
+        version, seq, rounds, digest = rows[0]
+        return ModelRow(int(version), int(seq), int(rounds), str(digest))
 
     def models(self) -> list[ModelRow]:
         """Every model update in version order."""
@@ -208,7 +211,7 @@ class PostgresStore(Store):
             raise StoreError(f"cannot connect to {url!r}: {exc}") from None
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        cur = self.conn.execute(sql.replace("DOUBLE PRECISION", "DOUBLE PRECISION"), args)
+        cur = self.conn.execute(sql, args)
         return cur.fetchall() if cur.description is not None else []
 
     def _transaction(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
