@@ -55,7 +55,8 @@ class ClientsSummary:
 
 
 def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: int = 0, workers: int = 4,
-                     shuffler_url: str | None = None, post_rewards: bool = True, timeout: float = 30.0) -> ClientsSummary:
+                     shuffler_url: str | None = None, post_rewards: bool = True, timeout: float = 30.0,
+                     http: Any = None) -> ClientsSummary:
     """Run ``n`` simulated users against ``server_url`` (see the module docstring).
 
     Parameters
@@ -75,6 +76,10 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
         For a shuffle-model algorithm: the shuffler the devices report to.
     post_rewards : bool
         Post the simulated rewards to the dashboard.
+    timeout : float
+        Seconds per HTTP request.
+    http : httpx.Client, optional
+        The HTTP client to use (default: a new one, closed at the end).
     """
     import httpx
 
@@ -88,7 +93,9 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
     workers = check_int("workers", workers, 1, 256)
     if not tokens:
         raise ValidationError("tokens: at least one client token is needed, got none")
-    http = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=workers + 2))
+    own = http is None
+    if own:
+        http = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=workers + 2))
     probe = DeviceClient(server_url, tokens[0], http=http)
     info = probe.fetch_model().info
     cfg = info["config"]
@@ -148,7 +155,8 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
     for t in threads:
         t.join()
     summary.seconds = time.perf_counter() - start
-    http.close()
+    if own:
+        http.close()
     return summary
 
 
