@@ -101,6 +101,15 @@ def _reports(url: str, token: str, n: int, seed: int) -> list[dict[str, Any]]:
         return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux ``/proc``), NaN elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _start_server(workdir: Path, algorithm: str, n_tokens: int, synchronous: str,
                   horizon: int) -> tuple[subprocess.Popen[bytes], str, list[str]]:
     (workdir / "load.toml").write_text(_config(algorithm, horizon))
@@ -169,7 +178,9 @@ def run(clients: int, reports: int, algorithm: str, synchronous: str, max_second
         try:
             bodies = _reports(url, secrets[0], reports + warmup, seed=1)
             asyncio.run(_blast(url, secrets, bodies[:warmup], clients, max_seconds))  # connections, caches
+            cpu0 = _cpu_seconds(proc.pid)
             lat, ok, errors, wall = asyncio.run(_blast(url, secrets, bodies[warmup:], clients, max_seconds))
+            server_cpu = _cpu_seconds(proc.pid) - cpu0
             counted = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"]
         finally:
             proc.terminate()
@@ -183,6 +194,7 @@ def run(clients: int, reports: int, algorithm: str, synchronous: str, max_second
     return {"algorithm": algorithm, "clients": clients, "reports": reports, "accepted": ok, "errors": len(errors),
             "first_error": errors[0] if errors else None, "seconds": wall, "reports_per_s": ok / wall,
             "p50_ms": q(50), "p95_ms": q(95), "p99_ms": q(99), "max_ms": float(ms.max()) if ms.size else float("nan"),
+            "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
             "server_counted": counted, "expected_count": ok + warmup, "synchronous": synchronous,
             "loadavg": os.getloadavg()}
 
@@ -204,6 +216,8 @@ def main() -> None:
           f"{r['accepted']}/{r['reports']} reports accepted in {r['seconds']:.2f} s ({r['errors']} errors)")
     print(f"sustained: {r['reports_per_s']:.0f} reports/s; latency p50 {r['p50_ms']:.1f} ms, "
           f"p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms")
+    print(f"server CPU per report {r['server_cpu_ms_per_report']:.2f} ms "
+          f"(= {1e3 / r['server_cpu_ms_per_report']:.0f} reports per server CPU-second)")
     print(f"server counted {r['server_counted']} (expected {r['expected_count']}); "
           f"load average {', '.join(f'{x:.2f}' for x in r['loadavg'])}")
 

@@ -56,7 +56,7 @@ class ClientsSummary:
 
 def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: int = 0, workers: int = 4,
                      shuffler_url: str | None = None, post_rewards: bool = True, timeout: float = 30.0,
-                     http: Any = None) -> ClientsSummary:
+                     http: Any = None, wait: float = 120.0) -> ClientsSummary:
     """Run ``n`` simulated users against ``server_url`` (see the module docstring).
 
     Parameters
@@ -80,6 +80,9 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
         Seconds per HTTP request.
     http : httpx.Client, optional
         The HTTP client to use (default: a new one, closed at the end).
+    wait : float
+        Seconds to wait for the server (and shuffler) to answer ``GET /v1/status`` (a server
+        that was just started may still be calibrating).
     """
     import httpx
 
@@ -96,6 +99,9 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
     own = http is None
     if own:
         http = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=workers + 2))
+    for url in (server_url, shuffler_url):
+        if url is not None:
+            _wait_until_up(http, url, wait)
     probe = DeviceClient(server_url, tokens[0], http=http)
     info = probe.fetch_model().info
     cfg = info["config"]
@@ -158,6 +164,22 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
     if own:
         http.close()
     return summary
+
+
+def _wait_until_up(http: Any, url: str, wait: float) -> None:
+    """Poll ``url/v1/status`` until it answers 200, at most ``wait`` seconds."""
+    import httpx
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if http.get(url.rstrip("/") + "/v1/status").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise ValidationError(f"{url} did not answer GET /v1/status within {wait:g} s: is it running?")
+        time.sleep(0.2)
 
 
 def _one_user(dev: Any, alg: Any, env: Any, env_lock: threading.Lock, curator: bool,

@@ -220,8 +220,9 @@ class Forwarder:
                 await self.step()
                 self.last_error = None
             except (httpx.HTTPError, ValueError, KeyError) as e:
+                if str(e) != self.last_error:  # log each new failure once, not every poll
+                    log.warning("forwarding failed (will retry): %s", e)
                 self.last_error = str(e)
-                log.warning("forwarding failed (will retry): %s", e)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(wake.wait(), self.settings.poll_seconds)
             wake.clear()

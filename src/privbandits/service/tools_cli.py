@@ -71,13 +71,15 @@ def simulate_clients_command(
                                                                        "the devices report to.")] = None,
     no_rewards: Annotated[bool, typer.Option("--no-rewards", help="Do not post the simulated rewards to the "
                                                                   "dashboard.")] = False,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the server (and shuffler) to "
+                                                       "come up.")] = 120.0,
 ) -> None:
     """Run N simulated users against a served model (each a device with its own token: model read,
     action chosen and report randomized on the device) and post their rewards to the dashboard."""
     from privbandits.simulated_clients import simulate_clients
 
     summary = simulate_clients(url, client_secrets(tokens), n, seed=seed, workers=workers, shuffler_url=shuffler,
-                               post_rewards=not no_rewards)
+                               post_rewards=not no_rewards, wait=wait)
     typer.echo(summary.text())
     if summary.errors:
         raise typer.Exit(1)
