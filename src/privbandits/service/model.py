@@ -49,7 +49,7 @@ from privbandits.service.codec import FieldError, encode_array, parse_array
 from privbandits.service.config import ServiceConfig
 from privbandits.service.ranges import RangeRule, output_rules
 
-__all__ = ["FieldSchema", "ServedModel", "build_problem"]
+__all__ = ["FieldSchema", "ServedModel", "build_problem", "warm_up"]
 
 #: Rounds a probe run may take to see the algorithm's first message.
 _PROBE_ROUNDS = 5000
@@ -139,6 +139,14 @@ def _probe_message(config: ServiceConfig, kind: str) -> tuple[str, tuple[FieldSc
         return str(mechanism), schema
     raise ValidationError(f"algorithm {config.algorithm!r} sent no message in {T} probe rounds; "
                           "its report format cannot be determined")
+
+
+def warm_up(config: ServiceConfig, rounds: int = 2) -> None:
+    """Run a throwaway copy of the algorithm for a few rounds of the reference driver, so that its
+    compiled steps are loaded before the first request (and the first answer is not slow)."""
+    alg, env, _ = build_problem(config, config.seed + 1)
+    T = min(rounds, config.horizon)
+    drive_reference(alg, env, T, Recorder(alg.estimate, env.theta_star, 1, np.array([T])), lambda _: None)
 
 
 def _arrays(obj: Any) -> list[np.ndarray]:
