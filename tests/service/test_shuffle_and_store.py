@@ -187,7 +187,7 @@ def test_serve_command_reports_config_errors(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from privbandits.cli import app
-    from tests.service.conftest import toml_text, tokens_toml
+    from tests.service.conftest import tokens_toml, toml_text
 
     raw = service_raw("ldp-sgd")
     raw["algorithms"].append({"name": "linucb"})
