@@ -208,12 +208,16 @@ class SimulatedRun:
 
 
 def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int, *, http: Any = None,
-                   on_round: Callable[[int, dict[str, Any]], None] | None = None) -> SimulatedRun:
+                   on_round: Callable[[int, dict[str, Any]], None] | None = None,
+                   post_rewards_every: int = 0) -> SimulatedRun:
     """``rounds`` simulated users, one after another, each with its own token (cycled).
 
     Uses the streams of ``simulate(alg, env, horizon, seed=seed, engine="reference")``: the
     environment's, the policy stream for choices and the client stream for privacy noise, in the
-    reference driver's order, so the trajectory equals the reference one.
+    reference driver's order, so the trajectory equals the reference one.  With
+    ``post_rewards_every = n > 0`` the simulated rewards are also posted to the status page's
+    reward chart every ``n`` users (``POST /v1/simulation/rewards``: simulation only, a real
+    device never sends its reward).
     """
     from privbandits.algorithms.base import BatchedAlgorithm
     from privbandits.experiments.units import build_env
@@ -246,6 +250,9 @@ def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int,
             r, reg = env.step(np.array([a]))
             answer = dev.report(X[0], a, float(r[0]), model)
         regret[t], reward[t], actions[t] = float(reg[0]), float(r[0]), a
+        if post_rewards_every and ((t + 1) % post_rewards_every == 0 or t == rounds - 1):
+            start = (t // post_rewards_every) * post_rewards_every
+            dev.post_simulated_rewards(reward[start:t + 1].tolist())
         if on_round is not None:
             on_round(t, answer)
     return SimulatedRun(regret, reward, actions, answer)

@@ -27,7 +27,7 @@ from tests.service.conftest import (
 )
 from tests.service.pg import PostgresServer
 
-N_REPORTS = 240
+N_REPORTS = 160
 SENDERS = 4
 
 

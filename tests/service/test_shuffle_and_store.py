@@ -172,3 +172,31 @@ def test_tokens_file_errors() -> None:
         parse_tokens({"tokens": [{"role": "client"}]})
     toks = parse_tokens({"tokens": [{"name": "d", "role": "client", "sha256": "a" * 64, "device_epsilon": 2.0}]})
     assert len(toks) == 1
+
+
+def test_simulated_rewards_reach_the_status_page() -> None:
+    from privbandits.client import simulate_users
+
+    with make_client(service_raw("ldp-sgd", horizon=30)) as tc:
+        run = simulate_users("http://testserver", [CLIENT], seed=0, rounds=7, http=tc, post_rewards_every=3)
+        sim = tc.get("/v1/status").json()["simulated_rewards"]
+    assert sim["count"] == 7 and sim["recent"] == run.reward.tolist()
+
+
+def test_serve_command_reports_config_errors(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+    from tests.service.conftest import tokens_toml, toml_text
+
+    raw = service_raw("ldp-sgd")
+    raw["algorithms"].append({"name": "linucb"})
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(toml_text(raw))
+    tok = tmp_path / "tokens.toml"
+    tok.write_text(tokens_toml())
+    res = CliRunner().invoke(app, ["serve", str(cfg), "--tokens", str(tok)])
+    assert res.exit_code == 2 and "exactly one [[algorithms]] entry" in res.output
+    cfg.write_text(toml_text(service_raw("ldp-sgd")))
+    res = CliRunner().invoke(app, ["serve", str(cfg), "--tokens", str(tmp_path / "missing.toml")])
+    assert res.exit_code == 2 and "cannot read tokens file" in res.output

@@ -127,18 +127,29 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "tables.metric": ("string", '"final_regret"', "Which reported numbers the table shows."),
     "tables.columns": ("string", "none", "The key whose values are the columns (e.g. epsilon)."),
     "tables.rows": ("list of labels", "every label with numbers", "Row order."),
+    "service.seed": ("integer >= 0", "seeds[0]", "Root seed of the served model's streams (server noise, policy)."),
+    "service.max_staleness": ("integer >= 0", "100",
+                              "Largest lag in model versions of an accepted report (older: 409)."),
+    "service.max_body_bytes": ("integer >= 256", "1048576", "Request size limit (larger: 413)."),
+    "service.rate": ("number > 0", "50.0", "Requests per second per token (token bucket; beyond: 429)."),
+    "service.burst": ("integer >= 1", "100", "Burst size of each token's bucket."),
+    "service.device_epsilon": ("number > 0", "the accounted per-report epsilon",
+                               "Privacy budget of one device: it may post floor(device_epsilon / epsilon) "
+                               "accepted reports (basic composition; beyond: 429 with the reason)."),
+    "service.min_batch": ("integer >= 1", "1", "Shuffle model: smallest batch `POST /v1/batches` accepts."),
 }
 
 
 def _tables() -> dict[str, tuple[str, ...]]:
     from privbandits.experiments import config
+    from privbandits.service.config import SERVICE_KEYS
 
     figure_keys = tuple(dict.fromkeys(k for keys in config.FIGURE_KEYS.values() for k in keys))
     claim_keys = tuple(dict.fromkeys(k for keys in config.CLAIM_KEYS.values() for k in keys))
     return {"": config.TOP_KEYS, "checkpoints": config.CHECKPOINT_KEYS, "algorithms": config.ALGO_KEYS,
             "quick": config.QUICK_KEYS, "plot": config.PLOT_KEYS, "report": config.REPORT_KEYS,
             "figures": figure_keys, "claims": claim_keys, "paper_numbers": config.PAPER_NUMBER_KEYS,
-            "tables": config.TABLE_KEYS}
+            "tables": config.TABLE_KEYS, "service": tuple(SERVICE_KEYS)}
 
 
 def toml_keys() -> dict[str, tuple[str, ...]]:
@@ -222,6 +233,9 @@ _SECTIONS = (
      "inconclusive at `[report] level`."),
     ("paper_numbers", "[[paper_numbers]]", "Reported numbers, shown beside ours with the ratio ours / reported."),
     ("tables", "[[tables]]", "Reported numbers arranged as tables: cells `ours / reported (ratio)`."),
+    ("service", "[service]",
+     "Read by `privbandits serve` only (a served configuration has one `[[algorithms]]` entry and one seed; "
+     "see [Deploy](../deploy.md))."),
 )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -66,6 +66,32 @@ class _Metrics:
         Gauge("privbandits_events", "Accepted requests stored", registry=r).set_function(lambda: service.seq)
         Gauge("privbandits_guarantee_epsilon", "Accounted epsilon per user",
               registry=r).set_function(lambda: float(service.model.guarantee.epsilon))
+
+
+class _Observe:
+    """ASGI middleware: request counts and latencies by route and status (Prometheus)."""
+
+    def __init__(self, app: Any, metrics: _Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = [500]
+
+        async def send_status(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            endpoint = getattr(scope.get("route"), "path", "other")
+            self.metrics.requests.labels(endpoint, str(status[0])).inc()
+            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
 
 
 async def _json_body(request: Request, limit: int) -> dict[str, Any]:
@@ -109,19 +135,6 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
     app.state.service = service
     app.state.metrics = metrics
     limit = config.max_body_bytes
-
-    @app.middleware("http")
-    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        start = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Refusal as exc:
-            response = _error(exc)
-        route = request.scope.get("route")
-        endpoint = getattr(route, "path", "other")
-        metrics.requests.labels(endpoint, str(response.status_code)).inc()
-        metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
-        return response
 
     def auth(request: Request, *roles: str) -> Any:
         return service.authorize(request.headers.get("authorization"), roles)
@@ -198,4 +211,5 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
     app.include_router(dashboard_router())  # GET /: the dashboard page (privbandits.service.dashboard)
     if extra_routes is not None:
         extra_routes(app, service)
+    app.add_middleware(_Observe, metrics=metrics)
     return app

@@ -21,7 +21,6 @@ so replaying the stored requests rebuilds the state bit for bit (:meth:`ServedMo
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +49,7 @@ from privbandits.service.codec import FieldError, encode_array, parse_array
 from privbandits.service.config import ServiceConfig
 from privbandits.service.ranges import RangeRule, output_rules
 
-__all__ = ["FieldSchema", "ServedModel", "build_problem"]
+__all__ = ["FieldSchema", "ServedModel", "build_problem", "warm_up"]
 
 #: Rounds a probe run may take to see the algorithm's first message.
 _PROBE_ROUNDS = 5000
@@ -140,6 +139,14 @@ def _probe_message(config: ServiceConfig, kind: str) -> tuple[str, tuple[FieldSc
         return str(mechanism), schema
     raise ValidationError(f"algorithm {config.algorithm!r} sent no message in {T} probe rounds; "
                           "its report format cannot be determined")
+
+
+def warm_up(config: ServiceConfig, rounds: int = 2) -> None:
+    """Run a throwaway copy of the algorithm for a few rounds of the reference driver, so that its
+    compiled steps are loaded before the first request (and the first answer is not slow)."""
+    alg, env, _ = build_problem(config, config.seed + 1)
+    T = min(rounds, config.horizon)
+    drive_reference(alg, env, T, Recorder(alg.estimate, env.theta_star, 1, np.array([T])), lambda _: None)
 
 
 def _arrays(obj: Any) -> list[np.ndarray]:
@@ -233,18 +240,20 @@ class ServedModel:
             arrays = _arrays(kernel.public) + _arrays(kernel.server)
         elif isinstance(kernel, CuratorKernel):
             arrays = _arrays(kernel.state)
-        if isinstance(self.alg, LocalAlgorithm):
-            arrays += [np.asarray(v) for v in self.alg.server.public_state().values()]
-        est = self.alg.estimate()
-        if est is not None:
-            arrays.append(np.asarray(est))
+        else:  # numpy roles: what they publish and estimate
+            if isinstance(self.alg, LocalAlgorithm):
+                arrays += [np.asarray(v) for v in self.alg.server.public_state().values()]
+            est = self.alg.estimate()
+            if est is not None:
+                arrays.append(np.asarray(est))
         for a in arrays:
             a = np.ascontiguousarray(a)
             h.update(str((a.dtype.str, a.shape)).encode())
             h.update(a.tobytes())
         streams = self.alg.streams
         for role in ("server", "policy", "shuffler"):
-            h.update(json.dumps(getattr(streams, role).bit_generator.state, sort_keys=True, default=str).encode())
+            st = getattr(streams, role).bit_generator.state
+            h.update(repr((st["bit_generator"], st["state"], st.get("has_uint32"), st.get("uinteger"))).encode())
         return h.hexdigest()
 
     # -- validation -------------------------------------------------------------------------

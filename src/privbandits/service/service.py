@@ -21,7 +21,7 @@ from privbandits.core.errors import PrivbanditsError
 from privbandits.service.auth import RateLimiter, Token, TokenSet
 from privbandits.service.codec import FieldError, canonical
 from privbandits.service.config import ServiceConfig
-from privbandits.service.model import ServedModel
+from privbandits.service.model import ServedModel, warm_up
 from privbandits.service.sealing import keygen, open_sealed
 from privbandits.service.store import Event, ModelRow, Store, StoreError
 
@@ -70,6 +70,7 @@ class Service:
         store.init(config.to_json())
         self._keys()
         self.rebuild()
+        warm_up(config)
 
     # -- state ----------------------------------------------------------------------------------
     def _keys(self) -> None:
