@@ -7,9 +7,10 @@ concurrent asynchronous clients (``httpx.AsyncClient``, one connection each, eac
 client token) post ``--reports`` reports in all, each with a fresh idempotency key, and waits for
 every answer.  Bounded: at most ``--reports`` requests and ``--max-seconds`` seconds.
 
-It prints the sustained rate (accepted reports / wall time of the timed phase) and the p50 / p95 /
-p99 / max latency of ``POST /v1/reports`` as seen by the clients, and checks that the server
-counted exactly the accepted reports.
+It prints the sustained rate (accepted reports / wall time of the timed phase), the p50 / p95 /
+p99 / max latency of ``POST /v1/reports`` as seen by the clients, the CPU time the server process
+and the load clients spent per report (the figures other jobs on a shared machine disturb least),
+and checks that the server counted exactly the accepted reports.
 
 Every accepted report is committed to SQLite before its answer (one transaction per report, the
 service's rule "acknowledged = durable"); ``--synchronous`` picks the SQLite ``synchronous`` pragma
@@ -178,9 +179,9 @@ def run(clients: int, reports: int, algorithm: str, synchronous: str, max_second
         try:
             bodies = _reports(url, secrets[0], reports + warmup, seed=1)
             asyncio.run(_blast(url, secrets, bodies[:warmup], clients, max_seconds))  # connections, caches
-            cpu0 = _cpu_seconds(proc.pid)
+            cpu0, own0 = _cpu_seconds(proc.pid), time.process_time()
             lat, ok, errors, wall = asyncio.run(_blast(url, secrets, bodies[warmup:], clients, max_seconds))
-            server_cpu = _cpu_seconds(proc.pid) - cpu0
+            server_cpu, client_cpu = _cpu_seconds(proc.pid) - cpu0, time.process_time() - own0
             counted = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"]
         finally:
             proc.terminate()
@@ -195,6 +196,7 @@ def run(clients: int, reports: int, algorithm: str, synchronous: str, max_second
             "first_error": errors[0] if errors else None, "seconds": wall, "reports_per_s": ok / wall,
             "p50_ms": q(50), "p95_ms": q(95), "p99_ms": q(99), "max_ms": float(ms.max()) if ms.size else float("nan"),
             "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
+            "client_cpu_ms_per_report": 1e3 * client_cpu / max(ok, 1),
             "server_counted": counted, "expected_count": ok + warmup, "synchronous": synchronous,
             "loadavg": os.getloadavg()}
 
@@ -217,7 +219,8 @@ def main() -> None:
     print(f"sustained: {r['reports_per_s']:.0f} reports/s; latency p50 {r['p50_ms']:.1f} ms, "
           f"p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms")
     print(f"server CPU per report {r['server_cpu_ms_per_report']:.2f} ms "
-          f"(= {1e3 / r['server_cpu_ms_per_report']:.0f} reports per server CPU-second)")
+          f"(= {1e3 / r['server_cpu_ms_per_report']:.0f} reports per server CPU-second); "
+          f"the load clients' CPU per report {r['client_cpu_ms_per_report']:.2f} ms")
     print(f"server counted {r['server_counted']} (expected {r['expected_count']}); "
           f"load average {', '.join(f'{x:.2f}' for x in r['loadavg'])}")
 
