@@ -53,3 +53,12 @@ def test_simulate_clients_needs_the_shuffler_for_a_shuffle_model(tmp_path: Path)
     raw = service_raw("hanna-shuffle", horizon=300, env={"kind": "finite", "d": 2, "K": 3, "noise_scale": 0.3})
     with make_client(raw) as tc, pytest.raises(Exception, match="shuffler"):
         simulate_clients("http://testserver", [CLIENT], 3, workers=1, http=tc)
+
+
+@pytest.mark.parametrize(("name", "trust_model"), [("serve-ldp.toml", "local"), ("serve-shuffle.toml", "shuffle")])
+def test_readme_example_configurations_are_valid(name: str, trust_model: str) -> None:
+    from privbandits.algorithms.registry import get
+    from privbandits.service.config import load_service_config
+
+    cfg = load_service_config(Path(__file__).resolve().parents[2] / "examples" / name)
+    assert get(cfg.algorithm).trust_model == trust_model
