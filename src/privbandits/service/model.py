@@ -278,9 +278,9 @@ class ServedModel:
             if f.name not in report:
                 raise FieldError(f"{where}.{f.name}", f"missing; a {self.mechanism!r} report has the fields {names}")
             arr = parse_array(f"{where}.{f.name}", report[f.name], f.shape, f.kind)
-            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < 0 or arr.max() >= self.spec.K):
-                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.spec.K - 1}], "
-                                                      f"got {int(arr.min()) if arr.min() < 0 else int(arr.max())}")
+            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < -1 or arr.max() >= self.spec.K):
+                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.spec.K - 1}] (or -1: "
+                                                      f"no report), got {int(arr.min()) if arr.min() < -1 else int(arr.max())}")
             rule = self.rules.get(f.name)
             if rule is not None:
                 rule.check(f"{where}.{f.name}", arr)
