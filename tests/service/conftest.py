@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -93,16 +94,19 @@ def free_port() -> int:
 class ServerProcess:
     """``privbandits serve`` in a subprocess on a loopback port."""
 
-    def __init__(self, config: Path, tokens_file: Path, db: str, port: int | None = None) -> None:
-        self.config, self.tokens_file, self.db = config, tokens_file, db
+    def __init__(self, config: Path, tokens_file: Path, db: str, port: int | None = None,
+                 tls: tuple[Path, Path] | None = None) -> None:
+        self.config, self.tokens_file, self.db, self.tls = config, tokens_file, db, tls
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 120.0) -> None:
         env = dict(os.environ, PYTHONPATH=SRC)
         cmd = [sys.executable, "-m", "privbandits.cli", "serve", str(self.config), "--tokens", str(self.tokens_file),
                "--db", self.db, "--port", str(self.port), "--host", "127.0.0.1"]
+        if self.tls is not None:
+            cmd += ["--ssl-keyfile", str(self.tls[0]), "--ssl-certfile", str(self.tls[1])]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -110,7 +114,9 @@ class ServerProcess:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {err}")
             try:
-                if httpx.get(self.url + "/v1/status", timeout=1.0).status_code == 200:
+                ok = httpx.get(self.url + "/v1/status", timeout=1.0,
+                               verify=ssl.create_default_context(cafile=str(self.tls[1])) if self.tls else True).status_code == 200
+                if ok:
                     return
             except httpx.TransportError:
                 pass

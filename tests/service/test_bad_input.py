@@ -78,6 +78,13 @@ def test_each_bad_report_is_refused_with_its_field_and_changes_nothing(sgd: Any)
     assert ok.status_code == 200 and ok.json()["model_version"] == 1
 
 
+def test_published_json_schema_describes_the_report(sgd: Any) -> None:
+    schema = sgd.get("/v1/model", headers=auth(CLIENT)).json()["report"]["json_schema"]
+    assert schema["required"] == ["z"] and schema["additionalProperties"] is False
+    assert schema["properties"]["z"] == {"type": "array", "items": {"type": "number"}, "minItems": D, "maxItems": D}
+    assert set(_valid(sgd)["report"]) == set(schema["properties"])
+
+
 def test_nan_and_infinity_are_refused(sgd: Any) -> None:
     good = _valid(sgd)
     before = _state(sgd)

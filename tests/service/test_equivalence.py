@@ -64,7 +64,7 @@ def loopback_server(tmp_path: Any) -> Iterator[Any]:
 
 @pytest.mark.parametrize("algorithm", ["ldp-sgd", "ldp-ols"])
 def test_local_dp_over_loopback_http_equals_reference(algorithm: str, loopback_server: Any) -> None:
-    rounds = 60
+    rounds = 40
     raw = service_raw(algorithm, horizon=rounds, seed=11)
     url = loopback_server(raw)
     with httpx.Client(timeout=10) as http:
@@ -76,6 +76,18 @@ def test_local_dp_over_loopback_http_equals_reference(algorithm: str, loopback_s
     theta = np.array(public["theta"]["data"])
     assert np.array_equal(theta, np.asarray(alg.server.public_state()["theta"]))
     assert run.last_answer["model_version"] == rounds
+
+
+@pytest.mark.parametrize(("algorithm", "env", "rounds"), [
+    ("chen-ldp", None, 40),  # numpy roles: the report format is read off a probe run
+    ("hanna-local", {"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere"}, 300),
+])
+def test_local_dp_numpy_roles_equal_reference(algorithm: str, env: Any, rounds: int) -> None:
+    raw = service_raw(algorithm, horizon=rounds, seed=8, env=env, params={"epsilon": 1.0})
+    with make_client(raw) as tc:
+        run = simulate_users("http://testserver", [CLIENT], seed=8, rounds=rounds, http=tc)
+    ref, _ = _reference(raw, rounds)
+    assert np.array_equal(np.cumsum(run.regret), ref.regret[0, :rounds])
 
 
 @pytest.mark.parametrize("algorithm", ["linucb", "squarecb-jdp"])

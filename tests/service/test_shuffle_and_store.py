@@ -200,3 +200,12 @@ def test_serve_command_reports_config_errors(tmp_path: Path) -> None:
     cfg.write_text(toml_text(service_raw("ldp-sgd")))
     res = CliRunner().invoke(app, ["serve", str(cfg), "--tokens", str(tmp_path / "missing.toml")])
     assert res.exit_code == 2 and "cannot read tokens file" in res.output
+
+
+def test_multi_round_shuffle_protocols_are_refused_at_start() -> None:
+    from privbandits.core.errors import ValidationError
+    from privbandits.service.model import ServedModel
+
+    env = {"kind": "synthetic", "d": 3, "K": 4, "link": "logistic", "noise": "bernoulli"}
+    with pytest.raises(ValidationError, match="multi-round shuffle protocols"):
+        ServedModel(parse_service_config(service_raw("shuffle-glm", env=env)))

@@ -66,6 +66,13 @@ class FieldSchema:
     def describe(self) -> dict[str, Any]:
         return {"shape": list(self.shape), "dtype": "float64" if self.kind == "f" else "int64"}
 
+    def json_schema(self) -> dict[str, Any]:
+        """JSON Schema of the field: nested arrays of exactly ``shape`` around numbers (integers)."""
+        out: dict[str, Any] = {"type": "number" if self.kind == "f" else "integer"}
+        for n in reversed(self.shape):
+            out = {"type": "array", "items": out, "minItems": n, "maxItems": n}
+        return out
+
 
 class _Found(Exception):
     def __init__(self, value: Any) -> None:
@@ -214,9 +221,17 @@ class ServedModel:
             "report": {
                 "mechanism": self.mechanism,
                 "fields": {f.name: f.describe() for f in self.schema},
+                "json_schema": self.json_schema(),
                 "output_range": ({k: r.describe() for k, r in self.rules.items()} if self.rules else None),
             },
         }
+
+    def json_schema(self) -> dict[str, Any]:
+        """JSON Schema (draft 2020-12) of one report: the fields' shapes and number types; the
+        service also checks finiteness and the output range, which JSON Schema cannot express."""
+        fields = {f.name: f.json_schema() for f in self.schema}
+        obj = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **obj}
 
     def public_json(self) -> dict[str, Any]:
         """The public state the server publishes (curators publish none: they release actions)."""
@@ -278,9 +293,9 @@ class ServedModel:
             if f.name not in report:
                 raise FieldError(f"{where}.{f.name}", f"missing; a {self.mechanism!r} report has the fields {names}")
             arr = parse_array(f"{where}.{f.name}", report[f.name], f.shape, f.kind)
-            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < 0 or arr.max() >= self.spec.K):
-                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.spec.K - 1}], "
-                                                      f"got {int(arr.min()) if arr.min() < 0 else int(arr.max())}")
+            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < -1 or arr.max() >= self.spec.K):
+                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.spec.K - 1}] (or -1: "
+                                                      f"no report), got {int(arr.min()) if arr.min() < -1 else int(arr.max())}")
             rule = self.rules.get(f.name)
             if rule is not None:
                 rule.check(f"{where}.{f.name}", arr)

@@ -147,12 +147,6 @@ class Store(ABC):
         rows = self._execute("SELECT version, seq, rounds, digest FROM models ORDER BY version")
         return [ModelRow(int(v), int(s), int(r), d) for v, s, r, d in rows]
 
-    def counts_by_token(self, kinds: tuple[str, ...] = ("report", "raw")) -> dict[str, int]:
-        """Accepted reports per token name."""
-        marks = ", ".join(self.ph for _ in kinds)
-        rows = self._execute(f"SELECT token, COUNT(*) FROM events WHERE kind IN ({marks}) GROUP BY token", kinds)
-        return {t: int(n) for t, n in rows}
-
     def wipe(self) -> None:
         """Delete every event and model update (the configuration stays)."""
         self._transaction([("DELETE FROM events", ()), ("DELETE FROM models", ())])
