@@ -66,11 +66,29 @@ class Assignment:
 
 
 class ShuffleDevice(DeviceClient):
-    """One device of a shuffle-model algorithm, talking to the shuffler at ``shuffler_url``.
+    """One device of a shuffle-model algorithm, talking to the shuffler at ``base_url``.
 
-    Parameters are those of :class:`~privbandits.client.DeviceClient`; ``base_url`` is the
-    shuffler's.
+    Parameters are those of :class:`~privbandits.client.DeviceClient` (``base_url`` is the
+    shuffler's), plus:
+
+    server_key : str, optional
+        The server's public sealing key (base64), obtained from the server itself (its
+        ``GET /v1/model``) or pinned in the app.  The model the shuffler relays must carry this
+        key, else the device refuses to seal: a shuffler that substituted its own key could read
+        the reports.  Without it the device trusts the relayed key.
     """
+
+    def __init__(self, base_url: str, token: str, *, server_key: str | None = None, **kw: Any) -> None:
+        super().__init__(base_url, token, **kw)
+        self.server_key = server_key
+
+    def sealing_key(self, model: ModelSnapshot) -> str:
+        """The key reports are sealed to: the relayed ``public_key``, checked against ``server_key``."""
+        relayed = str(model.info["public_key"])
+        if self.server_key is not None and relayed != self.server_key:
+            raise ValidationError("the model relayed by the shuffler carries a public key other than the server's: "
+                                  "refusing to seal reports to it")
+        return relayed
 
     def _shuffle_client(self, model: ModelSnapshot) -> Any:
         alg = self.algorithm
@@ -115,7 +133,7 @@ class ShuffleDevice(DeviceClient):
                                np.array([reward], dtype=float), self.rng_client)
         report: dict[str, Any] = {"action": a}
         report.update({k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()})
-        return {"model_version": assigned.version, "report": seal(report, model.info["public_key"])}
+        return {"model_version": assigned.version, "report": seal(report, self.sealing_key(model))}
 
     def report_sealed(self, contexts: np.ndarray, reward: float, model: ModelSnapshot, assigned: Assignment,
                       key: str | None = None) -> dict[str, Any]:
@@ -135,18 +153,19 @@ class ShuffleRun:
 
 
 def simulate_shuffle_users(shuffler_url: str, tokens: Sequence[str], seed: int, rounds: int, *,
-                           http: Any = None, algorithm: Algorithm | None = None,
+                           http: Any = None, algorithm: Algorithm | None = None, server_key: str | None = None,
                            on_round: Callable[[int, float], None] | None = None) -> ShuffleRun:
     """``rounds`` simulated users, one after another, through the shuffler at ``shuffler_url``.
 
     Each user: reads the model and its assignment from the shuffler, plays the assigned action
     in the configured environment (seeded with ``seed``), and sends its sealed report when its
-    batch is open.  ``on_round(t, reward)`` is called after each user (e.g. to post the
-    simulated rewards to the dashboard).
+    batch is open.  ``server_key`` pins the server's sealing key (see :class:`ShuffleDevice`).
+    ``on_round(t, reward)`` is called after each user (e.g. to post the simulated rewards to
+    the dashboard).
     """
     from privbandits.experiments.units import build_env
 
-    probe = ShuffleDevice(shuffler_url, tokens[0], http=http)
+    probe = ShuffleDevice(shuffler_url, tokens[0], http=http, server_key=server_key)
     info = probe.fetch_model().info
     cfg = info["config"]
     streams = make_streams(seed)
@@ -154,8 +173,8 @@ def simulate_shuffle_users(shuffler_url: str, tokens: Sequence[str], seed: int, 
     spec = env.reset(1, streams, int(cfg["horizon"]))
     alg = algorithm if algorithm is not None else local_algorithm(info)
     alg.reset(spec, 1, streams)
-    devices = [ShuffleDevice(shuffler_url, tok, algorithm=alg, rng_client=streams.client, http=probe.http)
-               for tok in tokens]
+    devices = [ShuffleDevice(shuffler_url, tok, algorithm=alg, rng_client=streams.client, http=probe.http,
+                             server_key=server_key) for tok in tokens]
     reward, regret = np.zeros(rounds), np.zeros(rounds)
     actions = np.zeros(rounds, dtype=np.int64)
     answers: list[dict[str, Any]] = []

@@ -139,8 +139,9 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
                 i = next(next_user, None)
             if i is None:
                 break
+            extra = {"server_key": info["public_key"]} if shuffle else {}  # the key read from the server itself
             dev = cls(base, tokens[i % len(tokens)], algorithm=alg, rng_policy=rng_policy, rng_client=rng_client,
-                      http=http)
+                      http=http, **extra)
             try:
                 r = _one_user(dev, alg, env, env_lock, isinstance(alg, Curator), isinstance(alg, ShuffleAlgorithm))
             except Exception as exc:  # one failed user must not stop the others; reported in the summary

@@ -81,7 +81,9 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
     monkeypatch.setattr(sealing, "seal", capture)
     rounds = 40
     with httpx.Client(timeout=30) as http:
-        run = simulate_shuffle_users(stack["shuffler"], [CLIENT, CLIENT2], seed=4, rounds=rounds, http=http)
+        key = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()["public_key"]
+        run = simulate_shuffle_users(stack["shuffler"], [CLIENT, CLIENT2], seed=4, rounds=rounds, http=http,
+                                     server_key=key)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the last complete batch may still be on its way
             status = http.get(stack["shuffler"] + "/v1/status").json()
@@ -115,3 +117,19 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
     raw_db = b"".join(p.read_bytes() for p in stack["dir"].glob("shuffler.db*"))
     assert b"reward_hat" not in raw_db
     assert not any(repr(r["reward_hat"]).encode() in raw_db for r in sent)
+
+
+def test_device_refuses_a_key_other_than_the_servers(stack: dict[str, Any]) -> None:
+    """A device that pinned the server's key does not seal to another key relayed by a shuffler."""
+    from privbandits.core.errors import ValidationError
+    from privbandits.service.sealing import keygen
+    from privbandits.shuffle_client import ShuffleDevice
+
+    with httpx.Client(timeout=30) as http:
+        dev = ShuffleDevice(stack["shuffler"], CLIENT, http=http, server_key=keygen()[1])
+        model = dev.fetch_model()
+        with pytest.raises(ValidationError, match="public key other than the server's"):
+            dev.sealing_key(model)
+        key = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()["public_key"]
+        honest = ShuffleDevice(stack["shuffler"], CLIENT, http=http, server_key=key)
+        assert honest.sealing_key(model) == key  # the honest shuffler relays the server's key
