@@ -24,6 +24,7 @@ from rich.text import Text
 
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.experiments.store import DEFAULT_DB
+from privbandits.service.cli import register_commands
 
 app = typer.Typer(
     name="privbandits",
@@ -585,6 +586,9 @@ def _version(value: bool) -> None:
 
         _out().print(f"privbandits {__version__}")
         raise typer.Exit()
+
+
+register_commands(app, _guard)  # serve (privbandits.service)
 
 
 @app.callback()

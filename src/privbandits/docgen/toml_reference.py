@@ -158,11 +158,23 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "regression_quick.n_test": ("integer >= 1", "unchanged", "Held-out covariates under `--quick`."),
     "regression_quick.n_max": ("integer >= 1", "none",
                                "Under `--quick`, every cell's n is capped at this (duplicate cells merged)."),
+    "service.seed": ("integer >= 0", "seeds[0]", "Root seed of the served model's streams (server noise, policy)."),
+    "service.max_staleness": ("integer >= 0", "100",
+                              "Largest lag in model versions of an accepted report (older: 409)."),
+    "service.max_body_bytes": ("integer >= 256", "1048576", "Request size limit (larger: 413)."),
+    "service.rate": ("number > 0", "50.0", "Requests per second per token (token bucket; beyond: 429)."),
+    "service.burst": ("integer >= 1", "100", "Burst size of each token's bucket."),
+    "service.device_epsilon": ("number > 0", "the accounted per-report epsilon",
+                               "Privacy budget of one device: it may post floor(device_epsilon / epsilon) "
+                               "accepted reports (basic composition; beyond: 429 with the reason)."),
+    "service.min_batch": ("integer >= 1", "1", "Shuffle model: smallest batch `POST /v1/batches` accepts."),
 }
 
 
 def _tables() -> dict[str, tuple[str, ...]]:
     from privbandits.experiments import config, regression_study
+    from privbandits.experiments import config
+    from privbandits.service.config import SERVICE_KEYS
 
     figure_keys = tuple(dict.fromkeys(k for keys in config.FIGURE_KEYS.values() for k in keys))
     claim_keys = tuple(dict.fromkeys(k for keys in config.CLAIM_KEYS.values() for k in keys))
@@ -171,6 +183,7 @@ def _tables() -> dict[str, tuple[str, ...]]:
             "figures": figure_keys, "claims": claim_keys, "paper_numbers": config.PAPER_NUMBER_KEYS,
             "tables": config.TABLE_KEYS, "regression": regression_study.REGRESSION_TOP_KEYS,
             "blocks": regression_study.BLOCK_KEYS, "regression_quick": regression_study.REGRESSION_QUICK_KEYS}
+            "tables": config.TABLE_KEYS, "service": tuple(SERVICE_KEYS)}
 
 
 def toml_keys() -> dict[str, tuple[str, ...]]:
@@ -265,6 +278,9 @@ _SECTIONS = (
      "The cells of a block are the cartesian product of its lists; only `x` and `facet` may take several "
      "values."),
     ("regression_quick", "[quick] (regression studies)", "Applied only by `--quick`; validated always."),
+    ("service", "[service]",
+     "Read by `privbandits serve` only (a served configuration has one `[[algorithms]]` entry and one seed; "
+     "see [Deploy](../deploy.md))."),
 )
 
 

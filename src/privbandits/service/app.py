@@ -1,0 +1,215 @@
+"""The HTTP API of a served model (FastAPI): ``create_app(config, store, tokens)``.
+
+==========================  ==========  ============================================================
+endpoint                    token       what it does
+==========================  ==========  ============================================================
+``GET /v1/model``           client      public state, version, algorithm, calibration, guarantee,
+                                        report format and output range, sealing ``public_key``
+``POST /v1/reports``        client      one privatized report bound to ``model_version``
+                                        (curators: the raw reward of a ticket)
+``POST /v1/actions``        client      curators only: raw contexts in, the chosen action out
+``POST /v1/batches``        shuffler    shuffle model: one shuffled batch of (optionally sealed)
+                                        reports
+``GET /v1/status``          none        reports received, model version, guarantee, simulated
+                                        rewards (JSON)
+``POST /v1/simulation/      client      rewards of *simulated* users, for the dashboard only
+rewards``
+``GET /metrics``            none        Prometheus text format
+``GET /``                   none        the dashboard page (polls ``GET /v1/status``)
+``GET /v1/admin/export``    admin       configuration, every stored event and model update
+``POST /v1/admin/reset``    admin       delete everything and start afresh (``{"confirm": true}``)
+==========================  ==========  ============================================================
+
+Errors are JSON ``{"error": {"status", "field", "message"}}``; ``field`` names the offending
+request field or header.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from privbandits.service.auth import TokenSet
+from privbandits.service.config import ServiceConfig
+from privbandits.service.dashboard import dashboard_router
+from privbandits.service.service import Refusal, Service
+from privbandits.service.store import Store
+
+__all__ = ["create_app"]
+
+
+def _error(exc: Refusal) -> JSONResponse:
+    headers = {}
+    if exc.retry_after is not None:
+        headers["Retry-After"] = str(max(1, int(exc.retry_after + 0.999)))
+    return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+
+class _Metrics:
+    def __init__(self, service: Service) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("privbandits_requests", "HTTP requests by endpoint and status",
+                                ["endpoint", "status"], registry=r)
+        self.latency = Histogram("privbandits_request_seconds", "Request latency by endpoint", ["endpoint"],
+                                 registry=r, buckets=(.0005, .001, .002, .005, .01, .02, .05, .1, .25, 1.0))
+        Gauge("privbandits_model_version", "Model version", registry=r).set_function(lambda: service.model.version)
+        Gauge("privbandits_reports_received", "Users counted by the model",
+              registry=r).set_function(lambda: service.model.rounds)
+        Gauge("privbandits_events", "Accepted requests stored", registry=r).set_function(lambda: service.seq)
+        Gauge("privbandits_guarantee_epsilon", "Accounted epsilon per user",
+              registry=r).set_function(lambda: float(service.model.guarantee.epsilon))
+
+
+class _Observe:
+    """ASGI middleware: request counts and latencies by route and status (Prometheus)."""
+
+    def __init__(self, app: Any, metrics: _Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = [500]
+
+        async def send_status(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            endpoint = getattr(scope.get("route"), "path", "other")
+            self.metrics.requests.labels(endpoint, str(status[0])).inc()
+            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
+
+
+async def _json_body(request: Request, limit: int) -> dict[str, Any]:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise Refusal(413, f"request body of {int(length)} bytes exceeds the limit of {limit} bytes", "body")
+    data = b""
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limit:
+            raise Refusal(413, f"request body exceeds the limit of {limit} bytes", "body")
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Refusal(400, f"malformed JSON: {exc}", "body") from None
+    if not isinstance(body, dict):
+        raise Refusal(422, f"the body must be a JSON object, got {type(body).__name__}", "body")
+    return body
+
+
+def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: Any = time.monotonic,
+               extra_routes: Callable[[FastAPI, Service], None] | None = None) -> FastAPI:
+    """The FastAPI application serving ``config``'s algorithm from ``store`` (see the module docstring).
+
+    Parameters
+    ----------
+    config : ServiceConfig
+        Algorithm, problem and service limits.
+    store : Store
+        The database (its stored requests are replayed on creation).
+    tokens : TokenSet
+        The accepted tokens.
+    clock : callable
+        Monotonic clock of the rate limiter.
+    extra_routes : callable, optional
+        Called with ``(app, service)`` to add routes (e.g. a dashboard page).
+    """
+    service = Service(config, store, tokens, clock=clock)
+    metrics = _Metrics(service)
+    app = FastAPI(title="privbandits", version="1", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.service = service
+    app.state.metrics = metrics
+    limit = config.max_body_bytes
+
+    def auth(request: Request, *roles: str) -> Any:
+        return service.authorize(request.headers.get("authorization"), roles)
+
+    async def submit(request: Request, kind: str, role: str, key_field: str = "idempotency_key") -> Response:
+        try:
+            tok = auth(request, role)
+            body = await _json_body(request, limit)
+            key = service.idempotency_key(request.headers.get("idempotency-key"), body, key_field)
+            body.pop("idempotency_key", None)
+            answer, replayed = service.submit(kind, tok, key, body)
+        except Refusal as exc:
+            return _error(exc)
+        return JSONResponse(answer, headers={"Idempotency-Replayed": "true" if replayed else "false"})
+
+    @app.get("/v1/model")
+    async def get_model(request: Request) -> Response:
+        try:
+            auth(request, "client", "shuffler")
+        except Refusal as exc:
+            return _error(exc)
+        return JSONResponse(service.model_view())
+
+    @app.post("/v1/reports")
+    async def post_report(request: Request) -> Response:
+        return await submit(request, "report", "client")
+
+    @app.post("/v1/actions")
+    async def post_action(request: Request) -> Response:
+        return await submit(request, "select", "client")
+
+    @app.post("/v1/batches")
+    async def post_batch(request: Request) -> Response:
+        return await submit(request, "batch", "shuffler", key_field="batch_id")
+
+    @app.get("/v1/status")
+    async def get_status() -> Response:
+        return JSONResponse(service.status_view())
+
+    @app.post("/v1/simulation/rewards")
+    async def post_rewards(request: Request) -> Response:
+        try:
+            auth(request, "client")
+            body = await _json_body(request, limit)
+            n = service.add_simulated_rewards(body.get("rewards"))
+        except Refusal as exc:
+            return _error(exc)
+        return JSONResponse({"accepted": n})
+
+    @app.get("/metrics")
+    async def get_metrics() -> Response:
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/admin/export")
+    async def export(request: Request) -> Response:
+        try:
+            auth(request, "admin")
+        except Refusal as exc:
+            return _error(exc)
+        return JSONResponse(service.export())
+
+    @app.post("/v1/admin/reset")
+    async def reset(request: Request) -> Response:
+        try:
+            auth(request, "admin")
+            body = await _json_body(request, limit)
+            if body.get("confirm") is not True:
+                raise Refusal(422, 'confirm: send {"confirm": true} to delete every stored report', "confirm")
+            service.reset()
+        except Refusal as exc:
+            return _error(exc)
+        return JSONResponse({"reset": True, "model_version": service.model.version})
+
+    app.include_router(dashboard_router())  # GET /: the dashboard page (privbandits.service.dashboard)
+    if extra_routes is not None:
+        extra_routes(app, service)
+    app.add_middleware(_Observe, metrics=metrics)
+    return app

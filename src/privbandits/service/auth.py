@@ -1,0 +1,161 @@
+"""Bearer tokens, per-token rate limits and per-device report budgets.
+
+A tokens file (TOML) lists the tokens the service accepts::
+
+    [[tokens]]
+    name = "device-0001"      # shown in logs, metrics and the export (never the secret)
+    role = "client"           # client | admin | shuffler
+    token = "..."             # the secret, or instead: sha256 = "<hex sha256 of the secret>"
+    device_epsilon = 4.0      # optional: this device's privacy budget (client tokens)
+    rate = 10.0               # optional: requests per second (token bucket) ...
+    burst = 20                # ... and burst size
+
+Roles: ``client`` reads the model and posts reports (and, for a curator, asks for actions);
+``admin`` also exports and resets; ``shuffler`` posts shuffled batches.
+
+**Report budget.**  A device's reports compose: with the per-report guarantee ``(eps, delta)``
+accounted by the algorithm, ``n`` reports of one device cost at most ``(n eps, n delta)`` (basic
+composition).  A client token may therefore post ``floor(device_epsilon / eps)`` accepted reports;
+the default ``device_epsilon`` is the accounted ``eps`` itself: one report per device, which is
+the user-level guarantee the algorithm states.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from privbandits.core.errors import ConfigError
+
+__all__ = ["ROLES", "RateLimiter", "Token", "TokenSet", "load_tokens", "parse_tokens"]
+
+ROLES = ("client", "admin", "shuffler")
+_TOKEN_KEYS = ("name", "role", "token", "sha256", "device_epsilon", "rate", "burst")
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Token:
+    """One accepted token (its secret is kept as a sha256 only)."""
+
+    name: str
+    role: str
+    sha256: str
+    device_epsilon: float | None = None
+    rate: float | None = None
+    burst: int | None = None
+
+
+class TokenSet:
+    """The tokens a service accepts, looked up by the sha256 of the presented secret."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.by_hash: dict[str, Token] = {}
+        names: set[str] = set()
+        for t in tokens:
+            if t.name in names:
+                raise ConfigError(f"tokens: name {t.name!r} is used twice")
+            names.add(t.name)
+            self.by_hash[t.sha256] = t
+
+    @classmethod
+    def from_secrets(cls, **roles: list[str]) -> TokenSet:
+        """Tokens from plain secrets by role, e.g. ``from_secrets(client=["a", "b"], admin=["c"])``."""
+        out = []
+        for role, secrets in roles.items():
+            for i, s in enumerate(secrets):
+                out.append(Token(f"{role}-{i}", role, _hash(s)))
+        return cls(out)
+
+    def lookup(self, secret: str) -> Token | None:
+        """The token with this secret, or None."""
+        return self.by_hash.get(_hash(secret))
+
+    def __len__(self) -> int:
+        return len(self.by_hash)
+
+
+def _num(where: str, key: str, value: Any, integer: bool = False) -> Any:
+    ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    if not ok or not math.isfinite(value) or value <= 0:
+        kind = "an integer >= 1" if integer else "a finite number > 0"
+        raise ConfigError(f"{where}: must be {kind}, got {value!r}")
+    return value
+
+
+def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
+    """Validate a parsed tokens file (see the module docstring)."""
+    entries = raw.get("tokens")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{source}: expected at least one [[tokens]] entry")
+    out = []
+    for i, e in enumerate(entries):
+        where = f"{source}: tokens[{i}]"
+        if not isinstance(e, dict):
+            raise ConfigError(f"{where}: must be a table")
+        unknown = sorted(set(e) - set(_TOKEN_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_TOKEN_KEYS)}")
+        role = e.get("role")
+        if role not in ROLES:
+            raise ConfigError(f"{where}.role: must be one of {', '.join(ROLES)}, got {role!r}")
+        if ("token" in e) == ("sha256" in e):
+            raise ConfigError(f"{where}: give exactly one of 'token' (the secret) or 'sha256' (its hash)")
+        if "token" in e:
+            if not isinstance(e["token"], str) or len(e["token"]) < 16:
+                raise ConfigError(f"{where}.token: must be a string of at least 16 characters")
+            digest = _hash(e["token"])
+        else:
+            digest = str(e["sha256"]).lower()
+            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise ConfigError(f"{where}.sha256: must be 64 hex digits, got {e['sha256']!r}")
+        name = e.get("name", f"{role}-{digest[:8]}")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{where}.name: must be a non-empty string")
+        dev = e.get("device_epsilon")
+        rate = e.get("rate")
+        burst = e.get("burst")
+        out.append(Token(name, role, digest,
+                         None if dev is None else float(_num(f"{where}.device_epsilon", "device_epsilon", dev)),
+                         None if rate is None else float(_num(f"{where}.rate", "rate", rate)),
+                         None if burst is None else int(_num(f"{where}.burst", "burst", burst, integer=True))))
+    return TokenSet(out)
+
+
+def load_tokens(path: str | Path) -> TokenSet:
+    """Read a tokens file."""
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read tokens file {str(p)!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p.name}: invalid TOML: {exc}") from None
+    return parse_tokens(raw, p.name)
+
+
+class RateLimiter:
+    """Token buckets by token name: ``rate`` requests per second, bursts of ``burst``."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self.clock = clock
+        self.buckets: dict[str, tuple[float, float]] = {}
+
+    def allow(self, name: str, rate: float, burst: int) -> float:
+        """0.0 if a request of ``name`` may pass now (and count it), else the seconds to wait."""
+        now = self.clock()
+        level, last = self.buckets.get(name, (float(burst), now))
+        level = min(float(burst), level + (now - last) * rate)
+        if level >= 1.0:
+            self.buckets[name] = (level - 1.0, now)
+            return 0.0
+        self.buckets[name] = (level, now)
+        return (1.0 - level) / rate

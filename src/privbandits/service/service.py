@@ -1,0 +1,320 @@
+"""The service logic behind the HTTP layer: validation, idempotency, budgets and persistence.
+
+:class:`Service` owns the :class:`~privbandits.service.model.ServedModel` and the
+:class:`~privbandits.service.store.Store`.  Each accepted request is validated, applied to the
+server role and stored with the resulting model update in one transaction; a request retried with
+the same idempotency key gets the stored answer and changes nothing.  On start it replays the
+stored requests and checks the rebuilt state's digest against the last stored one.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import math
+import threading
+import time
+from typing import Any
+
+from privbandits.core.errors import PrivbanditsError
+from privbandits.service.auth import RateLimiter, Token, TokenSet
+from privbandits.service.codec import FieldError, canonical
+from privbandits.service.config import ServiceConfig
+from privbandits.service.model import ServedModel, warm_up
+from privbandits.service.sealing import keygen, open_sealed
+from privbandits.service.store import Event, ModelRow, Store, StoreError
+
+__all__ = ["RECENT", "Refusal", "Service"]
+
+#: Simulated rewards kept for the status page.
+RECENT = 500
+_KEY_MAX = 200
+
+
+class Refusal(Exception):
+    """A request refused with HTTP ``status``: ``field`` names what was wrong (or None)."""
+
+    def __init__(self, status: int, message: str, field: str | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.field, self.retry_after = status, message, field, retry_after
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"status": self.status, "field": self.field, "message": self.message}}
+
+
+class Service:
+    """One served model (see the module docstring).
+
+    Parameters
+    ----------
+    config : ServiceConfig
+        The served algorithm and the service limits.
+    store : Store
+        Its database (created or reopened; a database of another configuration is refused).
+    tokens : TokenSet
+        Accepted tokens.
+    clock : callable
+        Monotonic clock of the rate limiter (tests pass a fake one).
+    """
+
+    def __init__(self, config: ServiceConfig, store: Store, tokens: TokenSet, clock: Any = time.monotonic) -> None:
+        self.config, self.store, self.tokens = config, store, tokens
+        self.lock = threading.RLock()
+        self.limiter = RateLimiter(clock)
+        self.recent_rewards: collections.deque[float] = collections.deque(maxlen=RECENT)
+        self.simulated_rewards = 0
+        self.refused: collections.Counter[str] = collections.Counter()
+        self.replayed = 0
+        self.started = time.time()
+        store.init(config.to_json())
+        self._keys()
+        self.rebuild()
+        warm_up(config)
+
+    # -- state ----------------------------------------------------------------------------------
+    def _keys(self) -> None:
+        rows = self.store._execute(self.store._q("SELECT value FROM meta WHERE key = ?"), ("sealing_key",))
+        if rows:
+            self.private_key = rows[0][0]
+        else:
+            self.private_key, _ = keygen()
+            self.store._transaction([(self.store._q("INSERT INTO meta (key, value) VALUES (?, ?)"),
+                                      ("sealing_key", self.private_key))])
+        from nacl import public
+
+        pk = public.PrivateKey(base64.b64decode(self.private_key)).public_key
+        self.public_key = base64.b64encode(bytes(pk)).decode()
+
+    def rebuild(self) -> None:
+        """A fresh server role, then every stored event replayed; the digest must match the store."""
+        with self.lock:
+            self.model = ServedModel(self.config)
+            self.per_token: collections.Counter[str] = collections.Counter()
+            self.seq = 0
+            for ev in self.store.events():
+                self._apply(ev.kind, ev.body)
+                if ev.kind in ("report", "raw"):
+                    self.per_token[ev.token] += 1
+                self.seq = ev.seq
+            last = self.store.latest_model()
+            if last is not None and (last.version != self.model.version or last.digest != self.model.digest()):
+                raise StoreError(f"replaying the stored events gives model version {self.model.version} with digest "
+                                 f"{self.model.digest()[:12]}, but the database records version {last.version} with "
+                                 f"digest {last.digest[:12]}: the database is inconsistent")
+            self.restored_events = self.seq
+
+    def _apply(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Apply a validated request body to the model; returns extra answer fields."""
+        m = self.model
+        if kind == "report":
+            m.apply_report(m.parse_report(body["report"]))
+            return {}
+        if kind == "batch":
+            m.apply_batch([m.parse_report(r, f"reports[{i}]") for i, r in enumerate(body["reports"])])
+            return {}
+        if kind == "select":
+            return {"action": m.select(body["ticket"], m.parse_contexts(body["contexts"]))}
+        if kind == "raw":
+            m.apply_raw(body["ticket"], float(body["reward"]))
+            return {}
+        raise StoreError(f"unknown event kind {kind!r} in the database")
+
+    # -- checks ---------------------------------------------------------------------------------
+    def authorize(self, header: str | None, roles: tuple[str, ...]) -> Token:
+        """The token of an ``Authorization: Bearer`` header, if it has one of ``roles``."""
+        if not header:
+            raise Refusal(401, "missing token: send the header 'Authorization: Bearer <token>'", "Authorization")
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise Refusal(401, "malformed Authorization header: expected 'Bearer <token>'", "Authorization")
+        tok = self.tokens.lookup(secret.strip())
+        if tok is None:
+            raise Refusal(401, "unknown token", "Authorization")
+        if tok.role not in roles and not (tok.role == "admin" and "client" in roles):
+            raise Refusal(403, f"token {tok.name!r} has role {tok.role!r}; this endpoint needs "
+                               f"{' or '.join(repr(r) for r in roles)}", "Authorization")
+        wait = self.limiter.allow(tok.name, tok.rate or self.config.rate, tok.burst or self.config.burst)
+        if wait > 0:
+            self.refused["rate"] += 1
+            raise Refusal(429, f"rate limit of token {tok.name!r} exceeded "
+                               f"({tok.rate or self.config.rate:g} requests/s, burst {tok.burst or self.config.burst}); "
+                               f"retry in {wait:.3f} s", "Authorization", retry_after=wait)
+        return tok
+
+    def report_budget(self, tok: Token) -> int | None:
+        """Accepted reports this device may post in total (None: unlimited)."""
+        eps = float(self.model.guarantee.epsilon)
+        if not math.isfinite(eps) or eps <= 0:
+            return None
+        budget = tok.device_epsilon or self.config.device_epsilon or eps
+        return math.floor(budget / eps * (1 + 1e-12))
+
+    def _check_budget(self, tok: Token) -> None:
+        n_max = self.report_budget(tok)
+        if n_max is not None and self.per_token[tok.name] >= n_max:
+            g = self.model.guarantee
+            self.refused["budget"] += 1
+            raise Refusal(429, f"report budget of device {tok.name!r} exhausted: each report spends the accounted "
+                               f"epsilon={float(g.epsilon):.6g} (delta={float(g.delta):.3g}) and the device's budget "
+                               f"allows {n_max} report(s) (device_epsilon="
+                               f"{tok.device_epsilon or self.config.device_epsilon or float(g.epsilon):.6g})",
+                          "Authorization")
+
+    @staticmethod
+    def idempotency_key(header: str | None, body: dict[str, Any], field: str = "idempotency_key") -> str:
+        key = header if header is not None else body.get(field)
+        if not isinstance(key, str) or not key or len(key) > _KEY_MAX:
+            raise Refusal(422, f"an idempotency key is required: send the header 'Idempotency-Key' (or the field "
+                               f"'{field}'), a string of 1 to {_KEY_MAX} characters", "Idempotency-Key")
+        return key
+
+    # -- requests -------------------------------------------------------------------------------
+    def submit(self, kind: str, tok: Token, key: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Validate, apply and store one request; ``(answer, replayed)``.
+
+        ``kind`` is ``report`` (local model, or a curator's raw reward: stored as ``raw``),
+        ``batch`` (shuffle) or ``select`` (curator actions).
+        """
+        body_hash = hashlib.sha256(canonical(request, allow_nan=True).encode()).hexdigest()
+        with self.lock:
+            old = self.store.find(tok.name, key)
+            if old is not None:
+                if old.body_hash != body_hash:
+                    self.refused["idempotency"] += 1
+                    raise Refusal(409, f"Idempotency-Key {key!r} was already used by this token for a different "
+                                       "request; use a new key for a new request", "Idempotency-Key")
+                self.replayed += 1
+                return old.response, True
+            try:
+                kind, body = self._validate(kind, tok, key, request)
+            except FieldError as exc:
+                self.refused[exc.field.split(".")[0].split("[")[0]] += 1
+                raise Refusal(exc.status, str(exc), exc.field) from None
+            before = self.model.version
+            try:
+                extra = self._apply(kind, body)
+            except FieldError as exc:
+                self.rebuild()
+                raise Refusal(exc.status, str(exc), exc.field) from None
+            except PrivbanditsError as exc:
+                self.rebuild()
+                raise Refusal(422, f"the server role refused the request: {exc}") from None
+            m = self.model
+            answer = {"accepted": True, "model_version": m.version, "rounds": m.rounds, "seq": self.seq + 1, **extra}
+            if kind == "select":
+                answer["ticket"] = body["ticket"]
+            event = Event(self.seq + 1, kind, tok.name, key, body, body_hash, answer)
+            row = ModelRow(m.version, self.seq + 1, m.rounds, m.digest()) if m.version != before else None
+            try:
+                self.store.append(event, row)
+            except Exception as exc:
+                self.rebuild()  # the store did not commit: back to the acknowledged state
+                raise Refusal(503, f"the database did not accept the request ({type(exc).__name__}: {exc}); "
+                                   "nothing was counted, retry with the same Idempotency-Key") from None
+            self.seq += 1
+            if kind in ("report", "raw"):
+                self.per_token[tok.name] += 1
+            return answer, False
+
+    def _validate(self, kind: str, tok: Token, key: str, req: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        m, cfg = self.model, self.config
+        if kind == "report" and m.kind == "shuffle":
+            raise FieldError("report", f"{m.alg.name} is a shuffle-model algorithm: reports reach the server only "
+                                       "in shuffled batches (POST /v1/batches from the shuffler)", status=409)
+        if kind == "batch" and m.kind != "shuffle":
+            raise FieldError("reports", f"{m.alg.name} is not a shuffle-model algorithm; post single reports to "
+                                        "POST /v1/reports", status=409)
+        if kind == "select" and m.kind != "curator":
+            raise FieldError("contexts", f"{m.alg.name} runs in the {m.alg.trust_model} model: the user chooses the "
+                                         "action on the device from GET /v1/model; no raw context is accepted",
+                             status=409)
+        if kind == "select":
+            self._check_budget(tok)
+            m.check_capacity(1 + len(m.tickets))
+            X = m.parse_contexts(req.get("contexts"))
+            ticket = hashlib.sha256(f"{tok.name}\x00{key}".encode()).hexdigest()[:24]
+            return "select", {"contexts": X.tolist(), "ticket": ticket}
+        version = m.check_version(req.get("model_version"), cfg.max_staleness)
+        if kind == "batch":
+            bid = req.get("batch_id")
+            if not isinstance(bid, str) or not bid:
+                raise FieldError("batch_id", "must be a non-empty string")
+            reports = req.get("reports")
+            if not isinstance(reports, list) or len(reports) < cfg.min_batch:
+                n = len(reports) if isinstance(reports, list) else reports
+                raise FieldError("reports", f"must be a list of at least min_batch={cfg.min_batch} reports, got {n!r}")
+            m.check_capacity(len(reports))
+            plain = []
+            for i, item in enumerate(reports):
+                r: Any = item
+                if isinstance(item, dict) and set(item) == {"sealed"}:
+                    try:
+                        r = open_sealed(item["sealed"], self.private_key)
+                    except PrivbanditsError as exc:
+                        raise FieldError(f"reports[{i}].sealed", str(exc).removeprefix("sealed: ")) from None
+                m.parse_report(r, f"reports[{i}]")
+                plain.append(r)
+            return "batch", {"batch_id": bid, "model_version": version, "reports": plain}
+        self._check_budget(tok)
+        m.check_capacity(1)
+        if m.kind == "curator":
+            held = req.get("ticket")
+            if not isinstance(held, str) or held not in m.tickets:
+                raise FieldError("ticket", f"unknown or already reported ticket {held!r}; request an action with "
+                                           "POST /v1/actions first", status=409)
+            return "raw", {"model_version": version, "ticket": held, "reward": m.parse_reward(req.get("reward"))}
+        report = req.get("report")
+        m.parse_report(report)
+        return "report", {"model_version": version, "report": report}
+
+    # -- views ----------------------------------------------------------------------------------
+    def model_view(self) -> dict[str, Any]:
+        """``GET /v1/model``."""
+        with self.lock:
+            m = self.model
+            return {"model_version": m.version, "rounds": m.rounds, **m.describe(), "public": m.public_json(),
+                    "config": {k: v for k, v in self.config.to_json().items() if k != "seed"},
+                    "public_key": self.public_key, "max_staleness": self.config.max_staleness,
+                    "min_batch": self.config.min_batch}
+
+    def status_view(self) -> dict[str, Any]:
+        """``GET /v1/status``."""
+        with self.lock:
+            m = self.model
+            g = m.describe()["guarantee"]
+            return {"algorithm": m.alg.name, "trust_model": m.alg.trust_model, "model_version": m.version,
+                    "reports_received": m.rounds, "horizon": m.spec.horizon, "guarantee": g,
+                    "events": self.seq, "restored_events": self.restored_events,
+                    "replayed_requests": self.replayed, "refused": dict(self.refused),
+                    "uptime_s": time.time() - self.started, "database": self.store.url.split("@")[-1],
+                    "simulated_rewards": {"count": self.simulated_rewards, "recent": list(self.recent_rewards)}}
+
+    def add_simulated_rewards(self, rewards: Any) -> int:
+        """Rewards of simulated users, for the dashboard only (never stored, never used by the model)."""
+        if not isinstance(rewards, list) or not rewards or len(rewards) > 10_000:
+            raise Refusal(422, "rewards: must be a non-empty list of at most 10000 finite numbers", "rewards")
+        vals = []
+        for i, r in enumerate(rewards):
+            if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r):
+                raise Refusal(422, f"rewards[{i}]: must be a finite number, got {r!r}", f"rewards[{i}]")
+            vals.append(float(r))
+        with self.lock:
+            self.recent_rewards.extend(vals)
+            self.simulated_rewards += len(vals)
+        return len(vals)
+
+    def export(self) -> dict[str, Any]:
+        """``GET /v1/admin/export``: configuration, every event and model update."""
+        with self.lock:
+            return {"config": self.config.to_json(),
+                    "events": [{"seq": e.seq, "kind": e.kind, "token": e.token, "idempotency_key": e.idem_key,
+                                "body": e.body, "response": e.response} for e in self.store.events()],
+                    "models": [vars(r) for r in self.store.models()],
+                    "digest": self.model.digest()}
+
+    def reset(self) -> None:
+        """``POST /v1/admin/reset``: delete every event and model update and start afresh."""
+        with self.lock:
+            self.store.wipe()
+            self.rebuild()

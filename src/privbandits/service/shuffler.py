@@ -1,0 +1,420 @@
+"""The shuffler service of the shuffle model: collect reports, forward complete shuffled batches.
+
+It sits between the clients and the server (``privbandits serve-shuffler``):
+
+* ``POST /v1/reports`` (client token) accepts one report bound to a model version, with an
+  idempotency key.  The report is normally *sealed* to the server's public key by the client
+  (``{"sealed": base64}``, a libsodium sealed box), so the shuffler cannot read it; it stores the
+  report durably (:class:`~privbandits.service.shuffler_store.ShufflerStore`) and only then
+  acknowledges.  A retry with the same key is acknowledged again and queued once.
+* A forwarder cuts a batch only when it is *complete*: exactly the size the algorithm's shuffle
+  protocol requires for the current model version (the ``n_i`` users of a batch in Hanna et al.
+  2022, Algorithm 3), and never fewer than ``min_batch`` reports.  The batch goes to the server's
+  ``POST /v1/batches`` (shuffler token) as ``{"batch_id", "model_version", "reports"}`` in a
+  uniformly random order: no token, idempotency key, address, timestamp or arrival order.
+* ``GET /v1/model`` relays the server's public model to clients (so they need no route to the
+  server); ``GET /v1/status`` and ``GET /metrics`` report queue sizes and totals (no report).
+
+The shuffler is the trusted party of the shuffle model only for *unlinking* reports from their
+senders; with sealed reports it learns nothing of their content.
+
+References
+----------
+Hanna, Girgis, Fragouli & Diggavi (2022), Algorithm 3 (batches of ``n_i`` users, complete batches
+only); Bittau et al. (2017), Prochlo (encode-shuffle-analyze).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.validation import check_int
+from privbandits.service.auth import TokenSet
+from privbandits.service.shuffler_store import CutBatch, ShufflerStore, report_digest
+
+__all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size"]
+
+log = logging.getLogger("privbandits.shuffler")
+
+#: Largest accepted request body of ``POST /v1/reports`` (bytes).
+MAX_REPORT_BYTES = 64 * 1024
+#: Longest accepted idempotency key.
+MAX_KEY_CHARS = 200
+
+
+def _flat_ints(value: Any) -> list[int]:
+    """Integers of a nested list or of an encoded array ``{"dtype", "shape", "data"}``."""
+    if isinstance(value, dict) and "data" in value:
+        value = value["data"]
+    out: list[int] = []
+    stack = [value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(reversed(x))
+        else:
+            out.append(int(x))
+    return out
+
+
+def public_schedule(model: dict[str, Any]) -> tuple[list[int], int] | None:
+    """``(counts, committed)`` of a batched-elimination schedule in the model's public state.
+
+    ``counts[a] = n_ia`` of the running batch and ``committed`` the committed action (``-1``
+    while exploring), Hanna et al. (2022), Algorithm 3; ``None`` if the public state has no
+    schedule.
+    """
+    public = model.get("public") or {}
+    if not isinstance(public, dict) or "counts" not in public:
+        return None
+    committed = _flat_ints(public["committed"])[0] if "committed" in public else -1
+    return _flat_ints(public["counts"]), committed
+
+
+def protocol_batch_size(model: dict[str, Any]) -> int | None:
+    """The batch size the algorithm's shuffle protocol requires for the model's current version.
+
+    Read from the public model the server publishes: its ``batch_size`` if present, else the size
+    ``n_i = sum_a n_ia`` of the running batch's public schedule (Hanna et al. 2022, Algorithm 3;
+    ``0``: no batch is open, e.g. after the commit).  ``None`` when the protocol fixes no size
+    (any batch of at least ``min_batch`` reports).
+    """
+    if model.get("batch_size") is not None:
+        return max(int(model["batch_size"]), 0)
+    schedule = public_schedule(model)
+    if schedule is None:
+        return None
+    counts, committed = schedule
+    return 0 if committed >= 0 else sum(counts)
+
+
+@dataclass
+class ShufflerSettings:
+    """Configuration of a shuffler service.
+
+    Parameters
+    ----------
+    server_url : str
+        Base URL of the server (``http://127.0.0.1:8000``).
+    shuffler_token : str
+        The token the server accepts on ``POST /v1/batches``.
+    tokens : TokenSet
+        The tokens accepted from clients (role ``client`` or ``admin``; the same tokens file
+        format as the server's).
+    min_batch : int
+        Smallest batch ever forwarded (>= 2).
+    poll_seconds : float
+        How often the forwarder looks for a complete batch when no report arrives.
+    """
+
+    server_url: str
+    shuffler_token: str
+    tokens: TokenSet
+    min_batch: int = 2
+    poll_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        self.min_batch = check_int("min_batch", self.min_batch, 2)
+        if not len(self.tokens):
+            raise ValidationError("tokens must hold at least one client token, got none")
+        if not self.shuffler_token:
+            raise ValidationError("shuffler_token must be a non-empty string")
+        if not (0.01 <= float(self.poll_seconds) <= 60):
+            raise ValidationError(f"poll_seconds must be in [0.01, 60], got {self.poll_seconds!r}")
+        self.server_url = self.server_url.rstrip("/")
+
+
+class Forwarder:
+    """Cuts complete batches from the store and forwards them to the server.
+
+    Parameters
+    ----------
+    store : ShufflerStore
+        The durable queue.
+    settings : ShufflerSettings
+        Server URL, token and minimum batch size.
+    client : httpx.AsyncClient
+        HTTP client used to reach the server.
+    """
+
+    def __init__(self, store: ShufflerStore, settings: ShufflerSettings, client: httpx.AsyncClient) -> None:
+        self.store = store
+        self.settings = settings
+        self.client = client
+        self.model: dict[str, Any] | None = None
+        self.blocked: str | None = None  # why no batch can be forwarded (a configuration problem)
+        self.last_error: str | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.settings.shuffler_token}"}
+
+    async def refresh_model(self) -> dict[str, Any]:
+        """Fetch the server's public model (``GET /v1/model``)."""
+        res = await self.client.get(f"{self.settings.server_url}/v1/model", headers=self._auth)
+        res.raise_for_status()
+        self.model = res.json()
+        return self.model
+
+    def batch_size(self, model: dict[str, Any], pending: int) -> int | None:
+        """Size of the next batch to cut for ``model`` with ``pending`` reports, or ``None``."""
+        need = protocol_batch_size(model)
+        m = self.settings.min_batch
+        if need == 0:  # no batch open (the schedule committed): nothing to forward
+            self.blocked = None
+            return None
+        if need is not None and need < m:
+            self.blocked = (f"the protocol's batch of model version {model.get('model_version')} has {need} users, "
+                            f"fewer than min_batch={m}: nothing is forwarded")
+            return None
+        self.blocked = None
+        if need is None:
+            return pending if pending >= m else None
+        return need if pending >= need else None
+
+    async def _send(self, batch: CutBatch) -> None:
+        res = await self.client.post(f"{self.settings.server_url}/v1/batches", content=batch.body,
+                                     headers={**self._auth, "Content-Type": "application/json"})
+        if res.status_code >= 400:  # a repeated batch_id is answered 200 (the server's idempotency)
+            raise httpx.HTTPStatusError(f"server refused batch {batch.batch_id}: {res.status_code} {res.text}",
+                                        request=res.request, response=res)
+        self.store.forwarded(batch)
+
+    async def step(self) -> int:
+        """Forward the outbox, then cut and forward complete batches; returns batches forwarded."""
+        async with self._lock:
+            sent = 0
+            for batch in self.store.outbox():
+                await self._send(batch)
+                sent += 1
+            model = self.model if self.model is not None and not sent else await self.refresh_model()
+            while True:
+                version = int(model["model_version"])
+                size = self.batch_size(model, self.store.pending(version))
+                if size is None:
+                    return sent
+                cut = self.store.cut(version, size, close=protocol_batch_size(model) is not None)
+                if cut is None:
+                    return sent
+                await self._send(cut)
+                sent += 1
+                model = await self.refresh_model()
+
+    async def run(self, wake: asyncio.Event) -> None:
+        """Forward until cancelled: on every new report (``wake``) and every ``poll_seconds``."""
+        while True:
+            try:
+                await self.step()
+                self.last_error = None
+            except (httpx.HTTPError, ValueError, KeyError) as e:
+                if str(e) != self.last_error:  # log each new failure once, not every poll
+                    log.warning("forwarding failed (will retry): %s", e)
+                self.last_error = str(e)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), self.settings.poll_seconds)
+            wake.clear()
+
+
+class Refused(HTTPException):
+    """A refused request: answered ``{"error": {"status", "field", "message"}}`` like the server's."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(status, message)
+        self.field = field
+
+
+def _check_report(body: Any, header_key: str | None = None) -> tuple[int, str, Any]:
+    """``(model_version, idempotency_key, report)`` of a report request, or a 422 naming the field."""
+    if not isinstance(body, dict):
+        raise Refused(422, "the request body must be a JSON object", "body")
+    unknown = set(body) - {"model_version", "idempotency_key", "report"}
+    if unknown:
+        raise Refused(422, f"unknown field(s) {sorted(unknown)}: the body holds only model_version, "
+                           "idempotency_key and report (a shuffled report carries nothing else)", sorted(unknown)[0])
+    version = body.get("model_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise Refused(422, f"model_version must be a non-negative integer, got {version!r}", "model_version")
+    key = header_key if header_key is not None else body.get("idempotency_key")
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
+        raise Refused(422, f"idempotency_key (or the Idempotency-Key header) must be a string of 1..{MAX_KEY_CHARS} "
+                           f"characters, got {key!r}", "idempotency_key")
+    report = body.get("report")
+    if isinstance(report, dict) and set(report) == {"sealed"}:
+        sealed = report["sealed"]
+        try:
+            raw = base64.b64decode(sealed, validate=True) if isinstance(sealed, str) else b""
+        except ValueError:
+            raw = b""
+        if not raw:
+            raise Refused(422, "report.sealed must be a non-empty base64 string (a sealed box)", "report.sealed")
+    elif not isinstance(report, dict) or not report:
+        raise Refused(422, "report must be a JSON object: the privatized payload or {\"sealed\": base64}", "report")
+    return version, key, report
+
+
+def _int_array(value: int) -> dict[str, Any]:
+    """A one-replication int64 array in the service's JSON array encoding."""
+    return {"dtype": "int64", "shape": [1], "data": [int(value)]}
+
+
+def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
+                        transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
+    """The shuffler's FastAPI application.
+
+    Parameters
+    ----------
+    settings : ShufflerSettings
+        Server URL, tokens and minimum batch size.
+    store : ShufflerStore
+        The durable queue (its permutation orders every forwarded batch).
+    transport : httpx transport, optional
+        For tests: how the forwarder reaches the server (default: the network).
+    """
+    wake = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with httpx.AsyncClient(transport=transport, timeout=30.0) as client:
+            fwd = Forwarder(store, settings, client)
+            app.state.forwarder = fwd
+            task = asyncio.create_task(fwd.run(wake))
+            try:
+                yield
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException) -> JSONResponse:
+        field = exc.field if isinstance(exc, Refused) else None
+        return JSONResponse({"error": {"status": exc.status_code, "field": field, "message": str(exc.detail)}},
+                            status_code=exc.status_code)
+
+    def client_token(authorization: str | None = Header(default=None)) -> str:
+        scheme, _, secret = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise Refused(401, "missing client token: send the header 'Authorization: Bearer <token>'", "Authorization")
+        tok = settings.tokens.lookup(secret.strip())
+        if tok is None:
+            raise Refused(401, "unknown token", "Authorization")
+        if tok.role not in ("client", "admin"):
+            raise Refused(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens",
+                          "Authorization")
+        return tok.name
+
+    async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
+        fwd: Forwarder = app.state.forwarder
+        model = fwd.model
+        if model is None or int(model["model_version"]) < at_least:
+            try:
+                model = await fwd.refresh_model()
+            except httpx.HTTPError as e:
+                raise Refused(503, f"the server is unreachable from the shuffler: {e}") from None
+        return model
+
+    @app.get("/v1/model")
+    async def get_model(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
+        return await current_model(request.app)
+
+    @app.get("/v1/assignment")
+    async def get_assignment(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
+        """What this user receives from the shuffler (the Shuffler role's ``assign``).
+
+        With a batched-elimination schedule (Hanna et al. 2022, Algorithm 3): the next slot of the
+        batch's uniformly permuted action slots, ``{"action": [a], "n": [n_i]}`` (``n = 0`` and the
+        committed action after the commit); otherwise the server's public state unchanged.
+        """
+        model = await current_model(request.app)
+        version = int(model["model_version"])
+        schedule = public_schedule(model)
+        if schedule is None:
+            return {"model_version": version, "public": model.get("public") or {}}
+        counts, committed = schedule
+        if committed >= 0:
+            action, n = committed, 0
+        else:
+            slot = await asyncio.to_thread(store.assign_slot, version, counts)
+            if slot is None:
+                raise Refused(409, f"every action slot of the batch of model version {version} is assigned; "
+                                   "retry when the batch has been forwarded")
+            action, n = slot
+        return {"model_version": version,
+                "public": {"action": _int_array(action), "n": _int_array(n)}}
+
+    @app.post("/v1/reports", status_code=202)
+    async def post_report(request: Request, token: str = Depends(client_token)) -> JSONResponse:
+        size = int(request.headers.get("content-length") or 0)
+        if size > MAX_REPORT_BYTES:
+            raise Refused(413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
+        raw = await request.body()
+        if len(raw) > MAX_REPORT_BYTES:
+            raise Refused(413, f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
+        try:
+            body = json.loads(raw, parse_constant=lambda c: float("nan"))
+        except ValueError as e:
+            raise Refused(400, f"malformed JSON: {e}", "body") from None
+        version, key, report = _check_report(body, request.headers.get("idempotency-key"))
+        model = await current_model(request.app, at_least=version)
+        current = int(model["model_version"])
+        if version != current:
+            raise Refused(409, f"stale model_version {version}: the current model version is {current}; "
+                               "fetch GET /v1/model and randomize again", "model_version")
+        fwd: Forwarder = request.app.state.forwarder
+        if protocol_batch_size(model) == 0:
+            raise Refused(409, f"model version {current} has no open batch (the schedule has committed "
+                               "to an action): there is nothing to report", "model_version")
+        digest = report_digest(token, key)
+        try:
+            outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model))
+        except ValueError as e:
+            raise Refused(422, f"report is not valid JSON data: {e}", "report") from None
+        if outcome == "full":
+            raise Refused(409, f"the batch of model version {version} is complete; "
+                               "fetch GET /v1/model for the next one", "model_version")
+        if outcome == "queued":
+            wake.set()
+        return JSONResponse({"accepted": True, "duplicate": outcome == "duplicate", "forwarding": fwd.blocked is None},
+                            status_code=202)
+
+    @app.get("/v1/status")
+    async def status(request: Request) -> dict[str, Any]:
+        fwd: Forwarder = request.app.state.forwarder
+        model = fwd.model or {}
+        return {"role": "shuffler", "server_url": settings.server_url, "min_batch": settings.min_batch,
+                "model_version": model.get("model_version"),
+                "protocol_batch_size": protocol_batch_size(model) if model else None,
+                "pending": store.pending_versions(), "outbox": len(store.outbox()),
+                **store.counters(), "blocked": fwd.blocked, "last_error": fwd.last_error}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> str:
+        c = store.counters()
+        lines = []
+        for name, help_ in (("reports_received", "Reports acknowledged (retries not counted)."),
+                            ("reports_forwarded", "Reports forwarded to the server in shuffled batches."),
+                            ("batches_forwarded", "Shuffled batches the server acknowledged.")):
+            lines += [f"# HELP privbandits_shuffler_{name}_total {help_}",
+                      f"# TYPE privbandits_shuffler_{name}_total counter",
+                      f"privbandits_shuffler_{name}_total {c[name]}"]
+        lines += ["# HELP privbandits_shuffler_pending_reports Reports waiting for a complete batch.",
+                  "# TYPE privbandits_shuffler_pending_reports gauge",
+                  f"privbandits_shuffler_pending_reports {store.pending()}"]
+        return "\n".join(lines) + "\n"
+
+    return app

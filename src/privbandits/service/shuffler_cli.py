@@ -1,0 +1,85 @@
+"""``privbandits serve-shuffler``: run the shuffler service on uvicorn (registered by :mod:`.cli`)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from privbandits.core.errors import ConfigError
+
+__all__ = ["serve_shuffler", "shuffler_secret"]
+
+
+def shuffler_secret(tokens_file: Path) -> str:
+    """The shuffler's own secret: the ``token`` of the tokens file's entry with ``role = "shuffler"``.
+
+    The server keeps only the sha256 of that token; the shuffler needs it in plain text to
+    authenticate its batches.
+    """
+    try:
+        raw = tomllib.loads(tokens_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read tokens file {str(tokens_file)!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{tokens_file.name}: invalid TOML: {exc}") from None
+    found = [e.get("token") for e in raw.get("tokens", []) if isinstance(e, dict) and e.get("role") == "shuffler"]
+    secrets = [s for s in found if isinstance(s, str) and s]
+    if len(secrets) != 1:
+        raise ConfigError(f"{tokens_file.name}: the shuffler needs exactly one [[tokens]] entry with role = "
+                          f"\"shuffler\" and its secret in 'token' (found {len(secrets)}); the server's tokens "
+                          "file may hold only its sha256")
+    return secrets[0]
+
+
+def serve_shuffler(
+    config: Annotated[Path, typer.Argument(help="The served configuration (the same file as the server's).")],
+    server: Annotated[str, typer.Option("--server", help="Base URL of the server, e.g. http://127.0.0.1:8000.")],
+    tokens: Annotated[Path, typer.Option("--tokens", help="Tokens file: the client tokens the shuffler accepts "
+                                                          "and its own shuffler token (in plain text).")],
+    min_batch: Annotated[Optional[int], typer.Option("--min-batch", help="Smallest batch forwarded (>= 2; "
+                                                                         "default: the config's service.min_batch, "
+                                                                         "at least 2).")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8001,
+    db: Annotated[Optional[Path], typer.Option("--db", help="SQLite file of the pending reports (default: "
+                                                            "<config stem>.shuffler.db beside the config).")] = None,
+    ssl_keyfile: Annotated[Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")] = None,
+    ssl_certfile: Annotated[Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+) -> None:
+    """Run the shuffler of a shuffle-model algorithm in front of SERVER: it stores the clients' sealed
+    reports durably and forwards only complete, uniformly permuted batches without client metadata."""
+    try:
+        import uvicorn
+    except ImportError:
+        from privbandits.core.errors import ValidationError
+
+        raise ValidationError("serve-shuffler needs the serve extra: pip install 'privbandits[serve]'") from None
+    from privbandits.algorithms.registry import get as get_algorithm
+    from privbandits.service.auth import load_tokens
+    from privbandits.service.config import load_service_config
+    from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app
+    from privbandits.service.shuffler_store import ShufflerStore
+
+    cfg = load_service_config(config)
+    cls = get_algorithm(cfg.algorithm)
+    if cls.trust_model != "shuffle":
+        raise ConfigError(f"{config.name}: {cfg.algorithm} runs in the {cls.trust_model} model; a shuffler serves "
+                          "shuffle-model algorithms only")
+    settings = ShufflerSettings(server, shuffler_secret(tokens), load_tokens(tokens),
+                                min_batch=max(2, cfg.min_batch) if min_batch is None else min_batch)
+    path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
+    store = ShufflerStore(path)
+    pending = store.pending()
+    typer.echo(f"shuffler for {cfg.algorithm} on {'https' if ssl_certfile else 'http'}://{host}:{port} -> {server}; "
+               f"min batch {settings.min_batch}; queue {path} ({pending} pending report(s), "
+               f"{len(store.outbox())} batch(es) to forward)", err=True)
+    kwargs: dict[str, Any] = {}
+    if ssl_keyfile is not None:
+        kwargs["ssl_keyfile"] = str(ssl_keyfile)
+    if ssl_certfile is not None:
+        kwargs["ssl_certfile"] = str(ssl_certfile)
+    uvicorn.run(create_shuffler_app(settings, store), host=host, port=port, log_level=log_level, **kwargs)

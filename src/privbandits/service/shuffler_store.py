@@ -1,0 +1,247 @@
+"""Durable queue of the shuffler service: pending reports and cut batches in SQLite.
+
+A report is acknowledged to its client only after the transaction that stores it has committed,
+so a crash of the shuffler loses nothing it acknowledged.  A batch is *cut* in one transaction:
+``size`` pending reports of one model version are taken, put in a uniformly random order and
+written as the exact request body to forward (the outbox), and removed from the pending table.
+The body holds the reports and nothing else: no token, idempotency key, address, timestamp or
+arrival order.  Once the server has acknowledged a batch its body is dropped; after a crash the
+outbox is forwarded again with the same ``batch_id``, which the server uses to ignore a repeat.
+
+Idempotency: the store keeps a one-way digest of ``(client token, idempotency key)`` of every
+report it ever acknowledged (and nothing linking it to the report), so a retried report is
+acknowledged again but queued once.
+
+Durability: the database runs in WAL mode with ``synchronous=FULL`` by default (every commit is
+fsynced: an acknowledged report survives a crash of the process *and* of the machine);
+``synchronous="NORMAL"`` keeps it across a crash or ``kill -9`` of the process but a power loss
+may drop the last commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from privbandits.core.errors import ValidationError
+from privbandits.core.validation import check_choice, check_int
+from privbandits.service.permutation import Permutation, system_permutation
+
+__all__ = ["CutBatch", "ShufflerStore", "report_digest"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS seen (digest TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, model_version INTEGER NOT NULL, report TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS pending_version ON pending (model_version, id);
+CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, batch_id TEXT UNIQUE NOT NULL,
+                                   model_version INTEGER NOT NULL, size INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS slots (model_version INTEGER NOT NULL, pos INTEGER NOT NULL, action INTEGER NOT NULL,
+                                  handed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model_version, pos));
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+_COUNTERS = ("reports_received", "batches_cut", "batches_forwarded", "reports_forwarded", "closed_below")
+
+
+def report_digest(token: str, idempotency_key: str) -> str:
+    """One-way digest of a report's sender token and idempotency key (the only trace kept)."""
+    return hashlib.sha256(f"{len(token)}:{token}:{idempotency_key}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CutBatch:
+    """A batch written to the outbox: the body to ``POST /v1/batches`` and its bookkeeping."""
+
+    seq: int
+    batch_id: str
+    model_version: int
+    size: int
+    body: str
+
+    def payload(self) -> dict[str, Any]:
+        """The request body as a JSON object."""
+        out: dict[str, Any] = json.loads(self.body)
+        return out
+
+
+class ShufflerStore:
+    """SQLite store of the shuffler (WAL mode; one writer, thread-safe).
+
+    Parameters
+    ----------
+    path : str or Path
+        Database file (created if missing); ``":memory:"`` for a throwaway store.
+    synchronous : {"FULL", "NORMAL"}
+        SQLite ``synchronous`` pragma (see the module docstring for what each guarantees).
+    permutation : callable, optional
+        ``n -> perm``, the order of a cut batch; default the OS's cryptographic generator.
+    """
+
+    def __init__(self, path: str | Path, synchronous: str = "FULL", permutation: Permutation | None = None) -> None:
+        sync = check_choice("synchronous", str(synchronous).upper(), ("FULL", "NORMAL"))
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={sync}")
+        self._db.executescript(_SCHEMA)
+        self._db.executemany("INSERT OR IGNORE INTO counters VALUES (?, 0)", [(c,) for c in _COUNTERS])
+        self._permutation = permutation or system_permutation
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+    # -- intake -------------------------------------------------------------------------------
+    def add(self, digest: str, model_version: int, report: Any, cap: int | None = None) -> str:
+        """Queue one report; returns ``"queued"``, ``"duplicate"`` or ``"full"``.
+
+        ``"duplicate"``: ``digest`` was acknowledged before (nothing queued again).  ``"full"``:
+        ``cap`` reports of ``model_version`` are already pending (the protocol's batch is
+        complete, or a complete batch of that version was cut already: nothing queued).  Returns only after the transaction has committed, so the
+        caller may then acknowledge.
+        """
+        version = check_int("model_version", model_version, 0)
+        text = json.dumps(report, separators=(",", ":"), allow_nan=False)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if self._db.execute("SELECT 1 FROM seen WHERE digest = ?", (digest,)).fetchone():
+                    self._db.execute("ROLLBACK")
+                    return "duplicate"
+                if cap is not None and (version < self._counter("closed_below") or self._db.execute(
+                        "SELECT COUNT(*) FROM pending WHERE model_version = ?", (version,)).fetchone()[0] >= cap):
+                    self._db.execute("ROLLBACK")
+                    return "full"
+                self._db.execute("INSERT INTO seen VALUES (?)", (digest,))
+                self._db.execute("INSERT INTO pending (model_version, report) VALUES (?, ?)", (version, text))
+                self._bump("reports_received", 1)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return "queued"
+
+    # -- batches ------------------------------------------------------------------------------
+    def pending(self, model_version: int | None = None) -> int:
+        """Reports waiting (of one model version, or all)."""
+        with self._lock:
+            if model_version is None:
+                row = self._db.execute("SELECT COUNT(*) FROM pending").fetchone()
+            else:
+                row = self._db.execute("SELECT COUNT(*) FROM pending WHERE model_version = ?",
+                                       (model_version,)).fetchone()
+        return int(row[0])
+
+    def pending_versions(self) -> dict[int, int]:
+        """``model_version -> number of pending reports``."""
+        with self._lock:
+            rows = self._db.execute("SELECT model_version, COUNT(*) FROM pending GROUP BY model_version").fetchall()
+        return {int(v): int(c) for v, c in rows}
+
+    def cut(self, model_version: int, size: int, close: bool = False) -> CutBatch | None:
+        """Move ``size`` pending reports of ``model_version`` to the outbox, uniformly permuted.
+
+        Returns ``None`` (and changes nothing) while fewer than ``size`` are pending.  The
+        reports taken are the oldest ones (so none waits forever); their forwarded order is
+        ``permutation(size)``, independent of arrival.  ``close=True`` (a protocol-sized batch):
+        reports of ``model_version`` and older are refused from then on (:meth:`add` with a cap).
+        """
+        size = check_int("size", size, 1)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._db.execute("SELECT id, report FROM pending WHERE model_version = ? ORDER BY id LIMIT ?",
+                                        (model_version, size)).fetchall()
+                if len(rows) < size:
+                    self._db.execute("ROLLBACK")
+                    return None
+                perm = self._permutation(size)
+                if sorted(perm) != list(range(size)):
+                    raise ValidationError(f"permutation must hold each of 0..{size - 1} once, got {perm!r}")
+                batch_id = secrets.token_hex(16)
+                reports = ",".join(rows[i][1] for i in perm)
+                body = f'{{"batch_id":"{batch_id}","model_version":{int(model_version)},"reports":[{reports}]}}'
+                cur = self._db.execute("INSERT INTO outbox (batch_id, model_version, size, body) VALUES (?, ?, ?, ?)",
+                                       (batch_id, model_version, size, body))
+                self._db.executemany("DELETE FROM pending WHERE id = ?", [(r[0],) for r in rows])
+                self._bump("batches_cut", 1)
+                if close:
+                    self._db.execute("UPDATE counters SET value = MAX(value, ?) WHERE name = 'closed_below'",
+                                     (int(model_version) + 1,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return CutBatch(int(cur.lastrowid or 0), batch_id, int(model_version), size, body)
+
+    def outbox(self) -> list[CutBatch]:
+        """Cut batches not yet acknowledged by the server, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT seq, batch_id, model_version, size, body FROM outbox ORDER BY seq").fetchall()
+        return [CutBatch(int(s), str(b), int(v), int(n), str(t)) for s, b, v, n, t in rows]
+
+    def forwarded(self, batch: CutBatch) -> None:
+        """The server acknowledged ``batch``: drop its body from the outbox."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            cur = self._db.execute("DELETE FROM outbox WHERE batch_id = ?", (batch.batch_id,))
+            if cur.rowcount:
+                self._bump("batches_forwarded", 1)
+                self._bump("reports_forwarded", batch.size)
+            self._db.execute("COMMIT")
+
+    # -- action slots (Hanna et al. 2022, Algorithm 3) -----------------------------------------------
+    def assign_slot(self, model_version: int, counts: list[int]) -> tuple[int, int] | None:
+        """Hand out the next action slot of the batch of ``model_version``: ``(action, n_i)``.
+
+        On the first call for a version the batch's slot list (action ``a`` repeated ``n_ia``
+        times, ``counts[a] = n_ia``) is put in a uniformly random order and stored; each call
+        hands the next slot, so the users of the batch receive a uniformly random assignment of
+        the public schedule (Hanna et al. 2022, Algorithm 3, the shuffler's assignment).  ``None``
+        when every slot of the batch was handed out.
+        """
+        version = check_int("model_version", model_version, 0)
+        n = [check_int(f"counts[{a}]", c, 0) for a, c in enumerate(counts)]
+        total = sum(n)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if not self._db.execute("SELECT 1 FROM slots WHERE model_version = ?", (version,)).fetchone():
+                    canonical = [a for a, c in enumerate(n) for _ in range(c)]
+                    perm = self._permutation(total)
+                    self._db.executemany("INSERT INTO slots (model_version, pos, action) VALUES (?, ?, ?)",
+                                         [(version, i, canonical[j]) for i, j in enumerate(perm)])
+                    self._db.execute("DELETE FROM slots WHERE model_version < ?", (version,))
+                row = self._db.execute("SELECT pos, action FROM slots WHERE model_version = ? AND handed = 0 "
+                                       "ORDER BY pos LIMIT 1", (version,)).fetchone()
+                if row is None:
+                    self._db.execute("ROLLBACK")
+                    return None
+                self._db.execute("UPDATE slots SET handed = 1 WHERE model_version = ? AND pos = ?", (version, row[0]))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return int(row[1]), total
+
+    # -- counters -----------------------------------------------------------------------------
+    def _bump(self, name: str, by: int) -> None:
+        self._db.execute("UPDATE counters SET value = value + ? WHERE name = ?", (by, name))
+
+    def _counter(self, name: str) -> int:
+        return int(self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+
+    def counters(self) -> dict[str, int]:
+        """Totals since the store was created (reports received, batches cut/forwarded, ...)."""
+        with self._lock:
+            rows = self._db.execute("SELECT name, value FROM counters").fetchall()
+        return {str(k): int(v) for k, v in rows}

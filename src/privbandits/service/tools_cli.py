@@ -1,0 +1,85 @@
+"""``privbandits make-tokens`` and ``privbandits simulate-clients`` (registered by :mod:`.cli`)."""
+
+from __future__ import annotations
+
+import secrets
+import tomllib
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from privbandits.core.errors import ConfigError, ValidationError
+
+__all__ = ["client_secrets", "make_tokens", "simulate_clients_command", "tokens_toml"]
+
+
+def tokens_toml(clients: int, admins: int = 1, shufflers: int = 1) -> str:
+    """A tokens file with fresh random secrets (``secrets.token_urlsafe``): ``clients`` devices,
+    ``admins`` operators and ``shufflers`` shufflers."""
+    lines = ["# privbandits tokens: keep this file secret (it holds the plain tokens).", ""]
+    for role, count, prefix in (("admin", admins, "admin"), ("shuffler", shufflers, "shuffler"),
+                                ("client", clients, "device")):
+        for i in range(count):
+            lines += ["[[tokens]]", f'name = "{prefix}-{i:04d}"', f'role = "{role}"',
+                      f'token = "{secrets.token_urlsafe(24)}"', ""]
+    return "\n".join(lines)
+
+
+def client_secrets(tokens_file: Path) -> list[str]:
+    """The plain secrets of the ``client`` entries of a tokens file (in file order)."""
+    try:
+        raw = tomllib.loads(tokens_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read tokens file {str(tokens_file)!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{tokens_file.name}: invalid TOML: {exc}") from None
+    out = [e["token"] for e in raw.get("tokens", [])
+           if isinstance(e, dict) and e.get("role") == "client" and isinstance(e.get("token"), str)]
+    if not out:
+        raise ConfigError(f"{tokens_file.name}: no [[tokens]] entry with role = \"client\" and a plain 'token'")
+    return out
+
+
+def make_tokens(
+    out: Annotated[Path, typer.Argument(help="Tokens file to write (TOML).")],
+    clients: Annotated[int, typer.Option("--clients", help="Number of device (client) tokens.")] = 1000,
+    admins: Annotated[int, typer.Option("--admins", help="Number of admin tokens.")] = 1,
+    shufflers: Annotated[int, typer.Option("--shufflers", help="Number of shuffler tokens.")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a tokens file with fresh random tokens for `serve`, `serve-shuffler` and `simulate-clients`."""
+    for name, value, lo in (("--clients", clients, 0), ("--admins", admins, 0), ("--shufflers", shufflers, 0)):
+        if value < lo or value > 1_000_000:
+            raise ValidationError(f"{name} must be in [{lo}, 1000000], got {value}")
+    if out.exists() and not force:
+        raise ValidationError(f"{out} exists; pass --force to overwrite it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(tokens_toml(clients, admins, shufflers), encoding="utf-8")
+    out.chmod(0o600)
+    typer.echo(f"wrote {out}: {clients} client, {admins} admin and {shufflers} shuffler token(s)", err=True)
+
+
+def simulate_clients_command(
+    url: Annotated[str, typer.Argument(help="The server, e.g. http://127.0.0.1:8000.")],
+    tokens: Annotated[Path, typer.Option("--tokens", help="Tokens file; its client tokens are the devices "
+                                                          "(user i uses the i-th, cycling).")],
+    n: Annotated[int, typer.Option("--n", help="Number of simulated users.")] = 1000,
+    workers: Annotated[int, typer.Option("--workers", help="Concurrent connections.")] = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated environment and devices.")] = 0,
+    shuffler: Annotated[Optional[str], typer.Option("--shuffler", help="Shuffle-model algorithms: the shuffler "
+                                                                       "the devices report to.")] = None,
+    no_rewards: Annotated[bool, typer.Option("--no-rewards", help="Do not post the simulated rewards to the "
+                                                                  "dashboard.")] = False,
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the server (and shuffler) to "
+                                                       "come up.")] = 120.0,
+) -> None:
+    """Run N simulated users against a served model (each a device with its own token: model read,
+    action chosen and report randomized on the device) and post their rewards to the dashboard."""
+    from privbandits.simulated_clients import simulate_clients
+
+    summary = simulate_clients(url, client_secrets(tokens), n, seed=seed, workers=workers, shuffler_url=shuffler,
+                               post_rewards=not no_rewards, wait=wait)
+    typer.echo(summary.text())
+    if summary.errors:
+        raise typer.Exit(1)

@@ -1,0 +1,104 @@
+"""The dashboard page: served by the app, and checked in a real headless browser (Chromium)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from privbandits.service.app import create_app
+from privbandits.service.config import parse_service_config
+from privbandits.service.dashboard import page_html
+from privbandits.service.store import open_store
+from privbandits.simulated_clients import simulate_clients
+from tests.service.conftest import CLIENT, CLIENT2, free_port, make_client, service_raw, tokens
+
+CHROMIUM = os.environ.get("PRIVBANDITS_CHROMIUM", "/usr/bin/chromium")
+#: The documentation's screenshot, rewritten when PRIVBANDITS_DOCS_SCREENSHOT=1 (else a temporary file).
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "dashboard.png"
+
+
+def test_page_is_self_contained() -> None:
+    html = page_html(500)
+    assert "setTimeout(poll, POLL_MS)" in html and "var POLL_MS = 500;" in html
+    for remote in ("http://", "https://", "//cdn", "<link", "src="):
+        assert remote not in html  # nothing is fetched from another host
+    with pytest.raises(ValueError, match="poll_ms"):
+        page_html(10)
+
+
+def test_app_serves_the_dashboard() -> None:
+    with make_client(service_raw()) as tc:
+        res = tc.get("/")
+    assert res.status_code == 200 and res.headers["content-type"].startswith("text/html")
+    assert "v1/status" in res.text and "Reports received" in res.text
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[str]:
+    raw = service_raw("ldp-ols", horizon=5000, seed=2, env={"kind": "synthetic", "d": 3, "K": 5, "noise_scale": 0.3})
+    app = create_app(parse_service_config(raw), open_store(str(tmp_path / "dash.db")), tokens())
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _text(page: Any, sel: str) -> str:
+    return str(page.inner_text(sel)).strip()
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None,
+                    reason=f"no Chromium at {CHROMIUM} (Debian package 'chromium'; .ci/run installs it)")
+def test_dashboard_in_headless_chromium(live_server: str, tmp_path: Path) -> None:
+    """The page shows the server's counts and its chart grows while simulated users report."""
+    shot = DOCS_SCREENSHOT if os.environ.get("PRIVBANDITS_DOCS_SCREENSHOT") == "1" else tmp_path / "dashboard.png"
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
+    url = live_server
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 640})
+            page.goto(url + "/")
+            page.wait_for_function("document.getElementById('version').textContent === '0'", timeout=15_000)
+            assert _text(page, "#reports") == "0"
+            assert "ε = 1" in _text(page, "#guarantee") and "local" in _text(page, "#guarantee-sub")
+            assert "ldp-ols" in _text(page, "#algorithm")
+            results: list[Any] = []
+            traffic = threading.Thread(target=lambda: results.append(
+                simulate_clients(url, [CLIENT, CLIENT2], 300, seed=0, workers=2)))
+            traffic.start()  # simulated users report while the page polls every second
+            points = []
+            while traffic.is_alive() or not points:
+                time.sleep(1.0)
+                points.append(int(page.get_attribute("#chart", "data-points") or 0))
+            traffic.join()
+            assert not results[0].errors, results[0].errors
+            page.wait_for_function("document.getElementById('reports').textContent === '300'", timeout=15_000)
+            assert points == sorted(points) and points[-1] >= 2  # the chart grew with the traffic
+            page.wait_for_timeout(1500)  # one more poll: the last group of rewards is charted
+            status = httpx.get(url + "/v1/status").json()
+            assert _text(page, "#version") == f"{status['model_version']:,}"
+            assert _text(page, "#sim-users") == f"{status['simulated_rewards']['count']:,}"
+            n_points = int(page.get_attribute("#chart", "data-points") or 0)
+            line = page.get_attribute("#line", "points")
+            assert line is not None and len(line.split()) == n_points > points[0]
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot))
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000

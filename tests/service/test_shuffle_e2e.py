@@ -1,0 +1,135 @@
+"""A shuffle-DP algorithm end to end: devices -> shuffler -> server, over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from privbandits.service import sealing
+from privbandits.service.app import create_app
+from privbandits.service.auth import TokenSet
+from privbandits.service.config import parse_service_config
+from privbandits.service.permutation import seeded_permutation
+from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app
+from privbandits.service.shuffler_store import ShufflerStore
+from privbandits.service.store import open_store
+from privbandits.shuffle_client import simulate_shuffle_users
+from tests.service.conftest import (
+    ADMIN,
+    CLIENT,
+    CLIENT2,
+    SHUFFLER,
+    auth,
+    free_port,
+    service_raw,
+    tokens,
+)
+
+
+def _serve(app: Any) -> tuple[str, uvicorn.Server, threading.Thread]:
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    return f"http://127.0.0.1:{port}", server, thread
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The server of hanna-shuffle and a shuffler in front of it, both on 127.0.0.1."""
+    raw = service_raw("hanna-shuffle", horizon=300, seed=4, env={"kind": "finite", "d": 2, "K": 3,
+                                                                 "noise_scale": 0.3}, min_batch=2)
+    server_url, s1, t1 = _serve(create_app(parse_service_config(raw), open_store(str(tmp_path / "server.db")), tokens()))
+    drawn: list[list[int]] = []
+    seeded = seeded_permutation(123)
+
+    def recording(n: int) -> list[int]:
+        drawn.append(seeded(n))
+        return drawn[-1]
+
+    store = ShufflerStore(tmp_path / "shuffler.db", permutation=recording)
+    settings = ShufflerSettings(server_url, SHUFFLER, TokenSet.from_secrets(client=[CLIENT, CLIENT2]), min_batch=2,
+                                poll_seconds=0.05)
+    shuffler_url, s2, t2 = _serve(create_shuffler_app(settings, store))
+    yield {"server": server_url, "shuffler": shuffler_url, "drawn": drawn, "dir": tmp_path}
+    for s, t in ((s2, t2), (s1, t1)):
+        s.should_exit = True
+        t.join(timeout=10)
+
+
+def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[dict[str, Any]] = []  # what the devices sealed, in sending order
+    real_seal = sealing.seal
+
+    def capture(report: Any, public_key: str) -> dict[str, str]:
+        sent.append(report)
+        return real_seal(report, public_key)
+
+    monkeypatch.setattr(sealing, "seal", capture)
+    rounds = 40
+    with httpx.Client(timeout=30) as http:
+        key = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()["public_key"]
+        run = simulate_shuffle_users(stack["shuffler"], [CLIENT, CLIENT2], seed=4, rounds=rounds, http=http,
+                                     server_key=key)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the last complete batch may still be on its way
+            status = http.get(stack["shuffler"] + "/v1/status").json()
+            if status["outbox"] == 0 and status["reports_forwarded"] + sum(status["pending"].values()) == len(sent):
+                break
+            time.sleep(0.05)
+        export = http.get(stack["server"] + "/v1/admin/export", headers=auth(ADMIN)).json()
+        server_status = http.get(stack["server"] + "/v1/status").json()
+
+    batches = [e["body"] for e in export["events"]]
+    assert [e["kind"] for e in export["events"]] == ["batch"] * len(batches)
+    assert len(batches) >= 2 and run.reported == len(sent)
+    forwarded = [r for b in batches for r in b["reports"]]
+    pending = sum(status["pending"].values())
+    assert len(forwarded) == status["reports_forwarded"] == len(sent) - pending
+    assert server_status["model_version"] == len(batches) == status["batches_forwarded"]
+    assert server_status["reports_received"] == len(forwarded)
+    # every batch is the next n_i reports the devices sent, in the shuffler's permuted order
+    start = 0
+    # per batch the shuffler draws the slot order (first assignment) and then the forwarding order
+    for b, perm in zip(batches, stack["drawn"][1::2]):
+        n = len(b["reports"])
+        assert len(perm) == n >= 2
+        arrived = sent[start:start + n]
+        assert b["reports"] == [arrived[i] for i in perm]
+        assert set(b) == {"batch_id", "model_version", "reports"}
+        start += n
+    assert Counter(json.dumps(r, sort_keys=True) for r in forwarded) == Counter(
+        json.dumps(r, sort_keys=True) for r in sent[:len(forwarded)])
+    # the shuffler only ever held ciphertexts
+    raw_db = b"".join(p.read_bytes() for p in stack["dir"].glob("shuffler.db*"))
+    assert b"reward_hat" not in raw_db
+    assert not any(repr(r["reward_hat"]).encode() in raw_db for r in sent)
+
+
+def test_device_refuses_a_key_other_than_the_servers(stack: dict[str, Any]) -> None:
+    """A device that pinned the server's key does not seal to another key relayed by a shuffler."""
+    from privbandits.core.errors import ValidationError
+    from privbandits.service.sealing import keygen
+    from privbandits.shuffle_client import ShuffleDevice
+
+    with httpx.Client(timeout=30) as http:
+        dev = ShuffleDevice(stack["shuffler"], CLIENT, http=http, server_key=keygen()[1])
+        model = dev.fetch_model()
+        with pytest.raises(ValidationError, match="public key other than the server's"):
+            dev.sealing_key(model)
+        key = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()["public_key"]
+        honest = ShuffleDevice(stack["shuffler"], CLIENT, http=http, server_key=key)
+        assert honest.sealing_key(model) == key  # the honest shuffler relays the server's key

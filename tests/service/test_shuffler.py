@@ -1,0 +1,373 @@
+"""The shuffler service: complete batches only, uniform order, no metadata, sealed payloads, durability."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import math
+from collections import Counter
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.testclient import TestClient
+from scipy import stats
+
+from privbandits.core.errors import ValidationError
+from privbandits.service.auth import TokenSet
+from privbandits.service.permutation import seeded_permutation, system_permutation
+from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app, protocol_batch_size
+from privbandits.service.shuffler_store import ShufflerStore, report_digest
+
+nacl_public = pytest.importorskip("nacl.public")
+
+CLIENT = "client-token-A-0000"
+SHUFFLER = "shuffler-token-S"
+
+
+class FakeServer:
+    """Records every batch the shuffler forwards; bumps the model version per batch."""
+
+    def __init__(self, batch_size: int | None = None) -> None:
+        self.version = 0
+        self.batch_size = batch_size
+        self.bodies: list[bytes] = []
+        self.headers: list[dict[str, str]] = []
+        self.key = nacl_public.PrivateKey.generate()
+        self.fail = False
+        app = FastAPI()
+
+        @app.get("/v1/model")
+        def model() -> dict[str, Any]:
+            out: dict[str, Any] = {"model_version": self.version,
+                                   "public_key": base64.b64encode(bytes(self.key.public_key)).decode()}
+            if self.batch_size is not None:
+                out["batch_size"] = self.batch_size
+            return out
+
+        @app.post("/v1/batches")
+        async def batches(request: Request) -> Any:
+            if self.fail:
+                return JSONResponse({"detail": "down for maintenance"}, status_code=503)
+            self.bodies.append(await request.body())
+            self.headers.append(dict(request.headers))
+            self.version += 1
+            return {"accepted": True}
+
+        self.app = app
+
+
+def make(server: FakeServer, store: ShufflerStore, min_batch: int = 3) -> TestClient:
+    settings = ShufflerSettings(server_url="http://server", shuffler_token=SHUFFLER,
+                                tokens=TokenSet.from_secrets(client=[CLIENT], shuffler=["a-shuffler-secret"]),
+                                min_batch=min_batch, poll_seconds=0.05)
+    app = create_shuffler_app(settings, store, transport=httpx.ASGITransport(app=server.app))
+    return TestClient(app)
+
+
+def post(client: TestClient, i: int, version: int = 0, report: Any = None, token: str = CLIENT) -> httpx.Response:
+    body = {"model_version": version, "idempotency_key": f"key-{i}", "report": report or {"value": i}}
+    return client.post("/v1/reports", json=body, headers={"Authorization": f"Bearer {token}"})
+
+
+def drain(client: TestClient) -> None:
+    """Run one forwarding step synchronously (the background loop also runs, this makes it prompt)."""
+    client.portal.call(client.app.state.forwarder.step)  # type: ignore[union-attr]
+
+
+# -- permutations -----------------------------------------------------------------------------
+#: False-alarm rate of the chi-square tests that use the OS's generator (it cannot be seeded).
+ALPHA = 1e-6
+
+
+@pytest.mark.parametrize("source", ["seeded", "system"])
+def test_permutation_uniform_chi_square(source: str) -> None:
+    """All 4! orders equally likely: chi-square over 24 cells, threshold the 1-ALPHA quantile of chi2(23)."""
+    n, draws = 4, 24_000
+    draw = seeded_permutation(7) if source == "seeded" else system_permutation
+    counts = Counter(tuple(draw(n)) for _ in range(draws))
+    cells = list(itertools.permutations(range(n)))
+    assert set(counts) <= set(cells)
+    expected = draws / len(cells)
+    chi2 = sum((counts.get(c, 0) - expected) ** 2 / expected for c in cells)
+    assert chi2 < stats.chi2.ppf(1 - ALPHA, df=len(cells) - 1)
+
+
+def test_chi_square_detects_a_biased_shuffle() -> None:
+    """The same statistic rejects a classic biased shuffle (swap with any index), so the test has power."""
+    rng = np.random.default_rng(3)
+    n, draws = 4, 24_000
+
+    def naive(k: int) -> list[int]:
+        p = list(range(k))
+        for i in range(k):
+            j = int(rng.integers(k))
+            p[i], p[j] = p[j], p[i]
+        return p
+
+    counts = Counter(tuple(naive(n)) for _ in range(draws))
+    expected = draws / 24
+    chi2 = sum((counts.get(c, 0) - expected) ** 2 / expected for c in itertools.permutations(range(n)))
+    assert chi2 > stats.chi2.ppf(1 - ALPHA, df=23)
+
+
+def test_cut_orders_reports_by_the_permutation() -> None:
+    store = ShufflerStore(":memory:", permutation=lambda n: list(reversed(range(n))))
+    for i in range(5):
+        assert store.add(report_digest(CLIENT, str(i)), 0, {"v": i}) == "queued"
+    batch = store.cut(0, 5)
+    assert batch is not None
+    assert [r["v"] for r in batch.payload()["reports"]] == [4, 3, 2, 1, 0]
+    assert store.pending() == 0 and store.cut(0, 1) is None
+
+
+def test_cut_position_of_first_arrival_is_uniform() -> None:
+    """Through the store with the default (cryptographic) order: the first-arrived report's position
+    in a batch of 5 is uniform (chi-square, 4 df, threshold the 1-ALPHA quantile)."""
+    store = ShufflerStore(":memory:")
+    n, batches = 5, 2_000
+    pos = Counter()
+    for b in range(batches):
+        for i in range(n):
+            store.add(f"{b}-{i}", b, {"v": i})
+        batch = store.cut(b, n)
+        assert batch is not None
+        pos[[r["v"] for r in batch.payload()["reports"]].index(0)] += 1
+    e = batches / n
+    assert sum((pos[k] - e) ** 2 / e for k in range(n)) < stats.chi2.ppf(1 - ALPHA, df=n - 1)
+
+
+def test_bad_permutation_is_refused() -> None:
+    store = ShufflerStore(":memory:", permutation=lambda n: [0] * n)
+    for i in range(3):
+        store.add(str(i), 0, {"v": i})
+    with pytest.raises(ValidationError, match="permutation"):
+        store.cut(0, 3)
+    assert store.pending() == 3  # nothing lost
+
+
+# -- batching -----------------------------------------------------------------------------------
+def test_nothing_forwarded_below_min_batch() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:", permutation=seeded_permutation(1))
+    with make(server, store, min_batch=5) as client:
+        for i in range(4):
+            assert post(client, i).status_code == 202
+        drain(client)
+        assert server.bodies == [] and store.pending() == 4
+        assert post(client, 4).status_code == 202
+        drain(client)
+    assert len(server.bodies) == 1
+    assert len(json.loads(server.bodies[0])["reports"]) == 5
+
+
+def test_protocol_batch_size_is_exact_and_complete() -> None:
+    """With a protocol batch of n=4 and min_batch=3: forwarded only at 4, and a 5th report of the
+    same version is refused (the batch is complete), never carried into a later batch."""
+    server, store = FakeServer(batch_size=4), ShufflerStore(":memory:")
+    with make(server, store, min_batch=3) as client:
+        for i in range(3):
+            assert post(client, i).status_code == 202
+        drain(client)
+        assert server.bodies == []
+        server.fail = True  # the batch is cut but the server does not take it yet
+        assert post(client, 3).status_code == 202
+        with pytest.raises(httpx.HTTPStatusError, match="503"):
+            drain(client)
+        late = post(client, 99)
+        assert late.status_code == 409 and "complete" in late.json()["error"]["message"]
+        server.fail = False
+        drain(client)
+        assert len(server.bodies) == 1 and len(json.loads(server.bodies[0])["reports"]) == 4
+        stale = post(client, 5, version=0)
+        assert stale.status_code == 409 and "stale" in stale.json()["error"]["message"]
+        assert post(client, 5, version=1).status_code == 202
+
+
+def test_protocol_batch_below_min_batch_is_blocked() -> None:
+    server, store = FakeServer(batch_size=2), ShufflerStore(":memory:")
+    with make(server, store, min_batch=3) as client:
+        for i in range(2):
+            post(client, i)
+        drain(client)
+        status = client.get("/v1/status").json()
+    assert server.bodies == [] and "fewer than min_batch=3" in status["blocked"]
+
+
+def test_protocol_batch_size_from_public_schedule() -> None:
+    assert protocol_batch_size({"model_version": 1, "public": {"counts": [[2, 0, 3]]}}) == 5
+    assert protocol_batch_size({"model_version": 1, "batch_size": 7}) == 7
+    assert protocol_batch_size({"model_version": 1, "public": {"theta": [0.0]}}) is None
+
+
+def test_forwarded_body_has_no_metadata() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store, min_batch=3) as client:
+        for i in range(3):
+            post(client, i, report={"action": i, "reward_hat": 0.5 * i})
+        drain(client)
+    body = json.loads(server.bodies[0])
+    assert set(body) == {"batch_id", "model_version", "reports"}
+    assert sorted(body["reports"], key=lambda r: r["action"]) == [
+        {"action": i, "reward_hat": 0.5 * i} for i in range(3)]
+    text = server.bodies[0].decode()
+    for leak in (CLIENT, "key-0", "key-1", "key-2", "testclient", "idempotency"):
+        assert leak not in text
+    assert server.headers[0]["authorization"] == f"Bearer {SHUFFLER}"
+    assert not {"x-forwarded-for", "forwarded", "x-real-ip"} & set(server.headers[0])
+
+
+def test_sealed_payload_unreadable_to_shuffler(tmp_path) -> None:
+    """Sealed reports are stored and forwarded as the client's ciphertext: the plaintext appears
+    nowhere in the shuffler's database, a key other than the server's cannot open them, the
+    server's key opens exactly what the clients sealed."""
+    server = FakeServer()
+    store = ShufflerStore(tmp_path / "shuffler.db")
+    secret = [f"SECRET-PAYLOAD-{i}" for i in range(3)]
+    with make(server, store, min_batch=3) as client:
+        pk = nacl_public.PublicKey(base64.b64decode(client.get(
+            "/v1/model", headers={"Authorization": f"Bearer {CLIENT}"}).json()["public_key"]))
+        for i, s in enumerate(secret):
+            box = nacl_public.SealedBox(pk).encrypt(json.dumps({"tag": s}).encode())
+            assert post(client, i, report={"sealed": base64.b64encode(box).decode()}).status_code == 202
+        raw_db = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+        assert not any(s.encode() in raw_db for s in secret)
+        drain(client)
+    reports = json.loads(server.bodies[0])["reports"]
+    assert all(set(r) == {"sealed"} for r in reports)
+    other = nacl_public.SealedBox(nacl_public.PrivateKey.generate())
+    with pytest.raises(Exception, match="[Dd]ecrypt"):
+        other.decrypt(base64.b64decode(reports[0]["sealed"]))
+    opened = {json.loads(nacl_public.SealedBox(server.key).decrypt(base64.b64decode(r["sealed"])))["tag"]
+              for r in reports}
+    assert opened == set(secret)
+
+
+# -- idempotency, durability, bad input ------------------------------------------------------------
+def test_retry_is_queued_once() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store, min_batch=10) as client:
+        first, again = post(client, 1), post(client, 1)
+        assert first.json()["duplicate"] is False and again.json()["duplicate"] is True
+        assert store.pending() == 1 and store.counters()["reports_received"] == 1
+
+
+def test_acknowledged_reports_survive_a_restart(tmp_path) -> None:
+    """Reports acknowledged before a crash are pending after it; a cut batch that the server never
+    acknowledged is forwarded again with the same batch_id."""
+    path = tmp_path / "q.db"
+    store = ShufflerStore(path)
+    for i in range(4):
+        store.add(str(i), 0, {"v": i})
+    cut = store.cut(0, 3)
+    assert cut is not None
+    del store  # no close: as after kill -9 (every acknowledged add was committed)
+    server, again = FakeServer(), ShufflerStore(path)
+    assert again.pending() == 1 and [b.batch_id for b in again.outbox()] == [cut.batch_id]
+    assert again.add("0", 0, {"v": 0}) == "duplicate"
+    with make(server, again, min_batch=3) as client:
+        drain(client)
+    assert [json.loads(b)["batch_id"] for b in server.bodies] == [cut.batch_id]
+    assert again.outbox() == [] and again.counters()["reports_forwarded"] == 3
+
+
+@pytest.mark.parametrize(("body", "status", "field"), [
+    ({"model_version": -1, "idempotency_key": "k", "report": {"v": 1}}, 422, "model_version"),
+    ({"model_version": 0, "idempotency_key": "", "report": {"v": 1}}, 422, "idempotency_key"),
+    ({"model_version": 0, "idempotency_key": "k", "report": []}, 422, "report"),
+    ({"model_version": 0, "idempotency_key": "k", "report": {"sealed": "!!"}}, 422, "report.sealed"),
+    ({"model_version": 0, "idempotency_key": "k", "report": {"v": 1}, "user": "u7"}, 422, "unknown field"),
+    ({"model_version": 0, "idempotency_key": "k", "report": {"v": math.inf}}, 422, "report"),
+])
+def test_bad_reports_are_refused_with_the_field(body: dict[str, Any], status: int, field: str) -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store) as client:
+        text = json.dumps(body)  # allows Infinity, as a careless client would send
+        res = client.post("/v1/reports", content=text, headers={"Authorization": f"Bearer {CLIENT}",
+                                                                "Content-Type": "application/json"})
+        assert res.status_code == status and field in res.json()["error"]["message"]
+        assert res.json()["error"]["field"].startswith(field.split(" ")[0].split(".")[0]) or field == "unknown field"
+        assert store.pending() == 0
+
+
+def test_tokens_malformed_json_and_size_limit() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store) as client:
+        assert client.post("/v1/reports", json={}).status_code == 401
+        assert post(client, 1, token="nope").status_code == 401
+        assert post(client, 1, token="a-shuffler-secret").status_code == 403
+        res = client.post("/v1/reports", content=b"{not json", headers={"Authorization": f"Bearer {CLIENT}"})
+        assert res.status_code == 400 and "malformed JSON" in res.json()["error"]["message"]
+        big = post(client, 2, report={"sealed": base64.b64encode(b"x" * 100_000).decode()})
+        assert big.status_code == 413
+        assert store.pending() == 0
+        assert post(client, 3).status_code == 202  # still serving
+
+
+def test_settings_validation() -> None:
+    with pytest.raises(ValidationError, match="min_batch"):
+        ShufflerSettings("http://s", "t", TokenSet.from_secrets(client=["c"]), min_batch=1)
+    with pytest.raises(ValidationError, match="tokens"):
+        ShufflerSettings("http://s", "t", TokenSet([]))
+
+
+# -- action slots of a batched-elimination schedule ------------------------------------------------
+class ScheduleServer(FakeServer):
+    """A fake server publishing a Hanna et al. (2022) Algorithm 3 schedule ``counts`` (R = 1)."""
+
+    def __init__(self, counts: list[int], committed: int = -1) -> None:
+        super().__init__()
+        self.counts, self.committed = counts, committed
+        route = next(r for r in self.app.routes if getattr(r, "path", "") == "/v1/model")
+        self.app.routes.remove(route)
+
+        @self.app.get("/v1/model")
+        def model() -> dict[str, Any]:
+            enc = lambda v, shape: {"dtype": "int64", "shape": shape, "data": v}
+            return {"model_version": self.version, "public": {
+                "counts": enc([self.counts], [1, len(self.counts)]), "committed": enc([self.committed], [1]),
+                "batch": enc([self.version + 1], [1])}}
+
+
+def test_assignment_hands_out_the_schedule_once() -> None:
+    server, store = ScheduleServer([2, 0, 3]), ShufflerStore(":memory:")
+    auth = {"Authorization": f"Bearer {CLIENT}"}
+    with make(server, store, min_batch=2) as client:
+        got = [client.get("/v1/assignment", headers=auth).json() for _ in range(5)]
+        assert client.get("/v1/assignment", headers=auth).status_code == 409
+        assert client.get("/v1/assignment").status_code == 401
+    assert Counter(g["public"]["action"]["data"][0] for g in got) == {0: 2, 2: 3}
+    assert all(g["public"]["n"]["data"] == [5] and g["model_version"] == 0 for g in got)
+
+
+def test_assignment_order_is_uniform() -> None:
+    """Slots of counts [1, 2]: the position of action 0 among the 3 slots is uniform (chi-square)."""
+    store = ShufflerStore(":memory:")
+    pos = Counter()
+    versions = 1_500
+    for v in range(versions):
+        order = [store.assign_slot(v, [1, 2]) for _ in range(3)]
+        assert store.assign_slot(v, [1, 2]) is None
+        pos[[a for a, _ in order].index(0)] += 1
+    e = versions / 3
+    assert sum((pos[k] - e) ** 2 / e for k in range(3)) < stats.chi2.ppf(1 - ALPHA, df=2)
+
+
+def test_schedule_batch_is_forwarded_at_n_i_and_commit_phase_refuses_reports() -> None:
+    server, store = ScheduleServer([1, 2]), ShufflerStore(":memory:")
+    with make(server, store, min_batch=2) as client:
+        for i in range(2):
+            assert post(client, i, report={"action": i, "reward_hat": 0.0}).status_code == 202
+        drain(client)
+        assert server.bodies == []
+        server.committed = 1  # this batch's estimates commit the schedule (published with version 1)
+        assert post(client, 2, report={"action": 1, "reward_hat": 0.0}).status_code == 202
+        drain(client)
+        assert len(server.bodies) == 1
+        res = post(client, 3, version=1)
+        assert res.status_code == 409 and "no open batch" in res.json()["error"]["message"]
+        a = client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).json()
+        assert a["public"]["action"]["data"] == [1] and a["public"]["n"]["data"] == [0]
