@@ -173,7 +173,6 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
 
 def _tables() -> dict[str, tuple[str, ...]]:
     from privbandits.experiments import config, regression_study
-    from privbandits.experiments import config
     from privbandits.service.config import SERVICE_KEYS
 
     figure_keys = tuple(dict.fromkeys(k for keys in config.FIGURE_KEYS.values() for k in keys))
@@ -182,8 +181,8 @@ def _tables() -> dict[str, tuple[str, ...]]:
             "quick": config.QUICK_KEYS, "plot": config.PLOT_KEYS, "report": config.REPORT_KEYS,
             "figures": figure_keys, "claims": claim_keys, "paper_numbers": config.PAPER_NUMBER_KEYS,
             "tables": config.TABLE_KEYS, "regression": regression_study.REGRESSION_TOP_KEYS,
-            "blocks": regression_study.BLOCK_KEYS, "regression_quick": regression_study.REGRESSION_QUICK_KEYS}
-            "tables": config.TABLE_KEYS, "service": tuple(SERVICE_KEYS)}
+            "blocks": regression_study.BLOCK_KEYS, "regression_quick": regression_study.REGRESSION_QUICK_KEYS,
+            "service": tuple(SERVICE_KEYS)}
 
 
 def toml_keys() -> dict[str, tuple[str, ...]]:
