@@ -68,9 +68,12 @@ def shift_budget(g: float, Delta: float, sensitivity: float) -> tuple[int, int]:
 
 
 def _alphas(N: int, p: float, budget: int, delta: float) -> np.ndarray:
-    """Orders around the Gaussian optimum ``1 + sqrt(log(1/delta) / rho)``, ``rho = (r + 1)^2 / (2 N p (1-p))``."""
+    """Orders around the Gaussian optimum ``1 + sqrt(log(1/delta) / rho)``, ``rho = (r + 1)^2 / (2 N p (1-p))``,
+    plus a fixed grid ``1 + [0.01, 100]`` (the window of large orders is narrow, so for very small
+    ``rho`` the optimum is out of reach and a moderate order gives the bound)."""
     rho = (math.sqrt(budget) + 1.0) ** 2 / (2.0 * N * p * (1.0 - p))
-    return 1.0 + np.maximum(math.sqrt(math.log(1.0 / delta) / rho) * ALPHA_FACTORS, 1e-3)
+    centred = 1.0 + np.maximum(math.sqrt(math.log(1.0 / delta) / rho) * ALPHA_FACTORS, 1e-3)
+    return np.concatenate([centred, 1.0 + np.geomspace(1e-2, 100.0, 12)])
 
 
 def _window(N: int, p: float, z: float) -> np.ndarray:
@@ -178,7 +181,8 @@ def binomial_sum_delta(N: int, p: float, L: int, g: float, Delta: float, sensiti
     if not (math.isfinite(eps) and eps >= 0.0):
         raise ValidationError(f"epsilon must be finite and >= 0, got {epsilon!r}")
     log_terms, alphas, tails = _log_bound_terms(N, p, L, g, Delta, sensitivity, 1e-6)
-    return float(min(1.0, np.min(tails + np.exp(log_terms + (1.0 - alphas) * eps))))
+    with np.errstate(over="ignore"):  # a useless order overflows to +inf, which the minimum ignores
+        return float(min(1.0, np.min(tails + np.exp(log_terms + (1.0 - alphas) * eps))))
 
 
 def binomial_sum_epsilon(N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, delta: float) -> float:
