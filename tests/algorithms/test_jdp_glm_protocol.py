@@ -118,3 +118,19 @@ def test_regret_is_sublinear():
                           seed=0).summary()["mean"] for T in (5000, 40000)}
     slope = math.log(reg[40000] / reg[5000]) / math.log(8.0)
     assert slope <= 0.65, (reg, slope)
+
+
+def test_p2_5_switches_and_exploration_rounds_within_the_lemma_bounds_without_noise():
+    """Spec P2-5: with the tree noise negligible (epsilon = 1e6), the Criterion-II switches stay below
+    Lemma P.4's ``1 + d log(1 + T w_max / (d lambda_H)) / log(11/8)`` and the exploration rounds below
+    the elliptic-potential bound ``2 d log(1 + T / (d lambda_V)) / min(thr, 1)``."""
+    alg = _run(epsilon=1e6, split="zcdp", max_iters=50)  # measured: 6-7 switches (bound 31.6), 6 explorations (67)
+    res, diag, d = alg.resolved_params(), alg.diagnostics(), 3
+    # the lemma's condition: the (high-probability) prefix-noise bound lam - lam0 is at most lam / (4 sqrt(d) + 1)
+    lam0 = res["lam_min_V"]
+    for lam in (res["lam_V"], res["lam_H"]):
+        assert lam - lam0 <= lam / (4 * math.sqrt(d) + 1)
+    switches_bound = 1 + d * math.log(1 + T * res["w_max"] / (d * res["lam_H"])) / math.log(11 / 8)
+    assert np.all(diag["switches"] >= 2) and np.all(diag["switches"] <= switches_bound)
+    explore_bound = 2 * d * math.log(1 + T / (d * res["lam_V"])) / min(res["thr"], 1.0)
+    assert np.all(diag["explore_rounds"] > 0) and np.all(diag["explore_rounds"] <= explore_bound)

@@ -60,7 +60,7 @@ def _worst_exact_delta(N: int, p: float, shifts: list[tuple[int, int]], eps: flo
 
 
 def test_bound_dominates_the_exact_worst_case_and_is_within_25_percent_in_epsilon() -> None:
-    """Brute force at small n b: every shift vector two labels can show (n = 4 users, g = 4, vector sum).
+    """Brute force at small n b: every shift vector of the relaxed set of two labels (g = 4, vector sum).
 
     The bound must be at least the exact worst-case delta(eps) over the relaxed shift set at every
     eps (validity), and its epsilon at delta = 1e-3 within 25 % of the exact worst-case epsilon

@@ -9,11 +9,14 @@ approximation of the binomial:
 1. The other users' counts are independent of the changed user and have the same law in both
    worlds: adding them is post-processing, so they are dropped.
 2. The changed user's count is a mixture over its rounding; by the joint convexity of the
-   hockey-stick divergence (product coupling of the two roundings) ``delta(epsilon)`` is at most
-   the maximum over the integer shift vectors ``s = x_hat - x_hat'`` the two roundings can produce
-   of ``H_s = sum_y (P_s(y) - e^eps P_0(y))_+``, ``P_s`` the law of ``Bin(N, p)^L`` shifted by ``s``.
-   Since ``|s_k| <= |u_k - u'_k| + 1`` and ``||u - u'||_2 <= g Delta_2 / Delta`` (``Delta_2`` the
-   l2 replacement sensitivity of the summed coordinates), every reachable ``s`` lies in
+   hockey-stick divergence (under any coupling of the two roundings) ``delta(epsilon)`` is at most
+   the maximum over the integer shift vectors ``s = x_hat - x_hat'`` the coupled roundings can
+   produce of ``H_s = sum_y (P_s(y) - e^eps P_0(y))_+``, ``P_s`` the law of ``Bin(N, p)^L`` shifted
+   by ``s``.  Couple each coordinate's roundings through one uniform ``U_k``:
+   ``x_hat_k = floor(u_k + U_k)``, ``x_hat'_k = floor(u'_k + U_k)`` (the right marginals); then
+   ``|s_k| <= ceil(|u_k - u'_k|)``, so ``(|s_k| - 1)_+ < |u_k - u'_k|``.  With
+   ``||u - u'||_2 <= g Delta_2 / Delta`` (``Delta_2`` the l2 replacement sensitivity of the summed
+   coordinates) every shift of the coupling lies in
    ``F = {s in Z^L : sum_k (|s_k| - 1)_+^2 <= (g Delta_2 / Delta)^2, |s_k| <= ceil(2 g)}``.
 3. For a central box ``C = C_1 x ... x C_L`` (each ``C_k`` a window of ``+-z`` binomial standard
    deviations around ``N p``) and any ``alpha > 1``, the pointwise inequality
@@ -59,7 +62,7 @@ Z_WINDOW: float = 12.0
 
 
 def shift_budget(g: float, Delta: float, sensitivity: float) -> tuple[int, int]:
-    """``(budget, s_max)``: ``sum_k (|s_k| - 1)_+^2 <= budget`` and ``|s_k| <= s_max`` on reachable shifts.
+    """``(budget, s_max)``: ``sum_k (|s_k| - 1)_+^2 <= budget`` and ``|s_k| <= s_max`` on the coupled shifts.
 
     ``budget = floor((g Delta_2 / Delta)^2)``; ``s_max = min(floor(g Delta_2 / Delta) + 1, ceil(2 g))``.
     """
@@ -68,9 +71,12 @@ def shift_budget(g: float, Delta: float, sensitivity: float) -> tuple[int, int]:
 
 
 def _alphas(N: int, p: float, budget: int, delta: float) -> np.ndarray:
-    """Orders around the Gaussian optimum ``1 + sqrt(log(1/delta) / rho)``, ``rho = (r + 1)^2 / (2 N p (1-p))``."""
+    """Orders around the Gaussian optimum ``1 + sqrt(log(1/delta) / rho)``, ``rho = (r + 1)^2 / (2 N p (1-p))``,
+    plus a fixed grid ``1 + [0.01, 100]`` (the window of large orders is narrow, so for very small
+    ``rho`` the optimum is out of reach and a moderate order gives the bound)."""
     rho = (math.sqrt(budget) + 1.0) ** 2 / (2.0 * N * p * (1.0 - p))
-    return 1.0 + np.maximum(math.sqrt(math.log(1.0 / delta) / rho) * ALPHA_FACTORS, 1e-3)
+    centred = 1.0 + np.maximum(math.sqrt(math.log(1.0 / delta) / rho) * ALPHA_FACTORS, 1e-3)
+    return np.concatenate([centred, 1.0 + np.geomspace(1e-2, 100.0, 12)])
 
 
 def _window(N: int, p: float, z: float) -> np.ndarray:
@@ -178,7 +184,8 @@ def binomial_sum_delta(N: int, p: float, L: int, g: float, Delta: float, sensiti
     if not (math.isfinite(eps) and eps >= 0.0):
         raise ValidationError(f"epsilon must be finite and >= 0, got {epsilon!r}")
     log_terms, alphas, tails = _log_bound_terms(N, p, L, g, Delta, sensitivity, 1e-6)
-    return float(min(1.0, np.min(tails + np.exp(log_terms + (1.0 - alphas) * eps))))
+    with np.errstate(over="ignore"):  # a useless order overflows to +inf, which the minimum ignores
+        return float(min(1.0, np.min(tails + np.exp(log_terms + (1.0 - alphas) * eps))))
 
 
 def binomial_sum_epsilon(N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, delta: float) -> float:

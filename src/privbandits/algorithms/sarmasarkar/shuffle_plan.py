@@ -282,8 +282,9 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
     Theory mode: per batch, the matrix sum's guarantee (Lemma T.2 at the ``b`` used) composed
     (basic) with the ``T_it``-fold advanced composition (slack ``plan.pgd_slack[k]``) of the
     ``P_GD`` rounds' guarantees (Lemma T.1 at the ``b`` used); the maximum over the disjoint
-    batches.  Approximate only if some call falls outside Lemma T.1 (then that call is accounted
-    by the Gaussian approximation); the list holds the per-batch epsilon.
+    batches.  A call outside Lemma T.1 is accounted by :meth:`SumParams.guarantee` (binomial pmf,
+    or the flagged Gaussian approximation when that is intractable); the list holds the per-batch
+    epsilon.
     """
     if plan.mode == "practical":
         rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
@@ -294,27 +295,32 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
                  f"{[round(r, 6) for r in rhos]}, batches disjoint (max)")
         g = to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs")
         return dataclasses.replace(g, approximate=True), rhos
-    parts: list[ApproxDP] = []
+    parts: list[tuple[float, float]] = []  # (epsilon, delta) per batch; inf: no finite epsilon
     approximate = False
     for k in range(plan.n_batches):
         gm = plan.matrix[k].guarantee()
+        v = plan.vector[k]
+        gv = None if v is None else v.guarantee()
+        if not gm.is_private or (gv is not None and not gv.is_private):
+            parts.append((math.inf, 0.0))
+            continue
         approximate |= gm.approximate
         pieces = [ApproxDP(gm.epsilon, gm.delta)]
-        v = plan.vector[k]
-        if v is not None:
-            gv = v.guarantee()
+        if gv is not None:
             approximate |= gv.approximate
             pieces.append(compose_advanced(ApproxDP(gv.epsilon, gv.delta), plan.T_it[k], plan.pgd_slack[k]))
         c = compose_basic(pieces)
-        parts.append(ApproxDP(c.epsilon, c.delta))
-    worst = max(parts, key=lambda a: (a.epsilon, a.delta))
-    eps_by_batch = [a.epsilon for a in parts]
+        parts.append((c.epsilon, c.delta))
+    eps_by_batch = [e for e, _ in parts]
+    if not all(math.isfinite(e) for e in eps_by_batch):
+        return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit="user",
+                                notes="theory constants: some summation call has no finite epsilon"), eps_by_batch
     notes = (f"Sarmasarkar (2026) Alg. 1, theory constants: per batch Lemma T.2 (matrix sum, eq. 122 at the b "
              f"used) + {plan.T_it} P_GD rounds of Lemma T.1 under advanced composition (Algorithm 7); epsilon by "
-             f"batch {[round(e, 6) for e in eps_by_batch]}, batches disjoint (max)"
-             + ("; some call outside Lemma T.1 is accounted by the Gaussian approximation (APPROXIMATE)"
-                if approximate else ""))
-    g = to_guarantee(ApproxDP(worst.epsilon, max(a.delta for a in parts)), "shuffle", "user", notes)
+             f"batch {[round(e, 6) for e in eps_by_batch]}, batches disjoint (max); a call outside Lemma T.1 "
+             "is accounted from the binomial pmf"
+             + ("; some call is accounted by the Gaussian approximation (APPROXIMATE)" if approximate else ""))
+    g = to_guarantee(ApproxDP(max(eps_by_batch), max(d for _, d in parts)), "shuffle", "user", notes)
     return dataclasses.replace(g, approximate=approximate), eps_by_batch
 
 
