@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privbandits.core.errors import MissingDataError, UnknownNameError, ValidationError
 from privbandits.envs.datasets import (
@@ -293,3 +295,19 @@ def test_numeric_columns_keeps_row_indices(tmp_path: Path) -> None:
     assert table.column("c")[kept].tolist() == ["x", "z"]
     with pytest.raises(DataFormatError, match="every one of the 1 data rows has a missing value"):
         numeric_columns(read_table(_write(tmp_path, "a,b\n,1\n", "e.csv")), ["a"], na="drop")
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=2, max_size=2),
+                       min_size=2, max_size=15),
+       labels=st.lists(st.sampled_from(["a", "b", "c d"]), min_size=15, max_size=15))
+def test_csv_round_trip_keeps_every_value(tmp_path_factory: pytest.TempPathFactory, values: list[list[float]],
+                                          labels: list[str]) -> None:
+    labels = labels[:len(values)]
+    if len(set(labels)) < 2:
+        labels[0] = "a" if labels[1] != "a" else "b"
+    path = tmp_path_factory.mktemp("rt") / "d.csv"
+    path.write_text("u,v,y\n" + "".join(f"{a!r},{b!r},{lab}\n" for (a, b), lab in zip(values, labels)))
+    data = load_file(str(path), "y")
+    assert np.array_equal(data.X, np.array(values))  # repr round-trips floats exactly
+    assert [data.class_names[i] for i in data.y] == labels and data.n_dropped == 0

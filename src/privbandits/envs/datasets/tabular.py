@@ -132,6 +132,8 @@ def _read_csv(p: Path, delimiter: str) -> Table:
                               f"(Parquet files need the suffix .parquet)") from None
     except csv.Error as exc:
         raise DataFormatError(f"{path!r} is not valid CSV: {exc}") from None
+    except OSError as exc:  # permissions, I/O errors
+        raise DataFormatError(f"{path!r} cannot be read: {exc}") from None
     rows = [r for r in rows if any(c.strip() for c in r)]  # blank lines carry no data
     if not rows:
         raise DataFormatError(f"{path!r} holds only blank lines; expected a header row and data rows")
