@@ -4,6 +4,7 @@ every registered algorithm and its parameters; the examples in the hand-written 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,12 @@ def _toml_blocks() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("where", "text"), _toml_blocks(), ids=lambda v: v if "#" in str(v) else "")
 def test_documented_configurations_are_valid(where: str, text: str) -> None:
+    if "\n[service]" in text:  # a served configuration (privbandits serve)
+        from privbandits.service.config import parse_service_config
+
+        served = parse_service_config(tomllib.loads(text), source=where)
+        assert served.algorithm and served.horizon >= 1
+        return
     cfg = parse_config(text, source=where)
     assert cfg.units()
 

@@ -219,10 +219,19 @@ def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int,
     reward chart every ``n`` users (``POST /v1/simulation/rewards``: simulation only, a real
     device never sends its reward).
     """
+    probe = DeviceClient(base_url, tokens[0], http=http)
+    try:
+        return _drive_users(probe, base_url, tokens, seed, rounds, on_round, post_rewards_every)
+    finally:
+        if http is None:
+            probe.http.close()
+
+
+def _drive_users(probe: DeviceClient, base_url: str, tokens: Sequence[str], seed: int, rounds: int,
+                 on_round: Callable[[int, dict[str, Any]], None] | None, post_rewards_every: int) -> SimulatedRun:
     from privbandits.algorithms.base import BatchedAlgorithm
     from privbandits.experiments.units import build_env
 
-    probe = DeviceClient(base_url, tokens[0], http=http)
     info = probe.fetch_model().info
     cfg = info["config"]
     streams = make_streams(seed)
