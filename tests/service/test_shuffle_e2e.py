@@ -62,7 +62,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
     store = ShufflerStore(tmp_path / "shuffler.db", permutation=recording)
     settings = ShufflerSettings(server_url, SHUFFLER, TokenSet.from_secrets(client=[CLIENT, CLIENT2]), min_batch=2,
-                                poll_seconds=0.05)
+                                device_epsilon=raw["service"]["device_epsilon"], poll_seconds=0.05)
     shuffler_url, s2, t2 = _serve(create_shuffler_app(settings, store))
     yield {"server": server_url, "shuffler": shuffler_url, "drawn": drawn, "dir": tmp_path}
     for s, t in ((s2, t2), (s1, t1)):

@@ -20,7 +20,12 @@ from scipy import stats
 from privbandits.core.errors import ValidationError
 from privbandits.service.auth import TokenSet
 from privbandits.service.permutation import seeded_permutation, system_permutation
-from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app, protocol_batch_size
+from privbandits.service.shuffler import (
+    ShufflerSettings,
+    create_shuffler_app,
+    protocol_batch_size,
+    report_budget,
+)
 from privbandits.service.shuffler_store import ShufflerStore, report_digest
 
 nacl_public = pytest.importorskip("nacl.public")
@@ -307,11 +312,37 @@ def test_tokens_malformed_json_and_size_limit() -> None:
         assert post(client, 3).status_code == 202  # still serving
 
 
+def test_report_budget_per_device() -> None:
+    """One report per device by default (the accounted epsilon is the device's budget); the count is
+    per token and a refused report changes nothing."""
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    server.app.routes[:] = [r for r in server.app.routes if getattr(r, "path", "") != "/v1/model"]
+
+    @server.app.get("/v1/model")
+    def model() -> dict[str, Any]:
+        return {"model_version": server.version, "guarantee": {"epsilon": 0.5}}
+
+    with make(server, store, min_batch=10) as client:
+        assert post(client, 1).status_code == 202
+        again = post(client, 1)  # a retry is not a new report
+        assert again.status_code == 202 and again.json()["duplicate"] is True
+        refused = post(client, 2)
+        assert refused.status_code == 429 and "budget of device 'client-0' exhausted" in \
+            refused.json()["error"]["message"]
+        assert store.pending() == 1
+    assert report_budget({"guarantee": {"epsilon": 0.5}}, None) == 1
+    assert report_budget({"guarantee": {"epsilon": 0.5}}, 1.6) == 3
+    assert report_budget({"guarantee": {"epsilon": "inf"}}, 1.0) is None
+    assert report_budget({}, 1.0) is None
+
+
 def test_settings_validation() -> None:
     with pytest.raises(ValidationError, match="min_batch"):
         ShufflerSettings("http://s", "t", TokenSet.from_secrets(client=["c"]), min_batch=1)
     with pytest.raises(ValidationError, match="tokens"):
         ShufflerSettings("http://s", "t", TokenSet([]))
+    with pytest.raises(ValidationError, match="device_epsilon"):
+        ShufflerSettings("http://s", "t", TokenSet.from_secrets(client=["c"]), device_epsilon=-1.0)
 
 
 # -- action slots of a batched-elimination schedule ------------------------------------------------

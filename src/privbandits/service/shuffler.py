@@ -31,9 +31,10 @@ import base64
 import contextlib
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
@@ -41,10 +42,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_int
-from privbandits.service.auth import TokenSet
+from privbandits.service.auth import Token, TokenSet
 from privbandits.service.shuffler_store import CutBatch, ShufflerStore, report_digest
 
-__all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size"]
+__all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size", "report_budget"]
 
 log = logging.getLogger("privbandits.shuffler")
 
@@ -115,6 +116,10 @@ class ShufflerSettings:
         format as the server's).
     min_batch : int
         Smallest batch ever forwarded (>= 2).
+    device_epsilon : float, optional
+        Privacy budget of a device (client token) without its own ``device_epsilon`` in the
+        tokens file; ``None``: the accounted per-report epsilon, i.e. one report per device (the
+        server's rule for single reports, which in the shuffle model only the shuffler can apply).
     poll_seconds : float
         How often the forwarder looks for a complete batch when no report arrives.
     """
@@ -123,6 +128,7 @@ class ShufflerSettings:
     shuffler_token: str
     tokens: TokenSet
     min_batch: int = 2
+    device_epsilon: float | None = None
     poll_seconds: float = 1.0
 
     def __post_init__(self) -> None:
@@ -131,6 +137,8 @@ class ShufflerSettings:
             raise ValidationError("tokens must hold at least one client token, got none")
         if not self.shuffler_token:
             raise ValidationError("shuffler_token must be a non-empty string")
+        if self.device_epsilon is not None and not (math.isfinite(self.device_epsilon) and self.device_epsilon > 0):
+            raise ValidationError(f"device_epsilon must be a finite number > 0, got {self.device_epsilon!r}")
         if not (0.01 <= float(self.poll_seconds) <= 60):
             raise ValidationError(f"poll_seconds must be in [0.01, 60], got {self.poll_seconds!r}")
         self.server_url = self.server_url.rstrip("/")
@@ -265,6 +273,35 @@ def _check_report(body: Any, header_key: str | None = None) -> tuple[int, str, A
     return version, key, report
 
 
+def client_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
+    """The client (or admin) token of a request, from the app's :class:`ShufflerSettings`."""
+    settings: ShufflerSettings = request.app.state.settings
+    scheme, _, secret = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise Refused(401, "missing client token: send the header 'Authorization: Bearer <token>'", "Authorization")
+    tok = settings.tokens.lookup(secret.strip())
+    if tok is None:
+        raise Refused(401, "unknown token", "Authorization")
+    if tok.role not in ("client", "admin"):
+        raise Refused(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens",
+                      "Authorization")
+    return tok
+
+
+#: A route parameter: the request's checked client token.
+ClientToken = Annotated[Token, Depends(client_token)]
+
+
+def report_budget(model: dict[str, Any], device_epsilon: float | None) -> int | None:
+    """Reports a device may post in total: ``floor(device_epsilon / eps)`` with ``eps`` the
+    accounted per-report epsilon of the model (basic composition; ``device_epsilon`` defaults to
+    ``eps``: one report per device); ``None`` (no limit) when the model states no finite epsilon."""
+    eps = (model.get("guarantee") or {}).get("epsilon")
+    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
+        return None
+    return math.floor((device_epsilon or eps) / eps * (1 + 1e-12))
+
+
 def _int_array(value: int) -> dict[str, Any]:
     """A one-replication int64 array in the service's JSON array encoding."""
     return {"dtype": "int64", "shape": [1], "data": [int(value)]}
@@ -299,24 +336,13 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
                     await task
 
     app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings = settings
 
     @app.exception_handler(HTTPException)
     async def refused(request: Request, exc: HTTPException) -> JSONResponse:
         field = exc.field if isinstance(exc, Refused) else None
         return JSONResponse({"error": {"status": exc.status_code, "field": field, "message": str(exc.detail)}},
                             status_code=exc.status_code)
-
-    def client_token(authorization: str | None = Header(default=None)) -> str:
-        scheme, _, secret = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise Refused(401, "missing client token: send the header 'Authorization: Bearer <token>'", "Authorization")
-        tok = settings.tokens.lookup(secret.strip())
-        if tok is None:
-            raise Refused(401, "unknown token", "Authorization")
-        if tok.role not in ("client", "admin"):
-            raise Refused(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens",
-                          "Authorization")
-        return tok.name
 
     async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
         fwd: Forwarder = app.state.forwarder
@@ -329,11 +355,11 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         return model
 
     @app.get("/v1/model")
-    async def get_model(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
+    async def get_model(request: Request, _: ClientToken) -> dict[str, Any]:
         return await current_model(request.app)
 
     @app.get("/v1/assignment")
-    async def get_assignment(request: Request, _: str = Depends(client_token)) -> dict[str, Any]:
+    async def get_assignment(request: Request, _: ClientToken) -> dict[str, Any]:
         """What this user receives from the shuffler (the Shuffler role's ``assign``).
 
         With a batched-elimination schedule (Hanna et al. 2022, Algorithm 3): the next slot of the
@@ -358,7 +384,7 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
                 "public": {"action": _int_array(action), "n": _int_array(n)}}
 
     @app.post("/v1/reports", status_code=202)
-    async def post_report(request: Request, token: str = Depends(client_token)) -> JSONResponse:
+    async def post_report(request: Request, token: ClientToken) -> JSONResponse:
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_REPORT_BYTES:
             raise Refused(413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
@@ -379,14 +405,21 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         if protocol_batch_size(model) == 0:
             raise Refused(409, f"model version {current} has no open batch (the schedule has committed "
                                "to an action): there is nothing to report", "model_version")
-        digest = report_digest(token, key)
+        digest = report_digest(token.name, key)
+        budget = report_budget(model, token.device_epsilon or settings.device_epsilon)
         try:
-            outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model))
+            outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model),
+                                              token.name, budget)
         except ValueError as e:
             raise Refused(422, f"report is not valid JSON data: {e}", "report") from None
         if outcome == "full":
             raise Refused(409, f"the batch of model version {version} is complete; "
                                "fetch GET /v1/model for the next one", "model_version")
+        if outcome == "budget":
+            g = model.get("guarantee", {})
+            raise Refused(429, f"report budget of device {token.name!r} exhausted: each report spends the accounted "
+                               f"epsilon={g.get('epsilon')} and the device's budget allows {budget} report(s)",
+                          "Authorization")
         if outcome == "queued":
             wake.set()
         return JSONResponse({"accepted": True, "duplicate": outcome == "duplicate", "forwarding": fwd.blocked is None},

@@ -70,7 +70,8 @@ def serve_shuffler(
         raise ConfigError(f"{config.name}: {cfg.algorithm} runs in the {cls.trust_model} model; a shuffler serves "
                           "shuffle-model algorithms only")
     settings = ShufflerSettings(server, shuffler_secret(tokens), load_tokens(tokens),
-                                min_batch=max(2, cfg.min_batch) if min_batch is None else min_batch)
+                                min_batch=max(2, cfg.min_batch) if min_batch is None else min_batch,
+                                device_epsilon=cfg.device_epsilon)
     path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
     store = ShufflerStore(path)
     pending = store.pending()

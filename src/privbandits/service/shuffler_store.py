@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, batch_id TEXT UNIQUE
                                    model_version INTEGER NOT NULL, size INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS slots (model_version INTEGER NOT NULL, pos INTEGER NOT NULL, action INTEGER NOT NULL,
                                   handed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model_version, pos));
+CREATE TABLE IF NOT EXISTS spent (device TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -101,13 +102,16 @@ class ShufflerStore:
             self._db.close()
 
     # -- intake -------------------------------------------------------------------------------
-    def add(self, digest: str, model_version: int, report: Any, cap: int | None = None) -> str:
-        """Queue one report; returns ``"queued"``, ``"duplicate"`` or ``"full"``.
+    def add(self, digest: str, model_version: int, report: Any, cap: int | None = None,
+            device: str | None = None, budget: int | None = None) -> str:
+        """Queue one report; returns ``"queued"``, ``"duplicate"``, ``"full"`` or ``"budget"``.
 
         ``"duplicate"``: ``digest`` was acknowledged before (nothing queued again).  ``"full"``:
         ``cap`` reports of ``model_version`` are already pending (the protocol's batch is
-        complete, or a complete batch of that version was cut already: nothing queued).  Returns only after the transaction has committed, so the
-        caller may then acknowledge.
+        complete, or a complete batch of that version was cut already).  ``"budget"``: the
+        ``device`` already had ``budget`` reports accepted (its privacy budget is spent).  The
+        store keeps per device only the number of its accepted reports, never which ones.
+        Returns only after the transaction has committed, so the caller may then acknowledge.
         """
         version = check_int("model_version", model_version, 0)
         text = json.dumps(report, separators=(",", ":"), allow_nan=False)
@@ -121,6 +125,13 @@ class ShufflerStore:
                         "SELECT COUNT(*) FROM pending WHERE model_version = ?", (version,)).fetchone()[0] >= cap):
                     self._db.execute("ROLLBACK")
                     return "full"
+                if device is not None and budget is not None:
+                    row = self._db.execute("SELECT n FROM spent WHERE device = ?", (device,)).fetchone()
+                    if row is not None and int(row[0]) >= budget:
+                        self._db.execute("ROLLBACK")
+                        return "budget"
+                    self._db.execute("INSERT INTO spent VALUES (?, 1) ON CONFLICT (device) DO UPDATE SET n = n + 1",
+                                     (device,))
                 self._db.execute("INSERT INTO seen VALUES (?)", (digest,))
                 self._db.execute("INSERT INTO pending (model_version, report) VALUES (?, ?)", (version, text))
                 self._bump("reports_received", 1)
