@@ -109,3 +109,20 @@ def test_arrays_are_not_pickled(tmp_path: Path, units) -> None:
     blob = sqlite3.connect(tmp_path / "r.db").execute("SELECT regret FROM units").fetchone()[0]
     assert blob[:6] == b"\x93NUMPY"  # npy format, loaded with allow_pickle=False
     assert np.load(__import__("io").BytesIO(blob), allow_pickle=False).shape == (3, len(unit.checkpoint_rounds()))
+
+
+@pytest.mark.parametrize("approximate, local_epsilon", [(True, 2.5), (False, None)])
+def test_shuffle_guarantee_fields_round_trip(tmp_path: Path, units, approximate: bool,
+                                             local_epsilon: float | None) -> None:
+    """An approximate guarantee stays marked ``~`` and the local level of shuffled reports survives."""
+    from privbandits.privacy.guarantee import PrivacyGuarantee
+
+    unit = units[0]
+    g = PrivacyGuarantee(model="shuffle", epsilon=1.0, delta=1e-5, approximate=approximate,
+                         local_epsilon=local_epsilon)
+    result = replace(execute_unit(unit), guarantee=g)
+    with ResultsStore(tmp_path / "r.db") as store:
+        store.put(unit, result)
+        (back,) = store.load(keys=[unit.key()])
+    assert back.guarantee == g
+    assert back.guarantee.short().startswith("~") is approximate

@@ -63,7 +63,9 @@ CREATE TABLE IF NOT EXISTS units (
     library_version  TEXT NOT NULL,
     created_at       TEXT NOT NULL,
     resolved_params  TEXT NOT NULL DEFAULT '{}',
-    engine           TEXT NOT NULL DEFAULT 'reference'
+    engine           TEXT NOT NULL DEFAULT 'reference',
+    approximate      INTEGER NOT NULL DEFAULT 0,
+    local_epsilon    REAL
 );
 CREATE INDEX IF NOT EXISTS units_experiment ON units (experiment);
 CREATE TABLE IF NOT EXISTS row_units (
@@ -82,9 +84,10 @@ _COLUMNS = ("key", "experiment", "label", "algorithm", "params", "grid", "env", 
             "horizon", "replications", "preset", "trust_model", "guarantee_model", "epsilon", "delta",
             "guarantee_unit", "guarantee_notes", "rho", "checkpoints", "regret", "reward",
             "estimation_error", "wall_time", "extra", "config", "schema_version", "library_version",
-            "created_at", "resolved_params", "engine")
+            "created_at", "resolved_params", "engine", "approximate", "local_epsilon")
 #: Columns added after the first release, with their SQL definitions (added to older databases).
-_ADDED_COLUMNS = {"resolved_params": "TEXT NOT NULL DEFAULT '{}'", "engine": "TEXT NOT NULL DEFAULT 'reference'"}
+_ADDED_COLUMNS = {"resolved_params": "TEXT NOT NULL DEFAULT '{}'", "engine": "TEXT NOT NULL DEFAULT 'reference'",
+                  "approximate": "INTEGER NOT NULL DEFAULT 0", "local_epsilon": "REAL"}
 
 
 @dataclass
@@ -198,6 +201,7 @@ class ResultsStore:
             "config": canonical_json(unit.config()), "schema_version": SCHEMA_VERSION,
             "library_version": __version__, "created_at": datetime.now(UTC).isoformat(),
             "resolved_params": _json(result.resolved_params), "engine": result.engine,
+            "approximate": int(g.approximate), "local_epsilon": g.local_epsilon,
         }
         _check_shapes(unit, result)
         sql = f"INSERT OR IGNORE INTO units ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
@@ -323,7 +327,8 @@ def _row_to_result(row: tuple[Any, ...]) -> StoredResult:
     r = dict(zip(_COLUMNS, row))
     eps = math.inf if r["epsilon"] is None else r["epsilon"]
     guarantee = PrivacyGuarantee(model=r["guarantee_model"], epsilon=eps, delta=r["delta"],
-                                 unit=r["guarantee_unit"], notes=r["guarantee_notes"], rho=r["rho"])
+                                 unit=r["guarantee_unit"], notes=r["guarantee_notes"], rho=r["rho"],
+                                 approximate=bool(r["approximate"]), local_epsilon=r["local_epsilon"])
     try:
         return StoredResult(
             algorithm=r["algorithm"], params=json.loads(r["params"]), trust_model=r["trust_model"],
