@@ -254,10 +254,10 @@ _slow = pytest.mark.slow  # numba compilation of each kernel on a fresh cache, r
     pytest.param("jdp-glm", {"epsilon": 1.0}, "shared", "logistic", marks=_slow),
 ])
 def test_reference_and_compiled_drivers_agree(name: str, params: dict, encoding: str, link: str) -> None:
-    runs = [simulate(make(name, **params), SupervisedEnv("iris", encoding=encoding, link=link), horizon=300,
+    runs = [simulate(make(name, **params), SupervisedEnv("iris", encoding=encoding, link=link), horizon=200,
                      replications=2, seed=4, engine=engine) for engine in ("reference", "compiled")]
     assert np.array_equal(runs[0].regret, runs[1].regret)
-    assert np.all(runs[0].final_regret <= 300)
+    assert np.all(runs[0].final_regret <= 200)
 
 
 @_slow
