@@ -184,12 +184,12 @@ async def _blast(url: str, secrets: list[str], bodies: list[dict[str, Any]], cli
 _WRK_SCRIPT = """
 local bodies = {%(bodies)s}
 local tokens = {%(tokens)s}
-local n, errors, first = 0, 0, ""
+n, errors, first = 0, 0, ""  -- globals: done() reads them with thread:get
 function request()
   n = n + 1
   local headers = {["Content-Type"] = "application/json",
                    ["Authorization"] = "Bearer " .. tokens[(n %% #tokens) + 1],
-                   ["Idempotency-Key"] = string.format("wrk-%%d", n)}
+                   ["Idempotency-Key"] = string.format("%(run)s-%%d", n)}
   return wrk.format("POST", "/v1/reports", headers, bodies[(n %% #bodies) + 1])
 end
 function response(status, headers, body)
@@ -219,10 +219,13 @@ def _run_wrk(url: str, secrets: list[str], bodies: list[dict[str, Any]], clients
              seconds: float, workdir: Path) -> tuple[int, int, str | None, float, dict[str, float]]:
     """wrk for ``seconds``; ``(requests, errors, first error, wall seconds, latency ms percentiles)``."""
     script = workdir / "load.lua"
-    script.write_text(_WRK_SCRIPT % {"bodies": ", ".join(_lua_string(json.dumps(b)) for b in bodies),
+    script.write_text(_WRK_SCRIPT % {"run": uuid.uuid4().hex, "bodies": ", ".join(_lua_string(json.dumps(b)) for b in bodies),
                                      "tokens": ", ".join(_lua_string(t) for t in secrets)})
-    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{max(1, int(seconds))}s", "--timeout", "10s",
-                          "-s", str(script), url], check=True, capture_output=True, text=True).stdout
+    proc = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{max(1, int(seconds))}s", "--timeout", "10s",
+                           "-s", str(script), url], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"wrk failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    out = proc.stdout
     m = re.search(r"RESULT (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)", out)
     if m is None:
         raise RuntimeError(f"unexpected wrk output:\n{out}")
