@@ -75,7 +75,7 @@ def reweighting_summary(rows: Sequence[dict[str, Any]]) -> list[str]:
              "lowest private L1 error per cell: " + ", ".join(f"{e} {c}" for e, c in
                                                               sorted(counts.items(), key=lambda kv: -kv[1]))]
     if where is not None:
-        lines.append(f"best ratio of re-weighting to the best other private estimator: {best_ratio:.3g} "
+        lines.append(f"best ratio of re-weighting to the best other private estimator: {best_ratio:.3f} "
                      f"({_describe(where)})")
     return lines
 

@@ -83,6 +83,8 @@ class SquareCB(Curator):
 
     name = "squarecb"
     trust_model: ClassVar[str] = "none"
+    #: The oracles are improper (Chen et al. 2025, Prop. 6.1): the estimate may leave the unit ball.
+    improper_estimate: ClassVar[bool] = True
     paper = "Foster & Rakhlin 2020 (SquareCB); oracle of Chen et al. 2025, Alg. 5 without noise"
     constraints = SQUARECB_CONSTRAINTS
     test_params = ({"m0": 4}, {"m0": 3, "c_gamma": 0.5})

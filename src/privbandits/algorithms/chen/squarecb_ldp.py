@@ -171,6 +171,8 @@ class SquareCBLDP(LocalAlgorithm):
 
     name = "squarecb-ldp"
     trust_model: ClassVar[str] = "local"
+    #: Algorithm 6 is improper: no projection, the estimate carries the users' isotropic noise.
+    improper_estimate: ClassVar[bool] = True
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 6 (LDP)"
     constraints = {**{key: SQUARECB_CONSTRAINTS[key] for key in ("c_gamma", "m0")}, **PRIVACY_CONSTRAINTS}
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
