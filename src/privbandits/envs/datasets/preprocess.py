@@ -66,6 +66,13 @@ def project(Z: np.ndarray, d: int | None, method: str, seed: int = 0) -> tuple[n
     return Z @ G / np.sqrt(d), {"projection": "random", "d_projected": d, "projection_seed": seed}
 
 
+def _row_norms(Z: np.ndarray) -> np.ndarray:
+    """Euclidean row norms without underflow or overflow (rows scaled by their largest entry first)."""
+    m = np.abs(Z).max(axis=1)
+    safe = np.where(m > 0, m, 1.0)
+    return m * np.linalg.norm(Z / safe[:, None], axis=1)
+
+
 def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
                 quantile: float = 0.95) -> tuple[np.ndarray, dict[str, Any]]:
     """Scale contexts so every row has ``||x||_2 <= bound``.
@@ -89,7 +96,7 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
     """
     check_choice("norm", policy, NORM_POLICIES)
     bound = check_positive("context_bound", bound)
-    norms = np.linalg.norm(Z, axis=1)
+    norms = _row_norms(Z)
     if policy == "max":
         ref = float(norms.max())
     else:
@@ -103,9 +110,11 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
     n_clipped = 0
     if policy == "clip":
         n_clipped = int((norms > ref).sum())  # rows beyond the quantile (compared before rounding)
-    r = np.linalg.norm(out, axis=1)
-    over = r > bound  # the clipped rows, and rows a rounding error outside the ball
-    out[over] *= (bound / r[over])[:, None]
+    # the clipped rows, and rows a rounding error outside the ball: projected from the raw rows
+    # (Z / ||z|| is a unit vector; rescaling ``out`` instead overflows when ``scale`` is huge)
+    with np.errstate(over="ignore"):
+        over = norms * scale > bound
+    out[over] = Z[over] * (bound / norms[over])[:, None]
     record: dict[str, Any] = {"norm": policy, "norm_scale": scale, "n_clipped_rows": n_clipped}
     if policy == "clip":
         record["clip_quantile"] = quantile
