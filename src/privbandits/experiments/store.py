@@ -231,23 +231,12 @@ class ResultsStore:
 
     def existing_row_keys(self, keys: Iterable[str]) -> set[str]:
         """The subset of ``keys`` stored by :meth:`put_rows`."""
-        wanted = list(keys)
-        found: set[str] = set()
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            found |= {r[0] for r in self._query(f"SELECT key FROM row_units WHERE key IN ({marks})", chunk)}
-        return found
+        return {r[0] for r in self._query_in("SELECT key FROM row_units WHERE key IN ({marks})", list(keys))}
 
     def load_rows(self, keys: Sequence[str]) -> list[tuple[list[dict[str, Any]], float]]:
         """``(rows, wall_time)`` of the stored units ``keys``, in that order (missing keys skipped)."""
-        by: dict[str, tuple[list[dict[str, Any]], float]] = {}
-        for i in range(0, len(keys), 500):
-            chunk = list(keys[i:i + 500])
-            marks = ",".join("?" * len(chunk))
-            for key, rows, wall in self._query(
-                    f"SELECT key, rows, wall_time FROM row_units WHERE key IN ({marks})", chunk):
-                by[key] = (json.loads(rows), float(wall))
+        by = {key: (json.loads(rows), float(wall)) for key, rows, wall in
+              self._query_in("SELECT key, rows, wall_time FROM row_units WHERE key IN ({marks})", list(keys))}
         return [by[k] for k in keys if k in by]
 
     def _transaction(self) -> Any:
@@ -269,15 +258,18 @@ class ResultsStore:
         except sqlite3.Error as exc:
             raise ResultsStoreError(f"cannot read {str(self.path)!r}: {exc}") from None
 
-    def existing_keys(self, keys: Iterable[str]) -> set[str]:
-        """The subset of ``keys`` already stored."""
-        wanted = list(keys)
-        found: set[str] = set()
+    def _query_in(self, sql: str, wanted: list[str]) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` whose ``IN ({marks})`` list is ``wanted``, queried in chunks of 500 keys
+        (SQLite's default limit on host parameters is 999)."""
+        out: list[tuple[Any, ...]] = []
         for i in range(0, len(wanted), 500):
             chunk = wanted[i:i + 500]
-            rows = self._query(f"SELECT key FROM units WHERE key IN ({', '.join('?' * len(chunk))})", chunk)
-            found.update(r[0] for r in rows)
-        return found
+            out += self._query(sql.format(marks=", ".join("?" * len(chunk))), chunk)
+        return out
+
+    def existing_keys(self, keys: Iterable[str]) -> set[str]:
+        """The subset of ``keys`` already stored."""
+        return {r[0] for r in self._query_in("SELECT key FROM units WHERE key IN ({marks})", list(keys))}
 
     def count(self, experiment: str | None = None) -> int:
         """Number of stored units (of one experiment)."""
