@@ -70,8 +70,8 @@ from privbandits.privacy.inputs import check_client_inputs
 __all__ = [
     "SETTINGS",
     "Algorithm",
-    "BatchedAlgorithm",
     "BatchClient",
+    "BatchedAlgorithm",
     "Client",
     "Curator",
     "EnvSpec",
