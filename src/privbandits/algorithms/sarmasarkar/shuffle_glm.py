@@ -25,17 +25,19 @@ broadcasts the server's public state to the batch's users (``respond``), passes 
 through the shuffler and hands the release to the server.  The server never holds a client, a
 user's data or a per-user message.
 
-Engines.  ShuffleGLM runs on the reference driver only.  Its fast path is ``path="aggregate"``
-for the ``P_GD`` rounds (each round's release drawn directly, exact in distribution, with the
-message path as its twin and two-sample tests between them): those rounds, ``T_it`` per batch
-over all of the batch's users, dominate the message count.  The exact aggregate driver
-(:mod:`privbandits.engine.aggregate`) does not apply: it needs a fixed action set with public
-per-action pull counts, while here every round brings a fresh context set and the choice
-depends on it.  Nor do the compiled kernels (:mod:`privbandits.algorithms.kernel`): their local
-kernel releases one message per user and round into a server update, whereas Algorithm 1's
-server acts only on batch releases and then runs multi-round protocols with the same users.
-A compiled path would need a shuffle kernel (client choice and randomizer as compiled steps, a
-device-side store of the open batch, and a batch-end step for the matrix analysis and ``P_GD``).
+Engines.  ``engine="reference"`` runs the message-level driver, one Python step per round.
+``engine="compiled"`` (and ``"auto"``) runs the batch path (:mod:`privbandits.engine.batches`):
+the published policy is fixed within a batch, so :meth:`ShuffleGLMClient.choose_batch` computes
+the elimination and the scaling of all users of a block of rounds at once and runs their designs
+and draws in one compiled loop (:func:`privbandits.algorithms.design_draws.design_draws`), and
+:meth:`ShuffleGLMClient.randomize_batch` draws their Cheu et al. messages in one call; the
+messages still go one per user through the shuffler, and ``P_GD`` runs as in the reference
+driver.  Every stream is consumed in the reference driver's order, so the trajectory is the same
+(exact, not only in distribution).  Independently, ``path="aggregate"`` draws each ``P_GD``
+round's release directly (exact in distribution, with the message path as its twin and
+two-sample tests between them).  The aggregate driver (:mod:`privbandits.engine.aggregate`)
+does not apply: it needs a fixed action set with public per-action pull counts, while here
+every round brings a fresh context set.
 
 References
 ----------
