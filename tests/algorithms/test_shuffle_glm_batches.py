@@ -110,3 +110,31 @@ def test_auto_engine_runs_the_batch_path_with_the_reference_trajectory() -> None
     np.testing.assert_allclose(runs["auto"].regret, runs["reference"].regret, rtol=0, atol=1e-9)
     np.testing.assert_allclose(runs["auto"].reward, runs["reference"].reward, rtol=0, atol=1e-9)
     assert (runs["auto"].estimation_error is None) == (runs["reference"].estimation_error is None)
+
+
+@pytest.mark.parametrize("link", ["logistic", "probit"])
+def test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding(link: str) -> None:
+    # the fused aggregate P_GD round against the message path's steps (gradient, encode_vectors,
+    # aggregate_release) on the same stream: the same release
+    from privbandits.algorithms.sarmasarkar.pgd_round import pgd_rounded_sums
+    from privbandits.privacy import cheu
+
+    R, n, d = 3, 400, 4
+    rng = np.random.default_rng(1)
+    X, _ = sample_contexts(rng, (R, n), d, "ball")
+    y = rng.random((R, n))
+    theta = rng.normal(size=(R, d)) * 3.0  # large enough that some gradients are clipped
+    lk = get_link(link)
+    lam_n, L = 0.7, 0.9
+    params = cheu.calibrated_params(n, d, L, delta=1e-3, rho=0.5, kind="vector", conversion="bs")
+    mu = lk.mu(np.einsum("rnd,rd->rn", X, theta))
+    u = (mu - y)[..., None] * X + lam_n * theta[:, None, :]
+    w, n_clipped = cheu.encode_vectors(u, params.Delta)
+    assert n_clipped > 0
+    ref = cheu.aggregate_release(w, params, np.random.default_rng(3))
+    x_hat = np.empty((R, d), dtype=np.int64)
+    rng2 = np.random.default_rng(3)
+    pgd_rounded_sums(np.ascontiguousarray(X), y, theta, lk.code, lam_n, params.Delta, params.g, rng2, x_hat)
+    got = cheu.release_from_rounded(x_hat, params, rng2)
+    np.testing.assert_array_equal(got["ones"], ref["ones"])
+    assert got.n_users == ref.n_users == n and got.mechanism == ref.mechanism

@@ -58,6 +58,7 @@ from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.design import g_optimal_design
 from privbandits.algorithms.design_draws import design_draws
 from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar.pgd_round import pgd_rounded_sums
 from privbandits.algorithms.sarmasarkar.shuffle_plan import (
     MODES,
     ShufflePlan,
@@ -265,13 +266,16 @@ class ShuffleGLMClient(BatchClient):
                           np.ascontiguousarray(np.concatenate(self._r).T))
         Xb, rb = self._held
         theta = np.asarray(public["theta_gd"], dtype=float)  # (R, d)
+        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
+            x_hat = np.empty(theta.shape, dtype=np.int64)
+            pgd_rounded_sums(Xb, rb, np.ascontiguousarray(theta), self.spec.link.code,
+                             self.plan.lam_max / params.n, params.Delta, params.g, rng, x_hat)
+            release = cheu.release_from_rounded(x_hat, params, rng)
+            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(theta.shape[0], params.n)},
+                                      mechanism=params.mechanism)]
         mu = np.asarray(self.spec.link.mu(np.einsum("rnd,rd->rn", Xb, theta)), dtype=float)
         u = (mu - rb)[..., None] * Xb + (self.plan.lam_max / params.n) * theta[:, None, :]
         w, _ = cheu.encode_vectors(u, params.Delta)
-        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
-            release = cheu.aggregate_release(w, params, rng)
-            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(w.shape[0], params.n)},
-                                      mechanism=params.mechanism)]
         return cheu.randomize_users(w, params, rng)
 
 
