@@ -84,7 +84,7 @@ EIG_FLOOR = 1e-6
 
 
 def _norms_sq(X: np.ndarray, Minv: np.ndarray) -> np.ndarray:
-    return np.maximum(np.einsum("...kd,...de,...ke->...k", X, Minv, X), 0.0)
+    return np.maximum(np.sum((X @ Minv) * X, axis=-1), 0.0)
 
 
 def eliminate(X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list[float], n_policies: int) -> np.ndarray:
