@@ -35,7 +35,9 @@ messages still go one per user through the shuffler, and ``P_GD`` runs as in the
 driver.  Every stream is consumed in the reference driver's order, so the trajectory is the same
 (exact, not only in distribution).  Independently, ``path="aggregate"`` draws each ``P_GD``
 round's release directly (exact in distribution, with the message path as its twin and
-two-sample tests between them).  The aggregate driver (:mod:`privbandits.engine.aggregate`)
+two-sample tests between them), the users' gradients, encodings and roundings in one compiled
+loop (:func:`privbandits.algorithms.sarmasarkar.pgd_round.pgd_rounded_sums`, on both drivers).
+The aggregate driver (:mod:`privbandits.engine.aggregate`)
 does not apply: it needs a fixed action set with public per-action pull counts, while here
 every round brings a fresh context set.
 
