@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.algorithms.base import Algorithm, ShuffleAlgorithm
+from privbandits.algorithms.base import Algorithm, BatchClient, ShuffleAlgorithm
 from privbandits.envs import Environment
 
 __all__ = ["BoundaryLog", "after_reset", "record_chunks", "spy_on_roles"]
@@ -68,6 +68,10 @@ def spy_on_roles(alg: Algorithm) -> BoundaryLog:
         _wrap(client, "choose", before=lambda t, public, *rest: log.client_public.append(type(public)))
         _wrap(client, "randomize", before=lambda t, public, *rest: log.client_public.append(type(public)),
               after=lambda out: log.client_sent.append(type(out)))
+        if isinstance(client, BatchClient):  # the batch path: the same channels, a block of users at once
+            _wrap(client, "choose_batch", before=lambda t, public, *rest: log.client_public.append(type(public)))
+            _wrap(client, "randomize_batch", before=lambda t, public, *rest: log.client_public.append(type(public)),
+                  after=lambda out: log.client_sent.extend(type(m) for m in out))
         if isinstance(a, ShuffleAlgorithm):
             _wrap(a.shuffler, "release", after=lambda out: log.shuffler_released.append(type(out)))
             _wrap(a.shuffler, "assign", after=lambda out: log.shuffler_assigned.append(type(out)))

@@ -70,6 +70,7 @@ from privbandits.privacy.inputs import check_client_inputs
 __all__ = [
     "SETTINGS",
     "Algorithm",
+    "BatchClient",
     "BatchedAlgorithm",
     "Client",
     "Curator",
@@ -315,6 +316,32 @@ class Client(ABC):
         their devices (the client), one :class:`PrivatizedMessage` per user is returned.
         """
         raise NotImplementedError(f"{type(self).__name__} takes part in no multi-round protocol")
+
+
+class BatchClient(Client):
+    """A shuffle client whose users of one batch can be served together (the compiled shuffle path).
+
+    Within a batch the public state does not change, so the choices and the local randomizers of
+    the users of rounds ``t .. t + n - 1`` can be computed at once.  Both methods must consume their
+    streams exactly as ``n`` calls of :meth:`Client.choose` / :meth:`Client.randomize` would, so the
+    batch path (:mod:`privbandits.engine.batches`) gives the reference driver's trajectory.
+    """
+
+    @abstractmethod
+    def choose_batch(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Arms ``(n, R)`` of the users of rounds ``t .. t + n - 1`` (``contexts`` ``(n, R, K, d)``)."""
+
+    @abstractmethod
+    def randomize_batch(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> list[PrivatizedMessage]:
+        """One privatized message per user of rounds ``t .. t + n - 1``, in round order."""
 
 
 class Server(ABC):

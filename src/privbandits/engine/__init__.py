@@ -3,7 +3,8 @@
 * :mod:`~privbandits.engine.reference`: message level, one round at a time through the role
   objects, checking the trust boundary every round; runs every algorithm.
 * :mod:`~privbandits.engine.compiled`: one compiled loop over rounds and replications calling the
-  same compiled steps as the reference driver (algorithms with a kernel).
+  same compiled steps as the reference driver (algorithms with a kernel); for shuffle algorithms
+  whose client serves a batch's users together, the batch path of :mod:`~privbandits.engine.batches`.
 * :mod:`~privbandits.engine.aggregate`: the exact batch path of batched elimination algorithms on
   fixed action sets (releases drawn exactly in distribution).
 

@@ -17,6 +17,7 @@ import numpy as np
 from privbandits.algorithms.base import Algorithm
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import ValidationError
+from privbandits.engine.batches import drive_batches, supports_batches
 from privbandits.engine.recorder import Progress, Recorder
 from privbandits.envs.base import Environment
 from privbandits.privacy.inputs import check_client_inputs
@@ -25,14 +26,19 @@ __all__ = ["drive_compiled", "supports_compiled"]
 
 
 def supports_compiled(alg: Algorithm) -> bool:
-    """Whether ``alg`` (after reset) has a compiled kernel the compiled driver can run."""
+    """Whether ``alg`` (after reset) has a compiled kernel the compiled driver can run, or is a
+    shuffle algorithm whose client serves a batch's users together (:mod:`privbandits.engine.batches`)."""
     k = getattr(alg, "kernel", None)
-    return isinstance(k, (CuratorKernel, LocalKernel))
+    return isinstance(k, (CuratorKernel, LocalKernel)) or supports_batches(alg)
 
 
 def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
-    """Run ``T`` rounds of ``alg`` (which has a kernel) on ``env`` in compiled loops."""
-    k = alg.kernel  # type: ignore[attr-defined]
+    """Run ``T`` rounds of ``alg`` (which has a kernel) on ``env`` in compiled loops (a shuffle
+    algorithm with a batch client: :func:`privbandits.engine.batches.drive_batches`)."""
+    if supports_batches(alg):
+        drive_batches(alg, env, T, rec, tick)
+        return
+    k = getattr(alg, "kernel", None)
     if not isinstance(k, (CuratorKernel, LocalKernel)):
         raise ValidationError(f"algorithm {alg.name!r} has no compiled kernel; use engine='reference'")
     streams = alg.streams  # type: ignore[attr-defined]

@@ -75,6 +75,7 @@ __all__ = [
     "encode_vectors",
     "local_randomizer",
     "randomize_users",
+    "release_from_rounded",
     "shuffle",
     "shuffle_matrix_sum",
     "shuffle_vector_sum",
@@ -823,8 +824,20 @@ def aggregate_release(w: np.ndarray, params: SumParams, rng: np.random.Generator
     if w.shape[1] != params.n:
         raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
-    x_hat = randomized_rounding(u, rng).sum(axis=1)
-    gamma2 = binomial_bit_counts(np.zeros((w.shape[0], params.n_labels)), params.g, params.n * params.b, params.p,
+    return release_from_rounded(randomized_rounding(u, rng).sum(axis=1), params, rng)
+
+
+def release_from_rounded(x_hat: np.ndarray, params: SumParams, rng: np.random.Generator) -> ShuffledBatch:
+    """The second half of :func:`aggregate_release`: the users' rounded coordinates summed over
+    users (``x_hat``, shape ``(R, n_labels)``) plus one ``Binomial(n b, p)`` per label.
+
+    For callers that draw the rounding of all users in a compiled loop (in the order of
+    :func:`aggregate_release`: replication, user, label).
+    """
+    x_hat = np.asarray(x_hat)
+    if x_hat.ndim != 2 or x_hat.shape[1] != params.n_labels:
+        raise ValidationError(f"x_hat must have shape (R, n_labels={params.n_labels}), got {x_hat.shape}")
+    gamma2 = binomial_bit_counts(np.zeros((x_hat.shape[0], params.n_labels)), params.g, params.n * params.b, params.p,
                                  params.Delta, rng)
     ones = np.rint(x_hat + gamma2).astype(np.int64)
     return ShuffledBatch(payload=_frozen_payload({"ones": ones}), mechanism=params.mechanism, n_users=params.n)

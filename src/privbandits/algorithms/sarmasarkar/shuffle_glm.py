@@ -25,17 +25,21 @@ broadcasts the server's public state to the batch's users (``respond``), passes 
 through the shuffler and hands the release to the server.  The server never holds a client, a
 user's data or a per-user message.
 
-Engines.  ShuffleGLM runs on the reference driver only.  Its fast path is ``path="aggregate"``
-for the ``P_GD`` rounds (each round's release drawn directly, exact in distribution, with the
-message path as its twin and two-sample tests between them): those rounds, ``T_it`` per batch
-over all of the batch's users, dominate the message count.  The exact aggregate driver
-(:mod:`privbandits.engine.aggregate`) does not apply: it needs a fixed action set with public
-per-action pull counts, while here every round brings a fresh context set and the choice
-depends on it.  Nor do the compiled kernels (:mod:`privbandits.algorithms.kernel`): their local
-kernel releases one message per user and round into a server update, whereas Algorithm 1's
-server acts only on batch releases and then runs multi-round protocols with the same users.
-A compiled path would need a shuffle kernel (client choice and randomizer as compiled steps, a
-device-side store of the open batch, and a batch-end step for the matrix analysis and ``P_GD``).
+Engines.  ``engine="reference"`` runs the message-level driver, one Python step per round.
+``engine="compiled"`` (and ``"auto"``) runs the batch path (:mod:`privbandits.engine.batches`):
+the published policy is fixed within a batch, so :meth:`ShuffleGLMClient.choose_batch` computes
+the elimination and the scaling of all users of a block of rounds at once and runs their designs
+and draws in one compiled loop (:func:`privbandits.algorithms.design_draws.design_draws`), and
+:meth:`ShuffleGLMClient.randomize_batch` draws their Cheu et al. messages in one call; the
+messages still go one per user through the shuffler, and ``P_GD`` runs as in the reference
+driver.  Every stream is consumed in the reference driver's order, so the trajectory is the same
+(exact, not only in distribution).  Independently, ``path="aggregate"`` draws each ``P_GD``
+round's release directly (exact in distribution, with the message path as its twin and
+two-sample tests between them), the users' gradients, encodings and roundings in one compiled
+loop (:func:`privbandits.algorithms.sarmasarkar.pgd_round.pgd_rounded_sums`, on both drivers).
+The aggregate driver (:mod:`privbandits.engine.aggregate`)
+does not apply: it needs a fixed action set with public per-action pull counts, while here
+every round brings a fresh context set.
 
 References
 ----------
@@ -46,14 +50,17 @@ Sarmasarkar (2026), arXiv 2602.00417, Algorithm 1, eqs. (6)-(13), Lemma 4.3, App
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import ClassVar
 
 import numpy as np
 
-from privbandits.algorithms.base import Client, Server, ShuffleAlgorithm, Shuffler
+from privbandits.algorithms.base import BatchClient, Server, ShuffleAlgorithm, Shuffler
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.design import g_optimal_design
+from privbandits.algorithms.design_draws import design_draws
 from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar.pgd_round import pgd_rounded_sums
 from privbandits.algorithms.sarmasarkar.shuffle_plan import (
     MODES,
     ShufflePlan,
@@ -68,15 +75,18 @@ from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy import cheu
 from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.randomizers import binomial_bit_counts
 
 __all__ = ["ShuffleGLM", "ShuffleGLMClient", "ShuffleGLMServer", "ShuffleGLMShuffler", "eliminate", "scale_weights"]
 
+#: Frank-Wolfe step cap of the clients' designs (the default of :func:`g_optimal_design`).
+DESIGN_MAX_ITER = 10_000
 #: Eigenvalue floor applied to released matrices before inversion (post-processing).
 EIG_FLOOR = 1e-6
 
 
 def _norms_sq(X: np.ndarray, Minv: np.ndarray) -> np.ndarray:
-    return np.maximum(np.einsum("kd,de,ke->k", X, Minv, X), 0.0)
+    return np.maximum(np.sum((X @ Minv) * X, axis=-1), 0.0)
 
 
 def eliminate(X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list[float], n_policies: int) -> np.ndarray:
@@ -85,24 +95,32 @@ def eliminate(X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list
     For ``j = 1 .. n_policies``: drop ``x`` with ``UCB_j(x) < max_{y in A} LCB_j(y)`` (over the
     already-reduced ``A``), ``UCB_j / LCB_j = <x, theta_hat_j> +/- widths[j] ||x||_{M_j^{-1}}``.
     The maximiser of ``LCB_j`` always survives, so the mask is never empty.
+
+    ``X`` has shape ``(..., K, d)``, ``thetas`` ``(..., J, d)`` and ``Minvs`` ``(..., J, d, d)``
+    (leading axes broadcast: many rounds and replications at once); the mask has shape ``(..., K)``.
     """
-    alive = np.ones(X.shape[0], dtype=bool)
+    alive = np.ones(X.shape[:-1], dtype=bool)
     for j in range(n_policies):
-        mean = X @ thetas[j]
-        wid = widths[j] * np.sqrt(_norms_sq(X, Minvs[j]))
-        best = float(np.max((mean - wid)[alive]))
+        mean = np.einsum("...kd,...d->...k", X, thetas[..., j, :])
+        wid = widths[j] * np.sqrt(_norms_sq(X, Minvs[..., j, :, :]))
+        best = np.max(np.where(alive, mean - wid, -np.inf), axis=-1, keepdims=True)
         alive &= mean + wid >= best
     return alive
 
 
 def scale_weights(X: np.ndarray, theta1: np.ndarray, Vinv: np.ndarray, plan: ShufflePlan, link: Link) -> np.ndarray:
     """``w(x) = min(mu'(<x, theta_hat_1>) / beta(x), 1/kappa*)``, ``beta(x) = exp(R min(2S, gamma sqrt(kappa) ||x||_{V^-1}))``
-    (eqs. 10-11; the clip makes the matrix sensitivity ``1/kappa*`` deterministic)."""
+    (eqs. 10-11; the clip makes the matrix sensitivity ``1/kappa*`` deterministic).
+
+    ``X`` has shape ``(..., K, d)``, ``theta1`` ``(..., d)``, ``Vinv`` ``(..., d, d)`` (leading axes
+    broadcast); the weights have shape ``(..., K)``.
+    """
     beta = np.exp(plan.R * np.minimum(2.0 * plan.S, plan.gamma * np.sqrt(plan.kappa) * np.sqrt(_norms_sq(X, Vinv))))
-    return np.minimum(np.asarray(link.dmu(X @ theta1), dtype=float) / beta, 1.0 / plan.kappa_star)
+    z = np.einsum("...kd,...d->...k", X, theta1)
+    return np.minimum(np.asarray(link.dmu(z), dtype=float) / beta, 1.0 / plan.kappa_star)
 
 
-class ShuffleGLMClient(Client):
+class ShuffleGLMClient(BatchClient):
     """User side of Algorithm 1: choose, randomize ``w_t x_t x_t^T``, answer ``P_GD`` rounds.
 
     Parameters
@@ -122,10 +140,13 @@ class ShuffleGLMClient(Client):
         self.spec = spec
         self.path = path
         self.widths = plan.width_coefficients()
-        # devices of the open batch's users: their own (x, r), kept user-side for P_GD
+        # devices of the open batch's users: their own (x, r), kept user-side for P_GD, in blocks
+        # of users (round-major: (users, R, d) and (users, R))
         self._batch = -1
         self._x: list[np.ndarray] = []
         self._r: list[np.ndarray] = []
+        self._users = 0
+        self._held: tuple[np.ndarray, np.ndarray] | None = None
 
     @staticmethod
     def _batch_of(public: PublicState) -> int:
@@ -155,6 +176,51 @@ class ShuffleGLMClient(Client):
             out[r] = idx[min(i, idx.size - 1)]
         return out
 
+    def choose_batch(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """:meth:`choose` for the users of rounds ``t .. t + n - 1`` of one batch at once.
+
+        ``contexts`` has shape ``(n, R, K, d)``; the policy is the batch's published one, so every
+        user's elimination, scaling and design are computed together and the design and draw run
+        in one compiled loop (:func:`privbandits.algorithms.design_draws.design_draws`).  The
+        uniforms are drawn round-major, replication-minor, as ``n`` calls of :meth:`choose` draw
+        them: the same stream gives the same actions.  Returns ``(n, R)`` indices.
+        """
+        X = np.asarray(contexts, dtype=float)
+        n, R, K, d = X.shape
+        k = self._batch_of(public)
+        if k == 0:
+            alive, Z = np.ones((n, R, K), dtype=bool), X
+        else:
+            thetas, Minvs = np.asarray(public["theta"])[None], np.asarray(public["Minv"])[None]
+            alive = eliminate(X, thetas, Minvs, self.widths, k)
+            w = scale_weights(X, thetas[:, :, 0], Minvs[:, :, 0], self.plan, self.spec.link)
+            Z = np.sqrt(w)[..., None] * X
+        u = rng.random((n, R))
+        out = np.empty(n * R, dtype=np.int64)
+        missed = design_draws(np.ascontiguousarray(Z.reshape(n * R, K, d)), np.ascontiguousarray(alive.reshape(n * R, K)),
+                              u.reshape(-1), float(self.plan.design_factor), DESIGN_MAX_ITER, out)
+        if missed:
+            warnings.warn(f"g_optimal_design reached max_iter={DESIGN_MAX_ITER} on {missed} action sets; widths "
+                          "that assume g <= 2d are unsupported (widths using the achieved g stay valid)", stacklevel=2)
+        return out.reshape(n, R)
+
+    def _weights(self, public: PublicState, x: np.ndarray) -> np.ndarray:
+        """``w_t`` of the played arms ``x`` (shape ``(..., R, d)``): 1 in the warm-up, eqs. (10)-(11) after it."""
+        if self._batch_of(public) == 0:
+            return np.ones(x.shape[:-1])
+        theta1, Vinv = np.asarray(public["theta"])[:, 0], np.asarray(public["Minv"])[:, 0]
+        return scale_weights(x[..., None, :], theta1, Vinv, self.plan, self.spec.link)[..., 0]
+
+    def _hold(self, public: PublicState, x: np.ndarray, y: np.ndarray) -> None:
+        """Keep the users' ``(x, clip(r))`` (blocks of shape ``(users, R, d)`` / ``(users, R)``) on their devices."""
+        k = self._batch_of(public)
+        if k != self._batch:  # a new batch: the previous batch's users are done
+            self._batch, self._x, self._r, self._users = k, [], [], 0
+        self._x.append(x)
+        self._r.append(y)
+        self._users += x.shape[0]
+        self._held = None
+
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
         """``R2(w_t x_t x_t^T)`` (Algorithm 1, lines 4 and 15-16); keeps ``(x_t, clip(r_t))`` on the device."""
@@ -164,38 +230,54 @@ class ShuffleGLMClient(Client):
         a = np.asarray(actions, dtype=np.int64)
         x = X[np.arange(X.shape[0]), a]
         y = np.clip(y, self.plan.r_lo, self.plan.r_hi)
-        k = self._batch_of(public)
-        if k != self._batch:  # a new batch: the previous batch's users are done
-            self._batch, self._x, self._r = k, [], []
-        self._x.append(x)
-        self._r.append(y)
-        params = self.plan.matrix[k]
-        if k == 0:
-            weight = np.ones(x.shape[0])
-        else:
-            theta1, Vinv = np.asarray(public["theta"])[:, 0], np.asarray(public["Minv"])[:, 0]
-            weight = np.array([scale_weights(x[r : r + 1], theta1[r], Vinv[r], self.plan, self.spec.link)[0]
-                               for r in range(x.shape[0])])
-        w, _ = cheu.encode_rank_one(x, weight, params.Delta)
+        self._hold(public, x[None], y[None])
+        params = self.plan.matrix[self._batch]
+        w, _ = cheu.encode_rank_one(x, self._weights(public, x[None])[0], params.Delta)
         return cheu.local_randomizer(w, params, rng)
+
+    def randomize_batch(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+                        rewards: np.ndarray, rng: np.random.Generator) -> list[PrivatizedMessage]:
+        """:meth:`randomize` for the users of rounds ``t .. t + n - 1`` of one batch: one message per user.
+
+        ``contexts`` ``(n, R, K, d)``, ``actions`` and ``rewards`` ``(n, R)``.  The randomizer's
+        draws are made entry by entry in round-major order, as ``n`` calls of :meth:`randomize`
+        make them: the same stream gives the same messages.
+        """
+        X = np.asarray(contexts, dtype=float)
+        y = np.asarray(rewards, dtype=float)
+        check_client_inputs(X, y, self.spec.context_bound)
+        a = np.asarray(actions, dtype=np.int64)
+        n, R = a.shape
+        x = X[np.arange(n)[:, None], np.arange(R)[None, :], a]
+        y = np.clip(y, self.plan.r_lo, self.plan.r_hi)
+        self._hold(public, x, y)
+        params = self.plan.matrix[self._batch]
+        w, _ = cheu.encode_rank_one(x, self._weights(public, x), params.Delta)
+        counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
+        return [PrivatizedMessage(payload={"count": counts[i]}, mechanism=params.mechanism) for i in range(n)]
 
     def respond(self, t: int, public: PublicState, rng: np.random.Generator) -> list[PrivatizedMessage]:
         """One ``P_GD`` round (Algorithm 7, lines 6-8): each user of the batch sends ``R1`` of
         ``clip_L((mu(<x_i, theta_s>) - r_i) x_i + (lambda_max / n) theta_s)``."""
         k = int(np.asarray(public["gd_batch"]).reshape(-1)[0])
         params = self.plan.vector[k]
-        if k != self._batch or params is None or len(self._x) != params.n:
+        if k != self._batch or params is None or self._users != params.n:
             raise TrustBoundaryError(f"a P_GD round for batch {k} reached users who are not that batch's")
+        if self._held is None:  # the batch's users in order: (R, n, d) and (R, n)
+            self._held = (np.ascontiguousarray(np.concatenate(self._x).transpose(1, 0, 2)),
+                          np.ascontiguousarray(np.concatenate(self._r).T))
+        Xb, rb = self._held
         theta = np.asarray(public["theta_gd"], dtype=float)  # (R, d)
-        Xb = np.stack(self._x, axis=1)  # (R, n, d)
-        rb = np.stack(self._r, axis=1)  # (R, n)
+        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
+            x_hat = np.empty(theta.shape, dtype=np.int64)
+            pgd_rounded_sums(Xb, rb, np.ascontiguousarray(theta), self.spec.link.code,
+                             self.plan.lam_max / params.n, params.Delta, params.g, rng, x_hat)
+            release = cheu.release_from_rounded(x_hat, params, rng)
+            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(theta.shape[0], params.n)},
+                                      mechanism=params.mechanism)]
         mu = np.asarray(self.spec.link.mu(np.einsum("rnd,rd->rn", Xb, theta)), dtype=float)
         u = (mu - rb)[..., None] * Xb + (self.plan.lam_max / params.n) * theta[:, None, :]
         w, _ = cheu.encode_vectors(u, params.Delta)
-        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
-            release = cheu.aggregate_release(w, params, rng)
-            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(w.shape[0], params.n)},
-                                      mechanism=params.mechanism)]
         return cheu.randomize_users(w, params, rng)
 
 
