@@ -7,6 +7,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+import uvicorn
 from fastapi.testclient import TestClient
 
 from privbandits.service.app import create_app
@@ -89,6 +91,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class InThreadServer:
+    """An ASGI app served by uvicorn in a daemon thread on a free loopback port."""
+
+    def __init__(self, app: Any) -> None:
+        port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self.server.started, "uvicorn did not start within 30 s"
+        self.url = f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
 
 
 class ServerProcess:

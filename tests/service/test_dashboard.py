@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from privbandits.service.app import create_app
 from privbandits.service.config import parse_service_config
 from privbandits.service.dashboard import page_html
 from privbandits.service.store import open_store
 from privbandits.simulated_clients import simulate_clients
-from tests.service.conftest import CLIENT, CLIENT2, free_port, make_client, service_raw, tokens
+from tests.service.conftest import CLIENT, CLIENT2, InThreadServer, make_client, service_raw, tokens
 
 CHROMIUM = os.environ.get("PRIVBANDITS_CHROMIUM", "/usr/bin/chromium")
 #: The documentation's screenshot, rewritten when PRIVBANDITS_DOCS_SCREENSHOT=1 (else a temporary file).
@@ -46,16 +43,9 @@ def test_app_serves_the_dashboard() -> None:
 def live_server(tmp_path: Path) -> Iterator[str]:
     raw = service_raw("ldp-ols", horizon=5000, seed=2, env={"kind": "synthetic", "d": 3, "K": 5, "noise_scale": 0.3})
     app = create_app(parse_service_config(raw), open_store(str(tmp_path / "dash.db")), tokens())
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    served = InThreadServer(app)
+    yield served.url
+    served.stop()
 
 
 def _text(page: Any, sel: str) -> str:

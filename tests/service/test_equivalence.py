@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 
 from privbandits.algorithms import make
 from privbandits.client import simulate_users
@@ -23,8 +20,8 @@ from tests.service.conftest import (
     ADMIN,
     CLIENT,
     CLIENT2,
+    InThreadServer,
     auth,
-    free_port,
     make_client,
     service_raw,
     tokens,
@@ -42,24 +39,16 @@ def _reference(raw: dict[str, Any], rounds: int) -> Any:
 @pytest.fixture
 def loopback_server(tmp_path: Any) -> Iterator[Any]:
     """Start an in-process uvicorn server on 127.0.0.1 for a configuration."""
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+    servers: list[InThreadServer] = []
 
     def start(raw: dict[str, Any]) -> str:
         app = create_app(parse_service_config(raw), open_store(str(tmp_path / "eq.db")), tokens())
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{port}"
+        servers.append(InThreadServer(app))
+        return servers[-1].url
 
     yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=10)
+    for served in servers:
+        served.stop()
 
 
 @pytest.mark.parametrize("algorithm", ["ldp-sgd", "ldp-ols"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -12,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from privbandits.service import sealing
 from privbandits.service.app import create_app
@@ -28,23 +26,11 @@ from tests.service.conftest import (
     CLIENT,
     CLIENT2,
     SHUFFLER,
+    InThreadServer,
     auth,
-    free_port,
     service_raw,
     tokens,
 )
-
-
-def _serve(app: Any) -> tuple[str, uvicorn.Server, threading.Thread]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started, "uvicorn did not start"
-    return f"http://127.0.0.1:{port}", server, thread
 
 
 @pytest.fixture
@@ -52,7 +38,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The server of hanna-shuffle and a shuffler in front of it, both on 127.0.0.1."""
     raw = service_raw("hanna-shuffle", horizon=300, seed=4, env={"kind": "finite", "d": 2, "K": 3,
                                                                  "noise_scale": 0.3}, min_batch=2)
-    server_url, s1, t1 = _serve(create_app(parse_service_config(raw), open_store(str(tmp_path / "server.db")), tokens()))
+    server = InThreadServer(create_app(parse_service_config(raw), open_store(str(tmp_path / "server.db")), tokens()))
     drawn: list[list[int]] = []
     seeded = seeded_permutation(123)
 
@@ -61,13 +47,12 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
         return drawn[-1]
 
     store = ShufflerStore(tmp_path / "shuffler.db", permutation=recording)
-    settings = ShufflerSettings(server_url, SHUFFLER, TokenSet.from_secrets(client=[CLIENT, CLIENT2]), min_batch=2,
+    settings = ShufflerSettings(server.url, SHUFFLER, TokenSet.from_secrets(client=[CLIENT, CLIENT2]), min_batch=2,
                                 device_epsilon=raw["service"]["device_epsilon"], poll_seconds=0.05)
-    shuffler_url, s2, t2 = _serve(create_shuffler_app(settings, store))
-    yield {"server": server_url, "shuffler": shuffler_url, "drawn": drawn, "dir": tmp_path}
-    for s, t in ((s2, t2), (s1, t1)):
-        s.should_exit = True
-        t.join(timeout=10)
+    shuffler = InThreadServer(create_shuffler_app(settings, store))
+    yield {"server": server.url, "shuffler": shuffler.url, "drawn": drawn, "dir": tmp_path}
+    shuffler.stop()
+    server.stop()
 
 
 def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
