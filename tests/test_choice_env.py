@@ -197,3 +197,65 @@ def test_regret_study_presets_cover_every_trust_model_with_twins(name: str, data
     for private, twin in (("ldp-sgd", "greedy-sgd"), ("ldp-gloc", "gloc"), ("jdp-glm", "rs-glinucb")):
         assert private in names_ and twin in names_
     assert {f.kind for f in cfg.figures} == {"regret_vs_t", "final_vs_param"}
+
+
+# --- one offer for everyone: the choice data as a fixed-action linear bandit ---------------------------
+
+
+@pytest.mark.parametrize("name", ["heating", "yogurt"])
+def test_offer_env_means_are_the_population_acceptance_rates(name: str) -> None:
+    from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
+
+    choice, offer = ChoiceEnv(name), ChoiceOfferEnv(name)
+    Z = choice.features(np.arange(choice.n_rows))
+    p = special.expit(Z @ choice.theta).mean(axis=0)
+    assert offer.d == offer.K == choice.K
+    offer.reset(3, make_streams(1), 100)
+    np.testing.assert_allclose(offer.fixed_means, np.broadcast_to(p, (3, choice.K)), atol=1e-12)
+    np.testing.assert_array_equal(offer.action_set[0], np.eye(choice.K))
+    # a logit fit with alternative constants reproduces the observed shares (its score equations)
+    shares = np.bincount(choice.data.choice, minlength=choice.K) / choice.n_rows
+    np.testing.assert_allclose(p, shares, atol=1e-5)
+    values = offer.policy_values()
+    assert values["best_fixed_arm"] == int(np.argmax(p))
+    assert values["best_policy_reward"] == values["best_fixed_arm_reward"] == pytest.approx(p.max(), abs=1e-6)
+
+
+def test_offer_env_rewards_are_bernoulli_with_the_acceptance_rates() -> None:
+    from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
+
+    env = ChoiceOfferEnv("yogurt")
+    env.reset(4, make_streams(7), 20000)
+    total, drawn = np.zeros(env.K), 0
+    while drawn < 20000:
+        ch = env.next_chunk()
+        assert set(np.unique(ch.rewards)) <= {0.0, 1.0}
+        total += ch.rewards.sum(axis=(0, 1))
+        drawn += ch.B
+    n = 4 * 20000
+    p = env.acceptance
+    z = (total - n * p) / np.sqrt(n * p * (1 - p))
+    assert np.abs(z).max() < 4.0, z
+
+
+def test_offer_env_runs_every_trust_model_from_a_config() -> None:
+    from privbandits.experiments.presets import load_preset
+    from privbandits.experiments.units import build_env
+
+    cfg = load_preset("realdata-offer-yogurt")
+    env = build_env(cfg.env)
+    assert "yogurt-offer" in names()
+    from privbandits.algorithms import available
+
+    assert {available()[e.name].trust_model for e in cfg.algorithms} >= {"central", "shuffle", "local", "none"}
+    central = simulate(make("hanna-central", epsilon=1.0), env, horizon=20000, replications=2, seed=0)
+    uniform = simulate(make("uniform"), env, horizon=20000, replications=2, seed=0)
+    assert central.guarantee.model == "central" and central.guarantee.epsilon == pytest.approx(1.0)
+    assert central.regret[:, -1].mean() < uniform.regret[:, -1].mean()
+
+
+def test_offer_env_rejects_unknown_data_sets() -> None:
+    from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
+
+    with pytest.raises(UnknownNameError, match="heating"):
+        ChoiceOfferEnv("heatin")

@@ -255,3 +255,20 @@ def test_a_reproduction_whose_data_set_is_missing_is_listed_not_run(tmp_path: Pa
     assert entry.runs == 0 and entry.verdict.startswith("not run: ") and "ua.base" in entry.verdict
     page = write_gallery([entry], tmp_path / "g").read_text()
     assert "| zheng2020-e5 | - | - | not run: " in page
+
+
+def test_a_difference_equal_in_every_replication_is_decided_with_infinite_z() -> None:
+    """Deterministic pseudo-regret (fixed phases, same eliminations in every replication) differs only by
+    rounding across replications: the test sees no noise, not a z of 1e16 or a spurious one."""
+    base = np.full(N, 26056.0) + 1e-12 * np.random.default_rng(3).standard_normal(N)
+    better = _series("central", 0.0)
+    better = Series(**{**better.__dict__, "regret": np.stack([base / 2, base], axis=1)})
+    worse = Series(**{**better.__dict__, "label": "local", "regret": np.stack([base / 2, base + 21649.0], axis=1)})
+    same = Series(**{**better.__dict__, "label": "shuffle",
+                     "regret": np.stack([base / 2, base + 1e-11 * np.arange(N)], axis=1)})
+    c = compare(better, worse)
+    assert c.paired and c.z == np.inf and c.verdict == "agree"
+    assert "z = inf" in str(c)
+    assert compare(worse, better).verdict == "disagree"
+    tie = compare(better, same)
+    assert tie.z == 0.0 and tie.verdict == "inconclusive"

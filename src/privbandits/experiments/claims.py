@@ -103,6 +103,11 @@ class Claim:
         return core
 
 
+#: Relative size of the rounding error of a cumulative regret: differences and standard errors below
+#: it are zero (equal trajectories, or a difference that is the same in every replication).
+ROUNDING = 1e-9
+
+
 @dataclass(frozen=True)
 class Comparison:
     """``better < worse`` in final mean regret, tested (paired when possible)."""
@@ -114,6 +119,7 @@ class Comparison:
     se_diff: float
     paired: bool
     z_crit: float
+    tol: float = 0.0
 
     @property
     def diff(self) -> float:
@@ -121,9 +127,14 @@ class Comparison:
 
     @property
     def z(self) -> float:
-        if self.se_diff > 0:
+        """The test statistic; differences and standard errors within ``tol`` (rounding of the
+        regret sums) count as zero, so a difference that is the same in every replication gives
+        ``+-inf``, not a huge finite number."""
+        if abs(self.diff) <= self.tol:
+            return 0.0
+        if self.se_diff > self.tol:
             return self.diff / self.se_diff
-        return 0.0 if self.diff == 0 else math.copysign(math.inf, self.diff)
+        return math.copysign(math.inf, self.diff)
 
     @property
     def verdict(self) -> str:
@@ -149,7 +160,9 @@ def compare(better: Series, worse: Series, z_crit: float = 1.6448536269514722) -
         se = float(d.std(ddof=1) / math.sqrt(d.size))
     else:
         se = math.hypot(better.final_se, worse.final_se)
-    return Comparison(better.name, worse.name, better.final_mean, worse.final_mean, se, paired, z_crit)
+    # floating-point rounding of the cumulative regret (sums of up to ~1e7 terms)
+    tol = ROUNDING * max(abs(better.final_mean), abs(worse.final_mean), 1.0)
+    return Comparison(better.name, worse.name, better.final_mean, worse.final_mean, se, paired, z_crit, tol)
 
 
 @dataclass(frozen=True)

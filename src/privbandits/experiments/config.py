@@ -14,8 +14,9 @@ documentation's TOML reference is generated from this module's key lists)::
     engine = "auto"                # auto | reference | compiled | aggregate (simulate's driver)
 
     [env]
-    kind = "synthetic"             # synthetic | finite | k-armed | convex | movielens | choice | choice-pricing
-                                   # | auto-loan, then the environment's constructor args
+    kind = "synthetic"             # synthetic | finite | k-armed | convex | movielens | supervised | choice
+                                   # | choice-pricing | choice-offer | auto-loan, then the environment's
+                                   # constructor args
     d = 5
     K = 10
 

@@ -28,6 +28,7 @@ from privbandits.envs.base import Environment
 from privbandits.envs.datasets import SupervisedEnv
 from privbandits.envs.datasets.autoloan import AutoLoanEnv
 from privbandits.envs.datasets.choice import ChoiceEnv, ChoicePricingEnv
+from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
 __all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_json", "execute_unit"]
@@ -41,6 +42,7 @@ ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": 
                                            "k-armed": MultiArmedEnv, "convex": ConvexLossEnv,
                                            "movielens": MovieLensEnv, "supervised": SupervisedEnv,
                                            "choice": ChoiceEnv, "choice-pricing": ChoicePricingEnv,
+                                           "choice-offer": ChoiceOfferEnv,
                                            "auto-loan": AutoLoanEnv}
 
 

@@ -9,6 +9,7 @@ loader; :class:`SupervisedEnv` plays a classification data set as a contextual b
 from privbandits.envs.datasets.autoloan import AutoLoanEnv
 from privbandits.envs.datasets.bandit import SupervisedEnv
 from privbandits.envs.datasets.choice import ChoiceEnv, ChoicePricingEnv
+from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
 from privbandits.envs.datasets.registry import Dataset, DatasetEntry, get, names, register
 from privbandits.envs.datasets.supervised import (
            SupervisedData,
@@ -18,6 +19,6 @@ from privbandits.envs.datasets.supervised import (
 )
 from privbandits.envs.datasets.tabular import DataFormatError, Table, numeric_columns, read_table
 
-__all__ = ["AutoLoanEnv", "ChoiceEnv", "ChoicePricingEnv", "DataFormatError", "Dataset", "DatasetEntry", "SupervisedData", "SupervisedEnv", "Table",
+__all__ = ["AutoLoanEnv", "ChoiceEnv", "ChoiceOfferEnv", "ChoicePricingEnv", "DataFormatError", "Dataset", "DatasetEntry", "SupervisedData", "SupervisedEnv", "Table",
            "fetch_sklearn", "get", "load_file", "load_sklearn", "names", "numeric_columns", "read_table",
            "register"]

@@ -9,7 +9,7 @@ Han et al. 2021, Appendix F).
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import special
@@ -117,11 +117,23 @@ class DataGLMEnv(Environment):
         return X, means, V, means.max(axis=-1)
 
 
+class PolicyValued(Protocol):
+    """A data-backed environment that knows its size and its fixed policies' values."""
+
+    n_rows: int
+    d: int
+    K: int
+
+    def policy_values(self) -> dict[str, float]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
 class EnvDataset:
     """A data-backed environment seen as a registered data set (``privbandits datasets describe``):
     its ``describe()`` is the environment's plus the fixed policies' values (:meth:`DataGLMEnv.policy_values`)."""
 
-    def __init__(self, env: DataGLMEnv) -> None:
+    def __init__(self, env: PolicyValued) -> None:
         self.env = env
 
     def describe(self) -> dict[str, Any]:
