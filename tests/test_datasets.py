@@ -214,12 +214,12 @@ def test_parquet_nulls_are_missing_values(tmp_path: Path) -> None:
     ("\n\n  \n", "y", "holds only blank lines"),
     ("x,x,y\n1,2,a\n", "y", "column name 'x' appears more than once"),
     ("x,,y\n1,2,a\n", "y", "column 2 of the header has no name"),
-    ("x,y\n1,a\n2,b,3\n", "y", r"data row 2 has 3 fields, the header has 2 \(x, y\)"),
+    ("x,y\n1,a\n2,b,3\n", "y", r"data row 2 \(line 3\) has 3 fields, the header has 2 \(x, y\)"),
     ("x,z\n1,2\n", "y", r"missing label column 'y'; the file has columns 'x', 'z'"),
-    ("x,y\n1,a\nabc,b\n", "y", r"column 'x', data row 2: 'abc' is not a number"),
-    ("x,y\n1,a\n2,b\n-inf,a\n", "y", r"column 'x', data row 3: value '-inf' is infinite"),
-    ("x,y\n1,a\n,b\nNA,a\n", "y", r"column 'x', data row 2: missing value \(2 rows have missing values\).*na = \"drop\""),
-    ("x,y\n1,a\n2,\n", "y", r"column 'y', data row 2: missing value"),
+    ("x,y\n1,a\nabc,b\n", "y", r"column 'x', data row 2 \(line 3\): 'abc' is not a number"),
+    ("x,y\n1,a\n2,b\n-inf,a\n", "y", r"column 'x', data row 3 \(line 4\): value '-inf' is infinite"),
+    ("x,y\n1,a\n,b\nNA,a\n", "y", r"column 'x', data row 2 \(line 3\): missing value \(2 rows have missing values\).*na = \"drop\""),
+    ("x,y\n1,a\n2,\n", "y", r"column 'y', data row 2 \(line 3\): missing value"),
     ("x,y\n1,a\n2,a\n", "y", r"label column 'y' has a single value \('a'\)"),
     ("y\na\nb\n", "y", "no feature column besides the label 'y'"),
 ])
@@ -267,7 +267,7 @@ def test_parquet_string_feature_is_non_numeric(tmp_path: Path) -> None:
 
     p = tmp_path / "d.parquet"
     pq.write_table(pa.table({"x": ["1", "2", "three"], "y": [0, 1, 0]}), p)
-    with pytest.raises(DataFormatError, match=r"column 'x', data row 3: 'three' is not a number"):
+    with pytest.raises(DataFormatError, match=r"column 'x', data row 3( \(line \d+\))?: 'three' is not a number"):
         load_file(str(p), "y")
 
 
@@ -311,3 +311,10 @@ def test_csv_round_trip_keeps_every_value(tmp_path_factory: pytest.TempPathFacto
     data = load_file(str(path), "y")
     assert np.array_equal(data.X, np.array(values))  # repr round-trips floats exactly
     assert [data.class_names[i] for i in data.y] == labels and data.n_dropped == 0
+
+
+def test_blank_lines_do_not_shift_the_reported_line(tmp_path: Path) -> None:
+    f = tmp_path / "gaps.csv"
+    f.write_text("x,y\n1,a\n\n\n2,b\nabc,c\n")
+    with pytest.raises(DataFormatError, match=r"column 'x', data row 3 \(line 6\): 'abc' is not a number"):
+        numeric_columns(read_table(f), ["x"])

@@ -36,22 +36,24 @@ def _norms(Z: np.ndarray) -> np.ndarray:
 @settings(max_examples=60, deadline=None)
 @given(Z=matrices, bound=st.floats(0.1, 10.0))
 def test_max_policy_scales_uniformly_to_the_ball(Z: np.ndarray, bound: float) -> None:
-    norms = _norms(Z)
-    if norms.max() == 0:
+    if not np.any(Z):
         with pytest.raises(ValidationError, match="every context is zero"):
             bound_norms(Z, "max", bound)
         return
+    Zs = Z / np.abs(Z).max()  # exact arithmetic of the reference values, subnormal inputs included
+    norms = _norms(Zs)
     out, rec = bound_norms(Z, "max", bound)
     got = _norms(out)
     assert got.max() == pytest.approx(bound, rel=1e-12)
-    assert np.allclose(out, Z * rec["norm_scale"])  # one common factor: directions and ratios kept
+    assert np.allclose(out, Zs / norms.max() * bound)  # one common factor: directions and ratios kept
     assert rec["n_clipped_rows"] == 0 and rec["norm"] == "max"
 
 
 @settings(max_examples=60, deadline=None)
 @given(Z=matrices, bound=st.floats(0.1, 10.0), q=st.floats(0.05, 1.0))
 def test_clip_policy_bounds_every_row_and_counts_the_clipped_ones(Z: np.ndarray, bound: float, q: float) -> None:
-    norms = _norms(Z)
+    Zs = Z / np.abs(Z).max() if np.any(Z) else Z  # exact arithmetic of the reference values
+    norms = _norms(Zs)
     ref = np.quantile(norms, q)
     if ref == 0:
         with pytest.raises(ValidationError, match="every context is zero"):
@@ -62,9 +64,19 @@ def test_clip_policy_bounds_every_row_and_counts_the_clipped_ones(Z: np.ndarray,
     assert np.all(got <= bound * (1 + 1e-12))
     over = norms > ref
     assert rec["n_clipped_rows"] == int(over.sum())
-    assert np.allclose(out[~over], Z[~over] * bound / ref)  # rows inside the ball are only scaled
+    assert np.allclose(out[~over], Zs[~over] * bound / ref)  # rows inside the ball are only scaled
     assert np.allclose(got[over], bound)  # clipped rows land on the sphere, same direction
-    assert np.allclose(out[over] * norms[over, None], Z[over] * got[over, None])
+    assert np.allclose(out[over] * norms[over, None], Zs[over] * got[over, None])
+
+
+@pytest.mark.parametrize("tiny", [5e-324, 2.2250738585e-311, 1e-300])
+def test_subnormal_contexts_are_bounded_without_overflow(tiny: float) -> None:
+    Z = np.array([[tiny, tiny], [tiny, 0.0], [0.0, 0.0]])
+    for policy in ("max", "clip"):
+        out, _ = bound_norms(Z, policy, 1.0, 1.0)
+        assert np.all(np.isfinite(out))
+        assert _norms(out).max() == pytest.approx(1.0, rel=1e-12)
+        assert out[2].tolist() == [0.0, 0.0]
 
 
 @settings(max_examples=40, deadline=None)

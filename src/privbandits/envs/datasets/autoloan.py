@@ -47,7 +47,7 @@ from privbandits.core.validation import check_int, check_positive
 from privbandits.envs.datasets.glm_env import DataGLMEnv, EnvDataset
 from privbandits.envs.datasets.logit import fit_logistic
 from privbandits.envs.datasets.registry import register
-from privbandits.envs.datasets.tabular import DataFormatError, numeric_columns, read_table
+from privbandits.envs.datasets.tabular import DataFormatError, Table, numeric_columns, read_table
 
 __all__ = ["CPRM_FILE", "NUMERIC_COLUMNS", "REQUIRED_COLUMNS", "AutoLoanData", "AutoLoanEnv",
            "impute_price", "load_cprm_auto_loan", "make_synthetic_auto_loan", "price_grid",
@@ -134,12 +134,12 @@ def load_cprm_auto_loan(path: str | Path, na: str = "error") -> AutoLoanData:
     table.require(list(REQUIRED_COLUMNS))
     values, kept = numeric_columns(table, [*NUMERIC_COLUMNS, "mp", "apply"], na=na, also_required=["CarType"])
     numeric, mp, apply = values[:, :5], values[:, 5], values[:, 6]
-    _check_values(str(p), numeric, mp, apply, kept)
+    _check_values(table, numeric, mp, apply, kept)
     car = np.array([str(c).strip() for c in table.data["CarType"][kept]])
     return AutoLoanData(numeric, car, mp, apply, str(p), int(table.n_rows - kept.size))
 
 
-def _check_values(path: str, numeric: np.ndarray, mp: np.ndarray, apply: np.ndarray, rows: np.ndarray) -> None:
+def _check_values(table: Table, numeric: np.ndarray, mp: np.ndarray, apply: np.ndarray, rows: np.ndarray) -> None:
     checks = [("apply", ~np.isin(apply, (0.0, 1.0)), "must be 0 or 1"),
               ("Term", numeric[:, 1] <= 0, "must be a positive number of months"),
               ("Amount_Approved", numeric[:, 2] <= 0, "must be positive"),
@@ -148,7 +148,7 @@ def _check_values(path: str, numeric: np.ndarray, mp: np.ndarray, apply: np.ndar
         if bad.any():
             i = int(np.argmax(bad))
             value = {"apply": apply, "Term": numeric[:, 1], "Amount_Approved": numeric[:, 2], "mp": mp}[col][i]
-            raise DataFormatError(f"{path!r}: column {col!r}, data row {int(rows[i]) + 1}: {value:g} {what} "
+            raise DataFormatError(f"{table.path!r}: column {col!r}, {table.row_name(int(rows[i]))}: {value:g} {what} "
                                   f"({int(bad.sum())} rows)")
 
 

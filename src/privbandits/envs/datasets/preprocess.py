@@ -96,25 +96,32 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
     """
     check_choice("norm", policy, NORM_POLICIES)
     bound = check_positive("context_bound", bound)
-    norms = _row_norms(Z)
+    # work on Z / max|z_ij| (entries in [-1, 1]): subnormal or huge inputs neither underflow nor
+    # overflow in the norms, and ``bound / ref`` cannot overflow
+    m = float(np.abs(Z).max()) if Z.size else 0.0
+    Zs = Z / m if m > 0 else Z
+    norms = _row_norms(Zs)
     if policy == "max":
         ref = float(norms.max())
     else:
         q = check_in_range("clip_quantile", quantile, 0.0, 1.0, low_inclusive=False)
         ref = float(np.quantile(norms, q))
     if ref <= 0:
-        raise ValidationError(f"every context is zero after preprocessing (the {policy} norm is {ref}); "
+        raise ValidationError(f"every context is zero after preprocessing (the {policy} norm is {ref * m}); "
                               f"the features carry no information")
-    scale = bound / ref
-    out = Z * scale
+    with np.errstate(over="ignore"):
+        scale = (bound / ref) / m  # the common factor of the unclipped rows (inf for a subnormal ref)
+        ratio = norms / ref  # ||z_i|| / ref; overflows only for rows far outside the ball
+        out = (Zs / ref) * bound
     n_clipped = 0
     if policy == "clip":
         n_clipped = int((norms > ref).sum())  # rows beyond the quantile (compared before rounding)
-    # the clipped rows, and rows a rounding error outside the ball: projected from the raw rows
-    # (Z / ||z|| is a unit vector; rescaling ``out`` instead overflows when ``scale`` is huge)
-    with np.errstate(over="ignore"):
-        over = norms * scale > bound
-    out[over] = Z[over] * (bound / norms[over])[:, None]
+    # the clipped rows, and rows a rounding error outside the ball: projected onto the sphere
+    # (z / ||z|| is a unit vector, computed without overflow whatever the scale)
+    over = (ratio > 1.0) | ~np.isfinite(out).all(axis=1)
+    inside = ~over
+    over[inside] = _row_norms(out[inside]) > bound
+    out[over] = (Zs[over] / norms[over][:, None]) * bound
     record: dict[str, Any] = {"norm": policy, "norm_scale": scale, "n_clipped_rows": n_clipped}
     if policy == "clip":
         record["clip_quantile"] = quantile

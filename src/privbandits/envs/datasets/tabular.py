@@ -58,6 +58,14 @@ class Table:
     path: str
     columns: tuple[str, ...]
     data: dict[str, np.ndarray]
+    lines: tuple[int, ...] | None = None
+
+    def row_name(self, i: int) -> str:
+        """How messages name data row ``i`` (0-based): ``data row i+1``, with its line of a CSV file
+        (blank lines are skipped, so the two can differ)."""
+        if self.lines is None:
+            return f"data row {i + 1}"
+        return f"data row {i + 1} (line {self.lines[i]})"
 
     @property
     def n_rows(self) -> int:
@@ -126,7 +134,11 @@ def _read_csv(p: Path, delimiter: str) -> Table:
     path = str(p)
     try:
         with p.open(newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.reader(fh, delimiter=delimiter))
+            reader = csv.reader(fh, delimiter=delimiter)
+            rows, lines = [], []
+            for r in reader:
+                rows.append(r)
+                lines.append(reader.line_num)  # the file line the row ends on (1-based)
     except UnicodeDecodeError as exc:
         raise DataFormatError(f"{path!r} is not UTF-8 text (byte {exc.start}); is it a binary file? "
                               f"(Parquet files need the suffix .parquet)") from None
@@ -134,21 +146,22 @@ def _read_csv(p: Path, delimiter: str) -> Table:
         raise DataFormatError(f"{path!r} is not valid CSV: {exc}") from None
     except OSError as exc:  # permissions, I/O errors
         raise DataFormatError(f"{path!r} cannot be read: {exc}") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]  # blank lines carry no data
+    keep = [k for k, r in enumerate(rows) if any(c.strip() for c in r)]  # blank lines carry no data
+    rows, lines = [rows[k] for k in keep], [lines[k] for k in keep]
     if not rows:
         raise DataFormatError(f"{path!r} holds only blank lines; expected a header row and data rows")
     header = _check_header(path, rows[0])
     H = len(header)
     for i, row in enumerate(rows[1:], 1):
         if len(row) != H:
-            raise DataFormatError(f"{path!r}: data row {i} has {len(row)} fields, the header has {H} "
-                                  f"({', '.join(header)})")
+            raise DataFormatError(f"{path!r}: data row {i} (line {lines[i]}) has {len(row)} fields, the header "
+                                  f"has {H} ({', '.join(header)})")
     cells = np.empty((len(rows) - 1, H), dtype=object)
     for i, row in enumerate(rows[1:]):
         for j, c in enumerate(row):
             s = c.strip()
             cells[i, j] = None if s.lower() in MISSING_TOKENS else s
-    return Table(path, header, {name: cells[:, j] for j, name in enumerate(header)})
+    return Table(path, header, {name: cells[:, j] for j, name in enumerate(header)}, tuple(lines[1:]))
 
 
 def _read_parquet(p: Path) -> Table:
@@ -218,9 +231,9 @@ def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
         for i, cell in enumerate(table.data[name]):
             v = _to_float(cell)
             if v is None:
-                raise DataFormatError(f"{table.path!r}: column {name!r}, data row {i + 1}: {cell!r} is not a number")
+                raise DataFormatError(f"{table.path!r}: column {name!r}, {table.row_name(i)}: {cell!r} is not a number")
             if math.isinf(v):
-                raise DataFormatError(f"{table.path!r}: column {name!r}, data row {i + 1}: value {cell!r} is infinite")
+                raise DataFormatError(f"{table.path!r}: column {name!r}, {table.row_name(i)}: value {cell!r} is infinite")
             out[i, j] = v
         missing |= np.isnan(out[:, j])
     for name in also_required:
@@ -228,7 +241,7 @@ def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
     if missing.any() and na == "error":
         i = int(np.argmax(missing))
         cols = [c for c in (*names, *also_required) if _is_missing(table.data[c][i])]
-        raise DataFormatError(f"{table.path!r}: column {cols[0]!r}, data row {i + 1}: missing value "
+        raise DataFormatError(f"{table.path!r}: column {cols[0]!r}, {table.row_name(i)}: missing value "
                               f"({int(missing.sum())} rows have missing values); clean the file or pass "
                               f"na = \"drop\" to drop those rows (the count is reported)")
     kept = np.flatnonzero(~missing)
