@@ -348,9 +348,77 @@ def test_paper_numbers_validated(old: str, new: str, needle: str) -> None:
 def test_table2_presets_carry_the_paper_numbers() -> None:
     from privbandits.experiments.presets import load_preset
 
-    cfg = load_preset("sarmasarkar2026-table2-s2.0")
-    cells = {(p.algorithm, p.metric, p.where.get("epsilon")): p.value for p in cfg.paper_numbers}
-    assert cells[("Private-GLM", "final_regret", 4.0)] == 674.17
-    assert cells[("GLM-UCB", "final_regret", None)] == 1400.27
-    assert cells[("Private-GLM", "kappa", None)] == 18.39
-    assert len(cfg.paper_numbers) == 7
+    cfg = load_preset("sarmasarkar2026-table2")
+    cells = {(p.algorithm, p.metric, p.where["theta_norm"], p.where.get("epsilon")): p.value
+             for p in cfg.paper_numbers}
+    assert cells[("Private-GLM", "final_regret", 2.0, 4.0)] == 674.17
+    assert cells[("GLM-UCB", "final_regret", 2.0, None)] == 1400.27
+    assert cells[("GLOC", "final_regret", 3.0, None)] == 1346.59
+    assert [cells[("Private-GLM", "kappa", s, None)] for s in (2.0, 2.5, 3.0)] == [18.39, 56.44, 222.15]
+    assert len(cfg.paper_numbers) == 21
+    assert cfg.env_grid == {"theta_norm": (2.0, 2.5, 3.0)}
+    units = cfg.units()
+    assert {u.env["theta_norm"] for u in units} == {2.0, 2.5, 3.0}
+    assert all(u.grid["theta_norm"] == u.env["theta_norm"] for u in units)
+    assert len(units) == 3 * (1 + 1 + 3 + 3 + 1)
+
+
+# --- [env] grid: environment variants ------------------------------------------------------------
+
+ENV_GRID = """
+horizon = 100
+[env]
+d = 3
+K = 4
+grid = { theta_norm = [1.0, 2.0], noise_scale = [0.1, 0.5] }
+[[algorithms]]
+name = "linucb"
+[[algorithms]]
+name = "ldp-sgd"
+grid = { epsilon = [1.0, 4.0] }
+"""
+
+
+def test_env_grid_expands_every_algorithm_over_the_environment_variants() -> None:
+    cfg = _cfg(ENV_GRID)
+    assert cfg.env_grid == {"theta_norm": (1.0, 2.0), "noise_scale": (0.1, 0.5)}
+    assert "grid" not in cfg.env
+    units = cfg.units()
+    assert len(units) == (1 + 2) * 4
+    assert len({u.key() for u in units}) == len(units)  # distinct environments, distinct stored results
+    for u in units:
+        assert u.grid["theta_norm"] == u.env["theta_norm"] and u.grid["noise_scale"] == u.env["noise_scale"]
+    envs = {(u.env["theta_norm"], u.env["noise_scale"]) for u in units if u.label == "linucb"}
+    assert envs == {(1.0, 0.1), (1.0, 0.5), (2.0, 0.1), (2.0, 0.5)}
+    assert next(v for _, v in cfg.env_variants()) == {"theta_norm": 1.0, "noise_scale": 0.1}
+
+
+@pytest.mark.parametrize(
+    ("grid", "needle"),
+    [
+        ("grid = { theta_nrm = [1.0] }", "env.grid.theta_nrm = [1.0]: not an argument of the environment kind 'synthetic' (did you mean 'theta_norm'?)"),
+        ("grid = { theta_norm = [] }", "env.grid.theta_norm = []: must be a non-empty list"),
+        ("grid = { theta_norm = 2.0 }", "env.grid.theta_norm = 2.0: must be a non-empty list"),
+        ("grid = { theta_norm = [1.0, 1.0] }", "contains duplicate values"),
+        ("grid = { d = [3] }", "'d' is also set in [env]"),
+        ("grid = [1.0]", "env.grid = [1.0]: must be a table of lists"),
+        ("grid = { noise_scale = [0.1, -1.0] }", "env.grid.noise_scale = -1.0"),
+        ("grid = { kind = ['finite'] }", "env.grid.kind"),
+    ],
+)
+def test_env_grid_errors_name_the_key_and_value(grid: str, needle: str) -> None:
+    text = f"horizon = 100\n[env]\nd = 3\nK = 4\n{grid}\n[[algorithms]]\nname = 'linucb'\n"
+    assert needle in _err(text)
+
+
+def test_required_env_argument_may_come_from_the_grid() -> None:
+    cfg = _cfg("horizon = 100\n[env]\nK = 4\ngrid = { d = [2, 3] }\n[[algorithms]]\nname = 'linucb'\n")
+    assert sorted(u.env["d"] for u in cfg.units()) == [2, 3]
+
+
+def test_stable_claim_is_validated() -> None:
+    base = ENV_GRID + '[[claims]]\nkind = "stable"\nitems = ["linucb"]\nparam = "theta_norm"\n'
+    assert "claims[0].percent" in _err(base)
+    assert "claims[0].percent = -1" in _err(base + "percent = -1\n")
+    cfg = _cfg(base + "percent = 20\n")
+    assert cfg.claims[0].kind == "stable" and cfg.claims[0].percent == 20

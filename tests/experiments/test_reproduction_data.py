@@ -272,3 +272,23 @@ def test_a_difference_equal_in_every_replication_is_decided_with_infinite_z() ->
     assert compare(worse, better).verdict == "disagree"
     tie = compare(better, same)
     assert tie.z == 0.0 and tie.verdict == "inconclusive"
+
+
+def test_stable_claim_checks_adjacent_parameter_values() -> None:
+    common = np.random.default_rng(11).standard_normal(N)
+
+    def at(label: str, S: float, mean: float, sd: float = 1.0, seed: int | None = None) -> Series:
+        s = _series(label, mean, sd=sd, seed=seed or 0, shared=None if seed else common)
+        return Series(**{**s.__dict__, "grid": {"theta_norm": S}, "params": {"theta_norm": S}})
+
+    flat = [at("flat", 2.0, 600.0), at("flat", 2.5, 612.0), at("flat", 3.0, 597.0)]
+    steep = [at("steep", 2.0, 300.0), at("steep", 2.5, 540.0), at("steep", 3.0, 1080.0)]
+    # 24 % apart, with a standard error of the relative difference of about 30 * sqrt(2 / N) / 100
+    noisy = [at("noisy", 2.0, 100.0, sd=30.0, seed=1), at("noisy", 3.0, 124.0, sd=30.0, seed=2)]
+    claims = [Claim("stable", ("flat",), param="theta_norm", percent=10.0),
+              Claim("stable", ("steep",), param="theta_norm", percent=10.0),
+              Claim("stable", ("noisy",), param="theta_norm", percent=25.0)]
+    res = evaluate_claims(claims, flat + steep + noisy)
+    assert [r.verdict for r in res] == ["agree", "disagree", "inconclusive"]
+    assert len(res[0].lines()) == 2 and "claimed within ±10 %" in res[0].lines()[0]
+    assert "flat stable within 10 % across theta_norm" in res[0].claim.describe()

@@ -110,13 +110,14 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "figures.errorbars": ('"se" | "ci95"', '"se"', "final_vs_param: error bars of the means."),
     "figures.logx": ("boolean", "false", "Logarithmic x axis."),
     "figures.logy": ("boolean", "false", "Logarithmic y axis."),
-    "claims.kind": ('"order" | "tiers" | "within" | "monotone"', "required",
+    "claims.kind": ('"order" | "tiers" | "within" | "monotone" | "stable"', "required",
                     "order: items ascend in final regret; tiers: every item below every `above`; within: "
-                    "items[0] within `percent` % of items[1]; monotone: items[0] falls (or rises) with `param`."),
+                    "items[0] within `percent` % of items[1]; monotone: items[0] falls (or rises) with `param`; stable: "
+                    "items[0] changes by less than `percent` % between adjacent values of `param`."),
     "claims.items": ("list of labels", "required", "The series the claim is about (see `kind`)."),
     "claims.above": ("list of labels", "required (tiers)", "tiers: the upper tier."),
-    "claims.percent": ("number > 0", "required (within)", "within: the tolerance in percent."),
-    "claims.param": ("string", "required (monotone)", "monotone: the parameter."),
+    "claims.percent": ("number > 0", "required (within, stable)", "within, stable: the tolerance in percent."),
+    "claims.param": ("string", "required (monotone, stable)", "monotone, stable: the parameter."),
     "claims.direction": ('"decreasing" | "increasing"', '"decreasing"', "monotone: the direction."),
     "claims.where": ("table", "{}", "Only the grid cells with these values, e.g. `{ epsilon = 1.0 }`."),
     "claims.text": ("string", '""', "The claim in the paper's words."),
@@ -191,7 +192,7 @@ def toml_keys() -> dict[str, tuple[str, ...]]:
     from privbandits.experiments.units import ENV_KINDS
 
     keys = dict(_tables())
-    env: list[str] = ["kind"]
+    env: list[str] = ["kind", "grid"]
     for env_cls in ENV_KINDS.values():
         env += [k for k in _signature_args(env_cls) if k not in env]
     keys["env"] = tuple(env)
@@ -293,7 +294,10 @@ def _env_section() -> list[str]:
            "`kind` selects the environment; the other keys are its constructor arguments.  Arrays "
            "(`theta`, `actions`, `context_cov`) may be given as TOML arrays.", "",
            "| key | type | default | meaning |", "|---|---|---|---|",
-           f"| `kind` | {kinds} | `\"synthetic\"` | Environment kind. |", ""]
+           f"| `kind` | {kinds} | `\"synthetic\"` | Environment kind. |",
+           "| `grid` | table of lists | `{}` | Environment variants, e.g. `grid = { theta_norm = [2.0, 3.0] }`: "
+           "every algorithm runs on each combination, and the values join the series' grid (cells of "
+           "claims, facets, `where` of paper numbers and tables). |", ""]
     for kind, cls in ENV_KINDS.items():
         docs = parameter_docs(cls)
         out += [f"### kind = \"{kind}\" ({cls.__module__}.{cls.__name__})", "",

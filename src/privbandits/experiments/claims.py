@@ -13,6 +13,8 @@ kind          claim
 ``within``    ``items = [a, b]``, ``percent = 10``: mean regret of a within 10 % of that of b
 ``monotone``  ``items = [a]``, ``param = "epsilon"``, ``direction = "decreasing"``: a's regret
               falls as the parameter grows (each adjacent pair of values checked)
+``stable``    ``items = [a]``, ``param = "theta_norm"``, ``percent = 25``: a's regret changes by
+              less than 25 % between adjacent values of the parameter (each pair as ``within``)
 ============  ===================================================================================
 
 ``where = { epsilon = 1.0 }`` restricts a claim to the cells with those values.
@@ -53,7 +55,7 @@ __all__ = [
     "verdict_line",
 ]
 
-CLAIM_KINDS: tuple[str, ...] = ("order", "tiers", "within", "monotone")
+CLAIM_KINDS: tuple[str, ...] = ("order", "tiers", "within", "monotone", "stable")
 VERDICTS: tuple[str, ...] = ("agree", "disagree", "inconclusive", "incomplete")
 
 
@@ -63,16 +65,16 @@ class Claim:
 
     Attributes
     ----------
-    kind : {"order", "tiers", "within", "monotone"}
+    kind : {"order", "tiers", "within", "monotone", "stable"}
     items : tuple of str
         Series labels (or algorithm names): the chain of ``order``, the lower tier of ``tiers``,
-        ``(a, b)`` of ``within``, the one series of ``monotone``.
+        ``(a, b)`` of ``within``, the one series of ``monotone`` and ``stable``.
     above : tuple of str
         The upper tier of ``tiers``.
     param, direction : str
-        ``monotone``: the parameter and ``"decreasing"`` / ``"increasing"``.
+        ``monotone``: the parameter and ``"decreasing"`` / ``"increasing"`` (``stable``: the parameter).
     percent : float
-        ``within``: the tolerance in percent.
+        ``within`` and ``stable``: the tolerance in percent.
     where : dict
         Only the cells with these grid values.
     text : str
@@ -96,6 +98,8 @@ class Claim:
             core = f"{{{', '.join(self.items)}}} < {{{', '.join(self.above)}}}"
         elif self.kind == "within":
             core = f"{self.items[0]} within {self.percent:g} % of {self.items[1]}"
+        elif self.kind == "stable":
+            core = f"{self.items[0]} stable within {self.percent:g} % across {self.param}"
         else:
             core = f"{self.items[0]} {self.direction} in {self.param}"
         if self.where:
@@ -188,7 +192,7 @@ class ClaimResult:
         """The comparisons behind the verdict, one per line."""
         out = [str(c) for c in self.comparisons]
         if self.detail:
-            out.append(self.detail)
+            out += self.detail.split("\n")
         if self.missing:
             out.append(f"not measured in this cell: {', '.join(self.missing)}")
         return out
@@ -226,13 +230,40 @@ def _pick(involved: Sequence[Series], item: str, cell: Mapping[str, Any]) -> Ser
     return cands[0] if len(cands) == 1 else None
 
 
+def _within(a: Series, b: Series, percent: float, z_crit: float, level: float) -> tuple[str, str]:
+    """Verdict and detail line of "mean regret of a within ``percent`` % of that of b": the two-sided
+    ``1 - level`` interval of ``(a - b) / mean_b`` inside ``[-p, p]`` (agree) or outside it (disagree)."""
+    comp = compare(b, a, z_crit)  # diff = mean_a - mean_b
+    p = percent / 100.0
+    scale = abs(b.final_mean)
+    if scale == 0:
+        return "inconclusive", f"{a.name} / {b.name}: reference mean is 0"
+    rel = comp.diff / scale
+    hw = float(stats.norm.ppf(1 - level / 2)) * comp.se_diff / scale
+    if abs(rel) + hw <= p:
+        verdict = "agree"
+    elif abs(rel) - hw > p:
+        verdict = "disagree"
+    else:
+        verdict = "inconclusive"
+    detail = (f"{a.name} / {b.name} - 1 = {100 * rel:+.1f} % "
+              f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %), "
+              f"claimed within ±{100 * p:g} %: {verdict}")
+    return verdict, detail
+
+
 def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], z_crit: float,
                 level: float) -> ClaimResult:
-    if claim.kind == "monotone":
+    if claim.kind in ("monotone", "stable"):
         members = sorted((s for s in involved if _matches(s, claim.items[0]) and _in_cell(s, cell)
                           and s.value(claim.param or "") is not None), key=lambda s: s.value(claim.param or ""))
         if len(members) < 2:
             return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
+        if claim.kind == "stable":
+            checked = [_within(hi, lo, float(claim.percent or 0.0), z_crit, level)
+                       for lo, hi in zip(members, members[1:])]
+            return ClaimResult(claim, cell, _combine([v for v, _ in checked]), (),
+                               detail="\n".join(d for _, d in checked))
         if claim.direction == "decreasing":  # larger parameter value -> lower regret
             comps = tuple(compare(hi, lo, z_crit) for lo, hi in zip(members, members[1:]))
         else:
@@ -251,23 +282,7 @@ def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], 
         comps = tuple(compare(sel[a], sel[b], z_crit) for a in claim.items for b in claim.above)
         return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
     # within: D = a - b relative to mean_b, two-sided interval
-    a, b = sel[claim.items[0]], sel[claim.items[1]]
-    comp = compare(b, a, z_crit)  # diff = mean_a - mean_b
-    p = float(claim.percent or 0.0) / 100.0
-    scale = abs(b.final_mean)
-    if scale == 0:
-        return ClaimResult(claim, cell, "inconclusive", (comp,), detail="reference mean is 0")
-    rel = comp.diff / scale
-    hw = float(stats.norm.ppf(1 - level / 2)) * comp.se_diff / scale
-    if abs(rel) + hw <= p:
-        verdict = "agree"
-    elif abs(rel) - hw > p:
-        verdict = "disagree"
-    else:
-        verdict = "inconclusive"
-    detail = (f"{a.name} / {b.name} - 1 = {100 * rel:+.1f} % "
-              f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %), "
-              f"claimed within ±{100 * p:g} %: {verdict}")
+    verdict, detail = _within(sel[claim.items[0]], sel[claim.items[1]], float(claim.percent or 0.0), z_crit, level)
     return ClaimResult(claim, cell, verdict, (), detail=detail)
 
 
@@ -292,7 +307,7 @@ def evaluate_claims(claims: Sequence[Claim], series: Sequence[Series], level: fl
     for claim in claims:
         names = claim.items + claim.above
         involved = [s for s in series if any(_matches(s, n) for n in names)]
-        exclude = [claim.param] if claim.kind == "monotone" and claim.param else []
+        exclude = [claim.param] if claim.kind in ("monotone", "stable") and claim.param else []
         cells = _cells(involved, exclude, claim.where)
         if not cells:
             out.append(ClaimResult(claim, dict(claim.where), "incomplete", missing=names))

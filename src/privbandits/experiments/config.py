@@ -19,6 +19,8 @@ documentation's TOML reference is generated from this module's key lists)::
                                    # constructor args
     d = 5
     K = 10
+    grid = { theta_norm = [2.0, 3.0] }  # environment variants: every algorithm runs on each; the
+                                   # values join the series' grid (cells, facets, claims, tables)
 
     [grid]                         # cartesian product, applied to every algorithm accepting the key
     epsilon = [1.0, 5.0]
@@ -60,7 +62,7 @@ documentation's TOML reference is generated from this module's key lists)::
     logx = true
 
     [[claims]]                     # see privbandits.experiments.claims
-    kind = "order"                 # order | tiers | within | monotone
+    kind = "order"                 # order | tiers | within | monotone | stable
     items = ["a", "b"]
     where = { epsilon = 1.0 }      # only these cells
 
@@ -137,7 +139,8 @@ FIGURE_KEYS = {"regret_vs_t": ("kind", "name", "title", "facet", "band", "logx",
 CLAIM_KEYS = {"order": ("kind", "items", "where", "text"),
               "tiers": ("kind", "items", "above", "where", "text"),
               "within": ("kind", "items", "percent", "where", "text"),
-              "monotone": ("kind", "items", "param", "direction", "where", "text")}
+              "monotone": ("kind", "items", "param", "direction", "where", "text"),
+              "stable": ("kind", "items", "param", "percent", "where", "text")}
 PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source")
 TABLE_KEYS = ("title", "metric", "columns", "rows")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -224,16 +227,26 @@ class ExperimentConfig:
     claims: tuple[Claim, ...] = ()
     paper_numbers: tuple[PaperNumber, ...] = ()
     tables: tuple[PaperTable, ...] = ()
+    #: ``[env] grid``: environment arguments with several values (every algorithm runs on each).
+    env_grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def env_variants(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """``(environment, its grid values)`` for every combination of ``[env] grid`` (one without it)."""
+        keys = list(self.env_grid)
+        return [({**self.env, **dict(zip(keys, combo))}, dict(zip(keys, combo)))
+                for combo in itertools.product(*(self.env_grid[k] for k in keys))]
 
     def units(self) -> list[WorkUnit]:
-        """All work units: algorithm entries x variants x seeds, in a deterministic order."""
+        """All work units: algorithm entries x variants x environment variants x seeds, in a
+        deterministic order."""
         return [
             WorkUnit(experiment=self.name, label=entry.label, algorithm=entry.name, params=params,
-                     grid=grid, env=dict(self.env), seed=seed, horizon=self.horizon,
+                     grid={**env_values, **grid}, env=env, seed=seed, horizon=self.horizon,
                      replications=self.replications, checkpoints=dict(self.checkpoints),
                      engine=self.engine)
             for entry in self.algorithms
             for params, grid in entry.variants
+            for env, env_values in self.env_variants()
             for seed in self.seeds
         ]
 
@@ -486,15 +499,38 @@ class _Validator:
         if kind not in ENV_KINDS:
             raise self.fail("env.kind", kind, f"unknown environment kind{_suggest(kind, ENV_KINDS)}; "
                                               f"allowed: {', '.join(ENV_KINDS)}")
-        self.keys(table, ("kind", *_env_args(ENV_KINDS[kind])), f"[env] (kind = \"{kind}\")")
-        missing = [k for k in _env_args(ENV_KINDS[kind], required=True) if k not in table]
+        self.keys(table, ("kind", "grid", *_env_args(ENV_KINDS[kind])), f"[env] (kind = \"{kind}\")")
+        gridded = table.get("grid", {}) if isinstance(table.get("grid", {}), dict) else {}
+        missing = [k for k in _env_args(ENV_KINDS[kind], required=True) if k not in table and k not in gridded]
         if missing:
             raise ConfigError(f"{self.source}: [env] (kind = \"{kind}\") needs "
                               f"{' and '.join(repr(k) for k in missing)}, e.g. [env] with d = 5 and K = 10")
         for key, value in table.items():
-            self.privacy(f"env.{key}", key, value)
+            if key != "grid":
+                self.privacy(f"env.{key}", key, value)
         table["kind"] = kind
         return table
+
+    def env_grid(self, env: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+        """Pop and check ``[env] grid``: constructor arguments of the environment with lists of values."""
+        grid = env.pop("grid", {})
+        if not isinstance(grid, dict):
+            raise self.fail("env.grid", grid, "must be a table of lists, e.g. grid = { theta_norm = [2.0, 3.0] }")
+        out: dict[str, tuple[Any, ...]] = {}
+        for key, values in grid.items():
+            if key == "kind" or key not in _env_args(ENV_KINDS[env["kind"]]):
+                raise self.fail(f"env.grid.{key}", values, f"not an argument of the environment kind "
+                                                           f"{env['kind']!r}{_suggest(key, _env_args(ENV_KINDS[env['kind']]))}")
+            if key in env:
+                raise self.fail(f"env.grid.{key}", values, f"'{key}' is also set in [env]; give it in one place")
+            if not isinstance(values, list) or not values:
+                raise self.fail(f"env.grid.{key}", values, "must be a non-empty list of values")
+            if len({repr(v) for v in values}) != len(values):
+                raise self.fail(f"env.grid.{key}", values, "contains duplicate values")
+            for v in values:
+                self.privacy(f"env.grid.{key}", key, v)
+            out[key] = tuple(values)
+        return out
 
     def algorithm(self, i: int, entry: Any, global_grid: dict[str, list[Any]], preset: str | None,
                   env: dict[str, Any], horizon: int) -> AlgorithmEntry:
@@ -684,11 +720,11 @@ class _Validator:
                 raise self.fail(f"{where}.kind", kind, f"unknown claim kind{_suggest(kind, CLAIM_KINDS)}; "
                                                        f"allowed: {', '.join(CLAIM_KINDS)}")
             self.keys(entry, CLAIM_KEYS[kind], f"{where} (kind = \"{kind}\")")
-            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1}[kind]
+            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1, "stable": 1}[kind]
             if "items" not in entry:
                 raise ConfigError(f"{self.source}: {where} needs 'items' (algorithm labels)")
             items = self.labels(f"{where}.items", entry["items"], known, min_len=need)
-            if kind in ("within", "monotone") and len(items) != need:
+            if kind in ("within", "monotone", "stable") and len(items) != need:
                 raise self.fail(f"{where}.items", list(items), f"a '{kind}' claim takes exactly {need} label(s)")
             text = entry.get("text", "")
             if not isinstance(text, str):
@@ -698,12 +734,13 @@ class _Validator:
                 if "above" not in entry:
                     raise ConfigError(f"{self.source}: {where} (tiers) needs 'above', the labels of the upper tier")
                 extra["above"] = self.labels(f"{where}.above", entry["above"], known)
-            elif kind == "within":
+            if kind in ("within", "stable"):
                 pct = entry.get("percent")
                 extra["percent"] = self.check(f"{where}.percent", pct,
                                               lambda: check_in_range("percent", pct, 0.0, None, low_inclusive=False))
-            elif kind == "monotone":
+            if kind in ("monotone", "stable"):
                 extra["param"] = self.string(f"{where}.param", entry.get("param"))
+            if kind == "monotone":
                 direction = entry.get("direction", "decreasing")
                 extra["direction"] = self.check(f"{where}.direction", direction, lambda: check_choice(
                     "direction", direction, ("decreasing", "increasing")))
@@ -786,17 +823,21 @@ class _Validator:
             probe.update(quick)
             _Validator(f"{self.source} [quick]").scalars(probe)
         env = self.env(raw.get("env", {}))
-        try:
-            env_obj = build_env(env)
-            env_obj.reset(1, make_streams(0), 1)
-            env_obj.next_round()
-        except MissingDataError as exc:
-            raise MissingConfigDataError(f"{self.source}: env: {exc}") from None
-        except PrivbanditsError as exc:
-            msg = str(exc)
-            key = msg.split(" ", 1)[0]
-            path = f"env.{key}" if key in env else "env"
-            raise self.fail(path, env.get(key, env), _GOT_RE.sub("", msg)) from None
+        env_grid = self.env_grid(env)
+        keys = list(env_grid)
+        for combo in itertools.product(*(env_grid[k] for k in keys)):
+            variant = {**env, **dict(zip(keys, combo))}
+            try:
+                env_obj = build_env(variant)
+                env_obj.reset(1, make_streams(0), 1)
+                env_obj.next_round()
+            except MissingDataError as exc:
+                raise MissingConfigDataError(f"{self.source}: env: {exc}") from None
+            except PrivbanditsError as exc:
+                msg = str(exc)
+                key = msg.split(" ", 1)[0]
+                path = f"env.grid.{key}" if key in env_grid else f"env.{key}" if key in env else "env"
+                raise self.fail(path, variant.get(key, variant), _GOT_RE.sub("", msg)) from None
         global_grid = self.grid("grid", raw.get("grid", {}))
         entries = raw.get("algorithms")
         if isinstance(entries, dict):
@@ -806,7 +847,8 @@ class _Validator:
         if not isinstance(entries, list) or not entries:
             raise ConfigError(f"{self.source}: at least one [[algorithms]] entry is required "
                               f"(available: {', '.join(available())})")
-        algorithms = [self.algorithm(i, e, global_grid, preset, env, horizon) for i, e in enumerate(entries)]
+        probe_env = {**env, **{k: vs[0] for k, vs in env_grid.items()}}  # the first environment variant
+        algorithms = [self.algorithm(i, e, global_grid, preset, probe_env, horizon) for i, e in enumerate(entries)]
         seen: dict[str, int] = {}
         for i, entry in enumerate(algorithms):
             if entry.label in seen:
@@ -825,7 +867,8 @@ class _Validator:
                                 algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
                                 raw=raw, engine=engine, figures=self.figures(raw, known),
                                 claims=self.claims(raw, known, report.claimed_order),
-                                paper_numbers=self.paper_numbers(raw, known), tables=self.tables(raw, known))
+                                paper_numbers=self.paper_numbers(raw, known), tables=self.tables(raw, known),
+                                env_grid=env_grid)
 
     def scalars(self, raw: dict[str, Any]) -> None:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""

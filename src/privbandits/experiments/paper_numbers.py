@@ -128,24 +128,33 @@ def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
     if not mine:
         return ["(no paper numbers for this table)"]
     labels = list(table.rows) or list(dict.fromkeys(r.number.algorithm for r in mine))
+
+    def rest(r: Row) -> tuple[tuple[str, Any], ...]:  # the cell's values other than the column's
+        return tuple((k, v) for k, v in r.number.where.items() if k != table.columns)
+
+    # one row per label and per combination of the other cell values (e.g. Private-GLM at each epsilon)
+    row_keys = [(label, extra) for label in labels
+                for extra in dict.fromkeys(rest(r) for r in mine if r.number.algorithm == label)]
     if table.columns is None:
         cols: list[Any] = [None]
+        row_keys = [(label, ()) for label in labels]
     else:  # numbers without the column key (e.g. a non-private baseline) get a column of their own
         cols = list(dict.fromkeys(r.number.where.get(table.columns) for r in mine))
     head = ["algorithm"] + [("ours / paper (ratio)" if table.columns is None else "-") if c is None else
                             (f"{table.columns}={c:g}" if isinstance(c, float) else f"{table.columns}={c}")
                             for c in cols]
     out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]
-    for label in labels:
+    for label, extra in row_keys:
         cells = []
         for c in cols:
             hits = [r for r in mine if r.number.algorithm == label
-                    and (table.columns is None or r.number.where.get(table.columns) == c)]
+                    and (table.columns is None or (r.number.where.get(table.columns) == c and rest(r) == extra))]
             if not hits:
                 cells.append("-")
                 continue
             r = hits[0]
             ours = "n/a" if r.ours is None else fmt_num(r.ours)
             cells.append(f"{ours} / {fmt_num(r.number.value)} ({_ratio(r)})")
-        out.append(f"| {label} | " + " | ".join(cells) + " |")
+        name = f"{label} ({format_values(dict(extra))})" if extra else label
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,24 +96,32 @@ def run_reproduction(config: Any, db: str | Path = DEFAULT_DB, out: str | Path |
 def environment_metrics(config: ExperimentConfig) -> dict[str, Callable[[Series], float]]:
     """Metrics of the problem instance a reported number may refer to: ``kappa`` / ``kappa_star``
     (Sarmasarkar 2026, eqs. (3)-(4): 1 / min and 1 / max of mu' over the arms drawn, averaged over
-    the replications of every seed), computed only when a reported number asks for them."""
+    the replications of every seed), computed only when a reported number asks for them, for each
+    environment variant of ``[env] grid`` (a series gets the value of its variant)."""
     wanted = {n.metric for n in config.paper_numbers} & {"kappa", "kappa_star"}
     if not wanted:
         return {}
     from privbandits.envs.kappa import instance_kappa
     from privbandits.experiments.units import build_env
 
-    values: dict[str, list[float]] = {k: [] for k in wanted}
-    for seed in config.seeds:
-        k = instance_kappa(build_env(config.env), config.horizon, config.replications, seed)
-        for key in wanted:
-            values[key] += list(k[key])
-    means = {key: float(np.mean(vals)) for key, vals in values.items()}
-    return {key: functools.partial(_constant, value) for key, value in means.items()}
+    by_variant: dict[str, dict[str, float]] = {}
+    for env, values in config.env_variants():
+        collected: dict[str, list[float]] = {k: [] for k in wanted}
+        for seed in config.seeds:
+            k = instance_kappa(build_env(env), config.horizon, config.replications, seed)
+            for key in wanted:
+                collected[key] += list(k[key])
+        by_variant[_variant_key(values)] = {key: float(np.mean(v)) for key, v in collected.items()}
+    keys = tuple(config.env_grid)
+    return {key: functools.partial(_of_variant, by_variant, keys, key) for key in wanted}
 
 
-def _constant(value: float, series: Series) -> float:
-    return value
+def _variant_key(values: Mapping[str, Any]) -> str:
+    return repr(sorted(values.items()))
+
+
+def _of_variant(by_variant: dict[str, dict[str, float]], keys: tuple[str, ...], metric: str, series: Series) -> float:
+    return by_variant[_variant_key({k: series.grid[k] for k in keys})][metric]
 
 
 def figure_specs(config: ExperimentConfig) -> tuple[FigureSpec, ...]:

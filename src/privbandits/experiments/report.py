@@ -88,7 +88,8 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {_version()}.",
         f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
         f"= {config.replications * n_seeds} runs per series; environment: "
-        + ", ".join(f"{k}={v}" for k, v in config.env.items()) + ".",
+        + ", ".join(f"{k}={v}" for k, v in config.env.items())
+        + "".join(f"; {k} in {{{', '.join(map(str, vs))}}}" for k, vs in config.env_grid.items()) + ".",
         "",
         "## Final cumulative regret",
         "",
