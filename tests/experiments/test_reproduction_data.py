@@ -292,3 +292,28 @@ def test_stable_claim_checks_adjacent_parameter_values() -> None:
     assert [r.verdict for r in res] == ["agree", "disagree", "inconclusive"]
     assert len(res[0].lines()) == 2 and "claimed within ±10 %" in res[0].lines()[0]
     assert "flat stable within 10 % across theta_norm" in res[0].claim.describe()
+
+
+def test_final_vs_param_draws_one_line_per_other_grid_value(tmp_path: Path) -> None:
+    """x = S with an epsilon grid: one line per epsilon, not a zigzag through all points."""
+    from matplotlib.figure import Figure
+
+    def at(S: float, eps: float, mean: float) -> Series:
+        s = _series("P", mean, eps)
+        return Series(**{**s.__dict__, "grid": {"epsilon": eps, "theta_norm": S}})
+
+    series = [at(S, eps, 100.0 * eps + S) for S in (2.0, 3.0) for eps in (1.0, 4.0)]
+    captured: list[Figure] = []
+    orig = Figure.savefig
+
+    def spy(self: Figure, *args: object, **kwargs: object) -> None:
+        captured.append(self)
+
+    Figure.savefig = spy  # type: ignore[method-assign]
+    try:
+        plot_final_vs_param(series, tmp_path / "s", x="theta_norm", labels=["P"], dpi=50)
+    finally:
+        Figure.savefig = orig  # type: ignore[method-assign]
+    lines = {c.get_label(): c.lines[0] for c in captured[0].axes[0].containers}
+    assert set(lines) == {"P (epsilon=1)", "P (epsilon=4)"}
+    np.testing.assert_allclose(np.asarray(lines["P (epsilon=4)"].get_ydata(), dtype=float), [402.0, 403.0])

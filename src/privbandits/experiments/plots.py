@@ -271,14 +271,22 @@ def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
     fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    for i, lab in enumerate(chosen):
-        members = sorted(by_label[lab], key=lambda s: s.value(x))
+    # one line per label and per combination of its other grid values (e.g. one per epsilon when x is S)
+    lines: list[tuple[str, list[Series]]] = []
+    for lab in chosen:
+        groups: dict[tuple[tuple[str, Any], ...], list[Series]] = {}
+        for s in by_label[lab]:
+            groups.setdefault(tuple((k, v) for k, v in s.grid.items() if k != x), []).append(s)
+        for rest, members in groups.items():
+            lines.append((f"{lab} ({format_values(dict(rest))})" if len(groups) > 1 else lab, members))
+    for i, (name, group) in enumerate(lines):
+        members = sorted(group, key=lambda s: s.value(x))
         xs = [s.value(x) for s in members]
         ys = [s.final_mean for s in members]
         es = [width * s.final_se for s in members]
         note = _accounted_note(members, x)
         ax.errorbar(xs, ys, yerr=es, color=_COLORS[i % len(_COLORS)], marker="o", markersize=4,
-                    capsize=3, linewidth=1.6, label=lab + note)
+                    capsize=3, linewidth=1.6, label=name + note)
     for j, lab in enumerate(baselines):
         s = next(s for s in series if s.label == lab)
         color = _BASELINE_COLORS[j % len(_BASELINE_COLORS)]
