@@ -85,6 +85,14 @@ class PostgresServer:
                     raise RuntimeError(f"PostgreSQL did not accept connections: {exc}") from None
                 time.sleep(0.2)
 
+    def create_database(self, name: str) -> str:
+        """A new empty database on this server; returns its URL."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
     def stop(self) -> None:
         if self.bin is not None and self.data.exists():
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")

@@ -22,7 +22,6 @@ from tests.service.conftest import (
     CLIENT2,
     InThreadServer,
     auth,
-    make_client,
     service_raw,
     tokens,
 )
@@ -71,21 +70,23 @@ def test_local_dp_over_loopback_http_equals_reference(algorithm: str, loopback_s
     ("chen-ldp", None, 40),  # numpy roles: the report format is read off a probe run
     ("hanna-local", {"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere"}, 300),
 ])
-def test_local_dp_numpy_roles_equal_reference(algorithm: str, env: Any, rounds: int) -> None:
+def test_local_dp_numpy_roles_equal_reference(algorithm: str, env: Any, rounds: int, loopback_server: Any) -> None:
     raw = service_raw(algorithm, horizon=rounds, seed=8, env=env, params={"epsilon": 1.0})
-    with make_client(raw) as tc:
-        run = simulate_users("http://testserver", [CLIENT], seed=8, rounds=rounds, http=tc)
+    url = loopback_server(raw)
+    with httpx.Client(timeout=10) as http:
+        run = simulate_users(url, [CLIENT], seed=8, rounds=rounds, http=http)
     ref, _ = _reference(raw, rounds)
     assert np.array_equal(np.cumsum(run.regret), ref.regret[0, :rounds])
 
 
 @pytest.mark.parametrize("algorithm", ["linucb", "squarecb-jdp"])
-def test_trusted_curator_equals_reference(algorithm: str) -> None:
+def test_trusted_curator_equals_reference(algorithm: str, loopback_server: Any) -> None:
     rounds = 40
     raw = service_raw(algorithm, horizon=rounds, seed=5)
-    with make_client(raw) as tc:
-        run = simulate_users("http://testserver", [CLIENT], seed=5, rounds=rounds, http=tc)
-        export = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()
+    url = loopback_server(raw)
+    with httpx.Client(timeout=10) as http:
+        run = simulate_users(url, [CLIENT], seed=5, rounds=rounds, http=http)
+        export = http.get(url + "/v1/admin/export", headers=auth(ADMIN)).json()
     ref, _ = _reference(raw, rounds)
     assert np.array_equal(np.cumsum(run.regret), ref.regret[0, :rounds])
     kinds = [e["kind"] for e in export["events"]]

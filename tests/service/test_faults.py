@@ -71,7 +71,7 @@ def _send_all(url: str, bodies: list[dict[str, Any]], acked: dict[str, dict[str,
         t.join(timeout=300)
 
 
-def _kill_restart_run(tmp_path: Path, db: str) -> None:
+def _kill_restart_run(tmp_path: Path, db: str, fresh_db: str) -> None:
     raw = service_raw("ldp-sgd", horizon=N_REPORTS, seed=4, max_staleness=10**6)
     cfg_path = tmp_path / "svc.toml"
     cfg_path.write_text(toml_text(raw))
@@ -109,15 +109,29 @@ def _kill_restart_run(tmp_path: Path, db: str) -> None:
     for e in export["events"]:  # ... with the answer its sender got
         assert acked[e["idempotency_key"]] == e["response"]
     assert final["reports_received"] == N_REPORTS == final["model_version"]
-    # an uninterrupted run on the same reports in the same order ends in the same state
+    # an uninterrupted run on the same reports in the same order ends in the same state: in process ...
     model = ServedModel(parse_service_config(raw))
     for e in export["events"]:
         model.apply_report(model.parse_report(e["body"]["report"]))
     assert model.digest() == export["digest"] == export["models"][-1]["digest"]
+    # ... and as a second server, never killed, on a fresh database of the same kind
+    fresh = ServerProcess(cfg_path, tok_path, fresh_db)
+    fresh.start()
+    try:
+        with httpx.Client(timeout=10.0) as http:
+            for e in export["events"]:
+                r = http.post(fresh.url + "/v1/reports", json=e["body"],
+                              headers={**auth(CLIENT), "Idempotency-Key": e["idempotency_key"]})
+                assert r.status_code == 200, r.text
+            again = http.get(fresh.url + "/v1/admin/export", headers=auth(ADMIN), timeout=30).json()
+    finally:
+        fresh.stop()
+    assert again["digest"] == export["digest"]
+    assert [m["digest"] for m in again["models"]] == [m["digest"] for m in export["models"]]
 
 
 def test_kill9_sqlite(tmp_path: Path) -> None:
-    _kill_restart_run(tmp_path, str(tmp_path / "svc.db"))
+    _kill_restart_run(tmp_path, str(tmp_path / "svc.db"), str(tmp_path / "fresh.db"))
 
 
 @pytest.fixture
@@ -143,4 +157,4 @@ def subprocess_error() -> type[Exception]:
 
 @pytest.mark.slow
 def test_kill9_postgresql(tmp_path: Path, postgres: PostgresServer) -> None:
-    _kill_restart_run(tmp_path, postgres.url)
+    _kill_restart_run(tmp_path, postgres.url, postgres.create_database("fresh"))
