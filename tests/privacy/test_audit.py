@@ -254,3 +254,41 @@ def test_per_user_count_vectors_of_the_old_release_are_flagged() -> None:
                      "user 1: Delta e_1 vs -Delta e_1, others 0", "exact LLR of the per-user counts", 20_000)
     r = audit_spec(spec, seed=0)
     assert not r.passed and r.audited_epsilon_lb > 1.2 * g.epsilon, str(r)
+
+
+@pytest.mark.parametrize("noise", ["claimed", "half"])
+def test_fixed_release_at_n_256_passes_at_its_claim_and_flags_half_noise(noise: str) -> None:
+    """The same n = 256 problem through the fixed message path: every user's ``randomize_users``
+    message -> :func:`cheu.shuffle` (the histogram of all users' bits) -> what the analyzer reads.
+    Statistic: the exact log-likelihood ratio of the released count of ones, ``Bin(n b, p)`` shifted
+    by ``(n - 1) g`` (the others) plus ``2g`` or ``0`` (the differing user).  It passes at the claim;
+    the variant with half the binomial noise std (``b / 4``) is flagged."""
+    import dataclasses
+
+    from privbandits.privacy.cheu import calibrated_params, encode_vectors, randomize_users, shuffle
+
+    n, Delta = 256, 1.0
+    p = calibrated_params(n, 1, Delta, delta=1e-5, epsilon=1.0, conversion="cks")
+    used = p if noise == "claimed" else dataclasses.replace(p, b=max(1, round(p.b / 4)))
+    G = round(p.g)
+    base = (n - 1) * G  # the other users' encoded zeros round to exactly g ones each
+
+    def sample(side: int, m: int, rng: np.random.Generator) -> np.ndarray:
+        client, shuffler = rng.spawn(2)
+        v = np.zeros((m, n, 1))
+        v[:, 0, 0] = Delta if side == 0 else -Delta
+        msgs = randomize_users(encode_vectors(v, Delta)[0], used, client)
+        batch = shuffle(msgs, shuffler)
+        assert set(batch.payload) == {"ones"}  # the analyzer sees the histogram, never a user's counts
+        ones = np.asarray(batch["ones"])[:, 0]
+        k = n * used.b
+        return (stats.binom.logpmf(ones - base - 2 * G, k, used.p) - stats.binom.logpmf(ones - base, k, used.p))
+
+    g = p.guarantee()
+    spec = AuditSpec(f"cheu-vector-sum[n=256, {noise} noise]", g.epsilon, g.delta, sample,
+                     "user 1: Delta e_1 vs -Delta e_1, others 0", "exact LLR of the released count of ones", 100_000)
+    r = audit_spec(spec, seed=1)
+    if noise == "claimed":
+        assert r.passed, str(r)
+    else:
+        assert not r.passed and r.audited_epsilon_lb > g.epsilon, str(r)
