@@ -203,3 +203,48 @@ def test_elimination_beats_the_uniform_spanner_policy_in_the_last_epoch() -> Non
         return float((res.regret[:, -1] - res.regret[:, i]).mean()) / (T // 2)
 
     assert last_epoch_rate(runs["chen-elim"]) <= 0.85 * last_epoch_rate(runs["uniform"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31), d=st.integers(1, 5), K=st.integers(1, 12), J=st.integers(0, 3),
+       link=st.sampled_from(["identity", "logistic", "probit"]), rank=st.integers(1, 5))
+def test_compiled_planning_equals_the_numpy_form(seed: int, d: int, K: int, J: int, link: str, rank: int) -> None:
+    """The compiled Algorithm 4 step (``choose_planned``) picks the action the numpy form picks: the
+    same survivors, the same spanner (rank-deficient feature sets included), the same policy draw."""
+    from privbandits.algorithms.chen.planning import choose_planned
+
+    rng = np.random.default_rng(seed)
+    R = 3
+    lk = link_constants(link)
+    F = rng.normal(size=(R, K, min(rank, d))) @ rng.normal(size=(min(rank, d), d))  # rank <= rank
+    F /= np.maximum(1.0, np.linalg.norm(F, axis=2, keepdims=True))
+    theta = rng.normal(size=(R, max(J, 1), d)) * 0.5
+    A = rng.normal(size=(R, max(J, 1), d, d))
+    U = A @ np.swapaxes(A, -1, -2) / d
+    scale = rng.uniform(0.0, 0.5, size=(R, max(J, 1)))
+    n_boards = rng.integers(0, J + 1, size=R)
+    draws = np.random.default_rng(seed + 1)
+    got = choose_planned(F, theta, U, scale, n_boards, lk, 2.0, draws)
+    ref_rng = np.random.default_rng(seed + 1)
+    for r in range(R):
+        boards = [Board(theta[r, j], U[r, j], float(scale[r, j]), lk) for j in range(int(n_boards[r]))]
+        support = planning_support(F[r], boards)
+        assert got[r] == support[min(int(ref_rng.random() * support.size), support.size - 1)]
+    assert draws.random() == ref_rng.random()  # one draw per replication, no more
+
+
+def test_an_estimate_that_would_eliminate_every_action_is_skipped() -> None:
+    """Two zero-width estimates that contradict each other: the first keeps action 0 only, the second
+    would keep action 1 only; the second is skipped and the support is {0} (numpy and compiled)."""
+    from privbandits.algorithms.chen.planning import choose_planned
+
+    F = np.eye(2)
+    boards = [_board(np.array([1.0, 0.0]), 0.0, 2), _board(np.array([0.0, 1.0]), 0.0, 2)]
+    assert surviving(F, boards).tolist() == [True, False]
+    assert surviving(F, boards[1:]).tolist() == [False, True]
+    assert planning_support(F, boards).tolist() == [0]
+    theta = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    U = np.broadcast_to(np.eye(2), (1, 2, 2, 2)).copy()
+    got = choose_planned(F[None], theta, U, np.zeros((1, 2)), np.array([2]), IDENTITY, 2.0,
+                         np.random.default_rng(0))
+    assert got.tolist() == [0]

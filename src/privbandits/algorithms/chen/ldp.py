@@ -38,7 +38,7 @@ from privbandits.algorithms.chen.jdp import (
     epoch_regressor,
     resolved_constants,
 )
-from privbandits.algorithms.chen.planning import Board, planning_support
+from privbandits.algorithms.chen.planning import choose_planned
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
@@ -61,12 +61,6 @@ IDLE, NORMALIZE, GRADIENT = 0, 1, 2
 MECHANISM = "chen-ldp-gaussian"
 
 
-def _boards(public: PublicState, r: int, link: LinkConstants) -> list[Board]:
-    n = int(public["n_boards"][r])
-    th, U, sc = public["board_theta"][r], public["board_U"][r], public["board_scale"][r]
-    return [Board(th[j], U[j], float(sc[j]), link) for j in range(n)]
-
-
 class ChenLDPClient(Client):
     """User side: choose by Algorithm 4 on the public billboard, then send one Gaussian message."""
 
@@ -74,12 +68,10 @@ class ChenLDPClient(Client):
         self.sigma, self.link, self.spanner_C, self.bound = sigma, link, spanner_C, context_bound
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        R = contexts.shape[0]
-        out = np.empty(R, dtype=np.int64)
-        for r in range(R):
-            support = planning_support(contexts[r], _boards(public, r, self.link), self.spanner_C)
-            out[r] = support[min(int(rng.random() * support.size), support.size - 1)]
-        return out
+        return choose_planned(contexts, np.ascontiguousarray(public["board_theta"], dtype=float),
+                              np.ascontiguousarray(public["board_U"], dtype=float),
+                              np.ascontiguousarray(public["board_scale"], dtype=float),
+                              np.ascontiguousarray(public["n_boards"], dtype=np.int64), self.link, self.spanner_C, rng)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
