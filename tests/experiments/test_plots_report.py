@@ -143,3 +143,30 @@ def test_report_contents(stored) -> None:
     from privbandits import __version__
 
     assert f"UTC by privbandits {__version__}." in text  # the library version is recorded
+
+
+def test_report_states_the_rows_a_data_file_lost(tmp_path: Path) -> None:
+    """A CSV with one row missing a value, read with na = "drop": the report says how many rows were
+    dropped (nothing is dropped silently)."""
+    pytest.importorskip("sklearn")
+    from privbandits.experiments.config import parse_config
+    from privbandits.experiments.pipeline import run_pipeline
+
+    rows = ["x,y,label"] + [f"{i % 7},{(i * 3) % 5},{'ab'[i % 2]}" for i in range(40)]
+    rows[5] = "3,,a"
+    data = tmp_path / "d.csv"
+    data.write_text("\n".join(rows) + "\n")
+    cfg = parse_config(f'''
+horizon = 50
+replications = 2
+[env]
+kind = "supervised"
+path = "{data}"
+label = "label"
+na = "drop"
+[[algorithms]]
+name = "uniform"
+''', source="t.toml")
+    out = run_pipeline(cfg, tmp_path / "r.db", tmp_path / "out", quiet=True, formats=("png",))
+    text = out.report.read_text()
+    assert "1 row(s) with missing values dropped from the data" in text

@@ -90,6 +90,7 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         f"= {config.replications * n_seeds} runs per series; environment: "
         + ", ".join(f"{k}={v}" for k, v in config.env.items())
         + "".join(f"; {k} in {{{', '.join(map(str, vs))}}}" for k, vs in config.env_grid.items()) + ".",
+        *data_lines(run),
         "",
         "## Final cumulative regret",
         "",
@@ -151,6 +152,28 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
     lines += ["## Configuration", "", "```json", json.dumps(config.raw, indent=2, sort_keys=False, default=str),
               "```", ""]
     return "\n".join(lines)
+
+
+def data_lines(run: RunReport | None) -> list[str]:
+    """What the data-backed environments dropped or clipped (never silently): one line per distinct
+    account in the stored environment descriptions (``n_dropped`` rows with missing values,
+    ``n_clipped_rows`` contexts projected onto the norm bound)."""
+    if run is None:
+        return []
+    seen: dict[str, None] = {}
+    for r in run.results:
+        env = r.env or {}
+        data = env.get("data") if isinstance(env.get("data"), dict) else {}
+        dropped = env.get("n_dropped", data.get("n_dropped"))
+        parts = []
+        if dropped is not None:
+            parts.append(f"{dropped} row(s) with missing values dropped from the data")
+        if env.get("n_clipped_rows"):
+            parts.append(f"{env['n_clipped_rows']} context row(s) clipped to the norm bound")
+        if parts:
+            name = env.get("dataset", env.get("path", "data"))
+            seen[f"Data ({name}): " + "; ".join(parts) + "."] = None
+    return list(seen)
 
 
 def write_report(path: str | Path, config: ExperimentConfig, series: Sequence[Series],
