@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from privbandits.algorithms import get
 from privbandits.core.errors import UnknownNameError
@@ -163,7 +164,7 @@ def data_lines(run: RunReport | None) -> list[str]:
     seen: dict[str, None] = {}
     for r in run.results:
         env = r.env or {}
-        data = env.get("data") if isinstance(env.get("data"), dict) else {}
+        data: dict[str, Any] = env["data"] if isinstance(env.get("data"), dict) else {}
         dropped = env.get("n_dropped", data.get("n_dropped"))
         parts = []
         if dropped is not None:

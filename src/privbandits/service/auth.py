@@ -32,7 +32,7 @@ from typing import Any
 
 from privbandits.core.errors import ConfigError
 
-__all__ = ["ROLES", "RateLimiter", "Token", "TokenSet", "load_tokens", "parse_tokens"]
+__all__ = ["ROLES", "RateLimiter", "Token", "TokenSet", "load_tokens", "parse_tokens", "read_tokens_file"]
 
 ROLES = ("client", "admin", "shuffler")
 _TOKEN_KEYS = ("name", "role", "token", "sha256", "device_epsilon", "rate", "burst")
@@ -130,16 +130,20 @@ def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
     return TokenSet(out)
 
 
-def load_tokens(path: str | Path) -> TokenSet:
-    """Read a tokens file."""
+def read_tokens_file(path: str | Path) -> dict[str, Any]:
+    """The raw TOML of a tokens file, with unreadable files and invalid TOML as :class:`ConfigError`."""
     p = Path(path)
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read tokens file {str(p)!r}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p.name}: invalid TOML: {exc}") from None
-    return parse_tokens(raw, p.name)
+
+
+def load_tokens(path: str | Path) -> TokenSet:
+    """Read a tokens file."""
+    return parse_tokens(read_tokens_file(path), Path(path).name)
 
 
 class RateLimiter:

@@ -47,12 +47,17 @@ def serve(
     typer.echo(f"serving {cfg.algorithm} ({svc.model.alg.trust_model} model, {svc.model.guarantee}) on "
                f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database {store.url.split('@')[-1]}; "
                f"restored {svc.restored_events} stored request(s), model version {svc.model.version}", err=True)
-    kwargs: dict[str, Any] = {}
-    if ssl_keyfile is not None:
-        kwargs["ssl_keyfile"] = str(ssl_keyfile)
-    if ssl_certfile is not None:
-        kwargs["ssl_certfile"] = str(ssl_certfile)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, **kwargs)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **tls_options(ssl_keyfile, ssl_certfile))
+
+
+def tls_options(keyfile: Path | None, certfile: Path | None) -> dict[str, Any]:
+    """uvicorn's TLS keyword arguments for the given files (none: plain HTTP)."""
+    out: dict[str, Any] = {}
+    if keyfile is not None:
+        out["ssl_keyfile"] = str(keyfile)
+    if certfile is not None:
+        out["ssl_certfile"] = str(certfile)
+    return out
 
 
 def register_commands(app: typer.Typer, guard: Callable[[Any], Any]) -> None:

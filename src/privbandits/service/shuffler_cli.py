@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from privbandits.core.errors import ConfigError
+from privbandits.service.auth import read_tokens_file
 
 __all__ = ["serve_shuffler", "shuffler_secret"]
 
@@ -19,12 +19,7 @@ def shuffler_secret(tokens_file: Path) -> str:
     The server keeps only the sha256 of that token; the shuffler needs it in plain text to
     authenticate its batches.
     """
-    try:
-        raw = tomllib.loads(tokens_file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read tokens file {str(tokens_file)!r}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{tokens_file.name}: invalid TOML: {exc}") from None
+    raw = read_tokens_file(tokens_file)
     found = [e.get("token") for e in raw.get("tokens", []) if isinstance(e, dict) and e.get("role") == "shuffler"]
     secrets = [s for s in found if isinstance(s, str) and s]
     if len(secrets) != 1:
@@ -60,6 +55,7 @@ def serve_shuffler(
         raise ValidationError("serve-shuffler needs the serve extra: pip install 'privbandits[serve]'") from None
     from privbandits.algorithms.registry import get as get_algorithm
     from privbandits.service.auth import load_tokens
+    from privbandits.service.cli import tls_options
     from privbandits.service.config import load_service_config
     from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app
     from privbandits.service.shuffler_store import ShufflerStore
@@ -78,9 +74,5 @@ def serve_shuffler(
     typer.echo(f"shuffler for {cfg.algorithm} on {'https' if ssl_certfile else 'http'}://{host}:{port} -> {server}; "
                f"min batch {settings.min_batch}; queue {path} ({pending} pending report(s), "
                f"{len(store.outbox())} batch(es) to forward)", err=True)
-    kwargs: dict[str, Any] = {}
-    if ssl_keyfile is not None:
-        kwargs["ssl_keyfile"] = str(ssl_keyfile)
-    if ssl_certfile is not None:
-        kwargs["ssl_certfile"] = str(ssl_certfile)
-    uvicorn.run(create_shuffler_app(settings, store), host=host, port=port, log_level=log_level, **kwargs)
+    uvicorn.run(create_shuffler_app(settings, store), host=host, port=port, log_level=log_level,
+                **tls_options(ssl_keyfile, ssl_certfile))

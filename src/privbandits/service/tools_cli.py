@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import secrets
-import tomllib
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from privbandits.core.errors import ConfigError, ValidationError
+from privbandits.service.auth import read_tokens_file
 
 __all__ = ["client_secrets", "make_tokens", "simulate_clients_command", "tokens_toml"]
 
@@ -28,12 +28,7 @@ def tokens_toml(clients: int, admins: int = 1, shufflers: int = 1) -> str:
 
 def client_secrets(tokens_file: Path) -> list[str]:
     """The plain secrets of the ``client`` entries of a tokens file (in file order)."""
-    try:
-        raw = tomllib.loads(tokens_file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read tokens file {str(tokens_file)!r}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{tokens_file.name}: invalid TOML: {exc}") from None
+    raw = read_tokens_file(tokens_file)
     out = [e["token"] for e in raw.get("tokens", [])
            if isinstance(e, dict) and e.get("role") == "client" and isinstance(e.get("token"), str)]
     if not out:
