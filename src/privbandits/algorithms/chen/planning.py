@@ -49,7 +49,7 @@ def surviving(F: np.ndarray, boards: Sequence[Board]) -> np.ndarray:
     Each test alone keeps the action with the best lower bound, but two estimates' tests can
     exclude each other's survivors when a width fails to cover (a private estimate's failure
     event, or ``c_b < 1``).  An estimate whose test would leave no action at this context is then
-    skipped (in release order) [CHOICE]: the support is never empty.
+    skipped (in release order; our choice, the paper does not cover it): the support is never empty.
     """
     keep = np.ones(F.shape[0], dtype=bool)
     for board in boards:
