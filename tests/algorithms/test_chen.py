@@ -154,8 +154,8 @@ def test_ldp_server_runs_algorithm_8_online() -> None:
         msg = client.randomize(t, public, Phi[t][None, None], np.zeros(1, dtype=np.int64), y[t:t + 1], rng)
         server.receive(t, msg)
     offline = reg.fit(Phi, y, 0)
-    np.testing.assert_allclose(server.board_theta[0, 0], offline.theta, rtol=1e-9, atol=1e-12)
-    assert server.board_scale[0, 0] == pytest.approx(offline.width_scale)
+    np.testing.assert_allclose(server.billboard.theta[0, 0], offline.theta, rtol=1e-9, atol=1e-12)
+    assert server.billboard.scale[0, 0] == pytest.approx(offline.width_scale)
     p = reg.plan(n)
     assert slots.count(NORMALIZE) == reg.K * p.N and slots.count(GRADIENT) == p.M * p.B
     assert slots.count(IDLE) == n - reg.K * p.N - p.M * p.B

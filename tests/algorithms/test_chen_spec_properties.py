@@ -202,7 +202,7 @@ def test_zero_noise_ldp_users_send_the_noiseless_messages(python_samplers: None)
                                    y[t:t + 1], rng)
             msgs.append({k: np.array(v) for k, v in msg.payload.items()})
             server.receive(t, msg)
-        return msgs, server.board_theta.copy()
+        return msgs, server.billboard.theta.copy()
 
     zero = ZeroRNG()
     m1, th1 = run(3.0, zero)

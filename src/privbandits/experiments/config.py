@@ -206,6 +206,18 @@ class ReportConfig:
     slopes: dict[str, float] = field(default_factory=dict)
 
 
+def env_variants(env: Mapping[str, Any],
+                 env_grid: Mapping[str, Sequence[Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(environment, its grid values)`` for every combination of the values of ``env_grid``, in
+    order (``[(env, {})]`` without a grid)."""
+    keys = list(env_grid)
+    out = []
+    for combo in itertools.product(*(env_grid[k] for k in keys)):
+        values = dict(zip(keys, combo))
+        out.append(({**env, **values}, values))
+    return out
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """A validated experiment; :meth:`units` expands it into work units."""
@@ -232,9 +244,7 @@ class ExperimentConfig:
 
     def env_variants(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """``(environment, its grid values)`` for every combination of ``[env] grid`` (one without it)."""
-        keys = list(self.env_grid)
-        return [({**self.env, **dict(zip(keys, combo))}, dict(zip(keys, combo)))
-                for combo in itertools.product(*(self.env_grid[k] for k in keys))]
+        return env_variants(self.env, self.env_grid)
 
     def units(self) -> list[WorkUnit]:
         """All work units: algorithm entries x variants x environment variants x seeds, in a
@@ -517,10 +527,11 @@ class _Validator:
         if not isinstance(grid, dict):
             raise self.fail("env.grid", grid, "must be a table of lists, e.g. grid = { theta_norm = [2.0, 3.0] }")
         out: dict[str, tuple[Any, ...]] = {}
+        args = _env_args(ENV_KINDS[env["kind"]])
         for key, values in grid.items():
-            if key == "kind" or key not in _env_args(ENV_KINDS[env["kind"]]):
+            if key not in args:
                 raise self.fail(f"env.grid.{key}", values, f"not an argument of the environment kind "
-                                                           f"{env['kind']!r}{_suggest(key, _env_args(ENV_KINDS[env['kind']]))}")
+                                                           f"{env['kind']!r}{_suggest(key, args)}")
             if key in env:
                 raise self.fail(f"env.grid.{key}", values, f"'{key}' is also set in [env]; give it in one place")
             if not isinstance(values, list) or not values:
@@ -824,9 +835,8 @@ class _Validator:
             _Validator(f"{self.source} [quick]").scalars(probe)
         env = self.env(raw.get("env", {}))
         env_grid = self.env_grid(env)
-        keys = list(env_grid)
-        for combo in itertools.product(*(env_grid[k] for k in keys)):
-            variant = {**env, **dict(zip(keys, combo))}
+        variants = env_variants(env, env_grid)
+        for variant, _ in variants:
             try:
                 env_obj = build_env(variant)
                 env_obj.reset(1, make_streams(0), 1)
@@ -847,7 +857,7 @@ class _Validator:
         if not isinstance(entries, list) or not entries:
             raise ConfigError(f"{self.source}: at least one [[algorithms]] entry is required "
                               f"(available: {', '.join(available())})")
-        probe_env = {**env, **{k: vs[0] for k, vs in env_grid.items()}}  # the first environment variant
+        probe_env = variants[0][0]  # algorithms are checked on the first environment variant
         algorithms = [self.algorithm(i, e, global_grid, preset, probe_env, horizon) for i, e in enumerate(entries)]
         seen: dict[str, int] = {}
         for i, entry in enumerate(algorithms):

@@ -135,14 +135,8 @@ def released_boards(alg: Any) -> list[list[Any]]:
     """The estimates a Chen et al. (2025) bandit released, per replication, as
     :class:`~privbandits.algorithms.chen.planning.Board` objects (curator: its billboard; local model:
     the untrusted server's posted ``(theta, U, scale)``)."""
-    from privbandits.algorithms.chen.planning import Board
-
-    if hasattr(alg, "boards"):
-        return [list(b) for b in alg.boards]
-    srv = alg.server
-    link = srv.reg.link
-    return [[Board(srv.board_theta[r, j], srv.board_U[r, j], float(srv.board_scale[r, j]), link)
-             for j in range(int(srv.n_boards[r]))] for r in range(srv.R)]
+    holder = alg if hasattr(alg, "billboard") else alg.server
+    return [holder.billboard.boards(r, holder.reg.link) for r in range(holder.R)]
 
 
 def bandit_coverage_rows(algorithm: str, params: dict[str, Any], env_args: dict[str, Any], horizon: int,

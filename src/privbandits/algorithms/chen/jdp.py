@@ -33,7 +33,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
-from privbandits.algorithms.chen.planning import Board, choose_planned
+from privbandits.algorithms.chen.planning import Billboard, Board
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
@@ -143,21 +143,14 @@ class ChenElimination(Curator):
         check_problem(self.name, spec)
         self.ends = epoch_ends(spec.horizon, self.first_epoch)
         self.reg = self.regressor(spec)
-        self.boards: list[list[Board]] = [[] for _ in range(self.R)]
-        J = len(self.ends)  # the billboard, packed for the compiled planning step
-        self.board_theta = np.zeros((self.R, J, spec.d))
-        self.board_U = np.zeros((self.R, J, spec.d, spec.d))
-        self.board_scale = np.zeros((self.R, J))
-        self.n_boards = np.zeros(self.R, dtype=np.int64)
+        self.billboard = Billboard(self.R, len(self.ends), spec.d)
         self.X = np.zeros((self.R, int(np.max(np.diff(self.ends, prepend=0))), spec.d))
         self.y = np.zeros(self.X.shape[:2])
         self.epoch = 0
         self.start = 0
-        self.theta = np.zeros((self.R, spec.d))
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        return choose_planned(contexts, self.board_theta, self.board_U, self.board_scale, self.n_boards,
-                              self.reg.link, self.spanner_C, self.streams.policy)
+        return self.billboard.choose(contexts, self.reg.link, self.spanner_C, self.streams.policy)
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         i = t - self.start
@@ -179,14 +172,15 @@ class ChenElimination(Curator):
                 continue
             if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
                 raise PrivacyError(f"{self.name}: a release accounts to {est.guarantee}, above the claim {claim}")
-            self.boards[r].append(Board(est.theta, est.width_matrix, est.width_scale, self.reg.link))
-            j = self.n_boards[r]
-            self.board_theta[r, j], self.board_U[r, j], self.board_scale[r, j] = est.theta, est.width_matrix, est.width_scale
-            self.n_boards[r] += 1
-            self.theta[r] = est.theta
+            self.billboard.post(r, est.theta, est.width_matrix, est.width_scale)
+
+    @property
+    def boards(self) -> list[list[Board]]:
+        """The released estimates of every replication (the billboard, as :class:`Board` objects)."""
+        return [self.billboard.boards(r, self.reg.link) for r in range(self.R)]
 
     def estimate(self) -> np.ndarray:
-        return self.theta.copy()
+        return self.billboard.latest()
 
 
 @register

@@ -38,7 +38,7 @@ from privbandits.algorithms.chen.jdp import (
     epoch_regressor,
     resolved_constants,
 )
-from privbandits.algorithms.chen.planning import choose_planned
+from privbandits.algorithms.chen.planning import Billboard, choose_planned
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
@@ -68,10 +68,8 @@ class ChenLDPClient(Client):
         self.sigma, self.link, self.spanner_C, self.bound = sigma, link, spanner_C, context_bound
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return choose_planned(contexts, np.ascontiguousarray(public["board_theta"], dtype=float),
-                              np.ascontiguousarray(public["board_U"], dtype=float),
-                              np.ascontiguousarray(public["board_scale"], dtype=float),
-                              np.ascontiguousarray(public["n_boards"], dtype=np.int64), self.link, self.spanner_C, rng)
+        return choose_planned(contexts, public["board_theta"], public["board_U"], public["board_scale"],
+                              public["n_boards"], self.link, self.spanner_C, rng)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
@@ -107,10 +105,7 @@ class ChenLDPServer(Server):
     def __init__(self, R: int, spec: EnvSpec, reg: ReweightedRegression, ends: np.ndarray, min_fit: int) -> None:
         self.R, self.d, self.reg, self.ends, self.min_fit = R, spec.d, reg, ends, min_fit
         J = len(ends)
-        self.board_theta = np.zeros((R, J, self.d))
-        self.board_U = np.zeros((R, J, self.d, self.d))
-        self.board_scale = np.zeros((R, J))
-        self.n_boards = np.zeros(R, dtype=np.int64)
+        self.billboard = Billboard(R, J, self.d)
         self.t = 0
         self.epoch = 0
         self._start_epoch(0)
@@ -141,8 +136,7 @@ class ChenLDPServer(Server):
         return IDLE
 
     def public_state(self) -> PublicState:
-        return PublicState(slot=np.full(self.R, self.slot()), U=self.U, w=self.w, n_boards=self.n_boards,
-                           board_theta=self.board_theta, board_U=self.board_U, board_scale=self.board_scale)
+        return PublicState({"slot": np.full(self.R, self.slot()), "U": self.U, "w": self.w, **self.billboard.public()})
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         if not isinstance(message, PrivatizedMessage) or message.mechanism != MECHANISM:
@@ -170,22 +164,14 @@ class ChenLDPServer(Server):
         if self.t == self.ends[self.epoch]:
             if self.fit:
                 scale = self.reg.c_b * self.reg.link.L_nu * self.reg.e_bar(self.n, self.d)
-                j = self.n_boards[0]
                 for r in range(self.R):
-                    self.board_theta[r, j] = self.U[r] @ self.w[r]
-                    self.board_U[r, j] = self.U[r]
-                    self.board_scale[r, j] = scale
-                self.n_boards += 1
+                    self.billboard.post(r, self.U[r] @ self.w[r], self.U[r], scale)
             self.epoch += 1
             if self.epoch < len(self.ends):
                 self._start_epoch(self.t)
 
     def estimate(self) -> np.ndarray:
-        out = np.zeros((self.R, self.d))
-        for r in range(self.R):
-            if self.n_boards[r]:
-                out[r] = self.board_theta[r, self.n_boards[r] - 1]
-        return out
+        return self.billboard.latest()
 
 
 @register

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, select_planned
 from privbandits.algorithms.chen.spanner import barycentric_spanner
 from privbandits.regression.links import LinkConstants
 
-__all__ = ["Board", "choose_planned", "planning_support", "surviving"]
+__all__ = ["Billboard", "Board", "choose_planned", "planning_support", "surviving"]
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,49 @@ def choose_planned(contexts: np.ndarray, theta: np.ndarray, U: np.ndarray, scale
     :func:`privbandits.algorithms.chen.planning_kernel.select_planned`): each replication's action
     uniform over the C-spanner of its survivors, from the packed released estimates
     ``theta (R, J, d)``, ``U (R, J, d, d)``, ``scale (R, J)``, ``n_boards (R,)``."""
-    from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, select_planned
-
     out = np.empty(contexts.shape[0], dtype=np.int64)
-    select_planned(np.ascontiguousarray(contexts, dtype=float), theta, U, scale, n_boards, link.link.code, float(C),
-                   SPANNER_TOL, rng, out)
+    select_planned(np.ascontiguousarray(contexts, dtype=float), np.ascontiguousarray(theta, dtype=float),
+                   np.ascontiguousarray(U, dtype=float), np.ascontiguousarray(scale, dtype=float),
+                   np.ascontiguousarray(n_boards, dtype=np.int64), link.link.code, float(C), SPANNER_TOL, rng, out)
     return out
 
+
+class Billboard:
+    """The estimates Algorithm 3 has released, per replication, packed for the compiled planning step:
+    ``theta (R, J, d)``, ``U (R, J, d, d)``, ``scale (R, J)`` and the number posted, ``count (R,)``.
+
+    The curator (joint model) and the untrusted server (local model) post to one; in the local model
+    its arrays are the public state the users choose from (:meth:`public`).
+    """
+
+    def __init__(self, R: int, J: int, d: int) -> None:
+        self.theta = np.zeros((R, J, d))
+        self.U = np.zeros((R, J, d, d))
+        self.scale = np.zeros((R, J))
+        self.count = np.zeros(R, dtype=np.int64)
+
+    def post(self, r: int, theta: np.ndarray, U: np.ndarray, scale: float) -> None:
+        """Release one estimate ``f_hat = nu(<phi, theta>)`` with widths ``scale ||U phi||`` in replication ``r``."""
+        j = self.count[r]
+        self.theta[r, j], self.U[r, j], self.scale[r, j] = theta, U, scale
+        self.count[r] += 1
+
+    def boards(self, r: int, link: LinkConstants) -> list[Board]:
+        """Replication ``r``'s released estimates as :class:`Board` objects (the numpy form)."""
+        return [Board(self.theta[r, j], self.U[r, j], float(self.scale[r, j]), link) for j in range(int(self.count[r]))]
+
+    def latest(self) -> np.ndarray:
+        """The last released ``theta`` of every replication (zero before the first), ``(R, d)``."""
+        R, _, d = self.theta.shape
+        out = np.zeros((R, d))
+        posted = self.count > 0
+        out[posted] = self.theta[np.flatnonzero(posted), self.count[posted] - 1]
+        return out
+
+    def public(self) -> dict[str, np.ndarray]:
+        """The arrays as the public state publishes them (``n_boards``, ``board_theta``, ``board_U``, ``board_scale``)."""
+        return {"n_boards": self.count, "board_theta": self.theta, "board_U": self.U, "board_scale": self.scale}
+
+    def choose(self, contexts: np.ndarray, link: LinkConstants, C: float, rng: np.random.Generator) -> np.ndarray:
+        """One round of Algorithm 4 on these estimates (:func:`choose_planned`)."""
+        return choose_planned(contexts, self.theta, self.U, self.scale, self.count, link, C, rng)

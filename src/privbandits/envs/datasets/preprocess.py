@@ -111,14 +111,11 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
                               f"the features carry no information")
     with np.errstate(over="ignore"):
         scale = (bound / ref) / m  # the common factor of the unclipped rows (inf for a subnormal ref)
-        ratio = norms / ref  # ||z_i|| / ref; overflows only for rows far outside the ball
-        out = (Zs / ref) * bound
-    n_clipped = 0
-    if policy == "clip":
-        n_clipped = int((norms > ref).sum())  # rows beyond the quantile (compared before rounding)
-    # the clipped rows, and rows a rounding error outside the ball: projected onto the sphere
+        out = (Zs / ref) * bound  # overflows only in rows far beyond the quantile (projected below)
+    over = norms > ref  # the clipped rows (compared before rounding)
+    n_clipped = int(over.sum()) if policy == "clip" else 0
+    # those rows, and rows a rounding error outside the ball: projected onto the sphere
     # (z / ||z|| is a unit vector, computed without overflow whatever the scale)
-    over = (ratio > 1.0) | ~np.isfinite(out).all(axis=1)
     inside = ~over
     over[inside] = _row_norms(out[inside]) > bound
     out[over] = (Zs[over] / norms[over][:, None]) * bound
