@@ -61,11 +61,13 @@ from privbandits.core.messages import (
     shuffle_messages,
 )
 from privbandits.core.params import Constraint, validate_params
+from privbandits.core.public_space import PublicSpace, dims_of
 from privbandits.core.rng import Streams
 from privbandits.core.spec import SETTINGS, EnvSpec
 from privbandits.core.validation import check_int
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.inputs import check_device_inputs
 
 __all__ = [
     "SETTINGS",
@@ -290,8 +292,42 @@ class Curator(Algorithm):
 class Client(ABC):
     """User-side code of a local or shuffle algorithm (runs on the device; R users at once).
 
-    A client sees only the public state and its own context and reward.
+    A client sees only the public state and its own context and reward.  The server that sends the
+    public state is untrusted (the documentation's Concepts: trust models, threat model), so a
+    client of the library also declares:
+
+    * :meth:`public_space`: every public state it accepts (the round protocol,
+      :mod:`privbandits.engine.protocol`, validates what the device reads against it);
+    * :meth:`encode`: its pre-noise message, clipped so that its own guarantee holds for every
+      public state in that space;
+    * :meth:`noise` and :meth:`sensitivity`: the noise :meth:`randomize` adds to the encoded
+      message and the accounted bound on the whitened distance of two neighbouring users'
+      encoded messages (:mod:`privbandits.privacy.device`).
+
+    The conformance checks (:mod:`privbandits.testing`) check the three against each other and
+    against :meth:`randomize` on adversarial public states.
     """
+
+    #: The problem the client was built for (set by the algorithm's reset).
+    spec: EnvSpec
+
+    def public_space(self) -> PublicSpace | None:
+        """Every public state this device accepts (None: undeclared, only the types are checked)."""
+        return None
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """The message before noise ``(R, m)``, fields flattened in the order of the payload,
+        after every clip the device applies."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its pre-noise message")
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """The noise :meth:`randomize` adds to :meth:`encode`, per user and coordinate."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare its noise")
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """The accounted bound on the whitened distance of two neighbouring users' encodings."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare its sensitivity")
 
     @abstractmethod
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -431,24 +467,31 @@ class KernelClient(Client):
         self._params = kernel.params
         self._public_names = kernel.public_names
         self._message = kernel.message
-        self._bound = spec.context_bound
+        self._space = kernel.public_space
+        self.spec = spec
 
-    def _public(self, public: PublicState) -> tuple[np.ndarray, ...]:
+    def public_space(self) -> PublicSpace | None:
+        return self._space
+
+    def _public(self, public: PublicState, R: int) -> tuple[np.ndarray, ...]:
+        """The public arrays the compiled steps read: validated against the declared space (shape,
+        dtype, range), so a dishonest server cannot drive a step out of bounds."""
+        if self._space is not None:
+            public = self._space.validate(public, dims_of(self.spec, R))
         return tuple(np.array(public[name]) for name in self._public_names)
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        out = np.empty(contexts.shape[0], dtype=np.int64)
-        self._choose_all(self._params, self._public(public), t, np.ascontiguousarray(contexts), rng, out)
+        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        out = np.empty(X.shape[0], dtype=np.int64)
+        self._choose_all(self._params, self._public(public, X.shape[0]), t, X, rng, out)
         return out
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        X = np.ascontiguousarray(contexts, dtype=float)
-        y = np.asarray(rewards, dtype=float)
-        check_client_inputs(X, y, self._bound)
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
         out = np.empty((X.shape[0], self._message.size))
-        self._randomize_all(self._params, self._public(public), t, X, np.asarray(actions, dtype=np.int64), y,
-                            rng, out)
+        self._randomize_all(self._params, self._public(public, X.shape[0]), t, X, a, y, rng, out)
         return PrivatizedMessage(self._message.split(out), self._message.mechanism)
 
 

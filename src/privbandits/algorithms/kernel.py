@@ -41,6 +41,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from privbandits.core.public_space import PublicSpace
+
 __all__ = [
     "CuratorKernel",
     "LocalKernel",
@@ -116,6 +118,8 @@ class LocalKernel:
     public_names: tuple[str, ...]
     message: MessageLayout
     estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
+    #: Every public state the user-side steps accept (validated before they run).
+    public_space: PublicSpace | None = None
 
     @property
     def loops(self) -> Any:

@@ -21,8 +21,8 @@ import numpy as np
 
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
 from privbandits.core.errors import ValidationError
+from privbandits.engine import protocol
 from privbandits.engine.recorder import Progress, Recorder
-from privbandits.engine.reference import _check_message, _check_public
 from privbandits.envs.base import Environment
 
 __all__ = ["drive_convex", "is_convex_env"]
@@ -54,11 +54,12 @@ def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: 
         rng_client, rng_policy = alg.streams.client, alg.streams.policy
         for t in range(T):
             X = env.next_round()
-            public = _check_public(server.public_state())
+            # continuous actions: the device validates the public state; its randomizer checks the
+            # query points and losses it is handed (arm-index checks do not apply)
+            public = protocol.device_public(client, alg.spec, server.public_state(), R)
             pts = _points(alg, client.choose(t, public, X, rng_policy), R)
             losses, reg = env.step(pts)
-            msg = _check_message(client.randomize(t, public, X, pts, losses, rng_client))
-            server.receive(t, msg)
+            protocol.deliver(alg, t, client.randomize(t, public, X, pts, losses, rng_client))
             rec.record(t, reg, -losses.mean(axis=1))
             tick(t + 1)
     elif isinstance(alg, Curator):

@@ -13,42 +13,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from privbandits.algorithms.base import (
-    Algorithm,
-    BatchedAlgorithm,
-    Curator,
-    LocalAlgorithm,
-    ShuffleAlgorithm,
-)
-from privbandits.core.errors import TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
+from privbandits.core.errors import ValidationError
+from privbandits.engine import protocol
 from privbandits.engine.recorder import Progress, Recorder
 from privbandits.envs.base import Environment
 
 __all__ = ["drive_reference"]
-
-
-def _check_message(msg: object) -> PrivatizedMessage:
-    if not isinstance(msg, PrivatizedMessage):
-        raise TrustBoundaryError(
-            f"a local randomizer returned {type(msg).__name__}; only PrivatizedMessage may reach the server"
-        )
-    return msg
-
-
-def _check_public(state: object) -> PublicState:
-    if not isinstance(state, PublicState):
-        raise TrustBoundaryError(f"the server broadcast {type(state).__name__}; users may only receive PublicState")
-    return state
-
-
-def _start_batches(alg: Algorithm, X: np.ndarray) -> None:
-    """Batched elimination on a fixed action set: install the engine on the public catalogue
-    (round 1's contexts) before the first user arrives, as the aggregate driver does."""
-    if isinstance(alg, BatchedAlgorithm):
-        alg.start_batches(X)
 
 
 def _drive_curator(alg: Curator, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
@@ -62,40 +33,26 @@ def _drive_curator(alg: Curator, env: Environment, T: int, rec: Recorder, tick: 
 
 
 def _drive_local(alg: LocalAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
-    client, server = alg.client, alg.server
-    rng_client, rng_policy = alg.streams.client, alg.streams.policy
     for t in range(T):
         X = env.next_round()
         if t == 0:
-            _start_batches(alg, X)
-        public = _check_public(server.public_state())
-        a = client.choose(t, public, X, rng_policy)
-        r, reg = env.step(a)
-        msg = _check_message(client.randomize(t, public, X, a, r, rng_client))
-        server.receive(t, msg)
+            protocol.start(alg, X)
+        _, r, reg = protocol.local_round(alg, t, protocol.broadcast(alg, t), X, env.step)
         rec.record(t, reg, r)
         tick(t + 1)
 
 
 def _drive_shuffle(alg: ShuffleAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
-    client, server, shuffler = alg.client, alg.server, alg.shuffler
-    rng_client, rng_policy = alg.streams.client, alg.streams.policy
+    public = None
     for t in range(T):
         X = env.next_round()
         if t == 0:
-            _start_batches(alg, X)
-            public = _check_public(server.public_state())
-        mine = _check_public(shuffler.assign(t, public))
-        a = client.choose(t, mine, X, rng_policy)
-        r, reg = env.step(a)
-        shuffler.collect(t, _check_message(client.randomize(t, mine, X, a, r, rng_client)))
+            protocol.start(alg, X)
+            public = protocol.check_public(alg.server.public_state())
+        _, r, reg = protocol.local_round(alg, t, protocol.broadcast(alg, t, public), X, env.step)
         if alg.batch_ends(t) or t == T - 1:
-            server.receive_batch(t, shuffler.release(t))
-            while server.wants_round():  # multi-round protocol over the same batch of users
-                for msg in client.respond(t, _check_public(server.public_state()), rng_client):
-                    shuffler.collect(t, _check_message(msg))
-                server.receive_batch(t, shuffler.release(t))
-            public = _check_public(server.public_state())
+            protocol.close_batch(alg, t, alg.streams.client)
+            public = protocol.check_public(alg.server.public_state())
         rec.record(t, reg, r)
         tick(t + 1)
 

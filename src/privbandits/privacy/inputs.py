@@ -11,9 +11,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from privbandits.core.errors import DataBoundError
+from privbandits.core.errors import DataBoundError, ValidationError
+from privbandits.core.spec import EnvSpec
 
-__all__ = ["check_client_inputs"]
+__all__ = ["check_client_inputs", "check_device_inputs", "context_shape"]
 
 #: Relative slack for norms at the bound (float rounding puts unit vectors at 1 + 2e-16).
 NORM_RTOL = 1e-9
@@ -73,3 +74,70 @@ def _all_within(X: np.ndarray, y: np.ndarray, bound_sq: float) -> bool:  # pragm
         if sq > bound_sq:
             return False
     return True
+
+
+def context_shape(spec: EnvSpec, R: int) -> tuple[int, ...]:
+    """The shape of a round's contexts: ``(R, K, d)`` single-parameter, ``(R, d)`` multi-parameter."""
+    return (R, spec.K, spec.d) if spec.setting == "single" else (R, spec.d)
+
+
+def check_device_inputs(spec: EnvSpec, contexts: object, actions: object = None, rewards: object = None, *,
+                        bound: bool = True) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """A device's own inputs as the arrays compiled code may read, or a clear error.
+
+    The memory-safe boundary (the documentation's Concepts: trust models): the shapes are checked
+    against the problem (contexts ``(R, K, d)`` single-parameter or ``(R, d)`` multi-parameter,
+    ``R`` actions in ``[0, K)``, ``R`` rewards), the dtypes are converted to contiguous float64 /
+    int64 only when the values are exact (no silent truncation of a float action), and the values
+    are finite with contexts within ``spec.context_bound`` (``bound=False``: finite only, for a
+    choice that stays on the device).  Nothing that fails a check reaches a
+    compiled step, so no read or write past an array can end up in a report.
+
+    Returns
+    -------
+    contexts, actions, rewards : ndarray
+        Contiguous float64 / int64 / float64 arrays (``None`` where not given).
+
+    Raises
+    ------
+    ValidationError
+        Wrong shape, dtype or index, naming the argument, the value and what is allowed.
+    DataBoundError
+        Non-finite values or a context above the declared bound.
+    """
+    X = np.asarray(contexts)
+    if X.dtype.kind not in "fiu" or X.dtype.kind == "b":
+        raise ValidationError(f"contexts must be real numbers, got dtype {X.dtype}")
+    if X.ndim == 0:
+        raise ValidationError("contexts must be an array with the users on the first axis, got a scalar")
+    R = X.shape[0]
+    want = context_shape(spec, R)
+    if X.shape != want:
+        names = "(R, K, d)" if spec.setting == "single" else "(R, d)"
+        raise ValidationError(
+            f"contexts have shape {X.shape}; the {spec.setting}-parameter problem needs {names} = {want} "
+            f"(K={spec.K} arms, d={spec.d} features)")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    a: np.ndarray | None = None
+    if actions is not None:
+        a_raw = np.asarray(actions)
+        if a_raw.shape != (R,):
+            raise ValidationError(f"actions have shape {a_raw.shape}, expected ({R},): one arm per user")
+        if a_raw.dtype.kind not in "iu":
+            exact = a_raw.dtype.kind == "f" and np.all(np.isfinite(a_raw)) and np.all(a_raw == np.round(a_raw))
+            if not exact:
+                raise ValidationError(f"actions must be integer arm indices, got dtype {a_raw.dtype}")
+        a = np.ascontiguousarray(a_raw, dtype=np.int64)
+        if R and (a.min() < 0 or a.max() >= spec.K):
+            bad = int(a.min()) if a.min() < 0 else int(a.max())
+            raise ValidationError(f"action {bad} is not an arm index in [0, {spec.K - 1}] (K={spec.K})")
+    y: np.ndarray | None = None
+    if rewards is not None:
+        y_raw = np.asarray(rewards)
+        if y_raw.shape != (R,):
+            raise ValidationError(f"rewards have shape {y_raw.shape}, expected ({R},): one reward per user")
+        if y_raw.dtype.kind not in "fiu" or y_raw.dtype.kind == "b":
+            raise ValidationError(f"rewards must be real numbers, got dtype {y_raw.dtype}")
+        y = np.ascontiguousarray(y_raw, dtype=np.float64)
+    check_client_inputs(X, np.zeros(0) if y is None else y, spec.context_bound if bound else np.inf)
+    return X, a, y
