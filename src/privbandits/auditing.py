@@ -58,20 +58,17 @@ from typing import Any
 import numpy as np
 
 from privbandits.algorithms import available, get, make
-from privbandits.algorithms.base import (
-    Algorithm,
-    BatchedAlgorithm,
-    LocalAlgorithm,
-    ShuffleAlgorithm,
-)
+from privbandits.algorithms.base import Algorithm, LocalAlgorithm
 from privbandits.algorithms.calibration import CalibrationWarning
 from privbandits.algorithms.chen.squarecb_ldp import GRADIENT as SQUARECB_GRADIENT_SLOT
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
 from privbandits.algorithms.sarmasarkar.shuffle_audit import AUDIT_EPSILON, shuffle_glm_matrix_spec
+from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import UnknownNameError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
+from privbandits.engine import protocol
 from privbandits.envs import ConvexLossEnv, FiniteActionEnv, MultiArmedEnv, SyntheticEnv
 from privbandits.privacy.audit import AUDITABLE as MECHANISMS
 from privbandits.privacy.audit import AuditResult, AuditSpec, audit_spec
@@ -118,11 +115,15 @@ class UserData:
         environment the user's losses at the round's query points, ``(k,)``.
     label : str
         Short description, e.g. ``x = e_1, r = 21``.
+    action : int, optional
+        The arm the user plays (part of the user's own data: neighbouring users may play different
+        arms); None lets the device choose from the public state.
     """
 
     contexts: np.ndarray
     reward: float | np.ndarray
     label: str
+    action: int | None = None
 
 
 @dataclass(frozen=True)
@@ -287,20 +288,6 @@ class ClientPathCase:
 # ============================================================================================
 # the client code path
 # ============================================================================================
-def _start(alg: Algorithm, X: np.ndarray) -> None:
-    """What the drivers do before the first user arrives: a batched elimination algorithm installs
-    its engine on the public action catalogue (round 1's contexts)."""
-    if isinstance(alg, BatchedAlgorithm):
-        alg.start_batches(X)
-
-
-def _public_state(alg: Algorithm, t: int) -> PublicState:
-    public = alg.server.public_state()  # type: ignore[attr-defined]
-    if isinstance(alg, ShuffleAlgorithm):
-        public = alg.shuffler.assign(t, public)
-    return public
-
-
 def _override(public: PublicState, values: Mapping[str, Any]) -> PublicState:
     """``public`` with the fields of ``values`` replaced (broadcast over the leading user axis)."""
     fields = dict(public)
@@ -339,14 +326,24 @@ def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSp
         warnings.simplefilter("ignore", CalibrationWarning)
         alg.reset(spec, m, make_streams(int(rng.integers(2**62))))
     X = np.ascontiguousarray(np.broadcast_to(user.contexts, (m, *user.contexts.shape)), dtype=float)
-    _start(alg, X)
-    public = _public_state(alg, t)
+    protocol.start(alg, X)
+    public = protocol.broadcast(alg, t)
     if case.public is not None:
         public = _override(public, case.public(spec))
     y = np.ascontiguousarray(np.broadcast_to(np.asarray(user.reward, dtype=float),
                                              (m, *np.shape(user.reward))))
-    actions = alg.client.choose(t, public, X, rng)
-    msg = alg.client.randomize(t, public, X, actions, y, rng)
+    if isinstance(spec, ConvexSpec):
+        # continuous actions (the query points of the public state): the device validates the
+        # public state and its randomizer checks the points and losses it is handed
+        state = protocol.device_public(alg.client, spec, public, m)
+        points = alg.client.choose(t, state, X, rng)
+        msg = protocol.check_message(alg.client.randomize(t, state, X, points, y, rng))
+    else:
+        if user.action is None:
+            actions = protocol.device_choose(alg.client, spec, t, public, X, rng)
+        else:
+            actions = np.full(m, int(user.action), dtype=np.int64)
+        msg = protocol.device_randomize(alg.client, spec, t, public, X, actions, y, rng)
     return _flatten(msg, m)
 
 
@@ -479,8 +476,8 @@ def _client_path_spec(case: ClientPathCase, f: float, base: str) -> AuditSpec:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CalibrationWarning)
         nominal.reset(spec, 1, make_streams(0))
-    _start(nominal, np.asarray(candidates[0][0].contexts, dtype=float)[None])
-    public = _public_state(nominal, 0)
+    protocol.start(nominal, np.asarray(candidates[0][0].contexts, dtype=float)[None])
+    public = protocol.broadcast(nominal, 0)
     if case.public is not None:
         public = _override(public, case.public(spec))
     claim = case.claim(nominal, public)
