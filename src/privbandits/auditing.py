@@ -870,8 +870,8 @@ class AdversarialServer:
         self.client = alg.client
         space = self.client.public_space()
         if space is None:
-            raise ValidationError(f"{type(self.client).__name__} declares no public-state space "
-                                  "(Client.public_space): an adversarial server cannot be bounded")
+            raise NotImplementedError(f"{type(self.client).__name__} does not declare its public-state space "
+                                      "(Client.public_space): what an adversarial server may send is unbounded")
         self.space = space
         self.sens = self.client.sensitivity()
         self.dims = dims_of(spec, self.n)

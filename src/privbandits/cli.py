@@ -484,12 +484,22 @@ def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or
                                                          "neighbouring input.")] = None,
           seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the sampling streams.")] = None,
           alpha: Annotated[Optional[float], typer.Option("--alpha", help="1 - confidence of the audited "
-                                                         "lower bound.")] = None) -> None:
+                                                         "lower bound.")] = None,
+          adversarial: Annotated[bool, typer.Option("--adversarial", help="Audit each local / shuffle device "
+                                                    "at the worst public state an adversarial server can "
+                                                    "send (searched in the declared space), and its half-noise "
+                                                    "twin, which must be flagged.")] = False) -> None:
     """Empirical privacy audit: audited lower bound on epsilon vs the claimed epsilon.
 
     Audits the privacy layer's mechanisms and protocols and every local / shuffle algorithm's
     client code path (``client:<algorithm>``), see privbandits.auditing.  Exit code 1 when an
     audited lower bound exceeds a claimed epsilon (a detected violation).
+
+    With ``--adversarial`` (``ALGORITHM`` or ``--all``): for each local / shuffle device, the public
+    state maximizing the distance of two neighbouring users' encoded messages is searched in the
+    space the device declares; the report gives that state, the sensitivity reached against the
+    accounted one, the audited lower bound against the claim at that state, and whether the
+    half-noise twin is flagged.  Exit code 1 when a device fails or a twin is not flagged.
     """
     try:
         mod = importlib.import_module("privbandits.auditing")
@@ -509,6 +519,21 @@ def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or
         out.print(table)
         return
     options = {"under_noised": under_noised, "n_samples": samples, "seed": seed, "alpha": alpha}
+    if adversarial:
+        if under_noised is not None:
+            raise ValidationError("--adversarial audits the half-noise twin itself; drop --under-noised")
+        if mechanism is None and not all_:
+            raise ValidationError("--adversarial needs an ALGORITHM or --all")
+        target = None if all_ else str(mechanism)
+        rows = mod.run_adversarial(target, **_accepted_options(mod.run_adversarial, options))
+        _render(out, rows)
+        bad = [r.name for r in rows if not r.passed]
+        if bad:
+            _err().print(f"adversarial audit failed for {', '.join(bad)} (sensitivity exceeded, a violation "
+                         "detected, a half-noise twin not flagged, or a device without its contract; see the "
+                         "notes)", style="bold red", markup=False, soft_wrap=True)
+            raise typer.Exit(1)
+        return
     if all_:
         results = mod.run_all(**_accepted_options(mod.run_all, options))
     else:
