@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.algorithms.base import Algorithm, BatchedAlgorithm
+from privbandits.engine import protocol
 from privbandits.engine.recorder import Progress, Recorder
 from privbandits.envs.base import Environment
 
@@ -65,7 +66,7 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     rng_order, rng_noise, rng_reward = getattr(streams, order_role), getattr(streams, noise_role), streams.rewards
     assert isinstance(alg, BatchedAlgorithm)
     A = env.next_round()  # round 1's contexts: the fixed action sets, as the per-round path sees them
-    core = alg.start_batches(np.array(A, dtype=float, copy=True))
+    core = protocol.start(alg, np.array(A, dtype=float, copy=True))
     collector = alg.collector
     clip = getattr(collector, "clip", None)
     means = np.asarray(env.fixed_means, dtype=np.float64)  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Algorithm, BatchClient, ShuffleAlgorithm
 from privbandits.core.errors import TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.engine import protocol
 from privbandits.engine.recorder import Progress, Recorder
 from privbandits.envs.base import Chunk, Environment
 
@@ -30,19 +30,6 @@ BLOCK_ROUNDS = 4096
 def supports_batches(alg: Algorithm) -> bool:
     """Whether ``alg`` (after reset) is a shuffle algorithm whose client serves a batch's users together."""
     return isinstance(alg, ShuffleAlgorithm) and isinstance(getattr(alg, "client", None), BatchClient)
-
-
-def _public(state: object) -> PublicState:
-    if not isinstance(state, PublicState):
-        raise TrustBoundaryError(f"the server broadcast {type(state).__name__}; users may only receive PublicState")
-    return state
-
-
-def _message(msg: object) -> PrivatizedMessage:
-    if not isinstance(msg, PrivatizedMessage):
-        raise TrustBoundaryError(
-            f"a local randomizer returned {type(msg).__name__}; only PrivatizedMessage may reach the shuffler")
-    return msg
 
 
 class _Rounds:
@@ -78,14 +65,14 @@ def drive_batches(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick:
     client, server, shuffler = alg.client, alg.server, alg.shuffler
     rng_client, rng_policy = alg.streams.client, alg.streams.policy
     rounds = _Rounds(env)
-    public = _public(server.public_state())
+    public = protocol.check_public(server.public_state())
     t = 0
     while t < T:
         end = _batch_end(alg, t, T)
         while t <= end:
             X, means, rewards, best = rounds.take(min(BLOCK_ROUNDS, end + 1 - t))
-            n = X.shape[0]
-            mine = _public(shuffler.assign(t, public))
+            n, a_R = X.shape[0], X.shape[1]
+            mine = protocol.device_public(client, alg.spec, protocol.broadcast(alg, t, public), a_R)
             a = client.choose_batch(t, mine, X, rng_policy)
             rows, reps = np.arange(n)[:, None], np.arange(a.shape[1])[None, :]
             r = rewards[rows, reps, a]
@@ -94,15 +81,11 @@ def drive_batches(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick:
             if len(msgs) != n:
                 raise TrustBoundaryError(f"the batch client returned {len(msgs)} messages for {n} users")
             for i, msg in enumerate(msgs):
-                shuffler.collect(t + i, _message(msg))
+                shuffler.collect(t + i, protocol.check_message(msg))
             for i in range(n):
                 if t + i == end:  # the batch closes: the server updates before the round is recorded
-                    server.receive_batch(end, shuffler.release(end))
-                    while server.wants_round():
-                        for m in client.respond(end, _public(server.public_state()), rng_client):
-                            shuffler.collect(end, _message(m))
-                        server.receive_batch(end, shuffler.release(end))
-                    public = _public(server.public_state())
+                    protocol.close_batch(alg, end, rng_client)
+                    public = protocol.check_public(server.public_state())
                 rec.record(t + i, reg[i], r[i])
                 tick(t + i + 1)
             t += n

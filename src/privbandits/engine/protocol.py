@@ -21,6 +21,7 @@ everywhere:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -66,11 +67,12 @@ def check_public(state: object) -> PublicState:
     return state
 
 
-def start(alg: Algorithm, X: np.ndarray) -> None:
+def start(alg: Algorithm, X: np.ndarray) -> Any:
     """Before the first user: a batched elimination algorithm installs its engine on the public
-    action catalogue (round 1's contexts)."""
+    action catalogue (round 1's contexts) and it is returned (None for other algorithms)."""
     if isinstance(alg, BatchedAlgorithm):
-        alg.start_batches(X)
+        return alg.start_batches(X)
+    return None
 
 
 def broadcast(alg: LocalAlgorithm, t: int, public: PublicState | None = None) -> PublicState:
