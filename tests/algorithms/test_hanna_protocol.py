@@ -239,6 +239,12 @@ def test_each_report_enters_exactly_one_released_sum() -> None:
         assert (np.all(rest == -1) if committed else np.all(rest >= 0))
 
 
+def _local_public(N: int) -> PublicState:
+    """A complete public state of the local client: batch 1 running, one pull left of arm 0 (K = 1)."""
+    ones = np.ones((N, 1), int)
+    return PublicState({"batch": np.ones(N, int), "counts": ones, "committed": np.full(N, -1), "remaining": ones})
+
+
 # -- U10: noise draws and scales ---------------------------------------------------------------------------
 def test_central_draws_one_laplace_per_core_action_and_batch() -> None:
     for engine in ENGINES:
@@ -263,7 +269,7 @@ def test_empirical_laplace_variance_of_each_model(preset: str, scale: float) -> 
     assert c.collector.scale == loc.client.scale == scale
     z = c.collector.collect(_plan(N), np.zeros((N, 1)), rng)[:, 0]
     X = np.zeros((N, 1, 2))
-    public = PublicState({"committed": np.full(N, -1), "remaining": np.ones((N, 1), int)})
+    public = _local_public(N)
     local = loc.client.randomize(0, public, X, np.zeros(N, int), np.zeros(N), rng)["reward_hat"]
     for x in (z, local):
         assert x.var() == pytest.approx(2 * scale**2, rel=0.03)
@@ -313,7 +319,7 @@ def test_clients_clip_the_reward_before_the_noise(y: float) -> None:
     rewards = np.full(N, y)
     target = min(max(y, -1.0), 1.0)
     loc = LocalClient(2.0, -1.0, 1.0, spec)
-    public = PublicState({"committed": np.full(N, -1), "remaining": np.ones((N, 1), int)})
+    public = _local_public(N)
     budget = ShuffleBudget(1.0, 1e-6, -1.0, 1.0, resolve_switches(), "closed", ((4, 4),))
     shuf = ShuffleClient(budget, spec)  # n = 4: no amplification, scale 2
     mine = PublicState({"action": np.zeros(N, int), "n": np.full(N, 4)})
@@ -340,7 +346,7 @@ def test_clients_clip_the_reward_before_the_noise(y: float) -> None:
 def test_clients_reject_non_finite_rewards() -> None:
     spec = EnvSpec(d=2, K=1, horizon=100, fixed_actions=True)
     X = np.zeros((2, 1, 2))
-    public = PublicState({"committed": np.full(2, -1), "remaining": np.ones((2, 1), int)})
+    public = _local_public(2)
     with pytest.raises(DataBoundError, match="NaN"):
         LocalClient(2.0, -1.0, 1.0, spec).randomize(0, public, X, np.zeros(2, int), np.array([0.0, np.nan]),
                                                     np.random.default_rng(0))

@@ -49,6 +49,7 @@ __all__ = [
     "batch_size_ranges",
     "confidence_log",
     "max_core_size",
+    "max_pulls",
     "n_batches",
 ]
 
@@ -118,6 +119,18 @@ def batch_size_ranges(T: int, K: int, d: int) -> list[tuple[int, int]]:
         out.append((lo, hi))
         before += lo
     return out
+
+
+def max_pulls(spec: EnvSpec) -> int:
+    """The most pulls of one batch of the elimination schedule on problem ``spec``.
+
+    Batch ``i`` of :class:`HannaElimination` plans ``n_i = sum_a ceil(pi_i(a) q^i) <= floor(q^i) +
+    |C_i|`` pulls (Hanna et al. 2022, Algorithms 1-3), largest at ``i = L``; a relative slack of
+    ``1e-9`` covers float rounding.  The devices of the local and shuffle models accept no
+    schedule entry above it.
+    """
+    q, L = batch_growth(spec.horizon), n_batches(spec.horizon)
+    return math.floor(q**L * (1.0 + 1e-9)) + max_core_size(spec.K, spec.d)
 
 
 # ------------------------------------------------------------------------------------------------

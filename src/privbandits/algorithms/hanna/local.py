@@ -37,6 +37,7 @@ from privbandits.algorithms.hanna.elimination import (
     BatchPlan,
     HannaElimination,
     batch_growth,
+    max_pulls,
     n_batches,
 )
 from privbandits.algorithms.hanna.presets import (
@@ -50,10 +51,12 @@ from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.params import Epsilon
+from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import PureDP, to_guarantee
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.mechanisms import laplace_epsilon
 from privbandits.privacy.samplers import laplace_randomize
 
@@ -83,6 +86,12 @@ class LocalClient(Client):
     Holds only public quantities: the Laplace scale ``Delta / eps0``, the reward range and the
     problem's context bound (its inputs are checked before they are randomized).
 
+    The server is untrusted: every public state is checked against :meth:`public_space` before the
+    device reads it, and the device's own message -- the public action and ``clip(r, r_lo, r_hi)``
+    plus ``Lap(scale)`` -- does not depend on the public state beyond *whether* the user reports,
+    so two neighbouring users' reports differ by at most ``(r_hi - r_lo) / scale`` Laplace units
+    whatever the server sends (:meth:`sensitivity`).
+
     Parameters
     ----------
     scale : float
@@ -90,32 +99,81 @@ class LocalClient(Client):
     r_lo, r_hi : float
         Reward range every user clips to.
     spec : EnvSpec
-        The public problem description (context bound).
+        The public problem description (context bound, arms, horizon of the schedule).
     """
 
     def __init__(self, scale: float, r_lo: float, r_hi: float, spec: EnvSpec) -> None:
         self.scale, self.r_lo, self.r_hi, self.spec = float(scale), float(r_lo), float(r_hi), spec
+        pulls = max_pulls(spec)
+        self._space = PublicSpace((
+            PublicField("batch", ("R",), "i", low=1, high=n_batches(spec.horizon) + 1),
+            PublicField("counts", ("R", "K"), "i", low=0, high=pulls),
+            PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
+            PublicField("remaining", ("R", "K"), "i", low=0, high=pulls),
+        ))
+        self._seen: tuple[object, PublicState] | None = None
+
+    def public_space(self) -> PublicSpace:
+        """The schedule of the running batch: ``batch`` in ``1..L+1``, ``counts`` and ``remaining``
+        (pulls per arm, ``0..max_pulls``), ``committed`` (-1 while exploring, else an arm)."""
+        return self._space
+
+    def _public(self, public: object, R: int) -> PublicState:
+        """``public`` validated against :meth:`public_space` (the last state is remembered)."""
+        if self._seen is not None and self._seen[0] is public:
+            return self._seen[1]
+        state = self._space.validate(public, dims_of(self.spec, R))
+        self._seen = (public, state)
+        return state
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """An action from the running batch's remaining schedule, or the committed action."""
-        committed = public["committed"]
-        a = draw_from_remaining(public["remaining"], rng)
+        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        state = self._public(public, X.shape[0])
+        committed = state["committed"]
+        remaining = state["remaining"]
+        empty = (committed < 0) & (remaining.sum(axis=1) == 0)
+        if empty.any():
+            raise PublicStateError("the public schedule leaves no pull to a user of a running batch "
+                                   f"(replication {int(np.flatnonzero(empty)[0])}); the device refuses it")
+        a = draw_from_remaining(remaining, rng)
         return np.where(committed < 0, a, committed)
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """``(R, 2)``: the public action and ``clip(r, r_lo, r_hi)`` of each reporting user;
+        ``(-1, 0)`` in the commit phase (nothing about the user is used)."""
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
+        report = self._public(public, X.shape[0])["committed"] < 0
+        return np.stack([np.where(report, a, -1).astype(float),
+                         np.where(report, np.clip(y, self.r_lo, self.r_hi), 0.0)], axis=1)
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """``Lap(scale)`` on the reward of each reporting user; the action is sent as it is."""
+        X, _, _ = check_device_inputs(self.spec, contexts, actions, bound=False)
+        report = self._public(public, X.shape[0])["committed"] < 0
+        b = np.zeros((X.shape[0], 2))
+        b[:, 1] = np.where(report, self.scale, 0.0)
+        return DeviceNoise.laplace(b)
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """``Delta_1 / b = (r_hi - r_lo) / scale``: the accounted LDP level of one report."""
+        return DeviceSensitivity("l1", (self.r_hi - self.r_lo) / self.scale)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        """``(a, clip(r, r_lo, r_hi) + Lap(scale))`` for users in a batch, ``(-1, 0)`` in the commit
-        phase (nothing about them is used).  Draw order: one uniform per reporting user."""
-        y = np.asarray(rewards, dtype=float)
-        check_client_inputs(np.asarray(contexts, dtype=float), y, self.spec.context_bound)
-        report = public["committed"] < 0
-        value = np.zeros(y.shape)
+        """:meth:`encode` plus ``Lap(scale)`` on the reward of each reporting user, drawn by the
+        audited sampler.  Draw order: one uniform per reporting user."""
+        enc = self.encode(t, public, contexts, actions, rewards)
+        report = enc[:, 0] >= 0
+        value = enc[:, 1].copy()
         out = np.empty(int(report.sum()))
-        laplace_randomize(rng, np.ascontiguousarray(y[report]), self.r_lo, self.r_hi,
+        laplace_randomize(rng, np.ascontiguousarray(value[report]), self.r_lo, self.r_hi,
                           np.full(out.size, self.scale), out)
         value[report] = out
-        action = np.where(report, np.asarray(actions), -1).astype(np.int64)
-        return PrivatizedMessage(payload={"action": action, "reward_hat": value}, mechanism=LOCAL_MECHANISM)
+        return PrivatizedMessage(payload={"action": enc[:, 0].astype(np.int64), "reward_hat": value},
+                                 mechanism=LOCAL_MECHANISM)
 
 
 class LocalServer(EliminationServer):

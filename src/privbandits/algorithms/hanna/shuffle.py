@@ -49,6 +49,7 @@ from privbandits.algorithms.hanna.elimination import (
     HannaElimination,
     batch_growth,
     batch_size_ranges,
+    max_pulls,
     n_batches,
 )
 from privbandits.algorithms.hanna.presets import (
@@ -62,11 +63,13 @@ from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
 from privbandits.core.params import Choice, Delta, Epsilon, Optional
+from privbandits.core.public_space import PublicField, PublicSpace, dims_of
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import to_guarantee
 from privbandits.privacy.amplification import BOUNDS
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.laplace_shuffle import (
     LAPLACE_MECHANISM,
     assign_actions,
@@ -81,34 +84,102 @@ __all__ = ["HannaShuffle", "HannaShuffler", "ShuffleAnalyzer", "ShuffleClient"]
 class ShuffleClient(Client):
     """Client of Algorithm 3: plays the assigned action, reports ``clip(r) + Lap(s_i)``.
 
+    The server is untrusted and the shuffler is trusted only to permute: what the device reads
+    (its action slot and the batch size ``n_i``) is checked against :meth:`public_space` (an arm
+    index; ``n_i`` between 0, the commit phase, and the largest batch the schedule can plan), and
+    the device never adds less noise than the accountant composed: ``s(n_i)`` when ``n_i`` is one
+    of the calibrated batch sizes, else the largest calibrated scale (a batch of another size -- one
+    cut by the horizon -- is never released by an honest shuffler, and if it were, its reports
+    would still be at the most private calibrated level).  So two neighbouring users' reports
+    differ by at most ``max_n (r_hi - r_lo) / s(n)`` Laplace units over the calibrated sizes
+    (:meth:`sensitivity`), whatever the server and the shuffler's assignment say.
+
     Parameters
     ----------
     budget : ShuffleBudget
         Public calibration: ``eps0^(i)`` and the scale from the public ``n_i``.
     spec : EnvSpec
-        The public problem description (context bound of the input checks).
+        The public problem description (context bound of the input checks, arms).
     """
 
     def __init__(self, budget: ShuffleBudget, spec: EnvSpec) -> None:
         self.budget = budget
         self.spec = spec
+        self._space = PublicSpace((
+            PublicField("action", ("R",), "i", low=0, high=spec.K - 1),
+            PublicField("n", ("R",), "i", low=0, high=max_pulls(spec)),
+        ))
+        self._sizes = np.asarray(budget.sizes, dtype=np.int64)
+        self._scale_sizes = budget.scales(self._sizes)
+        #: the scale of a report whose ``n_i`` is not a calibrated size (None: no batch can complete)
+        self._s_max = float(self._scale_sizes.max()) if self._sizes.size else None
+        self._seen: tuple[object, PublicState] | None = None
+
+    def public_space(self) -> PublicSpace:
+        """The shuffler's assignment: ``action`` (an arm) and ``n`` (0 in the commit phase, else the
+        batch size, at most :func:`~privbandits.algorithms.hanna.elimination.max_pulls`)."""
+        return self._space
+
+    def scales(self, n: np.ndarray) -> np.ndarray:
+        """The Laplace scale of a user told batch size ``n`` (0: the user sends no report).
+
+        ``s(n) = Delta / eps0(n)`` for a calibrated size, the largest calibrated scale for any
+        other ``n > 0`` (never less noise than the accountant composed), 0 when ``n = 0`` or
+        when no batch can complete within the horizon (nothing is ever released: the user
+        sends 0).
+        """
+        n = np.asarray(n, dtype=np.int64)
+        out = np.zeros(n.shape)
+        known = np.isin(n, self._sizes)
+        out[known] = self._scale_sizes[np.searchsorted(self._sizes, n[known])]
+        if self._s_max is not None:
+            out[~known & (n > 0)] = self._s_max
+        return out
+
+    def _public(self, public: object, R: int) -> PublicState:
+        """``public`` validated against :meth:`public_space` (the last state is remembered)."""
+        if self._seen is not None and self._seen[0] is public:
+            return self._seen[1]
+        state = self._space.validate(public, dims_of(self.spec, R))
+        self._seen = (public, state)
+        return state
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The action the shuffler assigned to this user (its slot, or the committed action)."""
-        return np.array(public["action"], dtype=np.int64)
+        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        return np.array(self._public(public, X.shape[0])["action"], dtype=np.int64)
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """``(R, 1)``: ``clip(r, r_lo, r_hi)`` of each user of a batch (``n_i > 0``), 0 in the commit phase."""
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert y is not None
+        report = self.scales(self._public(public, X.shape[0])["n"]) > 0
+        b = self.budget
+        return np.where(report, np.clip(y, b.r_lo, b.r_hi), 0.0)[:, None]
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """``Lap(s)`` of :meth:`scales` for each user of a batch, none in the commit phase."""
+        X, _, _ = check_device_inputs(self.spec, contexts, actions, bound=False)
+        return DeviceNoise.laplace(self.scales(self._public(public, X.shape[0])["n"])[:, None])
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """``max_n (r_hi - r_lo) / s(n)`` over the calibrated batch sizes: the largest LDP level of a
+        report (the accountant's ``local_epsilon``)."""
+        b = self.budget
+        worst = float(np.max((b.r_hi - b.r_lo) / self._scale_sizes)) if self._sizes.size else 0.0
+        return DeviceSensitivity("l1", worst)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        """``clip(r, r_lo, r_hi) + Lap(s(n_i))`` for users of a batch (``n_i > 0``); 0 in the commit
-        phase, where nothing is forwarded.  Draw order: one uniform per reporting user."""
-        y = np.asarray(rewards, dtype=float)
-        check_client_inputs(np.asarray(contexts, dtype=float), y, self.spec.context_bound)
-        n = np.asarray(public["n"], dtype=np.int64)
-        report = n > 0
-        value = np.zeros(y.shape)
+        """:meth:`encode` plus ``Lap(s)`` (:meth:`scales`) for users of a batch (``n_i > 0``); 0 in
+        the commit phase, where nothing is forwarded.  Draw order: one uniform per reporting user."""
+        value = self.encode(t, public, contexts, actions, rewards)[:, 0]
+        scale = self.scales(self._public(public, value.shape[0])["n"])
+        report = scale > 0
         out = np.empty(int(report.sum()))
         b = self.budget
-        laplace_randomize(rng, np.ascontiguousarray(y[report]), b.r_lo, b.r_hi, b.scales(n[report]), out)
+        laplace_randomize(rng, np.ascontiguousarray(value[report]), b.r_lo, b.r_hi, scale[report], out)
         value[report] = out
         return PrivatizedMessage(payload={"reward_hat": value}, mechanism=LAPLACE_MECHANISM)
 
