@@ -44,6 +44,18 @@ def _points(alg: Algorithm, pts: object, R: int) -> np.ndarray:
     return a
 
 
+def _propose(alg: Curator, t: int, X: np.ndarray, R: int) -> np.ndarray:
+    """The curator's query points of round ``t``; an arm-index algorithm, which rejects the loss
+    parameters as contexts, is named as such."""
+    try:
+        pts = alg.select(t, X)
+    except ValidationError as exc:
+        raise ValidationError(f"algorithm {alg.name!r} could not propose query points on a loss environment "
+                              f"(continuous actions): {exc}; arm-index algorithms run on K-armed or contextual "
+                              "environments") from exc
+    return _points(alg, pts, R)
+
+
 def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
     """Run ``T`` rounds of ``alg`` on the loss environment ``env``, recording into ``rec``."""
     R = env.R
@@ -54,8 +66,9 @@ def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: 
         rng_client, rng_policy = alg.streams.client, alg.streams.policy
         for t in range(T):
             X = env.next_round()
-            # continuous actions: the device validates the public state; its randomizer checks the
-            # query points and losses it is handed (arm-index checks do not apply)
+            # continuous actions: the device validates the public state (the query points in the
+            # decision set); its client checks the losses and the points it is handed and clips its
+            # message relative to them (arm-index checks do not apply)
             public = protocol.device_public(client, alg.spec, server.public_state(), R)
             pts = _points(alg, client.choose(t, public, X, rng_policy), R)
             losses, reg = env.step(pts)
@@ -65,7 +78,7 @@ def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: 
     elif isinstance(alg, Curator):
         for t in range(T):
             X = env.next_round()
-            pts = _points(alg, alg.select(t, X), R)
+            pts = _propose(alg, t, X, R)
             losses, reg = env.step(pts)
             alg.update(t, X, pts, losses)
             rec.record(t, reg, -losses.mean(axis=1))

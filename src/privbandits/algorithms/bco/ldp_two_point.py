@@ -5,7 +5,8 @@ optimization under local differential privacy, around Algorithm 4
 Round ``t``::
 
     server -> user t : x_{t,1} = x_t + rho u_t,  x_{t,2} = x_t - rho u_t           (public)
-    user t           : a = clip(f_t(x_{t,1}) - f_t(x_{t,2}), -2 rho G, 2 rho G)
+    user t           : g = ||x_{t,1} - x_{t,2}||  (= 2 rho from an honest server)
+                       a = clip(f_t(x_{t,1}) - f_t(x_{t,2}), -G g, G g)
                        send m_t = a + n_t^T (x_{t,1} - x_{t,2}),  n_t ~ N(0, sigma^2 I_d)
     server           : Algorithm 4 step with D_t = m_t
 
@@ -13,11 +14,19 @@ Privacy (Theorem 5): ``a`` has sensitivity ``4 rho G`` and the added scalar ``2 
 ``N(0, 4 rho^2 sigma^2)``, a Gaussian mechanism.  ``paper``: ``sigma = 2G sqrt(2 ln(1.25/delta)) /
 epsilon`` (line 1); ``strict``: ``2 rho sigma`` is the analytic Gaussian std for sensitivity
 ``4 rho G`` (the accounted epsilon is the request).  Laplace variant: ``m_t = a + Lap(4 rho G /
-epsilon)`` (a choice of this library: the paper only states that its results extend to Laplace noise).  The guarantee is accounted from the noise actually added.  ``m_t`` is
-exactly the two-point difference of the virtual loss ``f_t(x) + n_t^T x``, so the run is Algorithm
-4 on those losses, path by path (Theorem 6); the scale-aware step uses ``sqrt(G^2 + sigma^2)``.
-The roles are numpy code on the loss-environment driver; the noise comes from the compiled
-samplers.
+epsilon)`` at the honest gap (a choice of this library: the paper only states that its results
+extend to Laplace noise).  The guarantee is accounted from the noise actually added.
+
+The query points come from an untrusted server (the documentation's Concepts: trust models,
+threat model).  The paper clips ``a`` to ``+-2 rho G``, but the noise ``n_t^T (x_{t,1} - x_{t,2})``
+has std ``sigma g``: a server sending close points would read a fixed-size difference through
+little noise.  The device therefore clips relative to the gap it is sent (``G g``, which a
+``G``-Lipschitz loss never exceeds) and scales the Laplace noise with the gap as well, so the
+sensitivity in units of the noise, ``2 G / sigma``, is the accounted one for every pair of points
+of the decision set; both coincide with the paper's at ``g = 2 rho``.  ``m_t`` is exactly the
+two-point difference of the virtual loss ``f_t(x) + n_t^T x``, so the run is Algorithm 4 on those
+losses, path by path (Theorem 6); the scale-aware step uses ``sqrt(G^2 + sigma^2)``.  The roles are
+numpy code on the loss-environment driver; the noise comes from the compiled samplers.
 """
 
 from __future__ import annotations
@@ -28,8 +37,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
-from privbandits.algorithms.bco.privatizer import privatize_difference
-from privbandits.algorithms.bco.problem import convex_spec
+from privbandits.algorithms.bco.privatizer import (
+    add_difference_noise,
+    encode_differences,
+    query_gaps,
+)
+from privbandits.algorithms.bco.problem import (
+    check_losses,
+    convex_spec,
+    query_points_field,
+    users_of,
+)
 from privbandits.algorithms.bco.two_point import SCHEDULES, TwoPointState, two_point_schedule
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_zheng.calibration import (
@@ -38,37 +56,114 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     tight_sigma,
 )
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import DataBoundError, TrustBoundaryError
+from privbandits.core.convex import ConvexSpec
+from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive
+from privbandits.core.public_space import PublicSpace, dims_of
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 
 __all__ = ["LDPTwoPoint", "TwoPointClient", "TwoPointServer"]
 
 
 class TwoPointClient(Client):
-    """User side: play the two public points, privatize the own loss difference."""
+    """User side: play the two public points, privatize the own loss difference relative to the gap.
 
-    def __init__(self, bound: float, clip: bool, scale: float, mechanism: str, d: int) -> None:
-        self.bound, self.clip, self.scale, self.mechanism, self.d = bound, clip, scale, mechanism, d
+    The server that sends the query points is untrusted: the device accepts any two points of the
+    decision set (:meth:`public_space`), clips its loss difference to ``G ||x_1 - x_2||`` and adds
+    noise of std ``sigma ||x_1 - x_2||`` (:mod:`privbandits.algorithms.bco.privatizer`), so the
+    whitened sensitivity is the accounted ``4 rho G / (2 rho sigma)`` at every gap.
 
+    Parameters
+    ----------
+    spec : ConvexSpec
+        The problem (decision set, dimension).
+    clip_per_gap : float
+        ``G``: the difference is clipped to ``+-G ||x_1 - x_2||``.
+    clip : bool
+        Clip (default) or reject differences beyond that bound (the guarantee is then conditional
+        on ``G``-Lipschitz losses).
+    scale_per_gap : float
+        ``sigma`` (std of each coordinate of the Gaussian noise vector) or the Laplace scale per unit
+        of gap.
+    mechanism : {"gaussian", "laplace"}
+    bound : float
+        The accounted whitened sensitivity: the sensitivity of the calibration over the noise
+        std (Gaussian) or scale (Laplace) at the honest gap ``2 rho``.
+    """
+
+    def __init__(self, spec: ConvexSpec, clip_per_gap: float, clip: bool, scale_per_gap: float, mechanism: str,
+                 bound: float) -> None:
+        self.spec = spec
+        self.clip_per_gap, self.clip, self.scale_per_gap = clip_per_gap, clip, scale_per_gap
+        self.mechanism, self.bound = mechanism, bound
+        self.d = spec.d
+        self._space = PublicSpace((query_points_field(spec.domain, 2),))
+
+    # -- the device's declarations ------------------------------------------------------------
+    def public_space(self) -> PublicSpace:
+        """Two query points per user, ``(R, 2, d)``, finite and inside the decision set."""
+        return self._space
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """``4 rho G / (2 rho sigma)`` in units of the noise (l1 in units of the Laplace scale)."""
+        return DeviceSensitivity("l1" if self.mechanism == "laplace" else "l2", self.bound)
+
+    def _points(self, public: PublicState, R: int) -> np.ndarray:
+        """The query points of a validated public state (shape, finiteness, domain)."""
+        return np.asarray(self._space.validate(public, dims_of(self.spec, R))["points"])
+
+    def _gaps(self, points: np.ndarray) -> np.ndarray:
+        gaps = np.empty(points.shape[0])
+        query_gaps(points, gaps)
+        return gaps
+
+    def _inputs(self, public: PublicState, actions: object, rewards: object) -> tuple[np.ndarray, np.ndarray,
+                                                                                        np.ndarray]:
+        """Validated losses ``(R, 2)``, query points ``(R, 2, d)`` and gaps ``(R,)``."""
+        v = check_losses("LDP-TwoPoint", rewards, None, 2)
+        pts = self._points(public, v.shape[0])
+        if actions is not None:
+            played = np.asarray(actions)
+            if played.shape != pts.shape or not np.array_equal(played, pts):
+                raise ValidationError("LDP-TwoPoint: the losses must be observed at the public query points "
+                                      f"(shape {pts.shape}); the device was handed other points "
+                                      f"(shape {played.shape})")
+        return v, pts, self._gaps(pts)
+
+    def _encode(self, v: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+        if not self.clip:
+            a = np.abs(v[:, 0] - v[:, 1])
+            over = a > self.clip_per_gap * gaps * (1 + 1e-9)
+            if over.any():
+                i = int(np.argmax(over))
+                raise DataBoundError(
+                    f"a loss difference {a[i]:g} exceeds G ||x_1 - x_2|| = {self.clip_per_gap * gaps[i]:g} and "
+                    "clip=False: the losses are not G-Lipschitz as declared (turn clipping on)")
+        out = np.empty(v.shape[0])
+        encode_differences(v, gaps, self.clip_per_gap, self.clip, out)
+        return out
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """The clipped loss difference ``(R, 1)`` (before noise)."""
+        v, _, gaps = self._inputs(public, actions, rewards)
+        return self._encode(v, gaps)[:, None]
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """Std ``sigma ||x_1 - x_2||`` (Gaussian) or scale ``s ||x_1 - x_2||`` (Laplace) per user."""
+        scale = (self.scale_per_gap * self._gaps(self._points(public, users_of(contexts, public, "points"))))[:, None]
+        return DeviceNoise.laplace(scale) if self.mechanism == "laplace" else DeviceNoise.gaussian(scale)
+
+    # -- the round ----------------------------------------------------------------------------
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return np.array(public["points"], dtype=float)
+        return np.array(self._points(public, users_of(contexts, public, "points")), dtype=float)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        v = np.ascontiguousarray(rewards, dtype=float)
-        pts = np.ascontiguousarray(actions, dtype=float)
-        if v.ndim != 2 or v.shape[1] != 2 or not np.isfinite(v).all():
-            raise DataBoundError(f"LDP-TwoPoint: a user's losses at the two points must be finite, shape (R, 2); "
-                                 f"got shape {v.shape}")
-        if not self.clip:
-            a = np.abs(v[:, 0] - v[:, 1])
-            if a.size and a.max() > self.bound * (1 + 1e-9):
-                raise DataBoundError(f"a loss difference {a.max():g} exceeds 2 rho G = {self.bound:g} and clip=False: "
-                                     "the losses are not G-Lipschitz as declared (turn clipping on)")
-        out = np.empty(v.shape[0])
-        privatize_difference(rng, v, pts, self.bound, self.clip, self.scale, self.mechanism == "laplace",
-                             np.empty(self.d), out)
+        v, pts, gaps = self._inputs(public, actions, rewards)
+        out = self._encode(v, gaps)
+        add_difference_noise(rng, pts, gaps, self.scale_per_gap, self.mechanism == "laplace", np.empty(self.d), out)
         return PrivatizedMessage({"difference": out}, f"ldp-twopoint/{self.mechanism}")
 
 
@@ -112,7 +207,8 @@ class LDPTwoPoint(LocalAlgorithm):
         As for :class:`~privbandits.algorithms.bco.two_point.TwoPointBCO` (the scale-aware step
         uses ``sqrt(G^2 + sigma^2)``).
     clip : bool
-        User-side clipping of the difference to ``[-2 rho G, 2 rho G]``.
+        User-side clipping of the difference to ``+-G ||x_1 - x_2||`` (``+-2 rho G`` at the honest
+        gap); without it, a difference beyond that bound is rejected.
 
     References
     ----------
@@ -148,12 +244,14 @@ class LDPTwoPoint(LocalAlgorithm):
                                  sigma=0.0)
         rho, G = float(pre["rho"]), cs.lipschitz
         sens = 4.0 * rho * G
-        note = f"LDP-TwoPoint (Zheng et al. 2020, Alg. 2), preset={self.preset}, difference clipped to +-2 rho G"
+        note = (f"LDP-TwoPoint (Zheng et al. 2020, Alg. 2), preset={self.preset}, difference clipped to "
+                "+-G ||x_1 - x_2|| (+-2 rho G at the honest gap), noise proportional to the gap")
         if not self.clip:
             note += "; clip=False: conditional on G-Lipschitz losses"
         if self.mechanism == "laplace":
             b = sens / eps
             scale, sigma = b, math.sqrt(2.0) * b / (2.0 * rho)  # sigma: std of the noise per unit of 2 rho
+            per_gap, whitened = b / (2.0 * rho), sens / b
             guarantee = laplace_message_guarantee((("two-point difference", sens, b),), note + "; Laplace variant")
         else:
             if self.preset == "paper":
@@ -161,11 +259,13 @@ class LDPTwoPoint(LocalAlgorithm):
             else:
                 sigma = tight_sigma(eps, delta, sens) / (2.0 * rho)
             scale = sigma
+            per_gap, whitened = sigma, sens / (2.0 * rho * sigma)
             guarantee = gaussian_message_guarantee((("two-point difference", sens, 2.0 * rho * sigma),), delta, note)
         consts = two_point_schedule(self.name, cs, schedule=self.schedule, step=self.step, rho=self.rho,
                                     sc_modulus=self.sc_modulus, eta_scale=self.eta_scale, horizon=self.horizon,
                                     sigma=sigma)
         resolved = {**consts, "sensitivity": sens, "difference_bound": 2.0 * rho * G, "noise_scale": scale,
+                    "clip_per_gap": G, "noise_per_gap": per_gap, "whitened_sensitivity": whitened,
                     "mechanism": self.mechanism}
         return Calibration(guarantee, resolved, self.preset, (eps, delta))
 
@@ -174,5 +274,5 @@ class LDPTwoPoint(LocalAlgorithm):
         res = self.calibration.resolved
         state = TwoPointState(self.spec.domain, self.R, res, streams.policy)  # type: ignore[attr-defined]
         self.server = TwoPointServer(state, self.mechanism)
-        self.client = TwoPointClient(float(res["difference_bound"]), self.clip, float(res["noise_scale"]),
-                                     self.mechanism, self.spec.d)
+        self.client = TwoPointClient(convex_spec(self.name, spec), float(res["clip_per_gap"]), self.clip,
+                                     float(res["noise_per_gap"]), self.mechanism, float(res["whitened_sensitivity"]))

@@ -1,36 +1,110 @@
-"""The user-side randomizer of LDP-TwoPoint (Zheng et al. 2020, Algorithm 2, line 6)."""
+"""The user-side randomizer of LDP-TwoPoint (Zheng et al. 2020, Algorithm 2, line 6), relative to the
+query gap.
+
+User ``i`` holds its losses at the two public query points and sends::
+
+    g = ||x_1 - x_2||,   a = clip(f(x_1) - f(x_2), -c g, c g),   m = a + n^T (x_1 - x_2),   n ~ N(0, s^2 I_d)
+
+with ``c = G`` the Lipschitz constant (a ``G``-Lipschitz loss has ``|a| <= G g``) and ``s = sigma``
+the per-coordinate std of the paper's noise vector.  At the honest gap ``g = 2 rho`` this is the
+paper's clip to ``+-2 rho G`` and noise ``N(0, 4 rho^2 sigma^2)``.  The query points come from an
+untrusted server, and the noise ``n^T (x_1 - x_2)`` has std ``s g``: a clip that does not follow
+the gap lets a server that sends close points (``g`` small) read the difference through little
+noise.  Clipped relative to the gap, two users' encoded differences are at most ``2 c g`` apart
+against a noise std of ``s g``: the whitened distance ``2 c / s`` is the accounted one whatever the
+server sends.  The Laplace variant adds ``Lap(s g)`` (``s`` the scale per unit of gap) instead of the
+projected vector: l1 distance ``2 c / s`` in units of the scale.
+
+A gap below :data:`MIN_GAP` (zero included) is read as zero: the message is exactly 0, no data and
+no noise (sub-normal floating-point arithmetic would make neither the clip nor the noise exact).
+
+The three steps -- :func:`query_gaps`, :func:`encode_differences` and
+:func:`add_difference_noise` -- are the only implementation of the math: the client's ``encode``,
+``noise`` and ``randomize`` and the composite :func:`privatize_difference` all call them.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numba as nb
 import numpy as np
 
 from privbandits.privacy.samplers import add_gaussian, clip_scalar, laplace_draw
 
-__all__ = ["privatize_difference"]
+__all__ = ["MIN_GAP", "add_difference_noise", "encode_differences", "privatize_difference", "query_gaps"]
+
+#: Smallest query gap ``||x_1 - x_2||`` the device randomizes at; below it the message is 0.
+MIN_GAP = 1e-150
 
 
 @nb.njit(cache=True)
-def privatize_difference(rng: np.random.Generator, values: np.ndarray, points: np.ndarray, bound: float,
-                         clip: bool, scale: float, laplace: bool, noise: np.ndarray,
-                         out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``out[i] = clip(a_i, -bound, bound) + n_i^T (x_{i,1} - x_{i,2})`` with ``a_i = values[i, 0] -
-    values[i, 1]`` and ``n_i ~ N(0, scale^2 I_d)`` (one normal per coordinate, user by user); with
-    ``laplace`` the scalar ``Lap(scale)`` replaces the projected vector (pure epsilon-LDP variant).
-    ``noise`` is a ``(d,)`` work array.
-    """
+def query_gaps(points: np.ndarray, gaps: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``gaps[i] = ||points[i, 0] - points[i, 1]||`` (scaled by the largest entry, so neither
+    overflow nor underflow), set to 0 below :data:`MIN_GAP`."""
     d = points.shape[2]
+    for i in range(points.shape[0]):
+        m = 0.0
+        for j in range(d):
+            m = max(m, abs(points[i, 0, j] - points[i, 1, j]))
+        g = 0.0
+        if m > 0.0:
+            s = 0.0
+            for j in range(d):
+                z = (points[i, 0, j] - points[i, 1, j]) / m
+                s += z * z
+            g = m * math.sqrt(s)
+        gaps[i] = g if g >= MIN_GAP else 0.0
+
+
+@nb.njit(cache=True)
+def encode_differences(values: np.ndarray, gaps: np.ndarray, clip_per_gap: float, clip: bool,
+                       out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[i] = clip(values[i, 0] - values[i, 1], -c g_i, c g_i)`` with ``c = clip_per_gap``
+    (unclipped without ``clip``); 0 where the gap is 0."""
     for i in range(values.shape[0]):
+        g = gaps[i]
+        if g == 0.0:
+            out[i] = 0.0
+            continue
         a = values[i, 0] - values[i, 1]
         if clip:
-            a = clip_scalar(a, -bound, bound)
+            c = clip_per_gap * g
+            a = clip_scalar(a, -c, c)
+        out[i] = a
+
+
+@nb.njit(cache=True)
+def add_difference_noise(rng: np.random.Generator, points: np.ndarray, gaps: np.ndarray, scale_per_gap: float,
+                         laplace: bool, noise: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[i] += n_i^T (x_{i,1} - x_{i,2})``, ``n_i ~ N(0, s^2 I_d)`` (one normal per coordinate,
+    user by user), or ``out[i] += Lap(s g_i)`` with ``laplace``; ``s = scale_per_gap``.  Users with a
+    zero gap get nothing and draw nothing.  ``noise`` is a ``(d,)`` work array."""
+    d = points.shape[2]
+    for i in range(out.shape[0]):
+        g = gaps[i]
+        if g == 0.0:
+            continue
         if laplace:
-            out[i] = a + laplace_draw(rng, scale)
+            out[i] += laplace_draw(rng, scale_per_gap * g)
             continue
         for j in range(d):
             noise[j] = 0.0
-        add_gaussian(rng, scale, noise)
+        add_gaussian(rng, scale_per_gap, noise)
         s = 0.0
         for j in range(d):
             s += noise[j] * (points[i, 0, j] - points[i, 1, j])
-        out[i] = a + s
+        out[i] += s
+
+
+@nb.njit(cache=True)
+def privatize_difference(rng: np.random.Generator, values: np.ndarray, points: np.ndarray, clip_per_gap: float,
+                         clip: bool, scale_per_gap: float, laplace: bool, noise: np.ndarray,
+                         out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The whole randomizer on already validated arrays: values ``(R, 2)``, points ``(R, 2, d)``,
+    ``noise`` ``(d,)``, ``out`` ``(R,)`` (:func:`query_gaps`, :func:`encode_differences`, then
+    :func:`add_difference_noise`)."""
+    gaps = np.empty(values.shape[0])
+    query_gaps(points, gaps)
+    encode_differences(values, gaps, clip_per_gap, clip, out)
+    add_difference_noise(rng, points, gaps, scale_per_gap, laplace, noise, out)

@@ -232,8 +232,8 @@ class LDPOnePoint(LocalAlgorithm):
         base.reset(self.base_spec(spec), self.R, streams)
         points = spec.d if isinstance(spec, ConvexSpec) else None
         self.server = OnePointServer(base, spec.K, self.R, self.mechanism, points)
-        self.client = OnePointClient(spec.K, float(res["clip_lo"]), float(res["clip_hi"]), self.clip,
-                                     float(res["noise_scale"]), self.mechanism, float(spec.context_bound))
+        self.client = OnePointClient(spec, float(res["clip_lo"]), float(res["clip_hi"]), self.clip,
+                                     float(res["noise_scale"]), self.mechanism, float(res["sensitivity"]))
 
     @property
     def black_box(self) -> Curator:

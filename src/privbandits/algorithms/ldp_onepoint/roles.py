@@ -9,7 +9,8 @@ Zheng, Cai, Huang, Li & Wang (2020), Algorithm 1::
 The black box ``A`` is a non-private :class:`~privbandits.algorithms.base.Curator` held by the
 server only.  In the context-free setting the decision set ``[K]`` is public, so ``A`` sees the
 canonical catalogue of one-hot arm features ``e_1, ..., e_K``; the user's own features and reward
-never leave the client.
+never leave the client.  The server is untrusted: the device validates the proposal it is sent
+against its declared public space before playing it.
 """
 
 from __future__ import annotations
@@ -17,48 +18,118 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.algorithms.base import Client, Curator, Server
-from privbandits.algorithms.ldp_onepoint.privatizer import privatize_values
+from privbandits.algorithms.bco.problem import check_losses, query_points_field, users_of
+from privbandits.algorithms.ldp_onepoint.privatizer import add_value_noise, encode_values
+from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.core.public_space import PublicField, PublicSpace, dims_of
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.inputs import check_device_inputs
 
 __all__ = ["OnePointClient", "OnePointServer"]
 
 
 class OnePointClient(Client):
-    """User side: play the public query arm, privatize the own reward (Algorithm 1, lines 4-7)."""
+    """User side: play the public query arm (or point), privatize the own value (Algorithm 1, lines 4-7).
 
-    def __init__(self, K: int, lo: float, hi: float, clip: bool, scale: float, mechanism: str,
-                 context_bound: float) -> None:
-        self.K, self.lo, self.hi, self.clip = K, lo, hi, clip
-        self.scale, self.mechanism = scale, mechanism
-        self.context_bound = context_bound
+    The server that proposes the arm is untrusted: the device accepts an arm index in ``[0, K)``
+    (or, on a loss environment, a point of the decision set) and nothing else
+    (:meth:`public_space`); its message -- the clipped value plus noise of a fixed scale -- does not
+    depend on the proposal, so the accounted sensitivity ``(hi - lo) / scale`` holds whatever the
+    server sends.
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if "points" in public:  # bandit convex optimization: the query point
-            return np.array(public["points"], dtype=float)
-        return np.array(public["action"], dtype=np.int64)
+    Parameters
+    ----------
+    spec : EnvSpec
+        The problem (a :class:`~privbandits.core.convex.ConvexSpec` for bandit convex optimization).
+    lo, hi : float
+        Clipping range of the value.
+    clip : bool
+        Clip (default) or reject values outside ``[lo, hi]``.
+    scale : float
+        Gaussian std or Laplace scale of the noise.
+    mechanism : {"gaussian", "laplace"}
+    sensitivity : float
+        The accounted sensitivity of the value (``hi - lo``).
+    """
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        raw = np.asarray(rewards, dtype=float)
-        y = np.ascontiguousarray(raw[:, 0] if raw.ndim == 2 and raw.shape[1] == 1 else raw)
-        if y.ndim != 1:
-            raise DataBoundError(f"LDP-OnePoint: one value per user is privatized (one-point feedback), got shape "
-                                 f"{raw.shape}")
-        if "points" in public:  # the user's loss parameters are not feature vectors: finiteness only
-            check_client_inputs(np.zeros((y.shape[0], 1)), y, 1.0)
-            if not np.isfinite(contexts).all():
-                raise DataBoundError("the user's loss parameters contain NaN or infinite values")
+    def __init__(self, spec: EnvSpec, lo: float, hi: float, clip: bool, scale: float, mechanism: str,
+                 sensitivity: float) -> None:
+        self.spec = spec
+        self.K, self.lo, self.hi, self.clip = spec.K, lo, hi, clip
+        self.scale, self.mechanism, self.value_sensitivity = scale, mechanism, sensitivity
+        self.convex = isinstance(spec, ConvexSpec)
+        if isinstance(spec, ConvexSpec):
+            field = query_points_field(spec.domain, 1)
         else:
-            check_client_inputs(np.asarray(contexts, dtype=float), y, self.context_bound)
+            field = PublicField("action", ("R",), kind="i", low=0, high=spec.K - 1)
+        self._key = field.name
+        self._space = PublicSpace((field,))
+
+    # -- the device's declarations ------------------------------------------------------------
+    def public_space(self) -> PublicSpace:
+        """One arm index in ``[0, K)`` per user, or one query point ``(R, 1, d)`` in the decision set."""
+        return self._space
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """``(hi - lo) / scale``: l2 in units of the Gaussian std, l1 in units of the Laplace scale."""
+        return DeviceSensitivity("l1" if self.mechanism == "laplace" else "l2", self.value_sensitivity / self.scale)
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """The same scale for every user and every public state."""
+        R = users_of(contexts, public, self._key)
+        self._proposal(public, R)
+        scale = np.full((R, 1), self.scale)
+        return DeviceNoise.laplace(scale) if self.mechanism == "laplace" else DeviceNoise.gaussian(scale)
+
+    def _proposal(self, public: PublicState, R: int) -> np.ndarray:
+        """The server's proposal from a validated public state."""
+        return np.asarray(self._space.validate(public, dims_of(self.spec, R))[self._key])
+
+    def _values(self, public: PublicState, contexts: object, actions: object, rewards: object) -> np.ndarray:
+        """The user's validated values ``(R,)``: the losses at the query point (loss environment;
+        the loss parameters are not feature vectors, they stay on the device unread) or the rewards
+        of the played arms (checked with the contexts against the problem)."""
+        if self.convex:
+            y = check_losses("LDP-OnePoint", rewards, None, 1)[:, 0]
+            played = None if actions is None else np.asarray(actions)
+        else:
+            _, a, r = check_device_inputs(self.spec, contexts, actions, rewards)
+            assert r is not None
+            y, played = r, a
+        prop = self._proposal(public, y.shape[0])
+        if played is not None and (played.shape != prop.shape or not np.array_equal(played, prop)):
+            raise ValidationError(f"LDP-OnePoint: the value must be observed at the public proposal "
+                                  f"({self._key}, shape {prop.shape}); the device was handed another "
+                                  f"(shape {played.shape})")
         if not self.clip and y.size and (y.min() < self.lo or y.max() > self.hi):
             raise DataBoundError(
                 f"a reward {y.min() if y.min() < self.lo else y.max():g} lies outside the declared range "
                 f"[{self.lo:g}, {self.hi:g}] and clip=False: LDP-OnePoint needs bounded losses "
                 "(turn clipping on or declare a wider range)")
+        return y
+
+    def _encode(self, y: np.ndarray) -> np.ndarray:
         out = np.empty_like(y)
-        privatize_values(rng, y, self.lo, self.hi, self.clip, self.scale, self.mechanism == "laplace", out)
+        encode_values(y, self.lo, self.hi, self.clip, out)
+        return out
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """The clipped value ``(R, 1)`` (before noise)."""
+        return self._encode(self._values(public, contexts, actions, rewards))[:, None]
+
+    # -- the round ----------------------------------------------------------------------------
+    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        prop = self._proposal(public, users_of(contexts, public, self._key))
+        return np.array(prop, dtype=float if self.convex else np.int64)
+
+    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+        out = self._encode(self._values(public, contexts, actions, rewards))
+        add_value_noise(rng, self.scale, self.mechanism == "laplace", out)
         return PrivatizedMessage({"value": out}, f"ldp-onepoint/{self.mechanism}")
 
 
