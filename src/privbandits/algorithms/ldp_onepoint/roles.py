@@ -123,7 +123,11 @@ class OnePointClient(Client):
 
     # -- the round ----------------------------------------------------------------------------
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        prop = self._proposal(public, users_of(contexts, public, self._key))
+        if self.convex:  # the loss parameters stay on the device unread
+            R = users_of(contexts, public, self._key)
+        else:  # the contexts are checked against the problem even though the arm is the server's
+            R = check_device_inputs(self.spec, contexts, bound=False)[0].shape[0]
+        prop = self._proposal(public, R)
         return np.array(prop, dtype=float if self.convex else np.int64)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
