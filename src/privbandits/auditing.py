@@ -833,8 +833,9 @@ class AdversarialServer:
     ``noise``, ``sensitivity``) is read on a fresh reset of ``alg`` with ``n`` users, one point
     (public state, neighbouring pair) per user: the honest broadcast, random and extreme members
     of the space (:meth:`privbandits.core.public_space.PublicSpace.draw`), then a hill climb from
-    the best point found (perturb the public state, the users' contexts within the norm bound,
-    their arms and rewards; keep what increases the distance).
+    the best point found (perturb the public state, the users' contexts within the norm bound and
+    their rewards; keep what increases the distance).  The users' arms are the device's own choice
+    (``Client.choose``) with the same policy randomness for both users of a pair.
 
     Parameters
     ----------
@@ -884,15 +885,36 @@ class AdversarialServer:
 
     # -- distances ------------------------------------------------------------------------------
     def distances(self, pts: _Points) -> np.ndarray:
-        """Whitened distances ``(n,)`` of the encoded messages of each row's pair."""
-        state = self.space.validate(pts.public, self.dims)
-        rng = np.random.default_rng(0)
+        """Whitened distances ``(n,)`` of the encoded messages of each row's pair; ``-inf`` for a
+        row whose public state the device refuses (a check beyond the declared space)."""
+        try:
+            return self._distances(pts, self.dims)
+        except PublicStateError:
+            if pts.X0.shape[0] == 1:
+                return np.array([-np.inf])
+        out = np.empty(pts.X0.shape[0])
+        one = dims_of(self.spec, 1)
+        for j in range(out.size):  # row by row: only the refused states drop out
+            row = pts.row(j, self.per_user)
+            try:
+                out[j] = self._distances(row, one)[0]
+            except PublicStateError:
+                out[j] = -np.inf
+                continue
+            pts.a0[j], pts.a1[j] = row.a0[0], row.a1[0]
+        return out
+
+    def _distances(self, pts: _Points, dims: Mapping[str, int]) -> np.ndarray:
+        state = self.space.validate(pts.public, dims)
+        # the arms are the device's own choice from the public state and the user's contexts, with
+        # the same policy randomness for both users (a coupling: DP of the mixture over it follows)
+        policy_seed = int(self.rng.integers(2**62))
         enc, scales = [], []
-        for X, a, y in ((pts.X0, pts.a0, pts.y0), (pts.X1, pts.a1, pts.y1)):
-            if self.convex:
-                act = np.asarray(self.client.choose(self.t, state, X, rng))
-            else:
-                X, act, y = check_device_inputs(self.spec, X, a, y)  # type: ignore[assignment]
+        for side, (X, y) in enumerate(((pts.X0, pts.y0), (pts.X1, pts.y1))):
+            act = np.asarray(self.client.choose(self.t, state, X, np.random.default_rng(policy_seed)))
+            if not self.convex:
+                X, act, y = check_device_inputs(self.spec, X, act, y)  # type: ignore[assignment]
+                (pts.a0 if side == 0 else pts.a1)[:] = act
             e = np.asarray(self.client.encode(self.t, state, X, act, y), dtype=float)
             if e.ndim != 2 or e.shape[0] != X.shape[0]:
                 raise ValidationError(f"{type(self.client).__name__}.encode returned shape {e.shape}; expected "
@@ -920,22 +942,19 @@ class AdversarialServer:
 
     def _users(self) -> _Points:
         """One pair per row: the seed pairs (arms drawn at random) and random users on the bound."""
-        n, rng, K = self.n, self.rng, self.spec.K
+        n = self.n
         rows = []
         for j in range(n):
             if self.pairs and (j % 2 == 0 or self.convex):
                 d0, d1 = self.pairs[(j // 2) % len(self.pairs)]
             else:
                 d0, d1 = self._random_user(), self._random_user()
-            arms = [int(u.action) if u.action is not None else int(rng.integers(K)) for u in (d0, d1)]
-            rows.append((d0, d1, arms))
+            rows.append((d0, d1))
         X0 = np.stack([np.asarray(r[0].contexts, dtype=float) for r in rows])
         X1 = np.stack([np.asarray(r[1].contexts, dtype=float) for r in rows])
         y0 = np.stack([np.asarray(r[0].reward, dtype=float) for r in rows])
         y1 = np.stack([np.asarray(r[1].reward, dtype=float) for r in rows])
-        a0 = np.array([r[2][0] for r in rows], dtype=np.int64)
-        a1 = np.array([r[2][1] for r in rows], dtype=np.int64)
-        return _Points({}, X0, a0, y0, X1, a1, y1)
+        return _Points({}, X0, np.zeros(n, dtype=np.int64), y0, X1, np.zeros(n, dtype=np.int64), y1)
 
     def _with(self, public: Mapping[str, Any]) -> _Points:
         pts = self._users()
@@ -952,23 +971,22 @@ class AdversarialServer:
         for _ in range(rounds):
             for extreme in (False, True):
                 candidates.append(self._with(self.space.draw(self.dims, self.rng, extreme)))
-        best_val, best = -1.0, None
+        best_val, best = -np.inf, None
         for pts in candidates:
             dist = self.distances(pts)
             j = int(np.argmax(dist))
             if dist[j] > best_val or best is None:
                 best_val, best = float(dist[j]), pts.row(j, self.per_user)
         assert best is not None
+        if best_val == -np.inf:
+            raise ValidationError(f"{type(self.client).__name__} refused every public state drawn from the "
+                                  "space it declares (PublicStateError): declare the space it accepts")
         step = 0.3
         for _ in range(climb):
             if not math.isfinite(best_val):
                 break
             props = self._perturb(best.tile(self.n, self.per_user), step)
-            try:
-                dist = self.distances(props)
-            except PublicStateError:
-                step *= 0.5
-                continue
+            dist = self.distances(props)
             j = int(np.argmax(dist))
             if dist[j] > best_val * (1.0 + 1e-12):
                 best_val, best = float(dist[j]), props.row(j, self.per_user)
@@ -982,11 +1000,10 @@ class AdversarialServer:
         out = []
         for X, a, y in ((p.X0, p.a0, p.y0), (p.X1, p.a1, p.y1)):
             x, r = X[0].copy(), y[0].copy() if np.ndim(y[0]) else float(y[0])
-            action = None if self.convex else int(a[0])
             norm = float(np.max(np.linalg.norm(np.atleast_2d(x), axis=-1)))
-            label = (f"contexts of norm {norm:.4g}" + ("" if action is None else f", arm {action}")
+            label = (f"contexts of norm {norm:.4g}" + ("" if self.convex else f", arm {int(a[0])} (its choice)")
                      + f", reward {np.round(r, 4).tolist() if np.ndim(r) else round(float(r), 4)}")
-            out.append(UserData(x, r, label, action))
+            out.append(UserData(x, r, label))
         return out[0], out[1]
 
     def _perturb(self, p: _Points, step: float) -> _Points:
@@ -998,15 +1015,11 @@ class AdversarialServer:
         B = float(self.spec.context_bound)
         X0, X1 = p.X0.copy(), p.X1.copy()
         y0, y1 = p.y0.copy(), p.y1.copy()
-        a0, a1 = p.a0.copy(), p.a1.copy()
         if not self.convex:
             for X in (X0, X1):
                 X += step * B * rng.standard_normal(X.shape)
                 nrm = np.linalg.norm(X, axis=-1, keepdims=True)
                 X *= np.minimum(1.0, B * (1 - 1e-12) / np.maximum(nrm, 1e-300))
-            for a in (a0, a1):
-                flip = rng.random(n) < 0.15
-                a[flip] = rng.integers(self.spec.K, size=int(flip.sum()))
         y_hi, y_lo = _extremes(self.spec)
         for y in (y0, y1):
             if self.convex:
@@ -1014,7 +1027,7 @@ class AdversarialServer:
             else:
                 flip = rng.random(n) < 0.15
                 y[flip] = rng.choice(np.array([y_hi, y_lo, *self.spec.reward_range, 0.0]), size=int(flip.sum()))
-        return _Points(pub, X0, a0, y0, X1, a1, y1)
+        return _Points(pub, X0, p.a0.copy(), y0, X1, p.a1.copy(), y1)
 
 
 def _perturb_field(f: Any, v: np.ndarray, step: float, rng: np.random.Generator, per_user: bool) -> np.ndarray:
