@@ -146,7 +146,7 @@ def test_ldp_server_runs_algorithm_8_online() -> None:
     reg = ReweightedRegression(math.inf, mode="ldp", K=5)
     spec = EnvSpec(d=d, K=1, horizon=n)
     server = ChenLDPServer(1, spec, reg, epoch_ends(n, n), min_fit=100)
-    client = ChenLDPClient(0.0, IDENTITY, 2.0, 1.0)
+    client = ChenLDPClient(0.0, IDENTITY, 2.0, spec, 1)
     slots = []
     for t in range(n):
         public = server.public_state()

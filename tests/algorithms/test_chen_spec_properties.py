@@ -195,7 +195,7 @@ def test_zero_noise_ldp_users_send_the_noiseless_messages(python_samplers: None)
 
     def run(sigma: float, rng: np.random.Generator) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
         server = ChenLDPServer(1, spec, reg, epoch_ends(n, n), min_fit=100)
-        client = ChenLDPClient(sigma, IDENTITY, 2.0, 1.0)
+        client = ChenLDPClient(sigma, IDENTITY, 2.0, spec, 1)
         msgs = []
         for t in range(n):
             msg = client.randomize(t, server.public_state(), X[t][None, None], np.zeros(1, dtype=np.int64),

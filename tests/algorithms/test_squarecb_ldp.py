@@ -35,7 +35,7 @@ def _ball(v: list[float]) -> np.ndarray:
 
 def _message(theta: np.ndarray, phi: np.ndarray, y: float, slot: int = GRADIENT) -> np.ndarray:
     """The noiseless message of one user holding ``(phi, y)`` under the iterate ``theta``."""
-    client = SquareCBLDPClient(0.0, 1.0)
+    client = SquareCBLDPClient(0.0, EnvSpec(d=phi.size, K=1, horizon=10))
     public = PublicState(slot=np.array([slot]), theta_sgd=theta[None], theta_hat=np.zeros((1, phi.size)),
                          gamma=np.zeros(1))
     msg = client.randomize(0, public, phi[None, None], np.zeros(1, dtype=np.int64), np.array([y]),
@@ -78,7 +78,7 @@ def test_client_noise_has_the_calibrated_standard_deviation() -> None:
     deviation over n = 20,000 users lies within 5 standard errors (``std / sqrt(2 n)``) of ``8 sigma``."""
     sigma = gaussian_sigma_analytic(1.0, 1e-5)
     n, d = 20_000, 3
-    client = SquareCBLDPClient(sigma, 1.0)
+    client = SquareCBLDPClient(sigma, EnvSpec(d=d, K=1, horizon=10))
     phi = np.tile(np.array([0.6, 0.0, 0.8]), (n, 1, 1))
     theta = np.tile(np.array([1.0, 0.5, 0.0]), (n, 1))
     public = PublicState(slot=np.full(n, GRADIENT), theta_sgd=theta, theta_hat=np.zeros((n, d)), gamma=np.zeros(n))
@@ -106,7 +106,7 @@ def test_server_runs_algorithm_6_online() -> None:
     K, eta = oracle.steps(n)
     assert K > 1  # several batches, so the online iterate matters
     server = SquareCBLDPServer(1, EnvSpec(d=d, K=A, horizon=n), oracle, np.array([n]), c_gamma=0.7)
-    client = SquareCBLDPClient(0.0, 1.0)
+    client = SquareCBLDPClient(0.0, EnvSpec(d=d, K=1, horizon=n))
     slots = []
     for t in range(n):
         public = server.public_state()
@@ -134,7 +134,7 @@ def test_first_epoch_plays_uniformly() -> None:
     """Before any release (theta_hat = 0, gamma = 0) the IGW draw is uniform over the A actions: every
     count of 60,000 draws lies within 5 binomial standard deviations of n / A."""
     n, A, d = 60_000, 5, 2
-    client = SquareCBLDPClient(1.0, 1.0)
+    client = SquareCBLDPClient(1.0, EnvSpec(d=d, K=A, horizon=10))
     public = PublicState(slot=np.full(n, IDLE), theta_sgd=np.zeros((n, d)), theta_hat=np.zeros((n, d)),
                          gamma=np.zeros(n))
     X = np.random.default_rng(4).uniform(-0.5, 0.5, size=(n, A, d))

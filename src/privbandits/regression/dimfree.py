@@ -14,6 +14,9 @@ Both are improper square-loss oracles (``theta_hat`` may leave the unit ball) wh
   ``2(clip(<phi_i, theta_{k-1}>, -1, 1) - y_i) phi_i + N(0, (8 sigma)^2 I)`` (the "careful
   clipping" of the paper read as prediction clipping: the exact gradient of a convex 2-smooth
   surrogate with the same minimizer; sensitivity 8).  ``eta K = (n / (128 sigma^2))^{1/3}``.
+  The iterate is the untrusted server's in the local model; the user clips its own response into
+  ``[-1, 1]`` and the gradient to norm 4 (:func:`improper_sgd_gradients`), so the sensitivity
+  holds for every iterate it is sent.
 
 Neither has a finite-sample per-point width: the estimates report the trivial width 2.
 
@@ -36,13 +39,17 @@ from privbandits.privacy.guarantee import NON_PRIVATE
 from privbandits.regression.data import BOUND_POLICIES, prepare
 from privbandits.regression.estimate import RegressionEstimate
 from privbandits.regression.links import link_constants
+from privbandits.regression.matrices import clip_rows
 from privbandits.regression.releases import Ledger, Release, noise_multiplier, privatize_vector
 
-__all__ = ["ImproperBatchSGD", "improper_sgd_messages", "improper_sgd_pass"]
+__all__ = ["SQ_GRADIENT_NORM", "SQ_GRADIENT_SENSITIVITY", "ImproperBatchSGD", "improper_sgd_gradients",
+           "improper_sgd_messages", "improper_sgd_pass"]
 
 _IDENTITY = link_constants("identity")
-#: Replace-one sensitivity of one square-loss gradient ``2(<phi, theta> - y) phi`` (norm <= 4).
-SQ_GRADIENT_SENSITIVITY = 8.0
+#: Largest l2 norm of one square-loss gradient ``2(clip(<phi, theta>) - y) phi`` (``|.| <= 2``, ``||phi|| <= 1``).
+SQ_GRADIENT_NORM = 4.0
+#: Replace-one sensitivity of one square-loss gradient (``2 SQ_GRADIENT_NORM``).
+SQ_GRADIENT_SENSITIVITY = 2.0 * SQ_GRADIENT_NORM
 
 
 def improper_sgd_pass(X: np.ndarray, y: np.ndarray, K: int, eta: float) -> np.ndarray:
@@ -59,15 +66,27 @@ def improper_sgd_pass(X: np.ndarray, y: np.ndarray, K: int, eta: float) -> np.nd
     return theta
 
 
+def improper_sgd_gradients(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Algorithm 6, line 3, before noise: the users' gradients ``2(clip(<phi, theta>) - clip(y)) phi``.
+
+    The prediction and the response are clipped into ``[-1, 1]`` and the gradient to l2 norm
+    :data:`SQ_GRADIENT_NORM` (never active for ``||phi|| <= 1``, up to rounding): whatever iterate
+    ``theta`` the server sends, two users' gradients are at most :data:`SQ_GRADIENT_SENSITIVITY`
+    apart.  ``theta`` is the broadcast iterate ``(d,)``, or one iterate per user ``(n, d)``.
+    """
+    pred = X @ theta if np.ndim(theta) == 1 else np.einsum("ij,ij->i", X, theta)
+    g = 2.0 * (np.clip(pred, -1.0, 1.0) - np.clip(y, -1.0, 1.0))[..., None] * X
+    return clip_rows(g, SQ_GRADIENT_NORM)
+
+
 def improper_sgd_messages(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: float,
                           rng: np.random.Generator) -> np.ndarray:
-    """Algorithm 6, line 3: the users' messages ``2(clip(<phi, theta>) - y) phi + N(0, (8 sigma)^2 I)``.
+    """Algorithm 6, line 3: the users' messages ``2(clip(<phi, theta>) - y) phi + N(0, (8 sigma)^2 I)``
+    (:func:`improper_sgd_gradients` plus the Gaussian noise).
 
     ``theta`` is the broadcast iterate ``(d,)``, or one iterate per user ``(n, d)``.
     """
-    pred = X @ theta if np.ndim(theta) == 1 else np.einsum("ij,ij->i", X, theta)
-    g = 2.0 * (np.clip(pred, -1.0, 1.0) - y)[..., None] * X
-    return privatize_vector(g, sigma * SQ_GRADIENT_SENSITIVITY, rng)
+    return privatize_vector(improper_sgd_gradients(theta, X, y), sigma * SQ_GRADIENT_SENSITIVITY, rng)
 
 
 class ImproperBatchSGD:

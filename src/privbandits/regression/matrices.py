@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["EllipsoidProjector", "proj_ellipsoid", "psd_apply", "psd_project", "row_norms", "sym_polar"]
+__all__ = ["EllipsoidProjector", "clip_rows", "proj_ellipsoid", "psd_apply", "psd_project", "row_norms",
+           "sym_polar"]
 
 
 def psd_apply(S: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -41,6 +42,24 @@ def row_norms(F: np.ndarray, U: np.ndarray | None = None) -> np.ndarray:
     """``||U f||`` for every row ``f`` of ``F`` (``||f||`` when ``U`` is None); ``U`` symmetric."""
     G = F if U is None else F @ U
     return np.sqrt(np.einsum("...i,...i->...", G, G))
+
+
+def clip_rows(G: np.ndarray, bound: float | np.ndarray) -> np.ndarray:
+    """Every row of ``G`` (the last axis) scaled into the l2 ball of radius ``bound`` (a copy).
+
+    A row of norm at most ``bound`` is returned unchanged; a longer row is scaled to norm
+    ``bound`` (to rounding) in its own direction.  ``bound`` may give one radius per row.  The norm
+    is taken in units of the row's largest entry, so rows of tiny (subnormal) or huge entries are
+    measured without underflow or overflow: the clip holds whatever the scale of the inputs.
+    """
+    G = np.asarray(G, dtype=float)
+    b = np.asarray(bound, dtype=float)
+    m = np.max(np.abs(G), axis=-1, initial=0.0)
+    unit = G / np.where(m > 0.0, m, 1.0)[..., None]
+    nrm = m * np.sqrt(np.einsum("...i,...i->...", unit, unit))
+    c = np.where(nrm > b, b / np.where(nrm > 0.0, nrm, 1.0), 1.0)
+    out: np.ndarray = G * c[..., None]
+    return out
 
 
 class EllipsoidProjector:

@@ -21,7 +21,10 @@ Reconstruction choices (the algorithm box is missing from the source text):
 * The noisy average is projected onto the PSD cone before ``lambda U_k`` is added (post-processing;
   keeps ``Sigma_k >= lambda U_k`` invertible and ``||U_k|| <= 1/lambda``).
 * Local model (Algorithm 8, first phase): every user of batch ``k`` releases its own ``X_i`` through
-  ``SymPriv`` with sensitivity ``sqrt(2) ||U_k||``; the server averages the messages.
+  ``SymPriv`` with sensitivity ``sqrt(2) ||U_k||``; the server averages the messages.  ``U_k`` is
+  then the untrusted server's: the user clips its own ``X_i`` to Frobenius norm ``||U_k||``
+  (:func:`normalization_encode`; never active for a feature in the unit ball, up to rounding), so
+  the sensitivity holds whatever matrix it is sent.
 
 References
 ----------
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from privbandits.core.validation import check_choice, check_positive
-from privbandits.regression.matrices import psd_apply, psd_project, row_norms, sym_polar
+from privbandits.regression.matrices import clip_rows, psd_apply, psd_project, row_norms, sym_polar
 from privbandits.regression.releases import (
     Ledger,
     Release,
@@ -48,6 +51,7 @@ from privbandits.regression.releases import (
 __all__ = [
     "NormalizationResult",
     "learn_normalization",
+    "normalization_encode",
     "normalization_messages",
     "normalization_moment",
     "normalization_release",
@@ -106,15 +110,50 @@ def spectral_step(U: np.ndarray, M: np.ndarray, lam: float) -> np.ndarray:
     return sym_polar(Sigma_inv_half @ U)
 
 
+def normalization_encode(U: np.ndarray, Phi: np.ndarray) -> np.ndarray:
+    """A user's pre-noise message of the LDP normalization phase: ``X_i = U phi_i phi_i^T U / ||U phi_i||``,
+    clipped to Frobenius norm ``||U||_op`` (Chen et al. 2025, Algorithm 8, first phase).
+
+    ``||X_i||_F = ||U phi_i|| <= ||U||_op`` for ``||phi_i|| <= 1``, and two such PSD rank-one
+    matrices are at most ``sqrt(2) ||U||_op`` apart: the clip only removes rounding, and keeps the
+    sensitivity ``sqrt(2) ||U||_op`` of ``SymPriv`` for every matrix ``U`` an untrusted server sends.
+
+    Parameters
+    ----------
+    U : ndarray
+        ``(d, d)`` for every row, or one matrix per row ``(n, d, d)``.
+    Phi : ndarray
+        ``(n, d)``.
+
+    Returns
+    -------
+    ndarray
+        ``(n, d, d)``.
+    """
+    U = np.asarray(U, dtype=float)
+    n, d = Phi.shape
+    if U.ndim == 2:
+        V = Phi @ U
+        s = np.full(n, float(np.linalg.norm(U, 2)))
+    else:
+        V = np.einsum("ni,nij->nj", Phi, U)
+        s = np.linalg.norm(U, 2, axis=(1, 2)) if n else np.zeros(0)
+    nrm = row_norms(V)
+    inv = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0.0)
+    X = np.einsum("ni,nj->nij", V * inv[:, None], V)
+    out: np.ndarray = clip_rows(X.reshape(n, d * d), s).reshape(n, d, d)
+    return out
+
+
 def normalization_messages(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """The users' local messages of the LDP normalization phase: ``SymPriv_{sqrt(2)||U||}(X_i)`` each.
 
     ``Phi`` is ``(N, d)`` or ``(R, N, d)``; the result has one ``(d, d)`` message per row.
 
-    This is the user-side code path (one message per row of ``Phi``; rows must already lie in the
-    unit ball); ``sigma`` is the noise multiplier ``sigma_{alpha,beta}``.
+    This is the user-side code path (one message per row of ``Phi``, encoded by
+    :func:`normalization_encode`); ``sigma`` is the noise multiplier ``sigma_{alpha,beta}``.
     """
-    X = normalized_outer(U, Phi.reshape(-1, Phi.shape[-1])).reshape(Phi.shape[:-1] + (Phi.shape[-1],) * 2)
+    X = normalization_encode(U, Phi.reshape(-1, Phi.shape[-1])).reshape(Phi.shape[:-1] + (Phi.shape[-1],) * 2)
     flat = privatize_symmetric_rows(X.reshape((-1,) + X.shape[-2:]), sigma * SQRT2 * float(np.linalg.norm(U, 2)), rng)
     return flat.reshape(X.shape)
 

@@ -9,8 +9,11 @@ re-weighted loss in ``w = U^{-1} theta`` coordinates
 
 by ``M`` steps of batched projected gradient descent on disjoint batches of the second half
 (Algorithm 7), each batch gradient released with Gaussian noise.  Every per-sample gradient has
-norm ``|nu(.) - y| <= 2``, so no clipping is needed and the replace-one sensitivity of a batch
-mean of size ``B`` is ``4 / B``.  It returns ``theta_hat = U w_hat`` and the per-point width
+norm ``|nu(.) - y| <= 2`` on the states of the descent (``||U w|| <= 1``, ``||phi|| <= 1``), so the
+replace-one sensitivity of a batch mean of size ``B`` is ``4 / B``.  The per-sample gradient clips
+the prediction ``<U phi, w>`` into the link's domain ``[-1, 1]``, the response into ``[-1, 1]`` and
+the gradient to norm 2, so the bound holds for *every* ``(U, w)``: in the local model both are
+chosen by the untrusted server, and the identity link's ``nu(z) = z`` is unbounded.  It returns ``theta_hat = U w_hat`` and the per-point width
 ``c_b L_nu e_bar ||U phi||`` with ``e_bar = 4 kappa lambda + eps`` (Theorem 4.4).
 ``LDP_L1_Regression`` (Algorithm 8) is the same with every user randomizing its own ``X_i`` or
 ``g_i`` (sensitivities ``sqrt(2)||U_k||`` and 4), the server publishing ``U_k`` or ``(U, w_m)``
@@ -64,11 +67,12 @@ from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
 from privbandits.regression.data import BOUND_POLICIES, prepare
 from privbandits.regression.estimate import RegressionEstimate
 from privbandits.regression.links import LinkConstants, link_constants
-from privbandits.regression.matrices import EllipsoidProjector, row_norms
+from privbandits.regression.matrices import EllipsoidProjector, clip_rows, row_norms
 from privbandits.regression.normalization import learn_normalization
 from privbandits.regression.releases import Ledger, Release, noise_multiplier, privatize_vector
 
 __all__ = [
+    "GRADIENT_NORM",
     "GRADIENT_SENSITIVITY",
     "ReweightedRegression",
     "deviation_bound",
@@ -79,19 +83,47 @@ __all__ = [
     "reweighted_gradient",
 ]
 
+#: Largest l2 norm of one user's re-weighted gradient (``|nu(z) - y| <= 2`` on ``[-1, 1]``).
+GRADIENT_NORM = 2.0
 #: Replace-one L2 sensitivity of one user's re-weighted gradient (``||g_i|| <= 2``).
-GRADIENT_SENSITIVITY = 4.0
+GRADIENT_SENSITIVITY = 2.0 * GRADIENT_NORM
 
 
 def reweighted_gradient(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray,
                         link: LinkConstants) -> np.ndarray:
-    """Per-sample gradients ``g_i = (U phi_i / ||U phi_i||)(nu(<U phi_i, w>) - y_i)``, shape (..., n, d)."""
-    V = Phi @ U
+    """Per-sample gradients ``g_i = (U phi_i / ||U phi_i||)(nu(clip(<U phi_i, w>)) - clip(y_i))``.
+
+    Chen et al. (2025), Algorithm 7, line 5 (the gradient of ``L_U``; Algorithm 8 in the local
+    model).  The prediction ``<U phi_i, w>`` is clipped into ``[-1, 1]``, the domain of ``nu``
+    (Assumption 1), the response into ``[-1, 1]``, and the result to l2 norm
+    :data:`GRADIENT_NORM`: on the iterates of the projected descent (``||U w|| <= 1``) the two
+    first clips never act, and whatever ``(U, w)`` an untrusted server sends, ``||g_i|| <= 2``,
+    the bound behind the sensitivity :data:`GRADIENT_SENSITIVITY` of the accounting.
+
+    Parameters
+    ----------
+    U : ndarray
+        ``(d, d)``, or one matrix per sample ``(n, d, d)`` (then ``w`` is ``(n, d)``).
+    w : ndarray
+        ``(d,)`` or ``(n, d)``.
+    Phi : ndarray
+        Covariates ``(..., n, d)``.
+    y : ndarray
+        Responses ``(..., n)``.
+    link : LinkConstants
+
+    Returns
+    -------
+    ndarray
+        ``(..., n, d)``.
+    """
+    U, w = np.asarray(U, dtype=float), np.asarray(w, dtype=float)
+    V = Phi @ U if U.ndim == 2 else np.einsum("...i,...ij->...j", Phi, U)
     nrm = row_norms(V)
     inv = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0.0)
-    resid = link.nu(V @ w) - y
-    out: np.ndarray = V * (inv * resid)[..., None]
-    return out
+    z = V @ w if w.ndim == 1 else np.einsum("...j,...j->...", V, w)
+    resid = link.nu(np.clip(z, -1.0, 1.0)) - np.clip(y, -1.0, 1.0)
+    return clip_rows(V * (inv * resid)[..., None], GRADIENT_NORM)
 
 
 def gradient_messages(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray, link: LinkConstants,

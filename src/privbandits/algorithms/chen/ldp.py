@@ -6,13 +6,23 @@ current slot of the epoch's regression schedule (sequential interaction):
 * normalization batch ``k`` (``U_k`` public): the user sends ``SymPriv_{sqrt(2)||U_k||}(X)`` with
   ``X = U_k phi phi^T U_k / ||U_k phi||``;
 * gradient batch ``m`` (``U``, ``w_m`` public): the user sends ``Priv_4(g)``,
-  ``g = (U phi / ||U phi||)(nu(<U phi, w_m>) - y)`` (``||g|| <= 2``, no clipping needed);
+  ``g = (U phi / ||U phi||)(nu(<U phi, w_m>) - y)`` (``||g|| <= 2`` on the server's honest iterates);
 * otherwise (samples the schedule leaves unused, or an epoch too short to fit) nothing
   data-dependent.
 
 Every message has both fields (``X`` and ``g``); the field not used by the slot is zero, a
 constant.  Each user sends one message through one Gaussian channel at noise multiplier
-``sigma``: the guarantee is the exact Gaussian epsilon of ``sigma`` at ``delta``.  The server runs
+``sigma``: the guarantee is the exact Gaussian epsilon of ``sigma`` at ``delta``.
+
+The server is untrusted (local model): it chooses the slot, ``U``, ``w`` and the billboard.  The
+device accepts only public states of its declared space (:meth:`ChenLDPClient.public_space`:
+slots of the schedule, symmetric finite ``U``, bounded ``w``, released estimates in the unit ball,
+at most one per epoch) and clips its own message whatever the state: ``X`` to Frobenius norm
+``||U||`` (:func:`~privbandits.regression.normalization.normalization_encode`), the prediction
+``<U phi, w>`` into ``[-1, 1]`` and ``g`` to norm 2
+(:func:`~privbandits.regression.reweighted.reweighted_gradient`).  Two users' encoded messages are
+then at most ``sqrt(2) ||U||`` (normalization) or 4 (gradient) apart: one noise multiplier in units
+of the noise it adds, ``1 / sigma`` (:meth:`ChenLDPClient.sensitivity`).  The server runs
 the spectral step (Algorithm 1, lines 7-9) after each normalization batch, the projected gradient
 step (Algorithm 7, lines 6-7) after each gradient batch, and posts ``(U w, U, c_b L_nu e_bar)`` at
 the end of the epoch, exactly as :class:`privbandits.regression.ReweightedRegression` with
@@ -42,61 +52,160 @@ from privbandits.algorithms.chen.planning import Billboard, choose_planned
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import TrustBoundaryError
+from privbandits.core.errors import PrivacyError, TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.public_space import PublicField, PublicSpace, dims_of
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian_rows
 from privbandits.regression import ReweightedRegression
 from privbandits.regression.links import LinkConstants
 from privbandits.regression.matrices import EllipsoidProjector
-from privbandits.regression.normalization import SQRT2, normalized_outer, spectral_step
+from privbandits.regression.normalization import SQRT2, normalization_encode, spectral_step
 from privbandits.regression.releases import noise_multiplier
 from privbandits.regression.reweighted import GRADIENT_SENSITIVITY, reweighted_gradient
 
-__all__ = ["ChenLDP", "ChenLDPClient", "ChenLDPServer"]
+__all__ = ["PUBLIC_BOUND", "ChenLDP", "ChenLDPClient", "ChenLDPServer", "ldp_public_space"]
 
 #: Slot codes of the public schedule.
 IDLE, NORMALIZE, GRADIENT = 0, 1, 2
 MECHANISM = "chen-ldp-gaussian"
+#: Largest absolute entry of a matrix ``U`` or a weight ``w`` the device accepts.  The server's
+#: honest states are far inside (``||U|| <= 1 / lambda``, ``||U w|| <= 1``); the bound keeps every
+#: product the device computes finite.  The device's clips, not this bound, keep its guarantee.
+PUBLIC_BOUND = 1e12
+
+
+def ldp_public_space(epochs: int) -> PublicSpace:
+    """Every public state a ``chen-ldp`` device accepts, with ``epochs`` released estimates at most.
+
+    ``slot`` (R,) in {IDLE, NORMALIZE, GRADIENT}; ``U`` (R, d, d) symmetric and ``w`` (R, d) with
+    entries in ``[-PUBLIC_BOUND, PUBLIC_BOUND]``; the billboard: ``n_boards`` (R,) in
+    ``[0, epochs]``, ``board_theta`` (R, epochs, d) in the unit ball (the estimates ``U w`` of the
+    projected descent), ``board_U`` (R, epochs, d, d) as ``U``, ``board_scale`` (R, epochs) >= 0.
+    """
+    J = int(epochs)
+    return PublicSpace((
+        PublicField("slot", ("R",), kind="i", values=(IDLE, NORMALIZE, GRADIENT)),
+        PublicField("U", ("R", "d", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND, symmetric=True),
+        PublicField("w", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
+        PublicField("n_boards", ("R",), kind="i", low=0, high=J),
+        PublicField("board_theta", ("R", J, "d"), norm=1.0),
+        PublicField("board_U", ("R", J, "d", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND, symmetric=True),
+        PublicField("board_scale", ("R", J), low=0.0),
+    ))
 
 
 class ChenLDPClient(Client):
-    """User side: choose by Algorithm 4 on the public billboard, then send one Gaussian message."""
+    """User side: choose by Algorithm 4 on the public billboard, then send one Gaussian message.
 
-    def __init__(self, sigma: float, link: LinkConstants, spanner_C: float, context_bound: float) -> None:
-        self.sigma, self.link, self.spanner_C, self.bound = sigma, link, spanner_C, context_bound
+    The message is :meth:`encode` (the fields ``X`` (d, d) and ``g`` (d,), flattened in that
+    order, after the device's clips) plus :meth:`noise` (``SymPriv`` at std ``sigma sqrt(2) ||U||``
+    on ``X`` in a normalization slot, ``Priv`` at std ``4 sigma`` on ``g`` in a gradient slot, no
+    noise on the constant zero field).
 
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier per unit of sensitivity.
+    link : LinkConstants
+        The link ``nu`` of the model.
+    spanner_C : float
+        Barycentric spanner constant of Algorithm 4.
+    spec : EnvSpec
+        The problem (shapes and the context bound the device checks its inputs against).
+    epochs : int
+        Number of epochs: the most estimates the billboard can hold.
+    """
+
+    def __init__(self, sigma: float, link: LinkConstants, spanner_C: float, spec: EnvSpec, epochs: int) -> None:
+        self.sigma, self.link, self.spanner_C, self.spec = sigma, link, spanner_C, spec
+        self._space = ldp_public_space(epochs)
+
+    # -- the device's declarations ------------------------------------------------------------
+    def public_space(self) -> PublicSpace:
+        """The states of :func:`ldp_public_space` (checked on every call of the device)."""
+        return self._space
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """``1 / sigma`` in l2: ``sqrt(2) ||U|| / (sigma sqrt(2) ||U||)`` or ``4 / (4 sigma)``."""
+        if not self.sigma > 0.0:
+            raise PrivacyError("chen-ldp without noise (sigma = 0) has no local guarantee")
+        return DeviceSensitivity("l2", 1.0 / self.sigma)
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """Gaussian, per user: ``sigma sqrt(2) ||U||`` on ``X`` (normalization slot), ``4 sigma`` on
+        ``g`` (gradient slot), 0 elsewhere."""
+        X, _, _ = check_device_inputs(self.spec, contexts, actions)
+        pub = self._public(public, X.shape[0])
+        s_X, s_g = self._scales(pub)
+        d = self.spec.d
+        return DeviceNoise.gaussian(np.concatenate([np.repeat(s_X[:, None], d * d, axis=1),
+                                                    np.repeat(s_g[:, None], d, axis=1)], axis=1))
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """The clipped fields ``X`` (flattened) and ``g`` of every user, ``(R, d^2 + d)``."""
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
+        Xm, g = self._fields(self._public(public, X.shape[0]), X, a, y)
+        return np.concatenate([Xm.reshape(X.shape[0], -1), g], axis=1)
+
+    def _public(self, public: PublicState, R: int) -> PublicState:
+        return self._space.validate(public, dims_of(self.spec, R))
+
+    def _fields(self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray,
+                rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The message before noise: ``X`` (R, d, d) and ``g`` (R, d), every clip applied."""
+        R, d = contexts.shape[0], self.spec.d
+        phi = contexts[np.arange(R), actions]
+        slot = pub["slot"]
+        X, g = np.zeros((R, d, d)), np.zeros((R, d))
+        rows = np.flatnonzero(slot == NORMALIZE)
+        if rows.size:
+            X[rows] = normalization_encode(pub["U"][rows], phi[rows])
+        rows = np.flatnonzero(slot == GRADIENT)
+        if rows.size:
+            g[rows] = reweighted_gradient(pub["U"][rows], pub["w"][rows], phi[rows], rewards[rows], self.link)
+        return X, g
+
+    def _scales(self, pub: PublicState) -> tuple[np.ndarray, np.ndarray]:
+        """Noise std per user on ``X`` and on ``g`` (R,) each."""
+        slot = pub["slot"]
+        s_X, s_g = np.zeros(slot.shape[0]), np.zeros(slot.shape[0])
+        rows = np.flatnonzero(slot == NORMALIZE)
+        if rows.size:
+            s_X[rows] = self.sigma * SQRT2 * np.linalg.norm(pub["U"][rows], 2, axis=(1, 2))
+        s_g[slot == GRADIENT] = self.sigma * GRADIENT_SENSITIVITY
+        return s_X, s_g
+
+    # -- the round ----------------------------------------------------------------------------
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return choose_planned(contexts, public["board_theta"], public["board_U"], public["board_scale"],
-                              public["n_boards"], self.link, self.spanner_C, rng)
+        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        pub = self._public(public, X.shape[0])
+        return choose_planned(X, pub["board_theta"], pub["board_U"], pub["board_scale"], pub["n_boards"],
+                              self.link, self.spanner_C, rng)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        check_client_inputs(contexts, rewards, self.bound)
-        R, d = contexts.shape[0], contexts.shape[-1]
-        phi = contexts[np.arange(R), actions]
-        y = np.clip(rewards, -1.0, 1.0)  # the user's own clipping into the model's range
-        slot = np.asarray(public["slot"])
-        U, w = np.asarray(public["U"]), np.asarray(public["w"])
-        X = np.zeros((R, d, d))
-        g = np.zeros((R, d))
-        norm_rows = np.flatnonzero(slot == NORMALIZE)
-        if norm_rows.size:
-            V = np.einsum("rij,rj->ri", U[norm_rows], phi[norm_rows])
-            X[norm_rows] = np.stack([normalized_outer(np.eye(d), v[None])[0] for v in V])
-            Z = np.zeros((norm_rows.size, d, d))
-            add_symmetric_gaussian_rows(rng, 1.0, Z)  # the compiled sampler; std per user below
-            opnorm = np.linalg.norm(U[norm_rows], 2, axis=(1, 2))
-            X[norm_rows] += (self.sigma * SQRT2 * opnorm)[:, None, None] * Z
-        grad_rows = np.flatnonzero(slot == GRADIENT)
-        if grad_rows.size:
-            for r in grad_rows:
-                g[r] = reweighted_gradient(U[r], w[r], phi[r][None], y[r][None], self.link)[0]
-            noise = np.zeros((grad_rows.size, d))
-            add_gaussian(rng, self.sigma * GRADIENT_SENSITIVITY, noise)
-            g[grad_rows] += noise
-        return PrivatizedMessage({"X": X, "g": g}, MECHANISM)
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
+        pub = self._public(public, X.shape[0])
+        Xm, g = self._fields(pub, X, a, y)
+        s_X, s_g = self._scales(pub)
+        slot = pub["slot"]
+        rows = np.flatnonzero(slot == NORMALIZE)
+        if rows.size:  # SymPriv: the compiled symmetric sampler, std per user
+            Z = np.zeros((rows.size,) + Xm.shape[1:])
+            add_symmetric_gaussian_rows(rng, 1.0, Z)
+            Xm[rows] += s_X[rows][:, None, None] * Z
+        rows = np.flatnonzero(slot == GRADIENT)
+        if rows.size:  # Priv
+            z = np.zeros((rows.size, g.shape[1]))
+            add_gaussian(rng, 1.0, z)
+            g[rows] += s_g[rows][:, None] * z
+        return PrivatizedMessage({"X": Xm, "g": g}, MECHANISM)
 
 
 class ChenLDPServer(Server):
@@ -220,7 +329,8 @@ class ChenLDP(LocalAlgorithm):
         super().reset(spec, replications, streams)
         check_problem(self.name, spec)
         reg = self.regressor(spec)
-        self.client = ChenLDPClient(reg.sigma, reg.link, self.spanner_C, spec.context_bound)
-        self.server = ChenLDPServer(self.R, spec, reg, epoch_ends(spec.horizon, self.first_epoch), self.min_fit)
+        ends = epoch_ends(spec.horizon, self.first_epoch)
+        self.client = ChenLDPClient(reg.sigma, reg.link, self.spanner_C, spec, len(ends))
+        self.server = ChenLDPServer(self.R, spec, reg, ends, self.min_fit)
 
 

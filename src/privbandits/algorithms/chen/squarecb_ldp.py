@@ -24,6 +24,10 @@ constant zero vector.  After batch ``k`` the server steps ``theta_k = theta_{k-1
 Privacy: every user's data leave the device once, through one Gaussian channel at noise
 multiplier ``sigma`` per unit of sensitivity, chosen from public information only (sequentially
 interactive local DP); the guarantee is the accountant's exact Gaussian epsilon of that release.
+The server is untrusted: the device accepts only public states of its declared space
+(:meth:`SquareCBLDPClient.public_space`) and clips its own gradient (prediction and response into
+``[-1, 1]``, norm 4), so two users' encoded messages are at most 8 apart, ``1 / sigma`` in units of
+the noise, whatever iterate it is sent.
 
 References
 ----------
@@ -49,20 +53,28 @@ from privbandits.algorithms.chen.squarecb import (
     squarecb_epoch_ends,
 )
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import TrustBoundaryError
+from privbandits.core.errors import PrivacyError, TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.public_space import PublicField, PublicSpace, dims_of
 from privbandits.core.spec import EnvSpec
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.inputs import check_device_inputs
+from privbandits.privacy.samplers import add_gaussian
 from privbandits.regression import ImproperBatchSGD
-from privbandits.regression.dimfree import SQ_GRADIENT_SENSITIVITY, improper_sgd_messages
+from privbandits.regression.dimfree import SQ_GRADIENT_SENSITIVITY, improper_sgd_gradients
 from privbandits.regression.releases import Ledger, Release, noise_multiplier
 
-__all__ = ["SquareCBLDP", "SquareCBLDPClient", "SquareCBLDPServer", "ldp_rate", "message_guarantee"]
+__all__ = ["PUBLIC_BOUND", "SquareCBLDP", "SquareCBLDPClient", "SquareCBLDPServer", "ldp_rate", "message_guarantee",
+           "squarecb_ldp_public_space"]
 
 #: Slot codes of the public schedule.
 IDLE, GRADIENT = 0, 2
 MECHANISM = "squarecb-ldp-gaussian"
+#: Largest absolute entry of an iterate or estimate the device accepts: far beyond any honest
+#: iterate, small enough that every prediction the device computes is finite.  The device's clips,
+#: not this bound, keep its guarantee.
+PUBLIC_BOUND = 1e12
 
 
 def ldp_rate(n: int, sigma: float) -> float:
@@ -79,32 +91,101 @@ def message_guarantee(sigma: float, delta: float) -> PrivacyGuarantee:
                                             "2(clip(<phi, theta>) - y) phi at sensitivity 8")
 
 
+def squarecb_ldp_public_space() -> PublicSpace:
+    """Every public state a ``squarecb-ldp`` device accepts: ``slot`` (R,) in {IDLE, GRADIENT},
+    ``theta_sgd`` and ``theta_hat`` (R, d) with entries in ``[-PUBLIC_BOUND, PUBLIC_BOUND]`` (the
+    oracle is improper: no norm bound), ``gamma`` (R,) >= 0."""
+    return PublicSpace((
+        PublicField("slot", ("R",), kind="i", values=(IDLE, GRADIENT)),
+        PublicField("theta_sgd", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
+        PublicField("theta_hat", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
+        PublicField("gamma", ("R",), low=0.0),
+    ))
+
+
 class SquareCBLDPClient(Client):
-    """User side: inverse-gap weighting on the public estimate, then one Gaussian gradient message."""
+    """User side: inverse-gap weighting on the public estimate, then one Gaussian gradient message.
 
-    def __init__(self, sigma: float, context_bound: float) -> None:
-        self.sigma, self.bound = sigma, context_bound
+    The message is :meth:`encode` (the clipped gradient ``g`` (d,) in a gradient slot, the constant
+    zero otherwise) plus :meth:`noise` (``N(0, (8 sigma)^2)`` per coordinate in a gradient slot).
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        theta, gamma = np.asarray(public["theta_hat"]), np.asarray(public["gamma"])
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier per unit of sensitivity.
+    spec : EnvSpec
+        The problem (shapes and the context bound the device checks its inputs against).
+    """
+
+    def __init__(self, sigma: float, spec: EnvSpec) -> None:
+        self.sigma, self.spec = sigma, spec
+        self._space = squarecb_ldp_public_space()
+
+    # -- the device's declarations ------------------------------------------------------------
+    def public_space(self) -> PublicSpace:
+        """The states of :func:`squarecb_ldp_public_space` (checked on every call of the device)."""
+        return self._space
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """``8 / (8 sigma) = 1 / sigma`` in l2."""
+        if not self.sigma > 0.0:
+            raise PrivacyError("squarecb-ldp without noise (sigma = 0) has no local guarantee")
+        return DeviceSensitivity("l2", 1.0 / self.sigma)
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """Gaussian, per user: ``8 sigma`` on every coordinate in a gradient slot, 0 otherwise."""
+        X, _, _ = check_device_inputs(self.spec, contexts, actions)
+        s = self._scales(self._public(public, X.shape[0]))
+        return DeviceNoise.gaussian(np.repeat(s[:, None], self.spec.d, axis=1))
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """The clipped gradient of every user, ``(R, d)``."""
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
+        return self._gradients(self._public(public, X.shape[0]), X, a, y)
+
+    def _public(self, public: PublicState, R: int) -> PublicState:
+        return self._space.validate(public, dims_of(self.spec, R))
+
+    def _gradients(self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray,
+                   rewards: np.ndarray) -> np.ndarray:
         R = contexts.shape[0]
+        phi = contexts[np.arange(R), actions]
+        g = np.zeros((R, self.spec.d))
+        rows = np.flatnonzero(pub["slot"] == GRADIENT)
+        if rows.size:
+            g[rows] = improper_sgd_gradients(pub["theta_sgd"][rows], phi[rows], rewards[rows])
+        return g
+
+    def _scales(self, pub: PublicState) -> np.ndarray:
+        """Noise std per user (R,)."""
+        return np.where(pub["slot"] == GRADIENT, self.sigma * SQ_GRADIENT_SENSITIVITY, 0.0)
+
+    # -- the round ----------------------------------------------------------------------------
+    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        R = X.shape[0]
+        pub = self._public(public, R)
+        theta, gamma = pub["theta_hat"], pub["gamma"]
         u = np.asarray(rng.random(R), dtype=float)
         out = np.empty(R, dtype=np.int64)
         for r in range(R):
-            out[r] = igw_sample(np.clip(contexts[r] @ theta[r], -1.0, 1.0), float(gamma[r]), float(u[r]))
+            out[r] = igw_sample(np.clip(X[r] @ theta[r], -1.0, 1.0), float(gamma[r]), float(u[r]))
         return out
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        check_client_inputs(contexts, rewards, self.bound)
-        R, d = contexts.shape[0], contexts.shape[-1]
-        phi = contexts[np.arange(R), actions]
-        y = np.clip(rewards, -1.0, 1.0)  # the user's own clipping into the model's range
-        g = np.zeros((R, d))
-        rows = np.flatnonzero(np.asarray(public["slot"]) == GRADIENT)
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
+        pub = self._public(public, X.shape[0])
+        g = self._gradients(pub, X, a, y)
+        s = self._scales(pub)
+        rows = np.flatnonzero(pub["slot"] == GRADIENT)
         if rows.size:
-            theta = np.asarray(public["theta_sgd"])[rows]
-            g[rows] = improper_sgd_messages(theta, phi[rows], y[rows], self.sigma, rng)
+            z = np.zeros((rows.size, g.shape[1]))
+            add_gaussian(rng, 1.0, z)
+            g[rows] += s[rows][:, None] * z
         return PrivatizedMessage({"g": g}, MECHANISM)
 
 
@@ -200,5 +281,5 @@ class SquareCBLDP(LocalAlgorithm):
         super().reset(spec, replications, streams)
         check_problem(self.name, spec)  # the sensitivity 8 needs ||phi|| <= 1
         orc = self.oracle()
-        self.client = SquareCBLDPClient(orc.sigma, spec.context_bound)
+        self.client = SquareCBLDPClient(orc.sigma, spec)
         self.server = SquareCBLDPServer(self.R, spec, orc, squarecb_epoch_ends(spec.horizon, self.m0), self.c_gamma)
