@@ -438,7 +438,7 @@ def _warmup_leverage(B1: int, seed: int, d: int = 3, K: int = 20, n_test: int = 
     The warm-up runs the client's own choice (G-optimal design on each fresh set) and ``V`` is the
     exact design matrix plus ``lambda I`` (privacy off: no summation noise).
     """
-    from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLMClient
+    from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLMClient, ShuffleGLMServer
     from privbandits.envs.contexts import sample_contexts
 
     spec = EnvSpec(d=d, K=K, horizon=10 * B1, link=get_link("logistic"), context_bound=1.0,
@@ -446,12 +446,12 @@ def _warmup_leverage(B1: int, seed: int, d: int = 3, K: int = 20, n_test: int = 
     plan = shuffle_plan(T=10 * B1, d=d, epsilon=1e4, delta=1e-3, link=spec.link, S=2.0, C_B=1.0,
                         reward_range=(0.0, 1.0), warmup=B1)
     client = ShuffleGLMClient(plan, spec)
-    public = {"batch": np.zeros(1, dtype=np.int64)}
+    public = ShuffleGLMServer(plan, 1).public_state()  # the warm-up's (batch 0)
     rng = np.random.default_rng(seed)
     X, _ = sample_contexts(rng, (B1, K), d, "ball")
     V = np.eye(d) * plan.lam
     for t in range(B1):
-        a = client.choose(t, public, X[t][None], rng)[0]  # type: ignore[arg-type]
+        a = client.choose(t, public, X[t][None], rng)[0]
         V += np.outer(X[t, a], X[t, a])
     Vinv = np.linalg.inv(V)
     Z, _ = sample_contexts(rng, (n_test, K), d, "ball")

@@ -65,6 +65,7 @@ def _client_and_public(batch: int, R: int, seed: int) -> tuple[ShuffleGLMClient,
     A = rng.normal(size=(R, M, d, d))
     Minv = np.einsum("rmij,rmkj->rmik", A, A) / d + 0.05 * np.eye(d)
     theta = rng.normal(size=(R, M, d))
+    theta *= np.minimum(1.0, 1.9 / np.linalg.norm(theta, axis=-1, keepdims=True))  # published estimates: ||.|| <= S
     public = PublicState({"batch": np.full(R, batch, dtype=np.int64), "theta": theta, "Minv": Minv,
                           "gd_batch": np.full(R, batch, dtype=np.int64), "theta_gd": np.zeros((R, d))})
     return ShuffleGLMClient(plan, spec), public

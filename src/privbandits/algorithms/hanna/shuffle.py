@@ -138,7 +138,7 @@ class ShuffleClient(Client):
 
     def _public(self, public: object, R: int) -> PublicState:
         """``public`` validated against :meth:`public_space` (the last state is remembered)."""
-        if self._seen is not None and self._seen[0] is public:
+        if self._seen is not None and (public is self._seen[0] or public is self._seen[1]):
             return self._seen[1]
         state = self._space.validate(public, dims_of(self.spec, R))
         self._seen = (public, state)

@@ -71,18 +71,24 @@ from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.links import Link
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
 from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Real
+from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy import cheu
-from privbandits.privacy.inputs import check_client_inputs
+from privbandits.privacy.cheu import SumParams
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.randomizers import binomial_bit_counts
 
-__all__ = ["ShuffleGLM", "ShuffleGLMClient", "ShuffleGLMServer", "ShuffleGLMShuffler", "eliminate", "scale_weights"]
+__all__ = ["ShuffleGLM", "ShuffleGLMClient", "ShuffleGLMServer", "ShuffleGLMShuffler", "eliminate", "public_space",
+           "scale_weights"]
 
 #: Frank-Wolfe step cap of the clients' designs (the default of :func:`g_optimal_design`).
 DESIGN_MAX_ITER = 10_000
 #: Eigenvalue floor applied to released matrices before inversion (post-processing).
 EIG_FLOOR = 1e-6
+#: Largest entry a device accepts in a published inverse (``1 / EIG_FLOOR``, with rounding slack).
+MINV_MAX = (1.0 + 1e-6) / EIG_FLOOR
 
 
 def _norms_sq(X: np.ndarray, Minv: np.ndarray) -> np.ndarray:
@@ -120,8 +126,53 @@ def scale_weights(X: np.ndarray, theta1: np.ndarray, Vinv: np.ndarray, plan: Shu
     return np.minimum(np.asarray(link.dmu(z), dtype=float) / beta, 1.0 / plan.kappa_star)
 
 
+def public_space(plan: ShufflePlan) -> PublicSpace:
+    """Every public state a ShuffleGLM device accepts (what :meth:`ShuffleGLMServer.public_state` sends).
+
+    ``batch`` and ``gd_batch``: a batch index of the plan; ``theta`` (``(R, M, d)``, the published
+    ``theta_hat_j``) and ``theta_gd`` (the ``P_GD`` iterate): in the ball of radius ``S`` (the
+    server projects every iterate onto it, Algorithm 7, and publishes their average);
+    ``Minv`` (``(R, M, d, d)``, the published inverses): symmetric positive semidefinite with
+    entries of magnitude at most ``1 / EIG_FLOOR`` (the server floors the eigenvalues it inverts).
+    """
+    M, big = plan.n_batches, MINV_MAX
+    batches = tuple(range(M))
+    return PublicSpace((
+        PublicField("batch", ("R",), "i", values=batches),
+        PublicField("theta", ("R", M, "d"), norm=plan.S),
+        PublicField("Minv", ("R", M, "d", "d"), low=-big, high=big, symmetric=True, psd_floor=0.0),
+        PublicField("gd_batch", ("R",), "i", values=batches),
+        PublicField("theta_gd", ("R", "d"), norm=plan.S),
+    ))
+
+
+def _counts_mean(w: np.ndarray, params: SumParams) -> np.ndarray:
+    """``E[count] = clip(w g / Delta, 0, 2 g) + b p`` of the randomizer ``R*`` (Algorithm 4) per coordinate."""
+    return np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g) + params.b * params.p
+
+
+def _counts_noise(w: np.ndarray, params: SumParams) -> DeviceNoise:
+    """``count - E[count]``: randomized rounding plus ``Bin(b, p)``, variance ``q (1 - q) + b p (1 - p)``
+    with ``q`` the fractional part of ``w g / Delta`` (unit scale: the sensitivity is in counts)."""
+    u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
+    q = u - np.floor(u)
+    return DeviceNoise("unbiased", np.ones(w.shape), q * (1.0 - q) + params.b * params.p * (1.0 - params.p))
+
+
 class ShuffleGLMClient(BatchClient):
     """User side of Algorithm 1: choose, randomize ``w_t x_t x_t^T``, answer ``P_GD`` rounds.
+
+    The server and the analyzer are untrusted, the shuffler only permutes.  Every public state the
+    device reads is checked against :func:`public_space` (:meth:`public_space`) and its own inputs
+    against the problem (:func:`~privbandits.privacy.inputs.check_device_inputs`) before any step
+    runs.  The device's two messages are clipped on the device whatever the public state says:
+    the weight ``w_t <= 1 / kappa*`` and the Frobenius norm ``w_t ||x_t||^2 <= Delta_k`` of the
+    matrix input (:func:`privbandits.privacy.cheu.encode_rank_one`), and the ``P_GD`` gradient at
+    the server's iterate onto the ball of radius ``L_k`` (:func:`privbandits.privacy.cheu.encode_vectors`).
+    In count units (the message) two neighbouring users' encodings differ by at most
+    ``sqrt(2) g_k`` (matrix, PSD inputs) and ``2 g_k`` (gradient) in l2: the sensitivities the
+    accountant uses (:attr:`privbandits.privacy.cheu.SumParams.sensitivity` times ``g / Delta``),
+    maximised over the batches (the public batch index selects the batch's calibration).
 
     Parameters
     ----------
@@ -140,6 +191,8 @@ class ShuffleGLMClient(BatchClient):
         self.spec = spec
         self.path = path
         self.widths = plan.width_coefficients()
+        self._space = public_space(plan)
+        self._seen: tuple[object, PublicState] | None = None
         # devices of the open batch's users: their own (x, r), kept user-side for P_GD, in blocks
         # of users (round-major: (users, R, d) and (users, R))
         self._batch = -1
@@ -148,13 +201,45 @@ class ShuffleGLMClient(BatchClient):
         self._users = 0
         self._held: tuple[np.ndarray, np.ndarray] | None = None
 
+    # -- the public state ------------------------------------------------------------------------
+    def public_space(self) -> PublicSpace:
+        """The server's public state (:func:`public_space`)."""
+        return self._space
+
+    def _public(self, public: object, R: int) -> PublicState:
+        """``public`` validated against :meth:`public_space` (the last state is remembered)."""
+        if self._seen is not None and (public is self._seen[0] or public is self._seen[1]):
+            return self._seen[1]
+        state = self._space.validate(public, dims_of(self.spec, R))
+        self._seen = (public, state)
+        return state
+
     @staticmethod
-    def _batch_of(public: PublicState) -> int:
-        k = np.asarray(public["batch"], dtype=np.int64)
+    def _batch_of(public: PublicState, key: str = "batch") -> int:
+        k = np.asarray(public[key], dtype=np.int64)
         if k.size == 0 or np.any(k != k.reshape(-1)[0]):
-            raise ValidationError("every replication follows the same public batch schedule")
+            raise PublicStateError(f"public state field {key!r}: every replication follows the same public "
+                                   "batch schedule; the device refuses differing batch indices")
         return int(k.reshape(-1)[0])
 
+    def _block(self, contexts: object, actions: object = None, rewards: object = None, *, bound: bool = True
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """The inputs of a block of ``n`` users (``(n, R, K, d)``, ``(n, R)``, ``(n, R)``) checked
+        as ``n R`` users (:func:`~privbandits.privacy.inputs.check_device_inputs`)."""
+        X = np.asarray(contexts)
+        if X.ndim != 4:
+            raise ValidationError(f"a block of users' contexts must have shape (n, R, K, d), got {X.shape}")
+        n, R = X.shape[:2]
+        given = {"actions": None if actions is None else np.asarray(actions),
+                 "rewards": None if rewards is None else np.asarray(rewards)}
+        for name, v in given.items():
+            if v is not None and v.shape != (n, R):
+                raise ValidationError(f"a block's {name} have shape {v.shape}, expected (n, R) = {(n, R)}")
+        flat = [None if v is None else v.reshape(n * R) for v in given.values()]
+        Xf, a, y = check_device_inputs(self.spec, X.reshape((n * R,) + X.shape[2:]), flat[0], flat[1], bound=bound)
+        return (Xf.reshape(X.shape), None if a is None else a.reshape(n, R), None if y is None else y.reshape(n, R))
+
+    # -- choice ----------------------------------------------------------------------------------
     def candidates(self, public: PublicState, X: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the arms surviving elimination and the arms the design is computed on."""
         k = self._batch_of(public)
@@ -167,10 +252,11 @@ class ShuffleGLMClient(BatchClient):
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Draw ``x_t ~ pi^G`` on the (scaled, surviving) arms; returns the unscaled arm's index."""
-        X = np.asarray(contexts, dtype=float)
+        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        state = self._public(public, X.shape[0])
         out = np.empty(X.shape[0], dtype=np.int64)
         for r in range(X.shape[0]):
-            idx, Z = self.candidates(public, X[r], r)
+            idx, Z = self.candidates(state, X[r], r)
             pi = g_optimal_design(Z, factor=self.plan.design_factor, init="uniform", prune=False).pi
             i = int(np.searchsorted(np.cumsum(pi), rng.random() * pi.sum(), side="right"))
             out[r] = idx[min(i, idx.size - 1)]
@@ -185,13 +271,14 @@ class ShuffleGLMClient(BatchClient):
         uniforms are drawn round-major, replication-minor, as ``n`` calls of :meth:`choose` draw
         them: the same stream gives the same actions.  Returns ``(n, R)`` indices.
         """
-        X = np.asarray(contexts, dtype=float)
+        X, _, _ = self._block(contexts, bound=False)
         n, R, K, d = X.shape
-        k = self._batch_of(public)
+        state = self._public(public, R)
+        k = self._batch_of(state)
         if k == 0:
             alive, Z = np.ones((n, R, K), dtype=bool), X
         else:
-            thetas, Minvs = np.asarray(public["theta"])[None], np.asarray(public["Minv"])[None]
+            thetas, Minvs = np.asarray(state["theta"])[None], np.asarray(state["Minv"])[None]
             alive = eliminate(X, thetas, Minvs, self.widths, k)
             w = scale_weights(X, thetas[:, :, 0], Minvs[:, :, 0], self.plan, self.spec.link)
             Z = np.sqrt(w)[..., None] * X
@@ -204,12 +291,41 @@ class ShuffleGLMClient(BatchClient):
                           "that assume g <= 2d are unsupported (widths using the achieved g stay valid)", stacklevel=2)
         return out.reshape(n, R)
 
+    # -- the matrix message (Algorithm 1, lines 4 and 15-16) ------------------------------------
     def _weights(self, public: PublicState, x: np.ndarray) -> np.ndarray:
         """``w_t`` of the played arms ``x`` (shape ``(..., R, d)``): 1 in the warm-up, eqs. (10)-(11) after it."""
         if self._batch_of(public) == 0:
             return np.ones(x.shape[:-1])
         theta1, Vinv = np.asarray(public["theta"])[:, 0], np.asarray(public["Minv"])[:, 0]
         return scale_weights(x[..., None, :], theta1, Vinv, self.plan, self.spec.link)[..., 0]
+
+    def _matrix_input(self, public: PublicState, x: np.ndarray) -> tuple[np.ndarray, SumParams]:
+        """The encoded matrix input ``w`` (``(..., d (d + 1) / 2)``, in ``[0, 2 Delta_k]``) of the
+        played arms ``x`` (``(..., R, d)``) and the batch's calibration: ``w_t x_t x_t^T`` with
+        ``w_t <= 1 / kappa*`` rescaled onto the Frobenius ball of radius ``Delta_k``, plus the bias."""
+        params = self.plan.matrix[self._batch_of(public)]
+        w, _ = cheu.encode_rank_one(x, self._weights(public, x), params.Delta)
+        return w, params
+
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """``(R, d (d + 1) / 2)``: the expected message, ``clip(w g / Delta, 0, 2 g) + b p`` counts
+        per label, of the encoded matrix input (no state is kept)."""
+        X, a, _ = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None
+        w, params = self._matrix_input(self._public(public, X.shape[0]), X[np.arange(X.shape[0]), a])
+        return _counts_mean(w, params)
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+        """Unbiased: randomized rounding plus ``Bin(b, p) - b p`` per label, in counts (:func:`_counts_noise`)."""
+        X, a, _ = check_device_inputs(self.spec, contexts, actions)
+        assert a is not None
+        w, params = self._matrix_input(self._public(public, X.shape[0]), X[np.arange(X.shape[0]), a])
+        return _counts_noise(w, params)
+
+    def sensitivity(self) -> DeviceSensitivity:
+        """l2 distance in counts: ``max_k sqrt(2) Delta_k g_k / Delta_k = sqrt(2) max_k g_k`` (PSD inputs)."""
+        return DeviceSensitivity("l2", max(p.sensitivity * p.g / p.Delta for p in self.plan.matrix))
 
     def _hold(self, public: PublicState, x: np.ndarray, y: np.ndarray) -> None:
         """Keep the users' ``(x, clip(r))`` (blocks of shape ``(users, R, d)`` / ``(users, R)``) on their devices."""
@@ -223,16 +339,14 @@ class ShuffleGLMClient(BatchClient):
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        """``R2(w_t x_t x_t^T)`` (Algorithm 1, lines 4 and 15-16); keeps ``(x_t, clip(r_t))`` on the device."""
-        X = np.asarray(contexts, dtype=float)
-        y = np.asarray(rewards, dtype=float)
-        check_client_inputs(X, y, self.spec.context_bound)
-        a = np.asarray(actions, dtype=np.int64)
+        """``R2(w_t x_t x_t^T)`` (Algorithm 1, lines 4 and 15-16) of the encoded input of :meth:`encode`;
+        keeps ``(x_t, clip(r_t))`` on the device."""
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
+        assert a is not None and y is not None
+        state = self._public(public, X.shape[0])
         x = X[np.arange(X.shape[0]), a]
-        y = np.clip(y, self.plan.r_lo, self.plan.r_hi)
-        self._hold(public, x[None], y[None])
-        params = self.plan.matrix[self._batch]
-        w, _ = cheu.encode_rank_one(x, self._weights(public, x[None])[0], params.Delta)
+        w, params = self._matrix_input(state, x)
+        self._hold(state, x[None], np.clip(y, self.plan.r_lo, self.plan.r_hi)[None])
         return cheu.local_randomizer(w, params, rng)
 
     def randomize_batch(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
@@ -243,31 +357,63 @@ class ShuffleGLMClient(BatchClient):
         draws are made entry by entry in round-major order, as ``n`` calls of :meth:`randomize`
         make them: the same stream gives the same messages.
         """
-        X = np.asarray(contexts, dtype=float)
-        y = np.asarray(rewards, dtype=float)
-        check_client_inputs(X, y, self.spec.context_bound)
-        a = np.asarray(actions, dtype=np.int64)
+        X, a, y = self._block(contexts, actions, rewards)
+        assert a is not None and y is not None
         n, R = a.shape
+        state = self._public(public, R)
         x = X[np.arange(n)[:, None], np.arange(R)[None, :], a]
-        y = np.clip(y, self.plan.r_lo, self.plan.r_hi)
-        self._hold(public, x, y)
-        params = self.plan.matrix[self._batch]
-        w, _ = cheu.encode_rank_one(x, self._weights(public, x), params.Delta)
+        w, params = self._matrix_input(state, x)
+        self._hold(state, x, np.clip(y, self.plan.r_lo, self.plan.r_hi))
         counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
         return [PrivatizedMessage(payload={"count": counts[i]}, mechanism=params.mechanism) for i in range(n)]
+
+    # -- P_GD rounds (Algorithm 7, lines 6-8) ---------------------------------------------------
+    def _gd_state(self, public: object) -> tuple[PublicState, SumParams, np.ndarray, np.ndarray]:
+        """The validated public state of a ``P_GD`` round, its calibration and the batch's held data
+        ``(R, n, d)`` / ``(R, n)``; refused unless the round is for the users this device holds."""
+        if not self._x:
+            raise TrustBoundaryError("a P_GD round reached a device that holds no user of a batch")
+        state = self._public(public, self._x[0].shape[1])
+        k = self._batch_of(state, "gd_batch")
+        params = self.plan.vector[k]
+        if k != self._batch or params is None or self._users != params.n:
+            raise PublicStateError(f"a P_GD round for batch {k} reached users who are not that batch's")
+        if self._held is None:  # the batch's users in order: (R, n, d) and (R, n)
+            self._held = (np.ascontiguousarray(np.concatenate(self._x).transpose(1, 0, 2)),
+                          np.ascontiguousarray(np.concatenate(self._r).T))
+        return state, params, self._held[0], self._held[1]
+
+    def _gd_input(self, public: object) -> tuple[np.ndarray, SumParams]:
+        """Each held user's encoded ``P_GD`` input ``(R, n, d)`` in ``[0, 2 L_k]``:
+        ``clip_L((mu(<x_i, theta_s>) - r_i) x_i + (lambda_max / n) theta_s)`` plus the bias ``L_k``."""
+        state, params, Xb, rb = self._gd_state(public)
+        theta = state["theta_gd"]
+        mu = np.asarray(self.spec.link.mu(np.einsum("rnd,rd->rn", Xb, theta)), dtype=float)
+        u = (mu - rb)[..., None] * Xb + (self.plan.lam_max / params.n) * theta[:, None, :]
+        w, _ = cheu.encode_vectors(u, params.Delta)
+        return w, params
+
+    def respond_encode(self, t: int, public: PublicState) -> np.ndarray:
+        """The expected ``P_GD`` messages of the held users, ``(n, R, d)`` counts (the order of :meth:`respond`)."""
+        w, params = self._gd_input(public)
+        return _counts_mean(w, params).transpose(1, 0, 2)
+
+    def respond_noise(self, t: int, public: PublicState) -> DeviceNoise:
+        """The noise of each ``P_GD`` message, arrays ``(n, R, d)`` (:func:`_counts_noise`)."""
+        w, params = self._gd_input(public)
+        noise = _counts_noise(w, params)
+        return DeviceNoise(noise.kind, noise.scale.transpose(1, 0, 2), noise.variance.transpose(1, 0, 2))
+
+    def respond_sensitivity(self) -> DeviceSensitivity:
+        """l2 distance in counts of one user's ``P_GD`` message: ``max_k 2 L_k g_k / L_k = 2 max_k g_k``."""
+        vec = [p for p in self.plan.vector if p is not None]
+        return DeviceSensitivity("l2", max((p.sensitivity * p.g / p.Delta for p in vec), default=0.0))
 
     def respond(self, t: int, public: PublicState, rng: np.random.Generator) -> list[PrivatizedMessage]:
         """One ``P_GD`` round (Algorithm 7, lines 6-8): each user of the batch sends ``R1`` of
         ``clip_L((mu(<x_i, theta_s>) - r_i) x_i + (lambda_max / n) theta_s)``."""
-        k = int(np.asarray(public["gd_batch"]).reshape(-1)[0])
-        params = self.plan.vector[k]
-        if k != self._batch or params is None or self._users != params.n:
-            raise TrustBoundaryError(f"a P_GD round for batch {k} reached users who are not that batch's")
-        if self._held is None:  # the batch's users in order: (R, n, d) and (R, n)
-            self._held = (np.ascontiguousarray(np.concatenate(self._x).transpose(1, 0, 2)),
-                          np.ascontiguousarray(np.concatenate(self._r).T))
-        Xb, rb = self._held
-        theta = np.asarray(public["theta_gd"], dtype=float)  # (R, d)
+        state, params, Xb, rb = self._gd_state(public)
+        theta = state["theta_gd"]  # (R, d), in the ball of radius S
         if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
             x_hat = np.empty(theta.shape, dtype=np.int64)
             pgd_rounded_sums(Xb, rb, np.ascontiguousarray(theta), self.spec.link.code,
@@ -275,9 +421,7 @@ class ShuffleGLMClient(BatchClient):
             release = cheu.release_from_rounded(x_hat, params, rng)
             return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(theta.shape[0], params.n)},
                                       mechanism=params.mechanism)]
-        mu = np.asarray(self.spec.link.mu(np.einsum("rnd,rd->rn", Xb, theta)), dtype=float)
-        u = (mu - rb)[..., None] * Xb + (self.plan.lam_max / params.n) * theta[:, None, :]
-        w, _ = cheu.encode_vectors(u, params.Delta)
+        w, _ = self._gd_input(state)
         return cheu.randomize_users(w, params, rng)
 
 
@@ -366,7 +510,8 @@ class ShuffleGLMServer(Server):
         vals, vecs = np.linalg.eigh(o)
         self.floor_active += int(np.count_nonzero(vals.min(axis=1) < EIG_FLOOR))
         vals = np.maximum(vals, EIG_FLOOR)
-        self.Minv[:, self.k] = np.einsum("rij,rj,rkj->rik", vecs, 1.0 / vals, vecs)
+        inv = np.einsum("rij,rj,rkj->rik", vecs, 1.0 / vals, vecs)
+        self.Minv[:, self.k] = (inv + np.swapaxes(inv, -1, -2)) / 2  # exactly symmetric, as devices require
         if p.vector[self.k] is None:
             self.k += 1
             return
