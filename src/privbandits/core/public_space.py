@@ -130,8 +130,10 @@ class PublicField:
             if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-9, atol=1e-12):
                 raise PublicStateError(f"{where} must be a symmetric matrix")
             if self.psd_floor is not None:
-                low = float(np.min(np.linalg.eigvalsh(arr)))
-                if low < self.psd_floor * (1 - 1e-9) - 1e-12:
+                eig = np.linalg.eigvalsh(arr)
+                low = float(np.min(eig))
+                # eigenvalues are computed to ~1e-16 of the largest one: the slack scales with it
+                if low < self.psd_floor * (1 - 1e-9) - 1e-12 * max(1.0, float(np.max(np.abs(eig)))):
                     raise PublicStateError(f"{where} has an eigenvalue {low:.6g} below its allowed "
                                            f"minimum {self.psd_floor:g}")
         return arr
