@@ -510,7 +510,7 @@ def audit(mechanism: Annotated[Optional[str], typer.Argument(help="Mechanism, or
         raise
     auditable = getattr(mod, "AUDITABLE", {})
     out = _out()
-    if list_ or (mechanism is None and not all_):
+    if list_ or (mechanism is None and not all_ and not adversarial):
         table = Table(title="Auditable mechanisms (privbandits audit NAME | --all)", title_justify="left")
         table.add_column("name", overflow="fold")
         table.add_column("description", overflow="fold")
