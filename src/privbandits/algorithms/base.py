@@ -271,16 +271,25 @@ class Curator(Algorithm):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         """Choose arms (R,) for round ``t`` (0-based) given contexts."""
         k = self._curator_kernel()
+        X, _, _ = self._curator_inputs(contexts)
         out = np.empty(self.R, dtype=np.int64)
-        k.loops.select_all(k.params, k.state, t, np.ascontiguousarray(contexts), self.streams.policy, out)
+        k.loops.select_all(k.params, k.state, t, X, self.streams.policy, out)
         return out
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Incorporate the round's feedback."""
         k = self._curator_kernel()
-        k.loops.update_all(k.params, k.state, t, np.ascontiguousarray(contexts),
-                           np.asarray(actions, dtype=np.int64), np.asarray(rewards, dtype=float),
-                           self.streams.server)
+        X, a, y = self._curator_inputs(contexts, actions, rewards)
+        k.loops.update_all(k.params, k.state, t, X, a, y, self.streams.server)
+
+    def _curator_inputs(self, contexts: object, actions: object = None,
+                        rewards: object = None) -> tuple[np.ndarray, Any, Any]:
+        """The round's data as the arrays the compiled steps read: one row per replication,
+        shapes, dtypes and indices checked (:func:`~privbandits.privacy.inputs.check_device_inputs`)."""
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards, bound=False)
+        if X.shape[0] != self.R:
+            raise ValidationError(f"contexts have {X.shape[0]} rows; the run has R={self.R} replications")
+        return X, a, y
 
     def _curator_kernel(self) -> CuratorKernel:
         k = getattr(self, "kernel", None)
@@ -456,18 +465,26 @@ class Shuffler:
 class KernelClient(Client):
     """The user side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver).
 
-    Validates the user's own inputs (finite, within the declared bounds) before randomizing:
-    the privacy guarantee relies on them.
+    Every entry validates before any compiled step runs: the round index, the user's own inputs
+    (:func:`~privbandits.privacy.inputs.check_device_inputs`: shapes against the problem, arms in
+    ``[0, K)``, one reward per user, finite values, contexts within the declared bound) and the
+    public state against the space the kernel declares (a dishonest server can neither drive a
+    step out of bounds nor past the device's clips).  With a kernel that declares its ``encode``
+    step, ``noise`` and ``sensitivity``, the client implements the device contract of
+    :class:`Client`.
     """
 
     def __init__(self, kernel: LocalKernel, spec: EnvSpec) -> None:
         # only the user-side pieces: the server's own state is not reachable from the client
         loops = kernel.loops
         self._choose_all, self._randomize_all = loops.choose_all, loops.randomize_all
+        self._encode_all = getattr(loops, "encode_all", None) if kernel.encode is not None else None
         self._params = kernel.params
         self._public_names = kernel.public_names
         self._message = kernel.message
         self._space = kernel.public_space
+        self._noise = kernel.noise
+        self._sensitivity = kernel.sensitivity
         self.spec = spec
 
     def public_space(self) -> PublicSpace | None:
@@ -480,23 +497,66 @@ class KernelClient(Client):
             public = self._space.validate(public, dims_of(self.spec, R))
         return tuple(np.array(public[name]) for name in self._public_names)
 
+    def _inputs(self, t: int, contexts: object, actions: object = None, rewards: object = None,
+                *, bound: bool = True) -> tuple[int, np.ndarray, Any, Any]:
+        t = check_int("t (the round index)", t, 0)
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards, bound=bound)
+        return t, X, a, y
+
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
+        t, X, _, _ = self._inputs(t, contexts, bound=False)
         out = np.empty(X.shape[0], dtype=np.int64)
         self._choose_all(self._params, self._public(public, X.shape[0]), t, X, rng, out)
         return out
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
-        assert a is not None and y is not None
+        t, X, a, y = self._inputs(t, contexts, actions, rewards)
         out = np.empty((X.shape[0], self._message.size))
         self._randomize_all(self._params, self._public(public, X.shape[0]), t, X, a, y, rng, out)
         return PrivatizedMessage(self._message.split(out), self._message.mechanism)
 
+    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+               rewards: np.ndarray) -> np.ndarray:
+        """The message before noise ``(R, m)`` (flattened in payload order), after every clip."""
+        if self._encode_all is None:
+            return super().encode(t, public, contexts, actions, rewards)
+        t, X, a, y = self._inputs(t, contexts, actions, rewards)
+        out = np.empty((X.shape[0], self._message.size))
+        self._encode_all(self._params, self._public(public, X.shape[0]), t, X, a, y, out)
+        return out
+
+    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
+              rewards: np.ndarray | None = None) -> DeviceNoise:
+        """The noise :meth:`randomize` adds to :meth:`encode` for these users.
+
+        ``rewards`` (optional) gives the exact variance of a randomizer whose variance depends on
+        the message (the l2-ball mechanism: ``radius^2 / dim - encode^2`` per coordinate); without
+        them such a kernel declares the variance's upper bound ``radius^2 / dim``.  The scale, the
+        unit of the whitened distance, never depends on them.
+        """
+        if self._noise is None:
+            return super().noise(t, public, contexts, actions)
+        t, X, a, _ = self._inputs(t, contexts, actions, bound=False)
+        assert a is not None
+        encoded = None if rewards is None else self.encode(t, public, X, a, rewards)
+        if encoded is None:
+            self._public(public, X.shape[0])  # the same state encode would accept
+        return self._noise(t, a, encoded)
+
+    def sensitivity(self) -> DeviceSensitivity:
+        if self._sensitivity is None:
+            return super().sensitivity()
+        return self._sensitivity
+
 
 class KernelServer(Server):
-    """The server side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver)."""
+    """The server side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver).
+
+    A message reaches the compiled update only with the kernel's mechanism, its exact fields, one
+    row per replication, the declared shape of every field and finite values: a malformed message
+    is refused whole (:class:`~privbandits.core.errors.TrustBoundaryError`), never read past.
+    """
 
     def __init__(self, kernel: LocalKernel) -> None:
         self.k = kernel
@@ -515,6 +575,14 @@ class KernelServer(Server):
         names = tuple(n for n, _ in self.k.message.fields)
         if set(message.payload) != set(names):
             raise TrustBoundaryError(f"payload keys must be {names}, got {tuple(message.payload)}")
+        R = self.k.public[0].shape[0] if self.k.public else None
+        for name, shape in self.k.message.fields:
+            arr = np.asarray(message.payload[name])
+            want = (R, *shape) if R is not None else (arr.shape[0] if arr.ndim else -1, *shape)
+            if arr.shape != want or arr.dtype.kind not in "fiu" or not np.all(np.isfinite(arr)):
+                raise TrustBoundaryError(
+                    f"message field {name!r} must be {want} finite real numbers (one row per replication), "
+                    f"got shape {arr.shape} of dtype {arr.dtype}")
         flat = self.k.message.join(message.payload)
         self.k.loops.update_all(self.k.params, self.k.public, self.k.server, t, flat)
 

@@ -1,0 +1,159 @@
+"""Fuzz of the memory-safe boundary (issue 21, item 4): every entry point, malformed inputs, in subprocesses.
+
+Every registered algorithm is reset on a small problem and each of its entry points -- the
+curator's ``select`` / ``update``, the client's ``choose`` / ``randomize`` / ``choose_batch`` /
+``randomize_batch`` / ``respond``, the round protocol's ``device_choose`` / ``device_randomize``,
+the server's ``receive`` / ``receive_batch`` and the shuffler's ``collect`` -- is fed wrong shapes,
+dtypes, arm indices, round numbers, non-finite and huge values, and malformed public states and
+messages (:mod:`tests.fuzz.worker`).  Each must answer with a
+:class:`~privbandits.core.errors.PrivbanditsError` or a correct result: never a crash, never another
+exception type, never an output holding values that were not passed in.
+
+The cases run in worker processes (a batch of algorithms per process, two processes at a time), so
+that a segmentation fault fails the algorithm's test with the case it died on; the worker is then
+restarted past that case.  The default run sweeps every mutation of every argument once plus a few
+hypothesis examples; ``-m slow`` adds a larger hypothesis search.  Run with ``NUMBA_BOUNDSCHECK=1``
+(``.ci/run`` does) an out-of-bounds read in compiled code raises instead of reading memory, so it
+fails here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from privbandits.algorithms import available
+
+ROOT = Path(__file__).resolve().parents[2]
+ALGORITHMS = sorted(available())
+#: Worker processes run at a time.
+PARALLEL = 2
+#: Hypothesis examples per entry point beyond the sweep (default run, slow run).
+EXAMPLES, EXAMPLES_SLOW = 3, 60
+#: Seconds a worker may run before its current case counts as a hang.
+TIMEOUT = 1200
+
+#: Cases known to fail, by ``"algorithm entry(argument=mutation"`` prefix, with the reason.  A known
+#: failure is reported (xfail) instead of failing the run; anything else fails.
+KNOWN: dict[str, str] = {}
+
+
+def _run_group(names: list[str], tmp: Path, examples: int) -> dict[str, list[dict[str, Any]]]:
+    """Run ``names`` through the worker, restarting it past each crash; records by algorithm."""
+    out, progress, skip = tmp / "results.jsonl", tmp / "progress.json", tmp / "skip.txt"
+    out.write_text("")
+    skip.write_text("")
+    crashes: list[dict[str, Any]] = []
+    for _attempt in range(200):
+        cmd = [sys.executable, "-m", "tests.fuzz.worker", "--out", str(out), "--progress", str(progress),
+               "--examples", str(examples), "--skip", str(skip), *names]
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+            code, tail = proc.returncode, (proc.stderr or "")[-2000:]
+        except subprocess.TimeoutExpired:
+            code, tail = None, f"no answer within {TIMEOUT} s"
+        if code == 0:
+            break
+        last = json.loads(progress.read_text()) if progress.exists() and progress.read_text() else None
+        if last is None:
+            raise AssertionError(f"the fuzz worker failed before its first case (exit {code}):\n{tail}")
+        how = (f"the process died with signal {signal.Signals(-code).name}" if code is not None and code < 0
+               else f"the process exited with status {code}" if code is not None else "hang")
+        crashes.append({"type": "failure", "alg": last["alg"], "entry": last["entry"], "case": last["case"],
+                        "error": f"{how}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"})
+        done = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+        lines = [f"{r['alg']}::{r['entry']}" for r in done if r["type"] == "done"]
+        lines += [c["case"] for c in crashes]
+        if last["entry"] == "reset":
+            lines += [f"{last['alg']}::{e}" for e in _entries()]
+        skip.write_text("\n".join(lines) + "\n")
+    else:
+        raise AssertionError("the fuzz worker kept crashing")
+    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in out.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            records[r["alg"]].append(r)
+    for c in crashes:
+        records[c["alg"]].append(c)
+    return records
+
+
+def _entries() -> tuple[str, ...]:
+    from tests.fuzz.worker import ENTRIES
+
+    return ENTRIES
+
+
+def _run_all(tmp: Path, examples: int) -> dict[str, list[dict[str, Any]]]:
+    groups = [ALGORITHMS[i::PARALLEL] for i in range(PARALLEL)]
+    env = dict(os.environ)
+    from concurrent.futures import ThreadPoolExecutor
+
+    del env
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        futures = []
+        for i, names in enumerate(groups):
+            d = tmp / f"group{i}"
+            d.mkdir()
+            futures.append(pool.submit(_run_group, names, d, examples))
+        merged: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for f in futures:
+            for alg, recs in f.result().items():
+                merged[alg].extend(recs)
+    return merged
+
+
+@pytest.fixture(scope="module")
+def fuzz_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    return _run_all(tmp_path_factory.mktemp("fuzz"), EXAMPLES)
+
+
+def _judge(name: str, records: list[dict[str, Any]]) -> None:
+    done = {r["entry"]: r["cases"] for r in records if r["type"] == "done"}
+    fails = [r for r in records if r["type"] == "failure"]
+    assert done or fails, f"{name}: the worker ran no case"
+    new = [r for r in fails if not any(r["case"].startswith(k) for k in KNOWN)]
+    known = [r for r in fails if r not in new]
+    if new:
+        lines = [f"  {r['case']}: {r['error']}" for r in new]
+        raise AssertionError(f"{name}: {len(new)} malformed inputs were not refused with a clear error "
+                             f"({sum(done.values())} cases run):\n" + "\n".join(lines))
+    if known:
+        pytest.xfail(f"{name}: known failures: " + "; ".join(f"{r['case']}: {KNOWN[next(k for k in KNOWN if r['case'].startswith(k))]}" for r in known))
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_entry_points_refuse_malformed_inputs(name: str, fuzz_results: dict[str, list[dict[str, Any]]]) -> None:
+    _judge(name, fuzz_results.get(name, []))
+
+
+@pytest.mark.slow
+def test_entry_points_refuse_malformed_inputs_long_search(tmp_path: Path) -> None:
+    results = _run_all(tmp_path, EXAMPLES_SLOW)
+    errors = []
+    for name in ALGORITHMS:
+        try:
+            _judge(name, results.get(name, []))
+        except AssertionError as exc:
+            errors.append(str(exc))
+        except pytest.xfail.Exception:
+            pass
+    assert not errors, "\n".join(errors)
+
+
+def test_worker_catches_a_crash(tmp_path: Path) -> None:
+    """The parent reads the case a worker died on (a worker killed by SIGSEGV mid-case)."""
+    code = ("import json, os, signal, sys; json.dump({'alg': 'x', 'entry': 'choose', 'case': 'x choose(c=d)'}, "
+            f"open({str(tmp_path / 'p.json')!r}, 'w')); os.kill(os.getpid(), signal.SIGSEGV)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert proc.returncode == -signal.SIGSEGV
+    assert json.loads((tmp_path / "p.json").read_text())["case"] == "x choose(c=d)"
