@@ -61,6 +61,7 @@ import numpy as np
 from privbandits.algorithms import available, get, make
 from privbandits.algorithms.base import Algorithm, LocalAlgorithm
 from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.algorithms.chen.ldp import GRADIENT as CHEN_GRADIENT_SLOT
 from privbandits.algorithms.chen.squarecb_ldp import GRADIENT as SQUARECB_GRADIENT_SLOT
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
 from privbandits.algorithms.sarmasarkar.shuffle_audit import AUDIT_EPSILON, shuffle_glm_matrix_spec
@@ -601,21 +602,21 @@ def _axis_estimate(spec: EnvSpec) -> dict[str, np.ndarray]:
     return {"theta_hat": theta}
 
 
-def _scaled_normalization(spec: EnvSpec) -> dict[str, np.ndarray]:
-    """``U = 2 I`` in the normalization slot: the users ``B e_1`` and ``B e_2`` send matrices at the
-    declared distance ``sqrt(2) ||U||`` (the sensitivity scales with the public ``U``)."""
-    return {"U": 2.0 * np.eye(spec.d)}
-
-
-#: Half-angle of the two users of :func:`near_parallel_pairs` (message distance ``8 cos(a)``).
-_SQ_ANGLE = 0.2
+#: Half-angle ``a`` of the two users of :func:`near_parallel_pairs`: their clipped gradients are
+#: ``cos(a)`` times the accounted sensitivity apart (``1 - 5e-7``).
+_SQ_ANGLE = 1e-3
+#: The two users' predictions ``+-P`` under the server's weight of :func:`_steep_iterate` and
+#: :func:`_steep_weight`: far outside ``[-1, 1]`` (an unclipped identity-link gradient is ``P + 1``).
+_STEEP_PREDICTION = 100.0
 
 
 def near_parallel_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
-    """Users ``u = B (cos a, sin a)`` with ``y-`` and ``v = B (cos a, -sin a)`` with ``y+`` (``a = 0.2``),
-    every arm showing the user's context: under the iterate of :func:`_steep_iterate` their clipped
-    square-loss gradients are ``4u`` and ``-4v``, ``8 cos a = 7.84`` apart (the sensitivity 8 is
-    the supremum over the untrusted server's iterates)."""
+    """Users ``u = B (cos a, sin a)`` with ``y-`` and ``v = B (cos a, -sin a)`` with ``y+`` (``a = 1e-3``),
+    every arm showing the user's context.  Under a server weight ``P e_2 / (B sin a)`` (predictions
+    ``+-P`` clipped to ``+-1``, :func:`_steep_iterate`, :func:`_steep_weight`) their clipped
+    gradients are ``c u`` and ``-c v``, ``2 c cos a`` apart: the accounted sensitivity ``2 c`` (8 for
+    the square loss, ``c = 4``; 4 for the re-weighted loss, ``c = 2``) to ``5e-7``, its supremum over
+    the untrusted server's weights (no weight attains it)."""
     B = float(spec.context_bound)
     y_hi, y_lo = _extremes(spec)
     u = np.zeros(spec.d)
@@ -626,12 +627,23 @@ def near_parallel_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
              UserData(_same_on_every_arm(spec, v), y_hi, f"x = v, r = {y_hi:g}"))]
 
 
-def _steep_iterate(spec: EnvSpec) -> dict[str, Any]:
-    """A gradient slot with the (improper) iterate ``theta = 1.5 e_2 / (B sin a)``: ``<u, theta> = 1.5``
-    and ``<v, theta> = -1.5``, both predictions clipped."""
+def _steep_direction(spec: EnvSpec) -> np.ndarray:
+    """``P e_2 / (B sin a)``: ``<u, .> = P`` and ``<v, .> = -P`` for the users of :func:`near_parallel_pairs`."""
     theta = np.zeros(spec.d)
-    theta[1] = 1.5 / (float(spec.context_bound) * math.sin(_SQ_ANGLE))
-    return {"slot": SQUARECB_GRADIENT_SLOT, "theta_sgd": theta}
+    theta[1] = _STEEP_PREDICTION / (float(spec.context_bound) * math.sin(_SQ_ANGLE))
+    return theta
+
+
+def _steep_iterate(spec: EnvSpec) -> dict[str, Any]:
+    """A gradient slot with the (improper) iterate ``theta = P e_2 / (B sin a)``: both users'
+    predictions clipped."""
+    return {"slot": SQUARECB_GRADIENT_SLOT, "theta_sgd": _steep_direction(spec)}
+
+
+def _steep_weight(spec: EnvSpec) -> dict[str, Any]:
+    """A gradient slot with ``U = I`` and the weight ``w = P e_2 / (B sin a)`` (far outside the
+    descent's ellipsoid ``||U w|| <= 1``): both users' predictions ``<U phi, w> = +-P`` clipped."""
+    return {"slot": CHEN_GRADIENT_SLOT, "U": np.eye(spec.d), "w": _steep_direction(spec)}
 
 
 #: Client-path audits of every local and shuffle algorithm, by catalog name.
@@ -660,8 +672,9 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         description="Hanna et al. (2022) Alg. 2 client: clip(r) + Laplace"),
     "client:chen-ldp": ClientPathCase(
         "chen-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
-        public=_scaled_normalization,
-        description="Chen et al. (2025) Alg. 8 client, normalization slot: SymPriv of U x x^T U / ||U x||"),
+        pairs=near_parallel_pairs, public=_steep_weight,
+        description="Chen et al. (2025) Alg. 8 client, gradient slot at an adversarial weight: clipped "
+                    "re-weighted gradient + Gaussian"),
     "client:squarecb-ldp": ClientPathCase(
         "squarecb-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
         pairs=near_parallel_pairs, public=_steep_iterate,
