@@ -124,7 +124,8 @@ class ShuffleDevice(DeviceClient):
         The report is the algorithm's randomizer output for the assigned action (with that
         action, which is public in the shuffle protocol), sealed to ``model``'s public key.
         """
-        from privbandits.service.sealing import seal
+        from privbandits.service import sealing
+        from privbandits.service.reports import FieldSchema, ReportFormat
 
         client = self._shuffle_client(model)
         X = np.asarray(contexts, dtype=float)[None]
@@ -133,7 +134,12 @@ class ShuffleDevice(DeviceClient):
                                np.array([reward], dtype=float), self.rng_client)
         report: dict[str, Any] = {"action": a}
         report.update({k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()})
-        return {"model_version": assigned.version, "report": seal(report, self.sealing_key(model))}
+        # padded to the longest report of the device's own format: every sealed report has one size
+        fmt = ReportFormat(msg.mechanism, (FieldSchema("action", (), "i"), *(
+            FieldSchema(k, tuple(np.asarray(v).shape[1:]), "i" if np.asarray(v).dtype.kind in "iub" else "f")
+            for k, v in msg.payload.items())), 0)
+        return {"model_version": assigned.version,
+                "report": sealing.seal(report, self.sealing_key(model), size=fmt.sealed_size())}
 
     def report_sealed(self, contexts: np.ndarray, reward: float, model: ModelSnapshot, assigned: Assignment,
                       key: str | None = None) -> dict[str, Any]:

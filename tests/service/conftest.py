@@ -164,3 +164,46 @@ def server_files(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     tok = tmp_path / "tokens.toml"
     tok.write_text(tokens_toml())
     yield tmp_path, tok
+
+
+def _start_postgres() -> Any:
+    from tests.service.pg import PostgresServer
+
+    pg = PostgresServer(free_port())
+    try:
+        pg.start()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        pg.stop()
+        reason = f"no PostgreSQL server could be started: {exc}"
+        if os.environ.get("PRIVBANDITS_REQUIRE_POSTGRES") == "1":  # CI installs the server: a skip is a failure
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return pg
+
+
+@pytest.fixture
+def postgres() -> Iterator[Any]:
+    """A throwaway PostgreSQL server (skipped where none can start, a failure in CI)."""
+    pg = _start_postgres()
+    yield pg
+    pg.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres_module() -> Iterator[Any]:
+    """One throwaway PostgreSQL server for a whole test module (a new database per test)."""
+    pg = _start_postgres()
+    yield pg
+    pg.stop()
+
+
+_DB_COUNTER = iter(range(10**6))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: Any, tmp_path: Path) -> str:
+    """A fresh database of each back end: a SQLite file, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "service.db")
+    pg = request.getfixturevalue("postgres_module")
+    return str(pg.create_database(f"t{next(_DB_COUNTER)}"))

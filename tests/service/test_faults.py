@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ from tests.service.conftest import (
     CLIENT2,
     ServerProcess,
     auth,
-    free_port,
     service_raw,
     toml_text,
 )
@@ -132,27 +129,6 @@ def _kill_restart_run(tmp_path: Path, db: str, fresh_db: str) -> None:
 
 def test_kill9_sqlite(tmp_path: Path) -> None:
     _kill_restart_run(tmp_path, str(tmp_path / "svc.db"), str(tmp_path / "fresh.db"))
-
-
-@pytest.fixture
-def postgres() -> Iterator[PostgresServer]:
-    pg = PostgresServer(free_port())
-    try:
-        pg.start()
-    except (RuntimeError, OSError, subprocess_error()) as exc:
-        pg.stop()
-        reason = f"no PostgreSQL server could be started: {exc}"
-        if os.environ.get("PRIVBANDITS_REQUIRE_POSTGRES") == "1":  # CI installs the server: a skip is a failure
-            pytest.fail(reason)
-        pytest.skip(reason)
-    yield pg
-    pg.stop()
-
-
-def subprocess_error() -> type[Exception]:
-    import subprocess
-
-    return subprocess.SubprocessError
 
 
 @pytest.mark.slow

@@ -84,18 +84,13 @@ def test_shuffled_sealed_batches_give_the_reference_model() -> None:
             reports = [seal({"action": int(a), "reward_hat": float(v)}, model["public_key"]) if j % 2 == 0
                        else {"action": int(a), "reward_hat": float(v)} for j, (a, v) in enumerate(zip(acts, vals))]
             body = {"batch_id": f"b{i}", "model_version": i, "reports": reports}
-            if i == 0:  # a client token cannot post batches; a report sealed for another key is refused
+            if i == 0:  # a client token cannot post batches (poison reports: tests/service/test_poison.py)
                 assert tc.post("/v1/batches", json=body, headers=auth(CLIENT)).status_code == 403
-                bad = dict(body, reports=[seal({"action": 0, "reward_hat": 0.0}, keygen()[1])] + reports[1:])
-                resp = tc.post("/v1/batches", json=bad, headers=auth(SHUFFLER))
-                assert resp.status_code == 422 and resp.json()["error"]["field"] == "reports[0].sealed"
-                wrong = dict(body, reports=[{"action": 10, "reward_hat": 0.0}] + reports[1:])
-                resp = tc.post("/v1/batches", json=wrong, headers=auth(SHUFFLER))
-                assert resp.status_code == 422 and "arm index in [0, 9]" in resp.json()["error"]["message"]
             resp = tc.post("/v1/batches", json=body, headers=auth(SHUFFLER))
             assert resp.status_code == 200, resp.text
             again = tc.post("/v1/batches", json=body, headers=auth(SHUFFLER))  # batch_id is the key
             assert again.json() == resp.json()
+            assert resp.json()["applied"] == len(reports) and resp.json()["quarantined"] == 0
         public = tc.get("/v1/model", headers=auth(CLIENT)).json()["public"]
         assert tc.get("/v1/status").json()["model_version"] == len(used)
     for k, v in ref_public.items():

@@ -59,9 +59,9 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
     sent: list[dict[str, Any]] = []  # what the devices sealed, in sending order
     real_seal = sealing.seal
 
-    def capture(report: Any, public_key: str) -> dict[str, str]:
+    def capture(report: Any, public_key: str, size: int | None = None) -> dict[str, str]:
         sent.append(report)
-        return real_seal(report, public_key)
+        return real_seal(report, public_key, size)
 
     monkeypatch.setattr(sealing, "seal", capture)
     rounds = 40
@@ -94,7 +94,8 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
         assert len(perm) == n >= 2
         arrived = sent[start:start + n]
         assert b["reports"] == [arrived[i] for i in perm]
-        assert set(b) == {"batch_id", "model_version", "reports"}
+        assert set(b) == {"batch_id", "model_version", "reports", "fill", "quarantined"}
+        assert b["fill"] == b["quarantined"] == []
         start += n
     assert Counter(json.dumps(r, sort_keys=True) for r in forwarded) == Counter(
         json.dumps(r, sort_keys=True) for r in sent[:len(forwarded)])

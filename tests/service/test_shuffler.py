@@ -31,6 +31,8 @@ from privbandits.service.shuffler_store import ShufflerStore, report_digest
 nacl_public = pytest.importorskip("nacl.public")
 
 CLIENT = "client-token-A-0000"
+CLIENT_B = "client-token-B-0000"
+ADMIN = "admin-token-0000000"
 SHUFFLER = "shuffler-token-S"
 
 
@@ -44,6 +46,9 @@ class FakeServer:
         self.headers: list[dict[str, str]] = []
         self.key = nacl_public.PrivateKey.generate()
         self.fail = False
+        self.refuse: int | None = None  # answer batches with this 4xx status
+        self.answer: dict[str, Any] = {}  # extra fields of the batch answer
+        self.extra: dict[str, Any] = {}  # extra fields of the model (report format, problem)
         app = FastAPI()
 
         @app.get("/v1/model")
@@ -52,24 +57,27 @@ class FakeServer:
                                    "public_key": base64.b64encode(bytes(self.key.public_key)).decode()}
             if self.batch_size is not None:
                 out["batch_size"] = self.batch_size
-            return out
+            return {**out, **self.extra}
 
         @app.post("/v1/batches")
         async def batches(request: Request) -> Any:
             if self.fail:
                 return JSONResponse({"detail": "down for maintenance"}, status_code=503)
+            if self.refuse is not None:
+                return JSONResponse({"error": {"status": self.refuse, "message": "refused"}}, status_code=self.refuse)
             self.bodies.append(await request.body())
             self.headers.append(dict(request.headers))
             self.version += 1
-            return {"accepted": True}
+            return {"accepted": True, **self.answer}
 
         self.app = app
 
 
-def make(server: FakeServer, store: ShufflerStore, min_batch: int = 3) -> TestClient:
+def make(server: FakeServer, store: ShufflerStore, min_batch: int = 3, **kw: Any) -> TestClient:
     settings = ShufflerSettings(server_url="http://server", shuffler_token=SHUFFLER,
-                                tokens=TokenSet.from_secrets(client=[CLIENT], shuffler=["a-shuffler-secret"]),
-                                min_batch=min_batch, poll_seconds=0.05)
+                                tokens=TokenSet.from_secrets(client=[CLIENT, CLIENT_B], shuffler=["a-shuffler-secret"],
+                                                             admin=[ADMIN]),
+                                min_batch=min_batch, poll_seconds=0.05, **kw)
     app = create_shuffler_app(settings, store, transport=httpx.ASGITransport(app=server.app))
     return TestClient(app)
 
@@ -402,3 +410,147 @@ def test_schedule_batch_is_forwarded_at_n_i_and_commit_phase_refuses_reports() -
         assert res.status_code == 409 and "no open batch" in res.json()["error"]["message"]
         a = client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).json()
         assert a["public"]["action"]["data"] == [1] and a["public"]["n"]["data"] == [0]
+
+
+# -- one bad report cannot stop the shuffler ----------------------------------------------------
+#: The format a hanna-shuffle server publishes (``GET /v1/model``'s ``report``) and its problem.
+FORMAT = {"report": {"mechanism": "laplace", "fields": {"action": {"shape": [], "dtype": "int64"},
+                                                       "reward_hat": {"shape": [], "dtype": "float64"}}},
+          "problem": {"K": 3}}
+
+
+def _sealed(server: FakeServer, plaintext: bytes) -> dict[str, str]:
+    box = nacl_public.SealedBox(server.key.public_key).encrypt(plaintext)
+    return {"sealed": base64.b64encode(box).decode()}
+
+
+def test_reports_failing_the_format_are_quarantined_not_queued() -> None:
+    """Plain reports are checked field by field, sealed ones by their envelope (exactly the padded
+    size); each bad one is answered 422 naming the field, counted and listed without its sender."""
+    from privbandits.service.reports import ReportFormat
+    from privbandits.service.sealing import seal
+
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    server.extra = FORMAT
+    fmt = ReportFormat.from_description(FORMAT["report"], 3)
+    assert fmt is not None
+    size = fmt.sealed_size()
+    pk = base64.b64encode(bytes(server.key.public_key)).decode()
+    bad = [({"action": 1, "reward_hat": 0.5, "epsilon": 100}, "report.epsilon"),
+           ({"action": 3, "reward_hat": 0.5}, "report.action"),
+           ({"action": 1}, "report.reward_hat"),
+           ({"action": 1, "reward_hat": 0.5, "contexts": [[1.0, 0.0]]}, "report.contexts"),
+           (seal({"action": 1, "reward_hat": 0.5}, pk), "report.sealed"),  # not padded: a size that leaks
+           (_sealed(server, b"x" * (size + 1)), "report.sealed"),
+           ({"sealed": "AAAA"}, "report.sealed"),
+           ({"sealed": seal({"action": 1, "reward_hat": 0.5}, pk, size)["sealed"], "user": "u7"}, "report.user")]
+    with make(server, store, min_batch=10) as client:
+        for i, (report, field) in enumerate(bad):
+            res = post(client, i, report=report)
+            assert res.status_code == 422 and res.json()["error"]["field"] == field, (field, res.text)
+            assert "quarantined" in res.json()["error"]["message"]
+        assert store.pending() == 0
+        good = [seal({"action": 1, "reward_hat": -0.123456789}, pk, size), {"action": 2, "reward_hat": 1.5}]
+        assert [post(client, 100 + i, report=r).status_code for i, r in enumerate(good)] == [202, 202]
+        status = client.get("/v1/status").json()
+    assert status["reports_quarantined"] == len(bad) and store.pending() == 2
+    assert [q["field"] for q in status["quarantined"]] == [f for _, f in reversed(bad)]
+    assert CLIENT not in json.dumps(status) and "key-0" not in json.dumps(status)
+    # every padded sealed report has one size, whatever its values
+    sizes = {len(base64.b64decode(seal({"action": a, "reward_hat": v}, pk, size)["sealed"]))
+             for a, v in ((0, 0.0), (2, -1.2345678901234567e-300), (1, 1e300))}
+    assert sizes == {48 + size}
+
+
+def test_refused_batches_go_to_the_dead_letters_and_do_not_block() -> None:
+    """A batch the server refuses (4xx) is retried max_attempts times, then dead-lettered; the next
+    batch is forwarded; an operator can requeue it."""
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store, min_batch=2, max_attempts=3) as client:
+        server.refuse = 422
+        for i in range(2):
+            post(client, i)
+        for _ in range(3):
+            drain(client)
+        status = client.get("/v1/status").json()
+        assert status["outbox"] == 0 and status["batches_dead"] == 1
+        dead = status["dead_letters"]
+        assert len(dead) == 1 and dead[0]["attempts"] == 3 and "422" in dead[0]["reason"]
+        server.refuse = None
+        for i in range(2, 4):
+            post(client, i)
+        drain(client)
+        assert len(server.bodies) == 1  # the next batch went through
+        assert client.post("/v1/admin/requeue", json={"batch_id": dead[0]["batch_id"]},
+                           headers={"Authorization": f"Bearer {CLIENT}"}).status_code == 403
+        res = client.post("/v1/admin/requeue", json={"batch_id": dead[0]["batch_id"], "x": 1},
+                          headers={"Authorization": f"Bearer {ADMIN}"})
+        assert res.status_code == 422 and res.json()["error"]["field"] == "x"
+        res = client.post("/v1/admin/requeue", json={"batch_id": dead[0]["batch_id"]},
+                          headers={"Authorization": f"Bearer {ADMIN}"})
+        assert res.status_code == 200
+        drain(client)
+        assert len(server.bodies) == 2 and store.dead_letters() == []
+        assert json.loads(server.bodies[1])["batch_id"] == dead[0]["batch_id"]
+
+
+def test_an_unreachable_server_is_retried_without_dead_lettering() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store, min_batch=2, max_attempts=1) as client:
+        server.fail = True  # 503: the server is down, the batch is not at fault
+        for i in range(2):
+            post(client, i)
+        for _ in range(3):
+            with pytest.raises(httpx.HTTPStatusError):
+                drain(client)
+        assert len(store.outbox()) == 1 and store.dead_letters() == []
+        server.fail = False
+        drain(client)
+        assert len(server.bodies) == 1
+
+
+def test_the_servers_quarantine_counts_reach_the_shuffler_status() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    server.answer = {"applied": 2, "quarantined": 1, "filled": 1}
+    with make(server, store, min_batch=3) as client:
+        for i in range(3):
+            post(client, i)
+        drain(client)
+        status = client.get("/v1/status").json()
+    assert status["server_quarantined"] == 1 and status["server_filled"] == 1
+
+
+# -- state scoped by token: two tokens that collide on every other field -------------------------
+def test_the_same_idempotency_key_from_two_tokens_is_two_reports() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    with make(server, store, min_batch=10) as client:
+        a = post(client, 1, report={"value": 1}, token=CLIENT)
+        b = post(client, 1, report={"value": 1}, token=CLIENT_B)  # same key, same body, other device
+        assert a.status_code == b.status_code == 202
+        assert a.json()["duplicate"] is False and b.json()["duplicate"] is False
+        assert store.pending() == 2
+        assert post(client, 1, report={"value": 1}, token=CLIENT_B).json()["duplicate"] is True
+        assert store.pending() == 2
+
+
+def test_report_budgets_are_per_token() -> None:
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    server.extra = {"guarantee": {"epsilon": 0.5}}
+    with make(server, store, min_batch=10) as client:
+        assert post(client, 1, token=CLIENT).status_code == 202
+        assert post(client, 2, token=CLIENT).status_code == 429  # CLIENT's one report is spent
+        assert post(client, 2, token=CLIENT_B).status_code == 202  # same key and body: CLIENT_B's own budget
+        assert post(client, 3, token=CLIENT_B).status_code == 429
+        assert store.pending() == 2
+
+
+def test_assignments_are_distinct_slots_across_tokens() -> None:
+    """Two tokens asking at once get two different slots of the schedule (never one slot twice)."""
+    server, store = FakeServer(), ShufflerStore(":memory:")
+    server.extra = {"public": {"counts": {"dtype": "int64", "shape": [1, 3], "data": [[1, 1, 0]]},
+                               "committed": {"dtype": "int64", "shape": [1], "data": [-1]}}}
+    with make(server, store, min_batch=2) as client:
+        got = sorted(int(client.get("/v1/assignment", headers={"Authorization": f"Bearer {t}"}).json()
+                         ["public"]["action"]["data"][0]) for t in (CLIENT, CLIENT_B))
+        assert got == [0, 1]
+        assert client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).status_code == 409

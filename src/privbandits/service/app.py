@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from privbandits.service.auth import TokenSet
+from privbandits.service.codec import FieldError, reject_unknown
 from privbandits.service.config import ServiceConfig
 from privbandits.service.dashboard import dashboard_router
 from privbandits.service.service import Refusal, Service
@@ -112,6 +113,14 @@ async def _json_body(request: Request, limit: int) -> dict[str, Any]:
     return body
 
 
+def _only(body: dict[str, Any], *allowed: str) -> None:
+    """422 naming the first field of ``body`` outside ``allowed``."""
+    try:
+        reject_unknown(body, allowed)
+    except FieldError as exc:
+        raise Refusal(exc.status, str(exc), exc.field) from None
+
+
 def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: Any = time.monotonic,
                extra_routes: Callable[[FastAPI, Service], None] | None = None) -> FastAPI:
     """The FastAPI application serving ``config``'s algorithm from ``store`` (see the module docstring).
@@ -144,7 +153,8 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
             tok = auth(request, role)
             body = await _json_body(request, limit)
             key = service.idempotency_key(request.headers.get("idempotency-key"), body, key_field)
-            body.pop("idempotency_key", None)
+            if key_field == "idempotency_key":
+                body.pop("idempotency_key", None)
             answer, replayed = service.submit(kind, tok, key, body)
         except Refusal as exc:
             return _error(exc)
@@ -179,6 +189,7 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
         try:
             auth(request, "client")
             body = await _json_body(request, limit)
+            _only(body, "rewards")
             n = service.add_simulated_rewards(body.get("rewards"))
         except Refusal as exc:
             return _error(exc)
@@ -201,6 +212,7 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
         try:
             auth(request, "admin")
             body = await _json_body(request, limit)
+            _only(body, "confirm")
             if body.get("confirm") is not True:
                 raise Refusal(422, 'confirm: send {"confirm": true} to delete every stored report', "confirm")
             service.reset()

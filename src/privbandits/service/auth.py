@@ -32,7 +32,8 @@ from typing import Any
 
 from privbandits.core.errors import ConfigError
 
-__all__ = ["ROLES", "RateLimiter", "Token", "TokenSet", "load_tokens", "parse_tokens", "read_tokens_file"]
+__all__ = ["ROLES", "AuthError", "RateLimiter", "Token", "TokenSet", "authenticate", "load_tokens", "parse_tokens",
+           "read_tokens_file", "report_budget"]
 
 ROLES = ("client", "admin", "shuffler")
 _TOKEN_KEYS = ("name", "role", "token", "sha256", "device_epsilon", "rate", "burst")
@@ -81,6 +82,51 @@ class TokenSet:
 
     def __len__(self) -> int:
         return len(self.by_hash)
+
+
+class AuthError(Exception):
+    """A request without an acceptable token: HTTP ``status`` (401 or 403) and why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def authenticate(tokens: TokenSet, header: str | None, roles: tuple[str, ...]) -> Token:
+    """The token of an ``Authorization: Bearer <secret>`` header if it has one of ``roles`` (an
+    ``admin`` token may act as a ``client``): the one reader of bearer tokens, used by the server
+    and the shuffler.
+
+    Raises
+    ------
+    AuthError
+        401 for a missing, malformed or unknown token, 403 for a token of another role.
+    """
+    if not header:
+        raise AuthError(401, "missing token: send the header 'Authorization: Bearer <token>'")
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise AuthError(401, "malformed Authorization header: expected 'Bearer <token>'")
+    tok = tokens.lookup(secret.strip())
+    if tok is None:
+        raise AuthError(401, "unknown token")
+    if tok.role not in roles and not (tok.role == "admin" and "client" in roles):
+        raise AuthError(403, f"token {tok.name!r} has role {tok.role!r}; this endpoint needs "
+                             f"{' or '.join(repr(r) for r in roles)}")
+    return tok
+
+
+def report_budget(epsilon: Any, device_epsilon: float | None) -> int | None:
+    """Accepted reports a device may post in total: ``floor(device_epsilon / epsilon)`` (basic
+    composition, see the module docstring; ``device_epsilon`` defaults to ``epsilon``: one report
+    per device), with ``epsilon`` the accounted per-report epsilon; ``None`` (no limit) when the
+    model states no finite positive epsilon.  The one rule of the server and the shuffler."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+        return None
+    eps = float(epsilon)
+    if not math.isfinite(eps) or eps <= 0:
+        return None
+    return math.floor((device_epsilon or eps) / eps * (1 + 1e-12))
 
 
 def _num(where: str, key: str, value: Any, integer: bool = False) -> Any:

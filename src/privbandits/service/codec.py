@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FieldError", "canonical", "decode_array", "encode_array", "parse_array", "sha256_json"]
+__all__ = ["FieldError", "canonical", "decode_array", "encode_array", "parse_array", "reject_unknown", "sha256_json"]
 
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
@@ -28,6 +28,24 @@ class FieldError(ValueError):
         self.field = field
         self.message = message
         self.status = status
+
+
+def reject_unknown(obj: dict[str, Any], allowed: tuple[str, ...], where: str = "") -> None:
+    """Refuse a request object with a field outside ``allowed`` (a request is never read in part:
+    a field the service would ignore, such as ``"epsilon"`` or raw ``"contexts"`` beside a report,
+    is an error naming the field).
+
+    Raises
+    ------
+    FieldError
+        422 naming the first unknown field (``where`` + its name) and listing the allowed ones.
+    """
+    extra = sorted(str(k) for k in obj if k not in allowed)
+    if extra:
+        more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        name = extra[0][:100].encode("utf-8", "backslashreplace").decode("utf-8")  # printable, even a lone surrogate
+        raise FieldError(f"{where}{name}", f"unknown field{more}; this object holds only "
+                                                    f"{', '.join(allowed) or 'no field'}")
 
 
 def _encode_value(v: Any) -> Any:

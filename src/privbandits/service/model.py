@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,31 +46,13 @@ from privbandits.experiments.units import build_env
 from privbandits.privacy.inputs import check_client_inputs
 from privbandits.service.codec import FieldError, encode_array, parse_array
 from privbandits.service.config import ServiceConfig
-from privbandits.service.ranges import RangeRule, output_rules
+from privbandits.service.ranges import output_rules
+from privbandits.service.reports import FieldSchema, ReportFormat, schedule_of
 
-__all__ = ["FieldSchema", "ServedModel", "build_problem", "warm_up"]
+__all__ = ["FieldSchema", "ServedModel", "build_problem", "warm_up"]  # FieldSchema: re-exported
 
 #: Rounds a probe run may take to see the algorithm's first message.
 _PROBE_ROUNDS = 5000
-
-
-@dataclass(frozen=True)
-class FieldSchema:
-    """One report field: its shape (without the replication axis) and number kind (``f``/``i``)."""
-
-    name: str
-    shape: tuple[int, ...]
-    kind: str = "f"
-
-    def describe(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "dtype": "float64" if self.kind == "f" else "int64"}
-
-    def json_schema(self) -> dict[str, Any]:
-        """JSON Schema of the field: nested arrays of exactly ``shape`` around numbers (integers)."""
-        out: dict[str, Any] = {"type": "number" if self.kind == "f" else "integer"}
-        for n in reversed(self.shape):
-            out = {"type": "array", "items": out, "minItems": n, "maxItems": n}
-        return out
 
 
 class _Found(Exception):
@@ -188,20 +169,22 @@ class ServedModel:
                                   "serve a single-round shuffle algorithm")
         self.version = 0
         self.rounds = 0
-        self.tickets: dict[str, tuple[int, np.ndarray, int]] = {}
+        self.tickets: dict[str, tuple[int, np.ndarray, int, str]] = {}  # ticket -> (t, X, a, owner token)
         cal = alg.calibration
         self.guarantee = cal.guarantee
-        self.mechanism = ""
-        self.schema: tuple[FieldSchema, ...] = ()
+        mechanism = ""
+        schema: tuple[FieldSchema, ...] = ()
         if self.kind in ("local", "shuffle"):
             kernel = getattr(alg, "kernel", None)
             if isinstance(kernel, LocalKernel) and self.kind == "local":
-                self.mechanism = kernel.message.mechanism
-                self.schema = tuple(FieldSchema(n, tuple(s)) for n, s in kernel.message.fields)
+                mechanism = kernel.message.mechanism
+                schema = tuple(FieldSchema(n, tuple(s)) for n, s in kernel.message.fields)
             else:
-                self.mechanism, self.schema = _probe_message(config, self.kind)
-        self.rules: dict[str, RangeRule] = output_rules(self.mechanism, cal.resolved, spec.context_bound,
-                                                        spec.reward_range)
+                mechanism, schema = _probe_message(config, self.kind)
+        #: The report format (one reader of it, shared with the shuffler and the device).
+        self.format = ReportFormat(mechanism, schema, spec.K,
+                                   output_rules(mechanism, cal.resolved, spec.context_bound, spec.reward_range))
+        self.mechanism = mechanism
 
     # -- description ------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
@@ -218,20 +201,8 @@ class ServedModel:
             "problem": {"d": self.spec.d, "K": self.spec.K, "setting": self.spec.setting,
                         "horizon": self.spec.horizon, "link": self.spec.link.name,
                         "context_bound": self.spec.context_bound, "reward_range": list(self.spec.reward_range)},
-            "report": {
-                "mechanism": self.mechanism,
-                "fields": {f.name: f.describe() for f in self.schema},
-                "json_schema": self.json_schema(),
-                "output_range": ({k: r.describe() for k, r in self.rules.items()} if self.rules else None),
-            },
+            "report": self.format.describe(),
         }
-
-    def json_schema(self) -> dict[str, Any]:
-        """JSON Schema (draft 2020-12) of one report: the fields' shapes and number types; the
-        service also checks finiteness and the output range, which JSON Schema cannot express."""
-        fields = {f.name: f.json_schema() for f in self.schema}
-        obj = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **obj}
 
     def public_json(self) -> dict[str, Any]:
         """The public state the server publishes (curators publish none: they release actions)."""
@@ -273,34 +244,9 @@ class ServedModel:
 
     # -- validation -------------------------------------------------------------------------
     def parse_report(self, report: Any, where: str = "report") -> dict[str, np.ndarray]:
-        """A client's privatized report as arrays (no replication axis), validated.
-
-        Raises
-        ------
-        FieldError
-            Naming the field: unknown or missing keys, wrong shape or dtype, non-finite values, or
-            values outside the mechanism's output range.
-        """
-        if not isinstance(report, dict):
-            raise FieldError(where, f"must be an object with the fields {[f.name for f in self.schema]}")
-        names = [f.name for f in self.schema]
-        extra = sorted(set(report) - set(names))
-        if extra:
-            raise FieldError(f"{where}.{extra[0]}", f"unknown field; a {self.mechanism!r} report has exactly "
-                                                    f"the fields {names}")
-        out = {}
-        for f in self.schema:
-            if f.name not in report:
-                raise FieldError(f"{where}.{f.name}", f"missing; a {self.mechanism!r} report has the fields {names}")
-            arr = parse_array(f"{where}.{f.name}", report[f.name], f.shape, f.kind)
-            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < -1 or arr.max() >= self.spec.K):
-                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.spec.K - 1}] (or -1: "
-                                                      f"no report), got {int(arr.min()) if arr.min() < -1 else int(arr.max())}")
-            rule = self.rules.get(f.name)
-            if rule is not None:
-                rule.check(f"{where}.{f.name}", arr)
-            out[f.name] = arr
-        return out
+        """A client's privatized report as arrays (no replication axis), validated
+        (:meth:`privbandits.service.reports.ReportFormat.parse`)."""
+        return self.format.parse(report, where)
 
     def check_version(self, model_version: Any, max_staleness: int) -> int:
         """The report's ``model_version`` (int, not newer than the model, at most ``max_staleness`` old)."""
@@ -333,14 +279,71 @@ class ServedModel:
         self.version += 1
 
     def apply_batch(self, reports: list[dict[str, np.ndarray]]) -> None:
-        """Shuffle model: the batch (already shuffled, in the order received) to ``Server.receive_batch``."""
+        """Shuffle model: the batch (already shuffled, in the order received) to ``Server.receive_batch``
+        (an empty batch changes nothing)."""
         assert isinstance(self.alg, ShuffleAlgorithm)
         n = len(reports)
-        payload = {f.name: np.stack([r[f.name] for r in reports], axis=0)[None] for f in self.schema}
+        if not n:
+            return
+        payload = {f.name: np.stack([r[f.name] for r in reports], axis=0)[None] for f in self.format.fields}
         batch = ShuffledBatch(payload=payload, mechanism=self.mechanism, n_users=n)
         self.alg.server.receive_batch(self.rounds + n - 1, batch)
         self.rounds += n
         self.version += 1
+
+    def schedule(self) -> tuple[list[int], int] | None:
+        """``(counts, committed)`` of the public batched-elimination schedule, else ``None``
+        (:func:`privbandits.service.reports.schedule_of`)."""
+        if self.kind != "shuffle":
+            return None
+        assert isinstance(self.alg, LocalAlgorithm)
+        return schedule_of({k: np.asarray(v)[0] for k, v in self.alg.server.public_state().items()})
+
+    def complete_batch(self, valid: list[tuple[int, dict[str, np.ndarray]]], n_items: int
+                       ) -> tuple[list[tuple[int, dict[str, np.ndarray]]], list[tuple[int, str]],
+                                  list[dict[str, np.ndarray]]]:
+        """The batch the server role receives from the valid reports of a shuffled batch of
+        ``n_items`` reports: ``(kept, extra, fill)``.
+
+        Without a public schedule every valid report is kept.  With one (Hanna et al. 2022,
+        Algorithm 3: the analyzer accepts only batches of exactly ``n_ia`` reports per action ``a``)
+        the batch must hold ``n_i = sum_a n_ia`` reports; a valid report beyond its action's
+        ``n_ia`` slots is quarantined too (``extra``: ``(index, reason)``), and every slot left
+        without a valid report is answered by a zero report (``fill``,
+        :meth:`~privbandits.service.reports.ReportFormat.neutral`).  A zero report is a value any
+        device may send: it moves the action's estimate by at most ``max |r| / n_ia`` and costs no
+        user privacy, and the model advances instead of waiting for a report that never comes.
+
+        Raises
+        ------
+        FieldError
+            ``reports`` when the batch size differs from the protocol's (or no batch is open).
+        """
+        sched = self.schedule()
+        if sched is None:
+            return valid, [], []
+        counts, committed = sched
+        n_i = sum(counts)
+        if committed >= 0 or n_i == 0:
+            raise FieldError("reports", f"model version {self.version} has no open batch (the schedule has "
+                                        "committed to an action): no batch is accepted", status=409)
+        if n_items != n_i:
+            raise FieldError("reports", f"the batch holds {n_items} reports; the protocol's batch of model version "
+                                        f"{self.version} has n_i = {n_i} (n_ia = {counts})")
+        seen = [0] * len(counts)
+        kept: list[tuple[int, dict[str, np.ndarray]]] = []
+        extra: list[tuple[int, str]] = []
+        for i, r in valid:
+            a = int(np.asarray(r["action"]).reshape(-1)[0]) if "action" in r else -1
+            if not 0 <= a < len(counts) or seen[a] >= counts[a]:
+                have = counts[a] if 0 <= a < len(counts) else 0
+                extra.append((i, f"action {a} has {have} slot(s) in this batch and they are answered: "
+                                 "one report too many"))
+                continue
+            seen[a] += 1
+            kept.append((i, r))
+        fill = [self.format.neutral(a) for a, c in enumerate(counts) for _ in range(c - seen[a])]
+        return kept, extra, fill
 
     def parse_contexts(self, contexts: Any) -> np.ndarray:
         """A curator request's raw contexts: shape ``(K, d)`` (single) or ``(d,)`` (multi), within ``C_B``."""
@@ -352,12 +355,18 @@ class ServedModel:
             raise FieldError("contexts", str(exc)) from None
         return X
 
-    def select(self, ticket: str, X: np.ndarray) -> int:
-        """Curator: ``Curator.select(t, X)`` with ``t = rounds``; the contexts wait under ``ticket``."""
+    def select(self, ticket: str, X: np.ndarray, owner: str) -> int:
+        """Curator: ``Curator.select(t, X)`` with ``t = rounds``; the contexts wait under ``ticket``,
+        which only the token ``owner`` may report for."""
         assert isinstance(self.alg, Curator)
         a = int(self.alg.select(self.rounds, X[None])[0])
-        self.tickets[ticket] = (self.rounds, X, a)
+        self.tickets[ticket] = (self.rounds, X, a, owner)
         return a
+
+    def holds_ticket(self, ticket: str, owner: str) -> bool:
+        """Whether ``ticket`` is open and was issued to ``owner``."""
+        held = self.tickets.get(ticket)
+        return held is not None and held[3] == owner
 
     def parse_reward(self, reward: Any) -> float:
         """A curator report's raw reward (a finite number)."""
@@ -365,13 +374,13 @@ class ServedModel:
             raise FieldError("reward", f"must be a finite number, got {reward!r}")
         return float(reward)
 
-    def apply_raw(self, ticket: str, reward: float) -> None:
-        """Curator: ``Curator.update(t, X, a, r)`` for the ticket's contexts and action."""
+    def apply_raw(self, ticket: str, reward: float, owner: str) -> None:
+        """Curator: ``Curator.update(t, X, a, r)`` for the contexts and action of ``owner``'s ticket."""
         assert isinstance(self.alg, Curator)
-        if ticket not in self.tickets:
-            raise FieldError("ticket", f"unknown or already reported ticket {ticket!r}; request an action with "
+        if not self.holds_ticket(ticket, owner):
+            raise FieldError("ticket", f"unknown or already reported ticket {ticket[:40]!r}; request an action with "
                                        "POST /v1/actions first", status=409)
-        _, X, a = self.tickets.pop(ticket)
+        _, X, a, _ = self.tickets.pop(ticket)
         self.alg.update(self.rounds, X[None], np.array([a], dtype=np.int64), np.array([reward]))
         self.rounds += 1
         self.version += 1

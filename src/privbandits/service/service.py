@@ -13,17 +13,25 @@ import base64
 import collections
 import hashlib
 import math
+import secrets
 import threading
 import time
 from typing import Any
 
 from privbandits.core.errors import PrivbanditsError
-from privbandits.service.auth import RateLimiter, Token, TokenSet
-from privbandits.service.codec import FieldError, canonical
+from privbandits.service.auth import (
+    AuthError,
+    RateLimiter,
+    Token,
+    TokenSet,
+    authenticate,
+    report_budget,
+)
+from privbandits.service.codec import FieldError, canonical, reject_unknown
 from privbandits.service.config import ServiceConfig
 from privbandits.service.model import ServedModel, warm_up
 from privbandits.service.sealing import keygen, open_sealed
-from privbandits.service.store import Event, ModelRow, Store, StoreError
+from privbandits.service.store import Event, ModelRow, Quarantined, Store, StoreError
 
 __all__ = ["RECENT", "Refusal", "Service"]
 
@@ -91,11 +99,13 @@ class Service:
         with self.lock:
             self.model = ServedModel(self.config)
             self.per_token: collections.Counter[str] = collections.Counter()
+            self.quarantined: collections.Counter[str] = collections.Counter()
             self.seq = 0
             for ev in self.store.events():
-                self._apply(ev.kind, ev.body)
+                self._apply(ev.kind, ev.body, ev.token)
                 if ev.kind in ("report", "raw"):
                     self.per_token[ev.token] += 1
+                self._count_quarantined(ev.body)
                 self.seq = ev.seq
             last = self.store.latest_model()
             if last is not None and (last.version != self.model.version or last.digest != self.model.digest()):
@@ -104,36 +114,31 @@ class Service:
                                  f"digest {last.digest[:12]}: the database is inconsistent")
             self.restored_events = self.seq
 
-    def _apply(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Apply a validated request body to the model; returns extra answer fields."""
+    def _apply(self, kind: str, body: dict[str, Any], token: str) -> dict[str, Any]:
+        """Apply a validated request body of ``token`` to the model; returns extra answer fields."""
         m = self.model
         if kind == "report":
             m.apply_report(m.parse_report(body["report"]))
             return {}
         if kind == "batch":
-            m.apply_batch([m.parse_report(r, f"reports[{i}]") for i, r in enumerate(body["reports"])])
-            return {}
+            reports = list(body["reports"]) + list(body.get("fill", []))
+            m.apply_batch([m.parse_report(r, f"reports[{i}]") for i, r in enumerate(reports)])
+            return {"applied": len(body["reports"]), "quarantined": len(body.get("quarantined", [])),
+                    "filled": len(body.get("fill", []))}
         if kind == "select":
-            return {"action": m.select(body["ticket"], m.parse_contexts(body["contexts"]))}
+            return {"action": m.select(body["ticket"], m.parse_contexts(body["contexts"]), token)}
         if kind == "raw":
-            m.apply_raw(body["ticket"], float(body["reward"]))
+            m.apply_raw(body["ticket"], float(body["reward"]), token)
             return {}
         raise StoreError(f"unknown event kind {kind!r} in the database")
 
     # -- checks ---------------------------------------------------------------------------------
     def authorize(self, header: str | None, roles: tuple[str, ...]) -> Token:
         """The token of an ``Authorization: Bearer`` header, if it has one of ``roles``."""
-        if not header:
-            raise Refusal(401, "missing token: send the header 'Authorization: Bearer <token>'", "Authorization")
-        scheme, _, secret = header.partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise Refusal(401, "malformed Authorization header: expected 'Bearer <token>'", "Authorization")
-        tok = self.tokens.lookup(secret.strip())
-        if tok is None:
-            raise Refusal(401, "unknown token", "Authorization")
-        if tok.role not in roles and not (tok.role == "admin" and "client" in roles):
-            raise Refusal(403, f"token {tok.name!r} has role {tok.role!r}; this endpoint needs "
-                               f"{' or '.join(repr(r) for r in roles)}", "Authorization")
+        try:
+            tok = authenticate(self.tokens, header, roles)
+        except AuthError as exc:
+            raise Refusal(exc.status, exc.message, "Authorization") from None
         wait = self.limiter.allow(tok.name, tok.rate or self.config.rate, tok.burst or self.config.burst)
         if wait > 0:
             self.refused["rate"] += 1
@@ -144,11 +149,7 @@ class Service:
 
     def report_budget(self, tok: Token) -> int | None:
         """Accepted reports this device may post in total (None: unlimited)."""
-        eps = float(self.model.guarantee.epsilon)
-        if not math.isfinite(eps) or eps <= 0:
-            return None
-        budget = tok.device_epsilon or self.config.device_epsilon or eps
-        return math.floor(budget / eps * (1 + 1e-12))
+        return report_budget(float(self.model.guarantee.epsilon), tok.device_epsilon or self.config.device_epsilon)
 
     def _check_budget(self, tok: Token) -> None:
         n_max = self.report_budget(tok)
@@ -193,7 +194,7 @@ class Service:
                 raise Refusal(exc.status, str(exc), exc.field) from None
             before = self.model.version
             try:
-                extra = self._apply(kind, body)
+                extra = self._apply(kind, body, tok.name)
             except FieldError as exc:
                 self.rebuild()
                 raise Refusal(exc.status, str(exc), exc.field) from None
@@ -206,8 +207,10 @@ class Service:
                 answer["ticket"] = body["ticket"]
             event = Event(self.seq + 1, kind, tok.name, key, body, body_hash, answer)
             row = ModelRow(m.version, self.seq + 1, m.rounds, m.digest()) if m.version != before else None
+            bad = [Quarantined(self.seq + 1, str(body.get("batch_id", "")), int(q["index"]), str(q["field"]),
+                               str(q["message"])) for q in body.get("quarantined", [])]
             try:
-                self.store.append(event, row)
+                self.store.append(event, row, bad)
             except Exception as exc:
                 self.rebuild()  # the store did not commit: back to the acknowledged state
                 raise Refusal(503, f"the database did not accept the request ({type(exc).__name__}: {exc}); "
@@ -215,7 +218,12 @@ class Service:
             self.seq += 1
             if kind in ("report", "raw"):
                 self.per_token[tok.name] += 1
+            self._count_quarantined(body)
             return answer, False
+
+    def _count_quarantined(self, body: dict[str, Any]) -> None:
+        for q in body.get("quarantined", []):
+            self.quarantined[str(q["field"]).split(".")[-1].split("[")[0]] += 1
 
     def _validate(self, kind: str, tok: Token, key: str, req: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         m, cfg = self.model, self.config
@@ -230,43 +238,67 @@ class Service:
                                          "action on the device from GET /v1/model; no raw context is accepted",
                              status=409)
         if kind == "select":
+            reject_unknown(req, ("contexts",))
             self._check_budget(tok)
             m.check_capacity(1)
             X = m.parse_contexts(req.get("contexts"))
-            ticket = hashlib.sha256(f"{tok.name}\x00{key}".encode()).hexdigest()[:24]
-            return "select", {"contexts": X.tolist(), "ticket": ticket}
+            return "select", {"contexts": X.tolist(), "ticket": secrets.token_hex(12)}
+        if kind == "batch":
+            reject_unknown(req, ("batch_id", "model_version", "reports"))
+        elif m.kind == "curator":
+            reject_unknown(req, ("model_version", "ticket", "reward"))
+        else:
+            reject_unknown(req, ("model_version", "report"))
         version = m.check_version(req.get("model_version"), cfg.max_staleness)
         if kind == "batch":
-            bid = req.get("batch_id")
-            if not isinstance(bid, str) or not bid:
-                raise FieldError("batch_id", "must be a non-empty string")
-            reports = req.get("reports")
-            if not isinstance(reports, list) or len(reports) < cfg.min_batch:
-                n = len(reports) if isinstance(reports, list) else reports
-                raise FieldError("reports", f"must be a list of at least min_batch={cfg.min_batch} reports, got {n!r}")
-            m.check_capacity(len(reports))
-            plain = []
-            for i, item in enumerate(reports):
-                r: Any = item
-                if isinstance(item, dict) and set(item) == {"sealed"}:
-                    try:
-                        r = open_sealed(item["sealed"], self.private_key)
-                    except PrivbanditsError as exc:
-                        raise FieldError(f"reports[{i}].sealed", str(exc).removeprefix("sealed: ")) from None
-                m.parse_report(r, f"reports[{i}]")
-                plain.append(r)
-            return "batch", {"batch_id": bid, "model_version": version, "reports": plain}
+            return "batch", self._validate_batch(req, version)
         self._check_budget(tok)
         m.check_capacity(1)
         if m.kind == "curator":
             held = req.get("ticket")
-            if not isinstance(held, str) or held not in m.tickets:
-                raise FieldError("ticket", f"unknown or already reported ticket {held!r}; request an action with "
-                                           "POST /v1/actions first", status=409)
+            if not isinstance(held, str) or not m.holds_ticket(held, tok.name):
+                raise FieldError("ticket", f"unknown or already reported ticket {str(held)[:40]!r}; request an action "
+                                           "with POST /v1/actions first (a ticket belongs to the token that asked)",
+                                 status=409)
             return "raw", {"model_version": version, "ticket": held, "reward": m.parse_reward(req.get("reward"))}
         report = req.get("report")
         m.parse_report(report)
         return "report", {"model_version": version, "report": report}
+
+    def _validate_batch(self, req: dict[str, Any], version: int) -> dict[str, Any]:
+        """A shuffled batch, report by report: a report that does not open or parse is quarantined
+        (stored with its reason, never applied) and the rest of the batch is applied
+        (:meth:`~privbandits.service.model.ServedModel.complete_batch`)."""
+        m, cfg = self.model, self.config
+        bid = req.get("batch_id")
+        if not isinstance(bid, str) or not bid:
+            raise FieldError("batch_id", "must be a non-empty string")
+        reports = req.get("reports")
+        if not isinstance(reports, list) or len(reports) < cfg.min_batch:
+            n = len(reports) if isinstance(reports, list) else reports
+            raise FieldError("reports", f"must be a list of at least min_batch={cfg.min_batch} reports, got {n!r}")
+        m.check_capacity(len(reports))
+        valid: list[tuple[int, Any]] = []
+        plain: dict[int, Any] = {}
+        quarantined: list[dict[str, Any]] = []
+        for i, item in enumerate(reports):
+            try:
+                r: Any = item
+                if isinstance(item, dict) and "sealed" in item:
+                    reject_unknown(item, ("sealed",), f"reports[{i}].")
+                    try:
+                        r = open_sealed(item["sealed"], self.private_key)
+                    except PrivbanditsError as exc:
+                        raise FieldError(f"reports[{i}].sealed", str(exc).removeprefix("sealed: ")) from None
+                valid.append((i, m.parse_report(r, f"reports[{i}]")))
+                plain[i] = r
+            except FieldError as exc:
+                quarantined.append({"index": i, "field": exc.field, "message": exc.message})
+        kept, extra, fill = m.complete_batch(valid, len(reports))
+        quarantined += [{"index": i, "field": f"reports[{i}].action", "message": why} for i, why in extra]
+        quarantined.sort(key=lambda q: int(q["index"]))
+        return {"batch_id": bid, "model_version": version, "reports": [plain[i] for i, _ in kept],
+                "fill": [{k: v.tolist() for k, v in f.items()} for f in fill], "quarantined": quarantined}
 
     # -- views ----------------------------------------------------------------------------------
     def model_view(self) -> dict[str, Any]:
@@ -287,6 +319,7 @@ class Service:
                     "reports_received": m.rounds, "horizon": m.spec.horizon, "guarantee": g,
                     "events": self.seq, "restored_events": self.restored_events,
                     "replayed_requests": self.replayed, "refused": dict(self.refused),
+                    "quarantined": {"reports": sum(self.quarantined.values()), "by_field": dict(self.quarantined)},
                     "uptime_s": time.time() - self.started, "database": self.store.url.split("@")[-1],
                     "simulated_rewards": {"count": self.simulated_rewards, "recent": list(self.recent_rewards)}}
 
@@ -311,6 +344,7 @@ class Service:
                     "events": [{"seq": e.seq, "kind": e.kind, "token": e.token, "idempotency_key": e.idem_key,
                                 "body": e.body, "response": e.response} for e in self.store.events()],
                     "models": [vars(r) for r in self.store.models()],
+                    "quarantine": [vars(q) for q in self.store.quarantined()],
                     "digest": self.model.digest()}
 
     def reset(self) -> None:

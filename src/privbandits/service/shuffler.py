@@ -14,6 +14,13 @@ It sits between the clients and the server (``privbandits serve-shuffler``):
   uniformly random order: no token, idempotency key, address, timestamp or arrival order.
 * ``GET /v1/model`` relays the server's public model to clients (so they need no route to the
   server); ``GET /v1/status`` and ``GET /metrics`` report queue sizes and totals (no report).
+* **One bad report cannot stop it.**  Before a report is queued the shuffler checks what it can
+  see: the request's fields, and the report against the format the server publishes (a plain
+  report field by field; a sealed one, which it cannot open, by its envelope: base64 of exactly
+  the size of a padded report).  A report that fails is quarantined (counted, listed on
+  ``GET /v1/status`` without its sender) and answered 422.  The server applies a batch report by
+  report and quarantines what does not open there; a batch it refuses is retried at most
+  ``max_attempts`` times, then kept in the dead letters (``POST /v1/admin/requeue`` puts it back).
 
 The shuffler is the trusted party of the shuffle model only for *unlinking* reports from their
 senders; with sealed reports it learns nothing of their content.
@@ -27,7 +34,6 @@ only); Bittau et al. (2017), Prochlo (encode-shuffle-analyze).
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -42,7 +48,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_int
-from privbandits.service.auth import Token, TokenSet
+from privbandits.service.auth import AuthError, Token, TokenSet, authenticate
+from privbandits.service.auth import report_budget as budget_for
+from privbandits.service.codec import FieldError, reject_unknown
+from privbandits.service.reports import ReportFormat, schedule_of
+from privbandits.service.sealing import SealingError, check_envelope
 from privbandits.service.shuffler_store import CutBatch, ShufflerStore, report_digest
 
 __all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size", "report_budget"]
@@ -55,33 +65,11 @@ MAX_REPORT_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
 
 
-def _flat_ints(value: Any) -> list[int]:
-    """Integers of a nested list or of an encoded array ``{"dtype", "shape", "data"}``."""
-    if isinstance(value, dict) and "data" in value:
-        value = value["data"]
-    out: list[int] = []
-    stack = [value]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, list):
-            stack.extend(reversed(x))
-        else:
-            out.append(int(x))
-    return out
-
-
 def public_schedule(model: dict[str, Any]) -> tuple[list[int], int] | None:
-    """``(counts, committed)`` of a batched-elimination schedule in the model's public state.
-
-    ``counts[a] = n_ia`` of the running batch and ``committed`` the committed action (``-1``
-    while exploring), Hanna et al. (2022), Algorithm 3; ``None`` if the public state has no
-    schedule.
-    """
+    """``(counts, committed)`` of a batched-elimination schedule in the public state of the model
+    the server publishes (:func:`privbandits.service.reports.schedule_of`), else ``None``."""
     public = model.get("public") or {}
-    if not isinstance(public, dict) or "counts" not in public:
-        return None
-    committed = _flat_ints(public["committed"])[0] if "committed" in public else -1
-    return _flat_ints(public["counts"]), committed
+    return schedule_of(public) if isinstance(public, dict) else None
 
 
 def protocol_batch_size(model: dict[str, Any]) -> int | None:
@@ -122,6 +110,9 @@ class ShufflerSettings:
         server's rule for single reports, which in the shuffle model only the shuffler can apply).
     poll_seconds : float
         How often the forwarder looks for a complete batch when no report arrives.
+    max_attempts : int
+        Refusals of one batch by the server before it is moved to the dead letters (a server
+        that cannot be reached is retried without limit: the batch is not at fault).
     """
 
     server_url: str
@@ -130,9 +121,11 @@ class ShufflerSettings:
     min_batch: int = 2
     device_epsilon: float | None = None
     poll_seconds: float = 1.0
+    max_attempts: int = 5
 
     def __post_init__(self) -> None:
         self.min_batch = check_int("min_batch", self.min_batch, 2)
+        self.max_attempts = check_int("max_attempts", self.max_attempts, 1, 1000)
         if not len(self.tokens):
             raise ValidationError("tokens must hold at least one client token, got none")
         if not self.shuffler_token:
@@ -193,21 +186,41 @@ class Forwarder:
             return pending if pending >= m else None
         return need if pending >= need else None
 
-    async def _send(self, batch: CutBatch) -> None:
+    async def _send(self, batch: CutBatch) -> bool:
+        """Post one batch; True once the server acknowledged it.
+
+        A refusal (4xx other than 408 and 429) counts against the batch: after ``max_attempts``
+        of them it goes to the dead letters and the batches behind it move on.  An unreachable or
+        failing server (transport errors, 5xx, 408, 429) is retried later without limit.  The
+        server answers how many of the batch's reports it quarantined (counts only: which ones
+        would tell the shuffler whose report failed).
+        """
         res = await self.client.post(f"{self.settings.server_url}/v1/batches", content=batch.body,
                                      headers={**self._auth, "Content-Type": "application/json"})
         if res.status_code >= 400:  # a repeated batch_id is answered 200 (the server's idempotency)
-            raise httpx.HTTPStatusError(f"server refused batch {batch.batch_id}: {res.status_code} {res.text}",
-                                        request=res.request, response=res)
-        self.store.forwarded(batch)
+            reason = f"server refused batch {batch.batch_id}: {res.status_code} {res.text[:500]}"
+            if res.status_code >= 500 or res.status_code in (408, 429):
+                raise httpx.HTTPStatusError(reason, request=res.request, response=res)
+            if await asyncio.to_thread(self.store.failed, batch, reason, self.settings.max_attempts):
+                log.error("batch %s moved to the dead letters after %d refusals: %s", batch.batch_id,
+                          self.settings.max_attempts, reason)
+            self.last_error = reason
+            return False
+        try:
+            answer = res.json()
+        except ValueError:
+            answer = {}
+        answer = answer if isinstance(answer, dict) else {}
+        q, f = answer.get("quarantined", 0), answer.get("filled", 0)
+        self.store.forwarded(batch, q if isinstance(q, int) else 0, f if isinstance(f, int) else 0)
+        return True
 
     async def step(self) -> int:
         """Forward the outbox, then cut and forward complete batches; returns batches forwarded."""
         async with self._lock:
             sent = 0
             for batch in self.store.outbox():
-                await self._send(batch)
-                sent += 1
+                sent += await self._send(batch)
             model = self.model if self.model is not None and not sent else await self.refresh_model()
             while True:
                 version = int(model["model_version"])
@@ -217,9 +230,11 @@ class Forwarder:
                 cut = self.store.cut(version, size, close=protocol_batch_size(model) is not None)
                 if cut is None:
                     return sent
-                await self._send(cut)
-                sent += 1
+                ok = await self._send(cut)
+                sent += ok
                 model = await self.refresh_model()
+                if not ok:
+                    return sent
 
     async def run(self, wake: asyncio.Event) -> None:
         """Forward until cancelled: on every new report (``wake``) and every ``poll_seconds``."""
@@ -245,61 +260,79 @@ class Refused(HTTPException):
 
 
 def _check_report(body: Any, header_key: str | None = None) -> tuple[int, str, Any]:
-    """``(model_version, idempotency_key, report)`` of a report request, or a 422 naming the field."""
+    """``(model_version, idempotency_key, report)`` of a report request, or a 422 naming the field
+    (the report's content is checked against the model's format by :func:`check_report_format`)."""
     if not isinstance(body, dict):
         raise Refused(422, "the request body must be a JSON object", "body")
-    unknown = set(body) - {"model_version", "idempotency_key", "report"}
-    if unknown:
-        raise Refused(422, f"unknown field(s) {sorted(unknown)}: the body holds only model_version, "
-                           "idempotency_key and report (a shuffled report carries nothing else)", sorted(unknown)[0])
+    try:
+        reject_unknown(body, ("model_version", "idempotency_key", "report"))
+    except FieldError as exc:
+        raise Refused(422, f"{exc}: a shuffled report carries nothing else", exc.field) from None
     version = body.get("model_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise Refused(422, f"model_version must be a non-negative integer, got {version!r}", "model_version")
     key = header_key if header_key is not None else body.get("idempotency_key")
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
         raise Refused(422, f"idempotency_key (or the Idempotency-Key header) must be a string of 1..{MAX_KEY_CHARS} "
-                           f"characters, got {key!r}", "idempotency_key")
+                           f"characters, got {str(key)[:40]!r}", "idempotency_key")
     report = body.get("report")
-    if isinstance(report, dict) and set(report) == {"sealed"}:
-        sealed = report["sealed"]
-        try:
-            raw = base64.b64decode(sealed, validate=True) if isinstance(sealed, str) else b""
-        except ValueError:
-            raw = b""
-        if not raw:
-            raise Refused(422, "report.sealed must be a non-empty base64 string (a sealed box)", "report.sealed")
-    elif not isinstance(report, dict) or not report:
+    if not isinstance(report, dict) or not report:
         raise Refused(422, "report must be a JSON object: the privatized payload or {\"sealed\": base64}", "report")
     return version, key, report
+
+
+def report_format(model: dict[str, Any]) -> ReportFormat | None:
+    """The report format the server publishes in its model (None if it publishes none)."""
+    return ReportFormat.from_description(model.get("report"), (model.get("problem") or {}).get("K"))
+
+
+def check_report_format(report: dict[str, Any], fmt: ReportFormat | None) -> None:
+    """What the shuffler can check of a report: a sealed one's envelope (base64, exactly the size of
+    a padded report of the format: it cannot open it), a plain one's fields against the format.
+
+    Raises
+    ------
+    FieldError
+        Naming the field (``report.sealed``, ``report.<field>``) and what is wrong.
+    """
+    if "sealed" in report:
+        reject_unknown(report, ("sealed",), "report.")
+        try:
+            check_envelope(report["sealed"], None if fmt is None else fmt.sealed_size())
+        except SealingError as exc:
+            raise FieldError("report.sealed", str(exc).removeprefix("sealed: ")) from None
+    elif fmt is not None:
+        fmt.parse(report, "report")
 
 
 def client_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
     """The client (or admin) token of a request, from the app's :class:`ShufflerSettings`."""
     settings: ShufflerSettings = request.app.state.settings
-    scheme, _, secret = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
-        raise Refused(401, "missing client token: send the header 'Authorization: Bearer <token>'", "Authorization")
-    tok = settings.tokens.lookup(secret.strip())
-    if tok is None:
-        raise Refused(401, "unknown token", "Authorization")
-    if tok.role not in ("client", "admin"):
-        raise Refused(403, f"token {tok.name!r} has role {tok.role!r}; reports come from client tokens",
-                      "Authorization")
-    return tok
+    try:
+        return authenticate(settings.tokens, authorization, ("client",))
+    except AuthError as exc:
+        raise Refused(exc.status, exc.message, "Authorization") from None
+
+
+def admin_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
+    """The admin token of a request."""
+    settings: ShufflerSettings = request.app.state.settings
+    try:
+        return authenticate(settings.tokens, authorization, ("admin",))
+    except AuthError as exc:
+        raise Refused(exc.status, exc.message, "Authorization") from None
 
 
 #: A route parameter: the request's checked client token.
 ClientToken = Annotated[Token, Depends(client_token)]
+#: A route parameter: the request's checked admin token.
+AdminToken = Annotated[Token, Depends(admin_token)]
 
 
 def report_budget(model: dict[str, Any], device_epsilon: float | None) -> int | None:
-    """Reports a device may post in total: ``floor(device_epsilon / eps)`` with ``eps`` the
-    accounted per-report epsilon of the model (basic composition; ``device_epsilon`` defaults to
-    ``eps``: one report per device); ``None`` (no limit) when the model states no finite epsilon."""
-    eps = (model.get("guarantee") or {}).get("epsilon")
-    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
-        return None
-    return math.floor((device_epsilon or eps) / eps * (1 + 1e-12))
+    """Reports a device may post in total under the model's accounted per-report epsilon
+    (:func:`privbandits.service.auth.report_budget`, the server's rule)."""
+    return budget_for((model.get("guarantee") or {}).get("epsilon"), device_epsilon)
 
 
 def _int_array(value: int) -> dict[str, Any]:
@@ -397,6 +430,11 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
             raise Refused(400, f"malformed JSON: {e}", "body") from None
         version, key, report = _check_report(body, request.headers.get("idempotency-key"))
         model = await current_model(request.app, at_least=version)
+        try:
+            check_report_format(report, report_format(model))
+        except FieldError as exc:  # never queued: counted and kept (without its sender) for the operator
+            await asyncio.to_thread(store.quarantine, version, exc.field, exc.message, len(raw))
+            raise Refused(exc.status, f"{exc}; the report was quarantined, not forwarded", exc.field) from None
         current = int(model["model_version"])
         if version != current:
             raise Refused(409, f"stale model_version {version}: the current model version is {current}; "
@@ -433,7 +471,27 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
                 "model_version": model.get("model_version"),
                 "protocol_batch_size": protocol_batch_size(model) if model else None,
                 "pending": store.pending_versions(), "outbox": len(store.outbox()),
-                **store.counters(), "blocked": fwd.blocked, "last_error": fwd.last_error}
+                **store.counters(), "blocked": fwd.blocked, "last_error": fwd.last_error,
+                "quarantined": store.quarantined(), "dead_letters": store.dead_letters()}
+
+    @app.post("/v1/admin/requeue")
+    async def requeue(request: Request, _: AdminToken) -> dict[str, Any]:
+        """Put a dead-lettered batch back in the outbox: ``{"batch_id": ...}``."""
+        try:
+            body = json.loads(await request.body())
+        except ValueError as e:
+            raise Refused(400, f"malformed JSON: {e}", "body") from None
+        if not isinstance(body, dict):
+            raise Refused(422, "the request body must be a JSON object", "body")
+        try:
+            reject_unknown(body, ("batch_id",))
+        except FieldError as exc:
+            raise Refused(422, str(exc), exc.field) from None
+        bid = body.get("batch_id")
+        if not isinstance(bid, str) or not await asyncio.to_thread(store.requeue, bid):
+            raise Refused(404, f"no dead-lettered batch {str(bid)[:40]!r}", "batch_id")
+        wake.set()
+        return {"requeued": bid}
 
     @app.get("/metrics", response_class=PlainTextResponse)
     async def metrics() -> str:
@@ -441,7 +499,10 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         lines = []
         for name, help_ in (("reports_received", "Reports acknowledged (retries not counted)."),
                             ("reports_forwarded", "Reports forwarded to the server in shuffled batches."),
-                            ("batches_forwarded", "Shuffled batches the server acknowledged.")):
+                            ("batches_forwarded", "Shuffled batches the server acknowledged."),
+                            ("reports_quarantined", "Reports that failed the shuffler's checks (never queued)."),
+                            ("server_quarantined", "Forwarded reports the server quarantined."),
+                            ("batches_dead", "Batches moved to the dead letters after repeated refusals.")):
             lines += [f"# HELP privbandits_shuffler_{name}_total {help_}",
                       f"# TYPE privbandits_shuffler_{name}_total counter",
                       f"privbandits_shuffler_{name}_total {c[name]}"]

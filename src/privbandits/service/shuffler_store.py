@@ -12,6 +12,13 @@ Idempotency: the store keeps a one-way digest of ``(client token, idempotency ke
 report it ever acknowledged (and nothing linking it to the report), so a retried report is
 acknowledged again but queued once.
 
+Bad reports and batches: a report that fails the shuffler's checks is never queued; the
+``quarantine`` table keeps its model version, the field that was wrong, the reason and its size
+(nothing about its sender).  A batch the server refuses is retried at most ``max_attempts``
+times (:meth:`ShufflerStore.failed`), then moved to ``dead_letters`` with the last refusal,
+where it waits for an operator (:meth:`ShufflerStore.requeue`): it never blocks the batches
+behind it.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL`` by default (every commit is
 fsynced: an acknowledged report survives a crash of the process *and* of the machine);
 ``synchronous="NORMAL"`` keeps it across a crash or ``kill -9`` of the process but a power loss
@@ -25,6 +32,7 @@ import json
 import secrets
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,9 +53,17 @@ CREATE TABLE IF NOT EXISTS slots (model_version INTEGER NOT NULL, pos INTEGER NO
                                   handed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model_version, pos));
 CREATE TABLE IF NOT EXISTS spent (device TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY, model_version INTEGER NOT NULL, field TEXT NOT NULL,
+                                       reason TEXT NOT NULL, size INTEGER NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS attempts (batch_id TEXT PRIMARY KEY, n INTEGER NOT NULL, last_error TEXT NOT NULL)
+    WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dead_letters (batch_id TEXT PRIMARY KEY, model_version INTEGER NOT NULL,
+                                         size INTEGER NOT NULL, body TEXT NOT NULL, reason TEXT NOT NULL,
+                                         attempts INTEGER NOT NULL, created REAL NOT NULL) WITHOUT ROWID;
 """
 
-_COUNTERS = ("reports_received", "batches_cut", "batches_forwarded", "reports_forwarded", "closed_below")
+_COUNTERS = ("reports_received", "batches_cut", "batches_forwarded", "reports_forwarded", "closed_below",
+             "reports_quarantined", "batches_dead", "server_quarantined", "server_filled")
 
 
 def report_digest(token: str, idempotency_key: str) -> str:
@@ -200,15 +216,91 @@ class ShufflerStore:
             rows = self._db.execute("SELECT seq, batch_id, model_version, size, body FROM outbox ORDER BY seq").fetchall()
         return [CutBatch(int(s), str(b), int(v), int(n), str(t)) for s, b, v, n, t in rows]
 
-    def forwarded(self, batch: CutBatch) -> None:
-        """The server acknowledged ``batch``: drop its body from the outbox."""
+    def forwarded(self, batch: CutBatch, quarantined: int = 0, filled: int = 0) -> None:
+        """The server acknowledged ``batch`` (``quarantined`` of its reports did not open or parse
+        there, ``filled`` slots were answered by zero reports): drop its body from the outbox."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             cur = self._db.execute("DELETE FROM outbox WHERE batch_id = ?", (batch.batch_id,))
+            self._db.execute("DELETE FROM attempts WHERE batch_id = ?", (batch.batch_id,))
             if cur.rowcount:
                 self._bump("batches_forwarded", 1)
                 self._bump("reports_forwarded", batch.size)
+                self._bump("server_quarantined", max(0, int(quarantined)))
+                self._bump("server_filled", max(0, int(filled)))
             self._db.execute("COMMIT")
+
+    def failed(self, batch: CutBatch, reason: str, max_attempts: int) -> bool:
+        """The server refused ``batch``: count the attempt; after ``max_attempts`` refusals move
+        it to the dead letters (True).  Returns whether it was moved."""
+        max_attempts = check_int("max_attempts", max_attempts, 1)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT INTO attempts VALUES (?, 1, ?) ON CONFLICT (batch_id) DO UPDATE "
+                                 "SET n = n + 1, last_error = excluded.last_error", (batch.batch_id, reason[:2000]))
+                n = int(self._db.execute("SELECT n FROM attempts WHERE batch_id = ?",
+                                         (batch.batch_id,)).fetchone()[0])
+                dead = n >= max_attempts
+                if dead:
+                    cur = self._db.execute("DELETE FROM outbox WHERE batch_id = ?", (batch.batch_id,))
+                    if cur.rowcount:
+                        self._db.execute("INSERT OR REPLACE INTO dead_letters VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                         (batch.batch_id, batch.model_version, batch.size, batch.body,
+                                          reason[:2000], n, time.time()))
+                        self._bump("batches_dead", 1)
+                    self._db.execute("DELETE FROM attempts WHERE batch_id = ?", (batch.batch_id,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return dead
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """Batches given up on (without their bodies): ``batch_id``, ``model_version``, ``size``,
+        ``reason``, ``attempts``, ``created``."""
+        with self._lock:
+            rows = self._db.execute("SELECT batch_id, model_version, size, reason, attempts, created "
+                                    "FROM dead_letters ORDER BY created").fetchall()
+        return [{"batch_id": b, "model_version": int(v), "size": int(n), "reason": r, "attempts": int(a),
+                 "created": float(c)} for b, v, n, r, a, c in rows]
+
+    def requeue(self, batch_id: str) -> bool:
+        """Put a dead letter back in the outbox (an operator fixed the cause); False if unknown."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute("SELECT batch_id, model_version, size, body FROM dead_letters "
+                                       "WHERE batch_id = ?", (batch_id,)).fetchone()
+                if row is not None:
+                    self._db.execute("INSERT INTO outbox (batch_id, model_version, size, body) VALUES (?, ?, ?, ?)",
+                                     row)
+                    self._db.execute("DELETE FROM dead_letters WHERE batch_id = ?", (batch_id,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return row is not None
+
+    # -- quarantine -------------------------------------------------------------------------------
+    def quarantine(self, model_version: int, field: str, reason: str, size: int) -> None:
+        """Record a report that failed the shuffler's checks (never queued): its model version,
+        the field and the reason, and its size in bytes; nothing about its sender."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("INSERT INTO quarantine (model_version, field, reason, size, created) "
+                             "VALUES (?, ?, ?, ?, ?)", (int(model_version), field[:200], reason[:500], int(size),
+                                                         time.time()))
+            self._bump("reports_quarantined", 1)
+            self._db.execute("COMMIT")
+
+    def quarantined(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The last ``limit`` quarantined reports, newest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT model_version, field, reason, size, created FROM quarantine "
+                                    "ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
+        return [{"model_version": int(v), "field": f, "reason": r, "size": int(n), "created": float(c)}
+                for v, f, r, n, c in rows]
 
     # -- action slots (Hanna et al. 2022, Algorithm 3) -----------------------------------------------
     def assign_slot(self, model_version: int, counts: list[int]) -> tuple[int, int] | None:

@@ -6,7 +6,9 @@ Two tables, written together in **one transaction** per accepted request:
   request (``kind`` = ``report``, ``batch``, ``select`` or ``raw``) in acceptance order, with the
   answer the client got (a retried request with the same idempotency key gets it again);
 * ``models (version, seq, rounds, digest, created)``: each model update, with the sha256 of the
-  complete server state after it (:meth:`privbandits.service.model.ServedModel.digest`).
+  complete server state after it (:meth:`privbandits.service.model.ServedModel.digest`);
+* ``quarantine (seq, batch_id, idx, field, message, created)``: each report of a shuffled batch
+  that did not open or parse (written with the batch's event; never applied to the model).
 
 On restart the service replays ``events`` in ``seq`` order through a fresh server role and checks
 that the digest of the rebuilt state equals the last stored one: the state is exactly the one it
@@ -31,7 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from privbandits.core.errors import PrivbanditsError
 
-__all__ = ["Event", "ModelRow", "PostgresStore", "SQLiteStore", "Store", "StoreError", "open_store"]
+__all__ = ["Event", "ModelRow", "PostgresStore", "Quarantined", "SQLiteStore", "Store", "StoreError", "open_store"]
 
 
 class StoreError(PrivbanditsError):
@@ -61,6 +63,18 @@ class ModelRow:
     digest: str
 
 
+@dataclass(frozen=True)
+class Quarantined:
+    """One quarantined report: the event of its batch, the batch id, its index in the batch, the
+    field that was wrong and why."""
+
+    seq: int
+    batch_id: str
+    index: int
+    field: str
+    message: str
+
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS events (seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, token TEXT NOT NULL, "
@@ -68,6 +82,8 @@ _SCHEMA = (
     "created DOUBLE PRECISION NOT NULL, UNIQUE (token, idem_key))",
     "CREATE TABLE IF NOT EXISTS models (version BIGINT PRIMARY KEY, seq BIGINT NOT NULL, rounds BIGINT NOT NULL, "
     "digest TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS quarantine (seq BIGINT NOT NULL, batch_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+    "field TEXT NOT NULL, message TEXT NOT NULL, created DOUBLE PRECISION NOT NULL, PRIMARY KEY (seq, idx))",
 )
 
 
@@ -122,8 +138,9 @@ class Store(ABC):
         seq, kind, tok, key, body, bh, resp = rows[0]
         return Event(int(seq), kind, tok, key, json.loads(body), bh, json.loads(resp))
 
-    def append(self, event: Event, model: ModelRow | None) -> None:
-        """Store ``event`` and (if the model changed) ``model`` in one transaction."""
+    def append(self, event: Event, model: ModelRow | None, quarantined: list[Quarantined] | None = None) -> None:
+        """Store ``event``, (if the model changed) ``model`` and the reports of the event quarantined
+        in one transaction."""
         now = time.time()
         stmts: list[tuple[str, tuple[Any, ...]]] = [(self._q("INSERT INTO events (seq, kind, token, idem_key, body, body_hash, response, created) "
                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
@@ -132,6 +149,9 @@ class Store(ABC):
         if model is not None:
             stmts.append((self._q("INSERT INTO models (version, seq, rounds, digest, created) VALUES (?, ?, ?, ?, ?)"),
                           (model.version, model.seq, model.rounds, model.digest, now)))
+        for q in quarantined or []:
+            stmts.append((self._q("INSERT INTO quarantine (seq, batch_id, idx, field, message, created) "
+                                  "VALUES (?, ?, ?, ?, ?, ?)"), (q.seq, q.batch_id, q.index, q.field, q.message, now)))
         self._transaction(stmts)
 
     def latest_model(self) -> ModelRow | None:
@@ -147,9 +167,14 @@ class Store(ABC):
         rows = self._execute("SELECT version, seq, rounds, digest FROM models ORDER BY version")
         return [ModelRow(int(v), int(s), int(r), d) for v, s, r, d in rows]
 
+    def quarantined(self) -> list[Quarantined]:
+        """Every quarantined report in acceptance order."""
+        rows = self._execute("SELECT seq, batch_id, idx, field, message FROM quarantine ORDER BY seq, idx")
+        return [Quarantined(int(s), str(b), int(i), str(f), str(m)) for s, b, i, f, m in rows]
+
     def wipe(self) -> None:
-        """Delete every event and model update (the configuration stays)."""
-        self._transaction([("DELETE FROM events", ()), ("DELETE FROM models", ())])
+        """Delete every event, model update and quarantined report (the configuration stays)."""
+        self._transaction([("DELETE FROM events", ()), ("DELETE FROM models", ()), ("DELETE FROM quarantine", ())])
 
 
 class SQLiteStore(Store):
