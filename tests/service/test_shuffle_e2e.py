@@ -119,3 +119,41 @@ def test_device_refuses_a_key_other_than_the_servers(stack: dict[str, Any]) -> N
         key = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()["public_key"]
         honest = ShuffleDevice(stack["shuffler"], CLIENT, http=http, server_key=key)
         assert honest.sealing_key(model) == key  # the honest shuffler relays the server's key
+
+
+def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(stack: dict[str, Any]) -> None:
+    """A malicious device seals garbage of exactly the padded size to the server's key: the shuffler
+    cannot tell and forwards it; the server quarantines it, fills its slot, and the model advances."""
+    import base64
+
+    from nacl import public as nacl_public
+
+    from privbandits.service.reports import ReportFormat
+    from privbandits.shuffle_client import ShuffleDevice
+
+    with httpx.Client(timeout=30) as http:
+        model = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()
+        fmt = ReportFormat.from_description(model["report"], model["problem"]["K"])
+        assert fmt is not None
+        evil = ShuffleDevice(stack["shuffler"], CLIENT2, http=http)
+        assigned = evil.assignment()
+        box = nacl_public.SealedBox(nacl_public.PublicKey(base64.b64decode(model["public_key"])))
+        garbage = {"sealed": base64.b64encode(box.encrypt(b"{" * fmt.sealed_size())).decode()}
+        res = http.post(stack["shuffler"] + "/v1/reports", json={"model_version": assigned.version,
+                                                                  "idempotency_key": "evil", "report": garbage},
+                        headers=auth(CLIENT2))
+        assert res.status_code == 202, res.text  # the envelope is right: the shuffler cannot see inside
+        run = simulate_shuffle_users(stack["shuffler"], [CLIENT], seed=5, rounds=30, http=http,
+                                     server_key=model["public_key"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            server_status = http.get(stack["server"] + "/v1/status").json()
+            shuffler_status = http.get(stack["shuffler"] + "/v1/status").json()
+            if server_status["model_version"] >= 2 and shuffler_status["server_quarantined"] == 1:
+                break
+            time.sleep(0.05)
+    assert run.reported > 0
+    assert server_status["quarantined"] == {"reports": 1, "by_field": {"sealed": 1}}
+    assert server_status["model_version"] >= 2  # the poisoned batch was applied and the next ones too
+    assert shuffler_status["server_quarantined"] == shuffler_status["server_filled"] == 1
+    assert shuffler_status["dead_letters"] == [] and shuffler_status["reports_quarantined"] == 0
