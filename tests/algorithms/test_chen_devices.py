@@ -424,6 +424,8 @@ def test_clip_rows_at_inside_and_beyond_the_bound() -> None:
     out = clip_rows(1e-160 * u, 0.5e-160) * 1e160  # subnormal squares: the norm is taken in scaled units
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 0.5, rtol=1e-12)
     np.testing.assert_allclose(clip_rows(1e-160 * u, 1e-160) * 1e160, u, rtol=1e-12)
+    tiny = np.array([[0.0, 0.0, 4.45e-309]])  # a subnormal row well inside: unchanged, no overflow warning
+    np.testing.assert_array_equal(clip_rows(tiny, 4.0), tiny)
     out = clip_rows(3.0 * u[:3], np.array([1.0, 3.0, 0.0]))  # one radius per row, radius 0
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), [1.0, 3.0, 0.0], rtol=1e-13)
 

@@ -57,7 +57,7 @@ def clip_rows(G: np.ndarray, bound: float | np.ndarray) -> np.ndarray:
     m = np.max(np.abs(G), axis=-1, initial=0.0)
     unit = G / np.where(m > 0.0, m, 1.0)[..., None]
     nrm = m * np.sqrt(np.einsum("...i,...i->...", unit, unit))
-    c = np.where(nrm > b, b / np.where(nrm > 0.0, nrm, 1.0), 1.0)
+    c = np.divide(b, nrm, out=np.ones_like(nrm), where=nrm > b)  # only longer rows: c < 1, no overflow
     out: np.ndarray = G * c[..., None]
     return out
 
