@@ -30,7 +30,9 @@ import argparse
 import copy
 import copyreg
 import json
+import os
 import re
+import signal
 import sys
 import traceback
 import types
@@ -637,6 +639,8 @@ def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], N
             return
         count += 1
         progress(case)
+        if CRASH_AT and CRASH_AT in case.text():  # the harness's own test: a crash mid-case
+            os.kill(os.getpid(), signal.SIGSEGV)
         try:
             run_case(w, case)
         except Mismatch as exc:
@@ -662,6 +666,8 @@ def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], N
 
 #: Terminal colour codes in numba's messages.
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: ``--crash-at``: the case (substring of its text) at which the worker kills itself with SIGSEGV.
+CRASH_AT = ""
 ENTRIES = ("select", "update", "choose", "randomize", "device_choose", "device_randomize", "choose_batch",
            "randomize_batch", "respond", "receive", "receive_batch", "collect")
 
@@ -673,7 +679,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--progress", required=True)
     ap.add_argument("--examples", type=int, default=0)
     ap.add_argument("--skip", default="", help="file of ALGORITHM::ENTRY done and case texts to skip, one a line")
+    ap.add_argument("--crash-at", default="", help="kill the worker (SIGSEGV) at this case (tests the harness)")
     ns = ap.parse_args(argv)
+    global CRASH_AT
+    CRASH_AT = ns.crash_at
     warnings.simplefilter("ignore")
     np.seterr(all="ignore")
     skip: set[str] = set()

@@ -1,0 +1,495 @@
+"""Every clip and projection of the library is tested at, just inside and beyond its bound (issue 28, item 2).
+
+:func:`clip_sites` reads the source of ``src/privbandits`` (its syntax tree, not its text) and lists
+every call that bounds a value: ``np.clip`` / ``.clip``, ``clip_*`` / ``project*`` /
+``*projection*`` helpers (``clip_scalar``, ``clip_l2``, ``clip_rows``, ``project_ball``,
+``Domain.project``, ...), the norm-clipping idioms ``np.minimum(1, s / norm)`` and
+``bound / norm if norm > bound``, and nested ``min(max(...))`` clamps.  Each site is named
+``path::function::callee#k`` (the ``k``-th such call in that function), so a new clip in a function
+is a new name.  :data:`INVENTORY` maps every name to the tests that reach that clip with a value
+out of its bound and check the output equals the bound, or to ``EXEMPT`` with the reason the clip
+is not part of any privacy guarantee.  The inventory test fails on a clip that is not listed, on a
+listed clip that no longer exists, and on a listed test that does not exist.
+
+The at-bound / just-inside / beyond tests of the clips of ``privacy/`` and ``core/`` follow; the
+device clips of the algorithms are tested beside each algorithm.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privbandits.core.convex import Domain
+from privbandits.core.errors import DataBoundError
+from privbandits.core.spec import EnvSpec
+from privbandits.privacy import cheu
+from privbandits.privacy.inputs import NORM_RTOL, check_device_inputs
+from privbandits.privacy.samplers import binomial_bits, clip_scalar, laplace_randomize
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "privbandits"
+
+#: Callee names that bound a value (besides np.clip and the idioms matched below).
+_BOUNDING = re.compile(r"^_?(clip|project)\w*$|projection|_project$")
+
+
+def _callee(node: ast.Call) -> str | None:
+    """The name of a bounding call, or None."""
+    f = node.func
+    args = node.args
+    if isinstance(f, ast.Attribute):
+        base = f.value.id if isinstance(f.value, ast.Name) else None
+        if f.attr == "clip":
+            return "np.clip" if base in ("np", "numpy") else ".clip"
+        if base in ("np", "numpy") and f.attr in ("minimum", "maximum") and args \
+                and isinstance(args[0], ast.Constant) and args[0].value in (1, 1.0):
+            return f"np.{f.attr}(1)"
+        return f".{f.attr}" if _BOUNDING.search(f.attr) else None
+    if isinstance(f, ast.Name):
+        if f.id in ("min", "max") and any(isinstance(a, ast.Call) and isinstance(a.func, ast.Name)
+                                          and a.func.id in ("min", "max") for a in args):
+            return "min-max"
+        if f.id == "min" and args and isinstance(args[0], ast.Constant) and args[0].value in (1, 1.0):
+            return "min(1)"
+        return f.id if _BOUNDING.search(f.id) else None
+    return None
+
+
+def _norm_ifexp(node: ast.IfExp) -> bool:
+    """``bound / norm if norm > bound else 1``."""
+    return isinstance(node.test, ast.Compare) and isinstance(node.body, ast.BinOp) and any(
+        isinstance(n, ast.Name) and "norm" in n.id for n in ast.walk(node.test))
+
+
+def clip_sites(root: Path = SRC) -> list[str]:
+    """Every bounding call of the package, as ``path::function::callee#k``."""
+    names: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        tree = ast.parse(path.read_text(), filename=str(path))
+        seen: Counter[str] = Counter()
+
+        def visit(node: ast.AST, scope: list[str], rel: str = rel, seen: Counter[str] = seen) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    visit(child, [*scope, child.name])
+                    continue
+                what = _callee(child) if isinstance(child, ast.Call) else (
+                    "norm-ifexp" if isinstance(child, ast.IfExp) and _norm_ifexp(child) else None)
+                if what is not None:
+                    key = f"{rel}::{'.'.join(scope) or '<module>'}::{what}"
+                    seen[key] += 1
+                    names.append(f"{key}#{seen[key]}")
+                visit(child, scope)
+
+        visit(tree, [])
+    return names
+
+
+#: A clip that is not part of any privacy guarantee, with the reason.
+EXEMPT = "exempt"
+
+#: Directories whose clips are exempt as a whole (no released quantity passes through them).
+EXEMPT_DIRS: dict[str, str] = {
+    "src/privbandits/envs/": "the simulated world (rewards, losses, data generation) before any user's device",
+    "src/privbandits/experiments/": "plots, worker counts and reports of finished results",
+    "src/privbandits/docgen/": "documentation generation",
+    "src/privbandits/privacy/audit/": "the auditor's own statistics (confidence intervals, candidate thresholds)",
+}
+
+T_SAMPLERS = "tests/privacy/test_samplers.py"
+T_SHUFFLE = "tests/privacy/test_shuffle.py"
+T_HERE = "tests/test_clip_inventory.py"
+
+#: Every clip site (outside :data:`EXEMPT_DIRS`) -> the tests that drive it beyond its bound, or
+#: ``(EXEMPT, reason)``.
+INVENTORY: dict[str, tuple[str, ...]] = {
+    # -- privacy/ ---------------------------------------------------------------------------------
+    "src/privbandits/privacy/samplers.py::clip_scalar::min-max#1": (
+        f"{T_SAMPLERS}::test_clip_scalar", f"{T_HERE}::test_clip_scalar_at_inside_and_beyond_the_bound"),
+    "src/privbandits/privacy/samplers.py::laplace_randomize::clip_scalar#1": (
+        f"{T_HERE}::test_laplace_randomize_clips_before_the_noise",),
+    "src/privbandits/privacy/samplers.py::binomial_bits::min-max#1": (
+        f"{T_HERE}::test_binomial_bits_clamps_the_rounded_value",),
+    "src/privbandits/privacy/cheu.py::encode_vectors::_project_rows#1": (
+        f"{T_SHUFFLE}::test_vector_norm_projection_not_coordinate_clipping",
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound"),
+    "src/privbandits/privacy/cheu.py::encode_vectors::np.clip#1": (
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",),
+    "src/privbandits/privacy/cheu.py::encode_matrices::_project_rows#1": (
+        f"{T_SHUFFLE}::test_matrix_frobenius_projection", f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound"),
+    "src/privbandits/privacy/cheu.py::encode_matrices::np.clip#1": (
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",),
+    "src/privbandits/privacy/cheu.py::encode_rank_one::np.clip#1": (
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",),
+    "src/privbandits/privacy/cheu.py::aggregate_sum::np.clip#1": (
+        f"{T_HERE}::test_cheu_aggregate_release_clamps_the_scaled_inputs",),
+    "src/privbandits/privacy/cheu.py::aggregate_release::np.clip#1": (
+        f"{T_HERE}::test_cheu_aggregate_release_clamps_the_scaled_inputs",),
+    "src/privbandits/privacy/amplification.py::numerical_delta::min(1)#1": (
+        EXEMPT, "a probability (delta) capped at 1: accounting arithmetic, no data"),
+    "src/privbandits/privacy/binomial_accounting.py::binomial_sum_delta::min(1)#1": (
+        EXEMPT, "a probability (delta) capped at 1: accounting arithmetic, no data"),
+    # -- core/ ------------------------------------------------------------------------------------
+    "src/privbandits/core/convex.py::Domain.project::np.clip#1": (
+        f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",),
+    "src/privbandits/core/convex.py::Domain.project::np.minimum(1)#1": (
+        f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",),
+    "src/privbandits/core/public_space.py::PublicField.draw::np.clip#1": (
+        EXEMPT, "draws members of a public-state space for adversarial tests"),
+    # -- the auditor --------------------------------------------------------------------------------
+    "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
+        EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),
+    "src/privbandits/auditing.py::AdversarialServer._perturb::np.minimum(1)#1": (
+        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+    "src/privbandits/auditing.py::_perturb_field::np.clip#1": (
+        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+    "src/privbandits/auditing.py::_perturb_field::np.clip#2": (
+        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+    "src/privbandits/auditing.py::_perturb_field::np.clip#3": (
+        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+    "src/privbandits/auditing.py::_perturb_field::np.minimum(1)#1": (
+        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+    # -- device clips of the local and shuffle algorithms ---------------------------------------------
+    "src/privbandits/algorithms/bco/privatizer.py::encode_differences::clip_scalar#1": (
+        "tests/algorithms/test_bco_devices.py::test_difference_clip_at_inside_and_beyond_the_bound",),
+    "src/privbandits/algorithms/ldp_onepoint/privatizer.py::encode_values::clip_scalar#1": (
+        "tests/algorithms/test_bco_devices.py::test_value_clip_at_inside_and_beyond_the_range",
+        "tests/algorithms/test_ldp_onepoint.py::test_clipping_puts_every_value_in_range"),
+    "src/privbandits/algorithms/hanna/local.py::LocalClient.encode::np.clip#1": (
+        "tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",),
+    "src/privbandits/algorithms/hanna/shuffle.py::ShuffleClient.encode::np.clip#1": (
+        "tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",),
+    "src/privbandits/algorithms/ldp_glb/randomizers.py::ols_statistic::clip_l2#1": (
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_statistic_is_computed_from_the_clipped_data",),
+    "src/privbandits/algorithms/ldp_glb/randomizers.py::ols_statistic::clip_scalar#1": (
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_statistic_is_computed_from_the_clipped_data",
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_clips_rewards_and_depends_on_data_only_through_the_statistic"),
+    "src/privbandits/algorithms/ldp_glb/randomizers.py::sgd_gradient::clip_l2#1": (
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_sgd_client_unbiased_for_clipped_gradient",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_ucb.py::_encode::clip_l2#1": (
+        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_ucb.py::_encode::clip_scalar#1": (
+        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_l2#1": (
+        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_gloc_clipped_gradient_and_relabel_bounds",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_l2#2": (
+        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::_clip_nan#1": (
+        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::_clip_nan#2": (
+        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",),
+    # -- the Chen et al. regression primitives (device and curator) -----------------------------------
+    "src/privbandits/regression/reweighted.py::reweighted_gradient::np.clip#1": (
+        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_prediction",),
+    "src/privbandits/regression/reweighted.py::reweighted_gradient::np.clip#2": (
+        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_response",),
+    "src/privbandits/regression/reweighted.py::reweighted_gradient::clip_rows#1": (
+        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_gradient_norm",
+        "tests/algorithms/test_chen_devices.py::test_clip_rows_at_inside_and_beyond_the_bound"),
+    "src/privbandits/regression/dimfree.py::improper_sgd_gradients::np.clip#1": (
+        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",),
+    "src/privbandits/regression/dimfree.py::improper_sgd_gradients::np.clip#2": (
+        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",),
+    "src/privbandits/regression/dimfree.py::improper_sgd_gradients::clip_rows#1": (
+        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",
+        "tests/algorithms/test_chen_devices.py::test_clip_rows_at_inside_and_beyond_the_bound"),
+    "src/privbandits/regression/normalization.py::normalization_encode::clip_rows#1": (
+        "tests/algorithms/test_chen_devices.py::test_normalization_message_is_clipped_to_the_operator_norm",),
+    # -- post-processing of released (already private) quantities, and public constants -------------
+    "src/privbandits/algorithms/bco/fkm.py::FKM.update::.project#1": (
+        EXEMPT, "projection of the non-private learner's iterate onto its domain (no privacy claim)"),
+    "src/privbandits/algorithms/bco/two_point.py::TwoPointState.step::.project#1": (
+        EXEMPT, "the server's iterate projected onto the domain: post-processing of privatized differences"),
+    "src/privbandits/algorithms/chen/planning.py::Board.bounds::np.clip#1": (
+        EXEMPT, "confidence bounds computed from released estimates: post-processing"),
+    "src/privbandits/algorithms/chen/planning_kernel.py::select_planned::min-max#1": (
+        EXEMPT, "predicted means of released estimates clamped into the link's range: post-processing"),
+    "src/privbandits/algorithms/chen/squarecb.py::SquareCB.select::np.clip#1": (
+        EXEMPT, "the curator's predicted means clamped before the inverse-gap weighting: a choice, no release"),
+    "src/privbandits/algorithms/chen/squarecb_ldp.py::SquareCBLDPClient.choose::np.clip#1": (
+        EXEMPT, "the device's predicted means clamped before choosing: the choice is not sent"),
+    "src/privbandits/algorithms/gloc.py::mahalanobis_ball_projection::mahalanobis_ball_projection_row#1": (
+        EXEMPT, "projection of the non-private GLOC iterate (and of server-side iterates): post-processing"),
+    "src/privbandits/algorithms/gloc.py::_update::mahalanobis_ball_projection_row#1": (
+        EXEMPT, "projection of the non-private GLOC iterate: no privacy claim"),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_update::project_blocks#1": (
+        EXEMPT, "the server's iterate projected onto W: post-processing of privatized messages"),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_update::project_ball#1": (
+        EXEMPT, "the server's iterate projected onto W: post-processing of privatized messages"),
+    "src/privbandits/algorithms/ldp_zheng/ridge.py::ridge_refresh::project_ball#1": (
+        EXEMPT, "the server's ridge estimate projected onto W: post-processing of privatized messages"),
+    "src/privbandits/algorithms/linalg.py::project_blocks::project_ball#1": (
+        EXEMPT, "helper of server-side projections (post-processing)"),
+    "src/privbandits/algorithms/ldp_zheng/calibration.py::outer_vector_sensitivity::min-max#1": (
+        EXEMPT, "a sensitivity constant computed from the declared bounds (accounting arithmetic, no data)"),
+    "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_iterations::min-max#1": (
+        EXEMPT, "an iteration count from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/optim.py::dppgd_iterations::min-max#1": (
+        EXEMPT, "an iteration count from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/optim.py::_project::project_ellipsoid#1": (
+        EXEMPT, "projection of the DP-PGD iterate onto the constraint set: post-processing of noisy gradients"),
+    "src/privbandits/algorithms/sarmasarkar/optim.py::dppgd::_project#1": (
+        EXEMPT, "projection of the DP-PGD iterate onto the constraint set: post-processing of noisy gradients"),
+    "src/privbandits/algorithms/sarmasarkar/optim.py::newton_mle::_project#1": (
+        EXEMPT, "projection of a non-private MLE iterate (warm-up, no release)"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::ShuffleGLMServer._gd_step::np.minimum(1)#1": (
+        EXEMPT, "the analyzer's iterate projected onto the ball: post-processing of shuffled releases"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::practical_warmup::min-max#1": (
+        EXEMPT, "a schedule length from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::practical_warmup::min-max#2": (
+        EXEMPT, "a schedule length from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::batch_lengths::min-max#1": (
+        EXEMPT, "a schedule length from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::pgd_iterations::min-max#1": (
+        EXEMPT, "an iteration count from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::pgd_theory_rounds::min-max#1": (
+        EXEMPT, "an iteration count from public parameters"),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::shuffle_plan::min-max#1": (
+        EXEMPT, "a schedule length from public parameters"),
+    "src/privbandits/regression/audit.py::reweighted_normalization_spec::_projected#1": (
+        EXEMPT, "the regression audit's test statistic"),
+    "src/privbandits/regression/audit.py::reweighted_gradient_spec::_projected#1": (
+        EXEMPT, "the regression audit's test statistic"),
+    "src/privbandits/regression/audit.py::ssp_ridge_spec::_projected#1": (
+        EXEMPT, "the regression audit's test statistic"),
+    "src/privbandits/regression/audit.py::improper_sgd_spec::_projected#1": (
+        EXEMPT, "the regression audit's test statistic"),
+    "src/privbandits/regression/audit.py::improper_sgd_ldp_spec::_projected#1": (
+        EXEMPT, "the regression audit's test statistic"),
+    "src/privbandits/regression/dimfree.py::ImproperBatchSGD.steps::min-max#1": (
+        EXEMPT, "a step count from public parameters"),
+    "src/privbandits/regression/reweighted.py::ReweightedRegression.plan::min-max#1": (
+        EXEMPT, "a batch plan from public parameters"),
+    "src/privbandits/regression/reweighted.py::reweighted_gd::project#1": (
+        EXEMPT, "projection of the server's iterate onto the ball: post-processing of released gradients"),
+    "src/privbandits/regression/normalization.py::spectral_step::psd_project#1": (
+        EXEMPT, "PSD projection of a released noisy matrix: post-processing"),
+    "src/privbandits/regression/normalization.py::learn_normalization::psd_project#1": (
+        EXEMPT, "PSD projection of a released noisy matrix: post-processing"),
+    "src/privbandits/regression/estimate.py::RegressionEstimate.predict::np.clip#1": (
+        EXEMPT, "predictions of a released estimate clamped into the link's range: post-processing"),
+    "src/privbandits/regression/experiment.py::covariates::np.maximum(1)#1": (
+        EXEMPT, "the regression study's synthetic covariates (the simulated world)"),
+    "src/privbandits/regression/experiment.py::seed_rows::np.clip#1": (
+        EXEMPT, "the regression study's coverage metric of finished estimates"),
+    "src/privbandits/regression/experiment.py::bandit_coverage_rows::np.clip#1": (
+        EXEMPT, "the regression study's coverage metric of finished estimates"),
+}
+
+
+def _exempt_dir(site: str) -> str | None:
+    return next((why for d, why in EXEMPT_DIRS.items() if site.startswith(d)), None)
+
+
+def _test_exists(node_id: str) -> bool:
+    path, _, name = node_id.partition("::")
+    file = ROOT / path
+    if not file.is_file() or not name:
+        return False
+    func = name.split("::")[-1].split("[")[0]
+    return re.search(rf"^\s*(async\s+)?def {re.escape(func)}\(", file.read_text(), re.MULTILINE) is not None
+
+
+def test_every_clip_is_in_the_inventory() -> None:
+    sites = [s for s in clip_sites() if _exempt_dir(s) is None]
+    assert len(sites) > 20, "the scan found almost no clips: is the pattern broken?"
+    missing = [s for s in sites if s not in INVENTORY]
+    assert not missing, ("clip / projection calls without an entry in INVENTORY (add the test that drives each "
+                         "beyond its bound and checks the output equals the bound, or an EXEMPT reason):\n  "
+                         + "\n  ".join(missing))
+
+
+def test_the_inventory_lists_only_existing_clips_and_tests() -> None:
+    sites = set(clip_sites())
+    stale = [s for s in INVENTORY if s not in sites]
+    assert not stale, "INVENTORY entries for clips that no longer exist (rename or remove them):\n  " + "\n  ".join(stale)
+    for site, tests in INVENTORY.items():
+        assert tests, site
+        if tests[0] == EXEMPT:
+            assert len(tests) == 2 and len(tests[1]) > 10, f"{site}: an exemption needs its reason"
+            continue
+        absent = [t for t in tests if not _test_exists(t)]
+        assert not absent, f"{site}: listed tests that do not exist: {absent}"
+
+
+def test_the_scan_finds_each_kind_of_clip(tmp_path: Path) -> None:
+    """The scanner sees every idiom it claims to (so a clip written one of these ways is never missed)."""
+    pkg = tmp_path / "src" / "privbandits"
+    pkg.mkdir(parents=True)
+    (pkg / "m.py").write_text(
+        "import numpy as np\n"
+        "def f(v, y, lo, hi, norm, bound, dom):\n"
+        "    a = np.clip(y, lo, hi)\n"
+        "    b = y.clip(lo, hi)\n"
+        "    c = clip_scalar(y, lo, hi)\n"
+        "    clip_l2(v, bound)\n"
+        "    d = dom.project(v)\n"
+        "    e = v * np.minimum(1.0, bound / norm)\n"
+        "    s = bound / norm if norm > bound else 1.0\n"
+        "    g = min(max(y, lo), hi)\n"
+        "    h = np.clip(a, lo, hi)\n"
+        "    return mahalanobis_ball_projection(v)\n")
+    import tests.test_clip_inventory as me
+
+    old = me.ROOT
+    me.ROOT = tmp_path
+    try:
+        found = clip_sites(pkg)
+    finally:
+        me.ROOT = old
+    kinds = sorted(s.split("::")[-1] for s in found)
+    assert kinds == sorted(["np.clip#1", ".clip#1", "clip_scalar#1", "clip_l2#1", ".project#1",
+                            "np.minimum(1)#1", "norm-ifexp#1", "min-max#1", "np.clip#2",
+                            "mahalanobis_ball_projection#1"]), kinds
+
+
+# -- privacy/samplers ------------------------------------------------------------------------------
+@pytest.mark.parametrize("lo, hi", [(-1.0, 1.0), (0.0, 2.5), (-3.0, -0.5)])
+def test_clip_scalar_at_inside_and_beyond_the_bound(lo: float, hi: float) -> None:
+    eps = 1e-9 * (hi - lo)
+    assert clip_scalar(hi, lo, hi) == hi and clip_scalar(lo, lo, hi) == lo
+    assert clip_scalar(hi - eps, lo, hi) == hi - eps and clip_scalar(lo + eps, lo, hi) == lo + eps
+    for beyond in (hi + eps, hi + 1.0, 1e300, math.inf):
+        assert clip_scalar(beyond, lo, hi) == hi
+    for beyond in (lo - eps, lo - 1.0, -1e300, -math.inf):
+        assert clip_scalar(beyond, lo, hi) == lo
+
+
+def test_laplace_randomize_clips_before_the_noise() -> None:
+    """A reward beyond the range gets exactly the report of the reward at the bound (same noise)."""
+    lo, hi = -1.0, 1.0
+    scale = np.full(4, 0.5)
+
+    def report(y: list[float], seed: int = 3) -> np.ndarray:
+        out = np.empty(4)
+        laplace_randomize(np.random.default_rng(seed), np.array(y), lo, hi, scale, out)
+        return out
+
+    at = report([hi, lo, hi, lo])
+    np.testing.assert_array_equal(report([hi + 1e-9, lo - 1e-9, 1e300, -1e300]), at)
+    inside = report([hi - 1e-6, lo + 1e-6, 0.25, lo])
+    np.testing.assert_allclose(inside - at, [-1e-6, 1e-6, 0.25 - hi, 0.0], atol=1e-12)
+
+
+def test_binomial_bits_clamps_the_rounded_value() -> None:
+    """``w g / Delta`` is clamped into ``[0, 2 g]`` before rounding: beyond either end, the bits are
+    those of the end (same generator), inside they follow the input."""
+    g, b, p, Delta = 3.5, 4, 0.25, 2.0
+    for seed in range(40):
+        def bits(w: float) -> int:
+            return binomial_bits(np.random.default_rng(seed), w, g, b, p, Delta)
+
+        assert bits(2 * Delta * (1 + 1e-9)) == bits(1e300) == bits(2 * Delta)
+        assert bits(-1e-9) == bits(-1e300) == bits(0.0)
+    # inside: the rounding of u = w g / Delta lands on floor(u) or floor(u) + 1 (plus the binomial bits)
+    seen = {binomial_bits(np.random.default_rng(s), Delta, g, 0, p, Delta) for s in range(200)}
+    assert seen == {3, 4}  # u = g = 3.5: neither clamped end (0 or 7)
+
+
+# -- privacy/cheu ----------------------------------------------------------------------------------
+def test_cheu_encodings_project_onto_the_norm_bound() -> None:
+    """Vectors / matrices / rank-one inputs at, just inside and beyond Delta: beyond lands on the
+    bound (direction kept), the others are unchanged, and every encoded entry is in [0, 2 Delta]."""
+    Delta = 1.5
+    u = np.array([0.6, -0.8])
+    for scale, clipped in ((1.0, False), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True), (1e150, True)):
+        v = (scale * Delta) * u
+        w, n = cheu.encode_vectors(v[None], Delta)
+        assert n == int(clipped)
+        want = Delta * u if clipped else v
+        np.testing.assert_allclose(w[0] - Delta, want, rtol=1e-12, atol=1e-12 * Delta)
+        assert w.min() >= 0.0 and w.max() <= 2 * Delta
+        if clipped:
+            with pytest.raises(DataBoundError):
+                cheu.encode_vectors(v[None], Delta, norm_policy="reject")
+    # a vector at the bound along an axis: the biased entry is exactly 2 Delta (the np.clip guards rounding)
+    w, _ = cheu.encode_vectors(np.array([[Delta * (1 + 1e-15), 0.0]]), Delta)
+    assert w[0, 0] == 2 * Delta and w[0, 1] == Delta
+    # matrices: Frobenius norm
+    X = np.array([[1.0, 2.0], [2.0, -1.0]])
+    fro = float(np.linalg.norm(X))
+    for scale, clipped in ((1.0, False), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True)):
+        M = X * (scale * Delta / fro)
+        w, n = cheu.encode_matrices(M[None], Delta)
+        assert n == int(clipped)
+        want = (X * Delta / fro) if clipped else M
+        np.testing.assert_allclose(w[0] - Delta, want[np.triu_indices(2)], rtol=1e-12, atol=1e-12)
+        assert w.min() >= 0.0 and w.max() <= 2 * Delta
+    # rank one: w ||x||^2 against Delta
+    x = np.array([0.6, 0.8])
+    for weight, clipped in ((Delta, False), (Delta * (1 - 1e-9), False), (Delta * (1 + 1e-9), True), (1e9, True)):
+        w, n = cheu.encode_rank_one(x[None], np.array([weight]), Delta)
+        assert n == int(clipped)
+        eff = Delta if clipped else weight
+        np.testing.assert_allclose(w[0] - Delta, (eff * np.outer(x, x))[np.triu_indices(2)], rtol=1e-12, atol=1e-12)
+        assert w.min() >= 0.0 and w.max() <= 2 * Delta
+
+
+def test_cheu_aggregate_release_clamps_the_scaled_inputs() -> None:
+    """Encoded inputs a rounding error above 2 Delta (accepted by the range check) are clamped to
+    exactly 2 g: the release equals that of inputs at 2 Delta, drawn with the same generator."""
+    params = cheu.theory_params(4, 2, 1.0, 0.1, 1.0)
+    at = np.full((1, 4, params.n_labels), 2.0 * params.Delta)
+    at[0, :, 1] = 0.0
+    above = at.copy()
+    above[0, :, 0] *= 1 + 1e-13
+    above[0, :, 1] = -0.0
+    inside = at.copy()
+    inside[0, :, 0] = 1.5 * params.Delta  # u = 0.75 (2 g), an integer here: rounded without randomness
+    assert params.g == 4.0
+    for fn in (cheu.aggregate_sum, lambda w, p, r: cheu.aggregate_release(w, p, r)["ones"]):
+        a = np.asarray(fn(above, params, np.random.default_rng(5)))
+        b = np.asarray(fn(at, params, np.random.default_rng(5)))
+        np.testing.assert_array_equal(a, b)
+        c = np.asarray(fn(inside, params, np.random.default_rng(5)))
+        assert c[0, 0] < b[0, 0] and c[0, 1] == b[0, 1]
+
+
+# -- core/convex -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["box", "ball"])
+@pytest.mark.parametrize("shrink", [0.0, 0.25])
+def test_domain_projection_at_inside_and_beyond_the_boundary(kind: str, shrink: float) -> None:
+    dom = Domain(kind, 2.0, 3)
+    s = (1 - shrink) * 2.0
+    u = np.array([0.48, -0.6, 0.64])  # unit vector
+    edge = (s * u / np.abs(u).max()) if kind == "box" else s * u
+    # (a point beyond 1e154 overflows the squared norm and is projected onto the centre: inside the
+    # domain, so no bound is broken; the boundary is not reached either)
+    for factor, moved in ((1.0, False), (1 - 1e-9, False), (1 + 1e-9, True), (10.0, True), (1e100, True)):
+        x = factor * edge
+        p = dom.project(x[None], shrink)[0]
+        if not moved:
+            np.testing.assert_array_equal(p, x)
+        elif kind == "box":
+            np.testing.assert_allclose(np.abs(p).max(), s, rtol=1e-15)
+            assert np.abs(p).max() <= s
+        else:
+            np.testing.assert_allclose(np.linalg.norm(p), s, rtol=1e-12)
+            np.testing.assert_allclose(p / np.linalg.norm(p), u, rtol=1e-12)
+
+
+# -- privacy/inputs --------------------------------------------------------------------------------
+@pytest.mark.parametrize("setting", ["single", "multi"])
+def test_device_inputs_norm_bound_at_inside_and_beyond(setting: str) -> None:
+    spec = EnvSpec(d=3, K=2, setting=setting, horizon=10, context_bound=2.0)
+    u = np.array([0.48, -0.6, 0.64])
+    shape = (1, 2, 3) if setting == "single" else (1, 3)
+
+    def ctx(norm: float) -> np.ndarray:
+        return np.broadcast_to(norm * u, shape).copy()
+
+    for norm in (2.0, 2.0 * (1 - 1e-9), 2.0 * (1 + NORM_RTOL / 4)):
+        X, _, _ = check_device_inputs(spec, ctx(norm), [0], [0.5])
+        np.testing.assert_array_equal(X, ctx(norm))
+    for norm in (2.0 * (1 + 4 * NORM_RTOL), 3.0, 1e200):
+        with pytest.raises(DataBoundError, match="context_bound"):
+            check_device_inputs(spec, ctx(norm), [0], [0.5])
+        check_device_inputs(spec, ctx(norm), bound=False)  # the choice stays on the device: finite is enough
