@@ -139,12 +139,25 @@ def entries(w: World) -> dict[str, tuple[str, ...]]:
         out["randomize_batch"] = ("public", "contexts", "actions", "rewards")
     if type(client).respond is not Client.respond:
         out["respond"] = ("t", "public")
+    if w.kind == "local" and _sdk() is not None:
+        out["sdk_choose"] = ("t", "public", "contexts")
+        out["sdk_privatize"] = ("t", "public", "contexts", "actions", "rewards")
     if w.kind == "local":
         out["receive"] = ("message",)
     else:
         out["receive_batch"] = ("batch",)
         out["collect"] = ("message",)
     return out
+
+
+def _sdk() -> Any:
+    """The device SDK's module (None when it cannot be imported)."""
+    for name in ("privbandits.service.device.client", "privbandits.client"):
+        try:
+            return __import__(name, fromlist=["DeviceClient"])
+        except ImportError:
+            continue
+    return None
 
 
 # -- mutations -------------------------------------------------------------------------------------
@@ -230,7 +243,8 @@ def array_mutations(kind: str) -> list[str]:
 def mutate_array(a: np.ndarray, name: str, pos: int, K: int) -> tuple[Any, str]:
     """``a`` mutated by ``name`` and the default expectation."""
     if name in SHAPE:
-        return SHAPE[name](np.asarray(a), pos), "error"
+        out = SHAPE[name](np.asarray(a), pos)
+        return out, "same" if np.shape(out) == np.shape(a) else "error"
     if name in DTYPE:
         fn, expect = DTYPE[name]
         return fn(np.asarray(a), pos), expect
@@ -250,13 +264,15 @@ def public_mutations(w: World) -> list[str]:
     return names + list(PUBLIC_EXTRA)
 
 
-def mutate_public(w: World, client: Any, name: str, pos: int, R_users: int) -> tuple[Any, str]:
+def mutate_public(w: World, client: Any, name: str, pos: int, R_users: int,
+                  base: Any = None) -> tuple[Any, str]:
     """A malformed public state; the expectation comes from the declared space when there is one."""
     from privbandits.core.errors import PrivbanditsError
     from privbandits.core.messages import PublicState
     from privbandits.core.public_space import dims_of
 
-    honest = dict(w.public)
+    base = w.public if base is None else base
+    honest = dict(base)
     keys = sorted(honest)
     space = client.public_space() if hasattr(client, "public_space") else None
     dims = dims_of(w.spec, R_users)
@@ -273,7 +289,7 @@ def mutate_public(w: World, client: Any, name: str, pos: int, R_users: int) -> t
     elif name == "none":
         return None, "error"
     elif name == "plain_dict":
-        return dict(w.public), "same"
+        return dict(base), "same"
     elif name in ("draw", "draw_extreme"):
         if space is None:
             return PublicState(honest), "same"
@@ -430,6 +446,14 @@ def _call(w: World, entry: str, args: dict[str, Any]) -> Any:
         return c.randomize_batch(t, args["public"], args["contexts"], args["actions"], args["rewards"], rng)
     if entry == "respond":
         return c.respond(t, args["public"], rng)
+    if entry in ("sdk_choose", "sdk_privatize"):
+        sdk = _sdk()
+        dev = sdk.DeviceClient("http://device.invalid", "token", algorithm=alg, http=object(),
+                               rng_policy=np.random.default_rng(7), rng_client=np.random.default_rng(7))
+        model = sdk.ModelSnapshot(t, args["public"], {"guarantee": {"text": str(alg.guarantee)}})
+        if entry == "sdk_choose":
+            return dev.choose(args["contexts"], model)
+        return dev.privatize(args["contexts"], args["actions"], args["rewards"], model)
     if entry == "receive":
         alg.server.receive(t, args["message"])
         return protocol.check_public(alg.server.public_state())
@@ -451,8 +475,17 @@ def honest_args(w: World, entry: str) -> dict[str, Any]:
                 "rewards": np.stack([w.r, w.r])}
     if entry == "respond":
         return {"t": T, "public": w.public}
+    if entry in ("sdk_choose", "sdk_privatize"):  # one user: no replication axis
+        return {"t": T, "public": _first_user(w.public), "contexts": w.X[0], "actions": w.a[0], "rewards": w.r[0]}
     return {"t": T, "public": w.public, "contexts": w.X, "actions": w.a, "rewards": w.r, "message": w.msg,
             "batch": w.batch}
+
+
+def _first_user(public: Any) -> Any:
+    """The public state a single device receives: the first row of every per-user field."""
+    from privbandits.core.messages import PublicState
+
+    return PublicState({k: (v[:1] if np.ndim(v) and np.shape(v)[0] == R else v) for k, v in public.items()})
 
 
 def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
@@ -463,6 +496,9 @@ def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
         args["t"], expect = TIMES[case.mutation]
         return args, expect
     if case.arg == "public":
+        if case.entry.startswith("sdk_"):
+            args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, 1, args["public"])
+            return args, expect
         users = np.asarray(args["contexts"]).shape[-3 if w.spec.setting == "single" else -2] \
             if "contexts" in args and not w.convex else R
         args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, users)
@@ -480,9 +516,6 @@ def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
     if kind == "contexts" and case.mutation in ("grow_first", "shrink_first", "empty_first") and not batched \
             and case.entry in ("choose", "device_choose"):
         expect = "valid"  # another number of users is a valid call on the device
-    if kind == "contexts" and case.mutation in ("huge", "-huge", "big") and case.entry not in (
-            "choose", "device_choose", "choose_batch", "select"):
-        expect = "valid"  # above the norm bound: an error (or a clipped message)
     return args, expect
 
 
@@ -494,12 +527,12 @@ def canonical(args: dict[str, Any], case: Case, w: World) -> dict[str, Any]:
     if case.arg == "t":
         out["t"] = int(args["t"])
     elif case.arg == "public":
-        out["public"] = w.public if args["public"] is None else PublicState(
+        out["public"] = honest_args(w, case.entry)["public"] if args["public"] is None else PublicState(
             {k: np.array(v) for k, v in dict(args["public"]).items()})
     elif case.arg in ("contexts", "rewards") or (case.arg == "actions" and w.convex):
-        out[case.arg] = np.ascontiguousarray(np.asarray(args[case.arg], dtype=float))
+        out[case.arg] = np.array(np.asarray(args[case.arg], dtype=float))  # a C-contiguous copy, same shape
     elif case.arg == "actions":
-        out["actions"] = np.ascontiguousarray(np.asarray(args["actions"], dtype=float).astype(np.int64))
+        out["actions"] = np.array(np.asarray(args["actions"], dtype=float).astype(np.int64))
     return out
 
 
@@ -509,6 +542,20 @@ def check_output(w: World, case: Case, args: dict[str, Any], out: Any) -> None:
 
     K = w.spec.K
     e = case.entry
+    if e == "sdk_choose":
+        if not isinstance(out, int) or not 0 <= out < K:
+            raise Mismatch(f"returned {out!r}; expected an arm index in [0, {K})")
+        return
+    if e == "sdk_privatize":
+        report = out.get("report") if isinstance(out, dict) else None
+        if not isinstance(report, dict) or set(report) != set(w.msg.payload):
+            raise Mismatch(f"returned {_short(out)}; expected a report with fields {sorted(w.msg.payload)}")
+        for k, v in report.items():
+            v = np.asarray(v)
+            h = np.asarray(w.msg.payload[k])
+            if v.shape != h.shape[1:] or (v.size and not np.isfinite(v.astype(float)).all()):
+                raise Mismatch(f"report field {k!r} has shape {v.shape} (honest {h.shape[1:]}) or non-finite values")
+        return
     if e in ("choose", "device_choose", "select", "update", "choose_batch"):
         a = np.asarray(out)
         if w.convex:
@@ -669,7 +716,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: ``--crash-at``: the case (substring of its text) at which the worker kills itself with SIGSEGV.
 CRASH_AT = ""
 ENTRIES = ("select", "update", "choose", "randomize", "device_choose", "device_randomize", "choose_batch",
-           "randomize_batch", "respond", "receive", "receive_batch", "collect")
+           "randomize_batch", "respond", "sdk_choose", "sdk_privatize", "receive", "receive_batch", "collect")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -679,6 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--progress", required=True)
     ap.add_argument("--examples", type=int, default=0)
     ap.add_argument("--skip", default="", help="file of ALGORITHM::ENTRY done and case texts to skip, one a line")
+    ap.add_argument("--entries", default="", help="comma-separated entry points to fuzz (default: all)")
     ap.add_argument("--crash-at", default="", help="kill the worker (SIGSEGV) at this case (tests the harness)")
     ns = ap.parse_args(argv)
     global CRASH_AT
@@ -715,8 +763,9 @@ def main(argv: list[str] | None = None) -> int:
                    "error": f"{type(exc).__name__}: {exc}"})
             write({"type": "done", "alg": name, "entry": "reset", "cases": 1})
             continue
+        only = set(filter(None, ns.entries.split(",")))
         for entry in entries(w):
-            if f"{name}::{entry}" in skip:
+            if f"{name}::{entry}" in skip or (only and entry not in only):
                 continue
             n = fuzz_entry(w, entry, ns.examples, progress, report, skip)
             write({"type": "done", "alg": name, "entry": entry, "cases": n})
