@@ -34,10 +34,11 @@ from privbandits.algorithms.calibration import Calibration, CalibrationWarning
 from privbandits.algorithms.kernel import LocalKernel
 from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import NotResetError, TrustBoundaryError, ValidationError
+from privbandits.core.links import get_link
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
 from privbandits.core.public_space import PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import make_streams
-from privbandits.core.spec import EnvSpec
+from privbandits.core.spec import SETTINGS, EnvSpec
 from privbandits.engine import protocol
 from privbandits.engine.aggregate import supports_aggregate
 from privbandits.engine.batches import supports_batches
@@ -53,6 +54,7 @@ __all__ = [
     "SkipCheck",
     "check_adversarial_server",
     "check_common_random_numbers",
+    "check_default_calibration",
     "check_determinism",
     "check_encode_randomize",
     "check_guarantee",
@@ -60,6 +62,7 @@ __all__ = [
     "check_memory_safe_inputs",
     "check_parameter_contract",
     "check_public_space_validation",
+    "check_raw_output_rejected",
     "check_reference_equals_compiled",
     "check_trust_boundary",
 ]
@@ -132,6 +135,17 @@ def check_parameter_contract(case: Case) -> None:
     if cls.trust_model == "local":
         assert not issubclass(cls, ShuffleAlgorithm), "a shuffle algorithm declares trust_model='shuffle'"
     assert isinstance(cls.paper, str) and cls.paper, "cite the paper (class attribute `paper`)"
+    assert cls.settings and set(cls.settings) <= set(SETTINGS), f"settings {cls.settings} not in {SETTINGS}"
+    assert cls.links, "declare the supported links (('*',) = any)"
+    for link in cls.links:
+        if link != "*":
+            assert get_link(link).name == link, f"link {link!r} is an alias; use the canonical name"
+    assert cls.test_envs and set(cls.test_envs) <= {"synthetic", "finite", "convex"}, cls.test_envs
+    assert isinstance(cls.test_params, tuple) and cls.test_params, "test_params is a non-empty tuple of dicts"
+    for p in cls.test_params:
+        assert isinstance(p, dict) and set(p) <= set(cls.param_names()), (p, cls.param_names())
+    if "finite" in cls.test_envs:
+        assert "single" in cls.settings, "a finite action set is a single-parameter problem"
     missing = set(cls.param_names()) - set(cls.all_constraints())
     assert not missing, f"parameters without a declared constraint: {sorted(missing)}"
     alg = case.make()
@@ -171,6 +185,9 @@ def check_invalid_parameters(case: Case) -> None:
     except ValidationError as exc:
         if "not_a_parameter" not in str(exc):
             failures.append(f"an unknown keyword's error does not name it: {exc}")
+        unlisted = [p for p in cls.param_names() if p not in str(exc)]
+        if unlisted:
+            failures.append(f"an unknown keyword's error does not list the parameters {unlisted}: {exc}")
     else:
         failures.append("the unknown keyword not_a_parameter was accepted")
     assert not failures, "\n".join(failures)
@@ -207,6 +224,32 @@ def check_guarantee(case: Case) -> None:
     json.dumps(alg.calibration.as_dict())
     assert res.resolved_params == alg.resolved_params() and res.guarantee == g
     assert res.preset == alg.calibration.preset and res.params == alg.get_params()
+
+
+def check_default_calibration(case: Case) -> None:
+    """Under default parameters (preset ``strict``) the accounted guarantee is at least as strong
+    as the request, and resetting emits no :class:`CalibrationWarning`."""
+    alg = case.cls()
+    env = case.make_env()
+    streams = make_streams(0)
+    spec = env.reset(R_RUN, streams, T_RUN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalibrationWarning)
+        alg.reset(spec, R_RUN, streams)
+    cal = alg.calibration
+    if case.cls.trust_model == "none":
+        assert cal.requested is None and not cal.guarantee.is_private
+        return
+    assert cal.requested is not None, "a private calibration records the requested (eps, delta)"
+    eps, delta = cal.requested
+    params = alg.get_params()
+    if params.get("epsilon") is not None:
+        assert eps == params["epsilon"], "the request is the epsilon parameter"
+    if params.get("delta") is not None:
+        assert delta == params["delta"], "the request is the delta parameter"
+    assert cal.guarantee.epsilon <= eps * (1 + 1e-9), (cal.guarantee, cal.requested)
+    assert cal.guarantee.delta <= delta * (1 + 1e-9), (cal.guarantee, cal.requested)
+    assert cal.meets_request
 
 
 # -- drivers ---------------------------------------------------------------------------------------
@@ -309,7 +352,7 @@ def check_trust_boundary(case: Case, engine: str = "reference") -> None:
     assert set(log.client_sent) == {PrivatizedMessage}, log.client_sent
     assert not _reachable(alg.client, (Server, Shuffler, Algorithm)), "the client holds a server-side object"
     if engine == "reference":
-        _check_raw_output_rejected(case)
+        check_raw_output_rejected(case)
 
 
 def _reachable(obj: Any, types: tuple[type, ...], depth: int = 3) -> bool:
@@ -327,7 +370,10 @@ def _reachable(obj: Any, types: tuple[type, ...], depth: int = 3) -> bool:
     return any(_reachable(c, types, depth - 1) for c in children)
 
 
-def _check_raw_output_rejected(case: Case) -> None:
+def check_raw_output_rejected(case: Case) -> None:
+    """A client that sends the raw rewards, or (a compiled kernel) a message of another randomizer,
+    is stopped with :class:`TrustBoundaryError` before the server sees it."""
+    _private(case)
     def leak(a: Algorithm) -> None:
         a.client.randomize = lambda t, public, X, actions, rewards, rng: np.array(rewards)  # type: ignore[attr-defined]
 
@@ -582,6 +628,7 @@ CHECKS: tuple[Check, ...] = (
     Check("contract", check_parameter_contract, needs_env=False),
     Check("invalid_parameters", check_invalid_parameters, needs_env=False),
     Check("guarantee", check_guarantee),
+    Check("default_calibration", check_default_calibration),
     Check("determinism", check_determinism),
     Check("common_random_numbers", check_common_random_numbers),
     Check("reference_equals_compiled", check_reference_equals_compiled),
