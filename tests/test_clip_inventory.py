@@ -144,6 +144,24 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",),
     "src/privbandits/core/public_space.py::PublicField.draw::np.clip#1": (
         EXEMPT, "draws members of a public-state space for adversarial tests"),
+    # -- curators (joint / central DP) and the regression primitives ----------------------------------
+    "src/privbandits/algorithms/chen/jdp.py::ChenElimination.update::np.clip#1": (
+        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",),
+    "src/privbandits/algorithms/chen/squarecb.py::SquareCB.update::np.clip#1": (
+        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",),
+    "src/privbandits/algorithms/hanna/curator.py::BatchedCurator.update::np.clip#1": (
+        f"{T_HERE}::test_hanna_central_curator_clips_the_reward_sums",),
+    "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_update::clip_l2#1": (
+        f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",),
+    "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_update::clip_scalar#1": (
+        f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",),
+    "src/privbandits/algorithms/sarmasarkar/optim.py::residual_sums::clip_l2#1": (
+        f"{T_HERE}::test_dppgd_residual_clips_each_gradient_to_R",),
+    "src/privbandits/regression/data.py::prepare::np.clip#1": (
+        f"{T_HERE}::test_regression_data_policy_clips_responses_and_rows",
+        "tests/regression/test_reweighted.py::test_bound_policy"),
+    "src/privbandits/regression/baselines.py::DPGradientDescent.fit::np.minimum(1)#1": (
+        f"{T_HERE}::test_dp_gradient_descent_clips_each_per_sample_gradient",),
     # -- the auditor --------------------------------------------------------------------------------
     "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
         EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),
@@ -493,3 +511,124 @@ def test_device_inputs_norm_bound_at_inside_and_beyond(setting: str) -> None:
         with pytest.raises(DataBoundError, match="context_bound"):
             check_device_inputs(spec, ctx(norm), [0], [0.5])
         check_device_inputs(spec, ctx(norm), bound=False)  # the choice stays on the device: finite is enough
+
+
+# -- curators of the joint and central models (trusted, but their releases are calibrated to the clip)
+def _reset_case(name: str, R: int = 2, seed: int = 0) -> tuple[object, object]:
+    """``name`` reset on its first conformance environment (R replications); returns (alg, env)."""
+    import warnings
+
+    from privbandits.algorithms import available
+    from privbandits.core.rng import make_streams
+    from tests.conformance.cases import Case, env_kinds
+
+    cls = available()[name]
+    case = Case(cls, dict(cls.test_params[0]), env_kinds(cls)[0], 0)
+    env = case.make_env()
+    streams = make_streams(seed)
+    spec = env.reset(R, streams, 64)
+    alg = case.make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alg.reset(spec, R, streams)
+    return alg, env
+
+
+@pytest.mark.parametrize("name", ["chen-jdp", "chen-elim", "squarecb-jdp", "squarecb"])
+def test_chen_curators_clip_the_reward_into_the_model_range(name: str) -> None:
+    """The rewards a curator stores for its private regression are clipped into [-1, 1]: at and just
+    inside unchanged, beyond (either side, up to 1e300) exactly the bound."""
+    for y, want in (([1.0, -1.0], [1.0, -1.0]), ([1 - 1e-9, -(1 - 1e-9)], [1 - 1e-9, -(1 - 1e-9)]),
+                    ([1 + 1e-9, -(1 + 1e-9)], [1.0, -1.0]), ([1e300, -1e300], [1.0, -1.0])):
+        alg, env = _reset_case(name)
+        X = env.next_round()  # type: ignore[attr-defined]
+        a = alg.select(0, X)  # type: ignore[attr-defined]
+        alg.update(0, X, a, np.array(y))  # type: ignore[attr-defined]
+        np.testing.assert_array_equal(alg.y[:, 0], want)  # type: ignore[attr-defined]
+
+
+def test_hanna_central_curator_clips_the_reward_sums() -> None:
+    """The central curator adds each reward to its batch sums clipped into the declared range."""
+    for offset, beyond in ((0.0, False), (-1e-9, False), (1e-9, True), (1e300, True)):
+        alg, env = _reset_case("hanna-central")
+        lo, hi = alg.collector.clip  # type: ignore[attr-defined]
+        X = env.next_round()  # type: ignore[attr-defined]
+        a = alg.select(0, X)  # type: ignore[attr-defined]
+        before = alg._sums.copy()  # type: ignore[attr-defined]
+        alg.update(0, X, a, np.array([hi + offset, lo - offset]))  # type: ignore[attr-defined]
+        added = alg._sums - before  # type: ignore[attr-defined]
+        rows = np.arange(2)
+        want = [hi, lo] if beyond else [hi + offset, lo - offset]
+        np.testing.assert_array_equal(added[rows, a], want)
+
+
+def test_jdp_glm_curator_clips_each_stored_context_and_reward() -> None:
+    """Algorithm 2 of Sarmasarkar et al. stores x clipped to norm 1 and y clipped into [0, R_b] (the
+    leaves the trees and the DP-PGD step are calibrated for): at the bound and inside unchanged,
+    beyond exactly on the bound."""
+    from privbandits.algorithms.sarmasarkar import jdp_glm
+
+    for f, y_off, beyond in ((1.0, 0.0, False), (1 - 1e-9, -1e-9, False), (1 + 1e-6, 1e-9, True),
+                             (1e6, 1e300, True)):
+        alg, env = _reset_case("jdp-glm")
+        k = alg.kernel  # type: ignore[attr-defined]
+        Rb = float(k.params[12])
+        X = np.array(env.next_round())  # type: ignore[attr-defined]
+        a = alg.select(0, X)  # type: ignore[attr-defined]
+        rows = np.arange(2)
+        x = X[rows, a]
+        x = x / np.linalg.norm(x, axis=1, keepdims=True)
+        X[rows, a] = f * x
+        y = np.array([Rb + y_off, -y_off])
+        alg.update(0, X, a, y)  # type: ignore[attr-defined]
+        xs, ys = k.state[jdp_glm._XS][:, 0], k.state[jdp_glm._YS][:, 0]
+        if beyond:
+            np.testing.assert_allclose(np.linalg.norm(xs, axis=1), 1.0, rtol=1e-12)
+            np.testing.assert_array_equal(ys, [Rb, 0.0])
+        else:
+            np.testing.assert_allclose(xs, f * x, rtol=1e-12)
+            np.testing.assert_array_equal(ys, y)
+
+
+def test_dppgd_residual_clips_each_gradient_to_R() -> None:
+    """``residual_sums`` adds ``clip_R((mu(<x, theta>) - y) x)``: a residual gradient at, inside or
+    beyond the radius ``R`` (identity link) is added unchanged / unchanged / on the sphere of ``R``."""
+    from privbandits.algorithms.sarmasarkar.optim import residual_sums
+    from privbandits.core.links import get_link
+
+    code = get_link("identity").code
+    x1 = np.array([[0.6, 0.8]])
+    # (clip_l2 squares the entries: beyond ~1e154 the square overflows and the gradient is zeroed,
+    # inside the ball but not on its boundary; residuals here are bounded far below that)
+    for res, want in ((2.0, 2.0), (2.0 - 1e-9, 2.0 - 1e-9), (2.0 + 1e-9, 2.0), (1e100, 2.0)):
+        g, Hs, tmp = np.zeros(2), np.zeros((2, 2)), np.zeros(2)
+        residual_sums(x1, np.array([-res]), np.zeros(1, dtype=np.int64), 0, 1, np.zeros(2), code, 2.0, False,
+                      g, Hs, tmp)
+        np.testing.assert_allclose(g, want * x1[0], rtol=1e-12)
+
+
+# -- regression primitives -------------------------------------------------------------------------
+def test_regression_data_policy_clips_responses_and_rows() -> None:
+    from privbandits.regression.data import prepare
+
+    X = np.array([[0.6, 0.8], [0.6, 0.8 - 1e-9], [1.2, 1.6], [3e150, 4e150]])
+    y = np.array([1.0, -(1 - 1e-9), 1 + 1e-9, -1e300])
+    p = prepare(X, y)
+    np.testing.assert_array_equal(p.y, [1.0, -(1 - 1e-9), 1.0, -1.0])
+    np.testing.assert_allclose(np.linalg.norm(p.X, axis=1)[2:], 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(p.X[:2], X[:2])
+    with pytest.raises(DataBoundError):
+        prepare(X, y, on_bound="reject")
+
+
+def test_dp_gradient_descent_clips_each_per_sample_gradient() -> None:
+    """One noiseless step from theta = 0 on users ``x = e_1``, ``y = 1``: the per-sample gradient
+    ``-x`` has norm 1; with ``clip`` = 1, just above, or below it the step moves theta by
+    ``eta min(1, clip)``."""
+    from privbandits.regression.baselines import DPGradientDescent
+
+    X = np.tile([1.0, 0.0], (5, 1))
+    y = np.ones(5)
+    for clip, moved in ((1.0, 1.0), (1.0 + 1e-9, 1.0), (1.0 - 1e-9, 1.0 - 1e-9), (0.25, 0.25)):
+        est = DPGradientDescent(math.inf, steps=1, clip=clip, eta=0.5).fit(X, y, 0)
+        np.testing.assert_allclose(est.theta, [0.5 * moved, 0.0], rtol=1e-12)
