@@ -1164,10 +1164,10 @@ def adversarial_audit(name: str | ClientPathCase, n_samples: int | None = None, 
         if name not in CLIENT_PATHS:
             raise UnknownNameError(f"no client path {name!r}; client paths: {', '.join(CLIENT_PATHS)}")
         case = CLIENT_PATHS[name]
-    spec = case.spec()
     try:
-        worst = worst_public_state(case.build(case.params), spec, list(case.pairs(spec)), seed=seed,
-                                   **dict(search or {}))
+        alg = case.build(case.params)
+        spec = _search_spec(case, alg)
+        worst = worst_public_state(alg, spec, list(case.pairs(spec)), seed=seed, **dict(search or {}))
     except NotImplementedError as exc:
         return _failed(name, f"the device does not implement its contract: {exc}")
     except (ValidationError, PublicStateError) as exc:
@@ -1190,6 +1190,17 @@ def adversarial_audit(name: str | ClientPathCase, n_samples: int | None = None, 
     return AdversarialAudit(name, worst.summary(), worst.reached, worst.bound, ok.claimed_epsilon,
                             ok.audited_epsilon_lb, half.audited_epsilon_lb, flagged,
                             bool(held and ok.passed and flagged), notes)
+
+
+def _search_spec(case: ClientPathCase, alg: Algorithm) -> EnvSpec:
+    """The case's problem, or (a protocol-level case, whose problem is the protocol's) a small
+    synthetic problem with a link the algorithm supports."""
+    spec = case.spec()
+    links = type(alg).links
+    if "*" in links or spec.link.name in links:
+        return spec
+    noise = {"logistic": "bernoulli", "probit": "bernoulli", "poisson": "poisson"}.get(links[0], "gaussian")
+    return SyntheticEnv(d=2, K=3, link=links[0], noise=noise).reset(1, make_streams(0), case.horizon)
 
 
 def adversarial_names(algorithm: str | None = None) -> list[str]:
