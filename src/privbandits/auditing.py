@@ -7,12 +7,12 @@ exact user-side code a deployment runs (the documentation's Concepts: trust mode
 1. construct the registered algorithm (``make("ldp-sgd", epsilon=1.0)``) and reset it on a small
    problem (``SyntheticEnv(...).reset(...)`` gives the public
    :class:`~privbandits.core.spec.EnvSpec`);
-2. for one user of round ``t = 0``: do what the drivers do before the first user arrives (a
-   batched elimination algorithm installs its engine on the public action catalogue), read the
-   public state the server broadcasts (through the shuffler's ``assign`` in the shuffle model),
-   call ``alg.client.choose(...)`` and
-   ``alg.client.randomize(t, public, contexts, actions, rewards, rng)`` on the user's own data --
-   input checks, clipping and the compiled randomizer included -- and flatten the
+2. for one user of round ``t = 0``, through the one round protocol
+   (:mod:`privbandits.engine.protocol`): ``start`` (a batched elimination algorithm installs its
+   engine on the public action catalogue), ``broadcast`` (the server's public state, through the
+   shuffler's ``assign`` in the shuffle model), then on the device ``device_choose`` and
+   ``device_randomize`` on the user's own data -- the public state validated against the declared
+   space, input checks, clipping and the compiled randomizer included -- and flatten the
    :class:`~privbandits.core.messages.PrivatizedMessage` payload into a vector;
 3. do this for ``N`` users holding ``D`` and ``N`` users holding ``D'`` (a neighbouring pair of
    user inputs) and audit the messages with :func:`privbandits.privacy.audit.audit_spec`.
@@ -31,6 +31,14 @@ coordinates with the pilot's means and variances -- linear, ``(mu' - mu) / v``, 
 coordinates (and the l2-ball's output), ``(|x - mu| - |x - mu'|) / b`` for Laplace ones (excess
 kurtosis above 1.5) -- over the coordinates whose mean difference exceeds 4 standard errors,
 duplicated coordinates such as the mirrored half of a symmetric matrix counted once.
+
+Adversarial server (``privbandits audit --adversarial``).  The server is untrusted (the
+documentation's Concepts: threat model): :class:`AdversarialServer` searches the public-state space
+a device declares -- the honest broadcast, random and extreme members, then a hill climb over the
+state, the users' contexts within the norm bound and their rewards -- for the largest whitened
+distance of two neighbouring users' encoded messages (``Client.encode`` / ``noise`` /
+``sensitivity``, :mod:`privbandits.privacy.device`), and :func:`adversarial_audit` runs the audit
+above at that state with that pair, against the claim and against its half-noise twin.
 
 Under-noised variant.  ``under_noised=f`` audits the same client path of the same algorithm
 constructed at the requested ``epsilon / f`` (so ``f = 0.5`` requests twice the epsilon: exactly
