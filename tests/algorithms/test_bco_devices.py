@@ -564,3 +564,26 @@ def test_a_dishonest_server_cannot_move_the_device_off_its_guarantee() -> None:
 
     with pytest.raises(PublicStateError, match="points"):
         pb.simulate(Outside(), env, 5, replications=2, seed=0)
+
+
+def test_compiled_steps_refuse_mismatched_shapes() -> None:
+    # the compiled steps are public: called directly with arrays that do not fit each other they
+    # raise instead of reading or writing past an array
+    from privbandits.algorithms.bco.privatizer import privatize_difference
+    from privbandits.algorithms.ldp_onepoint import privatize_values
+
+    rng = np.random.default_rng(0)
+    bad = [
+        lambda: privatize_difference(rng, np.zeros((3, 2)), np.zeros((2, 2, 2)), 1.0, True, 1.0, False,
+                                     np.zeros(2), np.zeros(3)),
+        lambda: privatize_difference(rng, np.zeros((3, 2)), np.zeros((3, 2, 2)), 1.0, True, 1.0, False,
+                                     np.zeros(1), np.zeros(3)),
+        lambda: privatize_difference(rng, np.zeros((3, 2)), np.zeros((3, 2, 2)), 1.0, True, 1.0, False,
+                                     np.zeros(2), np.zeros(2)),
+        lambda: privatize_difference(rng, np.zeros((3, 3)), np.zeros((3, 3, 2)), 1.0, True, 1.0, False,
+                                     np.zeros(2), np.zeros(3)),
+        lambda: privatize_values(rng, np.zeros(3), 0.0, 1.0, True, 1.0, False, np.zeros(2)),
+    ]
+    for call in bad:
+        with pytest.raises(ValueError):
+            call()

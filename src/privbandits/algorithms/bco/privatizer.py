@@ -20,7 +20,9 @@ no noise (sub-normal floating-point arithmetic would make neither the clip nor t
 
 The three steps -- :func:`query_gaps`, :func:`encode_differences` and
 :func:`add_difference_noise` -- are the only implementation of the math: the client's ``encode``,
-``noise`` and ``randomize`` and the composite :func:`privatize_difference` all call them.
+``noise`` and ``randomize`` and the composite :func:`privatize_difference` all call them.  The
+client hands them validated arrays; each step also refuses mismatched shapes itself (``ValueError``),
+so no call reads or writes past an array.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ MIN_GAP = 1e-150
 def query_gaps(points: np.ndarray, gaps: np.ndarray) -> None:  # pragma: no cover - compiled
     """``gaps[i] = ||points[i, 0] - points[i, 1]||`` (scaled by the largest entry, so neither
     overflow nor underflow), set to 0 below :data:`MIN_GAP`."""
+    if points.shape[1] != 2 or gaps.shape[0] != points.shape[0]:
+        raise ValueError("query_gaps: points must be (R, 2, d) and gaps (R,)")
     d = points.shape[2]
     for i in range(points.shape[0]):
         m = 0.0
@@ -62,6 +66,8 @@ def encode_differences(values: np.ndarray, gaps: np.ndarray, clip_per_gap: float
                        out: np.ndarray) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(values[i, 0] - values[i, 1], -c g_i, c g_i)`` with ``c = clip_per_gap``
     (unclipped without ``clip``); 0 where the gap is 0."""
+    if values.shape[1] != 2 or gaps.shape[0] != values.shape[0] or out.shape[0] != values.shape[0]:
+        raise ValueError("encode_differences: values must be (R, 2), gaps and out (R,)")
     for i in range(values.shape[0]):
         g = gaps[i]
         if g == 0.0:
@@ -80,6 +86,9 @@ def add_difference_noise(rng: np.random.Generator, points: np.ndarray, gaps: np.
     """``out[i] += n_i^T (x_{i,1} - x_{i,2})``, ``n_i ~ N(0, s^2 I_d)`` (one normal per coordinate,
     user by user), or ``out[i] += Lap(s g_i)`` with ``laplace``; ``s = scale_per_gap``.  Users with a
     zero gap get nothing and draw nothing.  ``noise`` is a ``(d,)`` work array."""
+    if (points.shape[1] != 2 or points.shape[0] != out.shape[0] or gaps.shape[0] != out.shape[0]
+            or noise.shape[0] != points.shape[2]):
+        raise ValueError("add_difference_noise: points must be (R, 2, d), gaps and out (R,), noise (d,)")
     d = points.shape[2]
     for i in range(out.shape[0]):
         g = gaps[i]

@@ -24,6 +24,8 @@ __all__ = ["add_value_noise", "encode_values", "privatize_values"]
 def encode_values(values: np.ndarray, lo: float, hi: float, clip: bool,
                   out: np.ndarray) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(values[i], lo, hi)`` (``values[i]`` without ``clip``)."""
+    if out.shape[0] != values.shape[0]:
+        raise ValueError("encode_values: values and out must both be (R,)")
     for i in range(values.shape[0]):
         out[i] = clip_scalar(values[i], lo, hi) if clip else values[i]
 
