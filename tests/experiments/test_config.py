@@ -317,14 +317,16 @@ where = { d = 3, lam = 1.0 }
 metric = "final_regret"
 value = 12
 source = "Table 1"
+kind = "paper"
 """
 
 
 def test_paper_numbers_are_kept_and_typed() -> None:
     cfg = _cfg(PAPER)
     (num,) = cfg.paper_numbers
-    assert (num.algorithm, dict(num.where), num.metric, num.value, num.source) == (
-        "linucb", {"d": 3, "lam": 1.0}, "final_regret", 12.0, "Table 1")
+    assert (num.algorithm, dict(num.where), num.metric, num.value, num.source, num.kind) == (
+        "linucb", {"d": 3, "lam": 1.0}, "final_regret", 12.0, "Table 1", "paper")
+    assert num.horizon == cfg.horizon  # measured at the file's horizon unless it says otherwise
     assert _cfg(BASE + "[[algorithms]]\nname = 'linucb'\n").paper_numbers == ()
 
 
@@ -339,6 +341,9 @@ def test_paper_numbers_are_kept_and_typed() -> None:
         ('where = { d = 3, lam = 1.0 }', 'where = 3', "paper_numbers[0].where"),
         ('where = { d = 3, lam = 1.0 }', 'where = { d = [3] }', "paper_numbers[0].where.d"),
         ('source = "Table 1"', 'source = "Table 1"\npage = 9', "unknown key 'page' in paper_numbers[0]"),
+        ('kind = "paper"\n', '', "paper_numbers[0] needs 'kind', who reported the number"),
+        ('kind = "paper"', 'kind = "blog"', "paper_numbers[0].kind"),
+        ('kind = "paper"', 'kind = "paper"\nhorizon = 0', "paper_numbers[0].horizon"),
     ],
 )
 def test_paper_numbers_validated(old: str, new: str, needle: str) -> None:

@@ -116,14 +116,14 @@ def test_claimed_order_checked_per_cell(stored) -> None:
     assert [c.cell for c in checks] == [{"alpha": 0.2}, {"alpha": 1.0}]  # uniform joins every cell
     for chk in checks:
         (pair,) = chk.comparisons
-        assert chk.agree and pair.verdict == "agree" and pair.z > 5 and pair.paired
+        assert chk.agree and pair.verdict == "agree" and pair.t > 5 and pair.paired
         lin = next(s for s in series if s.label == "LinUCB" and s.grid == chk.cell)
         uni = next(s for s in series if s.label == "uniform")
         assert pair.mean_better == pytest.approx(lin.final_mean)
         d = uni.final - lin.final  # same seeds and replications: paired over common random numbers
         assert pair.se_diff == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
     reversed_ = evaluate_claims([type(cfg.claims[0])(kind="order", items=("uniform", "LinUCB"))], series)
-    assert all(c.verdict == "disagree" for c in reversed_) and all(p.z < -5 for c in reversed_ for p in c.comparisons)
+    assert all(c.verdict == "disagree" for c in reversed_) and all(p.t < -5 for c in reversed_ for p in c.comparisons)
     assert "disagree" in str(reversed_[0].comparisons[0])
 
 

@@ -64,7 +64,7 @@ def test_paired_z_is_the_mean_difference_over_its_standard_error(series: list[Se
     np_ = series[0]
     c = compare(np_, a)
     d = a.final - np_.final
-    assert c.paired and c.z == pytest.approx(d.mean() / (d.std(ddof=1) / np.sqrt(N)))
+    assert c.paired and c.t == pytest.approx(d.mean() / (d.std(ddof=1) / np.sqrt(N)))
     unpaired = compare(np_, _series("A", 101.0, 10.0, seed=3))
     assert not unpaired.paired or unpaired.se_diff > 0
 
@@ -72,7 +72,7 @@ def test_paired_z_is_the_mean_difference_over_its_standard_error(series: list[Se
 def test_identical_series_are_inconclusive_never_a_disagreement() -> None:
     s1, s2 = _series("X", 50.0), _series("Y", 50.0)
     (r,) = evaluate_claims([Claim("order", ("X", "Y"))], [s1, s2])
-    assert r.verdict == "inconclusive" and r.comparisons[0].z == 0.0
+    assert r.verdict == "inconclusive" and r.comparisons[0].t == 0.0
 
 
 def test_tiers_within_and_monotone(series: list[Series]) -> None:
@@ -128,6 +128,7 @@ text = "deliberately false"
 algorithm = "uniform"
 value = 10.0
 source = "made up"
+kind = "prototype"
 [[tables]]
 title = "T"
 [[figures]]
@@ -148,7 +149,7 @@ def test_report_renders_numbers_tables_and_verdicts() -> None:
     assert "**Claim: LinUCB < uniform** — LinUCB beats uniform" in text
     assert "**Claim: uniform < LinUCB** — deliberately false" in text
     assert "- **all runs**: agree" in text and "- **all runs**: disagree" in text
-    assert "| uniform | - | final_regret | 40 ± 0.16 | 10 | 4.00 | made up |" in text
+    assert "| uniform | - | final_regret | 40 ± 0.16 | 10 (T = 100) | prototype | 4.00 | made up |" in text
     assert "| uniform | 40 / 10 (4.00) |" in text
     assert "![curves](curves.png)" in text
 
@@ -214,7 +215,7 @@ def test_gallery_lists_each_reproduction_with_figure_verdict_and_report(tmp_path
     (entry,) = entries
     assert entry.figures == ("demo/regret.png",) and (out / "demo" / "report.md").exists()
     page = write_gallery(entries, out, quick=True).read_text()
-    assert "| [demo](demo/report.md) | 100 | 2 | claims: 1 agree |" in page
+    assert "| [demo](demo/report.md) | 100 | 2 | claims: 1 too few runs |" in page
     assert "![demo](demo/regret.png)" in page and "quick mode" in page
     from privbandits.experiments.gallery import preset_dir
 
@@ -267,11 +268,11 @@ def test_a_difference_equal_in_every_replication_is_decided_with_infinite_z() ->
     same = Series(**{**better.__dict__, "label": "shuffle",
                      "regret": np.stack([base / 2, base + 1e-11 * np.arange(N)], axis=1)})
     c = compare(better, worse)
-    assert c.paired and c.z == np.inf and c.verdict == "agree"
-    assert "z = inf" in str(c)
+    assert c.paired and c.t == np.inf and c.verdict == "agree"
+    assert "t = inf" in str(c)
     assert compare(worse, better).verdict == "disagree"
     tie = compare(better, same)
-    assert tie.z == 0.0 and tie.verdict == "inconclusive"
+    assert tie.t == 0.0 and tie.verdict == "inconclusive"
 
 
 def test_stable_claim_checks_adjacent_parameter_values() -> None:

@@ -127,6 +127,11 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
                              "final_regret, final_regret_std or final_regret_se (others are shown without ours)."),
     "paper_numbers.value": ("number", "required", "The reported number."),
     "paper_numbers.source": ("string", '""', "Where it is printed (e.g. `\"Table 2, p. 9\"`)."),
+    "paper_numbers.kind": ("string", "required",
+                           "Who reported the number: `paper`, `authors' code`, `prototype` or `theory`; only "
+                           "`paper` numbers are called the paper's."),
+    "paper_numbers.horizon": ("integer", "the file's `horizon`",
+                              "The T the number was measured at; a run at another T shows it as not comparable."),
     "tables.title": ("string", '""', "Table heading."),
     "tables.metric": ("string", '"final_regret"', "Which reported numbers the table shows."),
     "tables.columns": ("string", "none", "The key whose values are the columns (e.g. epsilon)."),
@@ -262,9 +267,9 @@ _SECTIONS = (
     ("report", "[report]", "Used by `privbandits reproduce` (and written into `report.md` by `run`)."),
     ("figures", "[[figures]]", "The report's figures (default: one regret-vs-t figure from `[plot]`)."),
     ("claims", "[[claims]]",
-     "The paper's claims about final regret, checked in every grid cell with one-sided z-tests (paired over "
+     "The paper's claims about final regret, checked in every grid cell with one-sided Student t-tests (paired over "
      "common random numbers when both series ran on the same seeds); verdicts agree / disagree / "
-     "inconclusive at `[report] level`."),
+     "inconclusive / too few runs at `[report] level`."),
     ("paper_numbers", "[[paper_numbers]]", "Reported numbers, shown beside ours with the ratio ours / reported."),
     ("tables", "[[tables]]", "Reported numbers arranged as tables: cells `ours / reported (ratio)`."),
     ("regression", "Regression studies (`kind = \"regression\"`): top level",

@@ -22,14 +22,18 @@ kind          claim
 Every comparison of two series ``better`` and ``worse`` uses the difference of final regrets
 ``D = worse - better``.  When both series pooled the same seeds and replications they saw the same
 problem instances and reward draws (common random numbers), and the test is *paired*:
-``z = mean(D_i) / (sd(D_i) / sqrt(n))`` over replications ``i``; otherwise it is the unpaired
-``z = (mean_w - mean_b) / sqrt(se_b^2 + se_w^2)``.  The verdict at one-sided level ``level``
-(default 0.05, ``z* = 1.645``) is *agree* if ``z >= z*``, *disagree* if ``z <= -z*`` and
-*inconclusive* otherwise (two identical series are inconclusive, never a disagreement).  A claim is
-agreed in a cell when every comparison agrees, disagreed when one disagrees, inconclusive otherwise.
-``within`` uses the two-sided ``1 - level`` confidence interval of ``D / mean_b``: agree when it
-lies inside ``[-p, p]``, disagree when it lies entirely outside.  Nothing is tuned: the numbers are
-what they are.
+``t = mean(D_i) / (sd(D_i) / sqrt(n))`` over replications ``i`` with ``n - 1`` degrees of freedom;
+otherwise it is Welch's unpaired ``t = (mean_w - mean_b) / sqrt(se_b^2 + se_w^2)`` with the
+Welch-Satterthwaite degrees of freedom.  The verdict at one-sided level ``level`` (default 0.05:
+``t* = 2.92`` at 2 degrees of freedom, 2.13 at 4, 1.83 at 9) is *agree* if ``t >= t*``, *disagree*
+if ``t <= -t*`` and *inconclusive* otherwise (two identical series are inconclusive, never a
+disagreement).  A comparison of a series with fewer than :data:`MIN_RUNS` runs has no verdict but
+*too few runs* (a Student test on two or three runs has almost no power and a normal approximation
+would be anti-conservative).  A claim is agreed in a cell when every comparison agrees, disagreed
+when one disagrees, *too few runs* when a comparison lacks runs and none disagrees, inconclusive
+otherwise.  ``within`` uses the two-sided ``1 - level`` Student interval of ``D / mean_b``: agree
+when it lies inside ``[-p, p]``, disagree when it lies entirely outside.  Nothing is tuned: the
+numbers are what they are.
 """
 
 from __future__ import annotations
@@ -45,18 +49,22 @@ from privbandits.experiments.summary import Series, fmt_num, format_values
 
 __all__ = [
     "CLAIM_KINDS",
+    "MIN_RUNS",
     "VERDICTS",
     "Claim",
     "ClaimResult",
     "Comparison",
     "compare",
     "evaluate_claims",
+    "t_critical",
     "verdict_counts",
     "verdict_line",
 ]
 
 CLAIM_KINDS: tuple[str, ...] = ("order", "tiers", "within", "monotone", "stable")
-VERDICTS: tuple[str, ...] = ("agree", "disagree", "inconclusive", "incomplete")
+VERDICTS: tuple[str, ...] = ("agree", "disagree", "inconclusive", "too few runs", "incomplete")
+#: Fewest runs (replications x seeds) of each series of a comparison for it to get a verdict.
+MIN_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,11 @@ ROUNDING = 1e-9
 
 @dataclass(frozen=True)
 class Comparison:
-    """``better < worse`` in final mean regret, tested (paired when possible)."""
+    """``better < worse`` in final mean regret, tested with Student's t (paired when possible).
+
+    ``df`` is the degrees of freedom of the test, ``level`` its one-sided level and ``runs`` the
+    smaller number of runs of the two series.
+    """
 
     better: str
     worse: str
@@ -122,15 +134,17 @@ class Comparison:
     mean_worse: float
     se_diff: float
     paired: bool
-    z_crit: float
+    df: float
+    level: float = 0.05
     tol: float = 0.0
+    runs: int = MIN_RUNS
 
     @property
     def diff(self) -> float:
         return self.mean_worse - self.mean_better
 
     @property
-    def z(self) -> float:
+    def t(self) -> float:
         """The test statistic; differences and standard errors within ``tol`` (rounding of the
         regret sums) count as zero, so a difference that is the same in every replication gives
         ``+-inf``, not a huge finite number."""
@@ -141,32 +155,59 @@ class Comparison:
         return math.copysign(math.inf, self.diff)
 
     @property
+    def t_crit(self) -> float:
+        """The one-sided critical value of Student's t at ``level`` with ``df`` degrees of freedom."""
+        return t_critical(self.level, self.df)
+
+    @property
     def verdict(self) -> str:
-        z = self.z
-        return "agree" if z >= self.z_crit else "disagree" if z <= -self.z_crit else "inconclusive"
+        if self.runs < MIN_RUNS:
+            return "too few runs"
+        t = self.t
+        return "agree" if t >= self.t_crit else "disagree" if t <= -self.t_crit else "inconclusive"
 
     def __str__(self) -> str:
-        test = "paired" if self.paired else "unpaired"
+        test = "paired" if self.paired else "Welch"
         return (f"{self.better} ({fmt_num(self.mean_better)}) < {self.worse} ({fmt_num(self.mean_worse)}): "
-                f"{self.verdict}, {test} z = {self.z:.2f}")
+                f"{self.verdict}, {test} t = {self.t:.2f} (df = {self.df:.3g}, t* = {self.t_crit:.2f}"
+                f"{'' if self.runs >= MIN_RUNS else f'; {self.runs} runs, a verdict needs {MIN_RUNS}'})")
 
 
-def compare(better: Series, worse: Series, z_crit: float = 1.6448536269514722) -> Comparison:
+def t_critical(level: float, df: float) -> float:
+    """One-sided critical value ``t_{1 - level}(df)`` (the normal one for infinite ``df``)."""
+    if not math.isfinite(df):
+        return float(stats.norm.ppf(1 - level))
+    return float(stats.t.ppf(1 - level, max(df, 1.0)))
+
+
+def _welch_df(a: Series, b: Series) -> float:
+    """Welch-Satterthwaite degrees of freedom of ``mean_a - mean_b``."""
+    va, vb = a.final_se ** 2, b.final_se ** 2
+    na, nb = a.final.size, b.final.size
+    num = (va + vb) ** 2
+    den = (va * va / (na - 1) if na > 1 else 0.0) + (vb * vb / (nb - 1) if nb > 1 else 0.0)
+    return num / den if den > 0 else float(max(na + nb - 2, 1))
+
+
+def compare(better: Series, worse: Series, level: float = 0.05) -> Comparison:
     """Test the claim ``final regret of better < final regret of worse``.
 
     Paired over replications when both series pooled the same seeds with the same number of
-    replications (the same instances and draws), unpaired otherwise.
+    replications (the same instances and draws), Welch's unpaired test otherwise.
     """
     a, b = better.final, worse.final
     paired = better.seeds == worse.seeds and a.shape == b.shape and a.size > 1
     if paired:
         d = b - a
         se = float(d.std(ddof=1) / math.sqrt(d.size))
+        df = float(d.size - 1)
     else:
         se = math.hypot(better.final_se, worse.final_se)
+        df = _welch_df(better, worse)
     # floating-point rounding of the cumulative regret (sums of up to ~1e7 terms)
     tol = ROUNDING * max(abs(better.final_mean), abs(worse.final_mean), 1.0)
-    return Comparison(better.name, worse.name, better.final_mean, worse.final_mean, se, paired, z_crit, tol)
+    return Comparison(better.name, worse.name, better.final_mean, worse.final_mean, se, paired, df, level, tol,
+                      runs=int(min(a.size, b.size)))
 
 
 @dataclass(frozen=True)
@@ -207,6 +248,8 @@ def _combine(verdicts: Sequence[str]) -> str:
         return "incomplete"
     if "disagree" in verdicts:
         return "disagree"
+    if "too few runs" in verdicts:
+        return "too few runs"
     return "agree" if all(v == "agree" for v in verdicts) else "inconclusive"
 
 
@@ -230,44 +273,46 @@ def _pick(involved: Sequence[Series], item: str, cell: Mapping[str, Any]) -> Ser
     return cands[0] if len(cands) == 1 else None
 
 
-def _within(a: Series, b: Series, percent: float, z_crit: float, level: float) -> tuple[str, str]:
+def _within(a: Series, b: Series, percent: float, level: float) -> tuple[str, str]:
     """Verdict and detail line of "mean regret of a within ``percent`` % of that of b": the two-sided
-    ``1 - level`` interval of ``(a - b) / mean_b`` inside ``[-p, p]`` (agree) or outside it (disagree)."""
-    comp = compare(b, a, z_crit)  # diff = mean_a - mean_b
+    ``1 - level`` Student interval of ``(a - b) / mean_b`` inside ``[-p, p]`` (agree) or outside it
+    (disagree)."""
+    comp = compare(b, a, level)  # diff = mean_a - mean_b
     p = percent / 100.0
     scale = abs(b.final_mean)
     if scale == 0:
         return "inconclusive", f"{a.name} / {b.name}: reference mean is 0"
     rel = comp.diff / scale
-    hw = float(stats.norm.ppf(1 - level / 2)) * comp.se_diff / scale
-    if abs(rel) + hw <= p:
+    hw = t_critical(level / 2, comp.df) * comp.se_diff / scale
+    if comp.runs < MIN_RUNS:
+        verdict = "too few runs"
+    elif abs(rel) + hw <= p:
         verdict = "agree"
     elif abs(rel) - hw > p:
         verdict = "disagree"
     else:
         verdict = "inconclusive"
     detail = (f"{a.name} / {b.name} - 1 = {100 * rel:+.1f} % "
-              f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %), "
-              f"claimed within ±{100 * p:g} %: {verdict}")
+              f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %, "
+              f"df = {comp.df:.3g}), claimed within ±{100 * p:g} %: {verdict}")
     return verdict, detail
 
 
-def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], z_crit: float,
-                level: float) -> ClaimResult:
+def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], level: float) -> ClaimResult:
     if claim.kind in ("monotone", "stable"):
         members = sorted((s for s in involved if _matches(s, claim.items[0]) and _in_cell(s, cell)
                           and s.value(claim.param or "") is not None), key=lambda s: s.value(claim.param or ""))
         if len(members) < 2:
             return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
         if claim.kind == "stable":
-            checked = [_within(hi, lo, float(claim.percent or 0.0), z_crit, level)
+            checked = [_within(hi, lo, float(claim.percent or 0.0), level)
                        for lo, hi in zip(members, members[1:])]
             return ClaimResult(claim, cell, _combine([v for v, _ in checked]), (),
                                detail="\n".join(d for _, d in checked))
         if claim.direction == "decreasing":  # larger parameter value -> lower regret
-            comps = tuple(compare(hi, lo, z_crit) for lo, hi in zip(members, members[1:]))
+            comps = tuple(compare(hi, lo, level) for lo, hi in zip(members, members[1:]))
         else:
-            comps = tuple(compare(lo, hi, z_crit) for lo, hi in zip(members, members[1:]))
+            comps = tuple(compare(lo, hi, level) for lo, hi in zip(members, members[1:]))
         return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
     names = claim.items + claim.above
     picked = {n: _pick(involved, n, cell) for n in names}
@@ -276,13 +321,13 @@ def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], 
         return ClaimResult(claim, cell, "incomplete", missing=missing)
     sel: dict[str, Series] = {n: s for n, s in picked.items() if s is not None}
     if claim.kind == "order":
-        comps = tuple(compare(sel[a], sel[b], z_crit) for a, b in zip(claim.items, claim.items[1:]))
+        comps = tuple(compare(sel[a], sel[b], level) for a, b in zip(claim.items, claim.items[1:]))
         return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
     if claim.kind == "tiers":
-        comps = tuple(compare(sel[a], sel[b], z_crit) for a in claim.items for b in claim.above)
+        comps = tuple(compare(sel[a], sel[b], level) for a in claim.items for b in claim.above)
         return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
     # within: D = a - b relative to mean_b, two-sided interval
-    verdict, detail = _within(sel[claim.items[0]], sel[claim.items[1]], float(claim.percent or 0.0), z_crit, level)
+    verdict, detail = _within(sel[claim.items[0]], sel[claim.items[1]], float(claim.percent or 0.0), level)
     return ClaimResult(claim, cell, verdict, (), detail=detail)
 
 
@@ -302,7 +347,6 @@ def evaluate_claims(claims: Sequence[Claim], series: Sequence[Series], level: fl
     list of ClaimResult
         In claim order, then cell order.
     """
-    z_crit = float(stats.norm.ppf(1 - level))
     out: list[ClaimResult] = []
     for claim in claims:
         names = claim.items + claim.above
@@ -311,7 +355,7 @@ def evaluate_claims(claims: Sequence[Claim], series: Sequence[Series], level: fl
         cells = _cells(involved, exclude, claim.where)
         if not cells:
             out.append(ClaimResult(claim, dict(claim.where), "incomplete", missing=names))
-        out += [_check_cell(claim, involved, cell, z_crit, level) for cell in cells]
+        out += [_check_cell(claim, involved, cell, level) for cell in cells]
     return out
 
 

@@ -71,7 +71,9 @@ documentation's TOML reference is generated from this module's key lists)::
     where = { epsilon = 1.0 }
     metric = "final_regret"
     value = 1234.0
+    kind = "paper"                 # paper | authors' code | prototype | theory (who reported it)
     source = "Table 2, p. 9"
+    horizon = 5000                 # T of the number (default: this file's horizon)
 
     [[tables]]                     # paper numbers arranged as a table
     title = "Table 2"
@@ -85,6 +87,7 @@ on the environment once, so errors name their key path (``algorithms[1].params.d
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -103,7 +106,7 @@ from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_choice, check_in_range, check_int
 from privbandits.engine import ENGINES
 from privbandits.experiments.claims import CLAIM_KINDS, Claim
-from privbandits.experiments.paper_numbers import PaperNumber, PaperTable
+from privbandits.experiments.paper_numbers import REFERENCE_KINDS, PaperNumber, PaperTable
 from privbandits.experiments.units import ENV_KINDS, WorkUnit, build_env
 
 __all__ = [
@@ -141,7 +144,7 @@ CLAIM_KEYS = {"order": ("kind", "items", "where", "text"),
               "within": ("kind", "items", "percent", "where", "text"),
               "monotone": ("kind", "items", "param", "direction", "where", "text"),
               "stable": ("kind", "items", "param", "percent", "where", "text")}
-PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source")
+PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source", "kind", "horizon")
 TABLE_KEYS = ("title", "metric", "columns", "rows")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _GOT_RE = re.compile(r", got [^,]*$")
@@ -241,6 +244,15 @@ class ExperimentConfig:
     tables: tuple[PaperTable, ...] = ()
     #: ``[env] grid``: environment arguments with several values (every algorithm runs on each).
     env_grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: The horizon the file declares (before ``--quick`` / ``--horizon``); reference numbers are at it.
+    declared_horizon: int | None = None
+    #: Run with the file's ``[quick]`` overrides (a smoke run, not the experiment's settings).
+    quick: bool = False
+
+    @property
+    def reduced(self) -> bool:
+        """A quick run or one at another horizon than the file declares."""
+        return self.quick or (self.declared_horizon is not None and self.horizon != self.declared_horizon)
 
     def env_variants(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """``(environment, its grid values)`` for every combination of ``[env] grid`` (one without it)."""
@@ -376,9 +388,14 @@ def parse_config(text: str | Mapping[str, Any], source: str = "<config>", defaul
             raise ConfigError(f"{source}: invalid TOML: {exc}") from None
     else:
         raw = dict(text)
+    declared = raw.get("horizon")
     if overrides is not None:
         raw = overrides.apply(raw)
-    return _Validator(source).config(raw, default_name)
+    cfg = _Validator(source).config(raw, default_name,
+                                    declared_horizon=declared if isinstance(declared, int) else None)
+    if overrides is not None and overrides.quick:
+        cfg = dataclasses.replace(cfg, quick=True)
+    return cfg
 
 
 def parse_grid_option(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -759,7 +776,8 @@ class _Validator:
                              text=text, **extra))
         return tuple(out)
 
-    def paper_numbers(self, raw: dict[str, Any], known: set[str]) -> tuple[PaperNumber, ...]:
+    def paper_numbers(self, raw: dict[str, Any], known: set[str],
+                      declared_horizon: int | None = None) -> tuple[PaperNumber, ...]:
         out = []
         for i, entry in enumerate(self.entries(raw, "paper_numbers")):
             where = f"paper_numbers[{i}]"
@@ -778,8 +796,17 @@ class _Validator:
             source = entry.get("source", "")
             if not isinstance(source, str):
                 raise self.fail(f"{where}.source", source, "must be a string")
+            if "kind" not in entry:
+                raise ConfigError(f"{self.source}: {where} needs 'kind', who reported the number: one of "
+                                  f"{', '.join(repr(k) for k in REFERENCE_KINDS)}")
+            kind = entry["kind"]
+            self.check(f"{where}.kind", kind, lambda: check_choice("kind", kind, REFERENCE_KINDS))
+            ref_t = entry.get("horizon", declared_horizon)
+            if ref_t is not None:
+                ref_t = self.check(f"{where}.horizon", ref_t, lambda: check_int("horizon", ref_t, 1))
             out.append(PaperNumber(algorithm=alg, metric=metric, value=float(value),
-                                   where=self.where(f"{where}.where", entry.get("where", {})), source=source))
+                                   where=self.where(f"{where}.where", entry.get("where", {})), source=source,
+                                   kind=kind, horizon=ref_t))
         return tuple(out)
 
     def tables(self, raw: dict[str, Any], known: set[str]) -> tuple[PaperTable, ...]:
@@ -800,7 +827,7 @@ class _Validator:
         return tuple(out)
 
     # -- whole file -------------------------------------------------------------------------
-    def config(self, raw: dict[str, Any], default_name: str) -> ExperimentConfig:
+    def config(self, raw: dict[str, Any], default_name: str, declared_horizon: int | None = None) -> ExperimentConfig:
         kind = raw.get("kind", "bandit")
         self.check("kind", kind, lambda: check_choice("kind", kind, CONFIG_KINDS))
         if kind != "bandit":
@@ -877,8 +904,9 @@ class _Validator:
                                 algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
                                 raw=raw, engine=engine, figures=self.figures(raw, known),
                                 claims=self.claims(raw, known, report.claimed_order),
-                                paper_numbers=self.paper_numbers(raw, known), tables=self.tables(raw, known),
-                                env_grid=env_grid)
+                                paper_numbers=self.paper_numbers(raw, known, declared_horizon or horizon),
+                                tables=self.tables(raw, known), env_grid=env_grid,
+                                declared_horizon=declared_horizon or horizon)
 
     def scalars(self, raw: dict[str, Any]) -> None:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""

@@ -17,6 +17,7 @@ from typing import Any
 from privbandits.core.errors import MissingDataError
 from privbandits.experiments.claims import verdict_counts, verdict_line
 from privbandits.experiments.config import Overrides
+from privbandits.experiments.paper_numbers import format_ranges, ratio_ranges
 from privbandits.experiments.pipeline import Outcome, run_reproduction
 from privbandits.experiments.presets import available_presets, load_reproduction
 from privbandits.experiments.regression_study import RegressionOutcome
@@ -37,11 +38,13 @@ class GalleryEntry:
     figures: tuple[str, ...]
     verdicts: dict[str, int]
     verdict: str
-    ratios: tuple[float, ...]
+    #: ``kind -> (min, max, count)`` of ours / reference by who reported the reference.
+    ratios: dict[str, tuple[float, float, int]]
     horizon: int
     runs: int
     wall_time: float  # simulation time of all its series (as stored with the results)
     size: str = ""  # problem size shown instead of T (a regression study has no horizon)
+    not_comparable: int = 0  # reference numbers at another horizon than the run
 
 
 def preset_dir(name: str) -> str:
@@ -55,15 +58,15 @@ def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> Galler
         study = outcome.config
         figs = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
         return GalleryEntry(name=name, title=study.report.title or name, directory=preset_dir(name), figures=figs,
-                            verdicts={}, verdict=outcome.summary[0], ratios=(), horizon=0,
+                            verdicts={}, verdict=outcome.summary[0], ratios={}, horizon=0,
                             runs=study.replications, wall_time=outcome.wall_time, size=study.size)
     cfg = outcome.config
     figures = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
-    ratios = tuple(r.ratio for r in outcome.paper_rows if r.ratio is not None)
     return GalleryEntry(name=name, title=cfg.report.title or name, directory=preset_dir(name), figures=figures,
                         verdicts=verdict_counts(outcome.checks), verdict=verdict_line(outcome.checks),
-                        ratios=ratios, horizon=cfg.horizon, runs=cfg.replications * len(cfg.seeds),
-                        wall_time=sum(s.wall_time for s in outcome.series))
+                        ratios=ratio_ranges(outcome.paper_rows), horizon=cfg.horizon,
+                        runs=cfg.replications * len(cfg.seeds), wall_time=sum(s.wall_time for s in outcome.series),
+                        not_comparable=sum(1 for r in outcome.paper_rows if not r.comparable))
 
 
 def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | None = None, quick: bool = False,
@@ -85,7 +88,7 @@ def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | Non
                                               seeds=base.seeds, preset=base.preset, engine=base.engine))
         except MissingDataError as exc:  # a data set the user supplies (not bundled): listed as skipped
             entries.append(GalleryEntry(name=name, title=name, directory=preset_dir(name), figures=(),
-                                        verdicts={}, verdict=f"not run: {exc}", ratios=(), horizon=0, runs=0,
+                                        verdicts={}, verdict=f"not run: {exc}", ratios={}, horizon=0, runs=0,
                                         wall_time=0.0))
             continue
         outcome = run_reproduction(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler,
@@ -109,17 +112,20 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} with "
              f"`{command or default}`{mode}.", "",
              "Each section shows our figure, the verdicts of the paper's claims checked on our numbers "
-             "(one-sided z-tests, paired over common random numbers where possible; *inconclusive* = within "
-             "noise) and, where the paper prints numbers, the ratio of ours to the paper's.  The report of each "
+             "(one-sided Student t-tests, paired over common random numbers where possible; *inconclusive* = "
+             "within noise; *too few runs* = fewer runs than a verdict needs) and, where reference numbers "
+             "exist, the range of ours / reference by who reported the reference: *paper* (printed in the "
+             "paper), *authors' code*, *prototype* (an independent implementation, not the paper) or "
+             "*theory*; references at another horizon than the run are not compared.  The report of each "
              "reproduction has the full configuration, the accounted privacy guarantees, every comparison "
              "and our notes where we disagree with the paper.", "",
-             "| reproduction | T (or n) | runs | claims | ours / paper | simulation time (sum over units) |",
+             "| reproduction | T (or n) | runs | claims | ours / reference, by source | simulation time (sum over units) |",
              "|---|---:|---:|---|---|---:|"]
     for e in entries:
         if not e.runs:
             lines.append(f"| {e.name} | - | - | {e.verdict} | - | - |")
             continue
-        ratios = (f"{min(e.ratios):.2f} .. {max(e.ratios):.2f} ({len(e.ratios)} numbers)" if e.ratios else "-")
+        ratios = format_ranges(e.ratios, e.not_comparable)
         lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {e.verdict} | "
                      f"{ratios} | {e.wall_time:.0f} s |")
     lines.append("")

@@ -72,7 +72,7 @@ def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str
     for spec in figure_specs(config):
         figures += draw_figure(spec, config, series, out_dir, formats=formats, dpi=dpi or config.plot.dpi)
     checks = evaluate_claims(config.claims, series, config.report.level)
-    rows = match_numbers(config.paper_numbers, series, config.env, environment_metrics(config))
+    rows = match_numbers(config.paper_numbers, series, config.env, environment_metrics(config), horizon=config.horizon)
     report = None
     if write_markdown:
         report = write_report(out_dir / "report.md", config, series, figures, checks, run, rows)
@@ -136,7 +136,11 @@ def _shape(config: ExperimentConfig) -> str:
     env = config.env
     dims = ", ".join(f"{k} = {env[k]}" for k in ("d", "K") if k in env)
     runs = config.replications * len(config.seeds)
-    return ", ".join(x for x in (dims, f"T = {config.horizon:,}", f"{runs} runs per series") if x)
+    shape = ", ".join(x for x in (dims, f"T = {config.horizon:,}", f"{runs} runs per series") if x)
+    if config.reduced:  # a title that names the paper's T must not pass a quick run for a full one
+        what = "QUICK RUN" if config.quick else "REDUCED RUN"
+        shape = f"{what}: {shape} (the experiment declares T = {config.declared_horizon:,})"
+    return shape
 
 
 def draw_figure(spec: FigureSpec, config: ExperimentConfig, series: Sequence[Series], out_dir: Path, *,

@@ -11,7 +11,7 @@ from typing import Any
 
 from privbandits.algorithms import get
 from privbandits.core.errors import UnknownNameError
-from privbandits.experiments.claims import ClaimResult, verdict_line
+from privbandits.experiments.claims import MIN_RUNS, ClaimResult, verdict_line
 from privbandits.experiments.config import ExperimentConfig
 from privbandits.experiments.paper_numbers import Row, render_long, render_table
 from privbandits.experiments.runner import RunReport
@@ -73,6 +73,18 @@ def _md_table(rows: Sequence[dict[str, str]]) -> list[str]:
     return out
 
 
+def reduced_banner(config: ExperimentConfig) -> list[str]:
+    """The banner of a quick run or a run at another horizon than the experiment declares."""
+    if not config.reduced:
+        return []
+    runs = config.replications * len(config.seeds)
+    what = "Quick run" if config.quick else "Reduced run"
+    return [f"> **{what}: T = {config.horizon:g}, {runs} runs per series** (the experiment declares "
+            f"T = {config.declared_horizon:g}).  A smoke test of the pipeline, not the experiment's settings: "
+            "reference numbers measured at another horizon are shown but not compared, and verdicts with "
+            f"fewer than {MIN_RUNS} runs per series are *too few runs*.", ""]
+
+
 def render_report(config: ExperimentConfig, series: Sequence[Series], figures: Sequence[Path] = (),
                   checks: Sequence[ClaimResult] = (), run: RunReport | None = None,
                   paper_rows: Sequence[Row] = ()) -> str:
@@ -85,6 +97,7 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
     if config.description:
         lines += [config.description.strip(), ""]
     n_seeds = len(config.seeds)
+    lines += reduced_banner(config)
     lines += [
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {_version()}.",
         f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
@@ -121,12 +134,14 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
                                        for p in figures] + [""]
     if paper_rows:
         lines += ["## Reported numbers beside ours", "",
-                  "Each number reported for this experiment (by the paper, or by the source the last column "
-                  "names), our measurement of the same quantity (mean ± standard error over all runs) and the "
-                  "ratio ours / reported.", "",
+                  "Each reference number for this experiment, who reported it (*paper*: printed in the paper; "
+                  "*authors' code*: the authors' public code run by us; *prototype*: an independent prototype "
+                  "implementation, not the paper; *theory*: a theoretical value), our measurement of the same "
+                  "quantity (mean ± standard error over all runs) and the ratio ours / reference.  A reference "
+                  "measured at another horizon than this run is not compared.", "",
                   *render_long(paper_rows), ""]
         for table in config.tables:
-            lines += [f"### {table.title or 'Table'} ({table.metric}: ours / paper (ratio))", "",
+            lines += [f"### {table.title or 'Table'} ({table.metric}: ours / reference (ratio))", "",
                       *render_table(table, paper_rows), ""]
     if checks or rep.claims:
         lines += ["## The paper's claims", ""]
@@ -134,9 +149,10 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
             lines += [rep.claims.strip(), ""]
         if checks:
             z = f"{100 * rep.level:g} %"
-            lines += [f"Verdicts: each comparison is a one-sided z-test at level {z} (paired over replications "
-                      "when both series ran on the same seeds, i.e. the same instances and draws); "
-                      "*inconclusive* means the difference is within noise at that level. "
+            lines += [f"Verdicts: each comparison is a one-sided Student t-test at level {z} (paired over "
+                      "replications when both series ran on the same seeds, i.e. the same instances and draws; "
+                      "Welch otherwise), with its degrees of freedom shown; *inconclusive* means the difference "
+                      f"is within noise at that level; *too few runs* means a series has fewer than {MIN_RUNS} runs. "
                       f"Summary: {verdict_line(checks)}.", ""]
             current = None
             for chk in checks:
