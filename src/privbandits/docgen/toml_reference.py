@@ -110,15 +110,21 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "figures.errorbars": ('"se" | "ci95"', '"se"', "final_vs_param: error bars of the means."),
     "figures.logx": ("boolean", "false", "Logarithmic x axis."),
     "figures.logy": ("boolean", "false", "Logarithmic y axis."),
-    "claims.kind": ('"order" | "tiers" | "within" | "monotone" | "stable"', "required",
+    "claims.kind": ('"order" | "tiers" | "within" | "monotone" | "stable" | "slope"', "required",
                     "order: items ascend in final regret; tiers: every item below every `above`; within: "
                     "items[0] within `percent` % of items[1]; monotone: items[0] falls (or rises) with `param`; stable: "
-                    "items[0] changes by less than `percent` % between adjacent values of `param`."),
+                    "items[0] changes by less than `percent` % between adjacent values of `param`; slope: the log-log "
+                    "slope of items[0]'s regret over t in [T/10, T] is near `exponent` (or at most `exponent` + "
+                    "`tolerance`)."),
     "claims.items": ("list of labels", "required", "The series the claim is about (see `kind`)."),
     "claims.above": ("list of labels", "required (tiers)", "tiers: the upper tier."),
     "claims.percent": ("number > 0", "required (within, stable)", "within, stable: the tolerance in percent."),
     "claims.param": ("string", "required (monotone, stable)", "monotone, stable: the parameter."),
-    "claims.direction": ('"decreasing" | "increasing"', '"decreasing"', "monotone: the direction."),
+    "claims.direction": ('"decreasing" | "increasing" | "near" | "at_most"', '"decreasing" / "near"',
+                         "monotone: the direction; slope: near the exponent or at most exponent + tolerance."),
+    "claims.exponent": ("number in [0, 1]", "required (slope)",
+                        "slope: the theory's exponent a of O~(T^a)."),
+    "claims.tolerance": ("number in [0, 1]", "required (slope)", "slope: the allowed deviation from the exponent."),
     "claims.where": ("table", "{}", "Only the grid cells with these values, e.g. `{ epsilon = 1.0 }`."),
     "claims.text": ("string", '""', "The claim in the paper's words."),
     "paper_numbers.algorithm": ("label", "required", "The series the number is about."),

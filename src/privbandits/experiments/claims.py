@@ -15,7 +15,14 @@ kind          claim
               falls as the parameter grows (each adjacent pair of values checked)
 ``stable``    ``items = [a]``, ``param = "theta_norm"``, ``percent = 25``: a's regret changes by
               less than 25 % between adjacent values of the parameter (each pair as ``within``)
+``slope``     ``items = [a]``, ``exponent = 0.5``, ``tolerance = 0.15``: the slope of a's log
+              cumulative regret against log t over ``t in [T/10, T]`` lies within ``exponent +-
+              tolerance`` (``direction = "at_most"``: at most ``exponent + tolerance``)
 ============  ===================================================================================
+
+A ``slope`` claim is tested on the per-replication slopes (one least-squares fit per run): agree
+when the two-sided ``1 - level`` Student interval of their mean lies inside the claimed range,
+disagree when it lies entirely outside, inconclusive otherwise.
 
 ``where = { epsilon = 1.0 }`` restricts a claim to the cells with those values.
 
@@ -43,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from scipy import stats
 
 from privbandits.experiments.summary import Series, fmt_num, format_values
@@ -56,12 +64,13 @@ __all__ = [
     "Comparison",
     "compare",
     "evaluate_claims",
+    "replication_slopes",
     "t_critical",
     "verdict_counts",
     "verdict_line",
 ]
 
-CLAIM_KINDS: tuple[str, ...] = ("order", "tiers", "within", "monotone", "stable")
+CLAIM_KINDS: tuple[str, ...] = ("order", "tiers", "within", "monotone", "stable", "slope")
 VERDICTS: tuple[str, ...] = ("agree", "disagree", "inconclusive", "too few runs", "incomplete")
 #: Fewest runs (replications x seeds) of each series of a comparison for it to get a verdict.
 MIN_RUNS = 5
@@ -97,6 +106,8 @@ class Claim:
     percent: float | None = None
     where: Mapping[str, Any] = field(default_factory=dict)
     text: str = ""
+    exponent: float | None = None
+    tolerance: float | None = None
 
     def describe(self) -> str:
         """The claim as one line of plain text."""
@@ -108,6 +119,10 @@ class Claim:
             core = f"{self.items[0]} within {self.percent:g} % of {self.items[1]}"
         elif self.kind == "stable":
             core = f"{self.items[0]} stable within {self.percent:g} % across {self.param}"
+        elif self.kind == "slope":
+            hi = (self.exponent or 0.0) + (self.tolerance or 0.0)
+            core = (f"log-log regret slope of {self.items[0]} at most {hi:g}" if self.direction == "at_most" else
+                    f"log-log regret slope of {self.items[0]} within {self.exponent:g} ± {self.tolerance:g}")
         else:
             core = f"{self.items[0]} {self.direction} in {self.param}"
         if self.where:
@@ -298,7 +313,46 @@ def _within(a: Series, b: Series, percent: float, level: float) -> tuple[str, st
     return verdict, detail
 
 
+def replication_slopes(s: Series, start: float = 0.1) -> np.ndarray:
+    """Least-squares slope of log cumulative regret on log t over ``t >= start * T``, one per run."""
+    t = np.asarray(s.checkpoints, dtype=float)
+    keep = t >= start * t.max()
+    out = []
+    for run in s.regret:
+        r = np.asarray(run, dtype=float)
+        k = keep & (r > 0) & np.isfinite(r)
+        out.append(np.polyfit(np.log(t[k]), np.log(r[k]), 1)[0] if k.sum() >= 2 else np.nan)
+    return np.asarray(out, dtype=float)
+
+
+def _slope(s: Series, claim: Claim, level: float) -> tuple[str, str]:
+    """Verdict and detail line of a ``slope`` claim on series ``s``."""
+    slopes = replication_slopes(s)
+    slopes = slopes[np.isfinite(slopes)]
+    lo_claim = -math.inf if claim.direction == "at_most" else (claim.exponent or 0.0) - (claim.tolerance or 0.0)
+    hi_claim = (claim.exponent or 0.0) + (claim.tolerance or 0.0)
+    if slopes.size < MIN_RUNS:
+        return "too few runs", f"{s.name}: {slopes.size} runs with a slope, a verdict needs {MIN_RUNS}"
+    m = float(slopes.mean())
+    hw = t_critical(level / 2, slopes.size - 1) * float(slopes.std(ddof=1)) / math.sqrt(slopes.size)
+    if lo_claim <= m - hw and m + hw <= hi_claim:
+        verdict = "agree"
+    elif m + hw < lo_claim or m - hw > hi_claim:
+        verdict = "disagree"
+    else:
+        verdict = "inconclusive"
+    rng = f"<= {hi_claim:g}" if claim.direction == "at_most" else f"in [{lo_claim:g}, {hi_claim:g}]"
+    return verdict, (f"{s.name}: slope {m:.3f} ({100 * (1 - level):g} % CI {m - hw:.3f} .. {m + hw:.3f}, "
+                     f"{slopes.size} runs), claimed {rng}: {verdict}")
+
+
 def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], level: float) -> ClaimResult:
+    if claim.kind == "slope":
+        s = _pick(involved, claim.items[0], cell)
+        if s is None:
+            return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
+        verdict, detail = _slope(s, claim, level)
+        return ClaimResult(claim, cell, verdict, (), detail=detail)
     if claim.kind in ("monotone", "stable"):
         members = sorted((s for s in involved if _matches(s, claim.items[0]) and _in_cell(s, cell)
                           and s.value(claim.param or "") is not None), key=lambda s: s.value(claim.param or ""))

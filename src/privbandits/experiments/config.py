@@ -143,7 +143,8 @@ CLAIM_KEYS = {"order": ("kind", "items", "where", "text"),
               "tiers": ("kind", "items", "above", "where", "text"),
               "within": ("kind", "items", "percent", "where", "text"),
               "monotone": ("kind", "items", "param", "direction", "where", "text"),
-              "stable": ("kind", "items", "param", "percent", "where", "text")}
+              "stable": ("kind", "items", "param", "percent", "where", "text"),
+              "slope": ("kind", "items", "exponent", "tolerance", "direction", "where", "text")}
 PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source", "kind", "horizon")
 TABLE_KEYS = ("title", "metric", "columns", "rows")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -748,11 +749,11 @@ class _Validator:
                 raise self.fail(f"{where}.kind", kind, f"unknown claim kind{_suggest(kind, CLAIM_KINDS)}; "
                                                        f"allowed: {', '.join(CLAIM_KINDS)}")
             self.keys(entry, CLAIM_KEYS[kind], f"{where} (kind = \"{kind}\")")
-            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1, "stable": 1}[kind]
+            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1, "stable": 1, "slope": 1}[kind]
             if "items" not in entry:
                 raise ConfigError(f"{self.source}: {where} needs 'items' (algorithm labels)")
             items = self.labels(f"{where}.items", entry["items"], known, min_len=need)
-            if kind in ("within", "monotone", "stable") and len(items) != need:
+            if kind in ("within", "monotone", "stable", "slope") and len(items) != need:
                 raise self.fail(f"{where}.items", list(items), f"a '{kind}' claim takes exactly {need} label(s)")
             text = entry.get("text", "")
             if not isinstance(text, str):
@@ -772,6 +773,18 @@ class _Validator:
                 direction = entry.get("direction", "decreasing")
                 extra["direction"] = self.check(f"{where}.direction", direction, lambda: check_choice(
                     "direction", direction, ("decreasing", "increasing")))
+            if kind == "slope":
+                for key in ("exponent", "tolerance"):
+                    if key not in entry:
+                        raise ConfigError(f"{self.source}: {where} (slope) needs '{key}'")
+                exp_, tol = entry["exponent"], entry["tolerance"]
+                extra["exponent"] = self.check(f"{where}.exponent", exp_,
+                                               lambda: check_in_range("exponent", exp_, 0.0, 1.0))
+                extra["tolerance"] = self.check(f"{where}.tolerance", tol,
+                                                lambda: check_in_range("tolerance", tol, 0.0, 1.0))
+                direction = entry.get("direction", "near")
+                extra["direction"] = self.check(f"{where}.direction", direction, lambda: check_choice(
+                    "direction", direction, ("near", "at_most")))
             out.append(Claim(kind=kind, items=items, where=self.where(f"{where}.where", entry.get("where", {})),
                              text=text, **extra))
         return tuple(out)

@@ -17,6 +17,7 @@ from typing import Any
 from privbandits.core.errors import MissingDataError
 from privbandits.experiments.claims import verdict_counts, verdict_line
 from privbandits.experiments.config import Overrides
+from privbandits.experiments.learning import learning_checks
 from privbandits.experiments.paper_numbers import format_ranges, ratio_ranges
 from privbandits.experiments.pipeline import Outcome, run_reproduction
 from privbandits.experiments.presets import available_presets, load_reproduction
@@ -45,6 +46,7 @@ class GalleryEntry:
     wall_time: float  # simulation time of all its series (as stored with the results)
     size: str = ""  # problem size shown instead of T (a regression study has no horizon)
     not_comparable: int = 0  # reference numbers at another horizon than the run
+    no_learning: tuple[str, ...] = ()  # series whose regret is within noise of uniform play
 
 
 def preset_dir(name: str) -> str:
@@ -66,7 +68,9 @@ def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> Galler
                         verdicts=verdict_counts(outcome.checks), verdict=verdict_line(outcome.checks),
                         ratios=ratio_ranges(outcome.paper_rows), horizon=cfg.horizon,
                         runs=cfg.replications * len(cfg.seeds), wall_time=sum(s.wall_time for s in outcome.series),
-                        not_comparable=sum(1 for r in outcome.paper_rows if not r.comparable))
+                        not_comparable=sum(1 for r in outcome.paper_rows if not r.comparable),
+                        no_learning=tuple(c.series for c in learning_checks(outcome.series, cfg.report.level)
+                                          if c.verdict == "no learning detected"))
 
 
 def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | None = None, quick: bool = False,
@@ -126,7 +130,8 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
             lines.append(f"| {e.name} | - | - | {e.verdict} | - | - |")
             continue
         ratios = format_ranges(e.ratios, e.not_comparable)
-        lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {e.verdict} | "
+        verdict = e.verdict + (f"; **no learning detected: {len(e.no_learning)} series**" if e.no_learning else "")
+        lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {verdict} | "
                      f"{ratios} | {e.wall_time:.0f} s |")
     lines.append("")
     for e in entries:
@@ -134,6 +139,9 @@ def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bo
             continue
         lines += [f"## {e.title}", "", f"`privbandits reproduce {e.name}{' --quick' if quick else ''}` — "
                   f"{e.verdict}. [Report]({e.directory}/report.md)", ""]
+        if e.no_learning:
+            lines += [f"No learning detected (final regret within noise of `uniform` on the same seeds): "
+                      f"{', '.join(e.no_learning)}.", ""]
         lines += [f"![{e.name}]({fig})" for fig in e.figures] + [""]
     notes = sorted(p.relative_to(out).as_posix() for p in out.glob("*/README.md"))
     if notes:

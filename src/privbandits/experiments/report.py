@@ -13,6 +13,7 @@ from privbandits.algorithms import get
 from privbandits.core.errors import UnknownNameError
 from privbandits.experiments.claims import MIN_RUNS, ClaimResult, verdict_line
 from privbandits.experiments.config import ExperimentConfig
+from privbandits.experiments.learning import learning_checks, render_learning
 from privbandits.experiments.paper_numbers import Row, render_long, render_table
 from privbandits.experiments.runner import RunReport
 from privbandits.experiments.summary import Series, fmt_num
@@ -143,6 +144,7 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         for table in config.tables:
             lines += [f"### {table.title or 'Table'} ({table.metric}: ours / reference (ratio))", "",
                       *render_table(table, paper_rows), ""]
+    lines += render_learning(learning_checks(series, rep.level))
     if checks or rep.claims:
         lines += ["## The paper's claims", ""]
         if rep.claims:
