@@ -31,7 +31,7 @@ def _u_grid(m: int) -> np.ndarray:
     return (np.arange(m) + 0.5) / m
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _enumerated_shifts(g: float, Delta: float, sens: float, L: int, steps: int) -> set[tuple[int, ...]]:
     """Every shift vector ``floor(u + U) - floor(u' + U)`` the coupled roundings produce on a grid.
 
