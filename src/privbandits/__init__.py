@@ -22,12 +22,23 @@ from privbandits.envs import (  # noqa: E402
     MultiArmedEnv,
     SyntheticEnv,
 )
+from privbandits.envs.datasets import (  # noqa: E402
+    AutoLoanEnv,
+    ChoiceEnv,
+    ChoiceOfferEnv,
+    ChoicePricingEnv,
+    SupervisedEnv,
+)
 from privbandits.privacy.guarantee import PrivacyGuarantee  # noqa: E402
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutoLoanEnv",
+    "ChoiceEnv",
+    "ChoiceOfferEnv",
+    "ChoicePricingEnv",
     "ContextSequenceEnv",
     "ConvexLossEnv",
     "FiniteActionEnv",
@@ -36,6 +47,7 @@ __all__ = [
     "PrivacyGuarantee",
     "PrivbanditsError",
     "SimulationResult",
+    "SupervisedEnv",
     "SyntheticEnv",
     "__version__",
     "available",

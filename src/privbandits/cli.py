@@ -53,6 +53,18 @@ PresetOpt = Annotated[Optional[str], typer.Option("--preset", help="Calibration 
 EngineOpt = Annotated[Optional[str], typer.Option("--engine", help="Driver: auto (default: the fastest "
                                                   "available), reference, compiled or aggregate.")]
 QuickOpt = Annotated[bool, typer.Option("--quick", help="Apply the overrides in the config's quick table.")]
+ImportOpt = Annotated[Optional[list[str]], typer.Option(
+    "--import", "-I", help="Import MODULE first (repeatable), so that the algorithms it registers can be named; "
+                           "imported again in every worker.")]
+
+
+def _import(modules: Sequence[str] | None) -> tuple[str, ...]:
+    """Import the ``--import`` modules in this process; returns them for the work units."""
+    from privbandits.algorithms.registry import import_modules
+
+    mods = tuple(modules or ())
+    import_modules(mods)
+    return mods
 
 
 def _out() -> Console:
@@ -158,12 +170,12 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
 
 def _overrides(quick: bool = False, horizon: int | None = None, replications: int | None = None,
                seed: int | None = None, preset: str | None = None, grid: dict[str, list[Any]] | None = None,
-               engine: str | None = None, data: Path | None = None) -> Any:
+               engine: str | None = None, data: Path | None = None, imports: Sequence[str] = ()) -> Any:
     from privbandits.experiments.config import Overrides
 
     return Overrides(quick=quick, horizon=horizon, replications=replications,
                      seeds=None if seed is None else [seed], preset=preset, grid=grid, engine=engine,
-                     data=None if data is None else str(data))
+                     data=None if data is None else str(data), imports=_import(imports))
 
 
 def _run_config(config: Any, db: Path, out: Path | None, workers: int | None, scheduler: str | None,
@@ -194,11 +206,12 @@ def demo(db: DbOpt = DEFAULT_DB, out: OutOpt = None, quiet: QuietOpt = False, ho
 def run(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")], db: DbOpt = DEFAULT_DB,
         workers: WorkersOpt = None, scheduler: SchedulerOpt = None, quiet: QuietOpt = False, out: OutOpt = None,
         quick: QuickOpt = False, horizon: HorizonOpt = None, replications: ReplicationsOpt = None,
-        seed: SeedOpt = None, preset: PresetOpt = None, engine: EngineOpt = None) -> None:
+        seed: SeedOpt = None, preset: PresetOpt = None, engine: EngineOpt = None, imports: ImportOpt = None) -> None:
     """Run a TOML experiment (algorithms x parameters x seeds); resumes where a previous run stopped."""
     from privbandits.experiments.config import load_config
 
-    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, engine=engine))
+    cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, engine=engine,
+                                         imports=imports or ()))
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 
@@ -211,12 +224,12 @@ def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
           db: DbOpt = DEFAULT_DB, workers: WorkersOpt = None, scheduler: SchedulerOpt = None,
           quiet: QuietOpt = False, out: OutOpt = None, quick: QuickOpt = False, horizon: HorizonOpt = None,
           replications: ReplicationsOpt = None, seed: SeedOpt = None, preset: PresetOpt = None,
-          engine: EngineOpt = None) -> None:
+          engine: EngineOpt = None, imports: ImportOpt = None) -> None:
     """Run a TOML experiment with a parameter grid given on the command line."""
     from privbandits.experiments.config import load_config, parse_grid_option
 
     cfg = load_config(config, _overrides(quick, horizon, replications, seed, preset, parse_grid_option(grid),
-                                         engine))
+                                         engine, imports=imports or ()))
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 
@@ -359,9 +372,11 @@ def export(db: DbOpt = DEFAULT_DB,
 
 @app.command("list")
 @_guard
-def list_() -> None:
+def list_(imports: ImportOpt = None) -> None:
     """List the registered algorithms (paper, trust model, settings, reward links) and the presets."""
     from privbandits.algorithms import available
+
+    _import(imports)
     from privbandits.experiments.presets import available_presets
 
     table = Table(title="Algorithms", title_justify="left")
@@ -430,7 +445,8 @@ def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm 
             d: Annotated[int, typer.Option("--d", min=1, help="Feature dimension of the problem.")] = 5,
             K: Annotated[int, typer.Option("--K", min=1, help="Arms per round.")] = 10,
             horizon: Annotated[int, typer.Option("--horizon", "-T", min=1, help="Horizon T (users).")] = 10_000,
-            setting: Annotated[str, typer.Option("--setting", help="single or multi.")] = "single") -> None:
+            setting: Annotated[str, typer.Option("--setting", help="single or multi.")] = "single",
+            imports: ImportOpt = None) -> None:
     """Print an algorithm's full calibration on a problem: what is clipped, what noise, which
     composition, and the accounted guarantee (computed from the noise it adds)."""
     import json
@@ -439,6 +455,7 @@ def explain(algorithm: Annotated[str, typer.Argument(help="Registered algorithm 
     from privbandits.core.spec import EnvSpec
     from privbandits.experiments.config import parse_grid_option
 
+    _import(imports)
     params = {k: v[0] for k, v in parse_grid_option(param or []).items()}
     spec = EnvSpec(d=d, K=K, setting=setting, horizon=horizon)
     alg = make(algorithm, **params)

@@ -12,8 +12,10 @@ records cumulative pseudo-regret, realized reward and parameter-estimation error
 
 from __future__ import annotations
 
+import contextlib
+import html
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,15 +118,62 @@ class SimulationResult:
         """Cumulative regret at the horizon, one value per replication."""
         return self.regret[:, -1]
 
-    def summary(self) -> dict[str, float]:
-        """Mean and standard deviation of the final regret across replications."""
+    def summary(self) -> dict[str, Any]:
+        """Final regret across replications (mean, sample std, min, max) and the accounted guarantee
+        (``epsilon``, ``delta``, ``trust_model`` and its text)."""
         fr = self.final_regret
+        g = self.guarantee
         return {
             "mean": float(fr.mean()),
             "std": float(fr.std(ddof=1)) if fr.size > 1 else 0.0,
             "min": float(fr.min()),
             "max": float(fr.max()),
+            "epsilon": float(g.epsilon),
+            "delta": float(g.delta),
+            "trust_model": self.trust_model,
+            "guarantee": str(g),
         }
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame: one row per replication x checkpoint, with the run's algorithm, seed,
+        engine, accounted guarantee and resolved parameters as columns (``param.<name>``).
+
+        Needs pandas (``pip install pandas``).
+        """
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas ships with the test and data extras
+            raise ValidationError("SimulationResult.to_frame needs pandas: pip install pandas") from None
+        R, n = self.regret.shape
+        cols: dict[str, Any] = {
+            "replication": np.repeat(np.arange(R), n),
+            "t": np.tile(self.checkpoints, R),
+            "regret": self.regret.reshape(-1),
+            "reward": self.reward.reshape(-1),
+        }
+        if self.estimation_error is not None:
+            cols["estimation_error"] = self.estimation_error.reshape(-1)
+        frame = pd.DataFrame(cols)
+        g = self.guarantee
+        meta: dict[str, Any] = {"algorithm": self.algorithm, "trust_model": self.trust_model, "preset": self.preset,
+                                "epsilon": float(g.epsilon), "delta": float(g.delta), "seed": self.seed,
+                                "horizon": self.horizon, "engine": self.engine}
+        meta.update({f"param.{k}": v for k, v in self.resolved_params.items()
+                     if isinstance(v, (bool, int, float, str)) or v is None})
+        for k, v in meta.items():
+            frame[k] = v
+        return frame
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the final-regret summary and the accounted guarantee."""
+        s = self.summary()
+        rows = [("algorithm", self.algorithm), ("guarantee", s["guarantee"]), ("engine", self.engine),
+                ("horizon T", f"{self.horizon:,}"), ("replications", str(self.replications)),
+                ("final regret", f"{s['mean']:.4g} ± {s['std']:.3g} (min {s['min']:.4g}, max {s['max']:.4g})"),
+                ("wall time", f"{self.wall_time:.2f} s")]
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+                       f"{html.escape(v)}</td></tr>" for k, v in rows)
+        return f"<table><caption>privbandits SimulationResult</caption>{body}</table>"
 
 
 def _pick_engine(engine: str, alg: Algorithm, env: Environment) -> str:
@@ -146,6 +195,26 @@ def _pick_engine(engine: str, alg: Algorithm, env: Environment) -> str:
     return engine
 
 
+@contextlib.contextmanager
+def _progress_bar(progress: ProgressFn | bool | None, name: str, T: int) -> Iterator[ProgressFn | None]:
+    """The reporting function of ``simulate(progress=...)``: a rich bar for ``True``."""
+    if progress is True:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      transient=False) as bar:
+            task = bar.add_task(f"{name} (rounds)", total=T)
+            yield lambda done: bar.update(task, completed=done)
+        return
+    yield progress if callable(progress) else None
+
+
 def simulate(
     algorithm: Algorithm,
     env: Environment,
@@ -153,7 +222,7 @@ def simulate(
     replications: int = 1,
     seed: int = 0,
     checkpoints: Sequence[int] | np.ndarray | int | None = None,
-    progress: ProgressFn | None = None,
+    progress: ProgressFn | bool | None = None,
     engine: str = "auto",
 ) -> SimulationResult:
     """Run ``algorithm`` on ``env`` for ``horizon`` rounds in ``replications`` parallel copies.
@@ -174,8 +243,9 @@ def simulate(
     checkpoints : int, sequence of int or None
         An int ``n`` asks for ``n`` log-spaced checkpoints; a sequence gives them explicitly
         (1-based round counts); None means 50 log-spaced points plus the horizon.
-    progress : callable, optional
-        Called with the number of rounds completed, about 200 times per run.
+    progress : bool or callable, optional
+        ``True`` shows a progress bar (rich; in a terminal or a notebook); a callable is called
+        with the number of rounds completed, about 200 times per run.
     engine : {"auto", "reference", "compiled", "aggregate"}
         The driver (see the module docstring).
 
@@ -200,22 +270,26 @@ def simulate(
 
     stride = max(1, T // 200)
     last = [0]
+    if progress is not None and not isinstance(progress, bool) and not callable(progress):
+        raise ValidationError(f"progress must be True, False, None or a callable taking the rounds done, "
+                              f"got {type(progress).__name__}")
+    with _progress_bar(progress, algorithm.name, T) as report:
 
-    def tick(done: int) -> None:
-        if progress is not None and (done - last[0] >= stride or done == T):
-            last[0] = done
-            progress(done)
+        def tick(done: int) -> None:
+            if report is not None and (done - last[0] >= stride or done == T):
+                last[0] = done
+                report(done)
 
-    start = time.perf_counter()
-    if chosen == "aggregate":
-        drive_aggregate(algorithm, env, T, rec, tick)
-    elif chosen == "compiled":
-        drive_compiled(algorithm, env, T, rec, tick)
-    elif is_convex_env(env):
-        drive_convex(algorithm, env, T, rec, tick)
-    else:
-        drive_reference(algorithm, env, T, rec, tick)
-    wall = time.perf_counter() - start
+        start = time.perf_counter()
+        if chosen == "aggregate":
+            drive_aggregate(algorithm, env, T, rec, tick)
+        elif chosen == "compiled":
+            drive_compiled(algorithm, env, T, rec, tick)
+        elif is_convex_env(env):
+            drive_convex(algorithm, env, T, rec, tick)
+        else:
+            drive_reference(algorithm, env, T, rec, tick)
+        wall = time.perf_counter() - start
     return SimulationResult(
         algorithm=algorithm.name,
         params=algorithm.get_params(),

@@ -26,6 +26,9 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     ".name": ("string", "the file's stem",
               "Experiment name: the key results are stored and plotted under (letters, digits, `_ . -`)."),
     ".description": ("string", '""', "Free text, copied into `report.md`."),
+    ".import": ("list of module names", "[]",
+                "Modules imported before the algorithm names are checked, in this process and in every "
+                "worker (your own algorithms: `import = [\"mypkg.algorithms\"]`; same as `--import`)."),
     ".horizon": ("integer >= 1", "required",
                  "Number of rounds T of every run (`1e4` is accepted for 10000)."),
     ".replications": ("integer >= 1", "10",

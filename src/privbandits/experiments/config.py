@@ -101,6 +101,7 @@ from typing import Any
 
 from privbandits.algorithms import available
 from privbandits.algorithms.base import Algorithm
+from privbandits.algorithms.registry import import_modules
 from privbandits.core.errors import ConfigError, MissingDataError, PrivbanditsError
 from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_choice, check_in_range, check_int
@@ -128,7 +129,7 @@ CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 #: What a configuration file describes: a bandit experiment (this module) or a regression study
 #: (:mod:`privbandits.experiments.regression_study`).
 CONFIG_KINDS: tuple[str, ...] = ("bandit", "regression")
-TOP_KEYS = ("kind", "name", "description", "horizon", "replications", "seeds", "checkpoints", "preset",
+TOP_KEYS = ("kind", "name", "description", "import", "horizon", "replications", "seeds", "checkpoints", "preset",
             "engine", "env", "grid", "algorithms", "quick", "plot", "report", "figures", "claims",
             "paper_numbers", "tables")
 ALGO_KEYS = ("name", "label", "params", "grid", "preset")
@@ -249,6 +250,8 @@ class ExperimentConfig:
     declared_horizon: int | None = None
     #: Run with the file's ``[quick]`` overrides (a smoke run, not the experiment's settings).
     quick: bool = False
+    #: Modules imported for their algorithms (``import = [...]`` and ``--import``), in every worker.
+    imports: tuple[str, ...] = ()
 
     @property
     def reduced(self) -> bool:
@@ -266,7 +269,7 @@ class ExperimentConfig:
             WorkUnit(experiment=self.name, label=entry.label, algorithm=entry.name, params=params,
                      grid={**env_values, **grid}, env=env, seed=seed, horizon=self.horizon,
                      replications=self.replications, checkpoints=dict(self.checkpoints),
-                     engine=self.engine)
+                     engine=self.engine, imports=self.imports)
             for entry in self.algorithms
             for params, grid in entry.variants
             for env, env_values in self.env_variants()
@@ -290,6 +293,7 @@ class Overrides:
     grid: Mapping[str, list[Any]] | None = None
     engine: str | None = None
     data: str | None = None
+    imports: Sequence[str] = ()
 
     def check(self) -> None:
         """Validate the command-line values themselves, so that an error names the option, not the file."""
@@ -390,13 +394,30 @@ def parse_config(text: str | Mapping[str, Any], source: str = "<config>", defaul
     else:
         raw = dict(text)
     declared = raw.get("horizon")
+    imports = _imports(source, raw.get("import", []), overrides.imports if overrides is not None else ())
     if overrides is not None:
         raw = overrides.apply(raw)
     cfg = _Validator(source).config(raw, default_name,
                                     declared_horizon=declared if isinstance(declared, int) else None)
     if overrides is not None and overrides.quick:
         cfg = dataclasses.replace(cfg, quick=True)
+    if imports:
+        cfg = dataclasses.replace(cfg, imports=imports)
     return cfg
+
+
+def _imports(source: str, listed: Any, extra: Sequence[str]) -> tuple[str, ...]:
+    """Import the experiment's ``import = [...]`` modules and the ``--import`` ones (before the
+    algorithm names are checked); returns them for the work units."""
+    if isinstance(listed, str) or not isinstance(listed, list):
+        raise ConfigError(f"{source}: import = {listed!r}: must be a list of module names, e.g. "
+                          "import = [\"mypkg.algorithms\"]")
+    mods = tuple(dict.fromkeys([*listed, *extra]))
+    try:
+        import_modules(mods)
+    except PrivbanditsError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return mods
 
 
 def parse_grid_option(items: Sequence[str]) -> dict[str, list[Any]]:

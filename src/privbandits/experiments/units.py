@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privbandits.algorithms import make
+from privbandits.algorithms.registry import import_modules
 from privbandits.core.errors import UnknownNameError
 from privbandits.envs import (
     ConvexLossEnv,
@@ -110,10 +111,13 @@ class WorkUnit:
     checkpoints: dict[str, Any]
     grid: dict[str, Any] = field(default_factory=dict)
     engine: str = "auto"
+    #: Modules imported before the algorithm is built (``--import`` / ``import = [...]``), in every
+    #: process that runs the unit.
+    imports: tuple[str, ...] = ()
 
     def config(self) -> dict[str, Any]:
         """The full configuration that identifies the unit (hashed into :meth:`key`)."""
-        return {
+        cfg = {
             "schema": SCHEMA_VERSION,
             "experiment": self.experiment,
             "label": self.label,
@@ -127,6 +131,9 @@ class WorkUnit:
             "checkpoints": self.checkpoints,
             "engine": self.engine,
         }
+        if self.imports:  # only when used, so that the keys of earlier results stay valid
+            cfg["imports"] = list(self.imports)
+        return cfg
 
     def key(self) -> str:
         """sha256 hex digest of the canonical JSON of :meth:`config`."""
@@ -150,6 +157,7 @@ def execute_unit(unit: WorkUnit, progress: Callable[[int], None] | None = None) 
     Pure in the unit: the same unit gives bit-identical arrays on every call and in every process
     (all randomness comes from ``SeedSequence(unit.seed)``).
     """
+    import_modules(unit.imports)
     env = build_env(unit.env)
     alg = make(unit.algorithm, **unit.params)
     return simulate(alg, env, horizon=unit.horizon, replications=unit.replications, seed=unit.seed,
