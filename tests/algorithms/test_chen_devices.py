@@ -536,3 +536,36 @@ def test_noiseless_clients_have_no_local_guarantee() -> None:
     for client in (ChenLDPClient(0.0, IDENTITY, 2.0, spec, 1), SquareCBLDPClient(0.0, spec)):
         with pytest.raises(PrivbanditsError):
             client.sensitivity()
+
+
+def test_public_check_remembers_only_identical_states() -> None:
+    """The device's check answers a state identical in fields, dtypes, shapes and values to the last
+    accepted one without validating it again, and validates everything else: a changed value, a
+    changed dtype, an added or removed field, NaN."""
+    from privbandits.algorithms.chen.device import PublicCheck
+
+    alg = _reset("chen-ldp")
+    honest = alg.server.public_state()
+    check = PublicCheck(alg.client.public_space(), alg.spec)
+    calls: list[int] = []
+    space = check.space
+
+    class Counting:
+        def validate(self, public: Any, dims: Any) -> PublicState:
+            calls.append(1)
+            return space.validate(public, dims)
+
+    check.space = Counting()  # type: ignore[assignment]
+    first = check(honest, 1)
+    assert check(PublicState(dict(honest)), 1) is first and check(dict(first), 1) is first
+    assert len(calls) == 1
+    for bad in ({"w": np.full((1, 2), 2e12)}, {"w": np.full((1, 2), np.nan)}, {"slot": [7]},
+                {"slot": np.array([1.5])}):
+        with pytest.raises(PublicStateError):
+            check(_with(honest, **bad), 1)
+    assert check(_with(honest, slot=np.array([1.0])), 1)["slot"].dtype == np.int64  # an exact float is validated
+    with pytest.raises(PublicStateError):
+        check(PublicState({**honest, "extra": np.zeros(1)}), 1)
+    with pytest.raises(PublicStateError):
+        check(PublicState({k: v for k, v in honest.items() if k != "U"}), 1)
+    assert check(honest, 1)["w"].shape == (1, 2)

@@ -42,6 +42,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.chen.device import PublicCheck
 from privbandits.algorithms.chen.jdp import (
     COMMON_CONSTRAINTS,
     check_problem,
@@ -54,7 +55,7 @@ from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError, TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.core.public_space import PublicField, PublicSpace, dims_of
+from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.inputs import check_device_inputs
@@ -122,6 +123,7 @@ class ChenLDPClient(Client):
     def __init__(self, sigma: float, link: LinkConstants, spanner_C: float, spec: EnvSpec, epochs: int) -> None:
         self.sigma, self.link, self.spanner_C, self.spec = sigma, link, spanner_C, spec
         self._space = ldp_public_space(epochs)
+        self._check = PublicCheck(self._space, spec)
 
     # -- the device's declarations ------------------------------------------------------------
     def public_space(self) -> PublicSpace:
@@ -153,7 +155,7 @@ class ChenLDPClient(Client):
         return np.concatenate([Xm.reshape(X.shape[0], -1), g], axis=1)
 
     def _public(self, public: PublicState, R: int) -> PublicState:
-        return self._space.validate(public, dims_of(self.spec, R))
+        return self._check(public, R)
 
     def _fields(self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray,
                 rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

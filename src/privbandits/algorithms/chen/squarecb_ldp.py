@@ -45,6 +45,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.chen.device import PublicCheck
 from privbandits.algorithms.chen.jdp import check_problem
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS
 from privbandits.algorithms.chen.squarecb import (
@@ -55,7 +56,7 @@ from privbandits.algorithms.chen.squarecb import (
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError, TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
-from privbandits.core.public_space import PublicField, PublicSpace, dims_of
+from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.guarantee import PrivacyGuarantee
@@ -120,6 +121,7 @@ class SquareCBLDPClient(Client):
     def __init__(self, sigma: float, spec: EnvSpec) -> None:
         self.sigma, self.spec = sigma, spec
         self._space = squarecb_ldp_public_space()
+        self._check = PublicCheck(self._space, spec)
 
     # -- the device's declarations ------------------------------------------------------------
     def public_space(self) -> PublicSpace:
@@ -146,7 +148,7 @@ class SquareCBLDPClient(Client):
         return self._gradients(self._public(public, X.shape[0]), X, a, y)
 
     def _public(self, public: PublicState, R: int) -> PublicState:
-        return self._space.validate(public, dims_of(self.spec, R))
+        return self._check(public, R)
 
     def _gradients(self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray,
                    rewards: np.ndarray) -> np.ndarray:
