@@ -54,6 +54,8 @@ MODULES: dict[str, list[str]] = {
     "privacy/laplace_shuffle.py": ["tests/privacy/test_shuffle.py", "tests/privacy/test_audit.py",
                                    "tests/algorithms/test_hanna_calibration.py"],
     "privacy/guarantee.py": ["tests/privacy/test_accounting.py", "tests/test_simulate.py"],
+    "privacy/binomial_accounting.py": ["tests/privacy/test_binomial_accounting.py",
+                                       "tests/privacy/test_binomial_independent.py"],
     # --- algorithm-side client randomizers and calibration ---
     "algorithms/calibration.py": ["tests/algorithms/test_calibration.py",
                                   "tests/algorithms/test_ldp_glb_privacy.py",
@@ -71,6 +73,21 @@ MODULES: dict[str, list[str]] = {
     # --- experiment bookkeeping ---
     "experiments/units.py": ["tests/experiments/test_units.py", "tests/experiments/test_store.py"],
     "experiments/store.py": ["tests/experiments/test_store.py", "tests/experiments/test_runner.py"],
+    # --- privatizers: the randomizers devices run ---
+    "privacy/randomizers.py": ["tests/privacy/test_randomizers.py", "tests/privacy/test_shuffle.py"],
+    "algorithms/bco/privatizer.py": ["tests/algorithms/test_bco_devices.py", "tests/algorithms/test_bco.py"],
+    "algorithms/ldp_onepoint/privatizer.py": ["tests/algorithms/test_bco_devices.py",
+                                              "tests/algorithms/test_ldp_onepoint.py"],
+    # --- device paths: input checks, public-state spaces, declared noise, client randomize ---
+    "privacy/inputs.py": ["tests/privacy/test_device_contract.py", "tests/test_clip_inventory.py"],
+    "core/public_space.py": ["tests/privacy/test_device_contract.py", "tests/testing/test_checks.py"],
+    "privacy/device.py": ["tests/privacy/test_device_contract.py"],
+    "algorithms/ldp_onepoint/roles.py": ["tests/algorithms/test_bco_devices.py",
+                                         "tests/algorithms/test_ldp_onepoint.py"],
+    # --- the service's store (per-token idempotency, events and model rows) ---
+    "service/server/store.py": ["tests/service/test_store_rows.py",
+                                "tests/service/test_scoping.py::"
+                                "test_the_same_idempotency_key_from_two_tokens_stores_two_reports"],
 }
 
 #: Operators not run.  cosmic-ray replaces every binary operator by each of ten others and every
@@ -146,10 +163,13 @@ def operator_kept(name: str) -> bool:
 
 
 def copy_checkout(dest: Path) -> None:
-    """Copy the tracked files of the checkout (with uncommitted edits) to ``dest``."""
+    """Copy the files of the checkout to ``dest``: tracked ones (with uncommitted edits) and new ones
+    not yet added (``git ls-files --others --exclude-standard``: a module just moved is copied
+    from where it now is)."""
     if dest.exists():
         shutil.rmtree(dest)
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True,
                            capture_output=True).stdout.decode().split("\0")
     for rel in filter(None, files):
         src = ROOT / rel

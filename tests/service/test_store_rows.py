@@ -1,0 +1,136 @@
+"""The served model's database, row by row (SQLite): what is stored, found, ordered and refused.
+
+Every accepted request is one ``events`` row keyed by ``(token, idempotency key)``; a model update
+is one ``models`` row written in the same transaction.  These tests exercise the store directly
+(no HTTP), so that each query's scoping, ordering and atomicity is checked on its own: two tokens
+that use the same idempotency key keep two events, the lookup of one never returns the other's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+try:  # the server's store (service/server/store.py; service/store.py in older layouts)
+    from privbandits.service.server import store as st
+except ImportError:  # pragma: no cover - layout-dependent
+    from privbandits.service import store as st  # type: ignore[no-redef]
+
+
+def _event(seq: int, token: str = "client-0", key: str = "k1", kind: str = "report") -> st.Event:
+    return st.Event(seq=seq, kind=kind, token=token, idem_key=key, body={"seq": seq, "x": [1.5, -2]},
+                    body_hash=f"h{seq}", response={"seq": seq, "ok": True})
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> st.Store:
+    s = st.open_store(tmp_path / "db" / "model.sqlite")
+    s.init({"algorithm": "ldp-sgd", "horizon": 50})
+    yield s
+    s.close()
+
+
+def test_lookup_is_scoped_by_token_and_key(store: st.Store) -> None:
+    """The same key from two tokens: two events, and each lookup returns its own token's answer."""
+    store.append(_event(1, "client-0", "same"), None)
+    store.append(_event(2, "client-1", "same"), None)
+    a, b = store.find("client-0", "same"), store.find("client-1", "same")
+    assert a is not None and b is not None
+    assert (a.seq, a.token, a.response) == (1, "client-0", {"seq": 1, "ok": True})
+    assert (b.seq, b.token, b.response) == (2, "client-1", {"seq": 2, "ok": True})
+    assert store.find("client-2", "same") is None and store.find("client-0", "other") is None
+    # a key used by one token only is not found for another
+    store.append(_event(3, "client-1", "only-1"), None)
+    assert store.find("client-0", "only-1") is None and store.find("client-1", "only-1").seq == 3
+
+
+def test_the_same_token_and_key_cannot_be_stored_twice(store: st.Store) -> None:
+    store.append(_event(1), None)
+    with pytest.raises(sqlite3.IntegrityError):
+        store.append(_event(2), None)
+    assert [e.seq for e in store.events()] == [1]
+
+
+def test_events_come_back_whole_and_in_acceptance_order(store: st.Store) -> None:
+    for seq in (3, 1, 2):
+        store.append(_event(seq, key=f"k{seq}", kind="batch" if seq == 2 else "report"), None)
+    events = list(store.events())
+    assert [e.seq for e in events] == [1, 2, 3]
+    assert events[1] == _event(2, key="k2", kind="batch")
+    assert store.find("client-0", "k2") == _event(2, key="k2", kind="batch")
+
+
+def test_model_rows_are_written_with_their_event_and_read_in_version_order(store: st.Store) -> None:
+    assert store.latest_model() is None and store.models() == []
+    store.append(_event(1, key="a"), st.ModelRow(version=1, seq=1, rounds=4, digest="d1"))
+    store.append(_event(2, key="b"), None)  # no model change
+    store.append(_event(3, key="c"), st.ModelRow(version=3, seq=3, rounds=9, digest="d3"))
+    store.append(_event(4, key="d"), st.ModelRow(version=2, seq=4, rounds=7, digest="d2"))
+    assert [m.version for m in store.models()] == [1, 2, 3]
+    assert store.latest_model() == st.ModelRow(3, 3, 9, "d3")
+    assert store.models()[0] == st.ModelRow(1, 1, 4, "d1")
+
+
+def test_an_event_and_its_model_row_are_stored_together_or_not_at_all(store: st.Store) -> None:
+    store.append(_event(1, key="a"), st.ModelRow(version=1, seq=1, rounds=1, digest="d1"))
+    with pytest.raises(sqlite3.IntegrityError):  # the model row collides: the event must not stay
+        store.append(_event(2, key="b"), st.ModelRow(version=1, seq=2, rounds=2, digest="dx"))
+    assert [e.seq for e in store.events()] == [1] and store.find("client-0", "b") is None
+    assert store.models() == [st.ModelRow(1, 1, 1, "d1")]
+    store.append(_event(2, key="b"), None)  # the connection is usable after the rollback
+    assert [e.seq for e in store.events()] == [1, 2]
+
+
+def test_wipe_keeps_the_configuration(store: st.Store, tmp_path: Path) -> None:
+    store.append(_event(1), st.ModelRow(1, 1, 1, "d"))
+    store.wipe()
+    assert list(store.events()) == [] and store.models() == [] and store.latest_model() is None
+    store.init({"algorithm": "ldp-sgd", "horizon": 50})  # same configuration: accepted
+    with pytest.raises(st.StoreError, match="another configuration"):
+        store.init({"algorithm": "ldp-sgd", "horizon": 51})
+
+
+def test_reopening_finds_the_stored_rows(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    s = st.open_store(f"sqlite:///{path}?synchronous=FULL")
+    s.init({"a": 1})
+    s.append(_event(1), st.ModelRow(1, 1, 2, "d"))
+    s.close()
+    again = st.open_store(path)
+    again.init({"a": 1})
+    assert [e.seq for e in again.events()] == [1] and again.latest_model() == st.ModelRow(1, 1, 2, "d")
+    again.close()
+
+
+def test_urls_choose_the_back_end_and_options(tmp_path: Path) -> None:
+    full = st.open_store(f"sqlite:///{tmp_path}/a/b.sqlite?synchronous=FULL")
+    assert (tmp_path / "a" / "b.sqlite").exists() and "?" not in full.url
+    assert full.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert full.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    full.close()
+    absolute = st.open_store(f"sqlite:////{str(tmp_path).lstrip('/')}/c.sqlite")
+    assert (tmp_path / "c.sqlite").exists()
+    absolute.close()
+    plain = st.open_store(tmp_path / "d.sqlite")
+    assert plain.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL, the default
+    plain.close()
+    mem = st.open_store("sqlite://")
+    mem.init({})
+    assert mem.url == "sqlite:///:memory:"
+    mem.close()
+    with pytest.raises(st.StoreError, match="unsupported database URL"):
+        st.open_store("mysql://host/db")
+    with pytest.raises(st.StoreError, match="synchronous"):
+        st.SQLiteStore(str(tmp_path / "e.sqlite"), synchronous="SOMETIMES")
+    with pytest.raises(st.StoreError, match="cannot open"):
+        st.SQLiteStore(str(tmp_path))  # a directory
+
+
+def test_rows_are_immutable() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _event(1).seq = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        st.ModelRow(1, 1, 1, "d").rounds = 2  # type: ignore[misc]
