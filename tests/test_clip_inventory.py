@@ -162,6 +162,12 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "tests/regression/test_reweighted.py::test_bound_policy"),
     "src/privbandits/regression/baselines.py::DPGradientDescent.fit::np.minimum(1)#1": (
         f"{T_HERE}::test_dp_gradient_descent_clips_each_per_sample_gradient",),
+    "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::norm-ifexp#1": (
+        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
+    "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::min-max#1": (
+        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
+    "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::min-max#2": (
+        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
     # -- the auditor --------------------------------------------------------------------------------
     "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
         EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),

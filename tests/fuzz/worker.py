@@ -45,7 +45,7 @@ import numpy as np
 
 #: Users per call (replications) and the horizon of the small problem.
 R = 2
-HORIZON = 40
+HORIZON = 200
 #: Round of the fuzzed calls (after one honest round at t = 0).
 T = 1
 
@@ -72,7 +72,9 @@ class World:
     public: Any = None
     msg: Any = None
     batch: Any = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    #: Entry point -> (algorithm state, round, honest argument) where its honest call belongs: the
+    #: shuffler's last collect of a batch, the analyzer's receive_batch, a multi-round respond.
+    snapshots: dict[str, tuple[Any, int, Any]] = field(default_factory=dict)
 
     @property
     def spec(self) -> Any:
@@ -104,19 +106,39 @@ def build(name: str) -> World:
         alg.update(0, X, a, r)
         return World(name, alg, "curator", convex, X, np.asarray(a), np.asarray(r))
     shuffle = isinstance(alg, ShuffleAlgorithm)
+    fresh = copy.deepcopy(alg) if shuffle else None
     public = protocol.broadcast(alg, 0, protocol.check_public(alg.server.public_state()) if shuffle else None)
     public = protocol.device_public(alg.client, spec, public, R)
     a = np.asarray(alg.client.choose(0, public, X, streams.policy))
     r, _ = env.step(a)
     msg = alg.client.randomize(0, public, X, a, r, streams.client)
     w = World(name, alg, "shuffle" if shuffle else "local", convex, X, a, np.asarray(r), public, msg)
-    if shuffle:
-        from privbandits.core.messages import shuffle_messages
-
-        w.batch = shuffle_messages([msg, msg], np.random.default_rng(0))
-    else:
+    if not shuffle:
         protocol.deliver(alg, 0, msg)
         w.public = protocol.device_public(alg.client, spec, alg.server.public_state(), R)
+        return w
+    # the shuffle model: the first batch played honestly, as the reference driver does, keeping the
+    # state before its last collect, before the analyzer's receive_batch and before a respond round
+    alg = fresh
+    batch_public = protocol.check_public(alg.server.public_state())
+    for t in range(HORIZON):
+        Xt = env.next_round()
+        mine = protocol.broadcast(alg, t, batch_public)
+        at = protocol.device_choose(alg.client, spec, t, mine, Xt, streams.policy)
+        rt, _ = env.step(at)
+        m = protocol.device_randomize(alg.client, spec, t, mine, Xt, at, rt, streams.client)
+        before = copy.deepcopy(alg)
+        alg.shuffler.collect(t, m)
+        if not alg.batch_ends(t):
+            continue
+        w.snapshots["collect"] = (before, t, m)
+        batch = alg.shuffler.release(t)
+        w.snapshots["receive_batch"] = (copy.deepcopy(alg), t, batch)
+        w.batch = batch
+        alg.server.receive_batch(t, batch)
+        if alg.server.wants_round():
+            w.snapshots["respond"] = (copy.deepcopy(alg), t, protocol.check_public(alg.server.public_state()))
+        break
     return w
 
 
@@ -418,11 +440,13 @@ class Case:
 
 
 def _call(w: World, entry: str, args: dict[str, Any]) -> Any:
-    """Call ``entry`` of ``w`` (a deep copy) with ``args`` (t, public, contexts, actions, rewards,
-    message, batch); fresh generators of one seed, so twin calls draw the same numbers."""
+    """Call ``entry`` on a deep copy of ``w``'s algorithm (in the state the entry belongs to) with
+    ``args`` (t, public, contexts, actions, rewards, message, batch); fresh generators of one seed,
+    so twin calls draw the same numbers."""
     from privbandits.engine import protocol
 
-    alg = w.alg
+    snap = w.snapshots.get(entry)
+    alg = copy.deepcopy(w.alg if snap is None else snap[0])
     rng = np.random.default_rng(7)
     t = args.get("t", T)
     if entry == "select":
@@ -460,10 +484,9 @@ def _call(w: World, entry: str, args: dict[str, Any]) -> Any:
     if entry == "receive_batch":
         alg.server.receive_batch(t, args["batch"])
         return protocol.check_public(alg.server.public_state())
-    if entry == "collect":
+    if entry == "collect":  # the batch's last message
         alg.shuffler.collect(t, args["message"])
-        alg.shuffler.collect(t, w.msg)
-        alg.server.receive_batch(t, alg.shuffler.release(t))
+        protocol.close_batch(alg, t, rng)
         return protocol.check_public(alg.server.public_state())
     raise ValueError(entry)
 
@@ -473,6 +496,10 @@ def honest_args(w: World, entry: str) -> dict[str, Any]:
     if entry in ("choose_batch", "randomize_batch"):
         return {"public": w.public, "contexts": np.stack([w.X, w.X]), "actions": np.stack([w.a, w.a]),
                 "rewards": np.stack([w.r, w.r])}
+    if entry in w.snapshots:
+        _, t, arg = w.snapshots[entry]
+        key = {"collect": "message", "receive_batch": "batch", "respond": "public"}[entry]
+        return {"t": t, key: arg}
     if entry == "respond":
         return {"t": T, "public": w.public}
     if entry in ("sdk_choose", "sdk_privatize"):  # one user: no replication axis
@@ -496,18 +523,19 @@ def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
         args["t"], expect = TIMES[case.mutation]
         return args, expect
     if case.arg == "public":
-        if case.entry.startswith("sdk_"):
-            args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, 1, args["public"])
+        if case.entry.startswith("sdk_") or case.entry == "respond":
+            users = 1 if case.entry.startswith("sdk_") else R
+            args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, users, args["public"])
             return args, expect
         users = np.asarray(args["contexts"]).shape[-3 if w.spec.setting == "single" else -2] \
             if "contexts" in args and not w.convex else R
         args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, users)
         return args, expect
     if case.arg == "message":
-        args["message"], expect = mutate_message(w.msg, case.mutation, case.pos, K)
+        args["message"], expect = mutate_message(args["message"], case.mutation, case.pos, K)
         return args, expect
     if case.arg == "batch":
-        args["batch"], expect = mutate_batch(w.batch, case.mutation, case.pos, K)
+        args["batch"], expect = mutate_batch(args["batch"], case.mutation, case.pos, K)
         return args, expect
     kind = "actions" if case.arg == "actions" and not w.convex else case.arg
     value, expect = mutate_array(np.asarray(args[case.arg]), case.mutation, case.pos, K)
@@ -623,9 +651,8 @@ def run_case(w: World, case: Case) -> None:
     from privbandits.core.errors import PrivbanditsError
 
     args, expect = make_case(w, case)
-    mine = copy.deepcopy(w)
     try:
-        out = _call(mine, case.entry, args)
+        out = _call(w, case.entry, args)
     except PrivbanditsError:
         return
     except Exception as exc:  # IndexError, TypeError, numba errors, ...: not a clear error
@@ -633,11 +660,10 @@ def run_case(w: World, case: Case) -> None:
         raise Mismatch(f"{type(exc).__name__}: {str(exc)[:300]} (at {tb.filename}:{tb.lineno})") from None
     if expect == "error":
         raise Mismatch(f"accepted (expected a PrivbanditsError); returned {_short(out)}")
-    check_output(mine, case, args, out)
+    check_output(w, case, args, out)
     if expect == "same":
-        twin = copy.deepcopy(w)
         try:
-            ref = _call(twin, case.entry, canonical(args, case, w))
+            ref = _call(w, case.entry, canonical(args, case, w))
         except PrivbanditsError as exc:
             raise Mismatch(f"accepted, but the canonical call raises {type(exc).__name__}: {exc}") from None
         if not _same(out, ref):
@@ -695,6 +721,14 @@ def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], N
                 seen.add((case.arg, case.mutation))
                 report(case, " ".join(_ANSI.sub("", str(exc)).split())[:400])
 
+    honest = Case(w.name, entry, "-", "honest", 0)
+    progress(honest)
+    try:  # the honest call must succeed, or every refusal below proves nothing
+        check_output(w, honest, honest_args(w, entry), _call(w, entry, honest_args(w, entry)))
+    except Exception as exc:
+        report(honest, f"the honest call fails ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+                       "the fuzz of this entry point would prove nothing")
+        return 1
     for case in sweep(w, entry):
         one(case)
     if examples <= 0:
