@@ -96,7 +96,7 @@ def _tokens(n: int) -> tuple[str, list[str]]:
 def _reports(url: str, token: str, n: int, seed: int) -> list[dict[str, Any]]:
     """``n`` distinct valid report bodies from the algorithm's device code (model version 0)."""
     sys.path.insert(0, str(SRC))
-    from privbandits.client import DeviceClient
+    from privbandits.service.device.client import DeviceClient
 
     rng = np.random.default_rng(seed)
     with httpx.Client(timeout=30) as http:

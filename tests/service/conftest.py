@@ -21,10 +21,10 @@ pytest.importorskip("fastapi")
 import uvicorn
 from fastapi.testclient import TestClient
 
-from privbandits.service.app import create_app
 from privbandits.service.auth import TokenSet
 from privbandits.service.config import ServiceConfig, parse_service_config
-from privbandits.service.store import open_store
+from privbandits.service.server.app import create_app
+from privbandits.service.server.store import open_store
 
 CLIENT = "client-secret-0000"
 CLIENT2 = "client-secret-0001"

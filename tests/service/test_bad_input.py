@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privbandits.client import DeviceClient
+from privbandits.service.device.client import DeviceClient
 from tests.service.conftest import ADMIN, CLIENT, CLIENT2, SHUFFLER, auth, make_client, service_raw
 
 D = 3

@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from privbandits.service.app import create_app
 from privbandits.service.config import parse_service_config
-from privbandits.service.dashboard import page_html
-from privbandits.service.store import open_store
-from privbandits.simulated_clients import simulate_clients
+from privbandits.service.device.simulate import simulate_clients
+from privbandits.service.server.app import create_app
+from privbandits.service.server.dashboard import page_html
+from privbandits.service.server.store import open_store
 from tests.service.conftest import CLIENT, CLIENT2, InThreadServer, make_client, service_raw, tokens
 
 CHROMIUM = os.environ.get("PRIVBANDITS_CHROMIUM", "/usr/bin/chromium")

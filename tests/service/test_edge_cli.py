@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from privbandits.cli import app
 from privbandits.service.auth import load_tokens
-from privbandits.service.shuffler_cli import shuffler_secret
+from privbandits.service.shuffler.cli import shuffler_secret
 from privbandits.service.tools_cli import client_secrets
 from tests.service.conftest import make_client, service_raw, tokens_toml, toml_text
 
@@ -47,7 +47,7 @@ def test_serve_shuffler_refuses_a_local_model_and_a_missing_shuffler_token(tmp_p
 
 
 def test_simulate_clients_needs_the_shuffler_for_a_shuffle_model(tmp_path: Path) -> None:
-    from privbandits.simulated_clients import simulate_clients
+    from privbandits.service.device.simulate import simulate_clients
     from tests.service.conftest import CLIENT
 
     raw = service_raw("hanna-shuffle", horizon=300, env={"kind": "finite", "d": 2, "K": 3, "noise_scale": 0.3})

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from privbandits.algorithms import make
-from privbandits.client import simulate_users
 from privbandits.experiments.units import build_env
-from privbandits.service.app import create_app
 from privbandits.service.config import parse_service_config
-from privbandits.service.store import open_store
+from privbandits.service.device.client import simulate_users
+from privbandits.service.server.app import create_app
+from privbandits.service.server.store import open_store
 from privbandits.simulate import simulate
 from tests.service.conftest import (
     ADMIN,

@@ -11,9 +11,9 @@ import httpx
 import numpy as np
 import pytest
 
-from privbandits.client import DeviceClient
 from privbandits.service.config import parse_service_config
-from privbandits.service.model import ServedModel
+from privbandits.service.device.client import DeviceClient
+from privbandits.service.server.model import ServedModel
 from tests.service.conftest import (
     ADMIN,
     CLIENT,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from privbandits.service.config import parse_service_config
-from privbandits.service.model import ServedModel
 from privbandits.service.sealing import SEAL_OVERHEAD, keygen, seal
+from privbandits.service.server.model import ServedModel
 from tests.service.conftest import ADMIN, CLIENT, SHUFFLER, auth, make_client, service_raw
 
 nacl_public = pytest.importorskip("nacl.public")

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from privbandits.client import DeviceClient, local_algorithm
+from privbandits.service.device.client import DeviceClient, local_algorithm
 from tests.service.conftest import ADMIN, CLIENT, auth, make_client, service_raw
 
 

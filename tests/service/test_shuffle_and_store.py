@@ -16,7 +16,7 @@ from privbandits.experiments.units import build_env
 from privbandits.service.auth import parse_tokens
 from privbandits.service.config import parse_service_config
 from privbandits.service.sealing import SealingError, keygen, open_sealed, seal
-from privbandits.service.store import StoreError, open_store
+from privbandits.service.server.store import StoreError, open_store
 from privbandits.simulate import simulate
 from tests.service.conftest import ADMIN, CLIENT, SHUFFLER, auth, make_client, service_raw
 
@@ -98,7 +98,7 @@ def test_shuffled_sealed_batches_give_the_reference_model() -> None:
 
 
 def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database(tmp_path: Path) -> None:
-    from privbandits.client import simulate_users
+    from privbandits.service.device.client import simulate_users
 
     db = str(tmp_path / "s.db")
     raw = service_raw("ldp-ols", horizon=50, seed=1)
@@ -123,7 +123,7 @@ def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database
 
 
 def test_admin_reset_status_and_metrics(tmp_path: Path) -> None:
-    from privbandits.client import DeviceClient
+    from privbandits.service.device.client import DeviceClient
 
     with make_client(service_raw("ldp-sgd", horizon=50), tmp_path / "m.db") as tc:
         dev = DeviceClient("http://testserver", CLIENT, http=tc)
@@ -170,7 +170,7 @@ def test_tokens_file_errors() -> None:
 
 
 def test_simulated_rewards_reach_the_status_page() -> None:
-    from privbandits.client import simulate_users
+    from privbandits.service.device.client import simulate_users
 
     with make_client(service_raw("ldp-sgd", horizon=30)) as tc:
         run = simulate_users("http://testserver", [CLIENT], seed=0, rounds=7, http=tc, post_rewards_every=3)
@@ -199,7 +199,7 @@ def test_serve_command_reports_config_errors(tmp_path: Path) -> None:
 
 def test_multi_round_shuffle_protocols_are_refused_at_start() -> None:
     from privbandits.core.errors import ValidationError
-    from privbandits.service.model import ServedModel
+    from privbandits.service.server.model import ServedModel
 
     env = {"kind": "synthetic", "d": 3, "K": 4, "link": "logistic", "noise": "bernoulli"}
     with pytest.raises(ValidationError, match="multi-round shuffle protocols"):

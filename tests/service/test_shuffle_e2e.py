@@ -13,14 +13,14 @@ import httpx
 import pytest
 
 from privbandits.service import sealing
-from privbandits.service.app import create_app
 from privbandits.service.auth import TokenSet
 from privbandits.service.config import parse_service_config
-from privbandits.service.permutation import seeded_permutation
-from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app
-from privbandits.service.shuffler_store import ShufflerStore
-from privbandits.service.store import open_store
-from privbandits.shuffle_client import simulate_shuffle_users
+from privbandits.service.device.shuffle import simulate_shuffle_users
+from privbandits.service.server.app import create_app
+from privbandits.service.server.store import open_store
+from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
+from privbandits.service.shuffler.permutation import seeded_permutation
+from privbandits.service.shuffler.store import ShufflerStore
 from tests.service.conftest import (
     ADMIN,
     CLIENT,
@@ -108,8 +108,8 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
 def test_device_refuses_a_key_other_than_the_servers(stack: dict[str, Any]) -> None:
     """A device that pinned the server's key does not seal to another key relayed by a shuffler."""
     from privbandits.core.errors import ValidationError
+    from privbandits.service.device.shuffle import ShuffleDevice
     from privbandits.service.sealing import keygen
-    from privbandits.shuffle_client import ShuffleDevice
 
     with httpx.Client(timeout=30) as http:
         dev = ShuffleDevice(stack["shuffler"], CLIENT, http=http, server_key=keygen()[1])
@@ -128,8 +128,8 @@ def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(stack: dic
 
     from nacl import public as nacl_public
 
+    from privbandits.service.device.shuffle import ShuffleDevice
     from privbandits.service.reports import ReportFormat
-    from privbandits.shuffle_client import ShuffleDevice
 
     with httpx.Client(timeout=30) as http:
         model = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()

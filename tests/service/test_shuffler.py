@@ -19,14 +19,14 @@ from scipy import stats
 
 from privbandits.core.errors import ValidationError
 from privbandits.service.auth import TokenSet
-from privbandits.service.permutation import seeded_permutation, system_permutation
-from privbandits.service.shuffler import (
+from privbandits.service.shuffler.app import (
     ShufflerSettings,
     create_shuffler_app,
     protocol_batch_size,
     report_budget,
 )
-from privbandits.service.shuffler_store import ShufflerStore, report_digest
+from privbandits.service.shuffler.permutation import seeded_permutation, system_permutation
+from privbandits.service.shuffler.store import ShufflerStore, report_digest
 
 nacl_public = pytest.importorskip("nacl.public")
 

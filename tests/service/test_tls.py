@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from privbandits.client import DeviceClient
+from privbandits.service.device.client import DeviceClient
 from tests.service.conftest import CLIENT, ServerProcess, service_raw, tokens_toml, toml_text
 
 

@@ -27,10 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from privbandits.algorithms import make
+from privbandits.algorithms.base import Algorithm
 from privbandits.core.errors import ConfigError
+from privbandits.core.rng import make_streams
+from privbandits.core.spec import EnvSpec
+from privbandits.envs.base import Environment
 from privbandits.experiments.config import parse_config
+from privbandits.experiments.units import build_env
 
-__all__ = ["SERVICE_KEYS", "ServiceConfig", "load_service_config", "parse_service_config"]
+__all__ = ["SERVICE_KEYS", "ServiceConfig", "build_problem", "load_service_config", "parse_service_config"]
 
 #: ``[service]`` keys with their defaults (None: derived, see the module docstring).
 SERVICE_KEYS: dict[str, Any] = {
@@ -157,3 +163,18 @@ def load_service_config(path: str | Path) -> ServiceConfig:
         raise ConfigError(f"{p.name}: invalid TOML: {exc}") from None
     raw.setdefault("name", p.stem if p.stem.replace("-", "").replace("_", "").isalnum() else "service")
     return parse_service_config(raw, source=p.name)
+
+
+def build_problem(config: ServiceConfig, seed: int) -> tuple[Algorithm, Environment, EnvSpec]:
+    """The algorithm reset on the configured problem with one replication and ``seed``'s streams.
+
+    The environment is reset with the same streams (it draws from its own streams only), so its
+    public description and, for fixed action sets, the public action catalogue are the ones
+    ``simulate`` would use with that seed.
+    """
+    alg = make(config.algorithm, **config.params)
+    streams = make_streams(seed)
+    env = build_env(config.env)
+    spec = env.reset(1, streams, config.horizon)
+    alg.reset(spec, 1, streams)
+    return alg, env, spec

@@ -160,7 +160,7 @@ class ReportFormat:
 
     def neutral(self, action: int) -> dict[str, np.ndarray]:
         """A zero report for ``action``: what stands in for a quarantined report of a batch whose
-        per-action sizes the protocol fixes (see :meth:`privbandits.service.model.ServedModel.complete_batch`)."""
+        per-action sizes the protocol fixes (see :meth:`privbandits.service.server.model.ServedModel.complete_batch`)."""
         out = {}
         for f in self.fields:
             if f.kind == "i" and f.name == "action":

@@ -1,17 +1,17 @@
-"""``privbandits make-tokens`` and ``privbandits simulate-clients`` (registered by :mod:`.cli`)."""
+"""``privbandits make-tokens`` (registered by :mod:`.cli`): a tokens file with fresh secrets."""
 
 from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from privbandits.core.errors import ConfigError, ValidationError
 from privbandits.service.auth import read_tokens_file
 
-__all__ = ["client_secrets", "make_tokens", "simulate_clients_command", "tokens_toml"]
+__all__ = ["client_secrets", "make_tokens", "tokens_toml"]
 
 
 def tokens_toml(clients: int, admins: int = 1, shufflers: int = 1) -> str:
@@ -53,28 +53,3 @@ def make_tokens(
     out.write_text(tokens_toml(clients, admins, shufflers), encoding="utf-8")
     out.chmod(0o600)
     typer.echo(f"wrote {out}: {clients} client, {admins} admin and {shufflers} shuffler token(s)", err=True)
-
-
-def simulate_clients_command(
-    url: Annotated[str, typer.Argument(help="The server, e.g. http://127.0.0.1:8000.")],
-    tokens: Annotated[Path, typer.Option("--tokens", help="Tokens file; its client tokens are the devices "
-                                                          "(user i uses the i-th, cycling).")],
-    n: Annotated[int, typer.Option("--n", help="Number of simulated users.")] = 1000,
-    workers: Annotated[int, typer.Option("--workers", help="Concurrent connections.")] = 4,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated environment and devices.")] = 0,
-    shuffler: Annotated[Optional[str], typer.Option("--shuffler", help="Shuffle-model algorithms: the shuffler "
-                                                                       "the devices report to.")] = None,
-    no_rewards: Annotated[bool, typer.Option("--no-rewards", help="Do not post the simulated rewards to the "
-                                                                  "dashboard.")] = False,
-    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait for the server (and shuffler) to "
-                                                       "come up.")] = 120.0,
-) -> None:
-    """Run N simulated users against a served model (each a device with its own token: model read,
-    action chosen and report randomized on the device) and post their rewards to the dashboard."""
-    from privbandits.simulated_clients import simulate_clients
-
-    summary = simulate_clients(url, client_secrets(tokens), n, seed=seed, workers=workers, shuffler_url=shuffler,
-                               post_rewards=not no_rewards, wait=wait)
-    typer.echo(summary.text())
-    if summary.errors:
-        raise typer.Exit(1)

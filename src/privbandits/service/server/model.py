@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.algorithms import make
 from privbandits.algorithms.base import (
     Algorithm,
     BatchedAlgorithm,
@@ -37,19 +36,15 @@ from privbandits.algorithms.base import (
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
-from privbandits.core.rng import make_streams
-from privbandits.core.spec import EnvSpec
 from privbandits.engine.recorder import Recorder
 from privbandits.engine.reference import drive_reference
-from privbandits.envs.base import Environment
-from privbandits.experiments.units import build_env
 from privbandits.privacy.inputs import check_client_inputs
 from privbandits.service.codec import FieldError, encode_array, parse_array
-from privbandits.service.config import ServiceConfig
+from privbandits.service.config import ServiceConfig, build_problem
 from privbandits.service.ranges import output_rules
 from privbandits.service.reports import FieldSchema, ReportFormat, schedule_of
 
-__all__ = ["FieldSchema", "ServedModel", "build_problem", "warm_up"]  # FieldSchema: re-exported
+__all__ = ["ServedModel", "warm_up"]
 
 #: Rounds a probe run may take to see the algorithm's first message.
 _PROBE_ROUNDS = 5000
@@ -58,21 +53,6 @@ _PROBE_ROUNDS = 5000
 class _Found(Exception):
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-def build_problem(config: ServiceConfig, seed: int) -> tuple[Algorithm, Environment, EnvSpec]:
-    """The algorithm reset on the configured problem with one replication and ``seed``'s streams.
-
-    The environment is reset with the same streams (it draws from its own streams only), so its
-    public description and, for fixed action sets, the public action catalogue are the ones
-    ``simulate`` would use with that seed.
-    """
-    alg = make(config.algorithm, **config.params)
-    streams = make_streams(seed)
-    env = build_env(config.env)
-    spec = env.reset(1, streams, config.horizon)
-    alg.reset(spec, 1, streams)
-    return alg, env, spec
 
 
 def _kind(alg: Algorithm) -> str:

@@ -6,7 +6,7 @@ Two tables, written together in **one transaction** per accepted request:
   request (``kind`` = ``report``, ``batch``, ``select`` or ``raw``) in acceptance order, with the
   answer the client got (a retried request with the same idempotency key gets it again);
 * ``models (version, seq, rounds, digest, created)``: each model update, with the sha256 of the
-  complete server state after it (:meth:`privbandits.service.model.ServedModel.digest`);
+  complete server state after it (:meth:`privbandits.service.server.model.ServedModel.digest`);
 * ``quarantine (seq, batch_id, idx, field, message, created)``: each report of a shuffled batch
   that did not open or parse (written with the batch's event; never applied to the model).
 

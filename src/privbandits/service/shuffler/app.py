@@ -5,7 +5,7 @@ It sits between the clients and the server (``privbandits serve-shuffler``):
 * ``POST /v1/reports`` (client token) accepts one report bound to a model version, with an
   idempotency key.  The report is normally *sealed* to the server's public key by the client
   (``{"sealed": base64}``, a libsodium sealed box), so the shuffler cannot read it; it stores the
-  report durably (:class:`~privbandits.service.shuffler_store.ShufflerStore`) and only then
+  report durably (:class:`~privbandits.service.shuffler.store.ShufflerStore`) and only then
   acknowledges.  A retry with the same key is acknowledged again and queued once.
 * A forwarder cuts a batch only when it is *complete*: exactly the size the algorithm's shuffle
   protocol requires for the current model version (the ``n_i`` users of a batch in Hanna et al.
@@ -53,7 +53,7 @@ from privbandits.service.auth import report_budget as budget_for
 from privbandits.service.codec import FieldError, reject_unknown
 from privbandits.service.reports import ReportFormat, schedule_of
 from privbandits.service.sealing import SealingError, check_envelope
-from privbandits.service.shuffler_store import CutBatch, ShufflerStore, report_digest
+from privbandits.service.shuffler.store import CutBatch, ShufflerStore, report_digest
 
 __all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size", "report_budget"]
 

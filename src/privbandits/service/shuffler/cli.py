@@ -55,10 +55,10 @@ def serve_shuffler(
         raise ValidationError("serve-shuffler needs the serve extra: pip install 'privbandits[serve]'") from None
     from privbandits.algorithms.registry import get as get_algorithm
     from privbandits.service.auth import load_tokens
-    from privbandits.service.cli import tls_options
     from privbandits.service.config import load_service_config
-    from privbandits.service.shuffler import ShufflerSettings, create_shuffler_app
-    from privbandits.service.shuffler_store import ShufflerStore
+    from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
+    from privbandits.service.shuffler.store import ShufflerStore
+    from privbandits.service.tls import tls_options
 
     cfg = load_service_config(config)
     cls = get_algorithm(cfg.algorithm)

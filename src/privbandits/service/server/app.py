@@ -39,9 +39,9 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from privbandits.service.auth import TokenSet
 from privbandits.service.codec import FieldError, reject_unknown
 from privbandits.service.config import ServiceConfig
-from privbandits.service.dashboard import dashboard_router
-from privbandits.service.service import Refusal, Service
-from privbandits.service.store import Store
+from privbandits.service.server.dashboard import dashboard_router
+from privbandits.service.server.service import Refusal, Service
+from privbandits.service.server.store import Store
 
 __all__ = ["create_app"]
 
@@ -220,7 +220,7 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
             return _error(exc)
         return JSONResponse({"reset": True, "model_version": service.model.version})
 
-    app.include_router(dashboard_router())  # GET /: the dashboard page (privbandits.service.dashboard)
+    app.include_router(dashboard_router())  # GET /: the dashboard page (privbandits.service.server.dashboard)
     if extra_routes is not None:
         extra_routes(app, service)
     app.add_middleware(_Observe, metrics=metrics)

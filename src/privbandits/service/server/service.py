@@ -1,7 +1,7 @@
 """The service logic behind the HTTP layer: validation, idempotency, budgets and persistence.
 
-:class:`Service` owns the :class:`~privbandits.service.model.ServedModel` and the
-:class:`~privbandits.service.store.Store`.  Each accepted request is validated, applied to the
+:class:`Service` owns the :class:`~privbandits.service.server.model.ServedModel` and the
+:class:`~privbandits.service.server.store.Store`.  Each accepted request is validated, applied to the
 server role and stored with the resulting model update in one transaction; a request retried with
 the same idempotency key gets the stored answer and changes nothing.  On start it replays the
 stored requests and checks the rebuilt state's digest against the last stored one.
@@ -29,9 +29,9 @@ from privbandits.service.auth import (
 )
 from privbandits.service.codec import FieldError, canonical, reject_unknown
 from privbandits.service.config import ServiceConfig
-from privbandits.service.model import ServedModel, warm_up
 from privbandits.service.sealing import keygen, open_sealed
-from privbandits.service.store import Event, ModelRow, Quarantined, Store, StoreError
+from privbandits.service.server.model import ServedModel, warm_up
+from privbandits.service.server.store import Event, ModelRow, Quarantined, Store, StoreError
 
 __all__ = ["RECENT", "Refusal", "Service"]
 
@@ -268,7 +268,7 @@ class Service:
     def _validate_batch(self, req: dict[str, Any], version: int) -> dict[str, Any]:
         """A shuffled batch, report by report: a report that does not open or parse is quarantined
         (stored with its reason, never applied) and the rest of the batch is applied
-        (:meth:`~privbandits.service.model.ServedModel.complete_batch`)."""
+        (:meth:`~privbandits.service.server.model.ServedModel.complete_batch`)."""
         m, cfg = self.model, self.config
         bid = req.get("batch_id")
         if not isinstance(bid, str) or not bid:

@@ -39,7 +39,7 @@ from typing import Any
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_int
-from privbandits.service.permutation import Permutation, system_permutation
+from privbandits.service.shuffler.permutation import Permutation, system_permutation
 
 __all__ = ["CutBatch", "ShufflerStore", "report_digest"]
 

@@ -1,0 +1,51 @@
+"""``privbandits serve``: run a served model on uvicorn (registered by :mod:`privbandits.service.cli`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from privbandits.service.tls import tls_options
+
+__all__ = ["serve"]
+
+
+def serve(
+    config: Annotated[Path, typer.Argument(help="Experiment TOML with exactly one algorithms entry and an "
+                                                "optional service table (see the deployment guide).")],
+    tokens: Annotated[Path, typer.Option("--tokens", help="Tokens file (TOML: a tokens array of tables with name, "
+                                                          "role, token or sha256; see the deployment guide).")],
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
+    db: Annotated[Optional[str], typer.Option("--db", help="Database: a SQLite file path or sqlite:///path "
+                                                           "(default: <config stem>.service.db beside the "
+                                                           "config), or postgresql://user@host:port/db.")] = None,
+    ssl_keyfile: Annotated[Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")] = None,
+    ssl_certfile: Annotated[Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+) -> None:
+    """Serve CONFIG's algorithm over HTTP: the server role of a local- or shuffle-DP algorithm, or a
+    trusted curator for central / joint DP, with every accepted report stored in a database."""
+    try:
+        import uvicorn
+    except ImportError:
+        from privbandits.core.errors import ValidationError
+
+        raise ValidationError("serve needs the serve extra: pip install 'privbandits[serve]'") from None
+    from privbandits.service.auth import load_tokens
+    from privbandits.service.config import load_service_config
+    from privbandits.service.server.app import create_app
+    from privbandits.service.server.store import open_store
+
+    cfg = load_service_config(config)
+    toks = load_tokens(tokens)
+    url = db if db is not None else str(config.with_suffix(".service.db"))
+    store = open_store(url)
+    app = create_app(cfg, store, toks)
+    svc = app.state.service
+    typer.echo(f"serving {cfg.algorithm} ({svc.model.alg.trust_model} model, {svc.model.guarantee}) on "
+               f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database {store.url.split('@')[-1]}; "
+               f"restored {svc.restored_events} stored request(s), model version {svc.model.version}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **tls_options(ssl_keyfile, ssl_certfile))
