@@ -79,8 +79,8 @@ MODULES: dict[str, list[str]] = {
     "algorithms/ldp_onepoint/privatizer.py": ["tests/algorithms/test_bco_devices.py",
                                               "tests/algorithms/test_ldp_onepoint.py"],
     # --- device paths: input checks, public-state spaces, declared noise, client randomize ---
-    "privacy/inputs.py": ["tests/privacy/test_device_contract.py", "tests/test_clip_inventory.py"],
-    "core/public_space.py": ["tests/privacy/test_device_contract.py", "tests/testing/test_checks.py"],
+    "privacy/inputs.py": ["tests/privacy/test_device_contract.py"],
+    "core/public_space.py": ["tests/privacy/test_device_contract.py"],
     "privacy/device.py": ["tests/privacy/test_device_contract.py"],
     "algorithms/ldp_onepoint/roles.py": ["tests/algorithms/test_bco_devices.py",
                                          "tests/algorithms/test_ldp_onepoint.py"],

@@ -1,9 +1,9 @@
 """Accounting bounds against independent computations at awkward parameters.
 
 Every bound of ``privbandits.privacy`` is compared here with a computation that does not call the
-function under test (the binomial summation of Cheu et al. has its own file,
+function under test (the shifts of the binomial summation of Cheu et al. have their own file,
 ``test_binomial_independent.py``): an exhaustive enumeration of what the mechanism can do (the
-tree nodes one leaf changes), dp-accounting's privacy-loss distributions for the Gaussian and Laplace mechanisms, a
+tree nodes one leaf changes, the bits one user sends), dp-accounting's privacy-loss distributions for the Gaussian and Laplace mechanisms, a
 direct summation of the dominating pair of shuffling amplification, the exact composition of
 randomized response, and Monte Carlo estimates with tolerances derived from the sample size.
 Parameters are chosen where an off-by-one or a rounding slip changes the result: non-integer
@@ -36,7 +36,9 @@ from privbandits.privacy.accounting import (
     zcdp_for_approx_dp,
     zcdp_to_approx_dp,
 )
+from privbandits.privacy.cheu import SumParams
 from privbandits.privacy.laplace_shuffle import laplace_shuffle_params
+from privbandits.privacy.randomizers import binomial_bit_counts
 from privbandits.privacy.sensitivity import (
     laplace_sum_deviation,
     outer_product_l1_sensitivity,
@@ -48,6 +50,25 @@ from privbandits.privacy.tree import (
     nodes_containing,
     tree_levels,
 )
+
+
+# ------------------------------------------------------------------------------------------------
+# binomial summation (Cheu et al. 2022): the message size against the randomizer
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("g", [4.3, 4.472135955, 5.0, 6.75])
+def test_bits_per_label_is_the_largest_count_the_randomizer_sends(g: float) -> None:
+    """``ceil(2 g) + b`` bits per label: the count of ones the randomizer sends at the largest input.
+
+    At ``w = 2 Delta`` (a coordinate at its bound plus the bias) the rounding is ``floor(2 g) +
+    Bernoulli(frac(2 g))``; with ``b = 0`` the largest count over many draws is the rounding's
+    maximum, which must equal the count the message size allows.
+    """
+    Delta = 0.8
+    counts = binomial_bit_counts(np.full(4000, 2.0 * Delta), g, 0, 0.25, Delta, np.random.default_rng(3))
+    params = SumParams(kind="vector", n=5, d=2, n_labels=2, d_formula=2, Delta=Delta, g=g, b=7, p=0.25,
+                       epsilon=1.0, delta=1e-5, mode="calibrated", sensitivity=2 * Delta)
+    assert params.bits_per_label - params.b == int(counts.max())
+    assert params.messages_per_user == 2 * (int(counts.max()) + 7)
 
 
 # ------------------------------------------------------------------------------------------------
