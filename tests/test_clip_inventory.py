@@ -168,6 +168,10 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
     "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::min-max#2": (
         "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
+    "src/privbandits/algorithms/ldp_glb/randomizers.py::sgd_gradient::clip_scalar#1": (
+        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",),
+    "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_scalar#1": (
+        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",),
     # -- the auditor --------------------------------------------------------------------------------
     "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
         EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),
@@ -201,7 +205,8 @@ INVENTORY: dict[str, tuple[str, ...]] = {
     "src/privbandits/algorithms/ldp_zheng/ldp_ucb.py::_encode::clip_l2#1": (
         "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",),
     "src/privbandits/algorithms/ldp_zheng/ldp_ucb.py::_encode::clip_scalar#1": (
-        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",),
+        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",
+        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding"),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_l2#1": (
         "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_gloc_clipped_gradient_and_relabel_bounds",),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_l2#2": (
@@ -638,3 +643,23 @@ def test_dp_gradient_descent_clips_each_per_sample_gradient() -> None:
     for clip, moved in ((1.0, 1.0), (1.0 + 1e-9, 1.0), (1.0 - 1e-9, 1.0 - 1e-9), (0.25, 0.25)):
         est = DPGradientDescent(math.inf, steps=1, clip=clip, eta=0.5).fit(X, y, 0)
         np.testing.assert_allclose(est.theta, [0.5 * moved, 0.0], rtol=1e-12)
+
+
+# -- device reward clips of the compiled local algorithms (seen through the declared pre-noise message)
+@pytest.mark.parametrize("name", ["ldp-ols", "ldp-sgd", "ldp-ucb", "ldp-gloc"])
+def test_kernel_devices_clip_the_reward_before_encoding(name: str) -> None:
+    """The device's pre-noise message (``Client.encode``) for a reward beyond the declared range is
+    the message for the reward at that end of the range (1e-9 beyond, 10 beyond, 1e300)."""
+    alg, env = _reset_case(name)
+    spec = alg.spec  # type: ignore[attr-defined]
+    c = alg.client  # type: ignore[attr-defined]
+    public = alg.server.public_state()  # type: ignore[attr-defined]
+    X = env.next_round()  # type: ignore[attr-defined]
+    a = np.zeros(2, dtype=np.int64)
+    p = c._params
+    lo, hi = (p.r_lo, p.r_hi) if hasattr(p, "r_lo") else (float(p[1][2]), float(p[1][3]))
+    assert (lo, hi) == tuple(spec.reward_range) or name in ("ldp-ols", "ldp-sgd")
+    for end, sign in ((hi, 1.0), (lo, -1.0)):
+        at = c.encode(1, public, X, a, np.full(2, end))
+        for beyond in (1e-9, 10.0, 1e300):
+            np.testing.assert_array_equal(c.encode(1, public, X, a, np.full(2, end + sign * beyond)), at)
