@@ -85,9 +85,7 @@ MODULES: dict[str, list[str]] = {
     "algorithms/ldp_onepoint/roles.py": ["tests/algorithms/test_bco_devices.py",
                                          "tests/algorithms/test_ldp_onepoint.py"],
     # --- the service's store (per-token idempotency, events and model rows) ---
-    "service/server/store.py": ["tests/service/test_store_rows.py",
-                                "tests/service/test_scoping.py::"
-                                "test_the_same_idempotency_key_from_two_tokens_stores_two_reports"],
+    "service/server/store.py": ["tests/service/test_store_rows.py"],
 }
 
 #: Operators not run.  cosmic-ray replaces every binary operator by each of ten others and every

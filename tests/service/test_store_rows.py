@@ -84,13 +84,43 @@ def test_an_event_and_its_model_row_are_stored_together_or_not_at_all(store: st.
     assert [e.seq for e in store.events()] == [1, 2]
 
 
+def test_quarantined_reports_are_stored_with_their_batch_and_read_in_order(store: st.Store) -> None:
+    assert store.quarantined() == []
+    q = [st.Quarantined(2, "b-2", 5, "box", "does not open"), st.Quarantined(2, "b-2", 1, "payload.g", "NaN")]
+    store.append(_event(2, key="batch-2", kind="batch"), st.ModelRow(1, 2, 3, "d"), q)
+    store.append(_event(1, key="batch-1", kind="batch"), None, [st.Quarantined(1, "b-1", 0, "box", "short")])
+    store.append(_event(3, key="r"), None)
+    assert store.quarantined() == [st.Quarantined(1, "b-1", 0, "box", "short"),
+                                   st.Quarantined(2, "b-2", 1, "payload.g", "NaN"),
+                                   st.Quarantined(2, "b-2", 5, "box", "does not open")]
+    # a quarantine row that collides rolls back its whole event
+    with pytest.raises(sqlite3.IntegrityError):
+        store.append(_event(4, key="batch-4", kind="batch"), None,
+                     [st.Quarantined(4, "b-4", 0, "box", "x"), st.Quarantined(4, "b-4", 0, "box", "y")])
+    assert store.find("client-0", "batch-4") is None and len(store.quarantined()) == 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        q[0].index = 2  # type: ignore[misc]
+
+
 def test_wipe_keeps_the_configuration(store: st.Store, tmp_path: Path) -> None:
-    store.append(_event(1), st.ModelRow(1, 1, 1, "d"))
+    store.append(_event(1), st.ModelRow(1, 1, 1, "d"), [st.Quarantined(1, "b", 0, "box", "x")])
     store.wipe()
     assert list(store.events()) == [] and store.models() == [] and store.latest_model() is None
+    assert store.quarantined() == []
     store.init({"algorithm": "ldp-sgd", "horizon": 50})  # same configuration: accepted
     with pytest.raises(st.StoreError, match="another configuration"):
         store.init({"algorithm": "ldp-sgd", "horizon": 51})
+
+
+def test_another_configuration_is_named_in_at_most_200_characters(tmp_path: Path) -> None:
+    s = st.open_store(tmp_path / "c.sqlite")
+    first = {"name": "x" * 300}
+    s.init(first)
+    text = '{"name": "' + "x" * 300 + '"}'
+    with pytest.raises(st.StoreError) as err:
+        s.init({"name": "y"})
+    assert f"({text[:200]})" in str(err.value) and text[:201] not in str(err.value)
+    s.close()
 
 
 def test_reopening_finds_the_stored_rows(tmp_path: Path) -> None:
@@ -117,6 +147,9 @@ def test_urls_choose_the_back_end_and_options(tmp_path: Path) -> None:
     plain = st.open_store(tmp_path / "d.sqlite")
     assert plain.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL, the default
     plain.close()
+    first = st.open_store(f"sqlite:///{tmp_path}/f.sqlite?synchronous=FULL&synchronous=OFF")
+    assert first.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # the first value counts
+    first.close()
     mem = st.open_store("sqlite://")
     mem.init({})
     assert mem.url == "sqlite:///:memory:"
@@ -127,6 +160,15 @@ def test_urls_choose_the_back_end_and_options(tmp_path: Path) -> None:
         st.SQLiteStore(str(tmp_path / "e.sqlite"), synchronous="SOMETIMES")
     with pytest.raises(st.StoreError, match="cannot open"):
         st.SQLiteStore(str(tmp_path))  # a directory
+
+
+def test_sqlite_urls_with_three_slashes_are_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sqlite:///rel/x.sqlite`` is relative to the working directory (four slashes: absolute)."""
+    monkeypatch.chdir(tmp_path)
+    s = st.open_store("sqlite:///rel/x.sqlite")
+    s.init({})
+    s.close()
+    assert (tmp_path / "rel" / "x.sqlite").exists()
 
 
 def test_rows_are_immutable() -> None:
