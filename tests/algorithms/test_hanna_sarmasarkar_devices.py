@@ -735,3 +735,20 @@ def test_hanna_local_refuses_a_schedule_without_a_pull() -> None:
         client.choose(0, public, _catalogue(R), np.random.default_rng(0))
     committed = _local_public(R, committed=np.array([2, 3]), remaining=np.zeros((R, HANNA_SPEC.K), dtype=np.int64))
     np.testing.assert_array_equal(client.choose(0, committed, _catalogue(R), np.random.default_rng(0)), [2, 3])
+
+
+def test_hanna_shuffler_checks_the_server_schedule_before_drawing_slots() -> None:
+    # the trusted shuffler draws slots from the untrusted server's counts: a batch larger than any the
+    # schedule can plan (a memory bomb) or an arm outside the catalogue is refused; the honest schedule passes
+    alg = _reset(HannaShuffle(1.0), HANNA_SPEC, R=2)
+    alg.start_batches(_catalogue(2))
+    honest = alg.server.public_state()
+    assert set(alg.shuffler.assign(0, honest)) == {"action", "n"}
+    top = max_pulls(HANNA_SPEC)
+    for bad in ({"counts": np.full((2, HANNA_SPEC.K), top)},  # every entry in range, the batch total not
+                {"counts": np.full((2, HANNA_SPEC.K), top + 1)},
+                {"committed": np.array([HANNA_SPEC.K, -1])},
+                {"batch": np.zeros(2, dtype=np.int64)}):
+        shuffler = _reset(HannaShuffle(1.0), HANNA_SPEC, R=2).shuffler
+        with pytest.raises(PublicStateError):
+            shuffler.assign(0, _with(honest, **bad))

@@ -63,7 +63,7 @@ from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
 from privbandits.core.params import Choice, Delta, Epsilon, Optional
-from privbandits.core.public_space import PublicField, PublicSpace, dims_of
+from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import to_guarantee
@@ -195,12 +195,28 @@ class HannaShuffler(Shuffler):
         Replications.
     budget : ShuffleBudget
         The public calibration: batches whose size it does not account are never released.
+    spec : EnvSpec, optional
+        The public problem: the shuffler then checks the server's schedule before it draws slots
+        (``batch`` in ``1..L+1``, ``committed`` -1 or an arm, ``counts`` per arm and per batch at
+        most :func:`~privbandits.algorithms.hanna.elimination.max_pulls`), so a dishonest server
+        can neither hand users an arm outside the catalogue nor make the shuffler allocate an
+        unbounded batch.
     """
 
-    def __init__(self, rng: np.random.Generator, R: int, budget: ShuffleBudget) -> None:
+    def __init__(self, rng: np.random.Generator, R: int, budget: ShuffleBudget, spec: EnvSpec | None = None) -> None:
         super().__init__(rng)
         self.R = R
         self.budget = budget
+        self._spec = spec
+        self._space: PublicSpace | None = None
+        if spec is not None:
+            pulls = max_pulls(spec)
+            self._pulls = pulls
+            self._space = PublicSpace((
+                PublicField("batch", ("R",), "i", low=1, high=n_batches(spec.horizon) + 1),
+                PublicField("counts", ("R", "K"), "i", low=0, high=pulls),
+                PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
+            ))
         self._batch = np.zeros(R, dtype=np.int64)  # index of the batch whose slots were drawn
         self._slots = np.full((R, 1), -1, dtype=np.int64)  # action of each slot (-1 = padding)
         self._reports = np.zeros((R, 1))  # the report answering each slot
@@ -211,6 +227,12 @@ class HannaShuffler(Shuffler):
 
     def assign(self, t: int, public: PublicState) -> PublicState:
         """The user of round ``t`` gets its action slot and ``n_i`` (``n = 0``: commit phase)."""
+        if self._space is not None and self._spec is not None:
+            public = self._space.validate(public, dims_of(self._spec, self.R))
+            total = public["counts"].sum(axis=1)
+            if np.any(total > self._pulls):
+                raise PublicStateError(f"the server's schedule plans a batch of {int(total.max())} pulls, more than "
+                                       f"the {self._pulls} any batch of the schedule can have; the shuffler refuses it")
         committed = np.asarray(public["committed"], dtype=np.int64)
         batch = np.asarray(public["batch"], dtype=np.int64)
         exploring = committed < 0
@@ -414,7 +436,7 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         self.budget = self.budget_for(spec)
         self.server = ShuffleAnalyzer(self.R, spec.d)
         self.client = ShuffleClient(self.budget, spec)
-        self.shuffler = HannaShuffler(streams.shuffler, self.R, self.budget)
+        self.shuffler = HannaShuffler(streams.shuffler, self.R, self.budget, spec)
         self.collector = AggregateLaplaceSums(self.budget.scale_for, (self.budget.r_lo, self.budget.r_hi))
 
     def batch_ends(self, t: int) -> bool:
