@@ -69,6 +69,34 @@ MUTANTS = (
            "eta = step_size(counts[r, k], p.eta0, p.t0, p.inv_sqrt, float(K))",
            "eta = step_size(counts[r, k], p.eta0, p.t0, p.inv_sqrt, 1.0)",
            ("tests/test_golden.py::test_golden_trajectory[ldp-sgd/multi/compiled]",)),
+    # the four classes that escaped the suite (issue 28): noise on the online path, a clip at its
+    # bound, service state across tokens, an accounting count at non-integer parameters
+    Mutant("LDP-OnePoint device adds half its Gaussian noise",
+           "algorithms/ldp_onepoint/privatizer.py",
+           "        add_gaussian(rng, scale, out)",
+           "        add_gaussian(rng, 0.5 * scale, out)",
+           ("tests/algorithms/test_bco_devices.py::test_randomize_minus_encode_has_the_declared_noise",)),
+    Mutant("LDP-OnePoint device sends its value unclipped",
+           "algorithms/ldp_onepoint/privatizer.py",
+           "out[i] = clip_scalar(values[i], lo, hi) if clip else values[i]",
+           "out[i] = values[i]",
+           ("tests/algorithms/test_bco_devices.py::test_value_clip_at_inside_and_beyond_the_range",)),
+    Mutant("server store looks idempotency keys up without the token",
+           "service/server/store.py",
+           '"WHERE token = ? AND idem_key = ?"), (token, idem_key))',
+           '"WHERE idem_key = ?"), (idem_key,))',
+           ("tests/service/test_store_rows.py::test_lookup_is_scoped_by_token_and_key",)),
+    Mutant("binomial accounting: largest coupled shift floor(2 g) instead of ceil(2 g)",
+           "privacy/binomial_accounting.py",
+           "math.ceil(2.0 * g))",
+           "math.floor(2.0 * g))",
+           ("tests/privacy/test_binomial_independent.py::test_one_label_shift_set_is_exactly_the_enumerated_coupling",)),
+    Mutant("Cheu summation: floor(2 g) + b bits per label",
+           "privacy/cheu.py",
+           "return math.ceil(2.0 * self.g) + self.b",
+           "return math.floor(2.0 * self.g) + self.b",
+           ("tests/privacy/test_accounting_independent.py::"
+            "test_bits_per_label_is_the_largest_count_the_randomizer_sends",)),
 )
 
 
