@@ -363,7 +363,7 @@ def test_sgd_client_unbiased_for_clipped_gradient() -> None:
     spec = EnvSpec(d=2, K=2, horizon=1000, link=LOGISTIC, reward_bound=1.0, reward_range=(0.0, 1.0))
     alg = LDPSGD(epsilon=2.0, grad_bound=1.0)
     client, _ = _client(alg, spec, n)
-    alg.kernel.public[0][:] = [1.0, 0.5]
+    alg.kernel.public[0][:] = [0.8, 0.4]  # within the projection ball the device accepts
     X = np.zeros((n, 2, 2))
     X[:, 0] = [0.6, 0.8]
     z = client.randomize(
@@ -374,7 +374,7 @@ def test_sgd_client_unbiased_for_clipped_gradient() -> None:
         np.zeros(n),
         np.random.default_rng(6),
     )["z"]
-    g = (1.0 / (1.0 + math.exp(-1.0))) * np.array([0.6, 0.8])
+    g = (1.0 / (1.0 + math.exp(-0.8))) * np.array([0.6, 0.8])
     r = l2_ball_radius(2.0, 2, 1.0)
     assert np.allclose(np.linalg.norm(z, axis=-1), r, rtol=1e-9)
     assert np.all(np.abs(z.mean(0) - g) < 5 * r / math.sqrt(2 * n))

@@ -26,6 +26,9 @@ local ``randomize``    ``(params, public, r, t, X, a, y, rng_client, out) -> Non
                        message (1-D float array of ``message.size``) into ``out`` (user side)
 local ``update``       ``(params, public, server, r, t, msg) -> None`` (server side; sees the
                        message only)
+local ``encode``       ``(params, public, r, t, X, a, y, out) -> None`` (optional, user side): the
+                       message before noise, after every clip the device applies; ``randomize``
+                       is ``encode`` followed by the noise of :attr:`LocalKernel.noise`
 =====================  ==========================================================================
 
 ``params`` is a tuple of numbers (the resolved calibration), ``state``, ``public`` and ``server``
@@ -42,13 +45,46 @@ import numba as nb
 import numpy as np
 
 from privbandits.core.public_space import PublicSpace
+from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 
 __all__ = [
+    "ESTIMATE_BOUND",
     "CuratorKernel",
+    "DeviceNoiseFn",
     "LocalKernel",
     "MessageLayout",
     "argmax_ties",
+    "mirrored_scale",
 ]
+
+#: Largest norm of an estimate a compiled local server publishes and its devices accept: a bound
+#: far above any estimate an honest run reaches, which keeps every product a device forms with it
+#: (``x^T theta`` for ``||x|| <= C_B``) finite.  Servers project onto it (post-processing).
+ESTIMATE_BOUND = 1e100
+
+#: ``noise(t, actions, encoded) -> DeviceNoise``: the noise a kernel's ``randomize`` adds to its
+#: ``encode`` for the users of round ``t`` with arms ``actions`` (R,); ``encoded`` (R, m) is the
+#: encoded message when the caller knows the users' rewards (a randomizer whose variance depends
+#: on the message, such as the l2-ball, needs it), else None.
+DeviceNoiseFn = Callable[[int, np.ndarray, np.ndarray | None], DeviceNoise]
+
+
+def mirrored_scale(n: int, unit: float, norm: str) -> np.ndarray:
+    """Whitening scale of a symmetric ``n x n`` message field (row-major, ``n * n`` entries) whose
+    noise is drawn on and above the diagonal and mirrored below it.
+
+    The accountant measures such a field on its upper triangle (diagonal included), where the
+    noise is independent with scale ``unit``.  The flattened message repeats every off-diagonal
+    entry, so each of the two copies gets the scale ``2^(1/p) unit`` (``sqrt(2) unit`` for the l2
+    norm, ``2 unit`` for l1, ``unit`` for linf): the whitened distance of two symmetric encodings
+    then equals the accountant's, and :func:`~privbandits.privacy.device.whitened_distance` needs
+    no knowledge of the symmetry.  The per-coordinate *variance* of the noise stays ``unit^2``
+    (Gaussian) on every entry.
+    """
+    factor = {"l2": np.sqrt(2.0), "l1": 2.0, "linf": 1.0}[norm]
+    out = np.full((n, n), unit * factor)
+    np.fill_diagonal(out, unit)
+    return out.reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -120,13 +156,19 @@ class LocalKernel:
     estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
     #: Every public state the user-side steps accept (validated before they run).
     public_space: PublicSpace | None = None
+    #: The compiled pre-noise step (module docstring; None: the device does not expose it).
+    encode: Any = None
+    #: The noise ``randomize`` adds to ``encode`` (:data:`DeviceNoiseFn`), from the calibration.
+    noise: DeviceNoiseFn | None = None
+    #: The accounted bound on the whitened distance of two neighbouring users' encodings.
+    sensitivity: DeviceSensitivity | None = None
 
     @property
     def loops(self) -> Any:
         """The round loops around the steps (:func:`privbandits.algorithms.loops.local_loops`)."""
         from privbandits.algorithms.loops import local_loops
 
-        return local_loops(self.choose, self.randomize, self.update)
+        return local_loops(self.choose, self.randomize, self.update, self.encode)
 
 
 @nb.njit(cache=True)

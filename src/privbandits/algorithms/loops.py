@@ -94,6 +94,15 @@ def run(params, public, server, X, means, rewards, best, start, stop, t0, rng_po
             update(params, public, server, r, t, msg)
 '''
 
+#: Local model, optional: the user's message before noise (``encode_all``), for the device's
+#: declared contract (:class:`privbandits.algorithms.base.KernelClient`).
+ENCODE_TEMPLATE = '''
+@nb.njit(cache=CACHE)
+def encode_all(params, public, t, X, a, y, out):
+    for r in range(a.shape[0]):
+        encode(params, public, r, t, X[r], a[r], y[r], out[r])
+'''
+
 _MEMO: dict[tuple[Any, ...], Any] = {}
 
 
@@ -163,7 +172,10 @@ def curator_loops(select: Any, update: Any) -> Any:
     return _build(CURATOR_TEMPLATE, {"select": select, "update": update})
 
 
-def local_loops(choose: Any, randomize: Any, update: Any) -> Any:
+def local_loops(choose: Any, randomize: Any, update: Any, encode: Any = None) -> Any:
     """``choose_all``, ``randomize_all``, ``update_all`` and ``run`` around a local algorithm's
-    compiled steps."""
-    return _build(LOCAL_TEMPLATE, {"choose": choose, "randomize": randomize, "update": update})
+    compiled steps, and ``encode_all`` when it has an ``encode`` step."""
+    steps = {"choose": choose, "randomize": randomize, "update": update}
+    if encode is None:
+        return _build(LOCAL_TEMPLATE, steps)
+    return _build(LOCAL_TEMPLATE + ENCODE_TEMPLATE, {**steps, "encode": encode})

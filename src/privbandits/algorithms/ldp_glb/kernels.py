@@ -82,6 +82,7 @@ class OLSParams(NamedTuple):
     s_u_warm: float
     c_shift: float  # shift_scale * c_tilde
     offset: float  # shift(t) = c_shift sqrt(t + 1 + offset)
+    bound: float  # the published estimates' norm bound (ESTIMATE_BOUND)
 
 
 class SGDParams(NamedTuple):
@@ -103,7 +104,9 @@ class SGDParams(NamedTuple):
     epsilon_warm: float  # level and radius of the warm-up slot
     radius_warm: float
     joint: bool  # one l2-ball in dimension dK instead of K slots
+    epsilon_joint: float  # its level (the run's epsilon) and radius
     radius_joint: float
+    mean_joint: float  # E[Psi(G)] = mean_joint G: radius_joint over the unbiased radius in dK
     ols_warmup: bool  # the authors' OLS warm-up
     s_W_warm: float
     s_u_warm: float
@@ -113,7 +116,8 @@ class SGDParams(NamedTuple):
     t0: float
     inv_sqrt: bool
     ridge: float
-    rho: float  # projection radius (inf = none)
+    rho: float  # projection radius (ESTIMATE_BOUND = none)
+    rho_ols: float  # norm bound of the OLS warm-up's estimates (ESTIMATE_BOUND)
     work: (
         np.ndarray
     )  # user-side scratch (gradient), never read by the server; see the module docstring
@@ -146,6 +150,25 @@ def _freeze(theta, theta_warm, r):  # type: ignore[no-untyped-def]  # pragma: no
             theta_warm[r, k, i] = theta[r, k, i]
 
 
+@nb.njit(cache=True, inline="always")
+def _bound_estimate(theta, r, k, bound):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Project ``theta[r, k]`` onto the ball of radius ``bound`` (a non-finite entry becomes 0):
+    the published estimate stays in the declared public-state space even when a noisy, nearly
+    singular OLS system gives a wild solution (post-processing)."""
+    d = theta.shape[2]
+    s = 0.0
+    for i in range(d):
+        v = theta[r, k, i]
+        if not math.isfinite(v):
+            theta[r, k, i] = 0.0
+            v = 0.0
+        s += v * v
+    if s > bound * bound:
+        c = bound / math.sqrt(s)
+        for i in range(d):
+            theta[r, k, i] *= c
+
+
 # -- user side: choose ---------------------------------------------------------------------------
 @nb.njit(cache=True)
 def choose_single(p, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
@@ -163,11 +186,16 @@ def choose_multi(p, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pr
 
 # -- LDP-OLS -------------------------------------------------------------------------------------
 @nb.njit(cache=True)
+def encode_ols_single(p, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Algorithm 1, line 6 before the noise: ``(x x^T, r x)`` of the clipped pulled feature and reward."""
+    ols_statistic(p, X[a], y, out, 0, p.d * p.d)
+
+
+@nb.njit(cache=True)
 def randomize_ols_single(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Algorithm 1, line 6: ``(M, u) = psi^OLS(x_{t,a_t}, r_t) = (x x^T + W, r x + xi)``."""
-    d = p.d
-    ols_statistic(p, X[a], y, out, 0, d * d)
-    ols_noise_into(rng, p.s_W, p.s_u, out, 0, d * d, d)
+    encode_ols_single(p, public, r, t, X, a, y, out)
+    ols_noise_into(rng, p.s_W, p.s_u, out, 0, p.d * p.d, p.d)
 
 
 @nb.njit(cache=True)
@@ -177,15 +205,14 @@ def update_ols_single(p, public, server, r, t, msg):  # type: ignore[no-untyped-
     S_M, S_u, A = server
     ols_accumulate(S_M, S_u, r, 0, msg, 0, p.d * p.d)
     ols_solve(S_M, S_u, theta, A, r, 0, p.c_shift * math.sqrt(t + 1.0 + p.offset))
+    _bound_estimate(theta, r, 0, p.bound)
 
 
 @nb.njit(cache=True)
-def randomize_ols_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Algorithm 2, line 5 (warm-up: only the public arm's slot carries a message) or lines 13-14:
-    ``psi(X_t, r_t)`` in the pulled arm's slot, the synthetic ``psi(0, 0) = (W, xi)`` in every other
-    slot, in arm order."""
+def encode_ols_multi(p, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Algorithm 2, lines 5 and 13-14 before the noise: the clipped statistics ``(x x^T, r x)`` in
+    the pulled arm's slot, zero in every other slot (the synthetic input ``(0, 0)``)."""
     K, d = p.K, p.d
-    warm = t < p.n_warmup
     for k in range(K):
         m0, u0 = _m0(d, k), _u0(K, d, k)
         if k == a:
@@ -193,10 +220,20 @@ def randomize_ols_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-
         else:
             _zero(out, m0, d * d)
             _zero(out, u0, d)
-        if not warm:
-            ols_noise_into(rng, p.s_W, p.s_u, out, m0, u0, d)
-        elif k == a:
-            ols_noise_into(rng, p.s_W_warm, p.s_u_warm, out, m0, u0, d)
+
+
+@nb.njit(cache=True)
+def randomize_ols_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Algorithm 2, line 5 (warm-up: only the public arm's slot carries a message) or lines 13-14:
+    ``psi(X_t, r_t)`` in the pulled arm's slot, the synthetic ``psi(0, 0) = (W, xi)`` in every other
+    slot, noised in arm order."""
+    K, d = p.K, p.d
+    encode_ols_multi(p, public, r, t, X, a, y, out)
+    if t < p.n_warmup:
+        ols_noise_into(rng, p.s_W_warm, p.s_u_warm, out, _m0(d, a), _u0(K, d, a), d)
+    else:
+        for k in range(K):
+            ols_noise_into(rng, p.s_W, p.s_u, out, _m0(d, k), _u0(K, d, k), d)
 
 
 @nb.njit(cache=True)
@@ -215,11 +252,19 @@ def update_ols_multi(p, public, server, r, t, msg):  # type: ignore[no-untyped-d
     shift = p.c_shift * math.sqrt(t + 1.0 + p.offset)
     for k in range(K):
         ols_solve(S_M, S_u, theta, A, r, k, shift)
+        _bound_estimate(theta, r, k, p.bound)
     if t + 1 == p.n_warmup:
         _freeze(theta, theta_warm, r)
 
 
 # -- LDP-SGD -------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def encode_sgd_single(p, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Algorithm 1, line 6 before the noise: the clipped gradient ``(mu(x^T theta_{t-1}) - r) x``,
+    the mean of the l2-ball output."""
+    sgd_gradient(p, X[a], y, public[0], r, 0, out)
+
+
 @nb.njit(cache=True)
 def randomize_sgd_single(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Algorithm 1, line 6: ``z = Psi_{eps,R}((mu(x^T theta_{t-1}) - r) x)``, ``x = x_{t,a_t}``."""
@@ -231,6 +276,27 @@ def update_sgd_single(p, public, server, r, t, msg):  # type: ignore[no-untyped-
     """Algorithm 1, line 7 with SGD_UPDATE: ``theta_t = theta_{t-1} - eta_t z``."""
     eta = step_size(t + 1.0, p.eta0, p.t0, p.inv_sqrt, 1.0)
     sgd_step(public[0], r, 0, msg, 0, eta, p.ridge, p.rho)
+
+
+@nb.njit(cache=True)
+def encode_sgd_multi(p, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Algorithm 2 with the SGD pair before the noise: the mean of :func:`randomize_sgd_multi`.
+
+    Warm-up: the public arm's slot holds its clipped gradient (or, with the OLS warm-up, its OLS
+    statistics); main phase: the pulled arm's slot holds its clipped gradient and every other slot
+    0 (the mean of the synthetic ``Psi(0)``), or (``joint``) ``mean_joint (e_{a_t} kron g)``.
+    """
+    K, d = p.K, p.d
+    z0 = _u0(K, d, K) if p.ols_warmup else 0
+    _zero(out, 0, out.shape[0])
+    if t < p.n_warmup and p.ols_warmup:
+        ols_statistic(p, X, y, out, _m0(d, a), _u0(K, d, a))
+        return
+    g = out[z0 + a * d : z0 + (a + 1) * d]
+    sgd_gradient(p, X, y, public[0], r, a, g)
+    if t >= p.n_warmup and p.joint:
+        for i in range(d):
+            g[i] *= p.mean_joint
 
 
 @nb.njit(cache=True)
@@ -258,7 +324,7 @@ def randomize_sgd_multi(p, public, r, t, X, a, y, rng, out):  # type: ignore[no-
         G = p.work
         _zero(G, 0, K * d)
         sgd_gradient(p, X, y, theta, r, a, G[a * d : (a + 1) * d])
-        l2_ball(rng, G, p.epsilon, p.R, p.radius_joint, out[z0 : z0 + K * d])
+        l2_ball(rng, G, p.epsilon_joint, p.R, p.radius_joint, out[z0 : z0 + K * d])
     else:
         for k in range(K):
             z = out[z0 + k * d : z0 + (k + 1) * d]
@@ -286,6 +352,7 @@ def update_sgd_multi(p, public, server, r, t, msg):  # type: ignore[no-untyped-d
             shift = p.c_shift_warm * math.sqrt(t + 1.0 + p.offset_warm)
             for k in range(K):
                 ols_solve(S_M, S_u, theta, A, r, k, shift)
+                _bound_estimate(theta, r, k, p.rho_ols)
         else:
             eta = step_size(counts[r, arm], p.eta0, p.t0, p.inv_sqrt, 1.0)
             sgd_step(theta, r, arm, msg, z0 + arm * d, eta, p.ridge, p.rho)

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
 from privbandits.algorithms.ldp_glb.calibration import ols_epsilon, ols_noise, ols_sensitivity
+from privbandits.algorithms.ldp_glb.device import estimates_space, ols_message_noise
 from privbandits.algorithms.ldp_glb.kernels import (
     OLSParams,
     choose_multi,
     choose_single,
+    encode_ols_multi,
+    encode_ols_single,
     randomize_ols_multi,
     randomize_ols_single,
     update_ols_multi,
@@ -23,6 +26,7 @@ from privbandits.algorithms.ldp_glb.kernels import (
 from privbandits.algorithms.registry import register
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ApproxDP, to_guarantee
+from privbandits.privacy.device import DeviceSensitivity
 
 __all__ = ["LDPOLS", "OLS_MECHANISM"]
 
@@ -180,7 +184,18 @@ class LDPOLS(HanAlgorithm):
             s_u_warm=float(res.get("s_u_warm", res["s_u"])),
             c_shift=float(res["c_shift"]),
             offset=float(res["shift_offset"]),
+            bound=ESTIMATE_BOUND,
         )
+        # the device's contract (:mod:`.device`): the message is one Gaussian mechanism whose
+        # accounted l2 sensitivity in noise units is mu (the worse phase in the multi setting)
+        device: dict[str, Any] = {
+            "public_space": estimates_space(multi, ESTIMATE_BOUND),
+            "encode": encode_ols_multi if multi else encode_ols_single,
+            "noise": ols_message_noise(d, K, multi, params.n_warmup, (params.s_W, params.s_u),
+                                       (params.s_W_warm, params.s_u_warm)),
+            "sensitivity": DeviceSensitivity("l2", float(max(res["sensitivity"],
+                                                              res.get("sensitivity_warm", 0.0)))),
+        }
         theta = np.zeros((R, K_est, d))
         server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), np.zeros((R, d, d + 1)))
         if multi:
@@ -195,6 +210,7 @@ class LDPOLS(HanAlgorithm):
                 ("theta", "theta_warm"),
                 layout,
                 estimate=lambda: theta,
+                **device,
             )
         layout = MessageLayout(OLS_MECHANISM, (("M", (d, d)), ("u", (d,))))
         return LocalKernel(
@@ -207,4 +223,5 @@ class LDPOLS(HanAlgorithm):
             ("theta",),
             layout,
             estimate=lambda: theta[:, 0],
+            **device,
         )

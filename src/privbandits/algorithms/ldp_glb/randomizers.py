@@ -16,9 +16,11 @@ Han, Liang, Wang, Zhang (2021), section 3.1 (OLS mechanism, Prop. 3.1), section 
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 
-from privbandits.algorithms.ldp_glb.estimators import glm_gradient
+from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_symmetric_gaussian,
@@ -60,12 +62,37 @@ def ols_noise_into(rng, s_W, s_u, msg, m0, u0, d):  # type: ignore[no-untyped-de
 @nb.njit(cache=True, inline="always")
 def sgd_gradient(p, x, y, theta, r, k, g):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Lines 1-2 of SGD_PRIVATIZE (Han et al. 2021, eq. 3.5-3.6): clip ``x`` to norm ``p.C_B`` and ``y`` to
-    ``[p.r_lo, p.r_hi]``, then ``g = (mu(x^T theta[r, k]) - y) x``.  ``x`` is not modified."""
-    for i in range(x.shape[0]):
+    ``[p.r_lo, p.r_hi]``, then ``g = (mu(x^T theta[r, k]) - y) x`` with the residual clipped so that
+    ``||g|| <= p.R`` (line 3's clip, applied on the residual).  ``x`` is not modified.
+
+    The server chooses ``theta``: the residual ``mu(x^T theta) - y`` is unbounded over the public
+    states (the identity link), may overflow (the Poisson link) or be NaN, so the device bounds it
+    itself, ``|c| <= R / ||x||`` (a NaN becomes the bound): the gradient it privatizes has norm at
+    most ``R`` whatever the server sends, which is the sensitivity the l2-ball mechanism accounts.
+    """
+    d = x.shape[0]
+    s = 0.0
+    for i in range(d):
         g[i] = x[i]
     clip_l2(g, p.C_B)
+    for i in range(d):
+        s += g[i] * g[i]
     y = clip_scalar(y, p.r_lo, p.r_hi)
-    glm_gradient(p.link, g, y, theta, r, k, g)  # reads g[i] before writing it
+    if s == 0.0:
+        for i in range(d):
+            g[i] = 0.0
+        return
+    z = 0.0
+    for i in range(d):
+        z += g[i] * theta[r, k, i]
+    c = link_mu(p.link, z) - y
+    cmax = p.R / math.sqrt(s)
+    if not c <= cmax:  # also a NaN residual
+        c = cmax
+    elif c < -cmax:
+        c = -cmax
+    for i in range(d):
+        g[i] *= c
 
 
 @nb.njit(cache=True, inline="always")

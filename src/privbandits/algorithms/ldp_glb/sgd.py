@@ -8,14 +8,22 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
-from privbandits.algorithms.ldp_glb.calibration import ols_epsilon, ols_noise, sgd_defaults
+from privbandits.algorithms.ldp_glb.calibration import (
+    ols_epsilon,
+    ols_noise,
+    ols_sensitivity,
+    sgd_defaults,
+)
+from privbandits.algorithms.ldp_glb.device import estimates_space, sgd_message_noise
 from privbandits.algorithms.ldp_glb.estimators import STEP_SCHEDULES
 from privbandits.algorithms.ldp_glb.kernels import (
     SGDParams,
     choose_multi,
     choose_single,
+    encode_sgd_multi,
+    encode_sgd_single,
     randomize_sgd_multi,
     randomize_sgd_single,
     update_sgd_multi,
@@ -25,6 +33,7 @@ from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ApproxDP, PureDP, to_guarantee
+from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.mechanisms import l2_ball_radius
 
 __all__ = ["INITS", "JOINT_RADII", "LDPSGD", "SGD_WARMUPS", "SYNTHETIC_UPDATES"]
@@ -286,6 +295,11 @@ class LDPSGD(HanAlgorithm):
         )  # estimators; also the user's scratch holds d K_est floats (joint update)
         ols_warm = multi and res["sgd_warmup"] == "ols"
         rho = res["project_radius"]
+        # E[Psi(G)] = (radius_joint / unbiased radius in dimension dK) G: the code's radius
+        # r_{eps,d} shrinks the mean (post-processing)
+        mean_joint = 1.0
+        if multi and res["synthetic_update"] == "joint":
+            mean_joint = float(res["radius_joint"]) / l2_ball_radius(self.epsilon, d * K, float(res["grad_bound"]))
         params = SGDParams(
             K=K,
             d=d,
@@ -303,7 +317,9 @@ class LDPSGD(HanAlgorithm):
             epsilon_warm=float(res.get("epsilon_warm", res["epsilon_slot"])),
             radius_warm=float(res.get("radius_warm", res["radius"])),
             joint=multi and res["synthetic_update"] == "joint",
+            epsilon_joint=float(self.epsilon),
             radius_joint=float(res.get("radius_joint", 0.0)),
+            mean_joint=mean_joint,
             ols_warmup=ols_warm,
             s_W_warm=float(res.get("s_W_warm", 1.0)),
             s_u_warm=float(res.get("s_u_warm", 1.0)),
@@ -313,13 +329,31 @@ class LDPSGD(HanAlgorithm):
             t0=float(res["t0"]),
             inv_sqrt=res["step_schedule"] == "inv_sqrt_t",
             ridge=float(res["ridge"]),
-            rho=math.inf if rho is None else float(rho),
+            rho=ESTIMATE_BOUND if rho is None else min(float(rho), ESTIMATE_BOUND),
+            rho_ols=ESTIMATE_BOUND,
             work=np.zeros(d * K_est),
         )
         if res["init"] == "random_unit":
             theta = random_unit(self.streams.server, (R, K_est, d))
         else:
             theta = np.zeros((R, K_est, d))
+        # the device's contract (:mod:`.device`): the estimates the server can publish (the
+        # projection ball, holding the initial iterate; the OLS warm-up's solutions are not
+        # projected), the l2-ball's noise and its sensitivity in units of the clipping norm
+        ball = ESTIMATE_BOUND if (rho is None or ols_warm) else max(float(rho), 1.0 if res["init"] == "random_unit" else 0.0)
+        bound, ols_pair = 2.0, None
+        if ols_warm:
+            ols_pair = (params.s_W_warm, params.s_u_warm)
+            bound = ols_sensitivity(*ols_pair, spec.context_bound, spec.reward_bound)
+        device: dict[str, Any] = {
+            "public_space": estimates_space(multi, ball),
+            "encode": encode_sgd_multi if multi else encode_sgd_single,
+            "noise": sgd_message_noise(d, K, multi, params.n_warmup, grad_bound=params.R, unit=2.0 / bound,
+                                       radius=params.radius, radius_warm=params.radius_warm, joint=params.joint,
+                                       radius_joint=params.radius_joint, mean_joint=mean_joint,
+                                       ols_warm=ols_pair),
+            "sensitivity": DeviceSensitivity("l2", float(bound)),
+        }
         if not multi:
             layout = MessageLayout(SGD_MECHANISM, (("z", (d,)),))
             return LocalKernel(
@@ -332,6 +366,7 @@ class LDPSGD(HanAlgorithm):
                 ("theta",),
                 layout,
                 estimate=lambda: theta[:, 0],
+                **device,
             )
         n = (R, K, d) if ols_warm else (0, 0, 0)  # the OLS arrays only with the OLS warm-up
         server = (np.zeros((R, K)), np.zeros(n + n[-1:]), np.zeros(n), np.zeros((n[0], d, d + 1)))
@@ -350,4 +385,5 @@ class LDPSGD(HanAlgorithm):
             ("theta", "theta_warm"),
             MessageLayout(mechanism, fields),
             estimate=lambda: theta,
+            **device,
         )

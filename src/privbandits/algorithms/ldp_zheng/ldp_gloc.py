@@ -50,7 +50,7 @@ import numpy as np
 from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.gloc import relabel
-from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_zheng.calibration import (
     MECHANISMS,
     PRESETS,
@@ -61,7 +61,13 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     tight_sigma,
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES, zeta_default, zeta_paper
-from privbandits.algorithms.ldp_zheng.ridge import choose, new_ridge_state, ridge_receive
+from privbandits.algorithms.ldp_zheng.ridge import (
+    additive_noise,
+    choose,
+    new_ridge_state,
+    ridge_receive,
+    ridge_space,
+)
 from privbandits.algorithms.linalg import (
     feature_block,
     feature_single,
@@ -82,8 +88,10 @@ from privbandits.core.params import (
     Positive,
     Real,
 )
+from privbandits.core.public_space import PublicField
 from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_choice, check_positive
+from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_laplace,
@@ -105,12 +113,16 @@ def link_range(link: Link, bound: float) -> tuple[float, float, float, float]:
 
 
 @nb.njit(cache=True)
-def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """User side (Alg. 3 lines 8-9): send ``(x x^T + B, z x + xi, grad + r)``.
+def _encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """User side before the noise (Alg. 3 lines 8-9): ``(x x^T, z x, grad)``.
 
     ``out`` is the flat message ``[V (D*D), u (D), g (D)]``; the ``g`` field holds ``x`` until it
-    becomes the gradient.  The user clips ``z`` itself rather than trusting the broadcast
-    ``theta_hat`` to lie in ``W``.  Noise draw order: ``B``, ``xi``, ``r``.
+    becomes the gradient.  The server chooses ``theta_hat``, so the device bounds what it reads
+    from it itself, whatever ``clip`` says (``clip`` concerns the user's own data): the relabel
+    ``z = x^T theta_hat`` is clipped to ``[-z_bound, z_bound]`` (the honest iterate lies in ``W``,
+    where ``|z| <= z_bound`` already), and with gradient clipping the residual is clipped so that
+    ``||grad|| <= grad_clip`` (equivalently to clipping the gradient; it also holds for a residual
+    that overflows or is NaN).
     """
     (D, C_B, y_lo, y_hi, clip, scale_V, scale_u, scale_g, laplace, z_bound, link_code, grad_clip,
      grad_at_z) = params[1]
@@ -125,17 +137,43 @@ def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-unty
         clip_l2(g, C_B)
         y = clip_scalar(y, y_lo, y_hi)
     pred = relabel(g, public[3][r])  # x^T theta_hat
-    z = clip_scalar(pred, -z_bound, z_bound) if clip else pred
-    # with a projected iterate |pred| <= z_bound, so z = pred for an honest server; the clipped z
-    # keeps the gradient bounded even for a broadcast theta_hat outside W
+    z = _clip_nan(pred, z_bound)
     resid = link_mu(link_code, z if grad_at_z else pred) - y
-    for i in range(D):
+    if grad_clip > 0.0:
+        s = 0.0
+        for i in range(D):
+            s += g[i] * g[i]
+        if s > 0.0:
+            resid = _clip_nan(resid, grad_clip / math.sqrt(s))
+    for i in range(D):  # the whole of x x^T before g becomes the gradient (below the diagonal too)
         for j in range(D):
             V[i, j] = g[i] * g[j]
+    for i in range(D):
         u[i] = z * g[i]
         g[i] *= resid
     if grad_clip > 0.0:
         clip_l2(g, grad_clip)
+
+
+@nb.njit(cache=True, inline="always")
+def _clip_nan(v, bound):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``v`` clipped into ``[-bound, bound]``; a NaN becomes ``bound``."""
+    if not v <= bound:
+        return bound
+    if v < -bound:
+        return -bound
+    return v
+
+
+@nb.njit(cache=True)
+def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """User side (Alg. 3 lines 8-9): send ``(x x^T + B, z x + xi, grad + r)`` (:func:`_encode`, then
+    the noise).  Noise draw order: ``B``, ``xi``, ``r``."""
+    D, scale_V, scale_u, scale_g, laplace = params[1][0], params[1][5], params[1][6], params[1][7], params[1][8]
+    _encode(params, public, r, t, X, a, y, out)
+    V = out[:D * D].reshape((D, D))
+    u = out[D * D:D * D + D]
+    g = out[D * D + D:D * D + 2 * D]
     if laplace:
         add_symmetric_laplace(rng, scale_V, V)
         add_laplace(rng, scale_u, u)
@@ -408,8 +446,10 @@ class LDPGLOC(LocalAlgorithm):
         ridge = (float(res["sigma"]), D, T, self.alpha, self.c_factor, -1.0, code, self.beta_scale,
                  float(res["grad_sigma"]), float(res["link_min_slope"]), False)
         block = spec.setting == "multi"
-        ogd = (float(res["zeta"]), float(res["theta_radius"]) if res["project"] else -1.0,
-               spec.K if block else 0)
+        # without the projection onto W (authors_code) the iterate is kept within ESTIMATE_BOUND
+        # (post-processing), the space the devices accept
+        ogd = (float(res["zeta"]), float(res["theta_radius"]) if res["project"] else ESTIMATE_BOUND,
+               spec.K if block and res["project"] else 0)
         (theta, M, beta), server = new_ridge_state(ridge, R, D, 0.0)
         theta_hat = np.zeros((R, D))
         if res["init"] == "random":  # Han et al.'s code: random unit vectors for theta_hat_1 and theta_tilde_0
@@ -419,9 +459,23 @@ class LDPGLOC(LocalAlgorithm):
             theta[:] = v[1]
         message = MessageLayout(f"ldp-gloc/{self.mechanism}", (("V", (D, D)), ("u", (D,)), ("g", (D,))))
         K, d = spec.K, spec.d
+        laplace = self.mechanism == "laplace"
+        # the device's contract: theta_hat in W (the product of per-arm balls in the multi setting)
+        # when the server projects, else within ESTIMATE_BOUND; the accountant's parameter is the
+        # sum of L1 sensitivities over scales (Laplace) or the joint l2 sensitivity over the stds
+        W = float(res["theta_radius"]) * (math.sqrt(K) if block else 1.0) if res["project"] else ESTIMATE_BOUND
+        if laplace:
+            sensitivity = DeviceSensitivity("l1", self.calibration.guarantee.epsilon)
+        else:
+            sensitivity = DeviceSensitivity("l2", math.hypot(float(res["sensitivity"]) / float(res["scale_V"]),
+                                                             2.0 * float(res["grad_bound"]) / float(res["scale_g"])))
         return LocalKernel(choose, _randomize, _update, (choice, client, ridge, ogd), (theta, M, beta, theta_hat),
                            server, ("theta", "M", "beta", "theta_hat"), message,
-                           estimate=lambda: theta.reshape(R, K, d) if block else theta)
+                           estimate=lambda: theta.reshape(R, K, d) if block else theta,
+                           public_space=ridge_space(PublicField("theta_hat", ("R", "D"), norm=W)), encode=_encode,
+                           noise=additive_noise(D, (float(res["scale_V"]), float(res["scale_u"]),
+                                                    float(res["scale_g"])), laplace),
+                           sensitivity=sensitivity)
 
     def _local_kernel(self) -> LocalKernel:
         if not isinstance(self.kernel, LocalKernel):

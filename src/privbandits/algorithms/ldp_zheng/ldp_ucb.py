@@ -51,12 +51,19 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     tight_sigma,
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES
-from privbandits.algorithms.ldp_zheng.ridge import choose, new_ridge_state, ridge_receive
+from privbandits.algorithms.ldp_zheng.ridge import (
+    additive_noise,
+    choose,
+    new_ridge_state,
+    ridge_receive,
+    ridge_space,
+)
 from privbandits.algorithms.linalg import feature_block, feature_single
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
+from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_laplace,
@@ -72,13 +79,13 @@ _SQRT2 = math.sqrt(2.0)
 
 
 @nb.njit(cache=True)
-def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """User side: send ``(x x^T + B, y x + xi)`` for the user's own clipped ``(x, y)``.
+def _encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """User side before the noise: ``(x x^T, y x)`` of the user's own clipped ``(x, y)``.
 
     ``out`` is the flat message ``[V (D*D), u (D)]``; the ``u`` field holds ``x`` until it is
-    scaled by ``y``.  Noise draw order: ``B`` (upper triangle row by row), then ``xi``.
+    scaled by ``y``.  Nothing the server sends enters the message.
     """
-    D, C_B, y_lo, y_hi, clip, scale_V, scale_u, laplace = params[1]
+    D, C_B, y_lo, y_hi, clip = params[1][0], params[1][1], params[1][2], params[1][3], params[1][4]
     V = out[:D * D].reshape((D, D))
     u = out[D * D:D * D + D]
     if X.ndim == 1:  # multi-parameter setting: e_a kron X (resolved at compile time)
@@ -93,6 +100,18 @@ def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-unty
             V[i, j] = u[i] * u[j]
     for i in range(D):
         u[i] *= y
+
+
+@nb.njit(cache=True)
+def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """User side: send ``(x x^T + B, y x + xi)`` (:func:`_encode`, then the noise).
+
+    Noise draw order: ``B`` (upper triangle row by row, mirrored), then ``xi``.
+    """
+    D, scale_V, scale_u, laplace = params[1][0], params[1][5], params[1][6], params[1][7]
+    _encode(params, public, r, t, X, a, y, out)
+    V = out[:D * D].reshape((D, D))
+    u = out[D * D:D * D + D]
     if laplace:
         add_symmetric_laplace(rng, scale_V, V)
         add_laplace(rng, scale_u, u)
@@ -177,12 +196,14 @@ class LDPUCB(LocalAlgorithm):
         "reference_code": Choice(*REFERENCE_CODES),
         "horizon": Optional(Int(2)),
     }
+    # clip=False is left out: its guarantee is conditional on rewards in the declared range, which
+    # the conformance suite's adversarial users are not by design (tests/algorithms cover it)
     test_params: ClassVar = (
         {},
         {"preset": "paper", "beta_formula": "ss"},
         {"preset": "authors_code"},
         {"preset": "authors_code", "reference_code": "zheng2020"},
-        {"mechanism": "laplace", "clip": False},
+        {"mechanism": "laplace"},
         {"noise_split": "split", "gaussian_calibration": "analytic", "beta_scale": 0.1},
     )
 
@@ -296,9 +317,16 @@ class LDPUCB(LocalAlgorithm):
         theta = public[0]
         block = spec.setting == "multi"
         message = MessageLayout(f"ldp-ucb/{self.mechanism}", (("V", (D, D)), ("u", (D,))))
+        laplace = self.mechanism == "laplace"
+        norm = "l1" if laplace else "l2"
+        # the accountant's parameter: sum of L1 sensitivities over scales (Laplace), the joint l2
+        # sensitivity over the std (Gaussian); the message does not depend on the public state
+        bound = self.calibration.guarantee.epsilon if laplace else float(res["sensitivity"]) / float(res["scale_V"])
         return LocalKernel(choose, _randomize, _update, (choice, client, ridge), public, server,
                            ("theta", "M", "beta"), message,
-                           estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta)
+                           estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta,
+                           public_space=ridge_space(), encode=_encode,
+                           noise=additive_noise(D, (float(res["scale_V"]), float(res["scale_u"])), laplace), sensitivity=DeviceSensitivity(norm, bound))
 
     def n_shifted(self) -> np.ndarray:
         """Per replication, how often the regularized noisy Gram matrix was not positive definite

@@ -16,6 +16,10 @@ Gram matrix is not a rank-one update of the previous one (``B_s`` is a full symm
 definite only with high probability; when the factorization fails the inverse of
 ``A + (|lambda_min(A)| + Upsilon_n) I`` is published instead and counted (Zheng et al. 2020, Algorithm 5).
 Every helper is inlined, so a step makes no call with array arguments (no reference counting).
+The published ``theta`` and ``M`` stay finite and within
+:data:`~privbandits.algorithms.kernel.ESTIMATE_BOUND` (an inverse with a larger entry, i.e. ``A``
+numerically singular, takes the shifted path; ``theta`` is projected onto the ball), the space
+the devices accept (:func:`ridge_space`).
 
 User side: ``x = argmax_x x^T theta + beta ||x||_M`` (Alg. 5; Alg. 3 line 7), the squared bonus
 ``beta x^T M x`` in Zheng et al.'s demo code.
@@ -36,18 +40,59 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.kernel import ESTIMATE_BOUND, DeviceNoiseFn, mirrored_scale
 from privbandits.algorithms.ldp_zheng.constants import beta as beta_formula
 from privbandits.algorithms.ldp_zheng.constants import regularizer, upsilon
 from privbandits.algorithms.linalg import (
     mat_vec,
     min_eigenvalue,
+    project_ball,
     spd_inverse_into,
     ucb_argmax_block,
     ucb_argmax_single,
 )
 from privbandits.core.links import LINK_IDENTITY
+from privbandits.core.public_space import PublicField, PublicSpace
+from privbandits.privacy.device import DeviceNoise
 
-__all__ = ["choose", "new_ridge_state", "ridge_receive", "ridge_refresh", "ridge_regularizer"]
+__all__ = ["additive_noise", "choose", "new_ridge_state", "ridge_receive", "ridge_refresh", "ridge_regularizer",
+           "ridge_space"]
+
+
+def ridge_space(*extra: PublicField) -> PublicSpace:
+    """The public state the user's choice reads: ``theta`` (``(R, D)``, norm at most
+    :data:`~privbandits.algorithms.kernel.ESTIMATE_BOUND`), ``M`` (``(R, D, D)``, symmetric, entries
+    within the same bound; the choice clamps a negative ``x^T M x`` at 0, so no eigenvalue floor is
+    needed) and ``beta`` (``(R,)``, non-negative), then ``extra`` fields.  ``D`` is ``d``, or
+    ``K d`` in the multi-parameter setting (the symbol ``"D"`` of
+    :func:`~privbandits.core.public_space.dims_of`)."""
+    return PublicSpace((
+        PublicField("theta", ("R", "D"), norm=ESTIMATE_BOUND),
+        PublicField("M", ("R", "D", "D"), low=-ESTIMATE_BOUND, high=ESTIMATE_BOUND, symmetric=True),
+        PublicField("beta", ("R",), low=0.0, high=ESTIMATE_BOUND),
+        *extra,
+    ))
+
+
+def additive_noise(D: int, units: tuple[float, ...], laplace: bool) -> DeviceNoiseFn:
+    """The noise of a message ``[V (D*D), v_1 (D), ...]``: the symmetric ``V`` with noise of scale
+    ``units[0]`` drawn on and above the diagonal and mirrored, each vector ``v_i`` with i.i.d.
+    noise of scale ``units[i]`` (Gaussian stds, or Laplace scales ``b``), the same for every user.
+
+    The whitening scale of a mirrored entry follows the accountant's norm (l2 Gaussian, l1
+    Laplace; :func:`~privbandits.algorithms.kernel.mirrored_scale`); the variance of every entry is
+    that of its draw (``sigma^2``, ``2 b^2``).
+    """
+    norm, f = ("l1", 2.0) if laplace else ("l2", 1.0)
+    scale = np.concatenate([mirrored_scale(D, units[0], norm)] + [np.full(D, u) for u in units[1:]])
+    var = np.concatenate([np.full(D * D, f * units[0] ** 2)] + [np.full(D, f * u * u) for u in units[1:]])
+    kind = "laplace" if laplace else "gaussian"
+
+    def noise(t: int, a: np.ndarray, encoded: np.ndarray | None) -> DeviceNoise:
+        R = a.shape[0]
+        return DeviceNoise(kind, np.tile(scale, (R, 1)), np.tile(var, (R, 1)))
+
+    return noise
 
 
 @nb.njit(cache=True)
@@ -70,13 +115,24 @@ def ridge_regularizer(ridge, n):  # type: ignore[no-untyped-def]  # pragma: no c
 
 
 @nb.njit(cache=True, inline="always")
+def _within(M, bound):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Every entry of ``M`` finite and within ``[-bound, bound]``."""
+    for i in range(M.shape[0]):
+        for j in range(M.shape[1]):
+            if not abs(M[i, j]) <= bound:
+                return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
 def ridge_refresh(ridge, theta, M, beta, server, r):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Publish ``M = A^{-1}``, ``theta = M u`` and ``beta`` of replication ``r``."""
     sigma, D, T, alpha = ridge[0], ridge[1], ridge[2], ridge[3]
     beta_code, beta_scale, grad_sigma, mu, beta_current = ridge[6], ridge[7], ridge[8], ridge[9], ridge[10]
     A, u, n, c, n_shifted, L, W = server
-    if not spd_inverse_into(A[r], M[r], L[r], W[r]):
-        # not positive definite (probability <= alpha): invert A + (|lambda_min| + Upsilon_n) I
+    if not (spd_inverse_into(A[r], M[r], L[r], W[r]) and _within(M[r], ESTIMATE_BOUND)):
+        # not positive definite (probability <= alpha), or numerically singular: invert
+        # A + (|lambda_min| + Upsilon_n) I
         shift = abs(min_eigenvalue(A[r], L[r])) + upsilon(max(n[r], 1.0), sigma, D, T, alpha)
         for i in range(D):
             for j in range(D):
@@ -85,6 +141,7 @@ def ridge_refresh(ridge, theta, M, beta, server, r):  # type: ignore[no-untyped-
         spd_inverse_into(W[r], M[r], L[r], W[r])
         n_shifted[r] += 1
     mat_vec(M[r], u[r], theta[r])
+    project_ball(theta[r], ESTIMATE_BOUND)
     s = n[r] + 1.0 if beta_current else max(n[r], 1.0)
     beta[r] = beta_scale * beta_formula(beta_code, s, sigma, grad_sigma, mu, D, T, alpha)
 
