@@ -12,7 +12,7 @@ import pytest
 from privbandits.algorithms import make
 from privbandits.experiments.units import build_env
 from privbandits.service.config import parse_service_config
-from privbandits.service.device.client import simulate_users
+from privbandits.service.device.simulate import simulate_users
 from privbandits.service.server.app import create_app
 from privbandits.service.server.store import open_store
 from privbandits.simulate import simulate

@@ -98,7 +98,7 @@ def test_shuffled_sealed_batches_give_the_reference_model() -> None:
 
 
 def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database(tmp_path: Path) -> None:
-    from privbandits.service.device.client import simulate_users
+    from privbandits.service.device.simulate import simulate_users
 
     db = str(tmp_path / "s.db")
     raw = service_raw("ldp-ols", horizon=50, seed=1)
@@ -170,7 +170,7 @@ def test_tokens_file_errors() -> None:
 
 
 def test_simulated_rewards_reach_the_status_page() -> None:
-    from privbandits.service.device.client import simulate_users
+    from privbandits.service.device.simulate import simulate_users
 
     with make_client(service_raw("ldp-sgd", horizon=30)) as tc:
         run = simulate_users("http://testserver", [CLIENT], seed=0, rounds=7, http=tc, post_rewards_every=3)

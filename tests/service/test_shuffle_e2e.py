@@ -15,7 +15,7 @@ import pytest
 from privbandits.service import sealing
 from privbandits.service.auth import TokenSet
 from privbandits.service.config import parse_service_config
-from privbandits.service.device.shuffle import simulate_shuffle_users
+from privbandits.service.device.simulate import simulate_shuffle_users
 from privbandits.service.server.app import create_app
 from privbandits.service.server.store import open_store
 from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app

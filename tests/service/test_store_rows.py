@@ -2,8 +2,9 @@
 
 Every accepted request is one ``events`` row keyed by ``(token, idempotency key)``; a model update
 is one ``models`` row written in the same transaction.  These tests exercise the store directly
-(no HTTP), so that each query's scoping, ordering and atomicity is checked on its own: two tokens
-that use the same idempotency key keep two events, the lookup of one never returns the other's.
+(no HTTP), on SQLite and PostgreSQL, so that each query's scoping, ordering and atomicity is
+checked on its own: two tokens that use the same idempotency key keep two events, the lookup of one
+never returns the other's.
 """
 
 from __future__ import annotations
@@ -25,9 +26,22 @@ def _event(seq: int, token: str = "client-0", key: str = "k1", kind: str = "repo
                     body_hash=f"h{seq}", response={"seq": seq, "ok": True})
 
 
+def _integrity_errors() -> tuple[type[BaseException], ...]:
+    """Unique-constraint violations of both back ends."""
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - depends on the install
+        return (sqlite3.IntegrityError,)
+    return (sqlite3.IntegrityError, psycopg.errors.IntegrityError)
+
+
+DUPLICATE = _integrity_errors()
+
+
 @pytest.fixture()
-def store(tmp_path: Path) -> st.Store:
-    s = st.open_store(tmp_path / "db" / "model.sqlite")
+def store(db_url: str) -> st.Store:
+    """A fresh store on each back end (SQLite file; a new PostgreSQL database)."""
+    s = st.open_store(db_url)
     s.init({"algorithm": "ldp-sgd", "horizon": 50})
     yield s
     s.close()
@@ -49,7 +63,7 @@ def test_lookup_is_scoped_by_token_and_key(store: st.Store) -> None:
 
 def test_the_same_token_and_key_cannot_be_stored_twice(store: st.Store) -> None:
     store.append(_event(1), None)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(DUPLICATE):
         store.append(_event(2), None)
     assert [e.seq for e in store.events()] == [1]
 
@@ -76,7 +90,7 @@ def test_model_rows_are_written_with_their_event_and_read_in_version_order(store
 
 def test_an_event_and_its_model_row_are_stored_together_or_not_at_all(store: st.Store) -> None:
     store.append(_event(1, key="a"), st.ModelRow(version=1, seq=1, rounds=1, digest="d1"))
-    with pytest.raises(sqlite3.IntegrityError):  # the model row collides: the event must not stay
+    with pytest.raises(DUPLICATE):  # the model row collides: the event must not stay
         store.append(_event(2, key="b"), st.ModelRow(version=1, seq=2, rounds=2, digest="dx"))
     assert [e.seq for e in store.events()] == [1] and store.find("client-0", "b") is None
     assert store.models() == [st.ModelRow(1, 1, 1, "d1")]
@@ -94,7 +108,7 @@ def test_quarantined_reports_are_stored_with_their_batch_and_read_in_order(store
                                    st.Quarantined(2, "b-2", 1, "payload.g", "NaN"),
                                    st.Quarantined(2, "b-2", 5, "box", "does not open")]
     # a quarantine row that collides rolls back its whole event
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(DUPLICATE):
         store.append(_event(4, key="batch-4", kind="batch"), None,
                      [st.Quarantined(4, "b-4", 0, "box", "x"), st.Quarantined(4, "b-4", 0, "box", "y")])
     assert store.find("client-0", "batch-4") is None and len(store.quarantined()) == 3
@@ -123,15 +137,18 @@ def test_another_configuration_is_named_in_at_most_200_characters(tmp_path: Path
     s.close()
 
 
-def test_reopening_finds_the_stored_rows(tmp_path: Path) -> None:
-    path = tmp_path / "m.sqlite"
-    s = st.open_store(f"sqlite:///{path}?synchronous=FULL")
+def test_reopening_finds_the_stored_rows(db_url: str) -> None:
+    """What one connection wrote (init, an event, a model row) is there for the next one."""
+    s = st.open_store(db_url)
     s.init({"a": 1})
-    s.append(_event(1), st.ModelRow(1, 1, 2, "d"))
+    s.append(_event(1), st.ModelRow(1, 1, 2, "d"), [st.Quarantined(1, "b", 0, "box", "x")])
     s.close()
-    again = st.open_store(path)
+    again = st.open_store(db_url)
     again.init({"a": 1})
     assert [e.seq for e in again.events()] == [1] and again.latest_model() == st.ModelRow(1, 1, 2, "d")
+    assert again.find("client-0", "k1") == _event(1) and len(again.quarantined()) == 1
+    with pytest.raises(st.StoreError, match="another configuration"):
+        again.init({"a": 2})
     again.close()
 
 

@@ -33,7 +33,7 @@ from privbandits.algorithms.base import (
     ShuffleAlgorithm,
 )
 from privbandits.core.errors import TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
 from privbandits.core.public_space import dims_of
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.inputs import check_device_inputs
@@ -44,6 +44,7 @@ __all__ = [
     "check_public",
     "close_batch",
     "deliver",
+    "deliver_batch",
     "device_choose",
     "device_public",
     "device_randomize",
@@ -114,6 +115,14 @@ def device_randomize(client: Client, spec: EnvSpec, t: int, public: object, cont
 def deliver(alg: LocalAlgorithm, t: int, msg: object) -> None:
     """Local model: the message crosses to the server."""
     alg.server.receive(t, check_message(msg))
+
+
+def deliver_batch(alg: ShuffleAlgorithm, t: int, batch: object) -> None:
+    """Shuffle model: a batch the shuffler released crosses to the analyzer (a deployment's
+    shuffler is another process; the simulation's goes through :func:`close_batch`)."""
+    if not isinstance(batch, ShuffledBatch):
+        raise TrustBoundaryError(f"the analyzer received {type(batch).__name__}; only a ShuffledBatch may reach it")
+    alg.server.receive_batch(t, batch)
 
 
 def close_batch(alg: ShuffleAlgorithm, t: int, rng_client: np.random.Generator) -> None:

@@ -9,19 +9,15 @@ than the one the app pinned (:class:`Pin`).  :mod:`.simulate` drives simulated u
 (one after another: the reference trajectory; or concurrently: load).
 """
 
-from privbandits.service.device.client import (
-           DeviceClient,
-           ModelSnapshot,
-           Pin,
-           ServiceError,
-           simulate_users,
-)
-from privbandits.service.device.shuffle import (
-           Assignment,
-           ShuffleDevice,
-           ShuffleRun,
-           simulate_shuffle_users,
+from privbandits.service.device.client import DeviceClient, ModelSnapshot, Pin, ServiceError
+from privbandits.service.device.shuffle import Assignment, ShuffleDevice
+from privbandits.service.device.simulate import (
+    ShuffleRun,
+    SimulatedRun,
+    simulate_clients,
+    simulate_shuffle_users,
+    simulate_users,
 )
 
 __all__ = ["Assignment", "DeviceClient", "ModelSnapshot", "Pin", "ServiceError", "ShuffleDevice", "ShuffleRun",
-           "simulate_shuffle_users", "simulate_users"]
+           "SimulatedRun", "simulate_clients", "simulate_shuffle_users", "simulate_users"]

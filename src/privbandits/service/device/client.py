@@ -20,15 +20,14 @@ accounted guarantee is weaker, before anything leaves the device.
 For a trusted-curator algorithm (central or joint DP) the device sends its raw contexts and
 reward by design (``select`` / ``report_reward``); the model's guarantee says so.
 
-:func:`simulate_users` drives simulated users through a server with the random streams of
-``simulate(..., engine="reference")``, so the same seed gives the same trajectory.
+Simulated users: :mod:`privbandits.service.device.simulate`.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +36,9 @@ import numpy as np
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.messages import PublicState
-from privbandits.core.rng import make_streams
 from privbandits.engine.protocol import device_choose, device_randomize
 
-__all__ = ["DeviceClient", "ModelSnapshot", "Pin", "ServiceError", "SimulatedRun", "local_algorithm", "simulate_users"]
+__all__ = ["DeviceClient", "ModelSnapshot", "Pin", "ServiceError", "local_algorithm"]
 
 
 class ServiceError(PrivbanditsError):
@@ -266,73 +264,3 @@ class DeviceClient:
     def model_version(self) -> int:
         """The server's model version (``GET /v1/status``)."""
         return int(self._request("GET", "/v1/status")["model_version"])
-
-
-@dataclass
-class SimulatedRun:
-    """Per-round regret and reward of simulated users, and the server's last answer."""
-
-    regret: np.ndarray
-    reward: np.ndarray
-    actions: np.ndarray
-    last_answer: dict[str, Any]
-
-
-def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int, *, http: Any = None,
-                   on_round: Callable[[int, dict[str, Any]], None] | None = None,
-                   post_rewards_every: int = 0) -> SimulatedRun:
-    """``rounds`` simulated users, one after another, each with its own token (cycled).
-
-    Uses the streams of ``simulate(alg, env, horizon, seed=seed, engine="reference")``: the
-    environment's, the policy stream for choices and the client stream for privacy noise, in the
-    reference driver's order, so the trajectory equals the reference one.  With
-    ``post_rewards_every = n > 0`` the simulated rewards are also posted to the status page's
-    reward chart every ``n`` users (``POST /v1/simulation/rewards``: simulation only, a real
-    device never sends its reward).
-    """
-    probe = DeviceClient(base_url, tokens[0], http=http)
-    try:
-        return _drive_users(probe, base_url, tokens, seed, rounds, on_round, post_rewards_every)
-    finally:
-        if http is None:
-            probe.http.close()
-
-
-def _drive_users(probe: DeviceClient, base_url: str, tokens: Sequence[str], seed: int, rounds: int,
-                 on_round: Callable[[int, dict[str, Any]], None] | None, post_rewards_every: int) -> SimulatedRun:
-    from privbandits.algorithms.base import BatchedAlgorithm
-    from privbandits.experiments.units import build_env
-
-    info = probe.fetch_model().info
-    cfg = info["config"]
-    streams = make_streams(seed)
-    env = build_env(cfg["env"])
-    spec = env.reset(1, streams, int(cfg["horizon"]))
-    alg = local_algorithm(info)
-    alg.reset(spec, 1, streams)  # as simulate: the algorithm is reset on the run's streams
-    curator = isinstance(alg, Curator)
-    devices = [DeviceClient(base_url, tok, algorithm=alg, rng_policy=streams.policy, rng_client=streams.client,
-                            http=probe.http) for tok in tokens]
-    regret, reward, actions = np.zeros(rounds), np.zeros(rounds), np.zeros(rounds, dtype=np.int64)
-    answer: dict[str, Any] = {}
-    for t in range(rounds):
-        X = env.next_round()
-        if t == 0 and isinstance(alg, BatchedAlgorithm):
-            alg.start_batches(X)
-        dev = devices[t % len(devices)]
-        if curator:
-            a, ticket = dev.select(X[0])
-            r, reg = env.step(np.array([a]))
-            answer = dev.report_reward(ticket, float(r[0]), dev.model_version())
-        else:
-            model = dev.fetch_model()
-            a = dev.choose(X[0], model)
-            r, reg = env.step(np.array([a]))
-            answer = dev.report(X[0], a, float(r[0]), model)
-        regret[t], reward[t], actions[t] = float(reg[0]), float(r[0]), a
-        if post_rewards_every and ((t + 1) % post_rewards_every == 0 or t == rounds - 1):
-            start = (t // post_rewards_every) * post_rewards_every
-            dev.post_simulated_rewards(reward[start:t + 1].tolist())
-        if on_round is not None:
-            on_round(t, answer)
-    return SimulatedRun(regret, reward, actions, answer)

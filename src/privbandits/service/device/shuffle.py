@@ -27,26 +27,23 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from privbandits.algorithms.base import Algorithm, ShuffleAlgorithm
+from privbandits.algorithms.base import ShuffleAlgorithm
 from privbandits.core.errors import ValidationError
 from privbandits.core.messages import PublicState
-from privbandits.core.rng import make_streams
 from privbandits.engine.protocol import device_randomize
 from privbandits.service.device.client import (
     DeviceClient,
     ModelSnapshot,
     ServiceError,
     _decode_public,
-    local_algorithm,
 )
 
-__all__ = ["Assignment", "ShuffleDevice", "ShuffleRun", "simulate_shuffle_users"]
+__all__ = ["Assignment", "ShuffleDevice"]
 
 
 @dataclass(frozen=True)
@@ -138,57 +135,3 @@ class ShuffleDevice(DeviceClient):
                       key: str | None = None) -> dict[str, Any]:
         """Privatize and seal on the device, send to the shuffler; returns its answer."""
         return self.send(self.privatize_sealed(contexts, reward, model, assigned), key or uuid.uuid4().hex)
-
-
-@dataclass
-class ShuffleRun:
-    """Rewards, regret and actions of simulated users, and how many reported."""
-
-    reward: np.ndarray
-    regret: np.ndarray
-    actions: np.ndarray
-    reported: int
-    answers: list[dict[str, Any]] = field(default_factory=list)
-
-
-def simulate_shuffle_users(shuffler_url: str, tokens: Sequence[str], seed: int, rounds: int, *,
-                           http: Any = None, algorithm: Algorithm | None = None, server_key: str | None = None,
-                           on_round: Callable[[int, float], None] | None = None) -> ShuffleRun:
-    """``rounds`` simulated users, one after another, through the shuffler at ``shuffler_url``.
-
-    Each user: reads the model and its assignment from the shuffler, plays the assigned action
-    in the configured environment (seeded with ``seed``), and sends its sealed report when its
-    batch is open.  ``server_key`` pins the server's sealing key (see :class:`ShuffleDevice`).
-    ``on_round(t, reward)`` is called after each user (e.g. to post the simulated rewards to
-    the dashboard).
-    """
-    from privbandits.experiments.units import build_env
-
-    probe = ShuffleDevice(shuffler_url, tokens[0], http=http, server_key=server_key)
-    info = probe.fetch_model().info
-    cfg = info["config"]
-    streams = make_streams(seed)
-    env = build_env(cfg["env"])
-    spec = env.reset(1, streams, int(cfg["horizon"]))
-    alg = algorithm if algorithm is not None else local_algorithm(info)
-    alg.reset(spec, 1, streams)
-    devices = [ShuffleDevice(shuffler_url, tok, algorithm=alg, rng_client=streams.client, http=probe.http,
-                             server_key=server_key) for tok in tokens]
-    reward, regret = np.zeros(rounds), np.zeros(rounds)
-    actions = np.zeros(rounds, dtype=np.int64)
-    answers: list[dict[str, Any]] = []
-    reported = 0
-    for t in range(rounds):
-        X = env.next_round()
-        dev = devices[t % len(devices)]
-        model = dev.fetch_model()
-        assigned = dev.assignment()
-        a = assigned.action
-        r, reg = env.step(np.array([a]))
-        if assigned.reports:
-            answers.append(dev.report_sealed(X[0], float(r[0]), model, assigned))
-            reported += 1
-        reward[t], regret[t], actions[t] = float(r[0]), float(reg[0]), a
-        if on_round is not None:
-            on_round(t, float(r[0]))
-    return ShuffleRun(reward, regret, actions, reported, answers)

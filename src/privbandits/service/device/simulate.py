@@ -1,4 +1,9 @@
-"""Simulated traffic against a served model: many simulated devices, concurrently.
+"""Simulated devices against a served model.
+
+:func:`simulate_users` (local model and curators) and :func:`simulate_shuffle_users` (shuffle
+model, through the shuffler) play users one after another with the random streams of
+``simulate(..., engine="reference")``: with the server's seed equal to ``seed`` the trajectory is
+the reference simulation's.
 
 :func:`simulate_clients` plays ``n`` simulated users against a running server (and, for a
 shuffle-model algorithm, its shuffler) with ``workers`` concurrent connections.  Each user is a
@@ -9,7 +14,7 @@ environment of the served configuration (``GET /v1/model``'s ``config``), seeded
 shared by the workers; the rewards are posted to ``POST /v1/simulation/rewards`` in small groups,
 so the dashboard's chart follows the simulated traffic.
 
-Unlike :func:`privbandits.service.device.client.simulate_users` (one user after another, the exact trajectory
+Unlike :func:`simulate_users` (one user after another, the exact trajectory
 of ``simulate(..., engine="reference")``), the interleaving of concurrent users is not
 reproducible; this is load, not a replication.
 """
@@ -18,16 +23,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.base import Algorithm, Curator
 from privbandits.core.errors import ValidationError
+from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_int
+from privbandits.engine import protocol
+from privbandits.service.device.client import DeviceClient, local_algorithm
+from privbandits.service.device.shuffle import ShuffleDevice
 
-__all__ = ["ClientsSummary", "simulate_clients"]
+__all__ = ["ClientsSummary", "ShuffleRun", "SimulatedRun", "simulate_clients", "simulate_shuffle_users", "simulate_users"]
 
 #: Simulated rewards are posted to the dashboard in groups of this many users.
 REWARD_GROUP = 25
@@ -86,11 +96,8 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
     """
     import httpx
 
-    from privbandits.algorithms.base import Curator, ShuffleAlgorithm
-    from privbandits.core.rng import make_streams
+    from privbandits.algorithms.base import ShuffleAlgorithm
     from privbandits.experiments.units import build_env
-    from privbandits.service.device.client import DeviceClient, local_algorithm
-    from privbandits.service.device.shuffle import ShuffleDevice
 
     n = check_int("n", n, 1)
     workers = check_int("workers", workers, 1, 256)
@@ -209,3 +216,126 @@ def _one_user(dev: Any, alg: Any, env: Any, env_lock: threading.Lock, curator: b
         r, _ = env.step(np.array([a]))
     dev.report(X[0], a, float(r[0]), model)
     return float(r[0]), True
+
+
+@dataclass
+class SimulatedRun:
+    """Per-round regret and reward of simulated users, and the server's last answer."""
+
+    regret: np.ndarray
+    reward: np.ndarray
+    actions: np.ndarray
+    last_answer: dict[str, Any]
+
+
+def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int, *, http: Any = None,
+                   on_round: Callable[[int, dict[str, Any]], None] | None = None,
+                   post_rewards_every: int = 0) -> SimulatedRun:
+    """``rounds`` simulated users, one after another, each with its own token (cycled).
+
+    Uses the streams of ``simulate(alg, env, horizon, seed=seed, engine="reference")``: the
+    environment's, the policy stream for choices and the client stream for privacy noise, in the
+    reference driver's order, so the trajectory equals the reference one.  With
+    ``post_rewards_every = n > 0`` the simulated rewards are also posted to the status page's
+    reward chart every ``n`` users (``POST /v1/simulation/rewards``: simulation only, a real
+    device never sends its reward).
+    """
+    probe = DeviceClient(base_url, tokens[0], http=http)
+    try:
+        return _drive_users(probe, base_url, tokens, seed, rounds, on_round, post_rewards_every)
+    finally:
+        if http is None:
+            probe.http.close()
+
+
+def _drive_users(probe: DeviceClient, base_url: str, tokens: Sequence[str], seed: int, rounds: int,
+                 on_round: Callable[[int, dict[str, Any]], None] | None, post_rewards_every: int) -> SimulatedRun:
+    from privbandits.experiments.units import build_env
+
+    info = probe.fetch_model().info
+    cfg = info["config"]
+    streams = make_streams(seed)
+    env = build_env(cfg["env"])
+    spec = env.reset(1, streams, int(cfg["horizon"]))
+    alg = local_algorithm(info)
+    alg.reset(spec, 1, streams)  # as simulate: the algorithm is reset on the run's streams
+    curator = isinstance(alg, Curator)
+    devices = [DeviceClient(base_url, tok, algorithm=alg, rng_policy=streams.policy, rng_client=streams.client,
+                            http=probe.http) for tok in tokens]
+    regret, reward, actions = np.zeros(rounds), np.zeros(rounds), np.zeros(rounds, dtype=np.int64)
+    answer: dict[str, Any] = {}
+    for t in range(rounds):
+        X = env.next_round()
+        if t == 0:
+            protocol.start(alg, X)  # a batched elimination installs the public catalogue, as the reference driver
+        dev = devices[t % len(devices)]
+        if curator:
+            a, ticket = dev.select(X[0])
+            r, reg = env.step(np.array([a]))
+            answer = dev.report_reward(ticket, float(r[0]), dev.model_version())
+        else:
+            model = dev.fetch_model()
+            a = dev.choose(X[0], model)
+            r, reg = env.step(np.array([a]))
+            answer = dev.report(X[0], a, float(r[0]), model)
+        regret[t], reward[t], actions[t] = float(reg[0]), float(r[0]), a
+        if post_rewards_every and ((t + 1) % post_rewards_every == 0 or t == rounds - 1):
+            start = (t // post_rewards_every) * post_rewards_every
+            dev.post_simulated_rewards(reward[start:t + 1].tolist())
+        if on_round is not None:
+            on_round(t, answer)
+    return SimulatedRun(regret, reward, actions, answer)
+
+
+@dataclass
+class ShuffleRun:
+    """Rewards, regret and actions of simulated users, and how many reported."""
+
+    reward: np.ndarray
+    regret: np.ndarray
+    actions: np.ndarray
+    reported: int
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+
+def simulate_shuffle_users(shuffler_url: str, tokens: Sequence[str], seed: int, rounds: int, *,
+                           http: Any = None, algorithm: Algorithm | None = None, server_key: str | None = None,
+                           on_round: Callable[[int, float], None] | None = None) -> ShuffleRun:
+    """``rounds`` simulated users, one after another, through the shuffler at ``shuffler_url``.
+
+    Each user: reads the model and its assignment from the shuffler, plays the assigned action
+    in the configured environment (seeded with ``seed``), and sends its sealed report when its
+    batch is open.  ``server_key`` pins the server's sealing key (see :class:`ShuffleDevice`).
+    ``on_round(t, reward)`` is called after each user (e.g. to post the simulated rewards to
+    the dashboard).
+    """
+    from privbandits.experiments.units import build_env
+
+    probe = ShuffleDevice(shuffler_url, tokens[0], http=http, server_key=server_key)
+    info = probe.fetch_model().info
+    cfg = info["config"]
+    streams = make_streams(seed)
+    env = build_env(cfg["env"])
+    spec = env.reset(1, streams, int(cfg["horizon"]))
+    alg = algorithm if algorithm is not None else local_algorithm(info)
+    alg.reset(spec, 1, streams)
+    devices = [ShuffleDevice(shuffler_url, tok, algorithm=alg, rng_client=streams.client, http=probe.http,
+                             server_key=server_key) for tok in tokens]
+    reward, regret = np.zeros(rounds), np.zeros(rounds)
+    actions = np.zeros(rounds, dtype=np.int64)
+    answers: list[dict[str, Any]] = []
+    reported = 0
+    for t in range(rounds):
+        X = env.next_round()
+        dev = devices[t % len(devices)]
+        model = dev.fetch_model()
+        assigned = dev.assignment()
+        a = assigned.action
+        r, reg = env.step(np.array([a]))
+        if assigned.reports:
+            answers.append(dev.report_sealed(X[0], float(r[0]), model, assigned))
+            reported += 1
+        reward[t], regret[t], actions[t] = float(r[0]), float(reg[0]), a
+        if on_round is not None:
+            on_round(t, float(r[0]))
+    return ShuffleRun(reward, regret, actions, reported, answers)

@@ -36,6 +36,7 @@ from privbandits.algorithms.base import (
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
+from privbandits.engine.protocol import deliver, deliver_batch, start
 from privbandits.engine.recorder import Recorder
 from privbandits.engine.reference import drive_reference
 from privbandits.privacy.inputs import check_client_inputs
@@ -143,7 +144,7 @@ class ServedModel:
         self.alg, self.spec = alg, spec
         self.kind = _kind(alg)
         if isinstance(alg, BatchedAlgorithm):  # the public action catalogue, as the reference driver
-            alg.start_batches(env.next_round())
+            start(alg, env.next_round())
         if self.kind == "shuffle" and _overrides(alg.server, "wants_round"):
             raise ValidationError(f"{alg.name}: multi-round shuffle protocols (Server.wants_round) cannot be served; "
                                   "serve a single-round shuffle algorithm")
@@ -253,8 +254,7 @@ class ServedModel:
     def apply_report(self, fields: dict[str, np.ndarray]) -> None:
         """Local model: ``Server.receive(t, PrivatizedMessage)`` with ``t = rounds``."""
         assert isinstance(self.alg, LocalAlgorithm) and self.kind == "local"
-        msg = PrivatizedMessage({k: v[None] for k, v in fields.items()}, self.mechanism)
-        self.alg.server.receive(self.rounds, msg)
+        deliver(self.alg, self.rounds, PrivatizedMessage({k: v[None] for k, v in fields.items()}, self.mechanism))
         self.rounds += 1
         self.version += 1
 
@@ -267,7 +267,7 @@ class ServedModel:
             return
         payload = {f.name: np.stack([r[f.name] for r in reports], axis=0)[None] for f in self.format.fields}
         batch = ShuffledBatch(payload=payload, mechanism=self.mechanism, n_users=n)
-        self.alg.server.receive_batch(self.rounds + n - 1, batch)
+        deliver_batch(self.alg, self.rounds + n - 1, batch)
         self.rounds += n
         self.version += 1
 
