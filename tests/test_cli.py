@@ -101,6 +101,13 @@ def test_sweep_grid_from_command_line(cfg: Path, tmp_path: Path) -> None:
     conn.close()
     assert grids == ['{"alpha":0.5}', '{"alpha":0.5}', '{"alpha":1}', '{"alpha":1}']
     assert _rows(db) == 6  # uniform does not take alpha: 2 units
+    # each run writes its own report: the sweep's never replaces the plain run's, nor another sweep's
+    _ok(["run", str(cfg), "--db", str(db), "--workers", "1", "-q"])
+    _ok(["sweep", str(cfg), "--grid", "alpha=2", "--db", str(db), "--workers", "1", "-q"])
+    base = db.parent / "small"
+    reports = {p.relative_to(base).as_posix(): p.read_text() for p in base.rglob("report.md")}
+    assert set(reports) == {"report.md", "alpha=0.5,1/report.md", "alpha=2/report.md"}
+    assert "alpha=0.5" in reports["alpha=0.5,1/report.md"] and "alpha=0.5" not in reports["alpha=2/report.md"]
 
 
 def test_export_and_plot_from_database(cfg: Path, tmp_path: Path) -> None:
@@ -113,8 +120,12 @@ def test_export_and_plot_from_database(cfg: Path, tmp_path: Path) -> None:
     assert header[:4] == ["experiment", "key", "algorithm", "label"]
     assert header[-6:] == ["seed", "replication", "t", "regret", "reward", "estimation_error"]
     _ok(["export", "--db", str(db), "--format", "parquet", "--out", str(tmp_path / "x.parquet")])
-    res = _ok(["plot", "--db", str(db), "--experiment", "small", "--loglog", "--band", "1", "--out", str(tmp_path / "p")])
-    assert (tmp_path / "p" / "regret.png").exists() and (tmp_path / "p" / "regret.pdf").exists()
+    run_png = db.parent / "small" / "regret.png"
+    before = run_png.read_bytes()
+    res = _ok(["plot", "--db", str(db), "--experiment", "small", "--loglog", "--band", "1"])
+    assert run_png.read_bytes() == before  # plot never overwrites the run's figure
+    stem = db.parent / "small" / "plot-T200-logx-logy"
+    assert stem.with_suffix(".png").exists() and stem.with_suffix(".pdf").exists()
     assert "figure:" in res.stdout
 
 
@@ -169,9 +180,14 @@ def test_reproduce_list_and_quick(tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = _ok(["reproduce", "demo", "--quick", "--horizon", "100", "--replications", "2", "--seed", "3",
                "--workers", "1", "--db", str(tmp_path / "r.db"), "--out", str(out), "-q"])
-    assert "claim linucb < uniform (all runs): agree" in res.stdout
+    # two runs per series: a Student test on them has no power, so no verdict either way
+    assert "claim linucb < uniform (all runs): too few runs" in res.stdout
     report = (out / "report.md").read_text()
-    assert "**Claim: linucb < uniform**" in report and "- **all runs**: agree" in report
+    assert "**Claim: linucb < uniform**" in report and "- **all runs**: too few runs" in report
+    assert report.count("**Quick run: T = 100, 2 runs per series**") == 1
+    res = _ok(["reproduce", "demo", "--horizon", "100", "--replications", "5", "--seed", "3",
+               "--workers", "1", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "o5"), "-q"])
+    assert "claim linucb < uniform (all runs): agree" in res.stdout
     assert (out / "regret.pdf").exists()
 
 

@@ -315,3 +315,22 @@ def test_make_suggests_names_and_lists_parameters() -> None:
         pb.make("linucb", lamb=1.0)
     assert "unexpected keyword argument 'lamb'" in str(exc.value)
     assert "parameters are: lam, delta, alpha, sigma" in str(exc.value)
+
+
+def test_a_validated_public_state_is_not_validated_twice_but_a_decoded_one_is() -> None:
+    """The round protocol and the device both validate; the second pass is free for the same
+    space and dimensions, and a plain state (as decoded from a server's bytes) is always checked."""
+    from privbandits.core.messages import PublicState
+    from privbandits.core.public_space import CheckedPublicState, PublicField, PublicSpace, PublicStateError
+
+    space = PublicSpace((PublicField("w", ("R", "d"), norm=1.0),))
+    dims = {"R": 2, "d": 3}
+    checked = space.validate(PublicState(w=np.full((2, 3), 0.5)), dims)
+    assert isinstance(checked, CheckedPublicState) and space.validate(checked, dims) is checked
+    with pytest.raises(PublicStateError, match="expected"):
+        space.validate(checked, {"R": 3, "d": 3})  # other dimensions: checked again
+    other = PublicSpace((PublicField("w", ("R", "d"), norm=0.1),))
+    with pytest.raises(PublicStateError, match="norm"):
+        other.validate(checked, dims)  # another space: checked again
+    with pytest.raises(PublicStateError, match="norm"):
+        space.validate(PublicState(w=np.full((2, 3), 5.0)), dims)

@@ -152,7 +152,7 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
     n_runs = cfg.replications * len(cfg.seeds)
     out.print(_regret_table(outcome.series, f"Final cumulative regret at T = {cfg.horizon} "
                                             f"(mean ± std over {n_runs} runs per row)"))
-    styles = {"agree": "green", "disagree": "red", "inconclusive": "yellow", "incomplete": "yellow"}
+    styles = {"agree": "green", "disagree": "red", "inconclusive": "yellow", "incomplete": "yellow", "too few runs": "yellow"}
     for chk in outcome.checks:
         out.print(f"claim {chk.claim.describe()} ({chk.cell_name}): ", end="", markup=False)
         out.print(chk.verdict, style=styles[chk.verdict])
@@ -309,7 +309,11 @@ def plot(db: DbOpt = DEFAULT_DB,
          horizon: Annotated[Optional[int], typer.Option("--horizon", "-T", help="Only units with this "
                                                         "horizon (default: that of the newest unit).")] = None,
          out: OutOpt = None) -> None:
-    """Plot mean regret curves with a band (95 % interval by default) of a stored experiment (PNG and PDF)."""
+    """Plot mean regret curves with a band (95 % interval by default) of a stored experiment (PNG and PDF).
+
+    The figure goes to its own file (``plot-T<horizon>[-facet-<key>][-logx][-logy]``), never over a
+    run's figures; without ``--facet`` the grid parameter that varies (if only one does) gets a panel
+    per value."""
     from privbandits.experiments.pipeline import default_out_dir
     from privbandits.experiments.plots import plot_regret
     from privbandits.experiments.store import ResultsStore
@@ -330,8 +334,17 @@ def plot(db: DbOpt = DEFAULT_DB,
     if len(kept) < len(results):
         _err().print(f"note: plotting the {len(kept)} units with horizon {horizon}; "
                      f"{len(results) - len(kept)} with other horizons left out (--horizon)", markup=False)
-    paths = plot_regret(build_series(kept), (out or default_out_dir(db, name)) / "regret", facet=facet,
-                        band=_band_option(band), logx=logx or loglog, logy=logy or loglog, title=name)
+    series = build_series(kept)
+    if facet is None:  # the experiment's own panels: the one grid parameter that varies, if any
+        varying = [k for k in dict.fromkeys(k for s in series for k in s.grid)
+                   if len({repr(s.grid.get(k)) for s in series}) > 1]
+        facet = varying[0] if len(varying) == 1 else None
+    lx, ly = logx or loglog, logy or loglog
+    # its own file name: never the run's regret.png
+    stem = "-".join(["plot", f"T{horizon}", *([f"facet-{facet}"] if facet else []), *(["logx"] if lx else []),
+                     *(["logy"] if ly else [])])
+    paths = plot_regret(series, (out or default_out_dir(db, name)) / stem, facet=facet,
+                        band=_band_option(band), logx=lx, logy=ly, title=name)
     for p in paths:
         _out().print(f"figure: {p}", markup=False, soft_wrap=True)
 

@@ -25,7 +25,7 @@ from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PublicState
 from privbandits.core.spec import EnvSpec
 
-__all__ = ["PublicField", "PublicSpace", "PublicStateError", "dims_of"]
+__all__ = ["CheckedPublicState", "PublicField", "PublicSpace", "PublicStateError", "dims_of"]
 
 Dim = int | str
 
@@ -181,6 +181,21 @@ class PublicField:
         return np.ascontiguousarray((M + np.swapaxes(M, -1, -2)) / 2)
 
 
+class CheckedPublicState(PublicState):
+    """A public state a :class:`PublicSpace` has validated for given dimensions.
+
+    Validating it again against the *same* space object and dimensions is free, so the round
+    protocol and the device's own checks do not pay twice.  A state that arrives from a server
+    (decoded from its bytes) is a plain :class:`PublicState` and is always checked.
+    """
+
+    __slots__ = ("_mark",)
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], mark: tuple[object, tuple[tuple[str, int], ...]]) -> None:
+        super().__init__(arrays)
+        self._mark = mark
+
+
 @dataclass(frozen=True)
 class PublicSpace:
     """Every public state a device accepts: the declared fields, nothing more, nothing less."""
@@ -200,6 +215,9 @@ class PublicSpace:
         PublicStateError
             Unknown or missing fields, wrong shape or kind, non-finite values, out-of-range values.
         """
+        mark = (self, tuple(sorted(dims.items())))
+        if isinstance(public, CheckedPublicState) and public._mark[0] is self and public._mark[1] == mark[1]:
+            return public
         if not isinstance(public, Mapping):
             raise PublicStateError(f"the device received {type(public).__name__}, not a public state")
         extra = sorted(set(public) - set(self.names))
@@ -209,7 +227,7 @@ class PublicSpace:
         missing = [n for n in self.names if n not in public]
         if missing:
             raise PublicStateError(f"public state field {missing[0]!r} is missing (fields: {list(self.names)})")
-        return PublicState({f.name: f.validate(public[f.name], dims) for f in self.fields})
+        return CheckedPublicState({f.name: f.validate(public[f.name], dims) for f in self.fields}, mark)
 
     def draw(self, dims: Mapping[str, int], rng: np.random.Generator, extreme: bool = False) -> PublicState:
         """A member of the space (see :meth:`PublicField.draw`)."""

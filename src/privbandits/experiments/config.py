@@ -252,6 +252,8 @@ class ExperimentConfig:
     quick: bool = False
     #: Modules imported for their algorithms (``import = [...]`` and ``--import``), in every worker.
     imports: tuple[str, ...] = ()
+    #: What the command-line overrides changed (:meth:`Overrides.tag`): the run's own output directory.
+    run_tag: str = ""
 
     @property
     def reduced(self) -> bool:
@@ -294,6 +296,17 @@ class Overrides:
     engine: str | None = None
     data: str | None = None
     imports: Sequence[str] = ()
+
+    def tag(self) -> str:
+        """A directory-safe name of what these overrides change (``""`` when nothing), so that a
+        sweep or a reduced run writes its report beside, never over, the plain run's."""
+        parts = [f"{k}={','.join(map(str, v))}" for k, v in sorted((self.grid or {}).items())]
+        parts += [p for p, on in (("quick", self.quick), (f"T={self.horizon}", self.horizon is not None),
+                                  (f"R={self.replications}", self.replications is not None),
+                                  (f"seed={','.join(map(str, self.seeds or ()))}", self.seeds is not None),
+                                  (f"preset={self.preset}", self.preset is not None),
+                                  (f"engine={self.engine}", self.engine is not None)) if on]
+        return re.sub(r"[^A-Za-z0-9=,._+-]", "_", "_".join(parts))
 
     def check(self) -> None:
         """Validate the command-line values themselves, so that an error names the option, not the file."""
@@ -403,6 +416,8 @@ def parse_config(text: str | Mapping[str, Any], source: str = "<config>", defaul
         cfg = dataclasses.replace(cfg, quick=True)
     if imports:
         cfg = dataclasses.replace(cfg, imports=imports)
+    if overrides is not None and overrides.tag():
+        cfg = dataclasses.replace(cfg, run_tag=overrides.tag())
     return cfg
 
 

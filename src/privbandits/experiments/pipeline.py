@@ -34,9 +34,12 @@ class Outcome:
     paper_rows: list[Row]
 
 
-def default_out_dir(db: str | Path, name: str) -> Path:
-    """Figures and reports go next to the database: ``<db dir>/<experiment name>/``."""
-    return Path(db).parent / name
+def default_out_dir(db: str | Path, name: str, tag: str = "") -> Path:
+    """Figures and reports go next to the database: ``<db dir>/<experiment name>/``, and a run with
+    command-line overrides (a sweep's ``--grid``, ``--quick``, ``--horizon``, ...) into its own
+    ``<db dir>/<experiment name>/<tag>/`` so that it never overwrites another run's report."""
+    base = Path(db).parent / name
+    return base / tag if tag else base
 
 
 def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *,
@@ -67,7 +70,7 @@ def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str
     with ResultsStore(db) as store:
         run = run_experiment(config, store, workers=workers, scheduler=scheduler, quiet=quiet, console=console)
     series = build_series(run.results)
-    out_dir = Path(out) if out is not None else default_out_dir(db, config.name)
+    out_dir = Path(out) if out is not None else default_out_dir(db, config.name, config.run_tag)
     figures: list[Path] = []
     for spec in figure_specs(config):
         figures += draw_figure(spec, config, series, out_dir, formats=formats, dpi=dpi or config.plot.dpi)

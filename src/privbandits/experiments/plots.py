@@ -210,7 +210,7 @@ def _save(fig: Figure, out: str | Path, formats: Sequence[str], dpi: int) -> lis
     written = []
     for fmt in formats:
         path = base.with_name(base.name + "." + fmt)
-        fig.savefig(path, format=fmt, dpi=dpi)
+        fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight")  # titles and legends never clipped
         written.append(path)
     return written
 
