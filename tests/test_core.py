@@ -321,7 +321,12 @@ def test_a_validated_public_state_is_not_validated_twice_but_a_decoded_one_is() 
     """The round protocol and the device both validate; the second pass is free for the same
     space and dimensions, and a plain state (as decoded from a server's bytes) is always checked."""
     from privbandits.core.messages import PublicState
-    from privbandits.core.public_space import CheckedPublicState, PublicField, PublicSpace, PublicStateError
+    from privbandits.core.public_space import (
+        CheckedPublicState,
+        PublicField,
+        PublicSpace,
+        PublicStateError,
+    )
 
     space = PublicSpace((PublicField("w", ("R", "d"), norm=1.0),))
     dims = {"R": 2, "d": 3}
