@@ -108,6 +108,7 @@ def device_randomize(client: Client, spec: EnvSpec, t: int, public: object, cont
                      actions: object, rewards: object, rng: np.random.Generator) -> PrivatizedMessage:
     """The user's privatized message, from validated inputs and a validated public state."""
     X, a, y = check_device_inputs(spec, contexts, actions, rewards)
+    assert a is not None and y is not None  # both were given
     state = device_public(client, spec, public, X.shape[0])
     return check_message(client.randomize(t, state, X, a, y, rng))
 
