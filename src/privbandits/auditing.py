@@ -1022,9 +1022,11 @@ class AdversarialServer:
         for X, a, y in ((p.X0, p.a0, p.y0), (p.X1, p.a1, p.y1)):
             x, r = X[0].copy(), y[0].copy() if np.ndim(y[0]) else float(y[0])
             norm = float(np.max(np.linalg.norm(np.atleast_2d(x), axis=-1)))
-            label = (f"contexts of norm {norm:.4g}" + ("" if self.convex else f", arm {int(a[0])} (its choice)")
+            label = (f"contexts of norm {norm:.4g}" + ("" if self.convex else f", arm {int(a[0])}")
                      + f", reward {np.round(r, 4).tolist() if np.ndim(r) else round(float(r), 4)}")
-            out.append(UserData(x, r, label))
+            # the arm the device chose at this state (with the pair's shared policy randomness): the
+            # audit conditions on it, as the accounting covers every (x, a, r) of a user
+            out.append(UserData(x, r, label, None if self.convex else int(a[0])))
         return out[0], out[1]
 
     def _perturb(self, p: _Points, step: float) -> _Points:
