@@ -53,6 +53,7 @@ from privbandits.algorithms.calibration import (
     warn_if_not_strict,
 )
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
+from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import NotResetError, TrustBoundaryError, ValidationError
 from privbandits.core.messages import (
     PrivatizedMessage,
@@ -230,8 +231,12 @@ class Algorithm(ABC):
         Subclasses that build numpy state extend this and call ``super().reset`` first.
         """
         if spec.setting not in self.settings:
+            fix = ('in an experiment file set setting = "single" under [env] (a synthetic environment) or '
+                   'encoding = "shared" (a supervised data set: one context per arm)' if "single" in self.settings else
+                   'in an experiment file set setting = "multi" under [env] (a synthetic environment) or '
+                   'encoding = "disjoint" (a supervised data set: one context per round)')
             raise ValidationError(
-                f"algorithm {self.name!r} supports settings {self.settings}, got setting={spec.setting!r}"
+                f"algorithm {self.name!r} supports settings {self.settings}, got setting={spec.setting!r}; {fix}"
             )
         if "*" not in self.links and spec.link.name not in self.links:
             raise ValidationError(
@@ -263,10 +268,20 @@ class Curator(Algorithm):
     """A trusted party that sees raw data: non-private, central-DP and joint-DP algorithms.
 
     With a :class:`~privbandits.algorithms.kernel.CuratorKernel`, :meth:`select` and
-    :meth:`update` run its compiled steps; numpy algorithms override both.
+    :meth:`update` run its compiled steps; numpy algorithms override both.  Either way the round's
+    data reach them checked (shapes, dtypes, arm indices, one row per replication): a subclass's
+    own ``select`` / ``update`` is wrapped in the same check (loss environments, whose actions are
+    points, are checked by their driver).
     """
 
     kernel: CuratorKernel | None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("select", "update"):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_checked_inputs", False):
+                setattr(cls, name, _checked_curator_step(fn, name))
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         """Choose arms (R,) for round ``t`` (0-based) given contexts."""
@@ -296,6 +311,28 @@ class Curator(Algorithm):
         if not isinstance(k, CuratorKernel):
             raise NotImplementedError(f"{type(self).__name__} must implement select/update or build_kernel")
         return k
+
+
+def _checked_curator_step(fn: Any, name: str) -> Any:
+    """``fn`` (a curator's ``select`` or ``update``) called with checked arrays."""
+    if name == "select":
+        @functools.wraps(fn)
+        def select(self: Curator, t: int, contexts: np.ndarray) -> np.ndarray:
+            if isinstance(self.spec, ConvexSpec):
+                return fn(self, t, contexts)
+            return fn(self, t, self._curator_inputs(contexts)[0])
+
+        select._checked_inputs = True  # type: ignore[attr-defined]
+        return select
+
+    @functools.wraps(fn)
+    def update(self: Curator, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        if isinstance(self.spec, ConvexSpec):
+            return fn(self, t, contexts, actions, rewards)  # type: ignore[no-any-return]
+        return fn(self, t, *self._curator_inputs(contexts, actions, rewards))  # type: ignore[no-any-return]
+
+    update._checked_inputs = True  # type: ignore[attr-defined]
+    return update
 
 
 class Client(ABC):

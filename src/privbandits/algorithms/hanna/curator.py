@@ -38,8 +38,9 @@ def require_fixed_actions(name: str, spec: EnvSpec) -> None:
     """Raise unless the problem has one fixed finite action set (Hanna et al. 2022, section 2: no contexts)."""
     if not spec.fixed_actions:
         raise ValidationError(
-            f"algorithm {name!r} needs a fixed finite action set (spec.fixed_actions=True, "
-            "e.g. FiniteActionEnv); got an environment with per-round contexts"
+            f"algorithm {name!r} needs one fixed finite action set (no per-round contexts): in an experiment "
+            "file set kind = \"finite\" under [env] (Python: privbandits.FiniteActionEnv); got an environment "
+            "with per-round contexts"
         )
 
 

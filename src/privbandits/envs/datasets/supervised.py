@@ -258,7 +258,7 @@ def _label_indices(path: str, label: str, cells: np.ndarray) -> tuple[np.ndarray
 
 
 def load_file(path: str, label: str, features: Sequence[str] | None = None, na: str = "error",
-              fmt: str | None = None, name: str | None = None) -> SupervisedData:
+              fmt: str | None = None, name: str | None = None, delimiter: str | None = None) -> SupervisedData:
     """A classification data set from a CSV or Parquet file.
 
     Parameters
@@ -276,10 +276,13 @@ def load_file(path: str, label: str, features: Sequence[str] | None = None, na: 
         Override the format guessed from the suffix.
     name : str, optional
         Name of the data set (default: the file name).
+    delimiter : str, optional
+        Field separator of a text file (default: detected, see
+        :func:`~privbandits.envs.datasets.tabular.read_table`).
     """
     if not isinstance(label, str) or not label:
         raise ValidationError(f"label must name the class column of {path!r}, got {label!r}")
-    table = read_table(path, fmt=fmt)
+    table = read_table(path, fmt=fmt, delimiter=delimiter)
     table.require([label], "label column")
     if features is None:
         feats = [c for c in table.columns if c != label]

@@ -16,6 +16,7 @@ Workflow::
 from __future__ import annotations
 
 import csv
+import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,11 +74,25 @@ class Table:
         return len(next(iter(self.data.values()))) if self.data else 0
 
     def require(self, names: Sequence[str], what: str = "column") -> None:
-        """Raise :class:`DataFormatError` naming every one of ``names`` the file lacks."""
+        """Raise :class:`DataFormatError` naming every one of ``names`` the file lacks, with the
+        column it most likely meant (other case, a typo) and a delimiter hint when the header looks
+        like one column holding the whole row."""
         missing = [n for n in names if n not in self.data]
         if missing:
+            hints = []
+            for m in missing:
+                same_case = [c for c in self.columns if c.casefold() == m.casefold()]
+                close = same_case or difflib.get_close_matches(m, self.columns, n=1, cutoff=0.75)
+                if close:
+                    hints.append(f"{m!r}: did you mean {close[0]!r}?")
+            hint = f" ({'; '.join(hints)})" if hints else ""
+            glued = [d for d in (";", "\t", "|") if len(self.columns) == 1 and d in self.columns[0]]
+            if glued:
+                shown = "\\t" if glued[0] == "\t" else glued[0]
+                hint += (f"; the header is one column holding {glued[0]!r}-separated names: the file is not "
+                         f"comma-separated, set delimiter = \"{shown}\"")
             raise DataFormatError(f"{self.path!r}: missing {what}{'s' if len(missing) > 1 else ''} "
-                                  f"{', '.join(repr(m) for m in missing)}; the file has columns "
+                                  f"{', '.join(repr(m) for m in missing)}{hint}; the file has columns "
                                   f"{', '.join(repr(c) for c in self.columns)}")
 
     def column(self, name: str) -> np.ndarray:
@@ -86,7 +101,7 @@ class Table:
         return self.data[name]
 
 
-def read_table(path: str | Path, *, fmt: str | None = None) -> Table:
+def read_table(path: str | Path, *, fmt: str | None = None, delimiter: str | None = None) -> Table:
     """Read a CSV (comma, or tab for ``.tsv``) or Parquet file into a :class:`Table`.
 
     Parameters
@@ -95,6 +110,9 @@ def read_table(path: str | Path, *, fmt: str | None = None) -> Table:
         The file.
     fmt : {"csv", "tsv", "parquet"}, optional
         Format (default: from the suffix; CSV for unknown suffixes).
+    delimiter : str, optional
+        Field separator of a text file (default: detected from the header line: ``,`` unless the
+        header has none and holds ``;``, a tab or ``|``).
 
     Raises
     ------
@@ -111,10 +129,27 @@ def read_table(path: str | Path, *, fmt: str | None = None) -> Table:
     check_choice("fmt", kind, ("csv", "tsv", "parquet"))
     if p.stat().st_size == 0:
         raise DataFormatError(f"{str(p)!r} is empty (0 bytes); expected a header row and at least one data row")
-    table = _read_parquet(p) if kind == "parquet" else _read_csv(p, "\t" if kind == "tsv" else ",")
+    if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
+        raise ValidationError(f"delimiter must be a single character such as ',' ';' or '\\t', got {delimiter!r}")
+    if kind == "parquet":
+        table = _read_parquet(p)
+    else:
+        table = _read_csv(p, delimiter or ("\t" if kind == "tsv" else _detect_delimiter(p)))
     if table.n_rows == 0:
         raise DataFormatError(f"{str(p)!r} has a header ({', '.join(table.columns)}) but no data rows")
     return table
+
+
+def _detect_delimiter(p: Path) -> str:
+    """``,`` unless the first non-blank line has no comma and one of ``;``, tab, ``|`` (in that order)."""
+    try:
+        with p.open(encoding="utf-8", newline="") as fh:
+            first = next((line for line in fh if line.strip()), "")
+    except (UnicodeDecodeError, OSError):
+        return ","  # the reader reports the problem with its own message
+    if "," in first:
+        return ","
+    return next((d for d in (";", "\t", "|") if d in first), ",")
 
 
 def _check_header(path: str, header: Sequence[str]) -> tuple[str, ...]:
@@ -199,6 +234,11 @@ def _to_float(cell: object) -> float | None:
     return None
 
 
+#: Largest magnitude of a numeric cell: beyond it squares overflow float64 (1e154 squared is 1e308),
+#: so norms, standardization and clipping would turn the column into infinities or zeros.
+MAX_ABS_VALUE = 1e150
+
+
 def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
                     also_required: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
     """The ``(n_kept, len(names))`` float matrix of columns ``names`` and the kept row indices.
@@ -234,6 +274,11 @@ def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
                 raise DataFormatError(f"{table.path!r}: column {name!r}, {table.row_name(i)}: {cell!r} is not a number")
             if math.isinf(v):
                 raise DataFormatError(f"{table.path!r}: column {name!r}, {table.row_name(i)}: value {cell!r} is infinite")
+            if abs(v) > MAX_ABS_VALUE:
+                raise DataFormatError(
+                    f"{table.path!r}: column {name!r}, {table.row_name(i)}: value {cell!r} is beyond +-{MAX_ABS_VALUE:g}; "
+                    "squares and norms of such values overflow to infinity (the feature would be lost): rescale "
+                    "the column or drop it")
             out[i, j] = v
         missing |= np.isnan(out[:, j])
     for name in also_required:
@@ -246,8 +291,14 @@ def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
                               f"na = \"drop\" to drop those rows (the count is reported)")
     kept = np.flatnonzero(~missing)
     if kept.size == 0:
-        raise DataFormatError(f"{table.path!r}: every one of the {n} data rows has a missing value in "
-                              f"{', '.join(repr(c) for c in (*names, *also_required))}; nothing is left")
+        every = (*names, *also_required)
+        empty = [c for c in every if all(_is_missing(x) for x in table.data[c])]
+        which = (f"column{'s' if len(empty) > 1 else ''} {', '.join(repr(c) for c in empty)} "
+                 f"{'are' if len(empty) > 1 else 'is'} empty (every value missing): leave "
+                 f"{'them' if len(empty) > 1 else 'it'} out of the features" if empty else
+                 f"every one of the {n} data rows has a missing value in some of "
+                 f"{', '.join(repr(c) for c in every)}")
+        raise DataFormatError(f"{table.path!r}: {which}; no row is left after dropping rows with missing values")
     return out[kept], kept
 
 
