@@ -166,7 +166,7 @@ def test_other_errors_exit_2(tmp_path: Path) -> None:
         (["plot", "--db", str(tmp_path / "none.db")], "no results database"),
         (["export", "--db", str(tmp_path / "none.db")], "no results database"),
         (["reproduce", "dem"], "unknown preset 'dem' (did you mean 'demo'?)"),
-        (["reproduce"], "give a preset NAME"),
+        (["reproduce"], "give a shipped experiment NAME"),
         (["sweep", str(tmp_path / "x.toml"), "--grid", "epsilon"], "expected KEY=V1,V2"),
         (["reproduce", "demo", "-T", "-5"], "command line: --horizon -5: horizon must be an integer"),
     ):

@@ -235,8 +235,8 @@ def sweep(config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
 
 @app.command()
 @_guard
-def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (see --list).")] = None,
-              list_: Annotated[bool, typer.Option("--list", help="List the presets and exit.")] = False,
+def reproduce(name: Annotated[Optional[str], typer.Argument(help="Shipped experiment (see --list).")] = None,
+              list_: Annotated[bool, typer.Option("--list", help="List the shipped experiments and exit.")] = False,
               all_: Annotated[bool, typer.Option("--all", help="Run every reproduction preset into "
                                                  "<out>/<paper>/<figure>/ and write the gallery "
                                                  "<out>/README.md.")] = False,
@@ -287,7 +287,7 @@ def reproduce(name: Annotated[Optional[str], typer.Argument(help="Preset name (s
                      soft_wrap=True)
         return
     if not name:
-        raise ValidationError("give a preset NAME or --all (privbandits reproduce --list shows them)")
+        raise ValidationError("give a shipped experiment NAME or --all (privbandits reproduce --list shows them)")
     cfg = load_reproduction(name, overrides)
     outcome = run_reproduction(cfg, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err(),
                                dpi=dpi)
@@ -405,7 +405,7 @@ def list_(imports: ImportOpt = None) -> None:
 
 
 def _presets_table(presets: dict[str, str]) -> Table:
-    table = Table(title="Presets (privbandits reproduce NAME)", title_justify="left")
+    table = Table(title="Shipped experiments (privbandits reproduce NAME)", title_justify="left")
     table.add_column("name", overflow="fold")
     table.add_column("description", overflow="fold")
     for name, text in presets.items():

@@ -190,8 +190,8 @@ def data_lines(run: RunReport | None) -> list[str]:
         if env.get("n_clipped_rows"):
             parts.append(f"{env['n_clipped_rows']} context row(s) clipped to the norm bound")
         if parts:
-            name = env.get("dataset", env.get("path", "data"))
-            seen[f"Data ({name}): " + "; ".join(parts) + "."] = None
+            name = env.get("dataset") or env.get("path") or data.get("name") or data.get("path")
+            seen[(f"Data ({name}): " if name else "Data: ") + "; ".join(parts) + "."] = None
     return list(seen)
 
 
