@@ -18,6 +18,7 @@ device clips of the algorithms are tested beside each algorithm.
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import re
 from collections import Counter
@@ -172,6 +173,14 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_scalar#1": (
         f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::ShuffleGLMClient.randomize::np.clip#1": (
+        f"{T_HERE}::test_shuffle_glm_device_holds_the_clipped_reward",),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::ShuffleGLMClient.randomize_batch::np.clip#1": (
+        f"{T_HERE}::test_shuffle_glm_device_holds_the_clipped_reward",),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::_counts_mean::np.clip#1": (
+        f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::_counts_noise::np.clip#1": (
+        f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",),
     # -- the auditor --------------------------------------------------------------------------------
     "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
         EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),
@@ -663,3 +672,41 @@ def test_kernel_devices_clip_the_reward_before_encoding(name: str) -> None:
         at = c.encode(1, public, X, a, np.full(2, end))
         for beyond in (1e-9, 10.0, 1e300):
             np.testing.assert_array_equal(c.encode(1, public, X, a, np.full(2, end + sign * beyond)), at)
+
+
+def test_shuffle_glm_device_holds_the_clipped_reward() -> None:
+    """A ShuffleGLM user keeps ``(x, clip(r))`` on the device for the batch's P_GD rounds: a reward
+    beyond ``[r_lo, r_hi]`` is held as the end of the range, one inside as itself (single and
+    batch randomizers alike)."""
+    alg, env = _reset_case("shuffle-glm")
+    plan = alg.plan  # type: ignore[attr-defined]
+    lo, hi = plan.r_lo, plan.r_hi
+    public = alg.server.public_state()  # type: ignore[attr-defined]
+    X = env.next_round()  # type: ignore[attr-defined]
+    a = np.zeros(2, dtype=np.int64)
+    rng = np.random.default_rng(0)
+    for y, want in (([hi, lo], [hi, lo]), ([hi - 1e-9, lo + 1e-9], [hi - 1e-9, lo + 1e-9]),
+                    ([hi + 1e-9, lo - 1e-9], [hi, lo]), ([1e300, -1e300], [hi, lo])):
+        c = copy.deepcopy(alg.client)  # type: ignore[attr-defined]
+        c.randomize(0, public, X, a, np.array(y), rng)
+        np.testing.assert_array_equal(c._r[-1][0], want)
+        c = copy.deepcopy(alg.client)  # type: ignore[attr-defined]
+        c.randomize_batch(0, public, X[None], a[None], np.array(y)[None], rng)
+        np.testing.assert_array_equal(c._r[-1][0], want)
+
+
+def test_shuffle_glm_declared_count_law_clamps_the_scaled_input() -> None:
+    """The declared mean and noise of the binomial randomizer's count clamp ``w g / Delta`` into
+    ``[0, 2 g]`` as the randomizer does: an input a rounding error beyond either end has the law of
+    the end, one inside its own."""
+    from privbandits.algorithms.sarmasarkar.shuffle_glm import _counts_mean, _counts_noise
+
+    params = cheu.theory_params(4, 2, 1.0, 0.1, 1.0)
+    g, bp, D = params.g, params.b * params.p, params.Delta
+    w = np.array([2 * D, 2 * D * (1 + 1e-12), 0.0, -1e-300, 2 * D * 0.3])
+    mean = _counts_mean(w, params)
+    np.testing.assert_allclose(mean, [2 * g + bp, 2 * g + bp, bp, bp, 0.6 * g + bp], rtol=1e-12)
+    var = _counts_noise(w, params).variance
+    q = 0.6 * g - math.floor(0.6 * g)
+    binom = params.b * params.p * (1 - params.p)
+    np.testing.assert_allclose(var, [binom, binom, binom, binom, q * (1 - q) + binom], rtol=1e-9)
