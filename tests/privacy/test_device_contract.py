@@ -69,6 +69,17 @@ def test_contexts_at_the_bound_pass_and_beyond_it_are_refused(spec: EnvSpec) -> 
     check_device_inputs(spec, _contexts(spec, 2, 100 * B), bound=False)
 
 
+@pytest.mark.parametrize("R", [1, 2, 5])
+def test_every_feature_counts_whatever_the_number_of_users(R: int) -> None:
+    """The excess sits in the last feature of the last user, with fewer users than features too."""
+    X = np.zeros((R, 3))
+    X[-1, 2] = 0.81  # bound 0.8
+    with pytest.raises(DataBoundError, match="l2 norm 0.81"):
+        check_device_inputs(MULTI, X)
+    X[-1, 2] = 0.8
+    check_device_inputs(MULTI, X)
+
+
 def test_the_norm_is_the_l2_norm_of_each_feature_vector() -> None:
     X = np.zeros((1, 4, 3))
     X[0, 2] = [1.5, 2.0, 0.0]  # norm 2.5 exactly: at the bound
