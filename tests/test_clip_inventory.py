@@ -181,6 +181,8 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",),
     "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::_counts_noise::np.clip#1": (
         f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",),
+    "src/privbandits/algorithms/mab/adap_ucb.py::kl_ucb_index::min-max#1": (
+        EXEMPT, "an optimistic index of a released mean clamped into [0, 1]: post-processing"),
     # -- the auditor --------------------------------------------------------------------------------
     "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
         EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),
@@ -489,6 +491,13 @@ def test_cheu_aggregate_release_clamps_the_scaled_inputs() -> None:
         np.testing.assert_array_equal(a, b)
         c = np.asarray(fn(inside, params, np.random.default_rng(5)))
         assert c[0, 0] < b[0, 0] and c[0, 1] == b[0, 1]
+    # the release path takes encoded inputs unchecked: far beyond either end it is the release of the end
+    # (aggregate_sum refuses them; there the clamp only guards the rounding of inputs at the tolerance)
+    far = at.copy()
+    far[0, :, 0] = 3.0 * params.Delta
+    far[0, :, 1] = -0.5 * params.Delta
+    np.testing.assert_array_equal(cheu.aggregate_release(far, params, np.random.default_rng(5))["ones"],
+                                  cheu.aggregate_release(at, params, np.random.default_rng(5))["ones"])
 
 
 # -- core/convex -----------------------------------------------------------------------------------
