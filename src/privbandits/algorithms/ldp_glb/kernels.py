@@ -1,8 +1,10 @@
 """Compiled per-round steps of LDP-OLS and LDP-SGD (Han et al. 2021, Algorithms 1 and 2).
 
-The steps of a :class:`~privbandits.algorithms.kernel.LocalKernel`: the user's ``choose`` and
-``randomize`` (they read the public state and the user's own data) and the server's ``update``
-(it reads the message only).
+The steps of a :class:`~privbandits.algorithms.kernel.LocalKernel`: the user's ``choose``,
+``encode`` and ``randomize`` (they read the public state and the user's own data; ``randomize``
+is ``encode`` followed by the noise, or for SGD the l2-ball mechanism on the same clipped
+gradient) and the server's ``update`` (it reads the message only).  What the device declares
+about its message (public-state space, noise, sensitivity) is in :mod:`.device`.
 
 State (replication axis first; ``K_est = 1`` in the single-parameter setting, ``K`` otherwise):
 
