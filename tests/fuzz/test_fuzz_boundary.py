@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,8 +40,8 @@ ALGORITHMS = sorted(available())
 PARALLEL = 2
 #: Hypothesis examples per entry point beyond the sweep (default run, slow run).
 EXAMPLES, EXAMPLES_SLOW = 3, 60
-#: Seconds a worker may run before its current case counts as a hang.
-TIMEOUT = 1200
+#: Seconds a worker may stay on one case (compiling included) before the case counts as a hang.
+CASE_TIMEOUT = 900
 
 #: Cases known to fail today, ``{"algorithm entry(argument=mutation": "the error"}``
 #: (``known_failures.json``, written from a run's report by ``python -m tests.fuzz.test_fuzz_boundary
@@ -64,11 +65,7 @@ def _run_group(names: list[str], tmp: Path, examples: int, *extra: str) -> dict[
     for _attempt in range(200):
         cmd = [sys.executable, "-m", "tests.fuzz.worker", "--out", str(out), "--progress", str(progress),
                "--examples", str(examples), "--skip", str(skip), *extra, *names]
-        try:
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
-            code, tail = proc.returncode, (proc.stderr or "")[-2000:]
-        except subprocess.TimeoutExpired:
-            code, tail = None, f"no answer within {TIMEOUT} s"
+        code, tail = _watch(cmd, progress, tmp / "stderr.txt")
         if code == 0:
             break
         last = json.loads(progress.read_text()) if progress.exists() and progress.read_text() else None
@@ -94,6 +91,24 @@ def _run_group(names: list[str], tmp: Path, examples: int, *extra: str) -> dict[
     for c in crashes:
         records[c["alg"]].append(c)
     return records
+
+
+def _watch(cmd: list[str], progress: Path, err: Path) -> tuple[int | None, str]:
+    """Run a worker; kill it when its progress file stays on one case for :data:`CASE_TIMEOUT`
+    seconds.  Returns (exit status or None for a hang, the end of its stderr)."""
+    with err.open("w") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh, text=True)
+        last, since = None, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(0.5)
+            now = progress.read_text() if progress.exists() else None
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since > CASE_TIMEOUT:
+                proc.kill()
+                proc.wait()
+                return None, f"no answer within {CASE_TIMEOUT} s"
+    return proc.returncode, err.read_text()[-2000:]
 
 
 def _entries() -> tuple[str, ...]:
