@@ -318,6 +318,35 @@ def test_spaces_refuse_unknown_and_missing_fields() -> None:
     assert PublicSpace().validate({}, DIMS) == PublicSpace().validate({}, DIMS)
 
 
+def test_a_checked_state_is_checked_again_unless_same_space_and_dimensions() -> None:
+    space = PublicSpace((PublicField("a", ("R",), high=1.0),))
+    other = PublicSpace((PublicField("a", ("R",), high=1.0),))  # equal, but another object
+    checked = space.validate({"a": [0.5, 1.0]}, DIMS)
+    assert space.validate(checked, dict(DIMS)) is checked  # same space, same dimensions: as is
+    again = other.validate(checked, DIMS)
+    assert again is not checked and again["a"].tolist() == [0.5, 1.0]
+    with pytest.raises(PublicStateError, match="has shape"):  # other dimensions: checked again
+        space.validate(checked, {**DIMS, "R": 3})
+
+
+def test_random_draws_span_their_ranges() -> None:
+    """Integer draws reach both ends; a norm field's rows within the norm are left as drawn (at the
+    smallest scale, 1e-3, their norms stay near 1e-3); unbounded extremes are +-1e6 or 0."""
+    rng = np.random.default_rng(8)
+    dims = {"R": 300, "K": 4, "d": 3, "D": 12}
+    i = PublicField("i", ("R",), kind="i", low=-3, high=7).draw(dims, rng)
+    assert set(np.unique(i)) == set(range(-3, 8))
+    small = 0
+    for _ in range(40):
+        n = np.linalg.norm(PublicField("n", ("R", "d"), norm=1.5).draw(dims, rng), axis=-1)
+        if np.median(n) < 1e-2:  # a draw at scale 1e-3
+            small += 1
+            assert np.median(n) > 5e-4
+    assert small > 0
+    u = PublicField("u", ("R",)).draw(dims, rng, extreme=True)
+    assert set(np.unique(u)) == {-1e6, 0.0, 1e6}
+
+
 @pytest.mark.parametrize("extreme", [False, True])
 def test_drawn_states_are_members_and_extremes_reach_the_bounds(extreme: bool) -> None:
     space = PublicSpace((
