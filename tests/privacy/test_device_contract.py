@@ -302,6 +302,12 @@ def test_symmetric_and_psd_fields() -> None:
         psd.validate(A - 1e-6 * np.eye(3), DIMS)
     big = A * 1e6  # slack relative to the largest eigenvalue
     PublicField("V", ("R", "d", "d"), psd_floor=floor * 1e6).validate(big, DIMS)
+    # small matrices: the absolute slack is 1e-12 (not 1e-12 times their largest eigenvalue)
+    tiny = PublicField("V", ("R", "d", "d"), psd_floor=1e-3)
+    low = 1e-3 * (1 - 1e-9)
+    tiny.validate(np.array([np.diag([low - 5e-13, 2e-3, 3e-3])] * 2), DIMS)
+    with pytest.raises(PublicStateError, match="eigenvalue"):
+        tiny.validate(np.array([np.diag([low - 2e-12, 2e-3, 3e-3])] * 2), DIMS)
 
 
 def test_spaces_refuse_unknown_and_missing_fields() -> None:
