@@ -406,7 +406,8 @@ def test_gloc_relabel_and_gradient_clips_whatever_theta_hat() -> None:
     ``+-z_bound`` (``u = z x`` at the bound) and the gradient to norm ``G`` -- also with ``clip=False``
     (which concerns the user's own data only) and without the projection (authors_code, where the
     device accepts any iterate up to ESTIMATE_BOUND)."""
-    for params in ((), (("clip", False),), (("preset", "authors_code"),)):
+    for params in ((), (("clip", False),), (("preset", "authors_code"),),
+                   (("preset", "authors_code"), ("clip", False))):
         alg, spec = device(Case("ldp-gloc", params))
         client = alg.client
         c = client._params[1]
