@@ -424,7 +424,7 @@ def test_value_clip_at_inside_and_beyond_the_range(where: str, offset: float, co
     v = lo - offset if where == "lo" else hi + offset  # offset > 0: beyond the range
     public = alg.server.public_state()
     acts = c.choose(0, public, X, None)
-    e = c.encode(0, public, X, acts, np.full(R, v))[:, 0]
+    e = c.encode(0, public, X, acts, np.full((R, 1) if convex else R, v))[:, 0]
     np.testing.assert_array_equal(e, np.clip(v, lo, hi))
 
 
@@ -498,7 +498,7 @@ def test_two_point_refuses_unknown_or_missing_fields() -> None:
 
 @pytest.mark.parametrize("losses,error", [
     (np.zeros((3, 3)), ValidationError), (np.zeros(3), ValidationError),
-    (np.zeros((2, 2)), PublicStateError),  # R is the device's own: 3 users' points do not fit 2 users
+    (np.zeros((2, 2)), ValidationError),  # 2 users' losses, 3 users' loss parameters
     (np.array([[np.nan, 0.0]] * 3), DataBoundError), (np.array([[np.inf, 0.0]] * 3), DataBoundError),
     (np.full((3, 2), "x"), ValidationError), (np.zeros((3, 2), dtype=bool), ValidationError),
 ])
@@ -510,13 +510,38 @@ def test_two_point_refuses_malformed_losses(losses: np.ndarray, error: type[Exce
         alg.client.randomize(0, public, np.zeros((R, 2)), None, losses, np.random.default_rng(0))
 
 
-def test_losses_must_be_observed_at_the_public_points() -> None:
+@pytest.mark.parametrize("played", ["other", "d + 1", "NaN", "str"])
+def test_the_message_follows_the_public_points_whatever_the_points_reported(played: str) -> None:
+    # the clip and the noise come from the validated public points; the points the caller reports
+    # having played are checked (shape, dtype, finiteness), never used for the noise
+    R = 3
+    alg, spec = _two_point(R)
+    public = _public(_points(np.full(R, 1e-3), spec.d))
+    X, y = np.zeros((R, 2)), np.tile([5.0, -5.0], (R, 1))
+    c = alg.client
+    if played == "other":
+        other = _points(np.full(R, 1.0), spec.d)
+        np.testing.assert_array_equal(c.encode(0, public, X, other, y), c.encode(0, public, X, None, y))
+        np.testing.assert_array_equal(c.noise(0, public, X, other).scale, c.noise(0, public, X, None).scale)
+        return
+    bad = {"d + 1": np.zeros((R, 2, 3)), "NaN": np.full((R, 2, 2), np.nan), "str": np.full((R, 2, 2), "0")}[played]
+    with pytest.raises(ValidationError):
+        c.randomize(0, public, X, bad, y, np.random.default_rng(0))
+
+
+def test_loss_parameters_are_checked_though_never_read() -> None:
     R = 3
     alg, spec = _two_point(R)
     public = _public(_points(np.full(R, 0.1), spec.d))
-    other = _points(np.full(R, 0.2), spec.d)
-    with pytest.raises(ValidationError, match="public query points"):
-        alg.client.randomize(0, public, np.zeros((R, 2)), other, np.zeros((R, 2)), np.random.default_rng(0))
+    y = np.zeros((R, 2))
+    assert spec.param_dim == spec.d  # quadratic losses: a centre per user (logistic: d + 1)
+    for X, error in ((np.zeros((R, 0)), ValidationError), (np.zeros((R + 1, 2)), ValidationError),
+                     (np.zeros((R, 3)), ValidationError), (np.zeros((R, 1)), ValidationError),
+                     (np.zeros(R), ValidationError), (np.full((R, 2), np.nan), DataBoundError),
+                     (np.full((R, 2), "a"), ValidationError)):
+        with pytest.raises(error):
+            alg.client.randomize(0, public, X, None, y, np.random.default_rng(0))
+    alg.client.randomize(0, public, np.zeros((R, 2)), None, y, np.random.default_rng(0))
 
 
 def test_a_dishonest_server_cannot_move_the_device_off_its_guarantee() -> None:

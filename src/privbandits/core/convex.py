@@ -104,12 +104,16 @@ class ConvexSpec(EnvSpec):
         ``[lo, hi]`` containing every loss value on ``X``.
     sc_modulus : float
         ``mu``: every ``f_t`` is ``mu``-strongly convex (0 = only convex).
+    param_dim : int
+        ``p``: width of the users' loss parameters (the round's "contexts", ``(R, p)``), which a
+        device checks without reading them (0 = not declared).
     """
 
     domain: Domain = Domain("ball", 1.0, 1)
     lipschitz: float = 1.0
     loss_range: tuple[float, float] = (0.0, 1.0)
     sc_modulus: float = 0.0
+    param_dim: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,3 +125,5 @@ class ConvexSpec(EnvSpec):
             raise ValidationError(f"domain dimension {self.domain.d} differs from d={self.d}")
         if self.sc_modulus < 0:
             raise ValidationError(f"sc_modulus must be >= 0, got {self.sc_modulus}")
+        if self.param_dim < 0:
+            raise ValidationError(f"param_dim must be >= 0, got {self.param_dim}")

@@ -100,7 +100,7 @@ class ConvexLossEnv(Environment):
         return ConvexSpec(d=self.d, K=1, setting="single", horizon=horizon, context_bound=Rx,
                           reward_bound=max(abs(lo), abs(hi)), reward_range=(-hi, -lo), theta_bound=Rx,
                           noise_scale=0.0, domain=self.domain, lipschitz=G, loss_range=(lo, hi),
-                          sc_modulus=mu)
+                          sc_modulus=mu, param_dim=self.d + 1 if self.loss == "logistic" else self.d)
 
     def describe(self) -> dict[str, Any]:
         return {"env": type(self).__name__, "d": self.d, "loss": self.loss, "domain": self.domain.kind,

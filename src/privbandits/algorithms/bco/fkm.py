@@ -22,9 +22,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.bco.problem import convex_spec, directions
+from privbandits.algorithms.bco.problem import (
+    check_loss_parameters,
+    check_losses,
+    check_points,
+    convex_spec,
+    directions,
+)
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.registry import register
+from privbandits.core.errors import ValidationError
 from privbandits.core.params import Int, Optional, Positive
 from privbandits.privacy.guarantee import NON_PRIVATE
 
@@ -79,13 +86,24 @@ class FKM(Curator):
         self.rho_v, self.xi_v, self.eta_v = float(res["rho"]), float(res["xi"]), float(res["eta"])
         self.y = np.zeros((self.R, self.spec.d))
         self.u = np.zeros((self.R, self.spec.d))
+        self._queried: np.ndarray | None = None
 
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+    def select(self, t: int, contexts: np.ndarray | None) -> np.ndarray:
+        """The round's query points; ``contexts`` (the users' loss parameters) are checked, not read
+        (``None``: none given)."""
+        if contexts is not None:
+            check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
         self.u = directions(self.streams.policy, self.R, self.spec.d)
-        return (self.y + self.rho_v * self.u)[:, None, :]
+        self._queried = (self.y + self.rho_v * self.u)[:, None, :]
+        return self._queried.copy()
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        m = np.asarray(rewards, dtype=float).reshape(self.R, -1)[:, 0]
+        check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
+        pts = check_points(self.name, actions, self.R, 1, self.spec.domain)  # type: ignore[attr-defined]
+        m = check_losses(self.name, rewards, self.R, 1)[:, 0]
+        if self._queried is None or not np.array_equal(pts, self._queried):
+            raise ValidationError(f"{self.name}: update must receive the losses at the points this run queried "
+                                  "last (select)")
         g = (self.spec.d / self.rho_v) * m[:, None] * self.u
         self.y = self.spec.domain.project(self.y - self.eta_v * g, self.xi_v)  # type: ignore[attr-defined]
 

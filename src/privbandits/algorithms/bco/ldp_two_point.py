@@ -43,10 +43,11 @@ from privbandits.algorithms.bco.privatizer import (
     query_gaps,
 )
 from privbandits.algorithms.bco.problem import (
+    check_loss_parameters,
     check_losses,
+    check_points,
     convex_spec,
     query_points_field,
-    users_of,
 )
 from privbandits.algorithms.bco.two_point import SCHEDULES, TwoPointState, two_point_schedule
 from privbandits.algorithms.calibration import Calibration
@@ -57,7 +58,7 @@ from privbandits.algorithms.ldp_zheng.calibration import (
 )
 from privbandits.algorithms.registry import register
 from privbandits.core.convex import ConvexSpec
-from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
+from privbandits.core.errors import DataBoundError, TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive
 from privbandits.core.public_space import PublicSpace, dims_of
@@ -118,17 +119,23 @@ class TwoPointClient(Client):
         query_gaps(points, gaps)
         return gaps
 
-    def _inputs(self, public: PublicState, actions: object, rewards: object) -> tuple[np.ndarray, np.ndarray,
-                                                                                        np.ndarray]:
-        """Validated losses ``(R, 2)``, query points ``(R, 2, d)`` and gaps ``(R,)``."""
+    def _users(self, contexts: object, R: int | None = None) -> int:
+        """``R`` from the user's own loss parameters ``(R, d)`` (checked; they are not read)."""
+        return int(check_loss_parameters("LDP-TwoPoint", contexts, R, self.spec.param_dim).shape[0])
+
+    def _inputs(self, public: PublicState, contexts: object, actions: object,
+                rewards: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Validated losses ``(R, 2)``, query points ``(R, 2, d)`` and gaps ``(R,)``.
+
+        The message is computed from the public points (validated against the declared space);
+        the points the user reports having played are checked for shape and finiteness only.
+        """
         v = check_losses("LDP-TwoPoint", rewards, None, 2)
-        pts = self._points(public, v.shape[0])
+        R = v.shape[0]
+        self._users(contexts, R)
+        pts = self._points(public, R)
         if actions is not None:
-            played = np.asarray(actions)
-            if played.shape != pts.shape or not np.array_equal(played, pts):
-                raise ValidationError("LDP-TwoPoint: the losses must be observed at the public query points "
-                                      f"(shape {pts.shape}); the device was handed other points "
-                                      f"(shape {played.shape})")
+            check_points("LDP-TwoPoint", actions, R, 2, self.spec.domain)
         return v, pts, self._gaps(pts)
 
     def _encode(self, v: np.ndarray, gaps: np.ndarray) -> np.ndarray:
@@ -147,21 +154,24 @@ class TwoPointClient(Client):
     def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                rewards: np.ndarray) -> np.ndarray:
         """The clipped loss difference ``(R, 1)`` (before noise)."""
-        v, _, gaps = self._inputs(public, actions, rewards)
+        v, _, gaps = self._inputs(public, contexts, actions, rewards)
         return self._encode(v, gaps)[:, None]
 
     def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
         """Std ``sigma ||x_1 - x_2||`` (Gaussian) or scale ``s ||x_1 - x_2||`` (Laplace) per user."""
-        scale = (self.scale_per_gap * self._gaps(self._points(public, users_of(contexts, public, "points"))))[:, None]
+        R = self._users(contexts)
+        if actions is not None:
+            check_points("LDP-TwoPoint", actions, R, 2, self.spec.domain)
+        scale = (self.scale_per_gap * self._gaps(self._points(public, R)))[:, None]
         return DeviceNoise.laplace(scale) if self.mechanism == "laplace" else DeviceNoise.gaussian(scale)
 
     # -- the round ----------------------------------------------------------------------------
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return np.array(self._points(public, users_of(contexts, public, "points")), dtype=float)
+        return np.array(self._points(public, self._users(contexts)), dtype=float)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                   rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        v, pts, gaps = self._inputs(public, actions, rewards)
+        v, pts, gaps = self._inputs(public, contexts, actions, rewards)
         out = self._encode(v, gaps)
         add_difference_noise(rng, pts, gaps, self.scale_per_gap, self.mechanism == "laplace", np.empty(self.d), out)
         return PrivatizedMessage({"difference": out}, f"ldp-twopoint/{self.mechanism}")
@@ -183,9 +193,13 @@ class TwoPointServer(Server):
         if message.mechanism != self.mechanism or set(message.payload) != {"difference"}:
             raise TrustBoundaryError(f"expected a {self.mechanism!r} message with field 'difference', got "
                                      f"{message.mechanism!r} with {tuple(message.payload)}")
-        m = np.asarray(message.payload["difference"], dtype=float)
-        if m.shape != (self.state.R,):
-            raise TrustBoundaryError(f"expected one difference per replication, got shape {m.shape}")
+        raw = np.asarray(message.payload["difference"])
+        if raw.dtype.kind not in "fiu" or raw.shape != (self.state.R,):
+            raise TrustBoundaryError(f"expected one real difference per replication, shape ({self.state.R},), got "
+                                     f"dtype {raw.dtype} and shape {raw.shape}")
+        m = raw.astype(float)
+        if not np.isfinite(m).all():
+            raise TrustBoundaryError("a privatized difference is NaN or infinite; the server refuses the message")
         self.state.step(t, m)
 
     def estimate(self) -> np.ndarray | None:

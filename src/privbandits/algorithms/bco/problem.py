@@ -9,8 +9,6 @@ shape of the user's own losses, before either reaches compiled code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from privbandits.core.convex import ConvexSpec, Domain
@@ -19,7 +17,8 @@ from privbandits.core.public_space import PublicField
 from privbandits.core.spec import EnvSpec
 from privbandits.envs.contexts import unit_sphere
 
-__all__ = ["DOMAIN_RTOL", "check_losses", "convex_spec", "directions", "query_points_field", "users_of"]
+__all__ = ["DOMAIN_RTOL", "check_loss_parameters", "check_losses", "check_points", "convex_spec", "directions",
+           "query_points_field"]
 
 #: Relative slack of the domain check (float rounding puts a feasible point at ``size (1 + 2e-16)``).
 DOMAIN_RTOL = 1e-9
@@ -53,22 +52,63 @@ def query_points_field(domain: Domain, k: int, name: str = "points") -> PublicFi
     return PublicField(name, ("R", k, "d"), low=-s, high=s)
 
 
-def users_of(contexts: object, public: object, key: str) -> int:
-    """The number of users ``R`` a device serves: the leading length of its own ``contexts`` (the
-    loss parameters on a loss environment), else of the broadcast field ``key`` (validation of the
-    public state then checks the rest of its shape)."""
-    own = np.asarray(contexts) if contexts is not None else None
-    if own is not None and own.ndim >= 1:
-        return int(own.shape[0])
-    field = public.get(key) if isinstance(public, Mapping) else None
-    arr = np.asarray(field) if field is not None else None
-    return int(arr.shape[0]) if arr is not None and arr.ndim >= 1 else 0
+def _real(name: str, what: str, value: object) -> np.ndarray:
+    v = np.asarray(value)
+    if v.dtype.kind not in "fiu":
+        raise ValidationError(f"{name}: {what} must be real numbers, got dtype {v.dtype}")
+    return v
+
+
+def check_loss_parameters(name: str, contexts: object, R: int | None, p: int = 0) -> np.ndarray:
+    """The users' loss parameters (the "contexts" of a loss environment) as a contiguous float64
+    ``(R, p)`` array: they stay on the device (or with a trusted curator) and are never read by the
+    algorithms, but a malformed array is refused like any other input.  ``p`` is the problem's
+    declared width (:attr:`~privbandits.core.convex.ConvexSpec.param_dim`; 0: any ``p >= 1``).
+
+    Raises
+    ------
+    ValidationError
+        Wrong shape or dtype.
+    DataBoundError
+        NaN or infinite values.
+    """
+    X = _real(name, "the users' loss parameters", contexts)
+    width_ok = X.ndim == 2 and (X.shape[1] == p if p > 0 else X.shape[1] >= 1)
+    if not width_ok or (R is not None and X.shape[0] != R):
+        want = f"({'R' if R is None else R}, {p if p > 0 else 'p >= 1'})"
+        raise ValidationError(f"{name}: the users' loss parameters must have shape {want}, got shape {X.shape}")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if not np.isfinite(X).all():
+        raise DataBoundError(f"{name}: the users' loss parameters contain NaN or infinite values")
+    return X
+
+
+def check_points(name: str, points: object, R: int, k: int, domain: Domain) -> np.ndarray:
+    """Query points ``(R, k, d)`` a user played (or a curator is told were played) as a contiguous
+    float64 array of finite points of the decision set.
+
+    Raises
+    ------
+    ValidationError
+        Wrong shape or dtype, non-finite values, a point outside the decision set.
+    """
+    P = _real(name, "the query points", points)
+    if P.shape != (R, k, domain.d):
+        raise ValidationError(f"{name}: the query points must have shape (R={R}, {k}, d={domain.d}), got shape "
+                              f"{P.shape}")
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    if not np.isfinite(P).all():
+        raise ValidationError(f"{name}: the query points contain NaN or infinite values")
+    if not np.all(domain.contains(P, rtol=DOMAIN_RTOL)):
+        raise ValidationError(f"{name}: a query point lies outside the decision set ({domain.kind} of size "
+                              f"{domain.size:g})")
+    return P
 
 
 def check_losses(name: str, losses: object, R: int | None, k: int) -> np.ndarray:
     """The user's own losses at its ``k`` query points as a contiguous float64 ``(R, k)`` array.
 
-    ``(R,)`` is accepted for ``k = 1``.  ``R = None`` takes the number of users from ``losses``.
+    ``R = None`` takes the number of users from ``losses``.
 
     Raises
     ------
@@ -77,11 +117,7 @@ def check_losses(name: str, losses: object, R: int | None, k: int) -> np.ndarray
     DataBoundError
         NaN or infinite losses.
     """
-    v = np.asarray(losses)
-    if v.dtype.kind not in "fiu" or v.dtype.kind == "b":
-        raise ValidationError(f"{name}: a user's losses must be real numbers, got dtype {v.dtype}")
-    if k == 1 and v.ndim == 1:
-        v = v[:, None]
+    v = _real(name, "a user's losses", losses)
     n = v.shape[0] if v.ndim >= 1 else -1
     if v.ndim != 2 or v.shape[1] != k or (R is not None and n != R):
         want = f"({'R' if R is None else R}, {k})"

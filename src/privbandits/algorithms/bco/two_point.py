@@ -21,7 +21,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.bco.problem import convex_spec, directions
+from privbandits.algorithms.bco.problem import (
+    check_loss_parameters,
+    check_losses,
+    check_points,
+    convex_spec,
+    directions,
+)
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.registry import register
 from privbandits.core.convex import ConvexSpec, Domain
@@ -79,12 +85,15 @@ class TwoPointState:
             self.u = directions(self.rng, self.R, self.d)
         return np.stack([self.x + self.rho * self.u, self.x - self.rho * self.u], axis=1)
 
-    def step(self, t: int, D: np.ndarray) -> None:
-        """Gradient step with the (possibly privatized) differences ``D`` (R,) of round ``t`` (0-based)."""
-        if self.u is None:
+    def step(self, t: int, D: np.ndarray, u: np.ndarray | None = None) -> None:
+        """Gradient step with the (possibly privatized) differences ``D`` (R,) of round ``t`` (0-based),
+        along the round's direction (``u``: the direction of points queried earlier)."""
+        if u is None:
+            u = self.u
+        if u is None:
             raise ValidationError("two-point BCO: a difference arrived before the round's points were queried")
         eta = self.eta if self.mu is None else self.eta_scale / (self.mu * (t + 1))
-        g = (self.d / (2.0 * self.rho)) * np.asarray(D, dtype=float)[:, None] * self.u
+        g = (self.d / (2.0 * self.rho)) * np.asarray(D, dtype=float)[:, None] * u
         self.x = self.domain.project(self.x - eta * g, self.xi)
         self.u = None
 
@@ -139,13 +148,28 @@ class TwoPointBCO(Curator):
         super().reset(spec, replications, streams)
         self.state = TwoPointState(self.spec.domain, self.R, self.calibration.resolved,  # type: ignore[attr-defined]
                                    streams.policy)
+        self._queried: np.ndarray | None = None
+        self._u: np.ndarray | None = None
 
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        return self.state.query()
+    def select(self, t: int, contexts: np.ndarray | None) -> np.ndarray:
+        """The round's query points; ``contexts`` (the users' loss parameters) are checked, not read
+        (``None``: none given)."""
+        if contexts is not None:
+            check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
+        pts = self.state.query()
+        self._queried, self._u = pts, self.state.u
+        return pts.copy()
 
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        losses = np.asarray(rewards, dtype=float)
-        self.state.step(t, losses[:, 0] - losses[:, 1])
+        """Algorithm 4's step with the losses observed at ``actions``, which must be the points this
+        run queried last (their direction is the step's)."""
+        check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
+        pts = check_points(self.name, actions, self.R, 2, self.spec.domain)  # type: ignore[attr-defined]
+        losses = check_losses(self.name, rewards, self.R, 2)
+        if self._queried is None or not np.array_equal(pts, self._queried):
+            raise ValidationError(f"{self.name}: update must receive the losses at the points this run queried "
+                                  "last (select)")
+        self.state.step(t, losses[:, 0] - losses[:, 1], self._u)
 
     def estimate(self) -> np.ndarray | None:
         return self.state.x.copy()

@@ -231,7 +231,8 @@ class LDPOnePoint(LocalAlgorithm):
         base = self._new_base()
         base.reset(self.base_spec(spec), self.R, streams)
         points = spec.d if isinstance(spec, ConvexSpec) else None
-        self.server = OnePointServer(base, spec.K, self.R, self.mechanism, points)
+        params = (spec.param_dim or spec.d) if isinstance(spec, ConvexSpec) else 1
+        self.server = OnePointServer(base, spec.K, self.R, self.mechanism, points, params)
         self.client = OnePointClient(spec, float(res["clip_lo"]), float(res["clip_hi"]), self.clip,
                                      float(res["noise_scale"]), self.mechanism, float(res["sensitivity"]))
 

@@ -18,7 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.algorithms.base import Client, Curator, Server
-from privbandits.algorithms.bco.problem import check_losses, query_points_field, users_of
+from privbandits.algorithms.bco.problem import (
+    check_loss_parameters,
+    check_losses,
+    check_points,
+    query_points_field,
+)
 from privbandits.algorithms.ldp_onepoint.privatizer import add_value_noise, encode_values
 from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
@@ -79,31 +84,40 @@ class OnePointClient(Client):
 
     def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
         """The same scale for every user and every public state."""
-        R = users_of(contexts, public, self._key)
+        R = self._users(contexts)
         self._proposal(public, R)
         scale = np.full((R, 1), self.scale)
         return DeviceNoise.laplace(scale) if self.mechanism == "laplace" else DeviceNoise.gaussian(scale)
+
+    def _users(self, contexts: object, R: int | None = None) -> int:
+        """``R`` from the user's own contexts (loss parameters ``(R, d)`` on a loss environment),
+        checked against the problem; they do not enter the message."""
+        if isinstance(self.spec, ConvexSpec):
+            return int(check_loss_parameters("LDP-OnePoint", contexts, R, self.spec.param_dim).shape[0])
+        X = check_device_inputs(self.spec, contexts, bound=False)[0]
+        if R is not None and X.shape[0] != R:
+            raise ValidationError(f"LDP-OnePoint: {X.shape[0]} users' contexts for {R} rewards")
+        return int(X.shape[0])
 
     def _proposal(self, public: PublicState, R: int) -> np.ndarray:
         """The server's proposal from a validated public state."""
         return np.asarray(self._space.validate(public, dims_of(self.spec, R))[self._key])
 
     def _values(self, public: PublicState, contexts: object, actions: object, rewards: object) -> np.ndarray:
-        """The user's validated values ``(R,)``: the losses at the query point (loss environment;
-        the loss parameters are not feature vectors, they stay on the device unread) or the rewards
-        of the played arms (checked with the contexts against the problem)."""
+        """The user's validated values ``(R,)``: the losses at the query point (loss environment)
+        or the rewards of the played arms, with the contexts and actions checked against the
+        problem.  The message is the value alone: the proposal is validated, not read."""
         if self.convex:
             y = check_losses("LDP-OnePoint", rewards, None, 1)[:, 0]
-            played = None if actions is None else np.asarray(actions)
+            self._users(contexts, y.shape[0])
+            if actions is not None:
+                assert isinstance(self.spec, ConvexSpec)
+                check_points("LDP-OnePoint", actions, y.shape[0], 1, self.spec.domain)
         else:
-            _, a, r = check_device_inputs(self.spec, contexts, actions, rewards)
+            _, _, r = check_device_inputs(self.spec, contexts, actions, rewards)
             assert r is not None
-            y, played = r, a
-        prop = self._proposal(public, y.shape[0])
-        if played is not None and (played.shape != prop.shape or not np.array_equal(played, prop)):
-            raise ValidationError(f"LDP-OnePoint: the value must be observed at the public proposal "
-                                  f"({self._key}, shape {prop.shape}); the device was handed another "
-                                  f"(shape {played.shape})")
+            y = r
+        self._proposal(public, y.shape[0])
         if not self.clip and y.size and (y.min() < self.lo or y.max() > self.hi):
             raise DataBoundError(
                 f"a reward {y.min() if y.min() < self.lo else y.max():g} lies outside the declared range "
@@ -123,11 +137,7 @@ class OnePointClient(Client):
 
     # -- the round ----------------------------------------------------------------------------
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if self.convex:  # the loss parameters stay on the device unread
-            R = users_of(contexts, public, self._key)
-        else:  # the contexts are checked against the problem even though the arm is the server's
-            R = check_device_inputs(self.spec, contexts, bound=False)[0].shape[0]
-        prop = self._proposal(public, R)
+        prop = self._proposal(public, self._users(contexts))
         return np.array(prop, dtype=float if self.convex else np.int64)
 
     def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
@@ -140,12 +150,14 @@ class OnePointClient(Client):
 class OnePointServer(Server):
     """Server side: proposes the black box's arm and feeds it the privatized values only."""
 
-    def __init__(self, base: Curator, K: int, R: int, mechanism: str, points: int | None = None) -> None:
+    def __init__(self, base: Curator, K: int, R: int, mechanism: str, points: int | None = None,
+                 params: int = 1) -> None:
         self.base = base
         self.K, self.R, self.points = K, R, points
         self.mechanism = f"ldp-onepoint/{mechanism}"
-        # context-free: the public one-hot catalogue; bandit convex optimization: no public contexts
-        catalogue = np.broadcast_to(np.eye(K), (R, K, K)).copy() if points is None else np.zeros((R, 0))
+        # context-free: the public one-hot catalogue; bandit convex optimization: no public contexts,
+        # zero loss parameters of the declared width ``params`` (the users' own stay on their devices)
+        catalogue = np.broadcast_to(np.eye(K), (R, K, K)).copy() if points is None else np.zeros((R, params))
         catalogue.setflags(write=False)
         self.catalogue = catalogue
         self.t = 0
@@ -187,9 +199,13 @@ class OnePointServer(Server):
             raise TrustBoundaryError(f"expected a message of randomizer {self.mechanism!r}, got {message.mechanism!r}")
         if set(message.payload) != {"value"}:
             raise TrustBoundaryError(f"payload keys must be ('value',), got {tuple(message.payload)}")
-        m = np.asarray(message.payload["value"], dtype=float)
-        if m.shape != (self.R,):
-            raise TrustBoundaryError(f"expected one value per replication, shape ({self.R},), got {m.shape}")
+        raw = np.asarray(message.payload["value"])
+        if raw.dtype.kind not in "fiu" or raw.shape != (self.R,):
+            raise TrustBoundaryError(f"expected one real value per replication, shape ({self.R},), got dtype "
+                                     f"{raw.dtype} and shape {raw.shape}")
+        m = raw.astype(float)
+        if not np.isfinite(m).all():
+            raise TrustBoundaryError("a privatized value is NaN or infinite; the server refuses the message")
         if self._proposal is None:  # a round without a broadcast: the proposal is still the public one
             self._proposal = self._propose()
         self.base.update(t, self.catalogue, self._proposal, m if self.points is None else m[:, None])
