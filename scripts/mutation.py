@@ -74,7 +74,8 @@ MODULES: dict[str, list[str]] = {
     "experiments/units.py": ["tests/experiments/test_units.py", "tests/experiments/test_store.py"],
     "experiments/store.py": ["tests/experiments/test_store.py", "tests/experiments/test_runner.py"],
     # --- privatizers: the randomizers devices run ---
-    "privacy/randomizers.py": ["tests/privacy/test_randomizers.py", "tests/privacy/test_shuffle.py"],
+    "privacy/randomizers.py": ["tests/privacy/test_randomizers.py", "tests/privacy/test_shuffle.py",
+                               "tests/privacy/test_privatizer_bounds.py"],
     "algorithms/bco/privatizer.py": ["tests/algorithms/test_bco_devices.py"],
     "algorithms/ldp_onepoint/privatizer.py": ["tests/algorithms/test_bco_devices.py"],
     # --- device paths: input checks, public-state spaces, declared noise, client randomize ---
