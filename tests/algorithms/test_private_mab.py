@@ -298,6 +298,18 @@ def test_shared_helpers() -> None:
     assert argmax_first(np.array([1.0]), np.zeros(1)) == -1
 
 
+@pytest.mark.parametrize("lo, hi", [(0.0, 1.0), (-1.0, 3.0)])
+def test_unit_reward_clip_at_inside_and_beyond_the_range(lo: float, hi: float) -> None:
+    width = hi - lo
+    assert unit_reward(hi, lo, hi) == 1.0 and unit_reward(lo, lo, hi) == 0.0          # at the bounds
+    inside = 1e-9 * width
+    assert unit_reward(hi - inside, lo, hi) == pytest.approx(1.0 - 1e-9, abs=1e-15)  # just inside
+    assert unit_reward(lo + inside, lo, hi) == pytest.approx(1e-9, abs=1e-15)
+    for beyond in (1e-9, 1.0, 1e300, math.inf):                                        # beyond
+        assert unit_reward(hi + beyond, lo, hi) == 1.0
+        assert unit_reward(lo - beyond, lo, hi) == 0.0
+
+
 def test_rewards_outside_the_range_are_clipped_before_any_statistic() -> None:
     # Gaussian rewards with a declared range [0, 1]: the counters' exact sums stay within [0, n_a]
     env = pb.MultiArmedEnv(K=2, means=[0.5, 0.5], noise="gaussian", noise_scale=3.0, reward_range=(0.0, 1.0))
