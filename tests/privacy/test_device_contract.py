@@ -293,6 +293,9 @@ def test_symmetric_and_psd_fields() -> None:
     B[1, 0, 2] = 1e-6
     with pytest.raises(PublicStateError, match="symmetric matrix"):
         sym.validate(B, DIMS)
+    C = A.copy()
+    C[1, 0, 2] = 5e-13  # rounding-size asymmetry (absolute 1e-12) is accepted
+    sym.validate(C, DIMS)
     floor = float(np.linalg.eigvalsh(A[0]).min())
     psd = PublicField("V", ("R", "d", "d"), psd_floor=floor)
     psd.validate(A, DIMS)  # at the floor
@@ -351,6 +354,11 @@ def test_random_draws_span_their_ranges() -> None:
     assert small > 0
     u = PublicField("u", ("R",)).draw(dims, rng, extreme=True)
     assert set(np.unique(u)) == {-1e6, 0.0, 1e6}
+    # a range around 0 (not symmetric) has 0 among its extremes; an integer range is capped at +-1e6
+    z = PublicField("z", ("R",), low=-0.5, high=2.0).draw(dims, rng, extreme=True)
+    assert set(np.unique(z)) == {-0.5, 0.0, 2.0}
+    big = PublicField("b", ("R",), kind="i", low=-10**7).draw(dims, rng, extreme=True)
+    assert set(np.unique(big)) == {-10**6, 10**6}
 
 
 @pytest.mark.parametrize("extreme", [False, True])
