@@ -18,7 +18,7 @@ import numpy as np
 
 from privbandits.core.errors import TrustBoundaryError
 
-__all__ = ["PrivatizedMessage", "PublicState", "ShuffledBatch", "shuffle_messages"]
+__all__ = ["PrivatizedMessage", "PublicState", "ShuffledBatch", "check_payload", "shuffle_messages"]
 
 
 def _frozen(arrays: Mapping[str, np.ndarray], *, copy: bool = True) -> Mapping[str, np.ndarray]:
@@ -83,6 +83,44 @@ class PrivatizedMessage:
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.payload[key]
+
+
+def check_payload(message: object, mechanism: str, fields: Mapping[str, tuple[int, ...]],
+                  R: int) -> dict[str, np.ndarray]:
+    """A server's check of one round's messages before its own code reads them.
+
+    A server runs code the library wrote, but its inputs arrive from devices it does not control:
+    the message must be a :class:`PrivatizedMessage` of ``mechanism`` with exactly the keys of
+    ``fields``, each ``(R,) + shape`` of finite real numbers.  Returns the payload as contiguous
+    float64 arrays.
+
+    Raises
+    ------
+    TrustBoundaryError
+        Not a privatized message, another randomizer, or missing / unknown keys.
+    ValidationError
+        A field of the wrong shape or dtype, or with non-finite values.
+    """
+    from privbandits.core.errors import ValidationError
+
+    if not isinstance(message, PrivatizedMessage) or message.mechanism != mechanism:
+        got = message.mechanism if isinstance(message, PrivatizedMessage) else type(message).__name__
+        raise TrustBoundaryError(f"the server only accepts {mechanism!r} PrivatizedMessage objects, got {got!r}")
+    if set(message.payload) != set(fields):
+        raise TrustBoundaryError(f"payload keys must be {sorted(fields)}, got {sorted(message.payload)}")
+    out = {}
+    for key, shape in fields.items():
+        arr = np.asarray(message.payload[key])
+        want = (R, *shape)
+        if arr.shape != want:
+            raise ValidationError(f"message field {key!r} has shape {arr.shape}, expected {want}")
+        if arr.dtype.kind not in "fiu":
+            raise ValidationError(f"message field {key!r} must hold real numbers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+        if not np.isfinite(arr).all():
+            raise ValidationError(f"message field {key!r} holds NaN or infinite values")
+        out[key] = arr
+    return out
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,8 @@ from privbandits.algorithms.chen.planning import Billboard, choose_planned
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import PrivacyError, TrustBoundaryError
-from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.errors import PrivacyError
+from privbandits.core.messages import PrivatizedMessage, PublicState, check_payload
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
@@ -250,11 +250,10 @@ class ChenLDPServer(Server):
         return PublicState({"slot": np.full(self.R, self.slot()), "U": self.U, "w": self.w, **self.billboard.public()})
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
-        if not isinstance(message, PrivatizedMessage) or message.mechanism != MECHANISM:
-            raise TrustBoundaryError(f"the server only accepts {MECHANISM!r} PrivatizedMessage objects")
+        msg = check_payload(message, MECHANISM, {"X": (self.d, self.d), "g": (self.d,)}, self.R)
         slot, p, pl = self.slot(), self.t - self.start, self.plan
         if slot == NORMALIZE:
-            self.accX += message["X"]
+            self.accX += msg["X"]
             if (p + 1) % pl.N == 0:  # end of normalization batch k: Algorithm 1, lines 7-9
                 for r in range(self.R):
                     self.U[r] = spectral_step(self.U[r], self.accX[r] / pl.N, self.lam)
@@ -262,7 +261,7 @@ class ChenLDPServer(Server):
                 if p + 1 == self.reg.K * pl.N:
                     self.projectors = [EllipsoidProjector(self.U[r]) for r in range(self.R)]
         elif slot == GRADIENT:
-            self.accg += message["g"]
+            self.accg += msg["g"]
             if (p + 1 - pl.n1) % pl.B == 0:  # end of gradient batch m: Algorithm 7, lines 6-7
                 link = self.reg.link
                 eta = 1.0 / (2.0 * link.L_nu)

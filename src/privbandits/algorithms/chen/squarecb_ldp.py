@@ -54,8 +54,8 @@ from privbandits.algorithms.chen.squarecb import (
     squarecb_epoch_ends,
 )
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import PrivacyError, TrustBoundaryError
-from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.errors import PrivacyError
+from privbandits.core.messages import PrivatizedMessage, PublicState, check_payload
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
@@ -219,10 +219,9 @@ class SquareCBLDPServer(Server):
                            gamma=self.gamma)
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
-        if not isinstance(message, PrivatizedMessage) or message.mechanism != MECHANISM:
-            raise TrustBoundaryError(f"the server only accepts {MECHANISM!r} PrivatizedMessage objects")
+        msg = check_payload(message, MECHANISM, {"g": self.acc.shape[1:]}, self.R)
         if self.slot() == GRADIENT:
-            self.acc += message["g"]
+            self.acc += msg["g"]
             if (self.t - self.start + 1) % self.N == 0:  # end of batch k: Algorithm 6, line 4
                 self.theta_sgd = self.theta_sgd - self.eta * (self.acc / self.N)
                 self.acc[:] = 0.0
