@@ -339,3 +339,27 @@ def test_more_budget_less_regret_for_adap() -> None:
     lo = pb.simulate(pb.make("adap-ucb", epsilon=0.05), env, 20_000, replications=6, seed=9).final_regret
     hi = pb.simulate(pb.make("adap-ucb", epsilon=5.0), env, 20_000, replications=6, seed=9).final_regret
     assert hi.mean() < lo.mean()
+
+
+# -- the reproduction preset ----------------------------------------------------------------------
+def test_azize2022_fig2_preset_matches_the_experiment() -> None:
+    from privbandits.experiments.config import Overrides
+    from privbandits.experiments.presets import available_presets, load_preset
+
+    assert available_presets()["azize2022-fig2"].startswith("Azize & Basu (2022), Figure 2")
+    cfg = load_preset("azize2022-fig2")
+    assert (cfg.horizon, cfg.replications) == (10_000_000, 20)
+    assert cfg.env["kind"] == "k-armed" and list(cfg.env["means"]) == [0.75, 0.625, 0.5, 0.375, 0.25]
+    assert tuple(e.name for e in cfg.algorithms) == ("dp-ucb", "dp-se", "adap-ucb", "adap-klucb")
+    params = {e.name: e.variants[0] for e in cfg.algorithms}
+    assert params["dp-ucb"][0]["gamma"] == 0.1 and "beta" not in params["dp-se"][0]  # beta = 1/T default
+    assert params["adap-ucb"][0]["alpha"] == params["adap-klucb"][0]["alpha"] == 3.1
+    assert all(grid["epsilon"] == 1.0 for _, grid in (params[n] for n in params))
+    assert {c.kind for c in cfg.claims} == {"order", "tiers", "slope"}
+    (bound,) = cfg.paper_numbers
+    deltas = 0.75 - np.array([0.625, 0.5, 0.375, 0.25])
+    assert bound.kind == "theory" and bound.horizon == 10_000_000
+    assert bound.value == pytest.approx(np.sum(16 * 3.1 * math.log(1e7) / np.minimum(deltas, 1.0)) + 3.1 / 0.1,
+                                        abs=0.5)
+    quick = load_preset("azize2022-fig2", Overrides(quick=True))
+    assert (quick.horizon, quick.replications) == (100_000, 5)
