@@ -368,7 +368,11 @@ class Client(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not expose its pre-noise message")
 
     def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
-        """The noise :meth:`randomize` adds to :meth:`encode`, per user and coordinate."""
+        """The noise :meth:`randomize` adds to :meth:`encode`, per user and coordinate.
+
+        A client whose noise variance depends on the message may take ``rewards=`` as well (the
+        conformance checks pass them when the signature has them).
+        """
         raise NotImplementedError(f"{type(self).__name__} does not declare its noise")
 
     def sensitivity(self) -> DeviceSensitivity:

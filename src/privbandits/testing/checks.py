@@ -10,6 +10,7 @@ and :func:`privbandits.testing.parametrize_with_checks` run them on an algorithm
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import math
 import warnings
@@ -576,7 +577,10 @@ def check_encode_randomize(case: Case, *, n: int = N_NOISE, seed: int = 0) -> No
         lo, hi = spec.reward_range
         y = np.where(dev.rng.random(n) < 0.5, hi + 10 * (hi - lo), lo - 10 * (hi - lo))
     e = np.asarray(c.encode(0, state, X, a, y), dtype=float)
-    noise = c.noise(0, state, X, a)
+    # a randomizer whose variance depends on the message (the l2-ball) takes the rewards for its exact
+    # variance; without them it declares an upper bound, which would weaken this check
+    takes_rewards = "rewards" in inspect.signature(c.noise).parameters
+    noise = c.noise(0, state, X, a, rewards=y) if takes_rewards else c.noise(0, state, X, a)
     msg = protocol.check_message(c.randomize(0, state, X, a, y, np.random.default_rng(seed + 1)))
     flat = np.concatenate([np.asarray(v, dtype=float).reshape(n, -1) for v in msg.payload.values()], axis=1)
     assert flat.shape == e.shape, (f"encode returned {e.shape}, the message flattens to {flat.shape} "
