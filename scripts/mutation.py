@@ -142,6 +142,12 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
          "w = np.where(s > 0, diff / np.where(s > 0, s, 0.0), np.where(diff == 0, 0.0, np.inf))"),
         ("w = w.reshape(w.shape[0], -1)", "w = w.reshape(w.shape[0], - 2)"),  # any negative size is inferred
     },
+    "algorithms/ldp_onepoint/privatizer.py": {
+        # the compiled steps only type-check for one-dimensional values and out
+        ("if out.shape[0] != values.shape[0]:", "if out.shape[ -1] != values.shape[0]:"),
+        ("if out.shape[0] != values.shape[0]:", "if out.shape[0] != values.shape[ -1]:"),
+        ("for i in range(values.shape[0]):", "for i in range(values.shape[ -1]):"),
+    },
     "privacy/inputs.py": {
         # _all_within is a fast path: False hands the inputs to the Python checks, which decide
         ("if sq > bound_sq:", "if sq >= bound_sq:"),
@@ -157,6 +163,23 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
     "service/server/store.py": {
         # the query has LIMIT 1: its only row is both the first and the last
         ("version, seq, rounds, digest = rows[0]", "version, seq, rounds, digest = rows[ -1]"),
+        # how long SQLite waits for a lock another connection holds: no stored or returned value
+        # depends on it (the service serializes its writes under one lock)
+        ("self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)",
+         "self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout= 31.0)"),
+        ("self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)",
+         "self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout= 29.0)"),
+    },
+    "privacy/binomial_accounting.py": {
+        # the size of a memo cache of a pure function changes nothing it returns
+        ("@functools.lru_cache(maxsize=256)", "@functools.lru_cache(maxsize= 257)"),
+        ("@functools.lru_cache(maxsize=256)", "@functools.lru_cache(maxsize= 255)"),
+        # only f[:budget + 1 - c] of the first f is read (later f's are budget + 1 long)
+        ("f = np.zeros(budget + 1)", "f = np.zeros(budget + 2)"),
+        # one more support point on either side, where both pmfs are 0
+        ("lo, hi = int(min(0, s.min())), int(N + max(0, s.max()))",
+         "lo, hi = int(min( -1, s.min())), int(N + max(0, s.max()))"),
+        ("y = np.arange(lo, hi + 1)", "y = np.arange(lo, hi + 2)"),
     },
     "experiments/units.py": {
         # _finite has already replaced every non-finite float by its repr
