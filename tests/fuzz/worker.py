@@ -161,7 +161,7 @@ def entries(w: World) -> dict[str, tuple[str, ...]]:
         out["randomize_batch"] = ("public", "contexts", "actions", "rewards")
     if type(client).respond is not Client.respond:
         out["respond"] = ("t", "public")
-    if w.kind == "local" and _sdk() is not None:
+    if w.kind == "local" and not w.convex and _sdk() is not None:  # the SDK serves arm-index problems
         out["sdk_choose"] = ("t", "public", "contexts")
         out["sdk_privatize"] = ("t", "public", "contexts", "actions", "rewards")
     if w.kind == "local":
@@ -686,8 +686,7 @@ def arg_mutations(w: World, entry: str, arg: str) -> list[str]:
         return message_mutations()
     if arg == "batch":
         return batch_mutations()
-    kind = "actions" if arg == "actions" and not w.convex else arg
-    return array_mutations(kind)
+    return array_mutations("points" if arg == "actions" and w.convex else arg)
 
 
 def sweep(w: World, entry: str) -> Iterator[Case]:
