@@ -76,7 +76,8 @@ MODULES: dict[str, list[str]] = {
     # --- privatizers: the randomizers devices run ---
     "privacy/randomizers.py": ["tests/privacy/test_randomizers.py", "tests/privacy/test_shuffle.py",
                                "tests/privacy/test_privatizer_bounds.py"],
-    "algorithms/bco/privatizer.py": ["tests/algorithms/test_bco_devices.py"],
+    "algorithms/bco/privatizer.py": ["tests/algorithms/test_bco_devices.py",
+                                     "tests/privacy/test_privatizer_bounds.py"],
     "algorithms/ldp_onepoint/privatizer.py": ["tests/algorithms/test_bco_devices.py"],
     # --- device paths: input checks, public-state spaces, declared noise, client randomize ---
     "privacy/inputs.py": ["tests/privacy/test_device_contract.py"],
@@ -142,6 +143,12 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
          "w = np.where(s > 0, diff / np.where(s > 0, s, 0.0), np.where(diff == 0, 0.0, np.inf))"),
         ("w = w.reshape(w.shape[0], -1)", "w = w.reshape(w.shape[0], - 2)"),  # any negative size is inferred
     },
+    "algorithms/bco/privatizer.py": {
+        # the compiled steps only type-check for one-dimensional gaps and out
+        ("if values.shape[1] != 2 or gaps.shape[0] != values.shape[0] or out.shape[0] != values.shape[0]:",
+         "if values.shape[1] != 2 or gaps.shape[ -1] != values.shape[0] or out.shape[0] != values.shape[0]:"),
+        ("for i in range(out.shape[0]):", "for i in range(out.shape[ -1]):"),
+    },
     "algorithms/ldp_onepoint/privatizer.py": {
         # the compiled steps only type-check for one-dimensional values and out
         ("if out.shape[0] != values.shape[0]:", "if out.shape[ -1] != values.shape[0]:"),
@@ -163,6 +170,11 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
     "service/server/store.py": {
         # the query has LIMIT 1: its only row is both the first and the last
         ("version, seq, rounds, digest = rows[0]", "version, seq, rounds, digest = rows[ -1]"),
+        # SELECT value FROM meta WHERE key = ?: key is the primary key, so one row of one column
+        ('f"({rows[0][0][:200]}); use a new database or reset it (POST /v1/admin/reset)")',
+         'f"({rows[ -1][0][:200]}); use a new database or reset it (POST /v1/admin/reset)")'),
+        ('f"({rows[0][0][:200]}); use a new database or reset it (POST /v1/admin/reset)")',
+         'f"({rows[0][ -1][:200]}); use a new database or reset it (POST /v1/admin/reset)")'),
         # how long SQLite waits for a lock another connection holds: no stored or returned value
         # depends on it (the service serializes its writes under one lock)
         ("self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)",

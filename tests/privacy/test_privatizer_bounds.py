@@ -89,3 +89,18 @@ def test_randomized_response_probabilities_and_inverse() -> None:
         randomized_response(np.array([0, 2]), 1.0, rng)
     est = debias_randomized_response(rep.reshape(1, -1), math.log(3.0))
     assert abs(est[0] - 20_000) <= 5 * math.sqrt(bits.size * 0.75 * 0.25) / 0.5
+
+
+def test_a_query_gap_exactly_at_the_minimum_is_kept() -> None:
+    """LDP-TwoPoint reads gaps below ``MIN_GAP`` as 0; a gap of exactly ``MIN_GAP`` is a gap (its
+    message is clipped and noised), one just below is 0."""
+    from privbandits.algorithms.bco.privatizer import MIN_GAP, query_gaps
+
+    points = np.zeros((3, 2, 2))
+    points[0, 1, 0] = MIN_GAP  # exactly representable difference along one axis: gap == MIN_GAP
+    points[1, 1, 1] = MIN_GAP * (1 - 1e-12)
+    points[2, 1, 0] = 3.0
+    points[2, 1, 1] = 4.0
+    gaps = np.empty(3)
+    query_gaps(points, gaps)
+    assert gaps.tolist() == [MIN_GAP, 0.0, 5.0]
