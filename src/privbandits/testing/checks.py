@@ -580,7 +580,7 @@ def check_encode_randomize(case: Case, *, n: int = N_NOISE, seed: int = 0) -> No
     # a randomizer whose variance depends on the message (the l2-ball) takes the rewards for its exact
     # variance; without them it declares an upper bound, which would weaken this check
     takes_rewards = "rewards" in inspect.signature(c.noise).parameters
-    noise = c.noise(0, state, X, a, rewards=y) if takes_rewards else c.noise(0, state, X, a)
+    noise = c.noise(0, state, X, a, rewards=y) if takes_rewards else c.noise(0, state, X, a)  # type: ignore[call-arg]
     msg = protocol.check_message(c.randomize(0, state, X, a, y, np.random.default_rng(seed + 1)))
     flat = np.concatenate([np.asarray(v, dtype=float).reshape(n, -1) for v in msg.payload.values()], axis=1)
     assert flat.shape == e.shape, (f"encode returned {e.shape}, the message flattens to {flat.shape} "
