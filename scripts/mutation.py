@@ -148,6 +148,8 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
         ("if values.shape[1] != 2 or gaps.shape[0] != values.shape[0] or out.shape[0] != values.shape[0]:",
          "if values.shape[1] != 2 or gaps.shape[ -1] != values.shape[0] or out.shape[0] != values.shape[0]:"),
         ("for i in range(out.shape[0]):", "for i in range(out.shape[ -1]):"),
+        ("if (points.shape[1] != 2 or points.shape[0] != out.shape[0] or gaps.shape[0] != out.shape[0]",
+         "if (points.shape[1] != 2 or points.shape[0] != out.shape[0] or gaps.shape[0] != out.shape[ -1]"),
     },
     "algorithms/ldp_onepoint/privatizer.py": {
         # the compiled steps only type-check for one-dimensional values and out
@@ -170,6 +172,8 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
     "service/server/store.py": {
         # the query has LIMIT 1: its only row is both the first and the last
         ("version, seq, rounds, digest = rows[0]", "version, seq, rounds, digest = rows[ -1]"),
+        # (token, idem_key) is UNIQUE: find's query returns at most one row
+        ("seq, kind, tok, key, body, bh, resp = rows[0]", "seq, kind, tok, key, body, bh, resp = rows[ -1]"),
         # SELECT value FROM meta WHERE key = ?: key is the primary key, so one row of one column
         ('f"({rows[0][0][:200]}); use a new database or reset it (POST /v1/admin/reset)")',
          'f"({rows[ -1][0][:200]}); use a new database or reset it (POST /v1/admin/reset)")'),

@@ -188,6 +188,15 @@ def test_sqlite_urls_with_three_slashes_are_relative(tmp_path: Path, monkeypatch
     assert (tmp_path / "rel" / "x.sqlite").exists()
 
 
+def test_a_host_in_a_sqlite_url_leaves_the_path_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sqlite://host/abs/path``: the host part is ignored and the path stays absolute."""
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    s = st.open_store(f"sqlite://localhost{tmp_path}/h.sqlite")
+    s.close()
+    assert (tmp_path / "h.sqlite").exists() and not any((tmp_path / "cwd").iterdir())
+
+
 def test_rows_are_immutable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         _event(1).seq = 2  # type: ignore[misc]
