@@ -83,7 +83,8 @@ MODULES: dict[str, list[str]] = {
     "privacy/inputs.py": ["tests/privacy/test_device_contract.py"],
     "core/public_space.py": ["tests/privacy/test_device_contract.py"],
     "privacy/device.py": ["tests/privacy/test_device_contract.py"],
-    "algorithms/ldp_onepoint/roles.py": ["tests/algorithms/test_bco_devices.py"],
+    "algorithms/ldp_onepoint/roles.py": ["tests/algorithms/test_bco_devices.py",
+                                         "tests/privacy/test_privatizer_bounds.py"],
     # --- the service's store (per-token idempotency, events and model rows) ---
     "service/server/store.py": ["tests/service/test_store_rows.py"],
 }

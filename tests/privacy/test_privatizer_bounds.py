@@ -1,9 +1,11 @@
-"""The shared randomizers' argument ranges at, inside and beyond their bounds.
+"""The privatizers' argument ranges at, inside and beyond their bounds.
 
 :mod:`privbandits.privacy.randomizers` holds the randomizers devices run (randomized rounding, the
 binomial bits of the Cheu et al. summation, randomized response).  Each argument range is checked
 here at its ends (accepted) and just beyond (refused with a message naming the range), so that a
-range widened by a slip (a negative bit probability, inputs above ``2 Delta``) is seen.
+range widened by a slip (a negative bit probability, inputs above ``2 Delta``) is seen.  The same
+for the query gap of LDP-TwoPoint (Zheng et al. 2020, Algorithm 2) at exactly its minimum, and the
+LDP-OnePoint server's check of the messages it receives (Algorithm 1).
 """
 
 from __future__ import annotations
@@ -104,3 +106,34 @@ def test_a_query_gap_exactly_at_the_minimum_is_kept() -> None:
     gaps = np.empty(3)
     query_gaps(points, gaps)
     assert gaps.tolist() == [MIN_GAP, 0.0, 5.0]
+
+
+def _one_point_server(R: int):  # type: ignore[no-untyped-def]
+    import warnings
+
+    import privbandits as pb
+    from privbandits.algorithms.calibration import CalibrationWarning
+    from privbandits.core.rng import make_streams
+
+    alg = pb.make("ldp-onepoint")
+    streams = make_streams(0)
+    spec = pb.MultiArmedEnv(K=3).reset(R, streams, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        alg.reset(spec, R, streams)
+    return alg
+
+
+def test_one_point_server_refuses_messages_of_the_wrong_shape_or_kind() -> None:
+    """The untrusted server's side still checks what it is sent: one real value per replication."""
+    from privbandits.core.errors import TrustBoundaryError
+    from privbandits.core.messages import PrivatizedMessage
+
+    alg = _one_point_server(2)
+    assert alg.server.t == 0  # rounds are 0-based: the black box is asked for round 0 first
+    mech = alg.server.mechanism
+    for bad in (np.zeros(3), np.zeros((2, 1)), np.array(["a", "b"])):
+        with pytest.raises(TrustBoundaryError, match="one real value per replication"):
+            alg.server.receive(0, PrivatizedMessage({"value": bad}, mech))
+    alg.server.receive(0, PrivatizedMessage({"value": np.array([0.5, -0.25])}, mech))
+    assert alg.server.t == 1  # the first round is round 0; the next expected is 1
