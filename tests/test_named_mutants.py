@@ -37,11 +37,11 @@ class Mutant:
 
 
 MUTANTS = (
-    Mutant("hanna-shuffle client adds its Laplace noise to the unclipped reward",
+    Mutant("hanna-shuffle client encodes the unclipped reward",
            "algorithms/hanna/shuffle.py",
-           "laplace_randomize(rng, np.ascontiguousarray(y[report]), b.r_lo, b.r_hi,",
-           "laplace_randomize(rng, np.ascontiguousarray(y[report]), -np.inf, np.inf,",
-           ("tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",)),
+           "return np.where(report, np.clip(y, b.r_lo, b.r_hi), 0.0)[:, None]",
+           "return np.where(report, y, 0.0)[:, None]",
+           ("tests/algorithms/test_hanna_sarmasarkar_devices.py::test_hanna_reward_clip_at_inside_and_beyond",)),
     Mutant("aggregate path: commit-phase regret off by one round",
            "engine/aggregate.py",
            "rec.regret[r, lo:] = cum_reg[r] + (tail - t[r]) * gaps[r, a]",
