@@ -290,6 +290,19 @@ def test_dp_ucb_plays_each_arm_first_then_the_largest_index() -> None:
     assert np.all(alg.counts().sum(axis=1) == 403) and np.all(alg.counts() >= 1)
 
 
+@pytest.mark.parametrize("name", PRIVATE)
+def test_unplayed_arms_come_first_whatever_the_round_index(name: str) -> None:
+    spec = _spec(K=3, T=50)
+    alg = pb.make(name, epsilon=1.0)
+    alg.reset(spec, 2, make_streams(0))
+    X = np.broadcast_to(np.eye(3), (2, 3, 3))
+    for t in (-1, 0, 49, 10**9):
+        np.testing.assert_array_equal(alg.select(t, X), [0, 0])
+    alg.update(0, X, np.array([0, 0]), np.array([1.0, 0.0]))
+    for t in (-1, 1, 10**9):
+        np.testing.assert_array_equal(alg.select(t, X), [1, 1])
+
+
 def test_shared_helpers() -> None:
     assert unit_reward(5.0, -1.0, 1.0) == 1.0 and unit_reward(-7.0, -1.0, 1.0) == 0.0
     assert unit_reward(0.0, -1.0, 3.0) == 0.25

@@ -118,8 +118,9 @@ def _start_episode(params, state, r, t_l):  # type: ignore[no-untyped-def]  # pr
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Line 1: each arm once; then the arm of the current episode."""
     N = state[0]
-    if t < N.shape[1]:
-        return t
+    for a in range(N.shape[1]):
+        if N[r, a] == 0.0:
+            return a
     return int(state[4][r, _ARM])
 
 
@@ -130,11 +131,18 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
     N, mu, length, scores, ep = state
     K = N.shape[1]
     x = unit_reward(y, lo, hi)
-    N[r, a] += 1.0
-    if t < K:  # initial pull: an episode of length 1
+    if N[r, a] == 0.0:  # initial pull: an episode of length 1
+        N[r, a] = 1.0
         mu[r, a] = x + laplace_draw(rng, 1.0 / epsilon)
         length[r, a] = 1.0
+        for k in range(K):
+            if N[r, k] == 0.0:
+                return
+    elif a != int(ep[r, _ARM]):  # not the episode's arm (no honest driver does this): reward unused
+        N[r, a] += 1.0
+        return
     else:
+        N[r, a] += 1.0
         ep[r, _SUM] += x
         ep[r, _PULLS] += 1.0
         if N[r, a] < ep[r, _TARGET]:
@@ -142,8 +150,7 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
         n_ep = ep[r, _PULLS]
         mu[r, a] = ep[r, _SUM] / n_ep + laplace_draw(rng, 1.0 / (epsilon * n_ep))
         length[r, a] = n_ep
-    if t >= K - 1:
-        _start_episode(params, state, r, t + 2.0)  # t_l: the 1-based index of the next round
+    _start_episode(params, state, r, max(t + 2.0, 1.0))  # t_l: the 1-based index of the next round
 
 
 @register

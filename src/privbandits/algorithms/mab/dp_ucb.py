@@ -60,13 +60,15 @@ def confidence_relaxation(k: int, T: int, epsilon: float, gamma: float) -> float
 
 @nb.njit(cache=True)
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Lines 2-3: each arm once; lines 8-9: the largest private index (lowest arm on ties)."""
+    """Lines 2-3: each arm once (in index order); lines 8-9: the largest private index (lowest arm
+    on ties)."""
     gamma_relax = params[1]
     n, alpha, noisy, scores = state
     K = n.shape[1]
-    if t < K:
-        return t
-    log_t = math.log(t + 1.0)
+    for a in range(K):
+        if n[r, a] == 0.0:
+            return a
+    log_t = math.log(max(t + 1.0, 1.0))
     for a in range(K):
         na = n[r, a]
         scores[r, a] = (tree_prefix_sum(noisy[r, a], int(na)) / na + math.sqrt(2.0 * log_t / na)
