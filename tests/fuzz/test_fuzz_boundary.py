@@ -84,9 +84,13 @@ def _run_group(names: list[str], tmp: Path, examples: int, *extra: str) -> dict[
     else:
         raise AssertionError("the fuzz worker kept crashing")
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    seen: set[str] = set()
     for line in out.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
+            if r["type"] == "failure" and r["case"] in seen:  # an entry re-run after a restart
+                continue
+            seen.add(r["case"] if r["type"] == "failure" else "")
             records[r["alg"]].append(r)
     for c in crashes:
         records[c["alg"]].append(c)
