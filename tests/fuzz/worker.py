@@ -541,9 +541,9 @@ def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
     value, expect = mutate_array(np.asarray(args[case.arg]), case.mutation, case.pos, K)
     args[case.arg] = value
     batched = case.entry in ("choose_batch", "randomize_batch")
-    if kind == "contexts" and case.mutation in ("grow_first", "shrink_first", "empty_first") and not batched \
-            and case.entry in ("choose", "device_choose"):
-        expect = "valid"  # another number of users is a valid call on the device
+    if kind == "contexts" and case.mutation in ("grow_first", "shrink_first", "empty_first") and (
+            (not batched and case.entry in ("choose", "device_choose")) or case.entry == "choose_batch"):
+        expect = "valid"  # another number of users (or of a batch's rounds) is a valid call on the device
     return args, expect
 
 

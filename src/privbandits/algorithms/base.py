@@ -59,6 +59,7 @@ from privbandits.core.messages import (
     PrivatizedMessage,
     PublicState,
     ShuffledBatch,
+    check_real_arrays,
     shuffle_messages,
 )
 from privbandits.core.params import Constraint, validate_params
@@ -286,6 +287,7 @@ class Curator(Algorithm):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         """Choose arms (R,) for round ``t`` (0-based) given contexts."""
         k = self._curator_kernel()
+        t = self._round(t)
         X, _, _ = self._curator_inputs(contexts)
         out = np.empty(self.R, dtype=np.int64)
         k.loops.select_all(k.params, k.state, t, X, self.streams.policy, out)
@@ -294,8 +296,16 @@ class Curator(Algorithm):
     def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Incorporate the round's feedback."""
         k = self._curator_kernel()
+        t = self._round(t)
         X, a, y = self._curator_inputs(contexts, actions, rewards)
         k.loops.update_all(k.params, k.state, t, X, a, y, self.streams.server)
+
+    @staticmethod
+    def _round(t: object) -> int:
+        """The 0-based round index: an integer >= 0 (a compiled step divides by functions of it)."""
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0:
+            raise ValidationError(f"round index t must be an integer >= 0, got {t!r}")
+        return int(t)
 
     def _curator_inputs(self, contexts: object, actions: object = None,
                         rewards: object = None) -> tuple[np.ndarray, Any, Any]:
@@ -319,8 +329,8 @@ def _checked_curator_step(fn: Any, name: str) -> Any:
         @functools.wraps(fn)
         def select(self: Curator, t: int, contexts: np.ndarray) -> np.ndarray:
             if isinstance(self.spec, ConvexSpec):
-                return fn(self, t, contexts)
-            return fn(self, t, self._curator_inputs(contexts)[0])
+                return fn(self, self._round(t), contexts)
+            return fn(self, self._round(t), self._curator_inputs(contexts)[0])
 
         select._checked_inputs = True  # type: ignore[attr-defined]
         return select
@@ -328,8 +338,8 @@ def _checked_curator_step(fn: Any, name: str) -> Any:
     @functools.wraps(fn)
     def update(self: Curator, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
         if isinstance(self.spec, ConvexSpec):
-            return fn(self, t, contexts, actions, rewards)  # type: ignore[no-any-return]
-        return fn(self, t, *self._curator_inputs(contexts, actions, rewards))  # type: ignore[no-any-return]
+            return fn(self, self._round(t), contexts, actions, rewards)  # type: ignore[no-any-return]
+        return fn(self, self._round(t), *self._curator_inputs(contexts, actions, rewards))  # type: ignore[no-any-return]
 
     update._checked_inputs = True  # type: ignore[attr-defined]
     return update
@@ -486,6 +496,17 @@ class Shuffler:
         if not isinstance(message, PrivatizedMessage):
             raise TrustBoundaryError(
                 f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}")
+        check_real_arrays(message.payload, "message")
+        if self._pending:  # one batch, one layout: every message has the first one's fields and shapes
+            first = self._pending[0]
+            def layout(m: PrivatizedMessage, k: str) -> tuple[int, ...]:  # "_multi": any message count
+                shape = np.shape(m.payload[k])
+                return shape[:1] + shape[2:] if k.endswith("_multi") else shape
+
+            if first.mechanism != message.mechanism or set(first.payload) != set(message.payload) or any(
+                    layout(first, k) != layout(message, k) for k in first.payload):
+                raise TrustBoundaryError("a message of another randomizer or layout than its batch's: "
+                                         f"{message.mechanism!r} {sorted(message.payload)}")
         self._pending.append(message)
 
     @property

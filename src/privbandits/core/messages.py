@@ -18,7 +18,8 @@ import numpy as np
 
 from privbandits.core.errors import TrustBoundaryError
 
-__all__ = ["PrivatizedMessage", "PublicState", "ShuffledBatch", "check_payload", "shuffle_messages"]
+__all__ = ["PrivatizedMessage", "PublicState", "ShuffledBatch", "check_payload", "check_real_arrays",
+           "shuffle_messages"]
 
 
 def _frozen(arrays: Mapping[str, np.ndarray], *, copy: bool = True) -> Mapping[str, np.ndarray]:
@@ -83,6 +84,32 @@ class PrivatizedMessage:
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.payload[key]
+
+
+def check_real_arrays(arrays: Mapping[str, object], where: str, *, integer: bool = False,
+                      R: int | None = None) -> None:
+    """Every array of ``arrays`` holds finite real numbers (integers with ``integer``), with ``R``
+    rows when given: what a shuffler or an analyzer checks before its own code reads a message.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field: a string, boolean, complex or object array, a NaN or infinite value, or
+        the wrong number of rows.
+    """
+    from privbandits.core.errors import ValidationError
+
+    kinds = "iu" if integer else "fiu"
+    for key, value in arrays.items():
+        arr = np.asarray(value)
+        if arr.dtype.kind not in kinds:
+            what = "integers" if integer else "real numbers"
+            raise ValidationError(f"{where} field {key!r} must hold {what}, got dtype {arr.dtype}")
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ValidationError(f"{where} field {key!r} holds NaN or infinite values")
+        if R is not None and (arr.ndim == 0 or arr.shape[0] != R):
+            raise ValidationError(f"{where} field {key!r} has shape {arr.shape}; expected {R} rows (one per "
+                                  "replication)")
 
 
 def check_payload(message: object, mechanism: str, fields: Mapping[str, tuple[int, ...]],

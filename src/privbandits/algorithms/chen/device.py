@@ -40,14 +40,15 @@ class PublicCheck:
     def __init__(self, space: PublicSpace, spec: EnvSpec) -> None:
         self.space, self.spec = space, spec
         self._last: PublicState | None = None
+        self._last_R = -1
 
     def __call__(self, public: object, R: int) -> PublicState:
         """``public`` as a validated :class:`PublicState` for ``R`` users, or :class:`PublicStateError`."""
         last = self._last
-        if last is not None and _same(public, last):
+        if last is not None and R == self._last_R and _same(public, last):
             return last
         state = self.space.validate(public, dims_of(self.spec, R))
-        self._last = state
+        self._last, self._last_R = state, R
         return state
 
 

@@ -61,7 +61,12 @@ from privbandits.algorithms.hanna.server import EliminationServer, ServerHeldEng
 from privbandits.algorithms.hanna.widths import LocalWidth
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.core.messages import (
+    PrivatizedMessage,
+    PublicState,
+    ShuffledBatch,
+    check_real_arrays,
+)
 from privbandits.core.params import Choice, Delta, Epsilon, Optional
 from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import Streams
@@ -273,6 +278,7 @@ class HannaShuffler(Shuffler):
         if message.mechanism != LAPLACE_MECHANISM or set(message.payload) != {"reward_hat"}:
             raise TrustBoundaryError(f"expected {LAPLACE_MECHANISM!r} reports with the single key 'reward_hat', "
                                      f"got {message.mechanism!r} with keys {tuple(message.payload)}")
+        check_real_arrays(message.payload, "message")
         value = np.asarray(message["reward_hat"], dtype=float)
         if value.shape != (self.R,):
             raise TrustBoundaryError(f"expected one report per replication ({self.R}), got shape {value.shape}")

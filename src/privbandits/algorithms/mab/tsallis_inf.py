@@ -76,7 +76,8 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
 def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     hi, width = params[0], params[1]
     L, w = state
-    L[r, a] += (hi - y) / width / w[r, a]
+    loss = min(max((hi - y) / width, 0.0), 1.0)  # losses in [0, 1], as the bound assumes
+    L[r, a] += loss / w[r, a]
 
 
 @register

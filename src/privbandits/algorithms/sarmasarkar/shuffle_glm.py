@@ -69,7 +69,12 @@ from privbandits.algorithms.sarmasarkar.shuffle_plan import (
 )
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.links import Link
-from privbandits.core.messages import PrivatizedMessage, PublicState, ShuffledBatch
+from privbandits.core.messages import (
+    PrivatizedMessage,
+    PublicState,
+    ShuffledBatch,
+    check_real_arrays,
+)
 from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Real
 from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import Streams
@@ -496,6 +501,10 @@ class ShuffleGLMServer(Server):
             raise TrustBoundaryError(f"the server only accepts a ShuffledBatch, got {type(batch).__name__}")
         if self.k >= self.plan.n_batches:
             raise TrustBoundaryError("a batch arrived after the last scheduled batch")
+        if set(batch.payload) not in ({"ones"}, {"label_multi", "bit_multi"}):
+            raise TrustBoundaryError("a Cheu et al. release holds 'ones' (the per-label histogram) or "
+                                     f"'label_multi' and 'bit_multi' (the shuffled bits), got {sorted(batch.payload)}")
+        check_real_arrays(batch.payload, "batch", integer=True, R=self.Minv.shape[0])
         self.received.append((batch.mechanism, batch.round, batch.n_users))
         if self._gd:
             self._gd_step(batch)
