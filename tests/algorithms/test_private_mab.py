@@ -26,6 +26,7 @@ from privbandits.algorithms.mab.private import (
     tree_prefix_sum,
     unit_reward,
 )
+from privbandits.core.errors import ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.tree import TreeAggregator, node_decomposition
@@ -296,11 +297,13 @@ def test_unplayed_arms_come_first_whatever_the_round_index(name: str) -> None:
     alg = pb.make(name, epsilon=1.0)
     alg.reset(spec, 2, make_streams(0))
     X = np.broadcast_to(np.eye(3), (2, 3, 3))
-    for t in (-1, 0, 49, 10**9):
+    for t in (0, 49, 10**9):
         np.testing.assert_array_equal(alg.select(t, X), [0, 0])
     alg.update(0, X, np.array([0, 0]), np.array([1.0, 0.0]))
-    for t in (-1, 1, 10**9):
+    for t in (1, 10**9):
         np.testing.assert_array_equal(alg.select(t, X), [1, 1])
+    with pytest.raises(ValidationError, match="round index t must be an integer >= 0"):
+        alg.select(-1, X)
 
 
 def test_shared_helpers() -> None:
