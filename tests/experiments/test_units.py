@@ -25,7 +25,7 @@ BASE = WorkUnit(experiment="e", label="LinUCB", algorithm="linucb", params={"lam
 CHANGES = {
     "experiment": "f", "label": "LinUCB-2", "algorithm": "uniform", "params": {"lam": 2.0},
     "env": {"kind": "synthetic", "d": 3, "K": 5}, "seed": 1, "horizon": 100, "replications": 4,
-    "checkpoints": {"log": 11}, "grid": {"lam": 1.0}, "engine": "reference",
+    "checkpoints": {"log": 11}, "grid": {"lam": 1.0}, "engine": "reference", "imports": ("json",),
 }
 
 
