@@ -371,6 +371,17 @@ class Client(ABC):
         """Every public state this device accepts (None: undeclared, only the types are checked)."""
         return None
 
+    def checked_public(self, public: object, R: int) -> PublicState:
+        """``public`` validated against :meth:`public_space` for ``R`` users (free when it is the
+        :class:`~privbandits.core.public_space.CheckedPublicState` the round protocol validated for the
+        same space and dimensions); raises :class:`~privbandits.core.public_space.PublicStateError`."""
+        space = self.public_space()
+        if space is None:
+            if not isinstance(public, PublicState):
+                raise TrustBoundaryError(f"a client only receives PublicState, got {type(public).__name__}")
+            return public
+        return space.validate(public, dims_of(self.spec, R))
+
     def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
                rewards: np.ndarray) -> np.ndarray:
         """The message before noise ``(R, m)``, fields flattened in the order of the payload,

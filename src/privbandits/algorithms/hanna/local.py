@@ -51,7 +51,7 @@ from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.params import Epsilon
-from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
+from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import PureDP, to_guarantee
@@ -111,7 +111,6 @@ class LocalClient(Client):
             PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
             PublicField("remaining", ("R", "K"), "i", low=0, high=pulls),
         ))
-        self._seen: tuple[object, PublicState] | None = None
 
     def public_space(self) -> PublicSpace:
         """The schedule of the running batch: ``batch`` in ``1..L+1``, ``counts`` and ``remaining``
@@ -119,12 +118,8 @@ class LocalClient(Client):
         return self._space
 
     def _public(self, public: object, R: int) -> PublicState:
-        """``public`` validated against :meth:`public_space` (the last state is remembered)."""
-        if self._seen is not None and (public is self._seen[0] or public is self._seen[1]):
-            return self._seen[1]
-        state = self._space.validate(public, dims_of(self.spec, R))
-        self._seen = (public, state)
-        return state
+        """``public`` validated against :meth:`public_space` for ``R`` users."""
+        return self.checked_public(public, R)
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """An action from the running batch's remaining schedule, or the committed action."""

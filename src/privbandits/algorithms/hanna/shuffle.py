@@ -118,7 +118,6 @@ class ShuffleClient(Client):
         self._scale_sizes = budget.scales(self._sizes)
         #: the scale of a report whose ``n_i`` is not a calibrated size (None: no batch can complete)
         self._s_max = float(self._scale_sizes.max()) if self._sizes.size else None
-        self._seen: tuple[object, PublicState] | None = None
 
     def public_space(self) -> PublicSpace:
         """The shuffler's assignment: ``action`` (an arm) and ``n`` (0 in the commit phase, else the
@@ -142,12 +141,8 @@ class ShuffleClient(Client):
         return out
 
     def _public(self, public: object, R: int) -> PublicState:
-        """``public`` validated against :meth:`public_space` (the last state is remembered)."""
-        if self._seen is not None and (public is self._seen[0] or public is self._seen[1]):
-            return self._seen[1]
-        state = self._space.validate(public, dims_of(self.spec, R))
-        self._seen = (public, state)
-        return state
+        """``public`` validated against :meth:`public_space` for ``R`` users."""
+        return self.checked_public(public, R)
 
     def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The action the shuffler assigned to this user (its slot, or the committed action)."""

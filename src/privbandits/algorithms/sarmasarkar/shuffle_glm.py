@@ -76,7 +76,7 @@ from privbandits.core.messages import (
     check_real_arrays,
 )
 from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Real
-from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
+from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy import cheu
@@ -197,7 +197,6 @@ class ShuffleGLMClient(BatchClient):
         self.path = path
         self.widths = plan.width_coefficients()
         self._space = public_space(plan)
-        self._seen: tuple[object, PublicState] | None = None
         # devices of the open batch's users: their own (x, r), kept user-side for P_GD, in blocks
         # of users (round-major: (users, R, d) and (users, R))
         self._batch = -1
@@ -212,12 +211,8 @@ class ShuffleGLMClient(BatchClient):
         return self._space
 
     def _public(self, public: object, R: int) -> PublicState:
-        """``public`` validated against :meth:`public_space` (the last state is remembered)."""
-        if self._seen is not None and (public is self._seen[0] or public is self._seen[1]):
-            return self._seen[1]
-        state = self._space.validate(public, dims_of(self.spec, R))
-        self._seen = (public, state)
-        return state
+        """``public`` validated against :meth:`public_space` for ``R`` users."""
+        return self.checked_public(public, R)
 
     @staticmethod
     def _batch_of(public: PublicState, key: str = "batch") -> int:
