@@ -26,7 +26,7 @@ import numpy as np
 from privbandits.algorithms.base import Server
 from privbandits.algorithms.hanna.elimination import BatchPlan, HannaElimination
 from privbandits.core.errors import TrustBoundaryError
-from privbandits.core.messages import PublicState
+from privbandits.core.messages import PublicState, check_real_arrays
 
 __all__ = ["REPORT_KEYS", "EliminationServer", "ServerHeldEngine", "check_reports"]
 
@@ -52,6 +52,7 @@ def check_reports(obj: object, kind: type, mechanism: str) -> tuple[np.ndarray, 
         raise TrustBoundaryError(f"expected reports of randomizer {mechanism!r}, got {msg.mechanism!r}")
     if set(msg.payload) != set(REPORT_KEYS):
         raise TrustBoundaryError(f"report payload keys must be {REPORT_KEYS}, got {tuple(msg.payload)}")
+    check_real_arrays(msg.payload, "report")  # finite real values (and integer actions, below)
     action = np.asarray(msg.payload["action"])
     value = np.asarray(msg.payload["reward_hat"], dtype=float)
     if action.shape != value.shape or not np.issubdtype(action.dtype, np.integer):
