@@ -184,6 +184,8 @@ INVENTORY: dict[str, tuple[str, ...]] = {
     "src/privbandits/algorithms/mab/private.py::unit_reward::clip_scalar#1": (
         "tests/algorithms/test_private_mab.py::test_unit_reward_clip_at_inside_and_beyond_the_range",
         "tests/algorithms/test_private_mab.py::test_rewards_outside_the_range_are_clipped_before_any_statistic"),
+    "src/privbandits/algorithms/mab/tsallis_inf.py::_update::min-max#1": (
+        "tests/algorithms/test_private_mab.py::test_tsallis_inf_clips_losses_to_the_unit_interval",),
     "src/privbandits/algorithms/mab/adap_ucb.py::kl_ucb_index::min-max#1": (
         EXEMPT, "an optimistic index of a released mean clamped into [0, 1]: post-processing"),
     # -- the auditor --------------------------------------------------------------------------------

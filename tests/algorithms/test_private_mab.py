@@ -379,3 +379,18 @@ def test_azize2022_fig2_preset_matches_the_experiment() -> None:
                                         abs=0.5)
     quick = load_preset("azize2022-fig2", Overrides(quick=True))
     assert (quick.horizon, quick.replications) == (100_000, 5)
+
+
+def test_tsallis_inf_clips_losses_to_the_unit_interval() -> None:
+    """Tsallis-INF's bound assumes losses in [0, 1]: a reward at, just inside and far beyond the
+    declared range adds the clipped loss (0 or 1) over the played arm's weight, never more."""
+    spec = _spec(K=3, T=50)
+    lo, hi = spec.reward_range
+    X = np.broadcast_to(np.eye(3), (2, 3, 3))
+    for reward, loss in ((hi, 0.0), (hi - 1e-9 * (hi - lo), 1e-9), (1e300, 0.0), (lo, 1.0), (-1e300, 1.0)):
+        alg = pb.make("tsallis-inf")
+        alg.reset(spec, 2, make_streams(0))
+        L, w = alg.kernel.state
+        w0 = w[:, 0].copy()
+        alg.update(0, X, np.array([0, 0]), np.array([reward, reward]))
+        np.testing.assert_allclose(L[:, 0], loss / w0, rtol=1e-6, atol=1e-12)
