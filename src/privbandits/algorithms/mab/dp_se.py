@@ -38,6 +38,7 @@ from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.mab.private import unit_reward
+from privbandits.algorithms.mab.successive_elimination import round_robin_arm
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Epsilon, Optional, Real
 from privbandits.core.spec import EnvSpec
@@ -72,11 +73,7 @@ def epoch_threshold(n_arms: float, e: float, R_e: float, epsilon: float,
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Round robin over the surviving arms: the one with the fewest pulls this epoch (lowest index)."""
     n, S, active, mu_tilde, info = state
-    best, arg = np.inf, 0
-    for k in range(n.shape[1]):
-        if active[r, k] > 0.0 and n[r, k] < best:
-            best, arg = n[r, k], k
-    return arg
+    return round_robin_arm(n, active, r)
 
 
 @nb.njit(cache=True)

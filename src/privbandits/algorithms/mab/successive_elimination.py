@@ -39,14 +39,21 @@ def elimination_radius(s: float, K: int, n: float, alpha: float) -> float:  # pr
 
 
 @nb.njit(cache=True)
-def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The surviving arm with the fewest samples (lowest index first): a round-robin cycle."""
-    n, S, active = state
+def round_robin_arm(n: np.ndarray, active: np.ndarray, r: int) -> int:  # pragma: no cover - compiled
+    """The surviving arm (``active[r, k] > 0``) with the fewest samples ``n[r, k]``, lowest index
+    first: a round-robin cycle over the survivors (successive elimination and DP-SE)."""
     best, arg = np.inf, 0
     for k in range(n.shape[1]):
         if active[r, k] > 0.0 and n[r, k] < best:
             best, arg = n[r, k], k
     return arg
+
+
+@nb.njit(cache=True)
+def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The surviving arm with the fewest samples (lowest index first): a round-robin cycle."""
+    n, S, active = state
+    return round_robin_arm(n, active, r)
 
 
 @nb.njit(cache=True)
