@@ -41,14 +41,22 @@ class NumpyChenJDP(ChenJDP):
         return out
 
 
-def numpy_choose(self: ChenLDPClient, t: int, public: object, contexts: np.ndarray,
-                 rng: np.random.Generator) -> np.ndarray:
+def numpy_choose(
+    self: ChenLDPClient, t: int, public: object, contexts: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """ChenLDPClient.choose with the per-round numpy planning loop (the baseline)."""
     out = np.empty(contexts.shape[0], dtype=np.int64)
     for r in range(contexts.shape[0]):
         n = int(public["n_boards"][r])  # type: ignore[index]
-        boards = [Board(public["board_theta"][r, j], public["board_U"][r, j],  # type: ignore[index]
-                        float(public["board_scale"][r, j]), self.link) for j in range(n)]  # type: ignore[index]
+        boards = [
+            Board(
+                public["board_theta"][r, j],
+                public["board_U"][r, j],  # type: ignore[index]
+                float(public["board_scale"][r, j]),
+                self.link,
+            )
+            for j in range(n)
+        ]  # type: ignore[index]
         support = planning_support(contexts[r], boards, self.spanner_C)
         out[r] = support[min(int(rng.random() * support.size), support.size - 1)]
     return out
@@ -56,8 +64,15 @@ def numpy_choose(self: ChenLDPClient, t: int, public: object, contexts: np.ndarr
 
 def env() -> pb.SyntheticEnv:
     cov = np.diag([1.0, np.exp(-3.0), np.exp(-6.0)]).tolist()
-    return pb.SyntheticEnv(d=3, K=10, setting="single", contexts="gaussian_normalized", context_cov=cov,
-                           link="identity", noise="rademacher")
+    return pb.SyntheticEnv(
+        d=3,
+        K=10,
+        setting="single",
+        contexts="gaussian_normalized",
+        context_cov=cov,
+        link="identity",
+        noise="rademacher",
+    )
 
 
 def timed(alg: object, T: int, R: int) -> tuple[float, np.ndarray]:
@@ -75,7 +90,9 @@ def main() -> None:
     timed(pb.make("chen-jdp", epsilon=1.0, c_b=0.1), 2048, R)  # warm-up: compilation excluded
     timed(pb.make("chen-ldp", epsilon=1.0, c_b=0.2), 2048, R)
     print(f"load average {os.getloadavg()[0]:.2f}; d = 3, K = 10, T = {T}, R = {R}, epsilon = 1\n")
-    print("| algorithm | planning step | wall (s) | rr/s | ratio to the numpy loop | same final regret |")
+    print(
+        "| algorithm | planning step | wall (s) | rr/s | ratio to the numpy loop | same final regret |"
+    )
     print("|---|---|---|---|---|---|")
     t_np, reg_np = timed(NumpyChenJDP(epsilon=1.0, c_b=0.1), T, R)
     t_c, reg_c = timed(pb.make("chen-jdp", epsilon=1.0, c_b=0.1), T, R)

@@ -79,32 +79,44 @@ def design_times(K: int, dims: list[int], repeats: int) -> list[tuple[int, float
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--slow-horizon", type=int, default=20_000, help="horizon of the per-round runs")
-    ap.add_argument("--fast-horizon", type=int, default=10**6, help="horizon of the extra fast-path runs")
+    ap.add_argument(
+        "--slow-horizon", type=int, default=20_000, help="horizon of the per-round runs"
+    )
+    ap.add_argument(
+        "--fast-horizon", type=int, default=10**6, help="horizon of the extra fast-path runs"
+    )
     ap.add_argument("--replications", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5, help="designs per dimension")
     args = ap.parse_args()
     Ts, Tf, R = args.slow_horizon, args.fast_horizon, args.replications
 
     print(f"## Throughput, K = 10, d = 2, R = {R} (replication-rounds / s)\n")
-    print(f"| algorithm | per-round path, T={Ts} | fast path, T={Ts} | ratio | fast path, T={Tf} (wall s) "
-          f"| ratio at T={Tf} |")
+    print(
+        f"| algorithm | per-round path, T={Ts} | fast path, T={Ts} | ratio | fast path, T={Tf} (wall s) "
+        f"| ratio at T={Tf} |"
+    )
     print("|---|---|---|---|---|---|")
     for name, kw in ALGOS:
         slow, _ = rate(name, kw, Ts, R, fast=False)
         fast, _ = rate(name, kw, Ts, R, fast=True)
         big, wall = rate(name, kw, Tf, R, fast=True)
         # the per-round path's cost is linear in T, so its rate at T = Tf is the rate measured at Ts
-        print(f"| {name} | {slow:.3g} | {fast:.3g} | {fast / slow:.3g}x | {big:.3g} ({wall:.2f}) | {big / slow:.3g}x |")
+        print(
+            f"| {name} | {slow:.3g} | {fast:.3g} | {fast / slow:.3g}x | {big:.3g} ({wall:.2f}) | {big / slow:.3g}x |"
+        )
 
     print("\n## Figure 3(b) scale: K = 1000, d = 2, T = 1e7, central (paper preset), R = 10\n")
     print("| variant | wall time (s) | replication-rounds / s |")
     print("|---|---|---|")
     for label, kw in (("core set", {}), ("no core set (nocore-fw)", {"core_set": False})):
-        r, wall = rate("hanna-central", {"epsilon": 0.01, "preset": "paper", **kw}, 10**7, 10, True, K=1000)
+        r, wall = rate(
+            "hanna-central", {"epsilon": 0.01, "preset": "paper", **kw}, 10**7, 10, True, K=1000
+        )
         print(f"| {label} | {wall:.2f} | {r:.3g} |")
 
-    print(f"\n## G-optimal design (Algorithm D), K = 1000 points on the sphere, median of {args.repeats}\n")
+    print(
+        f"\n## G-optimal design (Algorithm D), K = 1000 points on the sphere, median of {args.repeats}\n"
+    )
     print("| d | time per design (ms) | max core-set size | max FW iterations | max g / d |")
     print("|---|---|---|---|---|")
     for d, sec, size, it, ratio in design_times(1000, [2, 5, 10, 20], args.repeats):

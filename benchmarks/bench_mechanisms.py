@@ -102,7 +102,9 @@ def main() -> None:
             note = ""
             if name == "l2-ball":
                 Xl = X[: args.loop]
-                loop_rate = len(Xl) / best_time(lambda: l2_ball_loop(Xl, 1.0, 1.0, rng), args.repeats)
+                loop_rate = len(Xl) / best_time(
+                    lambda: l2_ball_loop(Xl, 1.0, 1.0, rng), args.repeats
+                )
                 note = f"{rate / loop_rate:,.0f}x the plain per-sample loop ({loop_rate:,.0f} samples/s)"
             rows.append((name, d, B, draws, rate, note))
 

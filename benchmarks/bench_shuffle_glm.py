@@ -38,7 +38,9 @@ def run(T: int, engine: str, gamma: float | None, seed: int = 0) -> tuple[float,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        res = pb.simulate(alg, env, horizon=T, replications=R, seed=seed, checkpoints=20, engine=engine)
+        res = pb.simulate(
+            alg, env, horizon=T, replications=R, seed=seed, checkpoints=20, engine=engine
+        )
     assert res.engine == engine
     return time.perf_counter() - start, res.final_regret
 
@@ -58,11 +60,15 @@ def main() -> None:
     print("|---|---|---|---|---|")
     ref_rate = args.ref_horizon * R / t_ref
     print(f"| reference | {args.ref_horizon} | {t_ref:.2f} | {ref_rate:.3g} | 1x |")
-    print(f"| batch path | {args.ref_horizon} | {t_fast:.2f} | {args.ref_horizon * R / t_fast:.3g} | "
-          f"{t_ref / t_fast:.1f}x |")
+    print(
+        f"| batch path | {args.ref_horizon} | {t_fast:.2f} | {args.ref_horizon * R / t_fast:.3g} | "
+        f"{t_ref / t_fast:.1f}x |"
+    )
     for T in (int(v) for v in args.horizons.split(",") if v):
         wall, _ = run(T, "compiled", args.gamma)
-        print(f"| batch path | {T} | {wall:.2f} | {T * R / wall:.3g} | {T * R / wall / ref_rate:.1f}x |")
+        print(
+            f"| batch path | {T} | {wall:.2f} | {T * R / wall:.3g} | {T * R / wall / ref_rate:.1f}x |"
+        )
     print(f"\nsame final regret as the reference at T = {args.ref_horizon}: {same}")
 
 

@@ -78,8 +78,9 @@ def tree_rate(kind: str, d: int, T: int, R: int, budget: float) -> float:
     leaf /= np.linalg.norm(leaf.reshape(R, -1), axis=1).reshape((R,) + (1,) * (len(shape) - 1))
 
     def run() -> None:
-        tree = TreeAggregator.calibrated(T, d, leaf_bound=1.0, rng=rng, delta=1e-5, epsilon=1.0, replications=R,
-                                         kind=kind)
+        tree = TreeAggregator.calibrated(
+            T, d, leaf_bound=1.0, rng=rng, delta=1e-5, epsilon=1.0, replications=R, kind=kind
+        )
         for _ in range(T):
             tree.add(leaf)
             tree.prefix_sum()
@@ -95,21 +96,27 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=0.5, help="seconds per measurement")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    print(f"shuffle summation, calibrated (eps, delta) = (1, 1e-5), n = {args.users}, R = {args.replications}\n")
+    print(
+        f"shuffle summation, calibrated (eps, delta) = (1, 1e-5), n = {args.users}, R = {args.replications}\n"
+    )
     print("| protocol | d | labels | b | message path (users/s) | fast path (users/s) | speed-up |")
     print("|---|---|---|---|---|---|---|")
     for kind in ("vector", "matrix"):
         for d in DIMS:
             labels = d if kind == "vector" else d * (d + 1) // 2
             msg, fast, b = shuffle_rates(kind, d, args.users, args.replications, args.budget)
-            print(f"| {kind} | {d} | {labels} | {b} | {msg:,.0f} | {fast:,.0f} | {fast / msg:.1f}x |")
+            print(
+                f"| {kind} | {d} | {labels} | {b} | {msg:,.0f} | {fast:,.0f} | {fast / msg:.1f}x |"
+            )
     print(f"\nbinary tree, T = {args.horizon}, R = {args.replications} (add + prefix_sum)\n")
     print("| leaves | d | updates/s |")
     print("|---|---|---|")
     for kind in ("vector", "matrix"):
         for d in DIMS:
             T = args.horizon if not (kind == "matrix" and d == 100) else max(args.horizon // 8, 1)
-            print(f"| {kind} | {d} | {tree_rate(kind, d, T, args.replications, args.budget):,.0f} |")
+            print(
+                f"| {kind} | {d} | {tree_rate(kind, d, T, args.replications, args.budget):,.0f} |"
+            )
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
 
 

@@ -89,7 +89,10 @@ device_epsilon = 1000000000.0
 
 def _tokens(n: int) -> tuple[str, list[str]]:
     secrets = [f"load-client-{i:06d}-{uuid.uuid4().hex}" for i in range(n)]
-    text = "\n".join(f'[[tokens]]\nname = "dev-{i}"\nrole = "client"\ntoken = "{s}"\n' for i, s in enumerate(secrets))
+    text = "\n".join(
+        f'[[tokens]]\nname = "dev-{i}"\nrole = "client"\ntoken = "{s}"\n'
+        for i, s in enumerate(secrets)
+    )
     return text, secrets
 
 
@@ -121,22 +124,40 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start_server(workdir: Path, algorithm: str, n_tokens: int, synchronous: str,
-                  horizon: int) -> tuple[subprocess.Popen[bytes], str, list[str]]:
+def _start_server(
+    workdir: Path, algorithm: str, n_tokens: int, synchronous: str, horizon: int
+) -> tuple[subprocess.Popen[bytes], str, list[str]]:
     (workdir / "load.toml").write_text(_config(algorithm, horizon))
     text, secrets = _tokens(n_tokens)
     (workdir / "tokens.toml").write_text(text)
     port = _free_port()
     db = f"sqlite:///{workdir / 'load.db'}?synchronous={synchronous}"
     env = dict(os.environ, PYTHONPATH=str(SRC))
-    proc = subprocess.Popen([sys.executable, "-m", "privbandits.cli", "serve", str(workdir / "load.toml"),
-                             "--tokens", str(workdir / "tokens.toml"), "--db", db, "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "privbandits.cli",
+            "serve",
+            str(workdir / "load.toml"),
+            "--tokens",
+            str(workdir / "tokens.toml"),
+            "--db",
+            db,
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
         try:
             if httpx.get(url + "/v1/status", timeout=1).status_code == 200:
                 return proc, url, secrets
@@ -147,8 +168,9 @@ def _start_server(workdir: Path, algorithm: str, n_tokens: int, synchronous: str
     raise RuntimeError("server did not start within 180 s")
 
 
-async def _blast(url: str, secrets: list[str], bodies: list[dict[str, Any]], clients: int,
-                 max_seconds: float) -> tuple[list[float], int, list[str], float]:
+async def _blast(
+    url: str, secrets: list[str], bodies: list[dict[str, Any]], clients: int, max_seconds: float
+) -> tuple[list[float], int, list[str], float]:
     """Post every body; ``(latencies of accepted reports, accepted, errors, wall seconds)``."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     for b in bodies:
@@ -168,8 +190,11 @@ async def _blast(url: str, secrets: list[str], bodies: list[dict[str, Any]], cli
                     return
                 data = json.dumps(body).encode()
                 t0 = time.perf_counter()
-                res = await http.post("/v1/reports", content=data,
-                                      headers={**headers, "Idempotency-Key": uuid.uuid4().hex})
+                res = await http.post(
+                    "/v1/reports",
+                    content=data,
+                    headers={**headers, "Idempotency-Key": uuid.uuid4().hex},
+                )
                 dt = time.perf_counter() - t0
                 if res.status_code == 200:
                     lat.append(dt)
@@ -215,14 +240,39 @@ def _lua_string(text: str) -> str:
     return "[==[" + text + "]==]"
 
 
-def _run_wrk(url: str, secrets: list[str], bodies: list[dict[str, Any]], clients: int,
-             seconds: float, workdir: Path) -> tuple[int, int, str | None, float, dict[str, float]]:
+def _run_wrk(
+    url: str,
+    secrets: list[str],
+    bodies: list[dict[str, Any]],
+    clients: int,
+    seconds: float,
+    workdir: Path,
+) -> tuple[int, int, str | None, float, dict[str, float]]:
     """wrk for ``seconds``; ``(requests, errors, first error, wall seconds, latency ms percentiles)``."""
     script = workdir / "load.lua"
-    script.write_text(_WRK_SCRIPT % {"run": uuid.uuid4().hex, "bodies": ", ".join(_lua_string(json.dumps(b)) for b in bodies),
-                                     "tokens": ", ".join(_lua_string(t) for t in secrets)})
-    proc = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{max(1, int(seconds))}s", "--timeout", "10s",
-                           "-s", str(script), url], capture_output=True, text=True)
+    script.write_text(
+        _WRK_SCRIPT
+        % {
+            "run": uuid.uuid4().hex,
+            "bodies": ", ".join(_lua_string(json.dumps(b)) for b in bodies),
+            "tokens": ", ".join(_lua_string(t) for t in secrets),
+        }
+    )
+    proc = subprocess.run(
+        [
+            "wrk",
+            "-t1",
+            f"-c{clients}",
+            f"-d{max(1, int(seconds))}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(script),
+            url,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"wrk failed: {proc.stderr.strip() or proc.stdout.strip()}")
     out = proc.stdout
@@ -235,19 +285,23 @@ def _run_wrk(url: str, secrets: list[str], bodies: list[dict[str, Any]], clients
     return requests, errors, first or None, micros / 1e6, lat
 
 
-def run_wrk(clients: int, reports: int, algorithm: str, synchronous: str, seconds: float) -> dict[str, Any]:
+def run_wrk(
+    clients: int, reports: int, algorithm: str, synchronous: str, seconds: float
+) -> dict[str, Any]:
     """One bounded load test driven by wrk (see the module docstring); returns the figures."""
     if shutil.which("wrk") is None:
         raise SystemExit("--generator wrk needs the wrk program (Debian: apt-get install wrk)")
     with tempfile.TemporaryDirectory(prefix="pb-load-") as tmp:
-        horizon = 10 ** 9
+        horizon = 10**9
         proc, url, secrets = _start_server(Path(tmp), algorithm, clients, synchronous, horizon)
         try:
             bodies = _reports(url, secrets[0], reports, seed=1)
             _run_wrk(url, secrets, bodies, clients, 2, Path(tmp))  # warm-up: connections, caches
             before = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"]
             cpu0 = _cpu_seconds(proc.pid)
-            requests, errors, first, wall, lat = _run_wrk(url, secrets, bodies, clients, seconds, Path(tmp))
+            requests, errors, first, wall, lat = _run_wrk(
+                url, secrets, bodies, clients, seconds, Path(tmp)
+            )
             server_cpu = _cpu_seconds(proc.pid) - cpu0
             counted = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"] - before
         finally:
@@ -258,24 +312,51 @@ def run_wrk(clients: int, reports: int, algorithm: str, synchronous: str, second
                 proc.kill()
                 proc.wait()
     ok = requests - errors
-    return {"algorithm": algorithm, "generator": "wrk", "clients": clients, "reports": requests, "accepted": ok,
-            "errors": errors, "first_error": first, "seconds": wall, "reports_per_s": ok / wall,
-            "p50_ms": lat["p50"], "p95_ms": lat["p95"], "p99_ms": lat["p99"], "max_ms": lat["max"],
-            "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1), "client_cpu_ms_per_report": float("nan"),
-            "server_counted": counted, "expected_count": ok, "synchronous": synchronous,
-            "loadavg": os.getloadavg()}
+    return {
+        "algorithm": algorithm,
+        "generator": "wrk",
+        "clients": clients,
+        "reports": requests,
+        "accepted": ok,
+        "errors": errors,
+        "first_error": first,
+        "seconds": wall,
+        "reports_per_s": ok / wall,
+        "p50_ms": lat["p50"],
+        "p95_ms": lat["p95"],
+        "p99_ms": lat["p99"],
+        "max_ms": lat["max"],
+        "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
+        "client_cpu_ms_per_report": float("nan"),
+        "server_counted": counted,
+        "expected_count": ok,
+        "synchronous": synchronous,
+        "loadavg": os.getloadavg(),
+    }
 
 
-def run(clients: int, reports: int, algorithm: str, synchronous: str, max_seconds: float,
-        warmup: int = 200) -> dict[str, Any]:
+def run(
+    clients: int,
+    reports: int,
+    algorithm: str,
+    synchronous: str,
+    max_seconds: float,
+    warmup: int = 200,
+) -> dict[str, Any]:
     """One bounded load test; returns the figures."""
     with tempfile.TemporaryDirectory(prefix="pb-load-") as tmp:
-        proc, url, secrets = _start_server(Path(tmp), algorithm, clients, synchronous, 10 * (reports + warmup))
+        proc, url, secrets = _start_server(
+            Path(tmp), algorithm, clients, synchronous, 10 * (reports + warmup)
+        )
         try:
             bodies = _reports(url, secrets[0], reports + warmup, seed=1)
-            asyncio.run(_blast(url, secrets, bodies[:warmup], clients, max_seconds))  # connections, caches
+            asyncio.run(
+                _blast(url, secrets, bodies[:warmup], clients, max_seconds)
+            )  # connections, caches
             cpu0, own0 = _cpu_seconds(proc.pid), time.process_time()
-            lat, ok, errors, wall = asyncio.run(_blast(url, secrets, bodies[warmup:], clients, max_seconds))
+            lat, ok, errors, wall = asyncio.run(
+                _blast(url, secrets, bodies[warmup:], clients, max_seconds)
+            )
             server_cpu, client_cpu = _cpu_seconds(proc.pid) - cpu0, time.process_time() - own0
             counted = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"]
         finally:
@@ -287,13 +368,26 @@ def run(clients: int, reports: int, algorithm: str, synchronous: str, max_second
                 proc.wait()
     ms = np.asarray(lat) * 1e3
     q = (lambda p: float(np.percentile(ms, p))) if ms.size else (lambda p: float("nan"))
-    return {"algorithm": algorithm, "clients": clients, "reports": reports, "accepted": ok, "errors": len(errors),
-            "first_error": errors[0] if errors else None, "seconds": wall, "reports_per_s": ok / wall,
-            "p50_ms": q(50), "p95_ms": q(95), "p99_ms": q(99), "max_ms": float(ms.max()) if ms.size else float("nan"),
-            "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
-            "client_cpu_ms_per_report": 1e3 * client_cpu / max(ok, 1),
-            "server_counted": counted, "expected_count": ok + warmup, "synchronous": synchronous,
-            "loadavg": os.getloadavg()}
+    return {
+        "algorithm": algorithm,
+        "clients": clients,
+        "reports": reports,
+        "accepted": ok,
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "seconds": wall,
+        "reports_per_s": ok / wall,
+        "p50_ms": q(50),
+        "p95_ms": q(95),
+        "p99_ms": q(99),
+        "max_ms": float(ms.max()) if ms.size else float("nan"),
+        "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
+        "client_cpu_ms_per_report": 1e3 * client_cpu / max(ok, 1),
+        "server_counted": counted,
+        "expected_count": ok + warmup,
+        "synchronous": synchronous,
+        "loadavg": os.getloadavg(),
+    }
 
 
 def main() -> None:
@@ -303,8 +397,12 @@ def main() -> None:
     ap.add_argument("--algorithm", default="ldp-ols")
     ap.add_argument("--synchronous", choices=("NORMAL", "FULL"), default="NORMAL")
     ap.add_argument("--max-seconds", type=float, default=120.0)
-    ap.add_argument("--generator", choices=("httpx", "wrk"), default="httpx",
-                    help="load clients: Python async httpx (default) or the wrk program")
+    ap.add_argument(
+        "--generator",
+        choices=("httpx", "wrk"),
+        default="httpx",
+        help="load clients: Python async httpx (default) or the wrk program",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     a = ap.parse_args()
     if a.generator == "wrk":
@@ -314,15 +412,23 @@ def main() -> None:
     if a.json:
         print(json.dumps(r))
         return
-    print(f"{r['algorithm']}, {a.generator} load, SQLite WAL synchronous={r['synchronous']}, {r['clients']} concurrent clients, "
-          f"{r['accepted']}/{r['reports']} reports accepted in {r['seconds']:.2f} s ({r['errors']} errors)")
-    print(f"sustained: {r['reports_per_s']:.0f} reports/s; latency p50 {r['p50_ms']:.1f} ms, "
-          f"p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms")
-    print(f"server CPU per report {r['server_cpu_ms_per_report']:.2f} ms "
-          f"(= {1e3 / r['server_cpu_ms_per_report']:.0f} reports per server CPU-second); "
-          f"the load clients' CPU per report {r['client_cpu_ms_per_report']:.2f} ms")
-    print(f"server counted {r['server_counted']} (expected {r['expected_count']}); "
-          f"load average {', '.join(f'{x:.2f}' for x in r['loadavg'])}")
+    print(
+        f"{r['algorithm']}, {a.generator} load, SQLite WAL synchronous={r['synchronous']}, {r['clients']} concurrent clients, "
+        f"{r['accepted']}/{r['reports']} reports accepted in {r['seconds']:.2f} s ({r['errors']} errors)"
+    )
+    print(
+        f"sustained: {r['reports_per_s']:.0f} reports/s; latency p50 {r['p50_ms']:.1f} ms, "
+        f"p95 {r['p95_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms"
+    )
+    print(
+        f"server CPU per report {r['server_cpu_ms_per_report']:.2f} ms "
+        f"(= {1e3 / r['server_cpu_ms_per_report']:.0f} reports per server CPU-second); "
+        f"the load clients' CPU per report {r['client_cpu_ms_per_report']:.2f} ms"
+    )
+    print(
+        f"server counted {r['server_counted']} (expected {r['expected_count']}); "
+        f"load average {', '.join(f'{x:.2f}' for x in r['loadavg'])}"
+    )
 
 
 if __name__ == "__main__":

@@ -55,11 +55,15 @@ def _api_pages() -> dict[str, tuple[str, str]]:
 def _experiments_page() -> str:
     from privbandits.experiments.presets import available_presets, preset_text
 
-    out = ["# Shipped experiments", "",
-           "The experiment files shipped with the library: run one with `privbandits reproduce NAME` "
-           "(`--quick` for a short run), or copy it as the starting point of your own configuration "
-           "(`privbandits run my.toml`).  Each is an ordinary experiment file in the format of the "
-           "[TOML reference](toml.md).", ""]
+    out = [
+        "# Shipped experiments",
+        "",
+        "The experiment files shipped with the library: run one with `privbandits reproduce NAME` "
+        "(`--quick` for a short run), or copy it as the starting point of your own configuration "
+        "(`privbandits run my.toml`).  Each is an ordinary experiment file in the format of the "
+        "[TOML reference](toml.md).",
+        "",
+    ]
     for name, title in available_presets().items():
         out += [f"## {name}", "", title, "", "```toml", preset_text(name).rstrip(), "```", ""]
     return "\n".join(out)
@@ -75,7 +79,10 @@ def on_config(config: Any) -> Any:
         out: list[Any] = []
         for item in items:
             if item == "GENERATED:algorithms":
-                out += [{_page_title(text) or family_title(f): path} for f, (path, text) in families.items()]
+                out += [
+                    {_page_title(text) or family_title(f): path}
+                    for f, (path, text) in families.items()
+                ]
             elif item == "GENERATED:api":
                 groups: dict[str, list[Any]] = {}
                 for module, (path, _) in api.items():

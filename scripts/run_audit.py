@@ -143,16 +143,24 @@ def _cell(text: str) -> str:
 
 
 def _row(name: str, spec: AuditSpec, ok: AuditResult, half: AuditResult) -> str:
-    verdict = ("pass" if ok.passed else "**FLAGGED**") + " / " + ("flagged" if not half.passed else "**missed**")
+    verdict = (
+        ("pass" if ok.passed else "**FLAGGED**")
+        + " / "
+        + ("flagged" if not half.passed else "**missed**")
+    )
     delta = f"{ok.claimed_delta:.0e}" if ok.claimed_delta else "0"
-    return (f"| `{name}` | {_cell(_first_line(AUDITABLE[name]))} | ({_fmt(ok.claimed_epsilon)}, {delta}) "
-            f"| {_fmt(ok.audited_epsilon_lb)} | {_fmt(half.audited_epsilon_lb)} | {ok.n_samples:,} | "
-            f"{_cell(spec.neighbours)} | {verdict} |")
+    return (
+        f"| `{name}` | {_cell(_first_line(AUDITABLE[name]))} | ({_fmt(ok.claimed_epsilon)}, {delta}) "
+        f"| {_fmt(ok.audited_epsilon_lb)} | {_fmt(half.audited_epsilon_lb)} | {ok.n_samples:,} | "
+        f"{_cell(spec.neighbours)} | {verdict} |"
+    )
 
 
-HEADER = ("| entry | parameter point | claimed (eps, delta) | audited eps lower bound (95%) | "
-          "half-noise variant: lower bound | N per input | neighbouring pair (D vs D') | verdict |\n"
-          "|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| entry | parameter point | claimed (eps, delta) | audited eps lower bound (95%) | "
+    "half-noise variant: lower bound | N per input | neighbouring pair (D vs D') | verdict |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
 
 
 def build(seed: int) -> tuple[str, bool]:
@@ -212,8 +220,11 @@ Chosen test, observed error rates with their 97.5% upper bounds, and the plug-in
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--output", default=str(ROOT / "docs" / "privacy-audit.md"),
-                    help="file to write, or - for stdout (default: docs/privacy-audit.md)")
+    ap.add_argument(
+        "--output",
+        default=str(ROOT / "docs" / "privacy-audit.md"),
+        help="file to write, or - for stdout (default: docs/privacy-audit.md)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of the sampling streams (default 0)")
     args = ap.parse_args(argv)
     text, good = build(args.seed)

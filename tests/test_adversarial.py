@@ -51,7 +51,9 @@ def test_search_finds_the_server_weight_that_breaks_an_unclipped_device() -> Non
     spec = _env().reset(1, make_streams(0), 100)
     w = worst_public_state(ToyNoClip(), spec, seed=1)
     assert not w.holds and w.reached > 10 * w.bound
-    assert float(np.asarray(w.public["w"]).reshape(-1)[0]) == W_MAX  # the extreme of the declared range
+    assert (
+        float(np.asarray(w.public["w"]).reshape(-1)[0]) == W_MAX
+    )  # the extreme of the declared range
     assert "w = 100" in w.summary()
 
 
@@ -71,7 +73,9 @@ def test_unclipped_device_fails() -> None:
 
 def test_device_without_its_contract_is_reported() -> None:
     r = adversarial_audit(ClientPathCase(ToyShuffle, {"epsilon": 1.0}, _env))
-    assert not r.passed and "does not implement its contract" in r.notes and "public_space" in r.notes
+    assert (
+        not r.passed and "does not implement its contract" in r.notes and "public_space" in r.notes
+    )
 
 
 def test_names() -> None:

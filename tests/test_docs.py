@@ -39,17 +39,27 @@ def test_cli_reference_lists_every_command_and_option() -> None:
 
 
 def test_toml_reference_lists_every_key() -> None:
-    assert undocumented_keys() == [], ("give these configuration keys a description in "
-                                       "privbandits.docgen.toml_reference.KEY_DOCS")
+    assert undocumented_keys() == [], (
+        "give these configuration keys a description in privbandits.docgen.toml_reference.KEY_DOCS"
+    )
     text = render_toml_reference()
     for table, keys in toml_keys().items():
         for key in keys:
             assert f"`{key}`" in text, (table, key)
-    for heading in ("## Top level", "## [env]", "## [[algorithms]]", "## [quick]", "## [plot]", "## [report]",
-                    "## `params` versus `grid`"):
+    for heading in (
+        "## Top level",
+        "## [env]",
+        "## [[algorithms]]",
+        "## [quick]",
+        "## [plot]",
+        "## [report]",
+        "## `params` versus `grid`",
+    ):
         assert heading in text
     assert "| `horizon` | integer >= 1 | required |" in text
-    assert '| `band` | "ci95" \\| "se" \\| number >= 0 | "ci95" |' in text  # default read from PlotConfig
+    assert (
+        '| `band` | "ci95" \\| "se" \\| number >= 0 | "ci95" |' in text
+    )  # default read from PlotConfig
 
 
 def test_every_algorithm_has_a_family_page_with_its_parameters() -> None:
@@ -64,7 +74,10 @@ def test_every_algorithm_has_a_family_page_with_its_parameters() -> None:
             section = page.split(f"## `{cls.name}` {{#{cls.name}}}", 1)[1].split("\n## ", 1)[0]
             for param in cls.param_names():
                 assert f"| `{param}` |" in section, (cls.name, param)
-    assert family_of(available()["ldp-sgd"]) == "ldp-glb" and family_of(available()["linucb"]) == "baselines"
+    assert (
+        family_of(available()["ldp-sgd"]) == "ldp-glb"
+        and family_of(available()["linucb"]) == "baselines"
+    )
 
 
 def test_family_page_without_handwritten_text_is_generated_from_the_package() -> None:
@@ -91,8 +104,11 @@ def test_numpydoc_parameters_are_read() -> None:
         """
 
     docs = parameter_docs(Example)
-    assert docs == {"a": ("int", "First line second line with `Z`."), "b": ("int", "First line second line with `Z`."),
-                    "c": ("", "Untyped.")}
+    assert docs == {
+        "a": ("int", "First line second line with `Z`."),
+        "b": ("int", "First line second line with `Z`."),
+        "c": ("", "Untyped."),
+    }
     assert rst_to_markdown("``x`` and :mod:`privbandits.core`") == "`x` and `privbandits.core`"
 
 
@@ -105,7 +121,9 @@ def _toml_blocks() -> list[tuple[str, str]]:
     return blocks
 
 
-@pytest.mark.parametrize(("where", "text"), _toml_blocks(), ids=lambda v: v if "#" in str(v) else "")
+@pytest.mark.parametrize(
+    ("where", "text"), _toml_blocks(), ids=lambda v: v if "#" in str(v) else ""
+)
 def test_documented_configurations_are_valid(where: str, text: str) -> None:
     if "\n[service]" in text:  # a served configuration (privbandits serve)
         from privbandits.service.config import parse_service_config
@@ -118,33 +136,58 @@ def test_documented_configurations_are_valid(where: str, text: str) -> None:
 
 
 def test_documented_configurations_exist() -> None:
-    assert {w.split("#")[0] for w, _ in _toml_blocks()} >= {"getting-started.md", "configuration.md"}
+    assert {w.split("#")[0] for w, _ in _toml_blocks()} >= {
+        "getting-started.md",
+        "configuration.md",
+    }
 
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "privbandits"
 
 
 def _source_texts() -> list[tuple[str, str]]:
-    return [(str(p.relative_to(SRC)), p.read_text(encoding="utf-8"))
-            for p in sorted(SRC.rglob("*")) if p.suffix in (".py", ".toml")]
+    return [
+        (str(p.relative_to(SRC)), p.read_text(encoding="utf-8"))
+        for p in sorted(SRC.rglob("*"))
+        if p.suffix in (".py", ".toml")
+    ]
 
 
 def test_corrections_cited_in_the_code_are_documented() -> None:
     """Every "correction Han21-4" a docstring or message cites is listed on a family page."""
-    listed = set(re.findall(r"\*\*((?:Han21|Zheng20|Hanna22)-\d+) —",
-                            "".join(p.read_text() for p in (DOCS / "algorithms").glob("*.md"))))
-    cited = {m for _, text in _source_texts() for m in re.findall(r"\b((?:Han21|Zheng20|Hanna22)-\d+)\b", text)}
+    listed = set(
+        re.findall(
+            r"\*\*((?:Han21|Zheng20|Hanna22)-\d+) —",
+            "".join(p.read_text() for p in (DOCS / "algorithms").glob("*.md")),
+        )
+    )
+    cited = {
+        m
+        for _, text in _source_texts()
+        for m in re.findall(r"\b((?:Han21|Zheng20|Hanna22)-\d+)\b", text)
+    }
     assert cited and cited <= listed, sorted(cited - listed)
 
 
 def test_concepts_sections_cited_in_the_code_exist() -> None:
-    headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", (DOCS / "concepts.md").read_text(), flags=re.M)}
-    cited = {m.lower() for _, text in _source_texts() for m in re.findall(r"Concepts: ([a-z][a-z ]+[a-z])", text)}
+    headings = {
+        h.strip().lower()
+        for h in re.findall(r"^## (.+)$", (DOCS / "concepts.md").read_text(), flags=re.M)
+    }
+    cited = {
+        m.lower()
+        for _, text in _source_texts()
+        for m in re.findall(r"Concepts: ([a-z][a-z ]+[a-z])", text)
+    }
     missing = [c for c in cited if not any(c.startswith(h) for h in headings)]
     assert cited and not missing, missing
 
 
 def test_code_cites_no_file_a_user_does_not_have() -> None:
-    pattern = re.compile(r"DESIGN section|spec section|spec §|\bspecs?/|docs/[\w./-]+\.md|\[CHOICE\]")
-    offenders = [(name, m.group(0)) for name, text in _source_texts() for m in pattern.finditer(text)]
+    pattern = re.compile(
+        r"DESIGN section|spec section|spec §|\bspecs?/|docs/[\w./-]+\.md|\[CHOICE\]"
+    )
+    offenders = [
+        (name, m.group(0)) for name, text in _source_texts() for m in pattern.finditer(text)
+    ]
     assert offenders == []

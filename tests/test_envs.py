@@ -69,7 +69,9 @@ def test_gaussian_covariance_and_env_clip_count() -> None:
 def test_prefix_property(dist: str, setting: str) -> None:
     # The first 100 rounds of a T = 100 run equal those of a T = 1000 run (same seed): contexts,
     # means and rewards.
-    make = lambda: SyntheticEnv(d=3, K=4, contexts=dist, setting=setting, link="logistic", noise="bernoulli")
+    make = lambda: SyntheticEnv(
+        d=3, K=4, contexts=dist, setting=setting, link="logistic", noise="bernoulli"
+    )
     a = _rounds(make(), 2, 100, 100)
     b = _rounds(make(), 2, 1000, 100)
     for x, y in zip(a, b):
@@ -95,9 +97,18 @@ def test_single_and_multi_means(link: str) -> None:
 
 
 def test_block_features_reproduce_multi_param_means() -> None:
-    shared = SyntheticEnv(d=3, K=4, setting="multi", link="logistic", noise="bernoulli", theta_norm=2.0)
-    block = SyntheticEnv(d=3, K=4, setting="multi", features="block", link="logistic", noise="bernoulli",
-                         theta_norm=2.0)
+    shared = SyntheticEnv(
+        d=3, K=4, setting="multi", link="logistic", noise="bernoulli", theta_norm=2.0
+    )
+    block = SyntheticEnv(
+        d=3,
+        K=4,
+        setting="multi",
+        features="block",
+        link="logistic",
+        noise="bernoulli",
+        theta_norm=2.0,
+    )
     Xs, Ms, rs = _rounds(shared, 3, 20, 20, seed=4)
     Xb, Mb, rb = _rounds(block, 3, 20, 20, seed=4)
     assert Xb.shape == (20, 3, 4, 12)
@@ -105,12 +116,15 @@ def test_block_features_reproduce_multi_param_means() -> None:
     np.testing.assert_array_equal(rs, rb)
     from privbandits.core.links import get_link
 
-    np.testing.assert_allclose(get_link("logistic").mu(np.einsum("trkd,rd->trk", Xb, block.theta_star)), Mb,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        get_link("logistic").mu(np.einsum("trkd,rd->trk", Xb, block.theta_star)), Mb, rtol=1e-12
+    )
     spec = block.spec(20)
     assert spec.setting == "single" and spec.d == 12 and spec.theta_bound == pytest.approx(4.0)
     # block feature of arm a is e_a kron X_t: norm equals the shared context's
-    np.testing.assert_allclose(np.linalg.norm(Xb, axis=-1), np.linalg.norm(Xs, axis=-1)[..., None].repeat(4, -1))
+    np.testing.assert_allclose(
+        np.linalg.norm(Xb, axis=-1), np.linalg.norm(Xs, axis=-1)[..., None].repeat(4, -1)
+    )
     with pytest.raises(ValidationError, match="block"):
         SyntheticEnv(d=2, K=3, features="block")
 
@@ -154,13 +168,19 @@ def _chunks(env, R: int, T: int, seed: int = 0, rounds: int | None = None):
 _ENVS = {
     "sphere-single": lambda: SyntheticEnv(d=3, K=4),
     "ball-multi": lambda: SyntheticEnv(d=3, K=4, setting="multi", contexts="ball"),
-    "gaussian-logistic": lambda: SyntheticEnv(d=3, K=4, contexts="gaussian", link="logistic", noise="bernoulli"),
-    "block-poisson": lambda: SyntheticEnv(d=2, K=3, setting="multi", features="block", link="poisson",
-                                          noise="poisson", theta_norm=0.5),
-    "normalized-bounded": lambda: SyntheticEnv(d=3, K=4, contexts="gaussian_normalized", noise="bounded"),
+    "gaussian-logistic": lambda: SyntheticEnv(
+        d=3, K=4, contexts="gaussian", link="logistic", noise="bernoulli"
+    ),
+    "block-poisson": lambda: SyntheticEnv(
+        d=2, K=3, setting="multi", features="block", link="poisson", noise="poisson", theta_norm=0.5
+    ),
+    "normalized-bounded": lambda: SyntheticEnv(
+        d=3, K=4, contexts="gaussian_normalized", noise="bounded"
+    ),
     "finite": lambda: FiniteActionEnv(d=3, K=5, noise="rademacher", theta_norm=0.5),
-    "sequence": lambda: ContextSequenceEnv(d=2, K=3, contexts=lambda: (np.full((3, 2), 0.1 * (t % 7))
-                                                                        for t in range(10**6))),
+    "sequence": lambda: ContextSequenceEnv(
+        d=2, K=3, contexts=lambda: (np.full((3, 2), 0.1 * (t % 7)) for t in range(10**6))
+    ),
 }
 
 
@@ -226,16 +246,24 @@ def test_fixed_action_chunks_are_views() -> None:
 
 
 # -- reward noise --------------------------------------------------------------------------------
-def _fixed_env(noise: str, link: str = "identity", scale: float = 0.3, theta=(0.6, 0.0)) -> FiniteActionEnv:
+def _fixed_env(
+    noise: str, link: str = "identity", scale: float = 0.3, theta=(0.6, 0.0)
+) -> FiniteActionEnv:
     A = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
-    return FiniteActionEnv(d=2, K=3, actions=A, theta=np.array(theta), link=link, noise=noise, noise_scale=scale)
+    return FiniteActionEnv(
+        d=2, K=3, actions=A, theta=np.array(theta), link=link, noise=noise, noise_scale=scale
+    )
 
 
 @pytest.mark.parametrize(
     ("noise", "link", "var"),
-    [("gaussian", "identity", lambda m: 0.3**2 + 0 * m), ("bounded", "identity", lambda m: 0.3**2 / 3 + 0 * m),
-     ("bernoulli", "logistic", lambda m: m * (1 - m)), ("poisson", "poisson", lambda m: m),
-     ("none", "identity", lambda m: 0 * m)],
+    [
+        ("gaussian", "identity", lambda m: 0.3**2 + 0 * m),
+        ("bounded", "identity", lambda m: 0.3**2 / 3 + 0 * m),
+        ("bernoulli", "logistic", lambda m: m * (1 - m)),
+        ("poisson", "poisson", lambda m: m),
+        ("none", "identity", lambda m: 0 * m),
+    ],
 )
 def test_reward_means_and_variances(noise: str, link: str, var) -> None:
     env = _fixed_env(noise, link)
@@ -246,7 +274,9 @@ def test_reward_means_and_variances(noise: str, link: str, var) -> None:
     # sample mean within 5 standard errors sqrt(v / N); exact when there is no noise
     N = n * R
     assert abs(r.mean() - mean) <= 5 * np.sqrt(v / N) + 1e-12
-    if v > 0:  # sample variance within 5 se (sd of s^2 ~ sqrt(2/N) v for near-Gaussian, looser here)
+    if (
+        v > 0
+    ):  # sample variance within 5 se (sd of s^2 ~ sqrt(2/N) v for near-Gaussian, looser here)
         assert abs(r.var() - v) <= 10 * v * np.sqrt(2 / N) + 0.05 * v
     if noise == "bounded":
         assert np.all(np.abs(r - mean) <= 0.3)
@@ -266,7 +296,9 @@ def test_reward_model_range_errors_and_sub_gaussian() -> None:
     with pytest.raises(ValidationError, match="noise_scale"):
         RewardNoise("gaussian", -1.0)
     assert RewardNoise("bernoulli").sub_gaussian == 0.5
-    assert RewardNoise("gaussian", 0.2).sub_gaussian == 0.2 and RewardNoise("none").sub_gaussian == 0.0
+    assert (
+        RewardNoise("gaussian", 0.2).sub_gaussian == 0.2 and RewardNoise("none").sub_gaussian == 0.0
+    )
 
 
 def test_common_random_numbers_across_arms() -> None:
@@ -336,11 +368,18 @@ def test_parameter_validation() -> None:
 def test_rademacher_rewards_are_pm1_with_the_right_mean() -> None:
     # r in {-1, +1} with P(+1) = (1 + mu)/2, so E[r] = mu and Var[r] = 1 - mu^2 <= 1:
     # with 2e5 draws the mean's se is <= 1/sqrt(2e5) ~ 0.0022; test at 5 se.
-    env = FiniteActionEnv(d=2, K=3, actions=[[0.6, 0.0], [0.0, -0.8], [0.1, 0.1]], theta=[1.0, 0.0],
-                          noise="rademacher")
+    env = FiniteActionEnv(
+        d=2,
+        K=3,
+        actions=[[0.6, 0.0], [0.0, -0.8], [0.1, 0.1]],
+        theta=[1.0, 0.0],
+        noise="rademacher",
+    )
     n = 200_000
     env.reset(1, make_streams(3), n)
-    draws = np.concatenate([env.next_chunk().rewards[:, 0, 0] for _ in range(-(-n // env.chunk_rounds()))])
+    draws = np.concatenate(
+        [env.next_chunk().rewards[:, 0, 0] for _ in range(-(-n // env.chunk_rounds()))]
+    )
     assert draws.size == n
     assert set(np.unique(draws)) == {-1.0, 1.0}
     assert abs(draws.mean() - 0.6) < 5 / np.sqrt(n)
@@ -348,6 +387,8 @@ def test_rademacher_rewards_are_pm1_with_the_right_mean() -> None:
 
 
 def test_shuffle_rejects_mixed_message_counts() -> None:
-    msgs = [PrivatizedMessage({"z": np.zeros((2, 3)), "bits_multi": np.zeros((2, 4))}, mechanism="m")] * 3
+    msgs = [
+        PrivatizedMessage({"z": np.zeros((2, 3)), "bits_multi": np.zeros((2, 4))}, mechanism="m")
+    ] * 3
     with pytest.raises(TrustBoundaryError, match="same message count"):
         shuffle_messages(msgs, np.random.default_rng(0))

@@ -34,9 +34,16 @@ def make_env(kind: str, cls: type) -> Any:
     """The small environment of kind ``kind`` suited to the algorithm class ``cls``."""
     links = cls.links
     link = "identity" if ("*" in links or "identity" in links) else links[0]
-    noise = {"identity": "gaussian", "logistic": "bernoulli", "probit": "bernoulli", "poisson": "poisson"}[link]
+    noise = {
+        "identity": "gaussian",
+        "logistic": "bernoulli",
+        "probit": "bernoulli",
+        "poisson": "poisson",
+    }[link]
     if kind == "finite":
-        return pb.FiniteActionEnv(d=2, K=5, actions="sphere", link=link, noise=noise, noise_scale=0.1)
+        return pb.FiniteActionEnv(
+            d=2, K=5, actions="sphere", link=link, noise=noise, noise_scale=0.1
+        )
     if kind == "convex":
         return pb.ConvexLossEnv(d=2, loss="quadratic")
     if kind == "multi":
@@ -69,10 +76,16 @@ def run_case(name: str, kind: str, engine: str) -> list[float] | None:
         warnings.simplefilter("ignore")
         spec = env.reset(R, pb.core.make_streams(SEED), T)
         alg.reset(spec, R, pb.core.make_streams(SEED))
-        ok = {"reference": True, "compiled": supports_compiled(alg), "aggregate": supports_aggregate(alg, env)}
+        ok = {
+            "reference": True,
+            "compiled": supports_compiled(alg),
+            "aggregate": supports_aggregate(alg, env),
+        }
         if not ok[engine]:
             return None
-        res = pb.simulate(alg, env, horizon=T, replications=R, seed=SEED, checkpoints=10, engine=engine)
+        res = pb.simulate(
+            alg, env, horizon=T, replications=R, seed=SEED, checkpoints=10, engine=engine
+        )
     return [float(v) for v in np.concatenate([res.regret.ravel(), res.reward.ravel()])]
 
 
@@ -87,7 +100,9 @@ def test_golden_trajectory(case: tuple[str, str, str]) -> None:
     if got is None:
         pytest.skip(f"engine {case[2]!r} does not apply")
     if _key(case) not in stored:
-        pytest.fail(f"no golden trajectory for {_key(case)}: run `python -m tests.test_golden --regenerate`")
+        pytest.fail(
+            f"no golden trajectory for {_key(case)}: run `python -m tests.test_golden --regenerate`"
+        )
     np.testing.assert_allclose(got, stored[_key(case)], rtol=1e-9, atol=1e-9)
 
 

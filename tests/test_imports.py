@@ -32,15 +32,24 @@ PKG = SRC / "privbandits"
 
 #: Layer rank of each top-level group (a module may import only groups of lower or equal rank).
 RANK = {
-    "core": 0, "_cache": 0,
-    "privacy": 1, "envs": 1,
+    "core": 0,
+    "_cache": 0,
+    "privacy": 1,
+    "envs": 1,
     "regression": 2,
     "algorithms": 3,
-    "engine": 4, "simulate": 4, "auditing": 4,
-    "privbandits": 5, "testing": 5,
+    "engine": 4,
+    "simulate": 4,
+    "auditing": 4,
+    "privbandits": 5,
+    "testing": 5,
     "experiments": 6,
-    "service": 7, "client": 7, "shuffle_client": 7, "simulated_clients": 7,
-    "cli": 8, "commands": 8,
+    "service": 7,
+    "client": 7,
+    "shuffle_client": 7,
+    "simulated_clients": 7,
+    "cli": 8,
+    "commands": 8,
     "docgen": 9,
 }
 
@@ -77,7 +86,8 @@ MODULES = _modules()
 def _is_type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and (
         (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
-        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING"))
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+    )
 
 
 def _imports(name: str, path: Path) -> Iterator[str]:
@@ -98,11 +108,13 @@ def _imports(name: str, path: Path) -> Iterator[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod for a in node.names]
+            targets = [
+                f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod for a in node.names
+            ]
         for t in targets:
             while t and t not in MODULES:
                 t = t.rpartition(".")[0]
@@ -165,7 +177,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_built_from_every_module() -> None:
     assert len(MODULES) > 100
-    assert "privbandits.service.server.app" in GRAPH["privbandits.service.server.cli"]  # a function-level import
+    assert (
+        "privbandits.service.server.app" in GRAPH["privbandits.service.server.cli"]
+    )  # a function-level import
     assert "privbandits.service.tls" in GRAPH["privbandits.service.shuffler.cli"]
 
 
@@ -177,13 +191,20 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     """The test can fail: a planted back edge (the former serve <-> serve-shuffler circle) is found."""
     planted = {k: set(v) for k, v in GRAPH.items()}
     planted["privbandits.service.tls"].add("privbandits.service.cli")
-    assert any("privbandits.service.cli" in c and "privbandits.service.tls" in c for c in _cycles(planted))
+    assert any(
+        "privbandits.service.cli" in c and "privbandits.service.tls" in c for c in _cycles(planted)
+    )
 
 
 @pytest.mark.parametrize("group", sorted(FORBIDDEN))
 def test_design_layer_rules(group: str) -> None:
-    bad = sorted((m, d) for m, deps in GRAPH.items() if _group(m) == group
-                 for d in deps if _group(d) in FORBIDDEN[group])
+    bad = sorted(
+        (m, d)
+        for m, deps in GRAPH.items()
+        if _group(m) == group
+        for d in deps
+        if _group(d) in FORBIDDEN[group]
+    )
     assert bad == [], f"{group}/ imports a layer above it: {bad}"
 
 
@@ -202,6 +223,12 @@ def test_the_service_processes_do_not_import_each_other() -> None:
     for m, deps in GRAPH.items():
         parts = m.split(".")
         if len(parts) > 3 and parts[1] == "service" and parts[2] in procs:
-            bad += [(m, d) for d in deps if d.split(".")[1:2] == ["service"] and len(d.split(".")) > 3
-                    and d.split(".")[2] in procs and d.split(".")[2] != parts[2]]
+            bad += [
+                (m, d)
+                for d in deps
+                if d.split(".")[1:2] == ["service"]
+                and len(d.split(".")) > 3
+                and d.split(".")[2] in procs
+                and d.split(".")[2] != parts[2]
+            ]
     assert bad == []

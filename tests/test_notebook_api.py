@@ -14,8 +14,14 @@ from privbandits.core.errors import ValidationError
 
 @pytest.fixture(scope="module")
 def result() -> pb.SimulationResult:
-    return pb.simulate(pb.make("ldp-sgd", epsilon=2.0), pb.SyntheticEnv(d=2, K=3), horizon=300, replications=3,
-                       seed=1, checkpoints=5)
+    return pb.simulate(
+        pb.make("ldp-sgd", epsilon=2.0),
+        pb.SyntheticEnv(d=2, K=3),
+        horizon=300,
+        replications=3,
+        seed=1,
+        checkpoints=5,
+    )
 
 
 def test_progress_true_shows_a_bar(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +62,9 @@ def test_to_frame_has_one_row_per_replication_and_checkpoint(result: pb.Simulati
     assert np.array_equal(frame["regret"].to_numpy(), result.regret.reshape(-1))
     last = frame[frame["t"] == result.horizon].sort_values("replication")
     assert np.array_equal(last["regret"].to_numpy(), result.final_regret)
-    assert set(frame["epsilon"]) == {result.guarantee.epsilon} and set(frame["algorithm"]) == {"ldp-sgd"}
+    assert set(frame["epsilon"]) == {result.guarantee.epsilon} and set(frame["algorithm"]) == {
+        "ldp-sgd"
+    }
     assert any(c.startswith("param.") for c in frame.columns)
 
 

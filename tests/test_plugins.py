@@ -71,10 +71,19 @@ def _write_module(root: Path, package: str, suffix: str, *, register_decorator: 
 
 
 def _run_cli(args: list[str], cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250",
-           "PYTHONPATH": os.pathsep.join([str(pythonpath), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "privbandits.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "COLUMNS": "250",
+        "PYTHONPATH": os.pathsep.join([str(pythonpath), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "privbandits.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _stored(db: Path) -> int:
@@ -88,14 +97,20 @@ def test_an_installed_entry_point_registers_an_algorithm_in_two_workers(tmp_path
     _write_module(site, "mybandits", "EP", register_decorator=False)
     dist = site / "mybandits-0.1.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mybandits\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: mybandits\nVersion: 0.1\n", encoding="utf-8"
+    )
     (dist / "entry_points.txt").write_text(
-        "[privbandits.algorithms]\neps-greedyep = mybandits:EpsGreedyEP\n", encoding="utf-8")
+        "[privbandits.algorithms]\neps-greedyep = mybandits:EpsGreedyEP\n", encoding="utf-8"
+    )
     cfg = tmp_path / "own.toml"
     cfg.write_text(CONFIG.format(imports="", name="eps-greedyep"), encoding="utf-8")
     db = tmp_path / "r.db"
-    proc = _run_cli(["run", str(cfg), "--db", str(db), "-w", "2", "-q", "--out", str(tmp_path / "out")],
-                    tmp_path, site)
+    proc = _run_cli(
+        ["run", str(cfg), "--db", str(db), "-w", "2", "-q", "--out", str(tmp_path / "out")],
+        tmp_path,
+        site,
+    )
     assert proc.returncode == 0, proc.stderr
     assert _stored(db) == 2  # one unit per seed, each run by a worker process
 
@@ -109,8 +124,11 @@ def test_import_option_and_toml_key_reach_the_workers(tmp_path: Path, how: str) 
     cfg.write_text(CONFIG.format(imports=imports, name="eps-greedyimp"), encoding="utf-8")
     db = tmp_path / "r.db"
     extra = ["--import", "ownalgs"] if how == "option" else []
-    proc = _run_cli(["run", str(cfg), "--db", str(db), "-w", "2", "-q", "--out", str(tmp_path / "out"), *extra],
-                    tmp_path, mods)
+    proc = _run_cli(
+        ["run", str(cfg), "--db", str(db), "-w", "2", "-q", "--out", str(tmp_path / "out"), *extra],
+        tmp_path,
+        mods,
+    )
     assert proc.returncode == 0, proc.stderr
     assert _stored(db) == 2
 
@@ -122,14 +140,19 @@ def test_a_missing_module_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="must be a list of module names"):
         parse_config(CONFIG.format(imports='import = "x"', name="linucb"))
     with pytest.raises(ValidationError, match="cannot import module"):
-        parse_config(CONFIG.format(imports="", name="linucb"), overrides=Overrides(imports=["no_such_mod_q"]))
+        parse_config(
+            CONFIG.format(imports="", name="linucb"), overrides=Overrides(imports=["no_such_mod_q"])
+        )
 
 
 def test_imports_join_the_unit_key_only_when_used() -> None:
     plain = parse_config(CONFIG.format(imports="", name="linucb"))
     assert "imports" not in plain.units()[0].config()  # earlier results keep their keys
     with_mod = parse_config(CONFIG.format(imports='import = ["json"]', name="linucb"))
-    assert with_mod.units()[0].imports == ("json",) and with_mod.units()[0].key() != plain.units()[0].key()
+    assert (
+        with_mod.units()[0].imports == ("json",)
+        and with_mod.units()[0].key() != plain.units()[0].key()
+    )
 
 
 def test_make_ignores_case_and_suggests() -> None:

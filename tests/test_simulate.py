@@ -67,17 +67,38 @@ def test_same_seed_identical_results(engine: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "env"),
-    [("linucb", lambda: SyntheticEnv(d=3, K=4, noise_scale=0.5)),
-     ("uniform", lambda: SyntheticEnv(d=3, K=4, setting="multi", link="logistic", noise="bernoulli")),
-     ("uniform", lambda: FiniteActionEnv(d=2, K=5, actions="circle"))],
+    [
+        ("linucb", lambda: SyntheticEnv(d=3, K=4, noise_scale=0.5)),
+        (
+            "uniform",
+            lambda: SyntheticEnv(d=3, K=4, setting="multi", link="logistic", noise="bernoulli"),
+        ),
+        ("uniform", lambda: FiniteActionEnv(d=2, K=5, actions="circle")),
+    ],
 )
 def test_reference_and_compiled_drivers_agree(name: str, env) -> None:
     # Same seed, same trajectory under both drivers, at every checkpoint; a horizon spanning
     # several environment chunks (chunk length forced to 64 rounds) and checkpoints inside chunks.
     e = env()
     e.chunk_rounds = lambda: 64
-    ref = simulate(make(name), e, 200, replications=3, seed=4, engine="reference", checkpoints=[1, 63, 64, 65, 150, 200])
-    com = simulate(make(name), e, 200, replications=3, seed=4, engine="compiled", checkpoints=[1, 63, 64, 65, 150, 200])
+    ref = simulate(
+        make(name),
+        e,
+        200,
+        replications=3,
+        seed=4,
+        engine="reference",
+        checkpoints=[1, 63, 64, 65, 150, 200],
+    )
+    com = simulate(
+        make(name),
+        e,
+        200,
+        replications=3,
+        seed=4,
+        engine="compiled",
+        checkpoints=[1, 63, 64, 65, 150, 200],
+    )
     assert (ref.engine, com.engine) == ("reference", "compiled")
     np.testing.assert_allclose(com.regret, ref.regret, rtol=0, atol=1e-9)
     np.testing.assert_allclose(com.reward, ref.reward, rtol=0, atol=1e-9)
@@ -128,21 +149,32 @@ def test_algorithms_share_contexts_and_reward_noise() -> None:
     X = np.array(first.contexts)
     means = np.einsum("trkd,rd->trk", X, th)
     ar = np.arange(2)
-    noise1 = np.array(first.rewards) - np.array([means[t][ar, a] for t, a in enumerate(first.actions)])
-    noise2 = np.array(second.rewards) - np.array([means[t][ar, a] for t, a in enumerate(second.actions)])
+    noise1 = np.array(first.rewards) - np.array(
+        [means[t][ar, a] for t, a in enumerate(first.actions)]
+    )
+    noise2 = np.array(second.rewards) - np.array(
+        [means[t][ar, a] for t, a in enumerate(second.actions)]
+    )
     assert not np.array_equal(np.array(first.actions), np.array(second.actions))
     np.testing.assert_allclose(noise1, noise2, atol=1e-12)
 
 
 def test_regret_and_reward_checkpoints() -> None:
-    env = FiniteActionEnv(d=2, K=3, actions=np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.6]]),
-                          theta=np.array([1.0, 0.0]), noise="none")
+    env = FiniteActionEnv(
+        d=2,
+        K=3,
+        actions=np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.6]]),
+        theta=np.array([1.0, 0.0]),
+        noise="none",
+    )
     alg = Recorder()
     res = simulate(alg, env, 30, replications=2, seed=0, checkpoints=[1, 5, 30])
     np.testing.assert_array_equal(res.checkpoints, [1, 5, 30])
     gaps = np.array([0.0, 1.0, 0.4])
     per_round = np.array([gaps[t % 3] for t in range(30)])
-    np.testing.assert_allclose(res.regret, np.tile(np.cumsum(per_round)[[0, 4, 29]], (2, 1)), atol=1e-12)
+    np.testing.assert_allclose(
+        res.regret, np.tile(np.cumsum(per_round)[[0, 4, 29]], (2, 1)), atol=1e-12
+    )
     means = np.array([1.0, 0.0, 0.6])
     np.testing.assert_allclose(res.reward[:, -1], np.sum([means[t % 3] for t in range(30)]))
     assert res.estimation_error is None  # the recorder exposes no estimate
@@ -166,7 +198,9 @@ def test_make_checkpoints() -> None:
 def test_progress_callback_reference() -> None:
     # called with the number of rounds completed, every T // 200 rounds, and with T at the end
     seen: list[int] = []
-    simulate(make("uniform"), SyntheticEnv(d=2, K=2), 1000, progress=seen.append, engine="reference")
+    simulate(
+        make("uniform"), SyntheticEnv(d=2, K=2), 1000, progress=seen.append, engine="reference"
+    )
     assert seen == list(range(5, 1001, 5))
     short: list[int] = []
     simulate(make("uniform"), SyntheticEnv(d=2, K=2), 7, progress=short.append, engine="reference")
@@ -198,7 +232,9 @@ class _Client(Client):
     def randomize(self, t, public, contexts, actions, rewards, rng):
         if self.leak:
             return rewards  # raw data: must never reach the server
-        return PrivatizedMessage({"y": rewards + rng.laplace(size=rewards.shape)}, mechanism="laplace")
+        return PrivatizedMessage(
+            {"y": rewards + rng.laplace(size=rewards.shape)}, mechanism="laplace"
+        )
 
 
 class _Server(Server):

@@ -23,10 +23,12 @@ pytest.importorskip("sklearn")
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 matrices = st.tuples(st.integers(2, 30), st.integers(1, 8)).flatmap(
-    lambda s: arrays(np.float64, s, elements=finite))
+    lambda s: arrays(np.float64, s, elements=finite)
+)
 
 
 # -- preprocessing invariants --------------------------------------------------------------------
+
 
 def _norms(Z: np.ndarray) -> np.ndarray:
     """Row norms by ``math.hypot`` (exact scaling: no underflow for tiny entries, unlike a sum of squares)."""
@@ -45,13 +47,17 @@ def test_max_policy_scales_uniformly_to_the_ball(Z: np.ndarray, bound: float) ->
     out, rec = bound_norms(Z, "max", bound)
     got = _norms(out)
     assert got.max() == pytest.approx(bound, rel=1e-12)
-    assert np.allclose(out, Zs / norms.max() * bound)  # one common factor: directions and ratios kept
+    assert np.allclose(
+        out, Zs / norms.max() * bound
+    )  # one common factor: directions and ratios kept
     assert rec["n_clipped_rows"] == 0 and rec["norm"] == "max"
 
 
 @settings(max_examples=60, deadline=None)
 @given(Z=matrices, bound=st.floats(0.1, 10.0), q=st.floats(0.05, 1.0))
-def test_clip_policy_bounds_every_row_and_counts_the_clipped_ones(Z: np.ndarray, bound: float, q: float) -> None:
+def test_clip_policy_bounds_every_row_and_counts_the_clipped_ones(
+    Z: np.ndarray, bound: float, q: float
+) -> None:
     Zs = Z / np.abs(Z).max() if np.any(Z) else Z  # exact arithmetic of the reference values
     norms = _norms(Zs)
     ref = np.quantile(norms, q)
@@ -81,7 +87,9 @@ def test_subnormal_contexts_are_bounded_without_overflow(tiny: float) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(Z=matrices, d=st.integers(1, 6), seed=st.integers(0, 2**31))
-def test_random_projection_is_linear_and_fixed_by_its_seed(Z: np.ndarray, d: int, seed: int) -> None:
+def test_random_projection_is_linear_and_fixed_by_its_seed(
+    Z: np.ndarray, d: int, seed: int
+) -> None:
     P1, rec = project(Z, d, "random", seed)
     P2, _ = project(Z, d, "random", seed)
     assert P1.shape == (Z.shape[0], d) and np.array_equal(P1, P2)
@@ -125,6 +133,7 @@ def test_projection_errors_name_the_parameter() -> None:
 
 # -- the environment -----------------------------------------------------------------------------
 
+
 def test_disjoint_encoding_shapes_means_and_regret() -> None:
     env = SupervisedEnv("wine", d=5, projection="pca")
     spec = env.reset(3, make_streams(0), 500)
@@ -133,7 +142,9 @@ def test_disjoint_encoding_shapes_means_and_regret() -> None:
     ch = env.next_chunk()
     assert ch.X.shape == (500, 3, 6) and ch.means.shape == (500, 3, 3)
     assert np.all(np.linalg.norm(ch.X, axis=-1) <= 1.0 + 1e-12)
-    assert np.all(ch.means.sum(axis=-1) == 1.0) and np.all(ch.best == 1.0)  # one-hot label, best mean 1
+    assert np.all(ch.means.sum(axis=-1) == 1.0) and np.all(
+        ch.best == 1.0
+    )  # one-hot label, best mean 1
     assert np.array_equal(ch.rewards, ch.means)  # the reward is the label indicator, no noise
     # the contexts are rows of the processed data and the means their labels
     idx = [int(np.flatnonzero((env.contexts == x).all(axis=1))[0]) for x in ch.X[:20, 0]]
@@ -157,8 +168,8 @@ def test_shared_encoding_is_the_block_one_hot_of_the_disjoint_contexts() -> None
     ca, cb = a.next_chunk(), b.next_chunk()
     assert cb.X.shape == (100, 2, 3, 15)
     for k in range(3):
-        assert np.array_equal(cb.X[:, :, k, 5 * k:5 * k + 5], ca.X)
-        assert not np.any(np.delete(cb.X[:, :, k], np.s_[5 * k:5 * k + 5], axis=-1))
+        assert np.array_equal(cb.X[:, :, k, 5 * k : 5 * k + 5], ca.X)
+        assert not np.any(np.delete(cb.X[:, :, k], np.s_[5 * k : 5 * k + 5], axis=-1))
     assert np.array_equal(ca.means, cb.means)
     assert b.theta_star.shape == (2, 15) and np.array_equal(b.theta_star[0], a._fit.reshape(-1))
 
@@ -179,10 +190,11 @@ def test_pass_orders_visit_every_row_once_per_pass() -> None:
     X = np.concatenate([env.next_chunk().X for _ in range(1)])
     n = env.data.n
     assert np.array_equal(X[:n, 0], env.contexts) and np.array_equal(X[:n, 1], env.contexts)
-    assert np.array_equal(X[n:2 * n, 0], env.contexts)  # T > n repeats the pass
+    assert np.array_equal(X[n : 2 * n, 0], env.contexts)  # T > n repeats the pass
     perm = SupervisedEnv("iris", order="permuted")
     perm.reset(3, make_streams(0), 150)
     Xp = perm.next_chunk().X
+
     def rowsort(A: np.ndarray) -> np.ndarray:
         return A[np.lexsort(A.T[::-1])]
 
@@ -215,12 +227,19 @@ def test_describe_records_the_preprocessing_and_the_benchmarks() -> None:
     env = SupervisedEnv("digits", d=10, norm="clip", clip_quantile=0.9)
     desc = env.describe()
     assert desc["dataset"] == "digits" and desc["data"]["n"] == 1797 and desc["d"] == 11
-    assert desc["projection"] == "pca" and desc["d_projected"] == 10 and 0.5 < desc["explained_variance"] < 1
+    assert (
+        desc["projection"] == "pca"
+        and desc["d_projected"] == 10
+        and 0.5 < desc["explained_variance"] < 1
+    )
     assert desc["norm"] == "clip" and desc["clip_quantile"] == 0.9
     # about 10 % of the rows lie beyond the 0.9 quantile of the norms
     assert abs(desc["n_clipped_rows"] - 0.1 * 1797) <= 2
     assert desc["best_arm_reward"] == pytest.approx(desc["data"]["best_arm_reward"])
-    assert desc["best_arm_reward"] < desc["linear_policy_reward"] <= 1.0 and desc["best_mean_reward"] == 1.0
+    assert (
+        desc["best_arm_reward"] < desc["linear_policy_reward"] <= 1.0
+        and desc["best_mean_reward"] == 1.0
+    )
     assert desc["least_squares_theta_norm"] > 0
 
 
@@ -249,7 +268,9 @@ def test_csv_file_environment_reports_dropped_rows(tmp_path: Path) -> None:
     lines[5] = "1.0,,2.0,pos"
     p = tmp_path / "data.csv"
     p.write_text("\n".join(lines) + "\n")
-    env = build_env({"kind": "supervised", "path": str(p), "label": "cls", "na": "drop", "encoding": "shared"})
+    env = build_env(
+        {"kind": "supervised", "path": str(p), "label": "cls", "na": "drop", "encoding": "shared"}
+    )
     desc = env.describe()
     assert desc["data"]["n_dropped"] == 1 and desc["data"]["n"] == 59 and desc["path"] == str(p)
     assert desc["linear_policy_reward"] > 0.9  # the label is the sign of f1
@@ -259,32 +280,61 @@ def test_registered_as_an_env_kind() -> None:
     assert ENV_KINDS["supervised"] is SupervisedEnv
 
 
-_slow = pytest.mark.slow  # numba compilation of each kernel on a fresh cache, reference driver in Python
+_slow = (
+    pytest.mark.slow
+)  # numba compilation of each kernel on a fresh cache, reference driver in Python
 
 
-@pytest.mark.parametrize(("name", "params", "encoding", "link"), [
-    ("ldp-sgd", {"epsilon": 1.0}, "disjoint", "identity"),
-    pytest.param("ldp-ols", {"epsilon": 1.0}, "shared", "identity", marks=_slow),
-    pytest.param("ldp-ucb", {"epsilon": 1.0}, "disjoint", "identity", marks=_slow),
-    pytest.param("greedy-ols", {}, "disjoint", "identity", marks=_slow),
-    pytest.param("linucb", {}, "shared", "identity", marks=_slow),
-    pytest.param("gloc", {}, "shared", "logistic", marks=_slow),
-    pytest.param("jdp-glm", {"epsilon": 1.0}, "shared", "logistic", marks=_slow),
-])
-def test_reference_and_compiled_drivers_agree(name: str, params: dict, encoding: str, link: str) -> None:
-    runs = [simulate(make(name, **params), SupervisedEnv("iris", encoding=encoding, link=link), horizon=200,
-                     replications=2, seed=4, engine=engine) for engine in ("reference", "compiled")]
+@pytest.mark.parametrize(
+    ("name", "params", "encoding", "link"),
+    [
+        ("ldp-sgd", {"epsilon": 1.0}, "disjoint", "identity"),
+        pytest.param("ldp-ols", {"epsilon": 1.0}, "shared", "identity", marks=_slow),
+        pytest.param("ldp-ucb", {"epsilon": 1.0}, "disjoint", "identity", marks=_slow),
+        pytest.param("greedy-ols", {}, "disjoint", "identity", marks=_slow),
+        pytest.param("linucb", {}, "shared", "identity", marks=_slow),
+        pytest.param("gloc", {}, "shared", "logistic", marks=_slow),
+        pytest.param("jdp-glm", {"epsilon": 1.0}, "shared", "logistic", marks=_slow),
+    ],
+)
+def test_reference_and_compiled_drivers_agree(
+    name: str, params: dict, encoding: str, link: str
+) -> None:
+    runs = [
+        simulate(
+            make(name, **params),
+            SupervisedEnv("iris", encoding=encoding, link=link),
+            horizon=200,
+            replications=2,
+            seed=4,
+            engine=engine,
+        )
+        for engine in ("reference", "compiled")
+    ]
     assert np.array_equal(runs[0].regret, runs[1].regret)
     assert np.all(runs[0].final_regret <= 200)
 
 
 @_slow
-@pytest.mark.parametrize(("name", "params"), [("shuffle-glm", {"epsilon": 1.0}), ("chen-jdp", {"epsilon": 1.0}),
-                                              ("chen-ldp", {"epsilon": 1.0})])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("shuffle-glm", {"epsilon": 1.0}),
+        ("chen-jdp", {"epsilon": 1.0}),
+        ("chen-ldp", {"epsilon": 1.0}),
+    ],
+)
 def test_shuffle_and_joint_algorithms_run(name: str, params: dict) -> None:
-    res = simulate(make(name, **params), SupervisedEnv("iris", encoding="shared", link="logistic"), horizon=200,
-                   replications=2, seed=0)
-    assert res.final_regret.shape == (2,) and np.all((0 <= res.final_regret) & (res.final_regret <= 200))
+    res = simulate(
+        make(name, **params),
+        SupervisedEnv("iris", encoding="shared", link="logistic"),
+        horizon=200,
+        replications=2,
+        seed=0,
+    )
+    assert res.final_regret.shape == (2,) and np.all(
+        (0 <= res.final_regret) & (res.final_regret <= 200)
+    )
 
 
 @_slow

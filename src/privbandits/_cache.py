@@ -62,8 +62,11 @@ def _writable(path: Path) -> bool:
 def _prune(root: Path, current: Path) -> None:
     """Delete all but the most recent fingerprinted directories (best effort)."""
     try:
-        old = sorted((p for p in root.glob("numba-*") if p.is_dir() and p != current),
-                     key=lambda p: p.stat().st_mtime, reverse=True)
+        old = sorted(
+            (p for p in root.glob("numba-*") if p.is_dir() and p != current),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
     except OSError:
         return
     for p in old[_KEEP_OLD:]:

@@ -173,19 +173,25 @@ def shuffle_local_claim(alg: Algorithm, public: PublicState) -> Claim:
     try:
         ranges, eps0 = resolved["batch_sizes"], resolved["eps0"]
     except KeyError as exc:
-        raise ValidationError(f"{alg.name}: the calibration must resolve 'batch_sizes' and 'eps0' "
-                              "(the local budget per batch size) for the client-path audit; "
-                              f"missing {exc}") from None
+        raise ValidationError(
+            f"{alg.name}: the calibration must resolve 'batch_sizes' and 'eps0' "
+            "(the local budget per batch size) for the client-path audit; "
+            f"missing {exc}"
+        ) from None
     n = np.asarray(public["n"], dtype=np.int64)
     n0 = int(n.reshape(-1)[0])
     for (lo, hi), levels in zip(ranges, eps0):
         if lo <= n0 <= hi:
-            return Claim(float(max(levels)), 0.0,
-                         f"local level eps0 of one report in a batch of n={n0} users (calibration, "
-                         f"batch sizes {lo}..{hi}); the central guarantee {alg.guarantee} adds "
-                         "amplification")
-    raise ValidationError(f"{alg.name}: batch size n={n0} of the audited user is in no calibrated "
-                          f"range {ranges}")
+            return Claim(
+                float(max(levels)),
+                0.0,
+                f"local level eps0 of one report in a batch of n={n0} users (calibration, "
+                f"batch sizes {lo}..{hi}); the central guarantee {alg.guarantee} adds "
+                "amplification",
+            )
+    raise ValidationError(
+        f"{alg.name}: batch size n={n0} of the audited user is in no calibrated range {ranges}"
+    )
 
 
 def _extremes(spec: EnvSpec) -> tuple[float, float]:
@@ -216,7 +222,7 @@ def extreme_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
 
     directions = [(0, 1.0), (0, -1.0)] + ([(1, 1.0)] if d >= 2 else [])
     users = [user(k, sign, y) for k, sign in directions for y in (y_hi, y_lo)]
-    return [(a, b) for i, a in enumerate(users) for b in users[i + 1:]]
+    return [(a, b) for i, a in enumerate(users) for b in users[i + 1 :]]
 
 
 def reward_pairs(actions: np.ndarray) -> Callable[[EnvSpec], list[tuple[UserData, UserData]]]:
@@ -226,8 +232,9 @@ def reward_pairs(actions: np.ndarray) -> Callable[[EnvSpec], list[tuple[UserData
     def pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
         y_hi, y_lo = _extremes(spec)
         what = f"the public {A.shape[0]} actions"
-        return [(UserData(A, y_hi, f"{what}, r = {y_hi:g}"),
-                 UserData(A, y_lo, f"{what}, r = {y_lo:g}"))]
+        return [
+            (UserData(A, y_hi, f"{what}, r = {y_hi:g}"), UserData(A, y_lo, f"{what}, r = {y_lo:g}"))
+        ]
 
     return pairs
 
@@ -296,12 +303,14 @@ class ClientPathCase:
         a = self.algorithm
         cls = get(a) if isinstance(a, str) else a
         if isinstance(cls, type) and not issubclass(cls, LocalAlgorithm):
-            raise ValidationError(f"{self.label} is not a local or shuffle algorithm: it has no "
-                                  "client code path")
+            raise ValidationError(
+                f"{self.label} is not a local or shuffle algorithm: it has no client code path"
+            )
         alg = make(a, **params) if isinstance(a, str) else a(**params)
         if not isinstance(alg, LocalAlgorithm):
-            raise ValidationError(f"{self.label} is not a local or shuffle algorithm: it has no "
-                                  "client code path")
+            raise ValidationError(
+                f"{self.label} is not a local or shuffle algorithm: it has no client code path"
+            )
         return alg
 
     def spec(self) -> EnvSpec:
@@ -317,8 +326,9 @@ def _override(public: PublicState, values: Mapping[str, Any]) -> PublicState:
     fields = dict(public)
     for key, value in values.items():
         if key not in fields:
-            raise ValidationError(f"the public state has no field {key!r}; "
-                                  f"fields: {', '.join(fields)}")
+            raise ValidationError(
+                f"the public state has no field {key!r}; fields: {', '.join(fields)}"
+            )
         old = np.asarray(fields[key])
         new = np.broadcast_to(np.asarray(value, dtype=old.dtype), old.shape)
         fields[key] = np.ascontiguousarray(new)
@@ -327,14 +337,22 @@ def _override(public: PublicState, values: Mapping[str, Any]) -> PublicState:
 
 def _flatten(msg: PrivatizedMessage, m: int) -> np.ndarray:
     if not isinstance(msg, PrivatizedMessage):
-        raise ValidationError("client.randomize must return a PrivatizedMessage, got "
-                              f"{type(msg).__name__}")
+        raise ValidationError(
+            f"client.randomize must return a PrivatizedMessage, got {type(msg).__name__}"
+        )
     parts = [np.asarray(msg.payload[k], dtype=float).reshape(m, -1) for k in sorted(msg.payload)]
     return np.concatenate(parts, axis=1)
 
 
-def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSpec, user: UserData,
-                    m: int, rng: np.random.Generator, t: int = 0) -> np.ndarray:
+def client_messages(
+    case: ClientPathCase,
+    params: Mapping[str, Any],
+    spec: EnvSpec,
+    user: UserData,
+    m: int,
+    rng: np.random.Generator,
+    t: int = 0,
+) -> np.ndarray:
     """Messages of ``m`` users holding ``user``, through the algorithm's own client code path.
 
     The algorithm is reset on ``spec`` with ``R = m`` replications (one user each) and streams
@@ -344,8 +362,9 @@ def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSp
     """
     alg = case.build(params)
     if not isinstance(alg, LocalAlgorithm):
-        raise ValidationError(f"{case.label} is not a local or shuffle algorithm: it has no client "
-                              "code path")
+        raise ValidationError(
+            f"{case.label} is not a local or shuffle algorithm: it has no client code path"
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
         alg.reset(spec, m, make_streams(int(rng.integers(2**62))))
@@ -354,8 +373,9 @@ def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSp
     public = protocol.broadcast(alg, t)
     if case.public is not None:
         public = _override(public, case.public(spec))
-    y = np.ascontiguousarray(np.broadcast_to(np.asarray(user.reward, dtype=float),
-                                             (m, *np.shape(user.reward))))
+    y = np.ascontiguousarray(
+        np.broadcast_to(np.asarray(user.reward, dtype=float), (m, *np.shape(user.reward)))
+    )
     if isinstance(spec, ConvexSpec):
         # continuous actions (the query points of the public state): the device validates the
         # public state and its randomizer checks the points and losses it is handed
@@ -371,8 +391,14 @@ def client_messages(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSp
     return _flatten(msg, m)
 
 
-def _draw(case: ClientPathCase, params: Mapping[str, Any], spec: EnvSpec, user: UserData, n: int,
-          rng: np.random.Generator) -> np.ndarray:
+def _draw(
+    case: ClientPathCase,
+    params: Mapping[str, Any],
+    spec: EnvSpec,
+    user: UserData,
+    n: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
     out, left = [], n
     while left > 0:
         m = min(case.batch, left)
@@ -445,8 +471,9 @@ def pilot_projection(X0: np.ndarray, X1: np.ndarray, *, z: float = 4.0) -> Proje
     if leak.any():
         j = int(np.flatnonzero(leak)[0])
         w[j] = math.copysign(1.0, diff[j])
-        return Projection(w, math.inf, f"coordinate {j} is deterministic and differs between the "
-                          "inputs")
+        return Projection(
+            w, math.inf, f"coordinate {j} is deterministic and differs between the inputs"
+        )
     safe_v = np.where(const, 1.0, v)
     se = np.sqrt(safe_v * (1.0 / n0 + 1.0 / n1))
     sig = keep & ~const & (np.abs(diff) > z * se)
@@ -455,23 +482,28 @@ def pilot_projection(X0: np.ndarray, X1: np.ndarray, *, z: float = 4.0) -> Proje
         w[sig] = diff[sig] / safe_v[sig]
         return Projection(w, 0.0, "no coordinate differs detectably; all coordinates weighted")
     C = np.vstack([X0 - m0, X1 - m1])
-    m2 = np.where(const, 1.0, (C**2).mean(axis=0))  # constant coordinates (e.g. an unused field) are 0
+    m2 = np.where(
+        const, 1.0, (C**2).mean(axis=0)
+    )  # constant coordinates (e.g. an unused field) are 0
     kurt = (C**4).mean(axis=0) / m2**2 - 3.0
     lap = sig & (kurt > LAPLACE_KURTOSIS)
     lin = sig & ~lap
     w[lin] = diff[lin] / safe_v[lin]
     idx = np.flatnonzero(lap)
     score = float(np.sum(diff[sig] ** 2 / safe_v[sig]))
-    text = (f"{int(sig.sum())} of {p} message coordinates used: {int(lin.sum())} with the Gaussian, "
-            f"{idx.size} with the Laplace log-likelihood ratio")
+    text = (
+        f"{int(sig.sum())} of {p} message coordinates used: {int(lin.sum())} with the Gaussian, "
+        f"{idx.size} with the Laplace log-likelihood ratio"
+    )
     return Projection(w, score, text, idx, m0[idx], m1[idx], np.sqrt(safe_v[idx] / 2.0))
 
 
 # ============================================================================================
 # the audit spec of a case
 # ============================================================================================
-def client_path_spec(case: ClientPathCase, under_noised: float | None = None, *,
-                     name: str | None = None) -> AuditSpec:
+def client_path_spec(
+    case: ClientPathCase, under_noised: float | None = None, *, name: str | None = None
+) -> AuditSpec:
     """The :class:`~privbandits.privacy.audit.AuditSpec` of ``case`` or of its under-noised variant.
 
     Parameters
@@ -490,8 +522,9 @@ def client_path_spec(case: ClientPathCase, under_noised: float | None = None, *,
 def _client_path_spec(case: ClientPathCase, f: float, base: str) -> AuditSpec:
     """:func:`client_path_spec` with the noise factor ``f`` and the base name resolved."""
     if "epsilon" not in case.params:
-        raise ValidationError(f"{base}: the case parameters must give epsilon (the variant "
-                              "scales it)")
+        raise ValidationError(
+            f"{base}: the case parameters must give epsilon (the variant scales it)"
+        )
     spec = case.spec()
     candidates = list(case.pairs(spec))
     if not candidates:
@@ -532,33 +565,46 @@ def _client_path_spec(case: ClientPathCase, f: float, base: str) -> AuditSpec:
     pair_text = f"{len(candidates)} pair(s) among the users ({'), ('.join(users)})"
     variant = ""
     if f != 1.0:
-        variant = (f"variant: the same client path constructed at epsilon={params['epsilon']:g} "
-                   f"(requested epsilon x{1 / f:g}; its own accounted guarantee "
-                   f"{variant_guarantee}), claim unchanged")
+        variant = (
+            f"variant: the same client path constructed at epsilon={params['epsilon']:g} "
+            f"(requested epsilon x{1 / f:g}; its own accounted guarantee "
+            f"{variant_guarantee}), claim unchanged"
+        )
     warned = "; ".join(str(c.message) for c in caught)
-    problem = (f"{case.label} with {dict(case.params)} on d={spec.d}, K={spec.K}, "
-               f"horizon={spec.horizon}, context bound {spec.context_bound:g}, reward range "
-               f"{tuple(spec.reward_range)}")
-    pilot = (f"candidates: {pair_text}; the pilot ({case.n_pilot} messages per input and pair) "
-             f"chose the pair above (distance score {proj.score:.4g}; {proj.description})")
+    problem = (
+        f"{case.label} with {dict(case.params)} on d={spec.d}, K={spec.K}, "
+        f"horizon={spec.horizon}, context bound {spec.context_bound:g}, reward range "
+        f"{tuple(spec.reward_range)}"
+    )
+    pilot = (
+        f"candidates: {pair_text}; the pilot ({case.n_pilot} messages per input and pair) "
+        f"chose the pair above (distance score {proj.score:.4g}; {proj.description})"
+    )
     warned_text = f"calibration warnings: {warned}" if warned else ""
     broadcast = ""
     if case.public is not None:
-        shown = {k: np.round(np.asarray(v, dtype=float), 4).tolist()
-                 for k, v in case.public(spec).items()}
+        shown = {
+            k: np.round(np.asarray(v, dtype=float), 4).tolist()
+            for k, v in case.public(spec).items()
+        }
         broadcast = f"public state set by the audit (the untrusted server's broadcast): {shown}"
     parts = (problem, f"claim: {claim.source}", broadcast, pilot, case.notes, warned_text, variant)
     notes = "; ".join(p for p in parts if p)
     d0, d1 = pair
     return AuditSpec(
-        name=variant_name(base, f), claimed_epsilon=claim.epsilon, claimed_delta=claim.delta,
+        name=variant_name(base, f),
+        claimed_epsilon=claim.epsilon,
+        claimed_delta=claim.delta,
         sample=sample,
         neighbours=f"one user of round 0: ({d0.label}) vs ({d1.label}), rewards outside the "
-                   "declared range",
+        "declared range",
         statistic="the log-likelihood ratio of the user's PrivatizedMessage payload (every field, "
-                  "flattened) for independent Gaussian or Laplace coordinates with the means and "
-                  "variances the pilot estimated",
-        n_samples=case.n_samples, notes=notes, noise_factor=f)
+        "flattened) for independent Gaussian or Laplace coordinates with the means and "
+        "variances the pilot estimated",
+        n_samples=case.n_samples,
+        notes=notes,
+        noise_factor=f,
+    )
 
 
 # ============================================================================================
@@ -589,8 +635,12 @@ def two_point_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
     directions (``f(x_1) - f(x_2) = +-10``), so the client's clipping is exercised; the loss
     parameters are the centre of the domain."""
     ctx = np.zeros(spec.d)
-    return [(UserData(ctx, np.array([5.0, -5.0]), "f(x_1) - f(x_2) = 10"),
-             UserData(ctx, np.array([-5.0, 5.0]), "f(x_1) - f(x_2) = -10"))]
+    return [
+        (
+            UserData(ctx, np.array([5.0, -5.0]), "f(x_1) - f(x_2) = 10"),
+            UserData(ctx, np.array([-5.0, 5.0]), "f(x_1) - f(x_2) = -10"),
+        )
+    ]
 
 
 def _diagonal_iterate(spec: EnvSpec) -> dict[str, np.ndarray]:
@@ -631,8 +681,12 @@ def near_parallel_pairs(spec: EnvSpec) -> list[tuple[UserData, UserData]]:
     u[:2] = B * math.cos(_SQ_ANGLE), B * math.sin(_SQ_ANGLE)
     v = u.copy()
     v[1] = -v[1]
-    return [(UserData(_same_on_every_arm(spec, u), y_lo, f"x = u, r = {y_lo:g}"),
-             UserData(_same_on_every_arm(spec, v), y_hi, f"x = v, r = {y_hi:g}"))]
+    return [
+        (
+            UserData(_same_on_every_arm(spec, u), y_lo, f"x = u, r = {y_lo:g}"),
+            UserData(_same_on_every_arm(spec, v), y_hi, f"x = v, r = {y_hi:g}"),
+        )
+    ]
 
 
 def _steep_direction(spec: EnvSpec) -> np.ndarray:
@@ -657,60 +711,139 @@ def _steep_weight(spec: EnvSpec) -> dict[str, Any]:
 #: Client-path audits of every local and shuffle algorithm, by catalog name.
 CLIENT_PATHS: dict[str, ClientPathCase] = {
     "client:ldp-sgd": ClientPathCase(
-        "ldp-sgd", {"epsilon": 1.0}, _synthetic, n_samples=300_000, n_pilot=10_000,
+        "ldp-sgd",
+        {"epsilon": 1.0},
+        _synthetic,
+        n_samples=300_000,
+        n_pilot=10_000,
         public=_diagonal_iterate,
         description="LDP-SGD client (Han et al. 2021, Alg. 2): gradient through the l2-ball "
-                    "mechanism"),
+        "mechanism",
+    ),
     "client:ldp-ols": ClientPathCase(
-        "ldp-ols", {"epsilon": 1.0}, _synthetic, n_pilot=10_000,
-        description="LDP-OLS client (Han et al. 2021, Alg. 1): Gaussian x x^T and x y"),
-    "client:ldp-ucb": ClientPathCase(
-        "ldp-ucb", {"epsilon": 1.0}, _synthetic, n_pilot=10_000,
-        description="LDP-UCB client (Zheng et al. 2020, Alg. 1): noisy x x^T and x y"),
-    "client:ldp-ucb-laplace": ClientPathCase(
-        "ldp-ucb", {"epsilon": 1.0, "mechanism": "laplace"}, _synthetic, n_samples=200_000,
+        "ldp-ols",
+        {"epsilon": 1.0},
+        _synthetic,
         n_pilot=10_000,
-        description="LDP-UCB client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)"),
+        description="LDP-OLS client (Han et al. 2021, Alg. 1): Gaussian x x^T and x y",
+    ),
+    "client:ldp-ucb": ClientPathCase(
+        "ldp-ucb",
+        {"epsilon": 1.0},
+        _synthetic,
+        n_pilot=10_000,
+        description="LDP-UCB client (Zheng et al. 2020, Alg. 1): noisy x x^T and x y",
+    ),
+    "client:ldp-ucb-laplace": ClientPathCase(
+        "ldp-ucb",
+        {"epsilon": 1.0, "mechanism": "laplace"},
+        _synthetic,
+        n_samples=200_000,
+        n_pilot=10_000,
+        description="LDP-UCB client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)",
+    ),
     "client:ldp-gloc": ClientPathCase(
-        "ldp-gloc", {"epsilon": 1.0}, _synthetic, n_pilot=10_000, public=_axis_estimate,
-        description="LDP-GLOC client (Zheng et al. 2020, Alg. 3): noisy x x^T, z x and gradient"),
+        "ldp-gloc",
+        {"epsilon": 1.0},
+        _synthetic,
+        n_pilot=10_000,
+        public=_axis_estimate,
+        description="LDP-GLOC client (Zheng et al. 2020, Alg. 3): noisy x x^T, z x and gradient",
+    ),
     "client:hanna-local": ClientPathCase(
-        "hanna-local", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
-        n_samples=60_000, n_pilot=4_000, batch=1 << 14,
-        description="Hanna et al. (2022) Alg. 2 client: clip(r) + Laplace"),
-    "client:chen-ldp": ClientPathCase(
-        "chen-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
-        pairs=near_parallel_pairs, public=_steep_weight,
-        description="Chen et al. (2025) Alg. 8 client, gradient slot at an adversarial weight: clipped "
-                    "re-weighted gradient + Gaussian"),
-    "client:squarecb-ldp": ClientPathCase(
-        "squarecb-ldp", {"epsilon": 1.0}, _synthetic, n_samples=200_000, n_pilot=5_000, batch=1 << 15,
-        pairs=near_parallel_pairs, public=_steep_iterate,
-        description="SquareCB + Chen et al. (2025) Alg. 6 client: clipped square-loss gradient + Gaussian"),
-    "client:hanna-shuffle": ClientPathCase(
-        "hanna-shuffle", {"epsilon": 1.0}, _finite, horizon=2000, pairs=reward_pairs(HANNA_ACTIONS),
-        claim=shuffle_local_claim, n_samples=60_000, n_pilot=4_000, batch=1 << 14,
-        description="Hanna et al. (2022) Alg. 3 client: clip(r) + Laplace at the local level eps0"),
-    "client:ldp-onepoint": ClientPathCase(
-        "ldp-onepoint", {"epsilon": 1.0}, _k_armed, pairs=reward_pairs(np.eye(3)), n_samples=200_000,
-        n_pilot=10_000, batch=1 << 14,
-        description="LDP-OnePoint client (Zheng et al. 2020, Alg. 1): clip(r) + Gaussian"),
-    "client:ldp-onepoint-laplace": ClientPathCase(
-        "ldp-onepoint", {"epsilon": 1.0, "mechanism": "laplace"}, _k_armed, pairs=reward_pairs(np.eye(3)),
-        n_samples=200_000, n_pilot=10_000, batch=1 << 14,
-        description="LDP-OnePoint client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)"),
-    "client:ldp-twopoint": ClientPathCase(
-        "ldp-twopoint", {"epsilon": 1.0}, _convex, pairs=two_point_pairs, n_samples=200_000, n_pilot=10_000,
+        "hanna-local",
+        {"epsilon": 1.0},
+        _finite,
+        horizon=2000,
+        pairs=reward_pairs(HANNA_ACTIONS),
+        n_samples=60_000,
+        n_pilot=4_000,
         batch=1 << 14,
-        description="LDP-TwoPoint client (Zheng et al. 2020, Alg. 2): clip(f(x_1) - f(x_2)) + n^T (x_1 - x_2)"),
+        description="Hanna et al. (2022) Alg. 2 client: clip(r) + Laplace",
+    ),
+    "client:chen-ldp": ClientPathCase(
+        "chen-ldp",
+        {"epsilon": 1.0},
+        _synthetic,
+        n_samples=200_000,
+        n_pilot=5_000,
+        batch=1 << 15,
+        pairs=near_parallel_pairs,
+        public=_steep_weight,
+        description="Chen et al. (2025) Alg. 8 client, gradient slot at an adversarial weight: clipped "
+        "re-weighted gradient + Gaussian",
+    ),
+    "client:squarecb-ldp": ClientPathCase(
+        "squarecb-ldp",
+        {"epsilon": 1.0},
+        _synthetic,
+        n_samples=200_000,
+        n_pilot=5_000,
+        batch=1 << 15,
+        pairs=near_parallel_pairs,
+        public=_steep_iterate,
+        description="SquareCB + Chen et al. (2025) Alg. 6 client: clipped square-loss gradient + Gaussian",
+    ),
+    "client:hanna-shuffle": ClientPathCase(
+        "hanna-shuffle",
+        {"epsilon": 1.0},
+        _finite,
+        horizon=2000,
+        pairs=reward_pairs(HANNA_ACTIONS),
+        claim=shuffle_local_claim,
+        n_samples=60_000,
+        n_pilot=4_000,
+        batch=1 << 14,
+        description="Hanna et al. (2022) Alg. 3 client: clip(r) + Laplace at the local level eps0",
+    ),
+    "client:ldp-onepoint": ClientPathCase(
+        "ldp-onepoint",
+        {"epsilon": 1.0},
+        _k_armed,
+        pairs=reward_pairs(np.eye(3)),
+        n_samples=200_000,
+        n_pilot=10_000,
+        batch=1 << 14,
+        description="LDP-OnePoint client (Zheng et al. 2020, Alg. 1): clip(r) + Gaussian",
+    ),
+    "client:ldp-onepoint-laplace": ClientPathCase(
+        "ldp-onepoint",
+        {"epsilon": 1.0, "mechanism": "laplace"},
+        _k_armed,
+        pairs=reward_pairs(np.eye(3)),
+        n_samples=200_000,
+        n_pilot=10_000,
+        batch=1 << 14,
+        description="LDP-OnePoint client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)",
+    ),
+    "client:ldp-twopoint": ClientPathCase(
+        "ldp-twopoint",
+        {"epsilon": 1.0},
+        _convex,
+        pairs=two_point_pairs,
+        n_samples=200_000,
+        n_pilot=10_000,
+        batch=1 << 14,
+        description="LDP-TwoPoint client (Zheng et al. 2020, Alg. 2): clip(f(x_1) - f(x_2)) + n^T (x_1 - x_2)",
+    ),
     "client:ldp-twopoint-laplace": ClientPathCase(
-        "ldp-twopoint", {"epsilon": 1.0, "mechanism": "laplace"}, _convex, pairs=two_point_pairs,
-        n_samples=200_000, n_pilot=10_000, batch=1 << 14,
-        description="LDP-TwoPoint client with the Laplace mechanism (pure epsilon-LDP)"),
+        "ldp-twopoint",
+        {"epsilon": 1.0, "mechanism": "laplace"},
+        _convex,
+        pairs=two_point_pairs,
+        n_samples=200_000,
+        n_pilot=10_000,
+        batch=1 << 14,
+        description="LDP-TwoPoint client with the Laplace mechanism (pure epsilon-LDP)",
+    ),
     "client:shuffle-glm": ClientPathCase(
-        "shuffle-glm", {"epsilon": AUDIT_EPSILON}, _synthetic, protocol=shuffle_glm_matrix_spec,
+        "shuffle-glm",
+        {"epsilon": AUDIT_EPSILON},
+        _synthetic,
+        protocol=shuffle_glm_matrix_spec,
         description="ShuffleGLM (Sarmasarkar 2026, Alg. 1): warm-up x x^T summation through client, shuffler "
-                    "and server, at the summation's shuffle claim (one message has no local claim)"),
+        "and server, at the summation's shuffle claim (one message has no local claim)",
+    ),
 }
 
 
@@ -726,13 +859,21 @@ def _client_factory(name: str, case: ClientPathCase) -> Callable[..., AuditSpec]
 #: Everything ``privbandits audit`` audits: the privacy layer's mechanisms and protocols, then the
 #: algorithms' client code paths.
 AUDITABLE: dict[str, Callable[..., AuditSpec]] = {
-    **MECHANISMS, **REGRESSION_AUDITS,
+    **MECHANISMS,
+    **REGRESSION_AUDITS,
     **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()},
-    "jdp-glm-gradient": gradient_release_spec}
+    "jdp-glm-gradient": gradient_release_spec,
+}
 
 
-def audit_mechanism(name: str, under_noised: float | None = None, n_samples: int | None = None,
-                    seed: int = 0, *, alpha: float = 0.05) -> AuditResult:
+def audit_mechanism(
+    name: str,
+    under_noised: float | None = None,
+    n_samples: int | None = None,
+    seed: int = 0,
+    *,
+    alpha: float = 0.05,
+) -> AuditResult:
     """Audit one entry of :data:`AUDITABLE` (``privbandits audit NAME``).
 
     Parameters
@@ -754,12 +895,20 @@ def audit_mechanism(name: str, under_noised: float | None = None, n_samples: int
     return audit_spec(AUDITABLE[name](under_noised), n_samples=n_samples, alpha=alpha, seed=seed)
 
 
-def run_all(under_noised: float | None = None, n_samples: int | None = None, seed: int = 0, *,
-            alpha: float = 0.05, names: Sequence[str] | None = None) -> list[AuditResult]:
+def run_all(
+    under_noised: float | None = None,
+    n_samples: int | None = None,
+    seed: int = 0,
+    *,
+    alpha: float = 0.05,
+    names: Sequence[str] | None = None,
+) -> list[AuditResult]:
     """Audit every entry of :data:`AUDITABLE` (or ``names``) in catalog order
     (``privbandits audit --all``)."""
-    return [audit_mechanism(nm, under_noised, n_samples, seed, alpha=alpha)
-            for nm in (names or list(AUDITABLE))]
+    return [
+        audit_mechanism(nm, under_noised, n_samples, seed, alpha=alpha)
+        for nm in (names or list(AUDITABLE))
+    ]
 
 
 def local_algorithms() -> list[str]:
@@ -818,32 +967,62 @@ class WorstCase:
 def _describe_array(v: np.ndarray) -> str:
     a = np.asarray(v)
     if a.size <= 6:
-        return str(np.round(a.astype(float), 4).reshape(a.shape[1:] if a.ndim and a.shape[0] == 1 else a.shape)
-                   .tolist())
+        return str(
+            np.round(a.astype(float), 4)
+            .reshape(a.shape[1:] if a.ndim and a.shape[0] == 1 else a.shape)
+            .tolist()
+        )
     text = f"shape {a.shape[1:] if a.shape[0] == 1 else a.shape}, entries in [{a.min():.4g}, {a.max():.4g}]"
     if a.ndim >= 2 and a.dtype.kind == "f":
-        text += f", largest row norm {float(np.sqrt(np.max(np.einsum('...i,...i->...', a, a)))):.4g}"
+        text += (
+            f", largest row norm {float(np.sqrt(np.max(np.einsum('...i,...i->...', a, a)))):.4g}"
+        )
     return text
 
 
 class _Points:
     """A batch of ``n`` (public state, neighbouring pair) points, one per replication row."""
 
-    def __init__(self, public: dict[str, np.ndarray], X0: np.ndarray, a0: np.ndarray, y0: np.ndarray,
-                 X1: np.ndarray, a1: np.ndarray, y1: np.ndarray) -> None:
-        self.public, self.X0, self.a0, self.y0, self.X1, self.a1, self.y1 = public, X0, a0, y0, X1, a1, y1
+    def __init__(
+        self,
+        public: dict[str, np.ndarray],
+        X0: np.ndarray,
+        a0: np.ndarray,
+        y0: np.ndarray,
+        X1: np.ndarray,
+        a1: np.ndarray,
+        y1: np.ndarray,
+    ) -> None:
+        self.public, self.X0, self.a0, self.y0, self.X1, self.a1, self.y1 = (
+            public,
+            X0,
+            a0,
+            y0,
+            X1,
+            a1,
+            y1,
+        )
 
     def row(self, j: int, per_user: set[str]) -> _Points:
-        pub = {k: (v[j:j + 1] if k in per_user else v) for k, v in self.public.items()}
-        return _Points(pub, self.X0[j:j + 1], self.a0[j:j + 1], self.y0[j:j + 1],
-                       self.X1[j:j + 1], self.a1[j:j + 1], self.y1[j:j + 1])
+        pub = {k: (v[j : j + 1] if k in per_user else v) for k, v in self.public.items()}
+        return _Points(
+            pub,
+            self.X0[j : j + 1],
+            self.a0[j : j + 1],
+            self.y0[j : j + 1],
+            self.X1[j : j + 1],
+            self.a1[j : j + 1],
+            self.y1[j : j + 1],
+        )
 
     def tile(self, n: int, per_user: set[str]) -> _Points:
         def rep(v: np.ndarray) -> np.ndarray:
             return np.repeat(v, n, axis=0)
 
         pub = {k: (rep(v) if k in per_user else v.copy()) for k, v in self.public.items()}
-        return _Points(pub, rep(self.X0), rep(self.a0), rep(self.y0), rep(self.X1), rep(self.a1), rep(self.y1))
+        return _Points(
+            pub, rep(self.X0), rep(self.a0), rep(self.y0), rep(self.X1), rep(self.a1), rep(self.y1)
+        )
 
 
 class AdversarialServer:
@@ -875,32 +1054,52 @@ class AdversarialServer:
         The round the users take part in.
     """
 
-    def __init__(self, alg: Algorithm, spec: EnvSpec, pairs: Sequence[tuple[UserData, UserData]] | None = None,
-                 *, n: int = 64, seed: int = 0, t: int = 0) -> None:
+    def __init__(
+        self,
+        alg: Algorithm,
+        spec: EnvSpec,
+        pairs: Sequence[tuple[UserData, UserData]] | None = None,
+        *,
+        n: int = 64,
+        seed: int = 0,
+        t: int = 0,
+    ) -> None:
         if not isinstance(alg, LocalAlgorithm):
-            raise ValidationError(f"{getattr(alg, 'name', type(alg).__name__)} is not a local or shuffle "
-                                  "algorithm: it has no device")
+            raise ValidationError(
+                f"{getattr(alg, 'name', type(alg).__name__)} is not a local or shuffle "
+                "algorithm: it has no device"
+            )
         self.alg, self.spec, self.n, self.t = alg, spec, int(n), int(t)
-        self.rng = np.random.default_rng(np.random.SeedSequence(PILOT_ENTROPY, spawn_key=(seed, 0xAD5)))
+        self.rng = np.random.default_rng(
+            np.random.SeedSequence(PILOT_ENTROPY, spawn_key=(seed, 0xAD5))
+        )
         self.convex = isinstance(spec, ConvexSpec)
-        self.pairs = list(pairs) if pairs is not None else ([] if self.convex else extreme_pairs(spec))
+        self.pairs = (
+            list(pairs) if pairs is not None else ([] if self.convex else extreme_pairs(spec))
+        )
         if self.convex and not self.pairs:
-            raise ValidationError("a loss environment needs seed pairs (the users' loss parameters and losses)")
+            raise ValidationError(
+                "a loss environment needs seed pairs (the users' loss parameters and losses)"
+            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CalibrationWarning)
             alg.reset(spec, self.n, make_streams(seed))
         self.client = alg.client
         space = self.client.public_space()
         if space is None:
-            raise NotImplementedError(f"{type(self.client).__name__} does not declare its public-state space "
-                                      "(Client.public_space): what an adversarial server may send is unbounded")
+            raise NotImplementedError(
+                f"{type(self.client).__name__} does not declare its public-state space "
+                "(Client.public_space): what an adversarial server may send is unbounded"
+            )
         self.space = space
         self.sens = self.client.sensitivity()
         self.dims = dims_of(spec, self.n)
         self.per_user = {f.name for f in space.fields if f.shape and f.shape[0] == "R"}
         self.evaluated = 0
         first = self.pairs[0][0] if self.pairs else self._random_user()
-        X = np.ascontiguousarray(np.broadcast_to(first.contexts, (self.n, *np.shape(first.contexts))), dtype=float)
+        X = np.ascontiguousarray(
+            np.broadcast_to(first.contexts, (self.n, *np.shape(first.contexts))), dtype=float
+        )
         protocol.start(alg, X)
         self.honest = {k: np.array(v) for k, v in protocol.broadcast(alg, self.t).items()}
 
@@ -932,22 +1131,28 @@ class AdversarialServer:
         policy_seed = int(self.rng.integers(2**62))
         enc, scales = [], []
         for side, (X, y) in enumerate(((pts.X0, pts.y0), (pts.X1, pts.y1))):
-            act = np.asarray(self.client.choose(self.t, state, X, np.random.default_rng(policy_seed)))
+            act = np.asarray(
+                self.client.choose(self.t, state, X, np.random.default_rng(policy_seed))
+            )
             if not self.convex:
                 X, act, y = check_device_inputs(self.spec, X, act, y)  # type: ignore[assignment]
                 (pts.a0 if side == 0 else pts.a1)[:] = act
             e = np.asarray(self.client.encode(self.t, state, X, act, y), dtype=float)
             if e.ndim != 2 or e.shape[0] != X.shape[0]:
-                raise ValidationError(f"{type(self.client).__name__}.encode returned shape {e.shape}; expected "
-                                      f"({X.shape[0]}, m): one flattened message per user")
+                raise ValidationError(
+                    f"{type(self.client).__name__}.encode returned shape {e.shape}; expected "
+                    f"({X.shape[0]}, m): one flattened message per user"
+                )
             noise = self.client.noise(self.t, state, X, act)
             enc.append(e)
             scales.append(np.broadcast_to(np.asarray(noise.scale, dtype=float), e.shape))
         self.evaluated += pts.X0.shape[0]
         norm = self.sens.norm
         # the larger of the two whitenings: noise that depended on the user would be caught here
-        return np.maximum(whitened_distance(enc[0], enc[1], scales[0], norm),
-                          whitened_distance(enc[0], enc[1], scales[1], norm))
+        return np.maximum(
+            whitened_distance(enc[0], enc[1], scales[0], norm),
+            whitened_distance(enc[0], enc[1], scales[1], norm),
+        )
 
     # -- candidate points -----------------------------------------------------------------------
     def _random_user(self) -> UserData:
@@ -1000,8 +1205,10 @@ class AdversarialServer:
                 best_val, best = float(dist[j]), pts.row(j, self.per_user)
         assert best is not None
         if best_val == -np.inf:
-            raise ValidationError(f"{type(self.client).__name__} refused every public state drawn from the "
-                                  "space it declares (PublicStateError): declare the space it accepts")
+            raise ValidationError(
+                f"{type(self.client).__name__} refused every public state drawn from the "
+                "space it declares (PublicStateError): declare the space it accepts"
+            )
         step = 0.3
         for _ in range(climb):
             if not math.isfinite(best_val):
@@ -1014,16 +1221,26 @@ class AdversarialServer:
                 step = min(step * 1.5, 1.0)
             else:
                 step *= 0.6
-        return WorstCase(getattr(self.alg, "name", "") or type(self.alg).__name__, dict(best.public),
-                         self._pair(best), best_val, float(self.sens.bound), self.sens.norm, self.evaluated)
+        return WorstCase(
+            getattr(self.alg, "name", "") or type(self.alg).__name__,
+            dict(best.public),
+            self._pair(best),
+            best_val,
+            float(self.sens.bound),
+            self.sens.norm,
+            self.evaluated,
+        )
 
     def _pair(self, p: _Points) -> tuple[UserData, UserData]:
         out = []
         for X, a, y in ((p.X0, p.a0, p.y0), (p.X1, p.a1, p.y1)):
             x, r = X[0].copy(), y[0].copy() if np.ndim(y[0]) else float(y[0])
             norm = float(np.max(np.linalg.norm(np.atleast_2d(x), axis=-1)))
-            label = (f"contexts of norm {norm:.4g}" + ("" if self.convex else f", arm {int(a[0])}")
-                     + f", reward {np.round(r, 4).tolist() if np.ndim(r) else round(float(r), 4)}")
+            label = (
+                f"contexts of norm {norm:.4g}"
+                + ("" if self.convex else f", arm {int(a[0])}")
+                + f", reward {np.round(r, 4).tolist() if np.ndim(r) else round(float(r), 4)}"
+            )
             # the arm the device chose at this state (with the pair's shared policy randomness): the
             # audit conditions on it, as the accounting covers every (x, a, r) of a user
             out.append(UserData(x, r, label, None if self.convex else int(a[0])))
@@ -1049,11 +1266,15 @@ class AdversarialServer:
                 y += step * (np.abs(y) + 1.0) * rng.standard_normal(y.shape)
             else:
                 flip = rng.random(n) < 0.15
-                y[flip] = rng.choice(np.array([y_hi, y_lo, *self.spec.reward_range, 0.0]), size=int(flip.sum()))
+                y[flip] = rng.choice(
+                    np.array([y_hi, y_lo, *self.spec.reward_range, 0.0]), size=int(flip.sum())
+                )
         return _Points(pub, X0, p.a0.copy(), y0, X1, p.a1.copy(), y1)
 
 
-def _perturb_field(f: Any, v: np.ndarray, step: float, rng: np.random.Generator, per_user: bool) -> np.ndarray:
+def _perturb_field(
+    f: Any, v: np.ndarray, step: float, rng: np.random.Generator, per_user: bool
+) -> np.ndarray:
     """A random move of a public field that stays in its declared range (projected back)."""
     if f.values is not None:
         flip = rng.random(v.shape) < 0.2 * min(step * 3, 1.0)
@@ -1064,7 +1285,9 @@ def _perturb_field(f: Any, v: np.ndarray, step: float, rng: np.random.Generator,
     hi = 1e6 if f.high is None else f.high
     if f.kind == "i":
         w = max(1.0, step * (hi - lo) / 2) if math.isfinite(hi - lo) else 1.0
-        return np.clip(np.round(v + w * rng.standard_normal(v.shape)), math.ceil(lo), math.floor(hi)).astype(np.int64)
+        return np.clip(
+            np.round(v + w * rng.standard_normal(v.shape)), math.ceil(lo), math.floor(hi)
+        ).astype(np.int64)
     width = (hi - lo) / 2 if (f.low is not None and f.high is not None) else (f.norm or 1.0)
     x = v + step * (np.abs(v) + width) * rng.standard_normal(v.shape)
     if f.psd_floor is not None:
@@ -1082,8 +1305,16 @@ def _perturb_field(f: Any, v: np.ndarray, step: float, rng: np.random.Generator,
     return np.ascontiguousarray(x, dtype=float)
 
 
-def worst_public_state(alg: Algorithm, spec: EnvSpec, pairs: Sequence[tuple[UserData, UserData]] | None = None,
-                       *, n: int = 64, rounds: int = 2, climb: int = 25, seed: int = 0) -> WorstCase:
+def worst_public_state(
+    alg: Algorithm,
+    spec: EnvSpec,
+    pairs: Sequence[tuple[UserData, UserData]] | None = None,
+    *,
+    n: int = 64,
+    rounds: int = 2,
+    climb: int = 25,
+    seed: int = 0,
+) -> WorstCase:
     """The public state (and neighbouring pair) maximizing a device's encoded distance.
 
     See :class:`AdversarialServer`.  Raises ``NotImplementedError`` when the device does not
@@ -1137,9 +1368,15 @@ def _failed(name: str, why: str) -> AdversarialAudit:
     return AdversarialAudit(name, "-", nan, nan, nan, nan, nan, False, False, why)
 
 
-def adversarial_audit(name: str | ClientPathCase, n_samples: int | None = None, seed: int = 0, *,
-                      alpha: float = 0.05, twin: float = 0.5,
-                      search: Mapping[str, int] | None = None) -> AdversarialAudit:
+def adversarial_audit(
+    name: str | ClientPathCase,
+    n_samples: int | None = None,
+    seed: int = 0,
+    *,
+    alpha: float = 0.05,
+    twin: float = 0.5,
+    search: Mapping[str, int] | None = None,
+) -> AdversarialAudit:
     """Audit one client path at the worst public state an adversarial server can send.
 
     1. :func:`worst_public_state` searches the device's declared space (and the neighbouring
@@ -1172,34 +1409,55 @@ def adversarial_audit(name: str | ClientPathCase, n_samples: int | None = None, 
         if name not in CLIENT_PATHS:
             name = f"client:{name}"
         if name not in CLIENT_PATHS:
-            raise UnknownNameError(f"no client path {name!r}; client paths: {', '.join(CLIENT_PATHS)}")
+            raise UnknownNameError(
+                f"no client path {name!r}; client paths: {', '.join(CLIENT_PATHS)}"
+            )
         case = CLIENT_PATHS[name]
     try:
         alg = case.build(case.params)
         spec = _search_spec(case, alg)
-        worst = worst_public_state(alg, spec, list(case.pairs(spec)), seed=seed, **dict(search or {}))
+        worst = worst_public_state(
+            alg, spec, list(case.pairs(spec)), seed=seed, **dict(search or {})
+        )
     except NotImplementedError as exc:
         return _failed(name, f"the device does not implement its contract: {exc}")
     except (ValidationError, PublicStateError) as exc:
         return _failed(name, f"the adversarial search could not run: {type(exc).__name__}: {exc}")
     held = worst.holds
-    head = (f"adversarial search over the declared public-state space ({worst.evaluated} points): reached "
-            f"{worst.reached:.6g} of the accounted {worst.norm} sensitivity {worst.bound:.6g} "
-            f"({'holds' if held else 'EXCEEDED'}) with ({worst.pair[0].label}) vs ({worst.pair[1].label})")
+    head = (
+        f"adversarial search over the declared public-state space ({worst.evaluated} points): reached "
+        f"{worst.reached:.6g} of the accounted {worst.norm} sensitivity {worst.bound:.6g} "
+        f"({'holds' if held else 'EXCEEDED'}) with ({worst.pair[0].label}) vs ({worst.pair[1].label})"
+    )
     if case.protocol is not None:
         ok = audit_spec(case.protocol(None), n_samples=n_samples, alpha=alpha, seed=seed)
         half = audit_spec(case.protocol(twin), n_samples=n_samples, alpha=alpha, seed=seed)
         head += "; the audited release is the protocol's (its claim does not depend on the public state)"
     else:
         public = {k: np.array(v) for k, v in worst.public.items()}
-        adv = dataclasses.replace(case, public=lambda _spec: public, pairs=lambda _spec: [worst.pair])
-        ok = audit_spec(client_path_spec(adv, name=name), n_samples=n_samples, alpha=alpha, seed=seed)
-        half = audit_spec(client_path_spec(adv, twin, name=name), n_samples=n_samples, alpha=alpha, seed=seed)
+        adv = dataclasses.replace(
+            case, public=lambda _spec: public, pairs=lambda _spec: [worst.pair]
+        )
+        ok = audit_spec(
+            client_path_spec(adv, name=name), n_samples=n_samples, alpha=alpha, seed=seed
+        )
+        half = audit_spec(
+            client_path_spec(adv, twin, name=name), n_samples=n_samples, alpha=alpha, seed=seed
+        )
     flagged = not half.passed
     notes = f"{head}; audit: {ok.notes}; twin (noise x{twin:g}): {half.notes}"
-    return AdversarialAudit(name, worst.summary(), worst.reached, worst.bound, ok.claimed_epsilon,
-                            ok.audited_epsilon_lb, half.audited_epsilon_lb, flagged,
-                            bool(held and ok.passed and flagged), notes)
+    return AdversarialAudit(
+        name,
+        worst.summary(),
+        worst.reached,
+        worst.bound,
+        ok.claimed_epsilon,
+        ok.audited_epsilon_lb,
+        half.audited_epsilon_lb,
+        flagged,
+        bool(held and ok.passed and flagged),
+        notes,
+    )
 
 
 def _search_spec(case: ClientPathCase, alg: Algorithm) -> EnvSpec:
@@ -1209,8 +1467,12 @@ def _search_spec(case: ClientPathCase, alg: Algorithm) -> EnvSpec:
     links = type(alg).links
     if "*" in links or spec.link.name in links:
         return spec
-    noise = {"logistic": "bernoulli", "probit": "bernoulli", "poisson": "poisson"}.get(links[0], "gaussian")
-    return SyntheticEnv(d=2, K=3, link=links[0], noise=noise).reset(1, make_streams(0), case.horizon)
+    noise = {"logistic": "bernoulli", "probit": "bernoulli", "poisson": "poisson"}.get(
+        links[0], "gaussian"
+    )
+    return SyntheticEnv(d=2, K=3, link=links[0], noise=noise).reset(
+        1, make_streams(0), case.horizon
+    )
 
 
 def adversarial_names(algorithm: str | None = None) -> list[str]:
@@ -1221,12 +1483,21 @@ def adversarial_names(algorithm: str | None = None) -> list[str]:
         return [algorithm]
     names = [k for k, c in CLIENT_PATHS.items() if c.label == algorithm]
     if not names:
-        raise UnknownNameError(f"no client path of {algorithm!r}; local and shuffle algorithms: "
-                               f"{', '.join(dict.fromkeys(c.label for c in CLIENT_PATHS.values()))}")
+        raise UnknownNameError(
+            f"no client path of {algorithm!r}; local and shuffle algorithms: "
+            f"{', '.join(dict.fromkeys(c.label for c in CLIENT_PATHS.values()))}"
+        )
     return names
 
 
-def run_adversarial(algorithm: str | None = None, n_samples: int | None = None, seed: int = 0, *,
-                    alpha: float = 0.05) -> list[AdversarialAudit]:
+def run_adversarial(
+    algorithm: str | None = None,
+    n_samples: int | None = None,
+    seed: int = 0,
+    *,
+    alpha: float = 0.05,
+) -> list[AdversarialAudit]:
     """``privbandits audit ALGORITHM --adversarial`` (``algorithm=None``: ``--all``)."""
-    return [adversarial_audit(nm, n_samples, seed, alpha=alpha) for nm in adversarial_names(algorithm)]
+    return [
+        adversarial_audit(nm, n_samples, seed, alpha=alpha) for nm in adversarial_names(algorithm)
+    ]

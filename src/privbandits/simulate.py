@@ -40,7 +40,10 @@ ProgressFn = Callable[[int], None]
 
 
 def make_checkpoints(
-    horizon: int, log_points: int = 50, every: int | None = None, points: Sequence[int] | None = None
+    horizon: int,
+    log_points: int = 50,
+    every: int | None = None,
+    points: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Rounds (1-based counts ``t``) after which cumulative quantities are recorded.
 
@@ -66,7 +69,9 @@ def make_checkpoints(
     if points is not None:
         p = np.asarray(points, dtype=int)
         if p.size and (p.min() < 1 or p.max() > T):
-            raise ValidationError(f"checkpoints must lie in [1, {T}], got range [{p.min()}, {p.max()}]")
+            raise ValidationError(
+                f"checkpoints must lie in [1, {T}], got range [{p.min()}, {p.max()}]"
+            )
         pts.append(p)
     return np.unique(np.concatenate(pts))
 
@@ -143,7 +148,9 @@ class SimulationResult:
         try:
             import pandas as pd
         except ImportError:  # pragma: no cover - pandas ships with the test and data extras
-            raise ValidationError("SimulationResult.to_frame needs pandas: pip install pandas") from None
+            raise ValidationError(
+                "SimulationResult.to_frame needs pandas: pip install pandas"
+            ) from None
         R, n = self.regret.shape
         cols: dict[str, Any] = {
             "replication": np.repeat(np.arange(R), n),
@@ -155,11 +162,23 @@ class SimulationResult:
             cols["estimation_error"] = self.estimation_error.reshape(-1)
         frame = pd.DataFrame(cols)
         g = self.guarantee
-        meta: dict[str, Any] = {"algorithm": self.algorithm, "trust_model": self.trust_model, "preset": self.preset,
-                                "epsilon": float(g.epsilon), "delta": float(g.delta), "seed": self.seed,
-                                "horizon": self.horizon, "engine": self.engine}
-        meta.update({f"param.{k}": v for k, v in self.resolved_params.items()
-                     if isinstance(v, (bool, int, float, str)) or v is None})
+        meta: dict[str, Any] = {
+            "algorithm": self.algorithm,
+            "trust_model": self.trust_model,
+            "preset": self.preset,
+            "epsilon": float(g.epsilon),
+            "delta": float(g.delta),
+            "seed": self.seed,
+            "horizon": self.horizon,
+            "engine": self.engine,
+        }
+        meta.update(
+            {
+                f"param.{k}": v
+                for k, v in self.resolved_params.items()
+                if isinstance(v, (bool, int, float, str)) or v is None
+            }
+        )
         for k, v in meta.items():
             frame[k] = v
         return frame
@@ -167,12 +186,23 @@ class SimulationResult:
     def _repr_html_(self) -> str:
         """Notebook display: the final-regret summary and the accounted guarantee."""
         s = self.summary()
-        rows = [("algorithm", self.algorithm), ("guarantee", s["guarantee"]), ("engine", self.engine),
-                ("horizon T", f"{self.horizon:,}"), ("replications", str(self.replications)),
-                ("final regret", f"{s['mean']:.4g} ± {s['std']:.3g} (min {s['min']:.4g}, max {s['max']:.4g})"),
-                ("wall time", f"{self.wall_time:.2f} s")]
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
-                       f"{html.escape(v)}</td></tr>" for k, v in rows)
+        rows = [
+            ("algorithm", self.algorithm),
+            ("guarantee", s["guarantee"]),
+            ("engine", self.engine),
+            ("horizon T", f"{self.horizon:,}"),
+            ("replications", str(self.replications)),
+            (
+                "final regret",
+                f"{s['mean']:.4g} ± {s['std']:.3g} (min {s['min']:.4g}, max {s['max']:.4g})",
+            ),
+            ("wall time", f"{self.wall_time:.2f} s"),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+            f"{html.escape(v)}</td></tr>"
+            for k, v in rows
+        )
         return f"<table><caption>privbandits SimulationResult</caption>{body}</table>"
 
 
@@ -181,22 +211,30 @@ def _pick_engine(engine: str, alg: Algorithm, env: Environment) -> str:
     agg, comp = supports_aggregate(alg, env), supports_compiled(alg)
     if is_convex_env(env):  # continuous actions: the bandit-convex-optimization driver
         if engine not in ("auto", "reference"):
-            raise ValidationError(f"engine={engine!r}: loss environments (continuous actions) run on the "
-                                  "reference driver only (use 'auto' or 'reference')")
+            raise ValidationError(
+                f"engine={engine!r}: loss environments (continuous actions) run on the "
+                "reference driver only (use 'auto' or 'reference')"
+            )
         return "reference"
     if engine == "auto":
         return "aggregate" if agg else "compiled" if comp else "reference"
     if engine == "aggregate" and not agg:
-        raise ValidationError(f"engine='aggregate' needs a batched elimination algorithm on a fixed action set; "
-                              f"{alg.name!r} on {type(env).__name__} does not support it (use 'auto' or 'reference')")
+        raise ValidationError(
+            f"engine='aggregate' needs a batched elimination algorithm on a fixed action set; "
+            f"{alg.name!r} on {type(env).__name__} does not support it (use 'auto' or 'reference')"
+        )
     if engine == "compiled" and not comp:
-        raise ValidationError(f"engine='compiled' needs an algorithm with a compiled kernel; {alg.name!r} has none "
-                              "(use 'auto' or 'reference')")
+        raise ValidationError(
+            f"engine='compiled' needs an algorithm with a compiled kernel; {alg.name!r} has none "
+            "(use 'auto' or 'reference')"
+        )
     return engine
 
 
 @contextlib.contextmanager
-def _progress_bar(progress: ProgressFn | bool | None, name: str, T: int) -> Iterator[ProgressFn | None]:
+def _progress_bar(
+    progress: ProgressFn | bool | None, name: str, T: int
+) -> Iterator[ProgressFn | None]:
     """The reporting function of ``simulate(progress=...)``: a rich bar for ``True``."""
     if progress is True:
         from rich.progress import (
@@ -207,8 +245,13 @@ def _progress_bar(progress: ProgressFn | bool | None, name: str, T: int) -> Iter
             TimeRemainingColumn,
         )
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      transient=False) as bar:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        ) as bar:
             task = bar.add_task(f"{name} (rounds)", total=T)
             yield lambda done: bar.update(task, completed=done)
         return
@@ -261,7 +304,9 @@ def simulate(
     elif isinstance(checkpoints, (int, np.integer)):
         ckpt = make_checkpoints(T, log_points=int(checkpoints))
     else:
-        ckpt = make_checkpoints(T, log_points=0, points=[int(c) for c in np.asarray(checkpoints).ravel()])
+        ckpt = make_checkpoints(
+            T, log_points=0, points=[int(c) for c in np.asarray(checkpoints).ravel()]
+        )
     streams = make_streams(seed)
     spec = env.reset(R, streams, T)
     algorithm.reset(spec, R, streams)
@@ -271,8 +316,10 @@ def simulate(
     stride = max(1, T // 200)
     last = [0]
     if progress is not None and not isinstance(progress, bool) and not callable(progress):
-        raise ValidationError(f"progress must be True, False, None or a callable taking the rounds done, "
-                              f"got {type(progress).__name__}")
+        raise ValidationError(
+            f"progress must be True, False, None or a callable taking the rounds done, "
+            f"got {type(progress).__name__}"
+        )
     with _progress_bar(progress, algorithm.name, T) as report:
 
         def tick(done: int) -> None:

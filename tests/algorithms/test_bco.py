@@ -22,10 +22,16 @@ from privbandits.core.rng import make_streams
 
 # -- domains --------------------------------------------------------------------------------------
 @settings(max_examples=80, deadline=None)
-@given(kind=st.sampled_from(["ball", "box"]), size=st.floats(0.1, 5), d=st.integers(1, 6),
-       shrink=st.floats(0, 0.99), seed=st.integers(0, 2**31))
-def test_projection_lands_in_the_shrunk_set_and_is_idempotent(kind: str, size: float, d: int, shrink: float,
-                                                             seed: int) -> None:
+@given(
+    kind=st.sampled_from(["ball", "box"]),
+    size=st.floats(0.1, 5),
+    d=st.integers(1, 6),
+    shrink=st.floats(0, 0.99),
+    seed=st.integers(0, 2**31),
+)
+def test_projection_lands_in_the_shrunk_set_and_is_idempotent(
+    kind: str, size: float, d: int, shrink: float, seed: int
+) -> None:
     dom = Domain(kind, size, d)
     x = np.random.default_rng(seed).normal(scale=3 * size, size=(20, d))
     p = dom.project(x, shrink)
@@ -39,9 +45,15 @@ def test_projection_lands_in_the_shrunk_set_and_is_idempotent(kind: str, size: f
     assert dom.inner_radius <= dom.outer_radius
 
 
-@pytest.mark.parametrize("kw, match", [({"domain": "sphere"}, "domain"), ({"domain_size": -1.0}, "domain_size"),
-                                       ({"center_norm": 0.8, "spread": 0.5}, "center_norm"),
-                                       ({"loss": "hinge"}, "loss")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"domain": "sphere"}, "domain"),
+        ({"domain_size": -1.0}, "domain_size"),
+        ({"center_norm": 0.8, "spread": 0.5}, "center_norm"),
+        ({"loss": "hinge"}, "loss"),
+    ],
+)
 def test_invalid_domains_and_losses_are_rejected(kw: dict, match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         pb.ConvexLossEnv(d=3, **kw)
@@ -93,8 +105,12 @@ def test_schedule_errors_name_the_parameter() -> None:
 def test_two_point_geometry() -> None:
     # spec section 7 item 11
     dom = Domain("ball", 1.0, 4)
-    st_ = TwoPointState(dom, 50, {"rho": 0.1, "xi": 0.1, "eta": 0.5, "mu": None, "eta_scale": 1.0},
-                        np.random.default_rng(0))
+    st_ = TwoPointState(
+        dom,
+        50,
+        {"rho": 0.1, "xi": 0.1, "eta": 0.5, "mu": None, "eta_scale": 1.0},
+        np.random.default_rng(0),
+    )
     rng = np.random.default_rng(1)
     for t in range(30):
         pts = st_.query()
@@ -107,7 +123,9 @@ def test_two_point_geometry() -> None:
 N_MC = 200_000
 
 
-def _two_point_estimates(c: np.ndarray, sigma: float, rho: float, fixed_noise: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+def _two_point_estimates(
+    c: np.ndarray, sigma: float, rho: float, fixed_noise: np.ndarray | None = None
+):  # type: ignore[no-untyped-def]
     """g_tilde = d/(2 rho) m u for linear f(x) = c^T x at x = 0, over N_MC draws of u (and n)."""
     d = c.size
     rng = np.random.default_rng(7)
@@ -117,9 +135,15 @@ def _two_point_estimates(c: np.ndarray, sigma: float, rho: float, fixed_noise: n
     vals = np.einsum("nkd,d->nk", pts, c)
     if fixed_noise is None:
         out = np.empty(N_MC)
-        privatize_difference(np.random.default_rng(8), vals, pts, 10.0, True, sigma, False, np.empty(d), out)
+        privatize_difference(
+            np.random.default_rng(8), vals, pts, 10.0, True, sigma, False, np.empty(d), out
+        )
     else:
-        out = vals[:, 0] - vals[:, 1] + np.einsum("nkd,d->nk", pts, fixed_noise) @ np.array([1.0, -1.0])
+        out = (
+            vals[:, 0]
+            - vals[:, 1]
+            + np.einsum("nkd,d->nk", pts, fixed_noise) @ np.array([1.0, -1.0])
+        )
     return (d / (2 * rho)) * out[:, None] * u
 
 
@@ -127,7 +151,7 @@ def test_private_two_point_estimate_is_unbiased_for_linear_losses() -> None:
     # spec section 7 item 12: E[g_tilde] = c over u and n; = c + n over u with n fixed.  Each
     # coordinate has variance <= d (||c||^2 + sigma^2) (module docstring of ldp_two_point); 5 s.e.
     c, sigma, rho = np.array([0.3, -0.2, 0.1]), 0.8, 0.05
-    se = math.sqrt(3 * (c @ c + sigma ** 2) / N_MC)
+    se = math.sqrt(3 * (c @ c + sigma**2) / N_MC)
     g = _two_point_estimates(c, sigma, rho)
     assert np.all(np.abs(g.mean(axis=0) - c) < 5 * se)
     n = np.array([0.5, 0.0, -1.0])
@@ -159,16 +183,22 @@ def test_two_point_message_noise_has_the_mechanism_scale() -> None:
         warnings.simplefilter("ignore", CalibrationWarning)
         res = alg.calibrate(spec).resolved
     rho, sigma, G = res["rho"], res["sigma"], spec.lipschitz
-    assert 2 * rho * sigma == pytest.approx(4 * rho * G * math.sqrt(2 * math.log(1.25 / 1e-3)) / 0.7)
+    assert 2 * rho * sigma == pytest.approx(
+        4 * rho * G * math.sqrt(2 * math.log(1.25 / 1e-3)) / 0.7
+    )
     u = np.random.default_rng(0).normal(size=(N_MC, 3))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     pts = np.stack([rho * u, -rho * u], axis=1)
     vals = np.zeros((N_MC, 2))
     out = np.empty(N_MC)
-    privatize_difference(np.random.default_rng(1), vals, pts, 2 * rho * G, True, sigma, False, np.empty(3), out)
-    var = 4 * rho ** 2 * sigma ** 2
+    privatize_difference(
+        np.random.default_rng(1), vals, pts, 2 * rho * G, True, sigma, False, np.empty(3), out
+    )
+    var = 4 * rho**2 * sigma**2
     assert abs(out.mean()) < 5 * math.sqrt(var / N_MC)
-    assert abs(out.var(ddof=1) - var) < 5 * var * math.sqrt(2 / N_MC)  # Var(s^2) = 2 var^2 / N (Gaussian)
+    assert abs(out.var(ddof=1) - var) < 5 * var * math.sqrt(
+        2 / N_MC
+    )  # Var(s^2) = 2 var^2 / N (Gaussian)
 
 
 def test_strict_two_point_guarantee_meets_the_request() -> None:
@@ -194,7 +224,9 @@ def _drive_two_point(alg, env, T, seed):  # type: ignore[no-untyped-def]
         pts = alg.client.choose(t, public, X, streams.policy)
         losses, _ = env.step(pts)
         msg = alg.client.randomize(t, public, X, pts, losses, streams.client)
-        assert np.all(msg.payload["difference"] != losses[:, 0] - losses[:, 1])  # item 8: noisy payloads
+        assert np.all(
+            msg.payload["difference"] != losses[:, 0] - losses[:, 1]
+        )  # item 8: noisy payloads
         alg.server.receive(t, msg)
         pts_log.append(pts)
         msgs.append(msg.payload["difference"])
@@ -221,13 +253,20 @@ def test_tiny_noise_reproduces_algorithm_4(schedule: str) -> None:
     # spec section 7 item 9 (paper step: the same tuning whatever the noise)
     env = pb.ConvexLossEnv(d=3)
     kw = {"step": "paper", "schedule": schedule}
-    priv = pb.simulate(pb.make("ldp-twopoint", epsilon=1e12, **kw), env, 500, replications=3, seed=1)
+    priv = pb.simulate(
+        pb.make("ldp-twopoint", epsilon=1e12, **kw), env, 500, replications=3, seed=1
+    )
     plain = pb.simulate(pb.make("two-point-bco", **kw), env, 500, replications=3, seed=1)
     # the trajectories differ only by the injected noise (message std ~ 4 rho G 1e-6 at epsilon =
     # 1e12, amplified at most by the early strongly convex steps 1/(mu t)): relative 1e-3 bounds it
     np.testing.assert_allclose(priv.regret, plain.regret, rtol=1e-3, atol=1e-8)
-    assert not np.allclose(pb.simulate(pb.make("ldp-twopoint", epsilon=1.0, **kw), env, 500, replications=3,
-                                       seed=1).regret, plain.regret, rtol=1e-3)
+    assert not np.allclose(
+        pb.simulate(
+            pb.make("ldp-twopoint", epsilon=1.0, **kw), env, 500, replications=3, seed=1
+        ).regret,
+        plain.regret,
+        rtol=1e-3,
+    )
 
 
 def test_out_of_lipschitz_difference_without_clipping_raises() -> None:
@@ -238,7 +277,9 @@ def test_out_of_lipschitz_difference_without_clipping_raises() -> None:
     public = alg.server.public_state()
     pts = alg.client.choose(0, public, np.zeros((2, 2)), streams.policy)
     with pytest.raises(DataBoundError, match=r"exceeds G \|\|x_1 - x_2\|\|"):
-        alg.client.randomize(0, public, np.zeros((2, 2)), pts, np.array([[1.0, 0.0], [0.0, 0.0]]), streams.client)
+        alg.client.randomize(
+            0, public, np.zeros((2, 2)), pts, np.array([[1.0, 0.0], [0.0, 0.0]]), streams.client
+        )
 
 
 # -- regret -----------------------------------------------------------------------------------------
@@ -250,7 +291,9 @@ def test_regret_orderings_and_sublinear_growth() -> None:
     T = 6000
 
     def final(name: str, **kw: object) -> np.ndarray:
-        r = pb.simulate(pb.make(name, **kw), env, T, replications=4, seed=2, checkpoints=[T // 10, T])
+        r = pb.simulate(
+            pb.make(name, **kw), env, T, replications=4, seed=2, checkpoints=[T // 10, T]
+        )
         return r.regret.mean(axis=0)
 
     two = {eps: final("ldp-twopoint", epsilon=eps) for eps in (1.0, 10.0)}
@@ -270,7 +313,11 @@ def test_readme_loss_environment_example_runs() -> None:
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL) if "pb.ConvexLossEnv(" in b]
+    blocks = [
+        b
+        for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+        if "pb.ConvexLossEnv(" in b
+    ]
     assert len(blocks) == 1
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

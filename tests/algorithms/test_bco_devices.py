@@ -53,8 +53,12 @@ def _reset(name: str, R: int, env: Any, horizon: int = 1000, **params: Any) -> t
     return alg, spec
 
 
-def _two_point(R: int, *, domain: str = "ball", size: float = 1.0, d: int = 2, **params: Any) -> tuple[Any, Any]:
-    return _reset("ldp-twopoint", R, pb.ConvexLossEnv(d=d, domain=domain, domain_size=size), **params)
+def _two_point(
+    R: int, *, domain: str = "ball", size: float = 1.0, d: int = 2, **params: Any
+) -> tuple[Any, Any]:
+    return _reset(
+        "ldp-twopoint", R, pb.ConvexLossEnv(d=d, domain=domain, domain_size=size), **params
+    )
 
 
 def _points(gaps: np.ndarray, d: int, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -73,7 +77,9 @@ def _public(points: np.ndarray) -> PublicState:
     return PublicState({"points": np.ascontiguousarray(points, dtype=float)})
 
 
-def _whitened(client: Any, public: PublicState, X: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> np.ndarray:
+def _whitened(
+    client: Any, public: PublicState, X: np.ndarray, y0: np.ndarray, y1: np.ndarray
+) -> np.ndarray:
     """Whitened distance of the encodings of users holding ``y0`` and ``y1`` under ``public``."""
     acts = client.choose(0, public, X, np.random.default_rng(0))
     e0 = client.encode(0, public, X, acts, y0)
@@ -87,7 +93,10 @@ def _noise_ok(z: np.ndarray, kurtosis: float, q: float) -> bool:
     errors: ``1/sqrt(n)`` for the mean, ``sqrt((E z^4 - 1) / n)`` for the variance (``E z^4`` = 3
     Gaussian, 6 Laplace)."""
     n = z.size
-    return bool(abs(z.mean()) <= q / math.sqrt(n) and abs(z.var(ddof=1) - 1.0) <= q * math.sqrt((kurtosis - 1) / n))
+    return bool(
+        abs(z.mean()) <= q / math.sqrt(n)
+        and abs(z.var(ddof=1) - 1.0) <= q * math.sqrt((kurtosis - 1) / n)
+    )
 
 
 # -- the issue's reproduction ----------------------------------------------------------------------
@@ -164,7 +173,9 @@ def test_one_point_declarations_are_the_accountants(mechanism: str) -> None:
     X = np.broadcast_to(np.eye(3), (3, 3, 3)).copy()
     noise = alg.client.noise(0, public, X, alg.client.choose(0, public, X, None))
     np.testing.assert_allclose(noise.scale, res["noise_scale"])
-    assert alg.client.sensitivity().bound * res["noise_scale"] == pytest.approx(res["clip_hi"] - res["clip_lo"])
+    assert alg.client.sensitivity().bound * res["noise_scale"] == pytest.approx(
+        res["clip_hi"] - res["clip_lo"]
+    )
 
 
 # -- the online path: randomize - encode is the declared noise -------------------------------------
@@ -189,10 +200,14 @@ def _online_two_point(mechanism: str, n: int) -> tuple[np.ndarray, np.ndarray, n
     return msg.payload["difference"][:, None], e, c.noise(0, public, X, acts).variance
 
 
-def _online_one_point(mechanism: str, n: int, convex: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _online_one_point(
+    mechanism: str, n: int, convex: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(13)
     if convex:
-        alg, spec = _reset("ldp-onepoint", n, pb.ConvexLossEnv(d=2), base="fkm", mechanism=mechanism)
+        alg, spec = _reset(
+            "ldp-onepoint", n, pb.ConvexLossEnv(d=2), base="fkm", mechanism=mechanism
+        )
         X = np.zeros((n, 2))
     else:
         alg, spec = _reset("ldp-onepoint", n, pb.MultiArmedEnv(K=3), mechanism=mechanism)
@@ -236,7 +251,9 @@ def test_zero_gap_sends_an_exact_zero() -> None:
     acts = c.choose(0, public, X, None)
     assert np.all(c.encode(0, public, X, acts, y) == 0.0)
     assert np.all(c.noise(0, public, X, acts).scale == 0.0)
-    assert np.all(c.randomize(0, public, X, acts, y, np.random.default_rng(0)).payload["difference"] == 0.0)
+    assert np.all(
+        c.randomize(0, public, X, acts, y, np.random.default_rng(0)).payload["difference"] == 0.0
+    )
 
 
 # -- the adversarial-server property ---------------------------------------------------------------
@@ -248,15 +265,24 @@ def _users(rng: np.random.Generator, R: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), mechanism=st.sampled_from(MECHS),
-       domain=st.sampled_from(["ball", "box"]), size=st.sampled_from([1e-3, 1.0, 50.0]), d=st.integers(1, 4))
-def test_two_point_invariant_over_drawn_public_states(seed: int, extreme: bool, mechanism: str, domain: str,
-                                                      size: float, d: int) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    extreme=st.booleans(),
+    mechanism=st.sampled_from(MECHS),
+    domain=st.sampled_from(["ball", "box"]),
+    size=st.sampled_from([1e-3, 1.0, 50.0]),
+    d=st.integers(1, 4),
+)
+def test_two_point_invariant_over_drawn_public_states(
+    seed: int, extreme: bool, mechanism: str, domain: str, size: float, d: int
+) -> None:
     # any member of the declared space (random, or with entries at the ends of the range: equal
     # points, opposite corners), any two users: whitened distance <= the accounted bound
     R = 16
     rng = np.random.default_rng(seed)
-    alg, spec = _two_point(R, domain=domain, size=size, d=d, mechanism=mechanism, rho=min(0.01, size / 2))
+    alg, spec = _two_point(
+        R, domain=domain, size=size, d=d, mechanism=mechanism, rho=min(0.01, size / 2)
+    )
     c = alg.client
     public = c.public_space().draw(dims_of(spec, R), rng, extreme)
     y0, y1 = _users(rng, R)
@@ -264,14 +290,23 @@ def test_two_point_invariant_over_drawn_public_states(seed: int, extreme: bool, 
     assert np.all(dist <= c.sensitivity().bound * (1 + RTOL)), (dist.max(), c.sensitivity().bound)
 
 
-GAPS = st.one_of(st.sampled_from([0.0, 5e-324, 1e-300, MIN_GAP, MIN_GAP * 1.5, 1e-12, 1e-3, 2.0]),
-                 st.floats(0.0, 2.0), st.floats(1e-200, 1e-6).map(lambda g: g))
+GAPS = st.one_of(
+    st.sampled_from([0.0, 5e-324, 1e-300, MIN_GAP, MIN_GAP * 1.5, 1e-12, 1e-3, 2.0]),
+    st.floats(0.0, 2.0),
+    st.floats(1e-200, 1e-6).map(lambda g: g),
+)
 
 
 @settings(max_examples=80, deadline=None)
-@given(gap=GAPS, seed=st.integers(0, 2**32 - 1), mechanism=st.sampled_from(MECHS),
-       shift=st.floats(0.0, 1.0))
-def test_two_point_invariant_at_every_gap(gap: float, seed: int, mechanism: str, shift: float) -> None:
+@given(
+    gap=GAPS,
+    seed=st.integers(0, 2**32 - 1),
+    mechanism=st.sampled_from(MECHS),
+    shift=st.floats(0.0, 1.0),
+)
+def test_two_point_invariant_at_every_gap(
+    gap: float, seed: int, mechanism: str, shift: float
+) -> None:
     # the gap itself drawn (zero, sub-normal, at MIN_GAP, 1e-12, 1e-3, the diameter), the pair placed
     # anywhere in the unit ball; the declared noise is sigma (or s) times the gap the device reads
     R = 8
@@ -294,8 +329,9 @@ def test_two_point_invariant_at_every_gap(gap: float, seed: int, mechanism: str,
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), gap=GAPS, frac=st.floats(-1.0, 1.0))
-def test_two_point_without_clip_holds_for_lipschitz_users_and_refuses_the_others(seed: int, gap: float,
-                                                                                 frac: float) -> None:
+def test_two_point_without_clip_holds_for_lipschitz_users_and_refuses_the_others(
+    seed: int, gap: float, frac: float
+) -> None:
     # clip=False: the guarantee is conditional on G-Lipschitz losses, |f(x_1) - f(x_2)| <= G gap,
     # which the device checks at the gap it reads (a server's small gap cannot widen it)
     R = 4
@@ -317,14 +353,21 @@ def test_two_point_without_clip_holds_for_lipschitz_users_and_refuses_the_others
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), mechanism=st.sampled_from(MECHS),
-       convex=st.booleans())
-def test_one_point_invariant_over_drawn_public_states(seed: int, extreme: bool, mechanism: str,
-                                                      convex: bool) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    extreme=st.booleans(),
+    mechanism=st.sampled_from(MECHS),
+    convex=st.booleans(),
+)
+def test_one_point_invariant_over_drawn_public_states(
+    seed: int, extreme: bool, mechanism: str, convex: bool
+) -> None:
     R = 16
     rng = np.random.default_rng(seed)
     if convex:
-        alg, spec = _reset("ldp-onepoint", R, pb.ConvexLossEnv(d=2), base="fkm", mechanism=mechanism)
+        alg, spec = _reset(
+            "ldp-onepoint", R, pb.ConvexLossEnv(d=2), base="fkm", mechanism=mechanism
+        )
         X = np.zeros((R, 2))
         shape: tuple[int, ...] = (R, 1)
     else:
@@ -357,7 +400,9 @@ def test_difference_clip_at_inside_and_beyond_the_bound(factor: float, gap: floa
         assert np.all(np.abs(e) < np.abs(a))
 
 
-@pytest.mark.parametrize("factor,ok", [(1.0, True), (1 - 1e-9, True), (1 + 1e-12, True), (1 + 1e-6, False)])
+@pytest.mark.parametrize(
+    "factor,ok", [(1.0, True), (1 - 1e-9, True), (1 + 1e-12, True), (1 + 1e-6, False)]
+)
 def test_difference_check_without_clip_at_the_bound(factor: float, ok: bool) -> None:
     R = 2
     alg, spec = _two_point(R, clip=False)
@@ -380,7 +425,9 @@ def test_min_gap_at_its_bound(factor: float, zero: bool) -> None:
     y = np.tile([1.0, -1.0], (R, 1))
     e = c.encode(0, public, np.zeros((R, 2)), None, y)[:, 0]
     scale = c.noise(0, public, np.zeros((R, 2)), None).scale[:, 0]
-    m = c.randomize(0, public, np.zeros((R, 2)), None, y, np.random.default_rng(0)).payload["difference"]
+    m = c.randomize(0, public, np.zeros((R, 2)), None, y, np.random.default_rng(0)).payload[
+        "difference"
+    ]
     if zero:
         assert np.all(e == 0) and np.all(scale == 0) and np.all(m == 0)
     else:
@@ -390,7 +437,9 @@ def test_min_gap_at_its_bound(factor: float, zero: bool) -> None:
 
 
 @pytest.mark.parametrize("domain", ["ball", "box"])
-@pytest.mark.parametrize("factor,ok", [(1.0, True), (1 - 1e-9, True), (1 + 1e-12, True), (1 + 1e-6, False)])
+@pytest.mark.parametrize(
+    "factor,ok", [(1.0, True), (1 - 1e-9, True), (1 + 1e-12, True), (1 + 1e-6, False)]
+)
 def test_query_points_at_the_domain_bound(domain: str, factor: float, ok: bool) -> None:
     R, size = 2, 2.0
     alg, spec = _two_point(R, domain=domain, size=size)
@@ -456,7 +505,9 @@ def test_proposed_arm_at_the_ends_of_its_range(arm: float, ok: bool) -> None:
         with pytest.raises(PublicStateError):
             c.choose(0, public, X, None)
         with pytest.raises(PublicStateError):
-            c.randomize(0, public, X, np.zeros(R, dtype=np.int64), np.zeros(R), np.random.default_rng(0))
+            c.randomize(
+                0, public, X, np.zeros(R, dtype=np.int64), np.zeros(R), np.random.default_rng(0)
+            )
 
 
 # -- malformed inputs: a clear error, never a report -----------------------------------------------
@@ -466,9 +517,16 @@ def _bad_points(R: int, d: int) -> list[tuple[str, Any]]:
     nan[0, 0, 0] = np.nan
     inf = good.copy()
     inf[0, 1, 0] = np.inf
-    return [("d + 1 coordinates", np.zeros((R, 2, d + 1))), ("three points", np.zeros((R, 3, d))),
-            ("one user short", good[:-1]), ("flat", good.reshape(R, -1)), ("NaN", nan), ("inf", inf),
-            ("strings", np.full((R, 2, d), "a")), ("complex", good.astype(complex))]
+    return [
+        ("d + 1 coordinates", np.zeros((R, 2, d + 1))),
+        ("three points", np.zeros((R, 3, d))),
+        ("one user short", good[:-1]),
+        ("flat", good.reshape(R, -1)),
+        ("NaN", nan),
+        ("inf", inf),
+        ("strings", np.full((R, 2, d), "a")),
+        ("complex", good.astype(complex)),
+    ]
 
 
 @pytest.mark.parametrize("what", [w for w, _ in _bad_points(3, 2)])
@@ -478,10 +536,12 @@ def test_two_point_refuses_malformed_query_points(what: str) -> None:
     pts = dict(_bad_points(R, spec.d))[what]
     public = PublicState({"points": pts})
     y, X = np.zeros((R, 2)), np.zeros((R, spec.d))
-    for call in (lambda: alg.client.choose(0, public, X, None),
-                 lambda: alg.client.encode(0, public, X, None, y),
-                 lambda: alg.client.noise(0, public, X, None),
-                 lambda: alg.client.randomize(0, public, X, None, y, np.random.default_rng(0))):
+    for call in (
+        lambda: alg.client.choose(0, public, X, None),
+        lambda: alg.client.encode(0, public, X, None, y),
+        lambda: alg.client.noise(0, public, X, None),
+        lambda: alg.client.randomize(0, public, X, None, y, np.random.default_rng(0)),
+    ):
         with pytest.raises(PublicStateError):
             call()
 
@@ -492,16 +552,28 @@ def test_two_point_refuses_unknown_or_missing_fields() -> None:
     pts = _points(np.full(R, 0.1), spec.d)
     for state in ({"points": pts, "sigma": np.zeros(1)}, {}):
         with pytest.raises(PublicStateError):
-            alg.client.randomize(0, PublicState(state), np.zeros((R, 2)), None, np.zeros((R, 2)),
-                                 np.random.default_rng(0))
+            alg.client.randomize(
+                0,
+                PublicState(state),
+                np.zeros((R, 2)),
+                None,
+                np.zeros((R, 2)),
+                np.random.default_rng(0),
+            )
 
 
-@pytest.mark.parametrize("losses,error", [
-    (np.zeros((3, 3)), ValidationError), (np.zeros(3), ValidationError),
-    (np.zeros((2, 2)), ValidationError),  # 2 users' losses, 3 users' loss parameters
-    (np.array([[np.nan, 0.0]] * 3), DataBoundError), (np.array([[np.inf, 0.0]] * 3), DataBoundError),
-    (np.full((3, 2), "x"), ValidationError), (np.zeros((3, 2), dtype=bool), ValidationError),
-])
+@pytest.mark.parametrize(
+    "losses,error",
+    [
+        (np.zeros((3, 3)), ValidationError),
+        (np.zeros(3), ValidationError),
+        (np.zeros((2, 2)), ValidationError),  # 2 users' losses, 3 users' loss parameters
+        (np.array([[np.nan, 0.0]] * 3), DataBoundError),
+        (np.array([[np.inf, 0.0]] * 3), DataBoundError),
+        (np.full((3, 2), "x"), ValidationError),
+        (np.zeros((3, 2), dtype=bool), ValidationError),
+    ],
+)
 def test_two_point_refuses_malformed_losses(losses: np.ndarray, error: type[Exception]) -> None:
     R = 3
     alg, spec = _two_point(R)
@@ -521,10 +593,18 @@ def test_the_message_follows_the_public_points_whatever_the_points_reported(play
     c = alg.client
     if played == "other":
         other = _points(np.full(R, 1.0), spec.d)
-        np.testing.assert_array_equal(c.encode(0, public, X, other, y), c.encode(0, public, X, None, y))
-        np.testing.assert_array_equal(c.noise(0, public, X, other).scale, c.noise(0, public, X, None).scale)
+        np.testing.assert_array_equal(
+            c.encode(0, public, X, other, y), c.encode(0, public, X, None, y)
+        )
+        np.testing.assert_array_equal(
+            c.noise(0, public, X, other).scale, c.noise(0, public, X, None).scale
+        )
         return
-    bad = {"d + 1": np.zeros((R, 2, 3)), "NaN": np.full((R, 2, 2), np.nan), "str": np.full((R, 2, 2), "0")}[played]
+    bad = {
+        "d + 1": np.zeros((R, 2, 3)),
+        "NaN": np.full((R, 2, 2), np.nan),
+        "str": np.full((R, 2, 2), "0"),
+    }[played]
     with pytest.raises(ValidationError):
         c.randomize(0, public, X, bad, y, np.random.default_rng(0))
 
@@ -535,10 +615,15 @@ def test_loss_parameters_are_checked_though_never_read() -> None:
     public = _public(_points(np.full(R, 0.1), spec.d))
     y = np.zeros((R, 2))
     assert spec.param_dim == spec.d  # quadratic losses: a centre per user (logistic: d + 1)
-    for X, error in ((np.zeros((R, 0)), ValidationError), (np.zeros((R + 1, 2)), ValidationError),
-                     (np.zeros((R, 3)), ValidationError), (np.zeros((R, 1)), ValidationError),
-                     (np.zeros(R), ValidationError), (np.full((R, 2), np.nan), DataBoundError),
-                     (np.full((R, 2), "a"), ValidationError)):
+    for X, error in (
+        (np.zeros((R, 0)), ValidationError),
+        (np.zeros((R + 1, 2)), ValidationError),
+        (np.zeros((R, 3)), ValidationError),
+        (np.zeros((R, 1)), ValidationError),
+        (np.zeros(R), ValidationError),
+        (np.full((R, 2), np.nan), DataBoundError),
+        (np.full((R, 2), "a"), ValidationError),
+    ):
         with pytest.raises(error):
             alg.client.randomize(0, public, X, None, y, np.random.default_rng(0))
     alg.client.randomize(0, public, np.zeros((R, 2)), None, y, np.random.default_rng(0))
@@ -563,7 +648,11 @@ def test_a_dishonest_server_cannot_move_the_device_off_its_guarantee() -> None:
             def public_state() -> PublicState:
                 pts = np.array(honest()["points"])
                 mid = pts.mean(axis=1, keepdims=True)
-                return _public(mid + (pts - mid) * (1e-3 / np.linalg.norm(pts[:, :1] - pts[:, 1:], axis=2)[..., None]))
+                return _public(
+                    mid
+                    + (pts - mid)
+                    * (1e-3 / np.linalg.norm(pts[:, :1] - pts[:, 1:], axis=2)[..., None])
+                )
 
             randomize = client.randomize
 
@@ -599,14 +688,50 @@ def test_compiled_steps_refuse_mismatched_shapes() -> None:
 
     rng = np.random.default_rng(0)
     bad = [
-        lambda: privatize_difference(rng, np.zeros((3, 2)), np.zeros((2, 2, 2)), 1.0, True, 1.0, False,
-                                     np.zeros(2), np.zeros(3)),
-        lambda: privatize_difference(rng, np.zeros((3, 2)), np.zeros((3, 2, 2)), 1.0, True, 1.0, False,
-                                     np.zeros(1), np.zeros(3)),
-        lambda: privatize_difference(rng, np.zeros((3, 2)), np.zeros((3, 2, 2)), 1.0, True, 1.0, False,
-                                     np.zeros(2), np.zeros(2)),
-        lambda: privatize_difference(rng, np.zeros((3, 3)), np.zeros((3, 3, 2)), 1.0, True, 1.0, False,
-                                     np.zeros(2), np.zeros(3)),
+        lambda: privatize_difference(
+            rng,
+            np.zeros((3, 2)),
+            np.zeros((2, 2, 2)),
+            1.0,
+            True,
+            1.0,
+            False,
+            np.zeros(2),
+            np.zeros(3),
+        ),
+        lambda: privatize_difference(
+            rng,
+            np.zeros((3, 2)),
+            np.zeros((3, 2, 2)),
+            1.0,
+            True,
+            1.0,
+            False,
+            np.zeros(1),
+            np.zeros(3),
+        ),
+        lambda: privatize_difference(
+            rng,
+            np.zeros((3, 2)),
+            np.zeros((3, 2, 2)),
+            1.0,
+            True,
+            1.0,
+            False,
+            np.zeros(2),
+            np.zeros(2),
+        ),
+        lambda: privatize_difference(
+            rng,
+            np.zeros((3, 3)),
+            np.zeros((3, 3, 2)),
+            1.0,
+            True,
+            1.0,
+            False,
+            np.zeros(2),
+            np.zeros(3),
+        ),
         lambda: privatize_values(rng, np.zeros(3), 0.0, 1.0, True, 1.0, False, np.zeros(2)),
     ]
     for call in bad:

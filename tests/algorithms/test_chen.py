@@ -101,6 +101,7 @@ def test_every_round_feeds_exactly_one_epoch_estimate() -> None:
 
 def test_actions_depend_only_on_the_billboard() -> None:
     """Item 15: overwriting the raw data of a finished epoch after its release changes no later action."""
+
     def run(corrupt: bool) -> list[np.ndarray]:
         env, alg = _env(), pb.make("chen-jdp", first_epoch=64, min_fit=60)
         streams = make_streams(7)
@@ -151,7 +152,9 @@ def test_ldp_server_runs_algorithm_8_online() -> None:
     for t in range(n):
         public = server.public_state()
         slots.append(int(public["slot"][0]))
-        msg = client.randomize(t, public, Phi[t][None, None], np.zeros(1, dtype=np.int64), y[t:t + 1], rng)
+        msg = client.randomize(
+            t, public, Phi[t][None, None], np.zeros(1, dtype=np.int64), y[t : t + 1], rng
+        )
         server.receive(t, msg)
     offline = reg.fit(Phi, y, 0)
     np.testing.assert_allclose(server.billboard.theta[0, 0], offline.theta, rtol=1e-9, atol=1e-12)
@@ -173,15 +176,21 @@ def test_inverse_gap_weighting(seed: int, A: int, gamma: float) -> None:
     assert p[np.argmax(s)] >= 1.0 / A - 1e-12
     np.testing.assert_allclose(igw_probabilities(s, 0.0), np.full(A, 1.0 / A))
     if A > 1:
-        gap = np.sort(s)[-1] - np.sort(s)[-2]  # every other arm has p = 1 / (A + gamma gap_a) <= 1 / (A + gamma gap)
+        gap = (
+            np.sort(s)[-1] - np.sort(s)[-2]
+        )  # every other arm has p = 1 / (A + gamma gap_a) <= 1 / (A + gamma gap)
         assert igw_probabilities(s, 1e12)[np.argmax(s)] >= 1 - (A - 1) / (A + 1e12 * gap) - 1e-12
 
 
 def test_squarecb_learns_on_a_linear_bandit() -> None:
     """The non-private SquareCB beats the uniform policy once its oracle has data (T = 4096, 2 seeds)."""
     env = pb.SyntheticEnv(d=3, K=6, noise="rademacher")
-    sq = pb.simulate(pb.make("squarecb", m0=7), env, horizon=4096, replications=2, seed=1).summary()["mean"]
-    un = pb.simulate(pb.make("uniform"), env, horizon=4096, replications=2, seed=1).summary()["mean"]
+    sq = pb.simulate(
+        pb.make("squarecb", m0=7), env, horizon=4096, replications=2, seed=1
+    ).summary()["mean"]
+    un = pb.simulate(pb.make("uniform"), env, horizon=4096, replications=2, seed=1).summary()[
+        "mean"
+    ]
     assert sq < 0.7 * un
 
 
@@ -192,11 +201,16 @@ def test_elimination_beats_the_uniform_spanner_policy_in_the_last_epoch() -> Non
     at most 0.85x the uniform policy's (observed: 0.572 vs 0.761 per round)."""
     d = 3
     cov = np.diag(np.exp(-3.0 * np.arange(d) / (d - 1)) ** 2)
-    env = pb.SyntheticEnv(d=d, K=10, contexts="gaussian_normalized", context_cov=cov, noise="rademacher")
+    env = pb.SyntheticEnv(
+        d=d, K=10, contexts="gaussian_normalized", context_cov=cov, noise="rademacher"
+    )
     T = 2**16
-    runs = {name: pb.simulate(pb.make(name, **kw), env, horizon=T, replications=2, seed=0,
-                              checkpoints=[T // 2, T])
-            for name, kw in (("chen-elim", {"c_b": 0.1}), ("uniform", {}))}
+    runs = {
+        name: pb.simulate(
+            pb.make(name, **kw), env, horizon=T, replications=2, seed=0, checkpoints=[T // 2, T]
+        )
+        for name, kw in (("chen-elim", {"c_b": 0.1}), ("uniform", {}))
+    }
 
     def last_epoch_rate(res: pb.SimulationResult) -> float:
         i = int(np.flatnonzero(res.checkpoints == T // 2)[0])
@@ -206,9 +220,17 @@ def test_elimination_beats_the_uniform_spanner_policy_in_the_last_epoch() -> Non
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), d=st.integers(1, 5), K=st.integers(1, 12), J=st.integers(0, 3),
-       link=st.sampled_from(["identity", "logistic", "probit"]), rank=st.integers(1, 5))
-def test_compiled_planning_equals_the_numpy_form(seed: int, d: int, K: int, J: int, link: str, rank: int) -> None:
+@given(
+    seed=st.integers(0, 2**31),
+    d=st.integers(1, 5),
+    K=st.integers(1, 12),
+    J=st.integers(0, 3),
+    link=st.sampled_from(["identity", "logistic", "probit"]),
+    rank=st.integers(1, 5),
+)
+def test_compiled_planning_equals_the_numpy_form(
+    seed: int, d: int, K: int, J: int, link: str, rank: int
+) -> None:
     """The compiled Algorithm 4 step (``choose_planned``) picks the action the numpy form picks: the
     same survivors, the same spanner (rank-deficient feature sets included), the same policy draw."""
     from privbandits.algorithms.chen.planning import choose_planned
@@ -227,7 +249,9 @@ def test_compiled_planning_equals_the_numpy_form(seed: int, d: int, K: int, J: i
     got = choose_planned(F, theta, U, scale, n_boards, lk, 2.0, draws)
     ref_rng = np.random.default_rng(seed + 1)
     for r in range(R):
-        boards = [Board(theta[r, j], U[r, j], float(scale[r, j]), lk) for j in range(int(n_boards[r]))]
+        boards = [
+            Board(theta[r, j], U[r, j], float(scale[r, j]), lk) for j in range(int(n_boards[r]))
+        ]
         support = planning_support(F[r], boards)
         assert got[r] == support[min(int(ref_rng.random() * support.size), support.size - 1)]
     assert draws.random() == ref_rng.random()  # one draw per replication, no more
@@ -245,6 +269,7 @@ def test_an_estimate_that_would_eliminate_every_action_is_skipped() -> None:
     assert planning_support(F, boards).tolist() == [0]
     theta = np.array([[[1.0, 0.0], [0.0, 1.0]]])
     U = np.broadcast_to(np.eye(2), (1, 2, 2, 2)).copy()
-    got = choose_planned(F[None], theta, U, np.zeros((1, 2)), np.array([2]), IDENTITY, 2.0,
-                         np.random.default_rng(0))
+    got = choose_planned(
+        F[None], theta, U, np.zeros((1, 2)), np.array([2]), IDENTITY, 2.0, np.random.default_rng(0)
+    )
     assert got.tolist() == [0]

@@ -83,15 +83,29 @@ def test_weight_100_e1_gives_a_clipped_message_within_the_sensitivity() -> None:
     np.testing.assert_array_equal(E[0, :4], 0.0)
     scale = client.noise(0, pub, e1, a0).scale
     bound = client.sensitivity().bound
-    for x, y in [([-1.0, 0.0], 1.0), ([-1.0, 0.0], -1.0), ([1.0, 0.0], 1.0), ([0.0, 1.0], 21.0),
-                 ([0.6, 0.8], -21.0), ([0.0, 0.0], 0.0)]:
+    for x, y in [
+        ([-1.0, 0.0], 1.0),
+        ([-1.0, 0.0], -1.0),
+        ([1.0, 0.0], 1.0),
+        ([0.0, 1.0], 21.0),
+        ([0.6, 0.8], -21.0),
+        ([0.0, 0.0], 0.0),
+    ]:
         E1 = client.encode(0, pub, _tile(np.array(x), 1, spec.K), a0, np.array([y]))
         assert whitened_distance(E, E1, scale, "l2")[0] <= bound * (1 + RTOL)
     # the online path through the round protocol: the mean message is the clipped gradient
     n = 20_000
     pubs = PublicState({k: np.repeat(v, n, axis=0) for k, v in pub.items()})
-    msg = protocol.device_randomize(client, spec, 0, pubs, _tile(np.array([1.0, 0.0]), n, spec.K),
-                                    np.zeros(n, dtype=np.int64), np.full(n, -1.0), np.random.default_rng(7))
+    msg = protocol.device_randomize(
+        client,
+        spec,
+        0,
+        pubs,
+        _tile(np.array([1.0, 0.0]), n, spec.K),
+        np.zeros(n, dtype=np.int64),
+        np.full(n, -1.0),
+        np.random.default_rng(7),
+    )
     std = 4.0 * client.sigma
     assert np.all(np.abs(msg["g"].mean(axis=0) - [2.0, 0.0]) <= 5.0 * std / math.sqrt(n))
     np.testing.assert_array_equal(msg["X"], 0.0)
@@ -110,9 +124,12 @@ def test_the_audit_cases_reach_the_accounted_sensitivity() -> None:
         pub = PublicState({k: np.asarray(v) for k, v in alg.server.public_state().items()})
         for key, value in case.public(spec).items():
             pub = _with(pub, **{key: np.broadcast_to(value, pub[key].shape).astype(pub[key].dtype)})
-        (u, v), = case.pairs(spec)
+        ((u, v),) = case.pairs(spec)
         a0 = np.zeros(1, dtype=np.int64)
-        E = [alg.client.encode(0, pub, user.contexts[None], a0, np.array([user.reward])) for user in (u, v)]
+        E = [
+            alg.client.encode(0, pub, user.contexts[None], a0, np.array([user.reward]))
+            for user in (u, v)
+        ]
         scale = alg.client.noise(0, pub, u.contexts[None], a0).scale
         dist = whitened_distance(E[0], E[1], scale, "l2")[0]
         bound = alg.client.sensitivity().bound
@@ -126,7 +143,9 @@ def test_normalization_slot_attains_the_sensitivity() -> None:
     a0 = np.zeros(1, dtype=np.int64)
     E = [alg.client.encode(0, pub, _tile(x, 1, 3), a0, np.zeros(1)) for x in np.eye(2)]
     scale = alg.client.noise(0, pub, _tile(np.eye(2)[0], 1, 3), a0).scale
-    assert whitened_distance(E[0], E[1], scale, "l2")[0] == pytest.approx(alg.client.sensitivity().bound, rel=1e-12)
+    assert whitened_distance(E[0], E[1], scale, "l2")[0] == pytest.approx(
+        alg.client.sensitivity().bound, rel=1e-12
+    )
 
 
 # ================================================================================================
@@ -184,7 +203,9 @@ def test_chen_online_noise_is_the_declared_noise() -> None:
     var = client.noise(0, pub, X, a).variance
     for slot in (IDLE, NORMALIZE, GRADIENT):
         rows = pub["slot"] == slot
-        assert np.all(var[rows] == var[rows][:1])  # one U for all: one variance per coordinate and slot
+        assert np.all(
+            var[rows] == var[rows][:1]
+        )  # one U for all: one variance per coordinate and slot
         assert noise_matches(D[rows], var[rows][0]), slot
         if slot != IDLE:
             assert not noise_matches(0.5 * D[rows], var[rows][0]), slot
@@ -197,19 +218,29 @@ def test_squarecb_online_noise_is_the_declared_noise() -> None:
     alg = _reset("squarecb-ldp", d=3, K=2, epsilon=1.0)
     client, spec = alg.client, alg.spec
     rng = np.random.default_rng(13)
-    pub = PublicState(slot=np.where(np.arange(n) % 2 == 0, SQ_GRADIENT, SQ_IDLE), theta_sgd=rng.normal(0, 3, (n, 3)),
-                      theta_hat=np.zeros((n, 3)), gamma=np.zeros(n))
+    pub = PublicState(
+        slot=np.where(np.arange(n) % 2 == 0, SQ_GRADIENT, SQ_IDLE),
+        theta_sgd=rng.normal(0, 3, (n, 3)),
+        theta_hat=np.zeros((n, 3)),
+        gamma=np.zeros(n),
+    )
     X = rng.standard_normal((n, spec.K, spec.d))
     X /= np.maximum(1.0, np.linalg.norm(X, axis=2, keepdims=True))
     a = rng.integers(0, spec.K, n)
     y = rng.uniform(-3.0, 3.0, n)
-    D = client.randomize(0, pub, X, a, y, np.random.default_rng(14))["g"] - client.encode(0, pub, X, a, y)
+    D = client.randomize(0, pub, X, a, y, np.random.default_rng(14))["g"] - client.encode(
+        0, pub, X, a, y
+    )
     var = client.noise(0, pub, X, a).variance
     for slot in (SQ_IDLE, SQ_GRADIENT):
         rows = pub["slot"] == slot
         assert noise_matches(D[rows], var[rows][0]), slot
-    assert not noise_matches(0.5 * D[pub["slot"] == SQ_GRADIENT], var[pub["slot"] == SQ_GRADIENT][0])
-    np.testing.assert_allclose(var[pub["slot"] == SQ_GRADIENT], (8.0 * client.sigma) ** 2, rtol=1e-15)
+    assert not noise_matches(
+        0.5 * D[pub["slot"] == SQ_GRADIENT], var[pub["slot"] == SQ_GRADIENT][0]
+    )
+    np.testing.assert_allclose(
+        var[pub["slot"] == SQ_GRADIENT], (8.0 * client.sigma) ** 2, rtol=1e-15
+    )
 
 
 def test_noise_check_has_power() -> None:
@@ -236,8 +267,12 @@ class Device:
     K: int
 
 
-DEVICES = [Device("chen-ldp", 2, 3), Device("chen-ldp", 3, 2), Device("squarecb-ldp", 2, 3),
-           Device("squarecb-ldp", 4, 2)]
+DEVICES = [
+    Device("chen-ldp", 2, 3),
+    Device("chen-ldp", 3, 2),
+    Device("squarecb-ldp", 2, 3),
+    Device("squarecb-ldp", 4, 2),
+]
 _CLIENTS: dict[tuple[str, int, int], Any] = {}
 
 
@@ -248,7 +283,9 @@ def _client(dev: Device) -> Any:
     return _CLIENTS[key]
 
 
-def _users(rng: np.random.Generator, R: int, K: int, d: int, extreme: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _users(
+    rng: np.random.Generator, R: int, K: int, d: int, extreme: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Contexts in the unit ball (on its sphere and on the axes when ``extreme``), arms, rewards far
     outside [-1, 1] as well as inside."""
     X = rng.standard_normal((R, K, d))
@@ -258,15 +295,27 @@ def _users(rng: np.random.Generator, R: int, K: int, d: int, extreme: bool) -> t
         X[axes] = 0.0
         X[axes, :, rng.integers(0, d)] = rng.choice([-1.0, 1.0])
     else:
-        X *= rng.uniform(0.0, 1.0, (R, K, 1)) / np.maximum(np.linalg.norm(X, axis=2, keepdims=True), 1e-300)
+        X *= rng.uniform(0.0, 1.0, (R, K, 1)) / np.maximum(
+            np.linalg.norm(X, axis=2, keepdims=True), 1e-300
+        )
     a = rng.integers(0, K, R)
-    y = rng.choice([-1e6, -21.0, -1.0, 0.0, 1.0, 21.0, 1e6], R) if extreme else rng.uniform(-5, 5, R)
+    y = (
+        rng.choice([-1e6, -21.0, -1.0, 0.0, 1.0, 21.0, 1e6], R)
+        if extreme
+        else rng.uniform(-5, 5, R)
+    )
     return X, a, y
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), which=st.sampled_from(range(len(DEVICES))))
-def test_neighbours_are_within_the_sensitivity_for_every_public_state(seed: int, extreme: bool, which: int) -> None:
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    extreme=st.booleans(),
+    which=st.sampled_from(range(len(DEVICES))),
+)
+def test_neighbours_are_within_the_sensitivity_for_every_public_state(
+    seed: int, extreme: bool, which: int
+) -> None:
     """For public states drawn from the device's declared space (random members and the extremes of
     every range: ``U`` and ``w`` entries at +-1e12, every slot), and 16 pairs of users (contexts in
     the unit ball, any arm, rewards up to 1e6), the whitened distance of their encoded messages is at
@@ -285,7 +334,10 @@ def test_neighbours_are_within_the_sensitivity_for_every_public_state(seed: int,
     np.testing.assert_array_equal(n0.scale, n1.scale)
     assert np.all(np.isfinite(E0)) and np.all(np.isfinite(n0.scale))
     dist = whitened_distance(E0, E1, n0.scale, client.sensitivity().norm)
-    assert np.all(dist <= client.sensitivity().bound * (1 + RTOL)), (dist.max(), client.sensitivity().bound)
+    assert np.all(dist <= client.sensitivity().bound * (1 + RTOL)), (
+        dist.max(),
+        client.sensitivity().bound,
+    )
 
 
 @pytest.mark.parametrize("name", ["chen-ldp", "squarecb-ldp"])
@@ -302,7 +354,9 @@ def test_candidate_worst_users_at_extreme_states_stay_within_the_sensitivity(nam
     best = 0.0
     for i in range(100):
         drawn = client.public_space().draw(dims_of(spec, 1), rng, extreme=True)
-        pub = client.public_space().validate(_with(drawn, slot=[slots[i % len(slots)]]), dims_of(spec, 1))
+        pub = client.public_space().validate(
+            _with(drawn, slot=[slots[i % len(slots)]]), dims_of(spec, 1)
+        )
         w = pub[key][0]
         dirs = [w / max(np.linalg.norm(w), 1e-300), np.eye(3)[0], np.eye(3)[1]]
         if name == "chen-ldp":
@@ -358,10 +412,14 @@ def test_chen_device_refuses_states_outside_its_space() -> None:
     cases["unknown field"] = PublicState({**honest, "epsilon": np.array([100.0])})
     cases["missing field"] = PublicState({k: v for k, v in honest.items() if k != "w"})
     for what, bad in cases.items():
-        for call in (lambda p: client.randomize(0, p, X, a, y, rng), lambda p: client.choose(0, p, X, rng),
-                     lambda p: client.encode(0, p, X, a, y), lambda p: client.noise(0, p, X, a),
-                     lambda p: protocol.device_randomize(client, spec, 0, p, X, a, y, rng),
-                     lambda p: protocol.device_choose(client, spec, 0, p, X, rng)):
+        for call in (
+            lambda p: client.randomize(0, p, X, a, y, rng),
+            lambda p: client.choose(0, p, X, rng),
+            lambda p: client.encode(0, p, X, a, y),
+            lambda p: client.noise(0, p, X, a),
+            lambda p: protocol.device_randomize(client, spec, 0, p, X, a, y, rng),
+            lambda p: protocol.device_choose(client, spec, 0, p, X, rng),
+        ):
             with pytest.raises(PublicStateError):
                 call(bad)
                 pytest.fail(what)
@@ -374,12 +432,22 @@ def test_squarecb_device_refuses_states_outside_its_space() -> None:
     X, a, y = _tile(np.array([0.6, 0.8]), 1, 3), np.zeros(1, dtype=np.int64), np.array([0.5])
     rng = np.random.default_rng(0)
     client.randomize(0, honest, X, a, y, rng)
-    bad = [{"slot": [1]}, {"theta_sgd": np.full((1, 2), 2e12)}, {"theta_sgd": np.full((1, 3), 0.1)},
-           {"theta_hat": np.full((1, 2), np.nan)}, {"gamma": [-1.0]}, {"gamma": [np.inf]}]
+    bad = [
+        {"slot": [1]},
+        {"theta_sgd": np.full((1, 2), 2e12)},
+        {"theta_sgd": np.full((1, 3), 0.1)},
+        {"theta_hat": np.full((1, 2), np.nan)},
+        {"gamma": [-1.0]},
+        {"gamma": [np.inf]},
+    ]
     for fields in bad:
-        for call in (lambda p: client.randomize(0, p, X, a, y, rng), lambda p: client.choose(0, p, X, rng),
-                     lambda p: client.encode(0, p, X, a, y), lambda p: client.noise(0, p, X, a),
-                     lambda p: protocol.device_randomize(client, spec, 0, p, X, a, y, rng)):
+        for call in (
+            lambda p: client.randomize(0, p, X, a, y, rng),
+            lambda p: client.choose(0, p, X, rng),
+            lambda p: client.encode(0, p, X, a, y),
+            lambda p: client.noise(0, p, X, a),
+            lambda p: protocol.device_randomize(client, spec, 0, p, X, a, y, rng),
+        ):
             with pytest.raises(PublicStateError):
                 call(_with(honest, **fields))
 
@@ -393,9 +461,15 @@ def test_devices_refuse_malformed_inputs(name: str) -> None:
     pub = alg.server.public_state()
     X, a, y = _tile(np.array([0.6, 0.8]), 2, 3), np.zeros(2, dtype=np.int64), np.array([0.5, -0.5])
     rng = np.random.default_rng(0)
-    bad = [(_tile(np.array([0.6, 0.8, 0.0]), 2, 3), a, y), (X, np.array([0, 3]), y), (X, a, y[:1]),
-           (_tile(np.array([1.0, 1.0]), 2, 3), a, y), (X, a, np.array([np.nan, 0.0])), (X[:, 0], a, y),
-           (X, np.array([0.5, 0.0]), y)]
+    bad = [
+        (_tile(np.array([0.6, 0.8, 0.0]), 2, 3), a, y),
+        (X, np.array([0, 3]), y),
+        (X, a, y[:1]),
+        (_tile(np.array([1.0, 1.0]), 2, 3), a, y),
+        (X, a, np.array([np.nan, 0.0])),
+        (X[:, 0], a, y),
+        (X, np.array([0.5, 0.0]), y),
+    ]
     for Xb, ab, yb in bad:
         with pytest.raises(PrivbanditsError):
             client.randomize(0, pub, Xb, ab, yb, rng)
@@ -421,10 +495,14 @@ def test_clip_rows_at_inside_and_beyond_the_bound() -> None:
         out = clip_rows(f * b * u, b)
         np.testing.assert_allclose(np.linalg.norm(out, axis=1), b, rtol=1e-13)
         np.testing.assert_allclose(out / b, u, rtol=1e-12, atol=1e-15)
-    out = clip_rows(1e-160 * u, 0.5e-160) * 1e160  # subnormal squares: the norm is taken in scaled units
+    out = (
+        clip_rows(1e-160 * u, 0.5e-160) * 1e160
+    )  # subnormal squares: the norm is taken in scaled units
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 0.5, rtol=1e-12)
     np.testing.assert_allclose(clip_rows(1e-160 * u, 1e-160) * 1e160, u, rtol=1e-12)
-    tiny = np.array([[0.0, 0.0, 4.45e-309]])  # a subnormal row well inside: unchanged, no overflow warning
+    tiny = np.array(
+        [[0.0, 0.0, 4.45e-309]]
+    )  # a subnormal row well inside: unchanged, no overflow warning
     np.testing.assert_array_equal(clip_rows(tiny, 4.0), tiny)
     out = clip_rows(3.0 * u[:3], np.array([1.0, 3.0, 0.0]))  # one radius per row, radius 0
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), [1.0, 3.0, 0.0], rtol=1e-13)
@@ -442,7 +520,9 @@ class _SteepLink:
 
 def _g(z: float, y: float, link: LinkConstants = IDENTITY) -> np.ndarray:
     """The re-weighted gradient of the user ``e_1`` at prediction ``z`` (``U = I``, ``w = z e_1``)."""
-    return reweighted_gradient(np.eye(2), np.array([z, 0.0]), np.array([[1.0, 0.0]]), np.array([y]), link)[0]
+    return reweighted_gradient(
+        np.eye(2), np.array([z, 0.0]), np.array([[1.0, 0.0]]), np.array([y]), link
+    )[0]
 
 
 def test_reweighted_gradient_clips_the_prediction() -> None:
@@ -467,6 +547,7 @@ def test_reweighted_gradient_clips_the_response() -> None:
 def test_reweighted_gradient_clips_the_gradient_norm() -> None:
     """With a link leaving [-1, 1] (``nu(1) = c``, ``y = -1``): at ``c = 1`` the norm is 2, just inside
     it follows ``c``, beyond (``c = 1 + 1e-9``, 1.5, 1e6) it is 2 in the same direction."""
+
     def g(c: float) -> np.ndarray:
         return _g(1.0, -1.0, LinkConstants(_SteepLink(c), 1.0, 1.0))  # type: ignore[arg-type]
 
@@ -502,7 +583,9 @@ def test_normalization_message_is_clipped_to_the_operator_norm() -> None:
             np.testing.assert_allclose(X, X.T, rtol=1e-12, atol=0)
         if scale >= 1e-155:  # one matrix per user, each message clipped to its own ||U||
             Xs = normalization_encode(np.stack([U, 2 * U]), np.stack([2 * top, 2 * top]))
-            np.testing.assert_allclose(np.linalg.norm(Xs.reshape(2, -1) / s, axis=1), [1.0, 2.0], rtol=1e-12)
+            np.testing.assert_allclose(
+                np.linalg.norm(Xs.reshape(2, -1) / s, axis=1), [1.0, 2.0], rtol=1e-12
+            )
 
 
 def test_square_loss_gradient_clips() -> None:
@@ -559,11 +642,17 @@ def test_public_check_remembers_only_identical_states() -> None:
     first = check(honest, 1)
     assert check(PublicState(dict(honest)), 1) is first and check(dict(first), 1) is first
     assert len(calls) == 1
-    for bad in ({"w": np.full((1, 2), 2e12)}, {"w": np.full((1, 2), np.nan)}, {"slot": [7]},
-                {"slot": np.array([1.5])}):
+    for bad in (
+        {"w": np.full((1, 2), 2e12)},
+        {"w": np.full((1, 2), np.nan)},
+        {"slot": [7]},
+        {"slot": np.array([1.5])},
+    ):
         with pytest.raises(PublicStateError):
             check(_with(honest, **bad), 1)
-    assert check(_with(honest, slot=np.array([1.0])), 1)["slot"].dtype == np.int64  # an exact float is validated
+    assert (
+        check(_with(honest, slot=np.array([1.0])), 1)["slot"].dtype == np.int64
+    )  # an exact float is validated
     with pytest.raises(PublicStateError):
         check(PublicState({**honest, "extra": np.zeros(1)}), 1)
     with pytest.raises(PublicStateError):

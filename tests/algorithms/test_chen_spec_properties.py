@@ -94,9 +94,11 @@ def python_samplers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_sampler_twins_reproduce_the_compiled_samplers() -> None:
     """On a real generator the twins give the compiled samplers' output bit for bit."""
-    for twin, compiled, shape in ((_add_gaussian, samplers.add_gaussian, (7, 3)),
-                                  (_add_symmetric_gaussian, samplers.add_symmetric_gaussian, (5, 5)),
-                                  (_add_symmetric_gaussian_rows, samplers.add_symmetric_gaussian_rows, (4, 3, 3))):
+    for twin, compiled, shape in (
+        (_add_gaussian, samplers.add_gaussian, (7, 3)),
+        (_add_symmetric_gaussian, samplers.add_symmetric_gaussian, (5, 5)),
+        (_add_symmetric_gaussian_rows, samplers.add_symmetric_gaussian_rows, (4, 3, 3)),
+    ):
         base = np.random.default_rng(0).normal(size=shape)
         a, b = base.copy(), base.copy()
         twin(np.random.default_rng(11), 0.7, a)
@@ -126,7 +128,9 @@ def test_zero_noise_algorithm1_is_the_noiseless_iteration(python_samplers: None,
     noisy = learn_normalization(batches, lam, SIGMA, zero, mode=mode)
     plain = learn_normalization(batches, lam, 0.0, np.random.default_rng(5), mode=mode)
     np.testing.assert_array_equal(noisy.U, plain.U)
-    for a, b in zip(noisy.iterates + noisy.sigma_hats, plain.iterates + plain.sigma_hats, strict=True):
+    for a, b in zip(
+        noisy.iterates + noisy.sigma_hats, plain.iterates + plain.sigma_hats, strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     per_release = d * (d + 1) // 2
     assert zero.draws == K * per_release * (1 if mode == "jdp" else N)
@@ -138,7 +142,10 @@ def test_zero_noise_algorithm7_is_the_noiseless_descent(python_samplers: None, m
     X, y = _problem(M * B + 2000, d, 2, "logistic")
     link = link_constants("logistic")
     U = learn_normalization(np.split(X[:2000], 5), lam, 0.0, np.random.default_rng(0)).U
-    batches = [(X[2000 + m * B:2000 + (m + 1) * B], y[2000 + m * B:2000 + (m + 1) * B]) for m in range(M)]
+    batches = [
+        (X[2000 + m * B : 2000 + (m + 1) * B], y[2000 + m * B : 2000 + (m + 1) * B])
+        for m in range(M)
+    ]
     zero = ZeroRNG()
     w1, its1 = reweighted_gd(U, lam, batches, link, SIGMA, zero, mode=mode)
     w0, its0 = reweighted_gd(U, lam, batches, link, 0.0, np.random.default_rng(5), mode=mode)
@@ -148,9 +155,12 @@ def test_zero_noise_algorithm7_is_the_noiseless_descent(python_samplers: None, m
     assert zero.draws == M * d * (1 if mode == "jdp" else B)
 
 
-@pytest.mark.parametrize("mode, link", [("jdp", "identity"), ("jdp", "logistic"), ("ldp", "identity")])
-def test_zero_noise_algorithm2_and_8_equal_their_noiseless_counterpart(python_samplers: None, mode: str,
-                                                                       link: str) -> None:
+@pytest.mark.parametrize(
+    "mode, link", [("jdp", "identity"), ("jdp", "logistic"), ("ldp", "identity")]
+)
+def test_zero_noise_algorithm2_and_8_equal_their_noiseless_counterpart(
+    python_samplers: None, mode: str, link: str
+) -> None:
     """The full private estimator with zero normals equals the noiseless Algorithm 1 + Algorithm 7 run at
     the same (private) lambda on the same batches, bit for bit; its accounting still reports the declared
     noise (private at epsilon), and every release drew exactly its number of normals."""
@@ -160,21 +170,33 @@ def test_zero_noise_algorithm2_and_8_equal_their_noiseless_counterpart(python_sa
     zero = ZeroRNG()
     e = est.fit(X, y, zero)
     p, lam = est.plan(n), e.resolved["lam"]
-    U = learn_normalization([X[k * p.N:(k + 1) * p.N] for k in range(est.K)], lam, 0.0,
-                            np.random.default_rng(1), mode=mode).U
-    batches = [(X[p.n1 + m * p.B:p.n1 + (m + 1) * p.B], y[p.n1 + m * p.B:p.n1 + (m + 1) * p.B]) for m in range(p.M)]
+    U = learn_normalization(
+        [X[k * p.N : (k + 1) * p.N] for k in range(est.K)],
+        lam,
+        0.0,
+        np.random.default_rng(1),
+        mode=mode,
+    ).U
+    batches = [
+        (X[p.n1 + m * p.B : p.n1 + (m + 1) * p.B], y[p.n1 + m * p.B : p.n1 + (m + 1) * p.B])
+        for m in range(p.M)
+    ]
     w, _ = reweighted_gd(U, lam, batches, est.link, 0.0, np.random.default_rng(1), mode=mode)
     np.testing.assert_array_equal(e.width_matrix, U)
     np.testing.assert_array_equal(e.theta, U @ w)
     assert e.guarantee.is_private and e.guarantee.epsilon == pytest.approx(0.7, rel=1e-6)
     per_user = mode == "ldp"
-    expected = est.K * d * (d + 1) // 2 * (p.N if per_user else 1) + p.M * d * (p.B if per_user else 1)
+    expected = est.K * d * (d + 1) // 2 * (p.N if per_user else 1) + p.M * d * (
+        p.B if per_user else 1
+    )
     assert zero.draws == expected
     assert all(r.std > 0 for r in e.ledger.releases)
 
 
 @pytest.mark.parametrize("mode", ["jdp", "ldp"])
-def test_zero_noise_algorithms_5_and_6_equal_their_noiseless_counterpart(python_samplers: None, mode: str) -> None:
+def test_zero_noise_algorithms_5_and_6_equal_their_noiseless_counterpart(
+    python_samplers: None, mode: str
+) -> None:
     d, n, K = 5, 4000, 20
     X, y = _problem(n, d, 4)
     zero = ZeroRNG()
@@ -193,13 +215,21 @@ def test_zero_noise_ldp_users_send_the_noiseless_messages(python_samplers: None)
     reg = ReweightedRegression(math.inf, mode="ldp", K=5)
     spec = EnvSpec(d=d, K=1, horizon=n)
 
-    def run(sigma: float, rng: np.random.Generator) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
+    def run(
+        sigma: float, rng: np.random.Generator
+    ) -> tuple[list[dict[str, np.ndarray]], np.ndarray]:
         server = ChenLDPServer(1, spec, reg, epoch_ends(n, n), min_fit=100)
         client = ChenLDPClient(sigma, IDENTITY, 2.0, spec, 1)
         msgs = []
         for t in range(n):
-            msg = client.randomize(t, server.public_state(), X[t][None, None], np.zeros(1, dtype=np.int64),
-                                   y[t:t + 1], rng)
+            msg = client.randomize(
+                t,
+                server.public_state(),
+                X[t][None, None],
+                np.zeros(1, dtype=np.int64),
+                y[t : t + 1],
+                rng,
+            )
             msgs.append({k: np.array(v) for k, v in msg.payload.items()})
             server.receive(t, msg)
         return msgs, server.billboard.theta.copy()
@@ -229,7 +259,9 @@ def test_huge_noise_dominates_every_routine() -> None:
     w = np.zeros(d)
     g, sens, std = gradient_release(U, w, X[:N], y[:N], IDENTITY, sig, rng)
     assert std == pytest.approx(sig * sens) and sens == pytest.approx(4.0 / N)
-    assert np.linalg.norm(g - reweighted_gradient(U, w, X[:N], y[:N], IDENTITY).mean(0)) >= 0.1 * std
+    assert (
+        np.linalg.norm(g - reweighted_gradient(U, w, X[:N], y[:N], IDENTITY).mean(0)) >= 0.1 * std
+    )
     a = ImproperBatchSGD(1e-6, K=10).fit(X, y, 0).theta
     b = ImproperBatchSGD(math.inf, K=10).fit(X, y, 0).theta
     assert np.linalg.norm(a - b) > 100.0
@@ -316,9 +348,17 @@ def test_per_epoch_regret_strictly_decreases_over_the_last_three_epochs() -> Non
     Observed: 0.867 (epoch 1) ... 0.866 -> 0.582 -> 0.381 -> 0.282 (SE <= 0.0035)."""
     d, T, first, block = 4, 2**19, 4096, 256
     cov = np.diag(np.exp(-3.0 * np.arange(d) / (d - 1)) ** 2)
-    env = pb.SyntheticEnv(d=d, K=10, contexts="gaussian_normalized", context_cov=cov, noise="rademacher")
-    res = pb.simulate(pb.make("chen-elim", c_b=0.1, first_epoch=first), env, horizon=T, replications=1, seed=0,
-                      checkpoints=np.arange(block, T + 1, block))
+    env = pb.SyntheticEnv(
+        d=d, K=10, contexts="gaussian_normalized", context_cov=cov, noise="rademacher"
+    )
+    res = pb.simulate(
+        pb.make("chen-elim", c_b=0.1, first_epoch=first),
+        env,
+        horizon=T,
+        replications=1,
+        seed=0,
+        checkpoints=np.arange(block, T + 1, block),
+    )
     assert res.checkpoints.tolist() == list(range(block, T + 1, block))
     per_round = np.diff(res.regret[0], prepend=0.0) / block
     ends = epoch_ends(T, first)
@@ -326,7 +366,7 @@ def test_per_epoch_regret_strictly_decreases_over_the_last_three_epochs() -> Non
     means, ses = [], []
     start = 0
     for end in ends:
-        b = per_round[start // block:end // block]
+        b = per_round[start // block : end // block]
         means.append(float(b.mean()))
         ses.append(float(b.std(ddof=1) / math.sqrt(b.size)))
         start = int(end)

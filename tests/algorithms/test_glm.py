@@ -20,7 +20,9 @@ from privbandits.core.links import get_link
 LINKS = ["identity", "logistic", "probit", "poisson"]
 
 
-def _data(link: str, R: int, n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _data(
+    link: str, R: int, n: int, d: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(R, n, d)) / np.sqrt(d)
     theta = rng.normal(size=(R, d))
@@ -189,5 +191,8 @@ def test_compiled_antiderivative_matches_the_link(link: str) -> None:
     np.testing.assert_allclose(m, lk.m(z), rtol=1e-9 if link == "probit" else 1e-12, atol=1e-300)
     h = 1e-5
     zz = np.linspace(-4, 4, 41)
-    fd = (np.array([link_m(lk.code, v + h) for v in zz]) - np.array([link_m(lk.code, v - h) for v in zz])) / (2 * h)
+    fd = (
+        np.array([link_m(lk.code, v + h) for v in zz])
+        - np.array([link_m(lk.code, v - h) for v in zz])
+    ) / (2 * h)
     np.testing.assert_allclose(fd, lk.mu(zz), rtol=1e-6, atol=1e-9)

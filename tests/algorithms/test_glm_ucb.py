@@ -41,8 +41,15 @@ def test_sublinear_regret_on_logistic_instance() -> None:
 
 
 def test_radius_constants_from_the_link() -> None:
-    spec = EnvSpec(d=3, K=4, horizon=1000, link=get_link("logistic"), context_bound=1.0,
-                   theta_bound=2.0, reward_range=(0.0, 1.0))
+    spec = EnvSpec(
+        d=3,
+        K=4,
+        horizon=1000,
+        link=get_link("logistic"),
+        context_bound=1.0,
+        theta_bound=2.0,
+        reward_range=(0.0, 1.0),
+    )
     alg = GLMUCB(lam=0.5, delta=0.05, alpha=1.0)
     alg.reset(spec, 2, make_streams(0))
     res = alg.resolved_params()
@@ -50,7 +57,14 @@ def test_radius_constants_from_the_link() -> None:
     assert res["k_mu"] == pytest.approx(0.25)
     assert res["c_mu"] == pytest.approx(special.expit(2.0) * (1 - special.expit(2.0)))
     kappa = math.sqrt(3 + 2 * math.log(1 + 2 * 1.0 / 0.5))
-    rho = 2 * 0.25 * kappa * 1.0 / res["c_mu"] * math.sqrt(2 * 3 * math.log(50) * math.log(2 * 3 * 1000 / 0.05))
+    rho = (
+        2
+        * 0.25
+        * kappa
+        * 1.0
+        / res["c_mu"]
+        * math.sqrt(2 * 3 * math.log(50) * math.log(2 * 3 * 1000 / 0.05))
+    )
     np.testing.assert_allclose(alg.radius(50), [rho, rho], rtol=1e-12)
     assert filippi_kappa(0.5, 1.0) == pytest.approx(kappa)
     assert glm_ucb_radius(1.0, 3, 1000, 0.05, 0.25, 0.1, 1.0, 1.0) == 0.0  # log(1) = 0
@@ -109,8 +123,11 @@ def test_identity_link_is_the_ridge_estimate_every_round() -> None:
     _feed(alg, spec, A, arms, y)
     X = A[np.arange(2)[:, None], arms]
     V = 2.0 * np.eye(3) + np.einsum("rnd,rne->rde", X, X)
-    np.testing.assert_allclose(alg.estimate(), np.linalg.solve(V, np.einsum("rnd,rn->rd", X, y)[..., None])[..., 0],
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        alg.estimate(),
+        np.linalg.solve(V, np.einsum("rnd,rn->rd", X, y)[..., None])[..., 0],
+        rtol=1e-9,
+    )
 
 
 def test_geometric_refit_schedule_is_exact_at_refits() -> None:
@@ -145,8 +162,14 @@ def test_geometric_refit_schedule_is_exact_at_refits() -> None:
 
 @pytest.mark.parametrize(
     ("kw", "name"),
-    [({"lam": 0.0}, "lam"), ({"delta": 0.0}, "delta"), ({"alpha": -0.1}, "alpha"),
-     ({"refit_growth": 0.9}, "refit_growth"), ({"n_init": -1}, "n_init"), ({"r_max": 0.0}, "r_max")],
+    [
+        ({"lam": 0.0}, "lam"),
+        ({"delta": 0.0}, "delta"),
+        ({"alpha": -0.1}, "alpha"),
+        ({"refit_growth": 0.9}, "refit_growth"),
+        ({"n_init": -1}, "n_init"),
+        ({"r_max": 0.0}, "r_max"),
+    ],
 )
 def test_validation(kw: dict, name: str) -> None:
     with pytest.raises(ValidationError, match=name):
@@ -169,12 +192,32 @@ def test_runs_on_every_link() -> None:
 @pytest.mark.parametrize("params", GLMUCB.test_params)
 @pytest.mark.parametrize("link, noise", [("logistic", "bernoulli"), ("identity", "gaussian")])
 def test_reference_equals_compiled(params: dict, link: str, noise: str) -> None:
-    runs = [simulate(GLMUCB(**params), SyntheticEnv(d=2, K=4, link=link, noise=noise), 150, replications=3, seed=4,
-                     engine=engine) for engine in ("reference", "compiled")]
+    runs = [
+        simulate(
+            GLMUCB(**params),
+            SyntheticEnv(d=2, K=4, link=link, noise=noise),
+            150,
+            replications=3,
+            seed=4,
+            engine=engine,
+        )
+        for engine in ("reference", "compiled")
+    ]
     np.testing.assert_allclose(runs[0].regret, runs[1].regret, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(runs[0].estimation_error, runs[1].estimation_error, rtol=0, atol=1e-9)
-    fixed = [simulate(GLMUCB(**params), FiniteActionEnv(d=2, K=4, link=link, noise=noise), 150, replications=2,
-                      seed=4, engine=engine) for engine in ("reference", "compiled")]
+    np.testing.assert_allclose(
+        runs[0].estimation_error, runs[1].estimation_error, rtol=0, atol=1e-9
+    )
+    fixed = [
+        simulate(
+            GLMUCB(**params),
+            FiniteActionEnv(d=2, K=4, link=link, noise=noise),
+            150,
+            replications=2,
+            seed=4,
+            engine=engine,
+        )
+        for engine in ("reference", "compiled")
+    ]
     np.testing.assert_allclose(fixed[0].regret, fixed[1].regret, rtol=0, atol=1e-9)
 
 

@@ -47,7 +47,12 @@ def test_beta_residual_term_is_nonnegative_ridge_residual(seed, n, lam):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), D=st.integers(1, 5), S=st.floats(0.1, 3.0), scale=st.floats(0.01, 30.0))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    D=st.integers(1, 5),
+    S=st.floats(0.1, 3.0),
+    scale=st.floats(0.01, 30.0),
+)
 def test_mahalanobis_projection_kkt(seed, D, S, scale):
     """w = argmin_{||w||<=S} ||w - theta||_A: inside points unchanged; outside, ||w|| = S and
     A (theta - w) = nu w with nu >= 0 (KKT), and no feasible point of a random sample is better."""
@@ -80,8 +85,12 @@ def test_mahalanobis_projection_matches_scipy():
     A = np.array([[[4.0, 1.0], [1.0, 0.5]]])
     theta = np.array([[3.0, -2.0]])
     w = mahalanobis_ball_projection(A, theta, 1.0)[0]
-    res = optimize.minimize(lambda v: (v - theta[0]) @ A[0] @ (v - theta[0]), np.zeros(2),
-                            constraints=[{"type": "ineq", "fun": lambda v: 1.0 - v @ v}], tol=1e-14)
+    res = optimize.minimize(
+        lambda v: (v - theta[0]) @ A[0] @ (v - theta[0]),
+        np.zeros(2),
+        constraints=[{"type": "ineq", "fun": lambda v: 1.0 - v @ v}],
+        tol=1e-14,
+    )
     np.testing.assert_allclose(w, res.x, atol=1e-6)
     assert rng is not None
 
@@ -126,10 +135,14 @@ def test_incremental_statistics_match_batch():
     for r in range(2):
         V = 2.0 * np.eye(3) + X[r].T @ X[r]
         np.testing.assert_allclose(st["V_inv"][r], np.linalg.inv(V), rtol=1e-8, atol=1e-12)
-        np.testing.assert_allclose(st["theta_hat"][r], np.linalg.solve(V, X[r].T @ z[r]), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(
+            st["theta_hat"][r], np.linalg.solve(V, X[r].T @ z[r]), rtol=1e-7, atol=1e-10
+        )
         np.testing.assert_allclose(st["A"][r], 0.5 * np.eye(3) + X[r].T @ X[r], rtol=1e-12)
         np.testing.assert_allclose(st["A_inv"][r], np.linalg.inv(st["A"][r]), rtol=1e-8, atol=1e-12)
-    assert np.all(np.linalg.norm(log["theta_ons"], axis=-1) <= alg.resolved_params()["S"] * (1 + 1e-12))
+    assert np.all(
+        np.linalg.norm(log["theta_ons"], axis=-1) <= alg.resolved_params()["S"] * (1 + 1e-12)
+    )
 
 
 def test_ons_regret_is_below_its_data_dependent_bound():
@@ -214,12 +227,19 @@ def test_ons_error_decreases_over_time():
     assert errs[0] > errs[1] > errs[2]
 
 
-@pytest.mark.parametrize("link, noise", [("identity", "gaussian"), ("probit", "bernoulli"), ("poisson", "poisson")])
+@pytest.mark.parametrize(
+    "link, noise", [("identity", "gaussian"), ("probit", "bernoulli"), ("poisson", "poisson")]
+)
 def test_other_links_learn(link, noise):
     env = SyntheticEnv(d=2, K=6, link=link, noise=noise, noise_scale=0.1)
     res = simulate(make("gloc", alpha=0.5), env, 3000, replications=3, seed=5)
-    uni = simulate(make("uniform"), SyntheticEnv(d=2, K=6, link=link, noise=noise, noise_scale=0.1), 3000,
-                   replications=3, seed=5)
+    uni = simulate(
+        make("uniform"),
+        SyntheticEnv(d=2, K=6, link=link, noise=noise, noise_scale=0.1),
+        3000,
+        replications=3,
+        seed=5,
+    )
     assert res.final_regret.mean() < 0.3 * uni.final_regret.mean()
 
 
@@ -231,9 +251,17 @@ def test_multi_setting_block_features():
     assert res.estimation_error[:, -1].mean() < res.estimation_error[:, 0].mean()
 
 
-@pytest.mark.parametrize("kwargs, match", [({"lam": 0.0}, "lam"), ({"delta": 0.0}, "delta"),
-                                           ({"ons_eps": -1.0}, "ons_eps"), ({"kappa": 0.0}, "kappa"),
-                                           ({"alpha": -0.1}, "alpha"), ({"S": 0.0}, "S")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"lam": 0.0}, "lam"),
+        ({"delta": 0.0}, "delta"),
+        ({"ons_eps": -1.0}, "ons_eps"),
+        ({"kappa": 0.0}, "kappa"),
+        ({"alpha": -0.1}, "alpha"),
+        ({"S": 0.0}, "S"),
+    ],
+)
 def test_validation(kwargs, match):
     with pytest.raises(ValidationError, match=match):
         GLOC(**kwargs)
@@ -242,10 +270,21 @@ def test_validation(kwargs, match):
 @pytest.mark.parametrize("setting", ["single", "multi"])
 @pytest.mark.parametrize("params", GLOC.test_params)
 def test_reference_equals_compiled(setting, params):
-    runs = [simulate(GLOC(**params), _logistic_env(d=2, K=4, setting=setting), 200, replications=3, seed=3,
-                     engine=engine) for engine in ("reference", "compiled")]
+    runs = [
+        simulate(
+            GLOC(**params),
+            _logistic_env(d=2, K=4, setting=setting),
+            200,
+            replications=3,
+            seed=3,
+            engine=engine,
+        )
+        for engine in ("reference", "compiled")
+    ]
     np.testing.assert_allclose(runs[0].regret, runs[1].regret, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(runs[0].estimation_error, runs[1].estimation_error, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        runs[0].estimation_error, runs[1].estimation_error, rtol=0, atol=1e-9
+    )
 
 
 def test_guarantee_is_non_private_and_needs_reset():

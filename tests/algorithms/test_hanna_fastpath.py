@@ -37,8 +37,12 @@ def same_law(a: np.ndarray, b: np.ndarray, bins: int = 10) -> float:
     a, b = np.round(a, 6), np.round(b, 6)
     pooled = np.concatenate([a, b])
     edges = np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)[1:-1]))
-    table = np.array([np.bincount(np.searchsorted(edges, x, side="right"), minlength=edges.size + 1)
-                      for x in (a, b)])
+    table = np.array(
+        [
+            np.bincount(np.searchsorted(edges, x, side="right"), minlength=edges.size + 1)
+            for x in (a, b)
+        ]
+    )
     table = table[:, table.sum(axis=0) > 0]
     if table.shape[1] < 2:
         return 1.0 if np.array_equal(np.sort(a), np.sort(b)) or np.ptp(pooled) == 0 else 0.0
@@ -46,8 +50,9 @@ def same_law(a: np.ndarray, b: np.ndarray, bins: int = 10) -> float:
 
 
 def _env(**kw) -> FiniteActionEnv:
-    return FiniteActionEnv(d=2, K=6, actions=HEX, theta=np.array([0.8, 0.3]), noise=kw.pop("noise", "rademacher"),
-                           **kw)
+    return FiniteActionEnv(
+        d=2, K=6, actions=HEX, theta=np.array([0.8, 0.3]), noise=kw.pop("noise", "rademacher"), **kw
+    )
 
 
 def recording(cls: type) -> type:
@@ -60,7 +65,9 @@ def recording(cls: type) -> type:
             finish = core.finish_batch
 
             def rec(plan, r_hat, gamma=None):
-                self.releases.append((plan.index.copy(), plan.rows.copy(), plan.counts.copy(), np.array(r_hat)))
+                self.releases.append(
+                    (plan.index.copy(), plan.rows.copy(), plan.counts.copy(), np.array(r_hat))
+                )
                 return finish(plan, r_hat, gamma)
 
             core.finish_batch = rec
@@ -79,14 +86,23 @@ CASES = [
 
 
 @pytest.mark.parametrize(("label", "cls", "kw"), CASES, ids=[c[0] for c in CASES])
-def test_aggregate_path_matches_the_reference_path_in_distribution(label: str, cls: type, kw: dict) -> None:
+def test_aggregate_path_matches_the_reference_path_in_distribution(
+    label: str, cls: type, kw: dict
+) -> None:
     T, R = 3000, 300
     ck = [700, 1500, T]  # 700 and 1500 fall inside batches (n_i = 4, 10, 28, 78, 230, 680, ...)
     runs = {}
     for engine in ("aggregate", "reference"):
         alg = recording(cls)(**kw)
-        res = simulate(alg, _env(), T, replications=R, seed=11 if engine == "aggregate" else 12, engine=engine,
-                       checkpoints=ck)
+        res = simulate(
+            alg,
+            _env(),
+            T,
+            replications=R,
+            seed=11 if engine == "aggregate" else 12,
+            engine=engine,
+            checkpoints=ck,
+        )
         assert res.engine == engine
         runs[engine] = (alg, res)
     (fa, f), (sa, s) = runs["aggregate"], runs["reference"]
@@ -100,7 +116,9 @@ def test_aggregate_path_matches_the_reference_path_in_distribution(label: str, c
         sb = [x for x in sa.releases if x[0][0] == i]
         fc = np.concatenate([x[2] for x in fb])
         sc = np.concatenate([x[2] for x in sb])
-        assert np.all(fc == fc[0]) and np.array_equal(fc[0], sc[0])  # nothing eliminated yet: same plan
+        assert np.all(fc == fc[0]) and np.array_equal(
+            fc[0], sc[0]
+        )  # nothing eliminated yet: same plan
         fr = np.concatenate([x[3] for x in fb])
         sr = np.concatenate([x[3] for x in sb])
         for a in np.flatnonzero(fc[0]):
@@ -133,9 +151,14 @@ def _forbidden(*args: object) -> None:
     raise AssertionError("the aggregate path ran a per-round step")
 
 
-@pytest.mark.parametrize(("label", "cls", "kw"), CASES + [("ls", PhasedElimination, {})],
-                         ids=[c[0] for c in CASES] + ["ls"])
-def test_auto_picks_the_aggregate_path_which_runs_batch_by_batch(label: str, cls: type, kw: dict) -> None:
+@pytest.mark.parametrize(
+    ("label", "cls", "kw"),
+    CASES + [("ls", PhasedElimination, {})],
+    ids=[c[0] for c in CASES] + ["ls"],
+)
+def test_auto_picks_the_aggregate_path_which_runs_batch_by_batch(
+    label: str, cls: type, kw: dict
+) -> None:
     # engine="auto" chooses the aggregate path for these algorithms on a fixed action set, and that path
     # never runs a round: no select/update, no client, no shuffler (a non-timing check of the fast path)
     res = simulate(no_round_loop(cls)(**kw), _env(), 20_000, replications=5, seed=0)
@@ -154,7 +177,9 @@ def test_engine_is_validated() -> None:
 
 
 # -- exact values of the commit phase ----------------------------------------------------------------------
-THETA_FAKE = np.array([-1.0, 0.0])  # its best hexagon action is 3 (angle pi): true mean -0.8, gap 1.6
+THETA_FAKE = np.array(
+    [-1.0, 0.0]
+)  # its best hexagon action is 3 (angle pi): true mean -0.8, gap 1.6
 
 
 def rigged(cls: type) -> type:
@@ -184,8 +209,9 @@ def rigged(cls: type) -> type:
 
 @pytest.mark.parametrize("engine", ["aggregate", "reference"])
 @pytest.mark.parametrize(("label", "cls", "kw"), CASES, ids=[c[0] for c in CASES])
-def test_commit_phase_regret_is_the_committed_gap_times_the_remaining_rounds(label: str, cls: type, kw: dict,
-                                                                            engine: str) -> None:
+def test_commit_phase_regret_is_the_committed_gap_times_the_remaining_rounds(
+    label: str, cls: type, kw: dict, engine: str
+) -> None:
     # Noise-free rewards and checkpoints at every round: at each batch end the regret is exactly the sum of
     # n_ia * gap_a over the finished batches, and from the commit round t_c on it grows by exactly the
     # committed action's gap per round: regret(t) = regret(t_c) + (t - t_c) gap, reward likewise.  A commit
@@ -193,7 +219,9 @@ def test_commit_phase_regret_is_the_committed_gap_times_the_remaining_rounds(lab
     T, R = 1500, 3  # L = 6 batches of ~3, 9, 27, 80, 239, 714 pulls, then >= 400 committed rounds
     env = _env(noise="none")
     alg = rigged(cls)(**kw)
-    res = simulate(alg, env, T, replications=R, seed=4, engine=engine, checkpoints=np.arange(1, T + 1))
+    res = simulate(
+        alg, env, T, replications=R, seed=4, engine=engine, checkpoints=np.arange(1, T + 1)
+    )
     means = env.fixed_means
     gaps = means.max(axis=1, keepdims=True) - means
     core = alg.core
@@ -212,9 +240,12 @@ def test_commit_phase_regret_is_the_committed_gap_times_the_remaining_rounds(lab
         t_c = t
         assert t_c == core.t_done[r] and 0 < t_c < T - 100
         rounds = np.arange(t_c, T + 1)  # round counts from the commit on
-        np.testing.assert_allclose(res.regret[r, t_c - 1:], regret + (rounds - t_c) * gaps[r, 3], rtol=0, atol=1e-9)
-        np.testing.assert_allclose(res.reward[r, t_c - 1:], reward + (rounds - t_c) * means[r, 3], rtol=0,
-                                   atol=1e-9)
+        np.testing.assert_allclose(
+            res.regret[r, t_c - 1 :], regret + (rounds - t_c) * gaps[r, 3], rtol=0, atol=1e-9
+        )
+        np.testing.assert_allclose(
+            res.reward[r, t_c - 1 :], reward + (rounds - t_c) * means[r, 3], rtol=0, atol=1e-9
+        )
 
 
 # -- building blocks of the aggregate path-----------------------------------------------------------------
@@ -237,13 +268,30 @@ def test_prefix_counts_are_nested_hypergeometric_prefixes() -> None:
     assert same_law(code(brute).astype(float), code(fast).astype(float), bins=20) > P_MIN
 
 
-@pytest.mark.parametrize(("noise", "link", "clip"), [
-    ("rademacher", "identity", None), ("rademacher", "identity", (-0.5, 1.0)), ("gaussian", "identity", None),
-    ("gaussian", "identity", (-1.0, 1.0)), ("bounded", "identity", (-0.2, 0.2)), ("bernoulli", "logistic", None),
-    ("poisson", "poisson", None), ("poisson", "poisson", (0.0, 1.0)), ("none", "identity", (-0.1, 0.1))])
+@pytest.mark.parametrize(
+    ("noise", "link", "clip"),
+    [
+        ("rademacher", "identity", None),
+        ("rademacher", "identity", (-0.5, 1.0)),
+        ("gaussian", "identity", None),
+        ("gaussian", "identity", (-1.0, 1.0)),
+        ("bounded", "identity", (-0.2, 0.2)),
+        ("bernoulli", "logistic", None),
+        ("poisson", "poisson", None),
+        ("poisson", "poisson", (0.0, 1.0)),
+        ("none", "identity", (-0.1, 0.1)),
+    ],
+)
 def test_reward_sums_have_the_law_of_summed_rewards(noise: str, link: str, clip) -> None:
-    env = FiniteActionEnv(d=2, K=6, actions=HEX * 0.5, theta=np.array([0.8, 0.3]), noise=noise, noise_scale=0.7,
-                          link=link)
+    env = FiniteActionEnv(
+        d=2,
+        K=6,
+        actions=HEX * 0.5,
+        theta=np.array([0.8, 0.3]),
+        noise=noise,
+        noise_scale=0.7,
+        link=link,
+    )
     N, n = 6000, 7
     env.reset(N, make_streams(3), 10)
     rng = np.random.default_rng(4)
@@ -252,7 +300,9 @@ def test_reward_sums_have_the_law_of_summed_rewards(noise: str, link: str, clip)
     fast = env.reward_sums(counts, rng, clip=clip)[:, 2]
     lo, hi = clip if clip is not None else (-np.inf, np.inf)
     mu = np.repeat(env.fixed_means[:, 2:3], n, axis=1)
-    direct = np.clip(env.noise.realize(mu, env.noise.draw_variates(rng, (N, n))), lo, hi).sum(axis=1)
+    direct = np.clip(env.noise.realize(mu, env.noise.draw_variates(rng, (N, n))), lo, hi).sum(
+        axis=1
+    )
     assert same_law(fast, direct) > P_MIN
     assert np.all(env.reward_sums(counts * 0, rng) == 0)
     # the explicit-draw fallback agrees too (forced through the generic branch)
@@ -263,8 +313,12 @@ def test_reward_sums_have_the_law_of_summed_rewards(noise: str, link: str, clip)
 def test_reward_sums_row_and_action_selection() -> None:
     env = _env(noise="none")
     env.reset(3, make_streams(0), 10)
-    out = env.reward_sums(np.array([[2, 1], [0, 4]]), np.random.default_rng(0), rows=np.array([2, 0]),
-                          actions=np.array([[0, 5], [1, 3]]))
+    out = env.reward_sums(
+        np.array([[2, 1], [0, 4]]),
+        np.random.default_rng(0),
+        rows=np.array([2, 0]),
+        actions=np.array([[0, 5], [1, 3]]),
+    )
     m = env.fixed_means
     np.testing.assert_allclose(out, [[2 * m[2, 0], m[2, 5]], [0.0, 4 * m[0, 3]]])
     from privbandits.core.errors import ValidationError
@@ -282,11 +336,21 @@ def test_nocore_and_ls_elimination_run_on_the_aggregate_path() -> None:
     T, R = 8000, 40
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for alg in (HannaCentral(0.1, core_set=False), HannaCentral(0.1, core_set="nocore-uniform"),
-                    make("phased-elimination")):
+        for alg in (
+            HannaCentral(0.1, core_set=False),
+            HannaCentral(0.1, core_set="nocore-uniform"),
+            make("phased-elimination"),
+        ):
             f = simulate(alg, env, T, replications=R, seed=5, checkpoints=[T])
-            s = simulate(type(alg)(**alg.get_params()), env, T, replications=R, seed=6, engine="reference",
-                         checkpoints=[T])
+            s = simulate(
+                type(alg)(**alg.get_params()),
+                env,
+                T,
+                replications=R,
+                seed=6,
+                engine="reference",
+                checkpoints=[T],
+            )
             # instances are drawn per seed: compare the means with their standard errors (z < 4)
             se = math.hypot(f.final_regret.std(ddof=1), s.final_regret.std(ddof=1)) / math.sqrt(R)
             assert abs(f.final_regret.mean() - s.final_regret.mean()) < 4 * se

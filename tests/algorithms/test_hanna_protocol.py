@@ -43,14 +43,23 @@ ENGINES = ("aggregate", "reference")
 
 
 def _env(theta: tuple[float, float] = (0.8, 0.3), **kw) -> FiniteActionEnv:
-    return FiniteActionEnv(d=2, K=6, actions=HEX, theta=np.array(theta), noise=kw.pop("noise", "rademacher"), **kw)
+    return FiniteActionEnv(
+        d=2, K=6, actions=HEX, theta=np.array(theta), noise=kw.pop("noise", "rademacher"), **kw
+    )
 
 
 def _plan(N: int) -> BatchPlan:
     """N one-action batches (one core action each)."""
-    return BatchPlan(rows=np.arange(N), index=np.ones(N, int), counts=np.ones((N, 1), int),
-                     active=np.ones((N, 1), bool), pi=np.ones((N, 1)), g=np.ones(N), m=np.ones(N, int),
-                     scale=np.ones(N))
+    return BatchPlan(
+        rows=np.arange(N),
+        index=np.ones(N, int),
+        counts=np.ones((N, 1), int),
+        active=np.ones((N, 1), bool),
+        pi=np.ones((N, 1)),
+        g=np.ones(N),
+        m=np.ones(N, int),
+        scale=np.ones(N),
+    )
 
 
 # -- spies (instrumented subclasses; the algorithms build their roles in reset) -------------------------------
@@ -120,26 +129,45 @@ def test_local_server_accepts_only_privatized_reports() -> None:
     alg = SpyLocal(1.0)
     res = simulate(alg, _env(), 400, replications=3, seed=1, engine="reference")
     assert res.guarantee.model == "local"
-    assert alg.messages and all(isinstance(m, PrivatizedMessage) and m.mechanism == LOCAL_MECHANISM
-                                and set(m.payload) == {"action", "reward_hat"} for m in alg.messages)
+    assert alg.messages and all(
+        isinstance(m, PrivatizedMessage)
+        and m.mechanism == LOCAL_MECHANISM
+        and set(m.payload) == {"action", "reward_hat"}
+        for m in alg.messages
+    )
     values = np.concatenate([m["reward_hat"] for m in alg.messages])
     assert not np.isin(values[values != 0.0], [-1.0, 1.0]).any()  # never a raw (+-1) reward
     server = alg.server
     with pytest.raises(TrustBoundaryError):
         server.receive(0, np.ones(3))  # type: ignore[arg-type]
     with pytest.raises(TrustBoundaryError, match="keys"):
-        server.receive(0, PrivatizedMessage(payload={"action": np.zeros(3, int), "reward_hat": np.zeros(3),
-                                                     "reward": np.ones(3)}, mechanism=LOCAL_MECHANISM))
+        server.receive(
+            0,
+            PrivatizedMessage(
+                payload={
+                    "action": np.zeros(3, int),
+                    "reward_hat": np.zeros(3),
+                    "reward": np.ones(3),
+                },
+                mechanism=LOCAL_MECHANISM,
+            ),
+        )
     with pytest.raises(TrustBoundaryError, match="randomizer"):
-        server.receive(0, PrivatizedMessage(payload={"action": np.zeros(3, int), "reward_hat": np.zeros(3)},
-                                            mechanism="other"))
+        server.receive(
+            0,
+            PrivatizedMessage(
+                payload={"action": np.zeros(3, int), "reward_hat": np.zeros(3)}, mechanism="other"
+            ),
+        )
 
 
 def test_shuffle_server_receives_only_complete_shuffled_batches() -> None:
     alg = SpyShuffle(1.0, delta=1e-3)
     simulate(alg, _env(), 600, replications=3, seed=2, engine="reference")
     log = alg.batch_log
-    assert alg.batches and len(log) == sum(int((b["action"] >= 0).any(axis=1).sum()) for b in alg.batches)
+    assert alg.batches and len(log) == sum(
+        int((b["action"] >= 0).any(axis=1).sum()) for b in alg.batches
+    )
     for b in alg.batches:
         assert isinstance(b, ShuffledBatch) and b.mechanism == LAPLACE_MECHANISM
         assert set(b.payload) == {"action", "reward_hat"}  # no client ids, no raw rewards
@@ -148,16 +176,26 @@ def test_shuffle_server_receives_only_complete_shuffled_batches() -> None:
     assert sizes == sorted(rec["n"] for rec in log)
     analyzer = alg.server
     with pytest.raises(TrustBoundaryError):
-        analyzer.receive_batch(0, PrivatizedMessage(payload={"action": np.zeros((3, 1), int),
-                                                             "reward_hat": np.zeros((3, 1))},
-                                                    mechanism=LAPLACE_MECHANISM))  # type: ignore[arg-type]
+        analyzer.receive_batch(
+            0,
+            PrivatizedMessage(
+                payload={"action": np.zeros((3, 1), int), "reward_hat": np.zeros((3, 1))},
+                mechanism=LAPLACE_MECHANISM,
+            ),
+        )  # type: ignore[arg-type]
     explore = np.flatnonzero(analyzer.core.exploring())
     if explore.size:  # an incomplete batch (one report) is refused
         a = np.full((3, 1), -1)
         a[explore[0], 0] = int(np.flatnonzero(analyzer.public_state()["counts"][explore[0]])[0])
         with pytest.raises(TrustBoundaryError, match="complete"):
-            analyzer.receive_batch(0, ShuffledBatch(payload={"action": a, "reward_hat": np.zeros((3, 1))},
-                                                    mechanism=LAPLACE_MECHANISM, n_users=1))
+            analyzer.receive_batch(
+                0,
+                ShuffledBatch(
+                    payload={"action": a, "reward_hat": np.zeros((3, 1))},
+                    mechanism=LAPLACE_MECHANISM,
+                    n_users=1,
+                ),
+            )
 
 
 def _reachable(obj: object, depth: int = 3, seen: set[int] | None = None) -> list[object]:
@@ -194,25 +232,37 @@ def test_shuffle_roles_and_channels() -> None:
     assert not any(isinstance(o, (Server, Algorithm)) for o in _reachable(loc.client)[1:])
     # each user receives only its own slot and the batch size; it sends only its noisy reward
     assert all(isinstance(m, PublicState) and set(m) == {"action", "n"} for m in alg.assigned)
-    assert all(isinstance(m, PrivatizedMessage) and set(m.payload) == {"reward_hat"} for m in alg.sent)
+    assert all(
+        isinstance(m, PrivatizedMessage) and set(m.payload) == {"reward_hat"} for m in alg.sent
+    )
     shuffler = alg.shuffler
     with pytest.raises(TrustBoundaryError):
         shuffler.collect(0, {"reward_hat": np.zeros(3)})
     with pytest.raises(TrustBoundaryError, match="reward_hat"):
-        shuffler.collect(0, PrivatizedMessage(payload={"reward_hat": np.zeros(3), "reward": np.ones(3)},
-                                              mechanism=LAPLACE_MECHANISM))
+        shuffler.collect(
+            0,
+            PrivatizedMessage(
+                payload={"reward_hat": np.zeros(3), "reward": np.ones(3)},
+                mechanism=LAPLACE_MECHANISM,
+            ),
+        )
 
 
 def test_shuffler_holds_incomplete_batches() -> None:
     # at the horizon the driver asks for a release; a batch still open is not forwarded
     alg = SpyShuffle(1.0, delta=1e-3)
-    T, R = 3000, 3  # L = 7 batches: sum_{i <= 6} n_i ~ 1030, n_7 ~ 2010 does not fit (batch_size_ranges)
+    T, R = (
+        3000,
+        3,
+    )  # L = 7 batches: sum_{i <= 6} n_i ~ 1030, n_7 ~ 2010 does not fit (batch_size_ranges)
     simulate(alg, _env(), T, replications=R, seed=3, engine="reference", checkpoints=[T])
     core = alg.core
     forwarded = sum(int((b["action"] >= 0).sum()) for b in alg.batches)
     assert forwarded == sum(rec["n"] for rec in alg.batch_log) == int(core.t_done.sum())
     held = sum(T - int(core.t_done[r]) for r in range(R) if core.committed[r] < 0)
-    assert held > 0 and alg.shuffler.pending == held  # the cut batches' reports stay with the shuffler
+    assert (
+        held > 0 and alg.shuffler.pending == held
+    )  # the cut batches' reports stay with the shuffler
 
 
 # -- U11: each user contributes to exactly one released sum ---------------------------------------------------
@@ -229,20 +279,22 @@ def test_each_report_enters_exactly_one_released_sum() -> None:
         assert len(released) == len(log)
         pos = 0
         for rec, r_hat in zip(log, released):  # batches are consecutive, disjoint blocks of reports
-            a, v = acts[pos: pos + rec["n"]], vals[pos: pos + rec["n"]]
+            a, v = acts[pos : pos + rec["n"]], vals[pos : pos + rec["n"]]
             assert np.all(a >= 0)
             np.testing.assert_allclose(r_hat, np.bincount(a, weights=v, minlength=6), atol=1e-9)
             pos += rec["n"]
         # after the last released batch: a truncated batch's reports or the commit phase (no report)
         rest = acts[pos:]
         committed = alg.core.committed[r] >= 0
-        assert (np.all(rest == -1) if committed else np.all(rest >= 0))
+        assert np.all(rest == -1) if committed else np.all(rest >= 0)
 
 
 def _local_public(N: int) -> PublicState:
     """A complete public state of the local client: batch 1 running, one pull left of arm 0 (K = 1)."""
     ones = np.ones((N, 1), int)
-    return PublicState({"batch": np.ones(N, int), "counts": ones, "committed": np.full(N, -1), "remaining": ones})
+    return PublicState(
+        {"batch": np.ones(N, int), "counts": ones, "committed": np.full(N, -1), "remaining": ones}
+    )
 
 
 # -- U10: noise draws and scales ---------------------------------------------------------------------------
@@ -274,7 +326,9 @@ def test_empirical_laplace_variance_of_each_model(preset: str, scale: float) -> 
     for x in (z, local):
         assert x.var() == pytest.approx(2 * scale**2, rel=0.03)
     # shuffle: the client's scale is Delta / eps0^(i) for its batch's n_i (spec 3.9: n = 1e4, eps = 0.1)
-    cal = ShuffleBudget(0.1, 1e-6, -1.0, 1.0, resolve_switches(preset), "closed", ((10_000, 10_000),))
+    cal = ShuffleBudget(
+        0.1, 1e-6, -1.0, 1.0, resolve_switches(preset), "closed", ((10_000, 10_000),)
+    )
     client = ShuffleClient(cal, spec)
     mine = PublicState({"action": np.zeros(N, int), "n": np.full(N, 10_000)})
     msg = client.randomize(0, mine, X, np.zeros(N, int), np.zeros(N), rng)
@@ -327,7 +381,9 @@ def test_clients_clip_the_reward_before_the_noise(y: float) -> None:
     reports = {
         "local client": loc.randomize(0, public, X, np.zeros(N, int), rewards, rng)["reward_hat"],
         "shuffle client": shuf.randomize(0, mine, X, np.zeros(N, int), rewards, rng)["reward_hat"],
-        "laplace_randomizer": laplace_randomizer(rewards[None], np.zeros((1, N), int), params, rng)["reward_hat"][0],
+        "laplace_randomizer": laplace_randomizer(rewards[None], np.zeros((1, N), int), params, rng)[
+            "reward_hat"
+        ][0],
     }
     for name, v in reports.items():
         s = 2.0 if name != "laplace_randomizer" else params.scale
@@ -348,13 +404,15 @@ def test_clients_reject_non_finite_rewards() -> None:
     X = np.zeros((2, 1, 2))
     public = _local_public(2)
     with pytest.raises(DataBoundError, match="NaN"):
-        LocalClient(2.0, -1.0, 1.0, spec).randomize(0, public, X, np.zeros(2, int), np.array([0.0, np.nan]),
-                                                    np.random.default_rng(0))
+        LocalClient(2.0, -1.0, 1.0, spec).randomize(
+            0, public, X, np.zeros(2, int), np.array([0.0, np.nan]), np.random.default_rng(0)
+        )
     budget = ShuffleBudget(1.0, 1e-6, -1.0, 1.0, resolve_switches(), "closed", ((4, 4),))
     mine = PublicState({"action": np.zeros(2, int), "n": np.full(2, 4)})
     with pytest.raises(DataBoundError, match="NaN"):
-        ShuffleClient(budget, spec).randomize(0, mine, X, np.zeros(2, int), np.array([np.inf, 0.0]),
-                                              np.random.default_rng(0))
+        ShuffleClient(budget, spec).randomize(
+            0, mine, X, np.zeros(2, int), np.array([np.inf, 0.0]), np.random.default_rng(0)
+        )
 
 
 # -- accounting ---------------------------------------------------------------------------------------------
@@ -369,8 +427,14 @@ def test_shuffle_guarantee_is_parallel_composition_of_the_batches(engine: str) -
         lo, hi = ranges[rec["i"] - 1]
         assert lo <= rec["n"] <= hi
     sizes = sorted({n for lo, hi in ranges for n in range(lo, hi + 1)})
-    expected = compose_parallel([amplified_guarantee(alg.budget.params(n).local_epsilon(), n, 1e-4) for n in sizes])
-    assert g.model == "shuffle" and g.epsilon == pytest.approx(expected.epsilon) and g.delta == expected.delta
+    expected = compose_parallel(
+        [amplified_guarantee(alg.budget.params(n).local_epsilon(), n, 1e-4) for n in sizes]
+    )
+    assert (
+        g.model == "shuffle"
+        and g.epsilon == pytest.approx(expected.epsilon)
+        and g.delta == expected.delta
+    )
     assert g.epsilon <= 0.5 * (1 + 1e-9)  # strict: (eps, delta) is met
     realized = sorted({rec["n"] for rec in alg.batch_log})
     assert max(realized) > 16 * math.log(2 / 1e-4) and g.delta == 1e-4  # the large batches amplify
@@ -384,7 +448,9 @@ def test_central_and_paper_guarantees_are_honest() -> None:
         local = simulate(HannaLocal(0.5, preset="paper"), _env(), 3000, replications=2, seed=0)
     strict = simulate(HannaCentral(0.5), _env(), 3000, replications=2, seed=0)
     assert strict.guarantee.epsilon == pytest.approx(0.5) and strict.guarantee.delta == 0.0
-    assert paper.guarantee.epsilon == pytest.approx(1.0)  # Lap(1/eps) on [-1, 1] is 2 eps-DP (spec 2.5)
+    assert paper.guarantee.epsilon == pytest.approx(
+        1.0
+    )  # Lap(1/eps) on [-1, 1] is 2 eps-DP (spec 2.5)
     assert local.guarantee.epsilon == pytest.approx(1.0) and local.guarantee.model == "local"
     # the shuffle model with a horizon too short for any batch to complete releases nothing
     nothing = simulate(HannaShuffle(0.5), _env(), 3, replications=2, seed=0)
@@ -436,7 +502,9 @@ def test_public_schedule_is_a_function_of_the_released_sums() -> None:
 
 
 # -- U12: horizons, edge cases, determinism --------------------------------------------------------------------
-@pytest.mark.parametrize("T", [1, 2, 7, 8, 100, math.floor(math.e**7) - 1, math.floor(math.e**7) + 1])
+@pytest.mark.parametrize(
+    "T", [1, 2, 7, 8, 100, math.floor(math.e**7) - 1, math.floor(math.e**7) + 1]
+)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_any_horizon_runs_exactly_t_rounds(T: int, engine: str) -> None:
     for alg in (HannaCentral(1.0), HannaLocal(1.0), HannaShuffle(1.0, delta=1e-3)):
@@ -451,8 +519,12 @@ def test_single_action_zero_actions_and_determinism() -> None:
     zero = FiniteActionEnv(d=2, K=3, actions=np.zeros((3, 2)), noise="rademacher")
     for engine in ENGINES:
         for alg in (HannaCentral(1.0), HannaLocal(1.0), HannaShuffle(1.0)):
-            assert np.all(simulate(alg, one, 300, replications=2, seed=0, engine=engine).final_regret == 0)
-            assert np.all(simulate(alg, zero, 300, replications=2, seed=0, engine=engine).final_regret == 0)
+            assert np.all(
+                simulate(alg, one, 300, replications=2, seed=0, engine=engine).final_regret == 0
+            )
+            assert np.all(
+                simulate(alg, zero, 300, replications=2, seed=0, engine=engine).final_regret == 0
+            )
         a = simulate(HannaShuffle(1.0), _env(), 3000, replications=3, seed=9, engine=engine)
         b = simulate(HannaShuffle(1.0), _env(), 3000, replications=3, seed=9, engine=engine)
         np.testing.assert_array_equal(a.regret, b.regret)

@@ -28,7 +28,9 @@ def _final(name: str, T: int = T5, reps: int = R, seed: int = 11, K: int = 10, *
     env = FiniteActionEnv(d=2, K=K, actions="circle", noise="rademacher")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return simulate(make(name, **kw), env, T, replications=reps, seed=seed, checkpoints=[T]).final_regret
+        return simulate(
+            make(name, **kw), env, T, replications=reps, seed=seed, checkpoints=[T]
+        ).final_regret
 
 
 def _z(better: np.ndarray, worse: np.ndarray) -> float:
@@ -64,13 +66,21 @@ def test_s1_every_private_model_above_non_private(fig2) -> None:
 def test_s2_private_models_converge_to_non_private_at_large_eps() -> None:
     # paper widths for all (spec S2: "same widths mode"): within 10% of NP-batched at eps = 100
     np_ = _final("pe-batched", preset="paper").mean()
-    for name, kw in (("hanna-central", {}), ("hanna-shuffle", {"delta": 1e-5}), ("hanna-local", {})):
+    for name, kw in (
+        ("hanna-central", {}),
+        ("hanna-shuffle", {"delta": 1e-5}),
+        ("hanna-local", {}),
+    ):
         m = _final(name, epsilon=100.0, preset="paper", **kw).mean()
         assert abs(m / np_ - 1.0) < 0.10, (name, m, np_)
 
 
 def test_s3_regret_decreases_with_epsilon() -> None:
-    for name, kw in (("hanna-central", {}), ("hanna-local", {}), ("hanna-shuffle", {"delta": 1e-5})):
+    for name, kw in (
+        ("hanna-central", {}),
+        ("hanna-local", {}),
+        ("hanna-shuffle", {"delta": 1e-5}),
+    ):
         r = [_final(name, epsilon=e, **kw) for e in (0.1, 1.0, 10.0)]
         assert _z(r[1], r[0]) > 3, name  # eps = 1 clearly better than 0.1
         assert _z(r[1], r[2]) < 2, name  # eps = 10 not worse than eps = 1 (up to noise)
@@ -80,9 +90,13 @@ def test_s5_the_optimal_action_survives_in_paper_mode() -> None:
     env = FiniteActionEnv(d=2, K=10, actions="circle", noise="rademacher")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name, kw in (("hanna-central", {"epsilon": 0.1}), ("hanna-central", {"epsilon": 1.0}),
-                         ("hanna-shuffle", {"epsilon": 0.1, "delta": 1e-5}), ("hanna-local", {"epsilon": 1.0}),
-                         ("pe-batched", {})):
+        for name, kw in (
+            ("hanna-central", {"epsilon": 0.1}),
+            ("hanna-central", {"epsilon": 1.0}),
+            ("hanna-shuffle", {"epsilon": 0.1, "delta": 1e-5}),
+            ("hanna-local", {"epsilon": 1.0}),
+            ("pe-batched", {}),
+        ):
             alg = make(name, preset="paper", **kw)
             simulate(alg, env, T5, replications=100, seed=3, checkpoints=[T5])
             best = env.fixed_means.argmax(axis=1)
@@ -103,7 +117,17 @@ def test_s7_local_is_near_linear_at_tiny_eps0() -> None:
 def test_s4_core_set_helps_at_small_eps() -> None:
     # K = 1000 actions (spec S4 at T = 1e6 for speed), paper preset as in spec 6.4; observed z = 5.8, 26.7
     for eps in (0.003, 0.01):
-        core = _final("hanna-central", T=10**6, K=1000, reps=10, seed=2, epsilon=eps, preset="paper")
-        nocore = _final("hanna-central", T=10**6, K=1000, reps=10, seed=2, epsilon=eps, preset="paper",
-                        core_set=False)
+        core = _final(
+            "hanna-central", T=10**6, K=1000, reps=10, seed=2, epsilon=eps, preset="paper"
+        )
+        nocore = _final(
+            "hanna-central",
+            T=10**6,
+            K=1000,
+            reps=10,
+            seed=2,
+            epsilon=eps,
+            preset="paper",
+            core_set=False,
+        )
         assert _z(core, nocore) > 3, eps

@@ -52,7 +52,9 @@ from privbandits.privacy.samplers import laplace_randomize
 
 #: T = 3000: the last batch the schedule can plan (2013 pulls) cannot complete, so its size is not calibrated
 HANNA_SPEC = EnvSpec(d=2, K=4, horizon=3000, fixed_actions=True)  # rewards in [-1, 1]
-GLM_SPEC = EnvSpec(d=2, K=5, horizon=400, link=get_link("logistic"), reward_range=(0.0, 1.0), theta_bound=2.0)
+GLM_SPEC = EnvSpec(
+    d=2, K=5, horizon=400, link=get_link("logistic"), reward_range=(0.0, 1.0), theta_bound=2.0
+)
 #: a reward range that |mu - r| can exceed: the P_GD gradient clip binds on honest data
 GLM_SPEC_NARROW = dataclasses.replace(GLM_SPEC, reward_range=(0.0, 0.5))
 #: the public action catalogue of the Hanna problem (rows of norm <= 1)
@@ -60,7 +62,9 @@ CATALOGUE = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [-0.6, 0.0]])
 #: z-bound of every statistical check (each test makes at most ~10 checks: Bonferroni at 1e-5)
 Z = 5.0
 
-REWARDS = st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([-1e6, 1e6, -1.0, 1.0, 0.0, 0.5]))
+REWARDS = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([-1e6, 1e6, -1.0, 1.0, 0.0, 0.5])
+)
 
 
 def _reset(alg: Any, spec: EnvSpec, R: int = 1) -> Any:
@@ -72,7 +76,11 @@ def _reset(alg: Any, spec: EnvSpec, R: int = 1) -> Any:
 
 @functools.cache
 def _hanna(name: str, preset: str = "strict") -> Any:
-    alg = HannaLocal(1.0, preset=preset) if name == "hanna-local" else HannaShuffle(1.0, preset=preset)
+    alg = (
+        HannaLocal(1.0, preset=preset)
+        if name == "hanna-local"
+        else HannaShuffle(1.0, preset=preset)
+    )
     return _reset(alg, HANNA_SPEC)
 
 
@@ -93,13 +101,19 @@ def _catalogue(R: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(CATALOGUE, (R,) + CATALOGUE.shape))
 
 
-def _local_public(R: int, committed: np.ndarray | None = None, remaining: np.ndarray | None = None) -> PublicState:
+def _local_public(
+    R: int, committed: np.ndarray | None = None, remaining: np.ndarray | None = None
+) -> PublicState:
     rem = np.full((R, HANNA_SPEC.K), 5, dtype=np.int64) if remaining is None else remaining
     com = np.full(R, -1, dtype=np.int64) if committed is None else committed
-    return PublicState({"batch": np.ones(R, dtype=np.int64), "counts": rem, "committed": com, "remaining": rem})
+    return PublicState(
+        {"batch": np.ones(R, dtype=np.int64), "counts": rem, "committed": com, "remaining": rem}
+    )
 
 
-def _glm_public(R: int, batch: int, rng: np.random.Generator | None = None, **override: np.ndarray) -> PublicState:
+def _glm_public(
+    R: int, batch: int, rng: np.random.Generator | None = None, **override: np.ndarray
+) -> PublicState:
     """A public state of the ShuffleGLM server in ``batch``: random published estimates in the S ball
     and random PSD inverses (the honest server's look), fields overridden by ``override``."""
     plan = _glm().plan
@@ -109,13 +123,20 @@ def _glm_public(R: int, batch: int, rng: np.random.Generator | None = None, **ov
     theta *= np.minimum(1.0, 0.9 * plan.S / np.linalg.norm(theta, axis=-1, keepdims=True))
     A = rng.normal(size=(R, M, d, d))
     Minv = np.einsum("rmij,rmkj->rmik", A, A) / d + 0.05 * np.eye(d)
-    fields = {"batch": np.full(R, batch, dtype=np.int64), "theta": theta, "Minv": Minv,
-              "gd_batch": np.full(R, batch, dtype=np.int64), "theta_gd": np.zeros((R, d))}
+    fields = {
+        "batch": np.full(R, batch, dtype=np.int64),
+        "theta": theta,
+        "Minv": Minv,
+        "gd_batch": np.full(R, batch, dtype=np.int64),
+        "theta_gd": np.zeros((R, d)),
+    }
     fields.update(override)
     return PublicState(fields)
 
 
-def _glm_contexts(rng: np.random.Generator, shape: tuple[int, ...], on_bound: bool = False) -> np.ndarray:
+def _glm_contexts(
+    rng: np.random.Generator, shape: tuple[int, ...], on_bound: bool = False
+) -> np.ndarray:
     """Contexts ``shape + (K, d)`` in the unit ball (on the sphere with ``on_bound``)."""
     X = rng.normal(size=shape + (GLM_SPEC.K, GLM_SPEC.d))
     n = np.linalg.norm(X, axis=-1, keepdims=True)
@@ -136,9 +157,11 @@ def _laplace_ok(diff: np.ndarray, b: np.ndarray) -> bool:
     """``diff / b`` is Lap(1): mean 0 (sd sqrt(2/N)), E z^2 = 2 (Var z^2 = 24 - 4 = 20), E|z| = 1 (Var |z| = 1)."""
     z = diff / b
     N = z.size
-    return bool(abs(z.mean()) <= Z * math.sqrt(2.0 / N)
-                and abs((z * z).mean() - 2.0) <= Z * math.sqrt(20.0 / N)
-                and abs(np.abs(z).mean() - 1.0) <= Z / math.sqrt(N))
+    return bool(
+        abs(z.mean()) <= Z * math.sqrt(2.0 / N)
+        and abs((z * z).mean() - 2.0) <= Z * math.sqrt(20.0 / N)
+        and abs(np.abs(z).mean() - 1.0) <= Z / math.sqrt(N)
+    )
 
 
 def _unbiased_ok(diff: np.ndarray, variance: np.ndarray) -> bool:
@@ -148,8 +171,10 @@ def _unbiased_ok(diff: np.ndarray, variance: np.ndarray) -> bool:
     N = z.shape[0]
     m2 = (z * z).mean(axis=0)
     m4 = (z**4).mean(axis=0)
-    return bool(np.all(np.abs(z.mean(axis=0)) <= Z / math.sqrt(N))
-                and np.all(np.abs(m2 - 1.0) <= Z * np.sqrt(np.maximum(m4 - 1.0, 1e-12) / N)))
+    return bool(
+        np.all(np.abs(z.mean(axis=0)) <= Z / math.sqrt(N))
+        and np.all(np.abs(m2 - 1.0) <= Z * np.sqrt(np.maximum(m4 - 1.0, 1e-12) / N))
+    )
 
 
 def test_statistical_checks_flag_half_noise() -> None:
@@ -172,7 +197,9 @@ def test_hanna_local_online_noise(preset: str) -> None:
     N = 100_000
     rng = np.random.default_rng(2)
     committed = np.where(rng.random(N) < 0.2, rng.integers(0, HANNA_SPEC.K, N), -1)
-    public = _local_public(N, committed, rng.integers(0, 4, (N, HANNA_SPEC.K)) + np.eye(HANNA_SPEC.K, dtype=int)[0])
+    public = _local_public(
+        N, committed, rng.integers(0, 4, (N, HANNA_SPEC.K)) + np.eye(HANNA_SPEC.K, dtype=int)[0]
+    )
     X = _catalogue(N)
     a = client.choose(0, public, X, rng)
     y = rng.uniform(-3.0, 3.0, N)  # a third of them outside [-1, 1]
@@ -185,11 +212,15 @@ def test_hanna_local_online_noise(preset: str) -> None:
     diff = msg["reward_hat"] - enc[:, 1]
     b = noise.scale[:, 1]
     report = committed < 0
-    assert np.all(diff[~report] == 0.0) and np.all(b[~report] == 0.0)  # the commit phase sends (-1, 0)
+    assert np.all(diff[~report] == 0.0) and np.all(
+        b[~report] == 0.0
+    )  # the commit phase sends (-1, 0)
     np.testing.assert_allclose(noise.variance, 2.0 * noise.scale**2)
     assert np.all(b[report] == client.scale)
     assert _laplace_ok(diff[report], b[report])
-    assert not _laplace_ok(diff[report] / 2, b[report])  # the check has power against half the noise
+    assert not _laplace_ok(
+        diff[report] / 2, b[report]
+    )  # the check has power against half the noise
 
 
 @pytest.mark.parametrize("preset", ["strict", "paper"])
@@ -271,17 +302,29 @@ def test_device_messages_equal_the_offline_randomizers() -> None:
     shuffle = _hanna("hanna-shuffle").client
     size = max(k for k in shuffle.budget.sizes if k <= N)  # one complete batch of `size` users
     ys, Xs, As = y[:size], X[:size], a[:size]
-    offline = laplace_randomizer(ys[None], np.zeros((1, size), dtype=np.int64), shuffle.budget.params(size),
-                                 np.random.default_rng(8))["reward_hat"][0]
-    msg = shuffle.randomize(0, PublicState({"action": As, "n": np.full(size, size)}), Xs, As, ys,
-                            np.random.default_rng(8))
+    offline = laplace_randomizer(
+        ys[None],
+        np.zeros((1, size), dtype=np.int64),
+        shuffle.budget.params(size),
+        np.random.default_rng(8),
+    )["reward_hat"][0]
+    msg = shuffle.randomize(
+        0,
+        PublicState({"action": As, "n": np.full(size, size)}),
+        Xs,
+        As,
+        ys,
+        np.random.default_rng(8),
+    )
     np.testing.assert_array_equal(msg["reward_hat"], offline)
     glm = _glm_client()
     public = _glm_public(N, 1, rng)
     Xg = _glm_contexts(rng, (N,))
     x = Xg[np.arange(N), a]
     params = glm.plan.matrix[1]
-    weights = scale_weights(x[:, None, :], public["theta"][:, 0], public["Minv"][:, 0], glm.plan, GLM_SPEC.link)[:, 0]
+    weights = scale_weights(
+        x[:, None, :], public["theta"][:, 0], public["Minv"][:, 0], glm.plan, GLM_SPEC.link
+    )[:, 0]
     w, _ = cheu.encode_rank_one(x, weights, params.Delta)
     offline_glm = cheu.local_randomizer(w, params, np.random.default_rng(9))["count"]
     msg = glm.randomize(0, public, Xg, a, rng.random(N), np.random.default_rng(9))
@@ -291,12 +334,22 @@ def test_device_messages_equal_the_offline_randomizers() -> None:
 # ----------------------------------------------------------------------------------------------------------
 # the invariant over the declared public-state space (adversarial server)
 # ----------------------------------------------------------------------------------------------------------
-def _distance(client: Any, public: PublicState, X0: np.ndarray, a0: np.ndarray, y0: np.ndarray,
-              X1: np.ndarray, a1: np.ndarray, y1: np.ndarray) -> np.ndarray:
+def _distance(
+    client: Any,
+    public: PublicState,
+    X0: np.ndarray,
+    a0: np.ndarray,
+    y0: np.ndarray,
+    X1: np.ndarray,
+    a1: np.ndarray,
+    y1: np.ndarray,
+) -> np.ndarray:
     e0 = client.encode(0, public, X0, a0, y0)
     e1 = client.encode(0, public, X1, a1, y1)
     scale = client.noise(0, public, X0, a0).scale
-    np.testing.assert_array_equal(scale, client.noise(0, public, X1, a1).scale)  # the noise is not the user's
+    np.testing.assert_array_equal(
+        scale, client.noise(0, public, X1, a1).scale
+    )  # the noise is not the user's
     return whitened_distance(e0, e1, scale, client.sensitivity().norm)
 
 
@@ -304,13 +357,17 @@ def _distance(client: Any, public: PublicState, X0: np.ndarray, a0: np.ndarray, 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), y0=REWARDS, y1=REWARDS)
 @example(seed=0, extreme=True, y0=-1e6, y1=1e6)
-def test_hanna_devices_hold_their_sensitivity_on_every_public_state(name: str, seed: int, extreme: bool,
-                                                                     y0: float, y1: float) -> None:
+def test_hanna_devices_hold_their_sensitivity_on_every_public_state(
+    name: str, seed: int, extreme: bool, y0: float, y1: float
+) -> None:
     client = _hanna(name).client
     R = 6
     rng = np.random.default_rng(seed)
     public = client.public_space().draw(dims_of(HANNA_SPEC, R), rng, extreme)
-    X, a = _catalogue(R), rng.integers(0, HANNA_SPEC.K, R)  # actions are public: the same for both users
+    X, a = (
+        _catalogue(R),
+        rng.integers(0, HANNA_SPEC.K, R),
+    )  # actions are public: the same for both users
     dist = _distance(client, public, X, a, np.full(R, y0), X, a, np.full(R, y1))
     assert np.all(dist <= client.sensitivity().bound * (1 + 1e-12)), (dist, client.sensitivity())
 
@@ -337,16 +394,25 @@ def test_hanna_sensitivity_is_reached_at_the_extremes(name: str) -> None:
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), y0=REWARDS, y1=REWARDS)
 @example(seed=0, extreme=True, y0=-1e6, y1=1e6)
-def test_shuffle_glm_matrix_message_holds_its_sensitivity_on_every_public_state(seed: int, extreme: bool,
-                                                                                y0: float, y1: float) -> None:
+def test_shuffle_glm_matrix_message_holds_its_sensitivity_on_every_public_state(
+    seed: int, extreme: bool, y0: float, y1: float
+) -> None:
     client = _glm_client()
     R = 4
     rng = np.random.default_rng(seed)
     public = client.public_space().draw(dims_of(GLM_SPEC, R), rng, extreme)
-    public = PublicState({**dict(public), "batch": np.full(R, public["batch"][0]),
-                          "gd_batch": np.full(R, public["batch"][0])})  # one schedule for every replication
+    public = PublicState(
+        {
+            **dict(public),
+            "batch": np.full(R, public["batch"][0]),
+            "gd_batch": np.full(R, public["batch"][0]),
+        }
+    )  # one schedule for every replication
     X0, X1 = _glm_contexts(rng, (R,), extreme), _glm_contexts(rng, (R,), extreme)
-    a0, a1 = rng.integers(0, GLM_SPEC.K, R), rng.integers(0, GLM_SPEC.K, R)  # the played arm is the user's data
+    a0, a1 = (
+        rng.integers(0, GLM_SPEC.K, R),
+        rng.integers(0, GLM_SPEC.K, R),
+    )  # the played arm is the user's data
     dist = _distance(client, public, X0, a0, np.full(R, y0), X1, a1, np.full(R, y1))
     assert np.all(dist <= client.sensitivity().bound * (1 + 1e-12)), dist
 
@@ -369,7 +435,9 @@ def test_shuffle_glm_matrix_sensitivity_is_reached_at_the_extremes() -> None:
     assert client.sensitivity().bound == pytest.approx(math.sqrt(2.0) * plan.matrix[k].g)
 
 
-def _held_client(X: np.ndarray, a: np.ndarray, y: np.ndarray, narrow: bool = False) -> ShuffleGLMClient:
+def _held_client(
+    X: np.ndarray, a: np.ndarray, y: np.ndarray, narrow: bool = False
+) -> ShuffleGLMClient:
     """A device holding the users of batch 0 (``X`` (n, R, K, d), ``a`` and ``y`` (n, R))."""
     client = _glm_client(narrow)
     R = X.shape[1]
@@ -378,11 +446,17 @@ def _held_client(X: np.ndarray, a: np.ndarray, y: np.ndarray, narrow: bool = Fal
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), y0=REWARDS, y1=REWARDS,
-       narrow=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    extreme=st.booleans(),
+    y0=REWARDS,
+    y1=REWARDS,
+    narrow=st.booleans(),
+)
 @example(seed=0, extreme=True, y0=-1e6, y1=1e6, narrow=True)
-def test_shuffle_glm_pgd_messages_hold_their_sensitivity_on_every_public_state(seed: int, extreme: bool, y0: float,
-                                                                               y1: float, narrow: bool) -> None:
+def test_shuffle_glm_pgd_messages_hold_their_sensitivity_on_every_public_state(
+    seed: int, extreme: bool, y0: float, y1: float, narrow: bool
+) -> None:
     plan = _glm(narrow).plan
     n, R = plan.lengths[0], 3
     rng = np.random.default_rng(seed)
@@ -395,7 +469,13 @@ def test_shuffle_glm_pgd_messages_hold_their_sensitivity_on_every_public_state(s
     y[j], y1s[j] = y0, y1
     c0, c1 = _held_client(X, a, y, narrow), _held_client(X1, a1, y1s, narrow)
     drawn = c0.public_space().draw(dims_of(GLM_SPEC, R), rng, extreme)
-    public = PublicState({**dict(drawn), "batch": np.zeros(R, dtype=np.int64), "gd_batch": np.zeros(R, dtype=np.int64)})
+    public = PublicState(
+        {
+            **dict(drawn),
+            "batch": np.zeros(R, dtype=np.int64),
+            "gd_batch": np.zeros(R, dtype=np.int64),
+        }
+    )
     e0, e1 = c0.respond_encode(0, public), c1.respond_encode(0, public)
     others = np.arange(n) != j
     np.testing.assert_array_equal(e0[others], e1[others])
@@ -444,11 +524,16 @@ def test_shuffle_glm_weight_clip_at_inside_and_beyond() -> None:
     assert 0.0 < inside[0, 0] < 1.0 / plan.kappa_star
     tight = dataclasses.replace(plan, kappa_star=2.0 * plan.kappa_star)  # a cap below sup mu'
     for theta in (np.zeros((1, 2)), np.array([[0.01, 0.0]])):
-        assert scale_weights(x, theta, np.zeros((1, 2, 2)), tight, link)[0, 0] == 1.0 / tight.kappa_star
+        assert (
+            scale_weights(x, theta, np.zeros((1, 2, 2)), tight, link)[0, 0]
+            == 1.0 / tight.kappa_star
+        )
 
 
 # at the bound the norm is the bound whether or not rounding counts the input as clipped (None)
-@pytest.mark.parametrize(("factor", "clipped"), [(1.0, None), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True)])
+@pytest.mark.parametrize(
+    ("factor", "clipped"), [(1.0, None), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True)]
+)
 def test_frobenius_clip_of_the_matrix_input(factor: float, clipped: bool | None) -> None:
     Delta, d = 2.5, 3
     x = np.array([0.6, 0.0, 0.8]) * math.sqrt(Delta * factor)  # ||x x^T||_F = Delta * factor
@@ -479,7 +564,9 @@ def test_device_matrix_input_reaches_the_frobenius_bound_and_no_further() -> Non
             client.encode(0, public, X * (1 + 1e-6), a, np.zeros(R))
 
 
-@pytest.mark.parametrize(("factor", "clipped"), [(1.0, None), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True)])
+@pytest.mark.parametrize(
+    ("factor", "clipped"), [(1.0, None), (1.0 - 1e-9, False), (1.0 + 1e-9, True), (1e6, True)]
+)
 def test_gradient_clip_of_the_pgd_input(factor: float, clipped: bool | None) -> None:
     L = 1.7
     v = np.array([[0.6, -0.8]]) * L * factor
@@ -514,7 +601,9 @@ def test_device_pgd_gradient_is_clipped_at_a_server_chosen_iterate() -> None:
     np.testing.assert_allclose(beyond, np.broadcast_to(L * u, beyond.shape), rtol=1e-12)
     inside = _pgd_input(client, _glm_public(R, 0, theta_gd=np.zeros((R, d)), **base))
     np.testing.assert_allclose(inside, np.broadcast_to(0.5 * u, inside.shape), rtol=1e-12)
-    with pytest.raises(PublicStateError, match="theta_gd"):  # an iterate outside the S ball is refused
+    with pytest.raises(
+        PublicStateError, match="theta_gd"
+    ):  # an iterate outside the S ball is refused
         client.respond_encode(0, _glm_public(R, 0, theta_gd=theta * (1 + 1e-6), **base))
 
 
@@ -531,7 +620,13 @@ def _range_cases() -> list[tuple[str, Callable[[], tuple[Any, PublicState, int]]
     cases: list[tuple[str, Callable[[], tuple[Any, PublicState, int]], bool]] = []
 
     def add(label: str, name: str, public: PublicState, ok: bool) -> None:
-        cases.append((label, lambda: (_hanna(name).client if name != "glm" else _glm_client(), public, R), ok))
+        cases.append(
+            (
+                label,
+                lambda: (_hanna(name).client if name != "glm" else _glm_client(), public, R),
+                ok,
+            )
+        )
 
     for v, ok in ((K - 1, True), (-1, True), (K, False), (-2, False)):
         add(f"committed={v}", "hanna-local", _with(local, committed=np.array([v, -1])), ok)
@@ -571,9 +666,12 @@ def _range_cases() -> list[tuple[str, Callable[[], tuple[Any, PublicState, int]]
     return cases
 
 
-@pytest.mark.parametrize(("label", "build", "ok"), _range_cases(), ids=[c[0] for c in _range_cases()])
-def test_public_state_range_checks_at_inside_and_beyond(label: str, build: Callable[[], tuple[Any, PublicState, int]],
-                                                        ok: bool) -> None:
+@pytest.mark.parametrize(
+    ("label", "build", "ok"), _range_cases(), ids=[c[0] for c in _range_cases()]
+)
+def test_public_state_range_checks_at_inside_and_beyond(
+    label: str, build: Callable[[], tuple[Any, PublicState, int]], ok: bool
+) -> None:
     client, public, R = build()
     spec = HANNA_SPEC if not isinstance(client, ShuffleGLMClient) else GLM_SPEC
     X = _catalogue(R) if spec is HANNA_SPEC else _glm_contexts(np.random.default_rng(0), (R,))
@@ -595,8 +693,13 @@ def test_contexts_at_and_beyond_the_bound(name: str) -> None:
     if name == "glm":
         public, X = _glm_public(R, 1), _glm_contexts(np.random.default_rng(0), (R,), on_bound=True)
     else:
-        public = _local_public(R) if name == "hanna-local" else PublicState({"action": np.zeros(R, dtype=np.int64),
-                                                                               "n": np.zeros(R, dtype=np.int64)})
+        public = (
+            _local_public(R)
+            if name == "hanna-local"
+            else PublicState(
+                {"action": np.zeros(R, dtype=np.int64), "n": np.zeros(R, dtype=np.int64)}
+            )
+        )
         X = _catalogue(R) / np.linalg.norm(CATALOGUE, axis=1).max()  # the longest row on the sphere
     a, y = np.zeros(R, dtype=np.int64), np.zeros(R)
     client.encode(0, public, X, a, y)
@@ -613,7 +716,12 @@ def _device(name: str) -> tuple[Any, PublicState, EnvSpec, np.ndarray]:
     if name == "hanna-local":
         return _hanna(name).client, _local_public(R), HANNA_SPEC, _catalogue(R)
     if name == "hanna-shuffle":
-        public = PublicState({"action": np.zeros(R, dtype=np.int64), "n": np.full(R, _hanna(name).client.budget.sizes[0])})
+        public = PublicState(
+            {
+                "action": np.zeros(R, dtype=np.int64),
+                "n": np.full(R, _hanna(name).client.budget.sizes[0]),
+            }
+        )
         return _hanna(name).client, public, HANNA_SPEC, _catalogue(R)
     return _glm_client(), _glm_public(R, 1), GLM_SPEC, _glm_contexts(np.random.default_rng(0), (R,))
 
@@ -666,9 +774,16 @@ def test_wrongly_shaped_inputs_are_refused(name: str) -> None:
     rng = np.random.default_rng(0)
     wide = np.concatenate([X, np.zeros(X.shape[:-1] + (1,))], axis=-1)  # d + 1 features
     bad_inputs = [
-        (wide, a, y), (X[:, 0], a, y), (X[None], a, y),  # contexts: d + 1 features, (R, d), one axis more
-        (X, np.full(R, spec.K), y), (X, np.full(R, -1), y), (X, a + 0.5, y), (X, a[:-1], y),  # actions
-        (X, a, y[:-1]), (X, a, y[:, None]), (X, a, np.array(["1"] * R)),  # rewards
+        (wide, a, y),
+        (X[:, 0], a, y),
+        (X[None], a, y),  # contexts: d + 1 features, (R, d), one axis more
+        (X, np.full(R, spec.K), y),
+        (X, np.full(R, -1), y),
+        (X, a + 0.5, y),
+        (X, a[:-1], y),  # actions
+        (X, a, y[:-1]),
+        (X, a, y[:, None]),
+        (X, a, np.array(["1"] * R)),  # rewards
     ]
     for Xb, ab, yb in bad_inputs:
         with pytest.raises(ValidationError):
@@ -694,7 +809,13 @@ def test_shuffle_glm_batch_paths_check_their_inputs() -> None:
     for Xb in (wide, X[0], X[..., 0]):
         with pytest.raises(ValidationError):
             client.choose_batch(0, public, Xb, rng)
-    for Xb, ab, yb in ((wide, a, y), (X, a.T, y), (X, a + GLM_SPEC.K, y), (X, a, y[:, :-1]), (X, a, y.T)):
+    for Xb, ab, yb in (
+        (wide, a, y),
+        (X, a.T, y),
+        (X, a + GLM_SPEC.K, y),
+        (X, a, y[:, :-1]),
+        (X, a, y.T),
+    ):
         with pytest.raises(ValidationError):
             client.randomize_batch(0, public, Xb, ab, yb, rng)
     with pytest.raises(DataBoundError):
@@ -715,13 +836,17 @@ def test_shuffle_glm_pgd_rounds_validate_the_public_state() -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(TrustBoundaryError, match="holds no user"):
         _glm_client().respond(0, _glm_public(R, 0), rng)
-    client = _held_client(_glm_contexts(rng, (n, R)), np.zeros((n, R), dtype=np.int64), rng.random((n, R)))
+    client = _held_client(
+        _glm_contexts(rng, (n, R)), np.zeros((n, R), dtype=np.int64), rng.random((n, R))
+    )
     good = _glm_public(R, 0)
     assert len(client.respond(0, good, rng)) == n
     for _, bad in _malformed(good):
         with pytest.raises(PublicStateError):
             client.respond(0, bad, rng)
-    with pytest.raises(PublicStateError, match="not that batch"):  # a round for users of another batch
+    with pytest.raises(
+        PublicStateError, match="not that batch"
+    ):  # a round for users of another batch
         client.respond(0, _with(good, gd_batch=np.ones(R, dtype=np.int64)), rng)
     with pytest.raises(PublicStateError):  # the iterate outside the S ball
         client.respond(0, _with(good, theta_gd=np.full((R, plan.d), plan.S)), rng)
@@ -733,8 +858,12 @@ def test_hanna_local_refuses_a_schedule_without_a_pull() -> None:
     public = _local_public(R, remaining=np.zeros((R, HANNA_SPEC.K), dtype=np.int64))
     with pytest.raises(PublicStateError, match="no pull"):
         client.choose(0, public, _catalogue(R), np.random.default_rng(0))
-    committed = _local_public(R, committed=np.array([2, 3]), remaining=np.zeros((R, HANNA_SPEC.K), dtype=np.int64))
-    np.testing.assert_array_equal(client.choose(0, committed, _catalogue(R), np.random.default_rng(0)), [2, 3])
+    committed = _local_public(
+        R, committed=np.array([2, 3]), remaining=np.zeros((R, HANNA_SPEC.K), dtype=np.int64)
+    )
+    np.testing.assert_array_equal(
+        client.choose(0, committed, _catalogue(R), np.random.default_rng(0)), [2, 3]
+    )
 
 
 def test_hanna_shuffler_checks_the_server_schedule_before_drawing_slots() -> None:
@@ -745,10 +874,12 @@ def test_hanna_shuffler_checks_the_server_schedule_before_drawing_slots() -> Non
     honest = alg.server.public_state()
     assert set(alg.shuffler.assign(0, honest)) == {"action", "n"}
     top = max_pulls(HANNA_SPEC)
-    for bad in ({"counts": np.full((2, HANNA_SPEC.K), top)},  # every entry in range, the batch total not
-                {"counts": np.full((2, HANNA_SPEC.K), top + 1)},
-                {"committed": np.array([HANNA_SPEC.K, -1])},
-                {"batch": np.zeros(2, dtype=np.int64)}):
+    for bad in (
+        {"counts": np.full((2, HANNA_SPEC.K), top)},  # every entry in range, the batch total not
+        {"counts": np.full((2, HANNA_SPEC.K), top + 1)},
+        {"committed": np.array([HANNA_SPEC.K, -1])},
+        {"batch": np.zeros(2, dtype=np.int64)},
+    ):
         shuffler = _reset(HannaShuffle(1.0), HANNA_SPEC, R=2).shuffler
         with pytest.raises(PublicStateError):
             shuffler.assign(0, _with(honest, **bad))

@@ -35,9 +35,16 @@ def _leaves(rng, T, d):
 def test_compiled_tree_matches_tree_aggregator_draw_for_draw():
     T, d, sigma = 37, 3, 0.7
     leaves = _leaves(np.random.default_rng(1), T, d)
-    ref = TreeAggregator(T, d, sigma=sigma, leaf_bound=1.0, rng=np.random.default_rng(5), kind="matrix")
+    ref = TreeAggregator(
+        T, d, sigma=sigma, leaf_bound=1.0, rng=np.random.default_rng(5), kind="matrix"
+    )
     m = tree_levels(T)
-    alpha, noisy, W, out = np.zeros((m, d, d)), np.zeros((m, d, d)), np.zeros((d, d)), np.zeros((d, d))
+    alpha, noisy, W, out = (
+        np.zeros((m, d, d)),
+        np.zeros((m, d, d)),
+        np.zeros((d, d)),
+        np.zeros((d, d)),
+    )
     rng = np.random.default_rng(5)
     for t in range(1, T + 1):
         ref.add(leaves[t - 1][None])
@@ -52,7 +59,12 @@ def test_compiled_tree_exact_without_noise_and_prefix_variance():
     T, d = 5000, 2
     leaves = _leaves(np.random.default_rng(2), T, d)
     m = tree_levels(T)
-    alpha, noisy, W, out = np.zeros((m, d, d)), np.zeros((m, d, d)), np.zeros((d, d)), np.zeros((d, d))
+    alpha, noisy, W, out = (
+        np.zeros((m, d, d)),
+        np.zeros((m, d, d)),
+        np.zeros((d, d)),
+        np.zeros((d, d)),
+    )
     rng = np.random.default_rng(0)
     csum = np.cumsum(leaves, axis=0)
     for t in range(1, T + 1):
@@ -130,8 +142,14 @@ def _reference_minimizer(X, y, lam, S):
         return X.T @ (PROBIT.mu(X @ th) - y) + lam * th
 
     cons = {"type": "ineq", "fun": lambda th: S**2 - th @ th, "jac": lambda th: -2 * th}
-    return optimize.minimize(f, np.zeros(X.shape[1]), jac=grad, constraints=[cons], method="SLSQP",
-                             options={"ftol": 1e-14, "maxiter": 500}).x
+    return optimize.minimize(
+        f,
+        np.zeros(X.shape[1]),
+        jac=grad,
+        constraints=[cons],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    ).x
 
 
 @pytest.mark.parametrize("S", [0.4, 3.0])
@@ -151,9 +169,32 @@ def test_noise_free_optimizers_reach_the_constrained_minimizer(S):
         np.testing.assert_allclose(th, ref, atol=1e-5)
     out = np.empty(d)
     T_it = 20_000
-    eta = 2 * S / ((1.0 + lam * S / n) * math.sqrt(T_it)) * 20  # a larger step: noise-free convergence check
-    dppgd(X, y, member, 1, n, LINK_PROBIT, 1.0, lam, float(n), T_it, 0.0, eta, True, S, dummy, eye, ones, 0.0,
-          dummy, np.random.default_rng(0), out)
+    eta = (
+        2 * S / ((1.0 + lam * S / n) * math.sqrt(T_it)) * 20
+    )  # a larger step: noise-free convergence check
+    dppgd(
+        X,
+        y,
+        member,
+        1,
+        n,
+        LINK_PROBIT,
+        1.0,
+        lam,
+        float(n),
+        T_it,
+        0.0,
+        eta,
+        True,
+        S,
+        dummy,
+        eye,
+        ones,
+        0.0,
+        dummy,
+        np.random.default_rng(0),
+        out,
+    )
 
     def loss(th):
         z = X @ th

@@ -16,7 +16,9 @@ T = 512  # a power of two: the top tree node's exact partial sum alpha[9] is the
 
 
 def _env(S=2.0, link="probit"):
-    return pb.SyntheticEnv(d=3, K=10, contexts="ball", link=link, noise="bernoulli", theta="sphere", theta_norm=S)
+    return pb.SyntheticEnv(
+        d=3, K=10, contexts="ball", link=link, noise="bernoulli", theta="sphere", theta_norm=S
+    )
 
 
 def _run(R=3, **params):
@@ -85,8 +87,14 @@ def test_action_depends_only_on_own_context_and_releases():
 
 def test_instance_kappa_of_the_table2_environment():
     # the realized kappa over T = 5000 rounds of K = 20 arms is 1/phi(~0.998 S) for probit
-    k = instance_kappa(pb.SyntheticEnv(d=3, K=20, contexts="ball", link="probit", noise="bernoulli",
-                                       theta_norm=2.0), 5000, 2, 0)
+    k = instance_kappa(
+        pb.SyntheticEnv(
+            d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0
+        ),
+        5000,
+        2,
+        0,
+    )
     assert np.all((k["kappa"] > 17.5) & (k["kappa"] < 18.53))
     assert np.allclose(k["kappa_star"], math.sqrt(2 * math.pi), rtol=1e-3)
 
@@ -95,27 +103,45 @@ def test_rs_glinucb_is_kappa_stable_where_glm_ucb_is_not():
     # Table 2's qualitative claim for the non-private methods, T = 2000, 2 replications: RS-GLinUCB beats
     # GLM-UCB by a wide margin at S = 3 (kappa ~ 220), where GLM-UCB's regret is near-linear
     env = _env(S=3.0)
-    rs = pb.simulate(pb.make("rs-glinucb"), env, horizon=2000, replications=2, seed=0).summary()["mean"]
-    glm = pb.simulate(pb.make("glm-ucb"), env, horizon=2000, replications=2, seed=0).summary()["mean"]
+    rs = pb.simulate(pb.make("rs-glinucb"), env, horizon=2000, replications=2, seed=0).summary()[
+        "mean"
+    ]
+    glm = pb.simulate(pb.make("glm-ucb"), env, horizon=2000, replications=2, seed=0).summary()[
+        "mean"
+    ]
     assert rs < 0.5 * glm
 
 
 @pytest.mark.slow
 def test_regret_falls_with_epsilon():
     # P2-8 (probit, d = 3, S = 2, T = 5000, 10 replications): mean regret at eps = 8 below eps = 2
-    env = pb.SyntheticEnv(d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0)
-    out = {eps: pb.simulate(pb.make("jdp-glm", epsilon=eps), env, horizon=5000, replications=10,
-                            seed=0).summary()["mean"] for eps in (2.0, 8.0)}
-    rs = pb.simulate(pb.make("rs-glinucb"), env, horizon=5000, replications=10, seed=0).summary()["mean"]
+    env = pb.SyntheticEnv(
+        d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0
+    )
+    out = {
+        eps: pb.simulate(
+            pb.make("jdp-glm", epsilon=eps), env, horizon=5000, replications=10, seed=0
+        ).summary()["mean"]
+        for eps in (2.0, 8.0)
+    }
+    rs = pb.simulate(pb.make("rs-glinucb"), env, horizon=5000, replications=10, seed=0).summary()[
+        "mean"
+    ]
     assert rs <= out[8.0] <= out[2.0]
 
 
 @pytest.mark.slow
 def test_regret_is_sublinear():
     # P2-9 (practical mode, eps = 8): log-log slope of the mean regret between T = 5000 and T = 40000 at most 0.65
-    env = pb.SyntheticEnv(d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0)
-    reg = {T: pb.simulate(pb.make("jdp-glm", epsilon=8.0), env, horizon=T, replications=3,
-                          seed=0).summary()["mean"] for T in (5000, 40000)}
+    env = pb.SyntheticEnv(
+        d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0
+    )
+    reg = {
+        T: pb.simulate(
+            pb.make("jdp-glm", epsilon=8.0), env, horizon=T, replications=3, seed=0
+        ).summary()["mean"]
+        for T in (5000, 40000)
+    }
     slope = math.log(reg[40000] / reg[5000]) / math.log(8.0)
     assert slope <= 0.65, (reg, slope)
 
@@ -124,7 +150,9 @@ def test_p2_5_switches_and_exploration_rounds_within_the_lemma_bounds_without_no
     """Spec P2-5: with the tree noise negligible (epsilon = 1e6), the Criterion-II switches stay below
     Lemma P.4's ``1 + d log(1 + T w_max / (d lambda_H)) / log(11/8)`` and the exploration rounds below
     the elliptic-potential bound ``2 d log(1 + T / (d lambda_V)) / min(thr, 1)``."""
-    alg = _run(epsilon=1e6, split="zcdp", max_iters=50)  # measured: 6-7 switches (bound 31.6), 6 explorations (67)
+    alg = _run(
+        epsilon=1e6, split="zcdp", max_iters=50
+    )  # measured: 6-7 switches (bound 31.6), 6 explorations (67)
     res, diag, d = alg.resolved_params(), alg.diagnostics(), 3
     # the lemma's condition: the (high-probability) prefix-noise bound lam - lam0 is at most lam / (4 sqrt(d) + 1)
     lam0 = res["lam_min_V"]

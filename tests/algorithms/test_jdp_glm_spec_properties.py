@@ -43,15 +43,19 @@ LINKS = {"logistic": LOGISTIC, "probit": PROBIT}
 
 
 # -- O-1 -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("n", "T_it", "eps_composed"), [(10**3, 18, 0.317774), (10**4, 1194, 0.388118),
-                                                         (10**5, 79_993, 0.448251)])
+@pytest.mark.parametrize(
+    ("n", "T_it", "eps_composed"),
+    [(10**3, 18, 0.317774), (10**4, 1194, 0.388118), (10**5, 79_993, 0.448251)],
+)
 def test_o1_pgd_composed_epsilon_reference_values(n, T_it, eps_composed):
     # Algorithm 7 at d = 5, eps = 0.5, delta = 0.005: eps_it = eps / (2 sqrt(2 T_it log(1/delta))),
     # delta_it = delta' = delta / (T_it + 1), composed by the library's advanced-composition accountant
     eps, delta = 0.5, 0.005
     it, e_it, d_it, slack = pgd_theory_rounds(n, 5, eps, delta, 10**9)
     assert it == T_it
-    assert e_it == pytest.approx(eps / (2 * math.sqrt(2 * T_it * math.log(1 / delta))), rel=1e-12)  # no fallback
+    assert e_it == pytest.approx(
+        eps / (2 * math.sqrt(2 * T_it * math.log(1 / delta))), rel=1e-12
+    )  # no fallback
     assert d_it == pytest.approx(delta / (T_it + 1), rel=1e-12) and slack == d_it
     c = compose_advanced(ApproxDP(e_it, d_it), it, slack)
     assert c.epsilon == pytest.approx(eps_composed, rel=1e-4)
@@ -64,7 +68,9 @@ def test_o1_literal_eps_it_overshoots_at_1e6_and_the_accountant_falls_back():
     T_it, e_it, d_it, slack = pgd_theory_rounds(10**6, 5, eps, delta, 10**9)
     assert T_it == 5_618_176
     literal = eps / (2 * math.sqrt(2 * T_it * math.log(1 / delta)))
-    assert compose_advanced(ApproxDP(literal, d_it), T_it, slack).epsilon == pytest.approx(0.501711, rel=1e-4)
+    assert compose_advanced(ApproxDP(literal, d_it), T_it, slack).epsilon == pytest.approx(
+        0.501711, rel=1e-4
+    )
     assert e_it < literal
     c = compose_advanced(ApproxDP(e_it, d_it), T_it, slack)
     assert c.epsilon <= eps and c.epsilon == pytest.approx(eps, rel=1e-9)
@@ -98,8 +104,29 @@ def test_o3_dppgd_noise_on_the_mean_gradient_has_the_lemma_u4_std():
     noise = np.empty((N, d))
     gen = np.random.default_rng(0)
     for k in range(N):
-        dppgd(X, y, member, 1, n, PROBIT.code, R, lam, float(n), T_it, sigma_sum, eta, True, 1e9, zero, eye, ones,
-              0.0, theta0, gen, out)
+        dppgd(
+            X,
+            y,
+            member,
+            1,
+            n,
+            PROBIT.code,
+            R,
+            lam,
+            float(n),
+            T_it,
+            sigma_sum,
+            eta,
+            True,
+            1e9,
+            zero,
+            eye,
+            ones,
+            0.0,
+            theta0,
+            gen,
+            out,
+        )
         noise[k] = 2.0 * (out - theta0) / eta
     exact = -((PROBIT.mu(X @ theta0) - y) @ X + lam * theta0) / n
     want = math.sqrt(2 * R**2 * T_it / (n**2 * rho))
@@ -128,9 +155,12 @@ def test_o3_dppgd_excess_loss_below_lemma_u4_bound_on_50_seeds():
         return float(np.mean(PROBIT.m(z) - y * z) + 0.5 * lam * th @ th / n)
 
     cons = {"type": "ineq", "fun": lambda th: S**2 - th @ th, "jac": lambda th: -2 * th}
-    ref = optimize.minimize(F, np.zeros(d), constraints=[cons], method="SLSQP",
-                            options={"ftol": 1e-15, "maxiter": 1000})
-    F_min = F(ref.x * min(1.0, S / np.linalg.norm(ref.x)))  # feasible: an upper bound on the minimum
+    ref = optimize.minimize(
+        F, np.zeros(d), constraints=[cons], method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000}
+    )
+    F_min = F(
+        ref.x * min(1.0, S / np.linalg.norm(ref.x))
+    )  # feasible: an upper bound on the minimum
     T_it = dppgd_iterations(n, rho, d, zeta, 10**9)
     assert T_it == math.ceil((n**2 * rho + math.log(1 / zeta)) / d)
     sigma_sum = dppgd_sigma(R, T_it, rho)
@@ -144,8 +174,29 @@ def test_o3_dppgd_excess_loss_below_lemma_u4_bound_on_50_seeds():
     out = np.empty(d)
     excess = np.empty(50)
     for seed in range(50):
-        dppgd(X, y, member, 1, n, PROBIT.code, R, lam, float(n), T_it, sigma_sum, eta, True, S, zero, eye, ones,
-              0.0, zero, np.random.default_rng(seed), out)
+        dppgd(
+            X,
+            y,
+            member,
+            1,
+            n,
+            PROBIT.code,
+            R,
+            lam,
+            float(n),
+            T_it,
+            sigma_sum,
+            eta,
+            True,
+            S,
+            zero,
+            eye,
+            ones,
+            0.0,
+            zero,
+            np.random.default_rng(seed),
+            out,
+        )
         assert np.linalg.norm(out) <= S * (1 + 1e-12)
         excess[seed] = F(out) - F_min
     assert np.all(excess >= -1e-8)  # F_min is the constrained minimum (to SLSQP's accuracy)
@@ -160,8 +211,15 @@ def _unit_ball(v, scale):
 
 
 @settings(max_examples=200, deadline=None)
-@given(link=st.sampled_from(sorted(LINKS)), d=st.integers(1, 6), data=st.data(),
-       S=st.floats(0.01, 30.0), r=st.floats(0.0, 1.0), lam=st.floats(0.0, 1e4), n=st.integers(1, 10_000))
+@given(
+    link=st.sampled_from(sorted(LINKS)),
+    d=st.integers(1, 6),
+    data=st.data(),
+    S=st.floats(0.01, 30.0),
+    r=st.floats(0.0, 1.0),
+    lam=st.floats(0.0, 1e4),
+    n=st.integers(1, 10_000),
+)
 def test_g2_per_sample_gradient_bound_on_the_ball(link, d, data, S, r, lam, n):
     # ||(mu(<x, theta>) - r) x + (lam/n) theta|| <= R + lam S / n for ||x|| <= 1, ||theta|| <= S, r in [0, R];
     # the data part from the library's residual loop without clipping (R = inf), so the bound is the
@@ -171,8 +229,20 @@ def test_g2_per_sample_gradient_bound_on_the_ball(link, d, data, S, r, lam, n):
     theta = _unit_ball(data.draw(vec), S * data.draw(st.floats(0.0, 1.0)))
     lk = LINKS[link]
     g, scratch = np.zeros(d), np.empty(d)
-    residual_sums(x[None], np.array([r]), np.ones(1, dtype=np.int8), 1, 1, theta, lk.code, math.inf, False, g,
-                  np.zeros((0, 0)), scratch)
+    residual_sums(
+        x[None],
+        np.array([r]),
+        np.ones(1, dtype=np.int8),
+        1,
+        1,
+        theta,
+        lk.code,
+        math.inf,
+        False,
+        g,
+        np.zeros((0, 0)),
+        scratch,
+    )
     np.testing.assert_allclose(g, (lk.mu(np.array(x @ theta)) - r) * x, rtol=1e-9, atol=1e-12)
     R = 1.0
     grad = g + lam / n * theta
@@ -180,8 +250,14 @@ def test_g2_per_sample_gradient_bound_on_the_ball(link, d, data, S, r, lam, n):
 
 
 @settings(max_examples=100, deadline=None)
-@given(link=st.sampled_from(sorted(LINKS)), d=st.integers(1, 5), n=st.integers(1, 12), seed=st.integers(0, 2**32 - 1),
-       scale=st.floats(0.1, 20.0), lam=st.floats(0.0, 100.0))
+@given(
+    link=st.sampled_from(sorted(LINKS)),
+    d=st.integers(1, 5),
+    n=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.floats(0.1, 20.0),
+    lam=st.floats(0.0, 100.0),
+)
 def test_g2_regularized_loss_is_convex_with_psd_hessian(link, d, n, seed, scale, lam):
     # L(theta) = sum_i [m(<x_i, theta>) - r_i <x_i, theta>] + lam/2 ||theta||^2.  The library's Hessian
     # (residual loop, hessian=True) plus lam I is PSD with smallest eigenvalue >= lam, it is the derivative
@@ -226,8 +302,9 @@ def test_p2_3_theta_tau_and_h_tau_freeze_once_the_cutoff_is_reached():
     # calls never exceed it, every call sets H_tau to the released H, and after the cutoff theta_tau,
     # H_tau and its inverse stay bit-identical although eigmax(H_t - 2 H_tau) > 0 keeps holding.
     T, R, cap = 512, 2, 3
-    env = pb.SyntheticEnv(d=3, K=10, contexts="ball", link="probit", noise="bernoulli", theta="sphere",
-                          theta_norm=2.0)
+    env = pb.SyntheticEnv(
+        d=3, K=10, contexts="ball", link="probit", noise="bernoulli", theta="sphere", theta_norm=2.0
+    )
     alg = pb.make("jdp-glm", epsilon=1e6, lam0=0.05, max_iters=20)
     streams = make_streams(1)
     spec = env.reset(R, streams, T)
@@ -236,8 +313,16 @@ def test_p2_3_theta_tau_and_h_tau_freeze_once_the_cutoff_is_reached():
     assert k.params[16] == alg.resolved_params()["count2_cutoff"] > 10 * cap
     k.params = k.params[:16] + (cap,) + k.params[17:]
     st_ = k.state
-    prev = {name: st_[i].copy() for name, i in (("n2", J._N2), ("th_t", J._TH_T), ("h_tau", J._HTAU),
-                                                 ("h_tau_inv", J._HTAU_INV), ("th_o", J._TH_O))}
+    prev = {
+        name: st_[i].copy()
+        for name, i in (
+            ("n2", J._N2),
+            ("th_t", J._TH_T),
+            ("h_tau", J._HTAU),
+            ("h_tau_inv", J._HTAU_INV),
+            ("th_o", J._TH_O),
+        )
+    }
     frozen_at = np.full(R, -1)
     fired_after_cap = np.zeros(R, dtype=int)
     theta_tau_moves = np.zeros(R, dtype=int)
@@ -254,23 +339,37 @@ def test_p2_3_theta_tau_and_h_tau_freeze_once_the_cutoff_is_reached():
         for rep in range(R):
             if n2[rep] > prev["n2"][rep]:  # a Criterion-II call: H_tau <- released H
                 np.testing.assert_array_equal(st_[J._HTAU][rep], st_[J._H][rep])
-                theta_tau_moves[rep] += int(not np.array_equal(st_[J._TH_T][rep], prev["th_t"][rep]))
+                theta_tau_moves[rep] += int(
+                    not np.array_equal(st_[J._TH_T][rep], prev["th_t"][rep])
+                )
                 if n2[rep] == cap:
                     frozen_at[rep] = t
             else:
                 for name, i in (("th_t", J._TH_T), ("h_tau", J._HTAU), ("h_tau_inv", J._HTAU_INV)):
                     np.testing.assert_array_equal(st_[i][rep], prev[name][rep])
-                if frozen_at[rep] >= 0 and J.max_eig_diff(st_[J._H][rep], st_[J._HTAU][rep], 2.0) > 1e-6:
+                if (
+                    frozen_at[rep] >= 0
+                    and J.max_eig_diff(st_[J._H][rep], st_[J._HTAU][rep], 2.0) > 1e-6
+                ):
                     fired_after_cap[rep] += 1
             if not refit_round:  # theta_o only on the public schedule t = 2^k
                 np.testing.assert_array_equal(st_[J._TH_O][rep], prev["th_o"][rep])
-        for name, i in (("n2", J._N2), ("th_t", J._TH_T), ("h_tau", J._HTAU), ("h_tau_inv", J._HTAU_INV),
-                        ("th_o", J._TH_O)):
+        for name, i in (
+            ("n2", J._N2),
+            ("th_t", J._TH_T),
+            ("h_tau", J._HTAU),
+            ("h_tau_inv", J._HTAU_INV),
+            ("th_o", J._TH_O),
+        ):
             prev[name] = st_[i].copy()
-    assert np.all(frozen_at >= 0) and np.all(frozen_at < T // 2), frozen_at  # the cutoff was reached
+    assert np.all(frozen_at >= 0) and np.all(frozen_at < T // 2), (
+        frozen_at
+    )  # the cutoff was reached
     assert np.all(theta_tau_moves >= 1)  # calls before the cutoff did refit theta_tau
     assert np.all(fired_after_cap >= 10), fired_after_cap  # the switch test kept firing after it
-    np.testing.assert_array_equal(alg.diagnostics()["theta_o_refreshes"], alg.resolved_params()["n_refresh"])
+    np.testing.assert_array_equal(
+        alg.diagnostics()["theta_o_refreshes"], alg.resolved_params()["n_refresh"]
+    )
 
 
 # -- P2-8 ----------------------------------------------------------------------------------------
@@ -280,10 +379,14 @@ def test_p2_8_regret_ordering_privacy_off_eps8_eps2():
     # seed: the same instances, so the comparison is paired).  Each ordering must hold on average and
     # the paired mean gap must exceed 3 standard errors of the paired differences (measured: gaps
     # ~207 and ~574 against standard errors of a few units to ~20).
-    env = pb.SyntheticEnv(d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0)
+    env = pb.SyntheticEnv(
+        d=3, K=20, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0
+    )
     final, res = {}, {}
     for eps in (1e6, 8.0, 2.0):
-        out = pb.simulate(pb.make("jdp-glm", epsilon=eps), env, horizon=5000, replications=10, seed=0)
+        out = pb.simulate(
+            pb.make("jdp-glm", epsilon=eps), env, horizon=5000, replications=10, seed=0
+        )
         final[eps], res[eps] = out.final_regret, out.resolved_params
     off = res[1e6]  # privacy effectively off: tree noise and optimizer noise negligible
     assert off["sigma_V"] < 0.01 and off["sigma_H"] < 0.01 and off["lam_V"] < 1.5

@@ -96,8 +96,16 @@ IDS = [c.id for c in CASES]
 
 
 def make_spec(case: Case) -> EnvSpec:
-    return EnvSpec(d=D, K=K, setting=case.setting, horizon=T, link=get_link(case.link),
-                   context_bound=case.context_bound, reward_range=(-1.0, 1.0), reward_bound=1.0)
+    return EnvSpec(
+        d=D,
+        K=K,
+        setting=case.setting,
+        horizon=T,
+        link=get_link(case.link),
+        context_bound=case.context_bound,
+        reward_range=(-1.0, 1.0),
+        reward_bound=1.0,
+    )
 
 
 @cache
@@ -113,7 +121,9 @@ def device(case: Case) -> tuple[LocalAlgorithm, EnvSpec]:
     return alg, spec
 
 
-def users(spec: EnvSpec, n: int, rng: np.random.Generator, *, in_range: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def users(
+    spec: EnvSpec, n: int, rng: np.random.Generator, *, in_range: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """``n`` users: contexts on the norm bound (random directions), rewards in or far outside the range."""
     shape = (n, spec.d) if spec.setting == "multi" else (n, spec.K, spec.d)
     X = rng.standard_normal(shape)
@@ -124,8 +134,14 @@ def users(spec: EnvSpec, n: int, rng: np.random.Generator, *, in_range: bool = F
     return X, y
 
 
-def arms(client: KernelClient, t: int, public: PublicState, X: np.ndarray, rng: np.random.Generator,
-         spec: EnvSpec) -> np.ndarray:
+def arms(
+    client: KernelClient,
+    t: int,
+    public: PublicState,
+    X: np.ndarray,
+    rng: np.random.Generator,
+    spec: EnvSpec,
+) -> np.ndarray:
     """Any arm in the main phase (the arm depends on the user's context); the public warm-up arm
     (the device's own choice) in the warm-up of Algorithm 2."""
     warm = getattr(client._params, "n_warmup", 0)
@@ -135,11 +151,15 @@ def arms(client: KernelClient, t: int, public: PublicState, X: np.ndarray, rng: 
 
 
 def flat(msg: PrivatizedMessage) -> np.ndarray:
-    return np.concatenate([np.asarray(v, dtype=float).reshape(v.shape[0], -1) for v in msg.payload.values()], axis=1)
+    return np.concatenate(
+        [np.asarray(v, dtype=float).reshape(v.shape[0], -1) for v in msg.payload.values()], axis=1
+    )
 
 
 # -- online-path noise --------------------------------------------------------------------------
-def check_declared_noise(client: KernelClient, spec: EnvSpec, t: int, seed: int, n: int = N_NOISE) -> None:
+def check_declared_noise(
+    client: KernelClient, spec: EnvSpec, t: int, seed: int, n: int = N_NOISE
+) -> None:
     """``randomize - encode`` has the declared mean (0) and per-coordinate variance (module
     docstring); entries declared exact agree exactly.  Rewards half outside the range: the clip of
     ``encode`` must be the clip of ``randomize``."""
@@ -155,18 +175,24 @@ def check_declared_noise(client: KernelClient, spec: EnvSpec, t: int, seed: int,
     var = np.asarray(noise.variance, dtype=float)
     assert var.shape == e.shape == diff.shape
     exact = var <= 0
-    assert np.all(np.abs(diff[exact]) <= 1e-12 * (1 + np.abs(e[exact]))), "an entry declared exact carries noise"
+    assert np.all(np.abs(diff[exact]) <= 1e-12 * (1 + np.abs(e[exact]))), (
+        "an entry declared exact carries noise"
+    )
     cols = ~exact.any(axis=0)
     z = diff[:, cols] / np.sqrt(var[:, cols])
     m = int(cols.sum())
     q = float(stats.norm.isf(ALPHA / (4 * m)))
     mean = z.mean(axis=0)
-    assert np.all(np.abs(mean) <= q / math.sqrt(n)), f"biased noise: {mean[np.abs(mean) > q / math.sqrt(n)][:4]}"
+    assert np.all(np.abs(mean) <= q / math.sqrt(n)), (
+        f"biased noise: {mean[np.abs(mean) > q / math.sqrt(n)][:4]}"
+    )
     s2 = z.var(axis=0, ddof=1)
     m4 = ((z - mean) ** 4).mean(axis=0)
     se = np.sqrt(np.maximum(m4 - s2**2, 1e-12) / n)
     bad = np.abs(s2 - 1.0) > q * se
-    assert not bad.any(), f"variance {s2[bad][:4]} x the declared one on {int(bad.sum())} of {m} coordinates"
+    assert not bad.any(), (
+        f"variance {s2[bad][:4]} x the declared one on {int(bad.sum())} of {m} coordinates"
+    )
 
 
 def under_noised(alg: LocalAlgorithm, spec: EnvSpec) -> KernelClient:
@@ -176,16 +202,23 @@ def under_noised(alg: LocalAlgorithm, spec: EnvSpec) -> KernelClient:
     client = KernelClient(alg.kernel, spec)
     p = client._params
     if alg.name == "ldp-ols":
-        client._params = p._replace(s_W=p.s_W / 2, s_u=p.s_u / 2, s_W_warm=p.s_W_warm / 2, s_u_warm=p.s_u_warm / 2)
+        client._params = p._replace(
+            s_W=p.s_W / 2, s_u=p.s_u / 2, s_W_warm=p.s_W_warm / 2, s_u_warm=p.s_u_warm / 2
+        )
     elif alg.name == "ldp-sgd":
         d, k = p.d, p.K
         client._params = p._replace(
-            epsilon=2 * p.epsilon, radius=l2_ball_radius(2 * p.epsilon, d, p.R),
-            epsilon_warm=2 * p.epsilon_warm, radius_warm=l2_ball_radius(2 * p.epsilon_warm, d, p.R),
+            epsilon=2 * p.epsilon,
+            radius=l2_ball_radius(2 * p.epsilon, d, p.R),
+            epsilon_warm=2 * p.epsilon_warm,
+            radius_warm=l2_ball_radius(2 * p.epsilon_warm, d, p.R),
             epsilon_joint=2 * p.epsilon_joint,
-            radius_joint=p.radius_joint * l2_ball_radius(2 * p.epsilon_joint, d * k, p.R)
+            radius_joint=p.radius_joint
+            * l2_ball_radius(2 * p.epsilon_joint, d * k, p.R)
             / l2_ball_radius(p.epsilon_joint, d * k, p.R),
-            s_W_warm=p.s_W_warm / 2, s_u_warm=p.s_u_warm / 2)
+            s_W_warm=p.s_W_warm / 2,
+            s_u_warm=p.s_u_warm / 2,
+        )
     else:
         c = list(p[1])
         for i in (5, 6, 7) if alg.name == "ldp-gloc" else (5, 6):
@@ -224,7 +257,9 @@ def test_noise_without_rewards_bounds_the_l2_ball_variance() -> None:
 
 
 # -- the adversarial server ----------------------------------------------------------------------
-def reached(case: Case, seed: int, extreme: bool, t: int, n: int = 16, honest: bool = False) -> tuple[float, float]:
+def reached(
+    case: Case, seed: int, extreme: bool, t: int, n: int = 16, honest: bool = False
+) -> tuple[float, float]:
     """Largest whitened distance over ``n`` neighbouring pairs at a public state of the declared
     space, and the accounted bound."""
     alg, spec = device(case)
@@ -234,20 +269,31 @@ def reached(case: Case, seed: int, extreme: bool, t: int, n: int = 16, honest: b
     assert space is not None
     dims = dims_of(spec, n)
     if honest:
-        public = PublicState({k: np.repeat(np.asarray(v)[:1], n, axis=0) for k, v in alg.server.public_state().items()})
+        public = PublicState(
+            {
+                k: np.repeat(np.asarray(v)[:1], n, axis=0)
+                for k, v in alg.server.public_state().items()
+            }
+        )
     else:
         public = space.draw(dims, rng, extreme)
     in_range = dict(case.params).get("clip") is False  # clip=False: conditional on data in range
     X0, y0 = users(spec, n, rng, in_range=in_range)
     X1, y1 = users(spec, n, rng, in_range=in_range)
-    if spec.setting == "single":  # some pairs share every arm's context, or differ only in the reward
+    if (
+        spec.setting == "single"
+    ):  # some pairs share every arm's context, or differ only in the reward
         X1[: n // 4] = X0[: n // 4]
     a0 = arms(client, t, public, X0, rng, spec)
-    a1 = a0 if t < getattr(client._params, "n_warmup", 0) else arms(client, t, public, X1, rng, spec)
+    a1 = (
+        a0 if t < getattr(client._params, "n_warmup", 0) else arms(client, t, public, X1, rng, spec)
+    )
     e0, e1 = client.encode(t, public, X0, a0, y0), client.encode(t, public, X1, a1, y1)
     s0, s1 = client.noise(t, public, X0, a0).scale, client.noise(t, public, X1, a1).scale
     sens = client.sensitivity()
-    dist = np.maximum(whitened_distance(e0, e1, s0, sens.norm), whitened_distance(e0, e1, s1, sens.norm))
+    dist = np.maximum(
+        whitened_distance(e0, e1, s0, sens.norm), whitened_distance(e0, e1, s1, sens.norm)
+    )
     assert np.all(np.isfinite(e0)) and np.all(np.isfinite(e1))
     for e in (e0, e1):
         assert_symmetric_fields(client, e)
@@ -261,16 +307,24 @@ def assert_symmetric_fields(client: KernelClient, e: np.ndarray) -> None:
     for name, _ in client._message.fields:
         if name in ("M", "V"):
             v = fields[name]
-            np.testing.assert_array_equal(v, np.swapaxes(v, -1, -2), err_msg=f"field {name} is not symmetric")
+            np.testing.assert_array_equal(
+                v, np.swapaxes(v, -1, -2), err_msg=f"field {name} is not symmetric"
+            )
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
 @given(seed=st.integers(0, 2**32 - 1), extreme=st.booleans(), phase=st.integers(0, 1))
-def test_sensitivity_holds_for_every_public_state(case: Case, seed: int, extreme: bool, phase: int) -> None:
+def test_sensitivity_holds_for_every_public_state(
+    case: Case, seed: int, extreme: bool, phase: int
+) -> None:
     t = case.rounds[min(phase, len(case.rounds) - 1)]
     dist, bound = reached(case, seed, extreme, t)
-    assert dist <= bound * (1 + 1e-9), f"whitened distance {dist:.6g} above the accounted {bound:.6g}"
+    assert dist <= bound * (1 + 1e-9), (
+        f"whitened distance {dist:.6g} above the accounted {bound:.6g}"
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -285,7 +339,9 @@ def test_sensitivity_bound_is_reached(case: Case) -> None:
                 best = max(best, d)
         best = max(best, reached(case, 99, False, t, n=256, honest=True)[0])
     assert best <= bound * (1 + 1e-9)
-    assert best >= 0.5 * bound, f"reached only {best / bound:.3f} of the accounted sensitivity {bound:.6g}"
+    assert best >= 0.5 * bound, (
+        f"reached only {best / bound:.3f} of the accounted sensitivity {bound:.6g}"
+    )
 
 
 @pytest.mark.slow
@@ -307,7 +363,11 @@ def test_honest_runs_stay_in_the_declared_space() -> None:
 # -- every device clip, at, inside and beyond its bound -----------------------------------------------
 def _one(case: Case) -> tuple[KernelClient, EnvSpec, PublicState]:
     alg, spec = device(case)
-    return alg.client, spec, PublicState({k: np.asarray(v)[:1].copy() for k, v in alg.server.public_state().items()})
+    return (
+        alg.client,
+        spec,
+        PublicState({k: np.asarray(v)[:1].copy() for k, v in alg.server.public_state().items()}),
+    )
 
 
 def _unit_contexts(spec: EnvSpec, norm: float) -> np.ndarray:
@@ -325,12 +385,21 @@ def test_reward_clip(name: str) -> None:
     client, spec, public = _one(case)
     X, x = _unit_contexts(spec, 1.0)
     dd = D * D
-    for y, want in ((1e9, 1.0), (1.0 + 1e-9, 1.0), (1.0, 1.0), (0.999, 0.999), (-0.999, -0.999), (-1e9, -1.0)):
+    for y, want in (
+        (1e9, 1.0),
+        (1.0 + 1e-9, 1.0),
+        (1.0, 1.0),
+        (0.999, 0.999),
+        (-0.999, -0.999),
+        (-1e9, -1.0),
+    ):
         e = client.encode(0, public, X, np.array([0]), np.array([y]))[0]
         if name == "ldp-gloc":  # the gradient (mu(z) - y) x at z = 0: identity link, theta_hat = 0
-            np.testing.assert_allclose(e[dd + D:], min(1.0, abs(want)) * np.sign(-want) * x, rtol=1e-12)
+            np.testing.assert_allclose(
+                e[dd + D :], min(1.0, abs(want)) * np.sign(-want) * x, rtol=1e-12
+            )
         else:
-            np.testing.assert_allclose(e[dd:dd + D], want * x, rtol=1e-12)
+            np.testing.assert_allclose(e[dd : dd + D], want * x, rtol=1e-12)
             np.testing.assert_allclose(e[:dd], np.outer(x, x).ravel(), rtol=1e-12)
 
 
@@ -343,8 +412,8 @@ def test_context_clip_of_the_paper_presets() -> None:
         X, x = _unit_contexts(spec, norm)
         e = client.encode(0, public, X, np.array([1]), np.array([5.0]))[0]
         xc = x * min(1.0, 1.0 / norm)
-        np.testing.assert_allclose(e[:D * D], np.outer(xc, xc).ravel(), rtol=1e-12)
-        np.testing.assert_allclose(e[D * D:], 2.0 * xc, rtol=1e-12)  # rewards clipped to [-2, 2]
+        np.testing.assert_allclose(e[: D * D], np.outer(xc, xc).ravel(), rtol=1e-12)
+        np.testing.assert_allclose(e[D * D :], 2.0 * xc, rtol=1e-12)  # rewards clipped to [-2, 2]
 
 
 def test_contexts_above_the_bound_are_refused() -> None:
@@ -368,7 +437,9 @@ def _norm_bound(client: KernelClient, name: str) -> float:
 
 
 @pytest.mark.parametrize("setting", ["single", "multi"])
-@pytest.mark.parametrize("link,preset", [("identity", "strict"), ("identity", "paper"), ("poisson", "paper")])
+@pytest.mark.parametrize(
+    "link,preset", [("identity", "strict"), ("identity", "paper"), ("poisson", "paper")]
+)
 def test_sgd_gradient_clip_whatever_theta(setting: str, link: str, preset: str) -> None:
     """LDP-SGD's gradient at the server's theta: the residual ``mu(x^T theta) - y`` is clipped so
     that ``||g|| = R`` at and beyond the bound (a theta far out, an overflowing link), unchanged
@@ -382,12 +453,18 @@ def test_sgd_gradient_clip_whatever_theta(setting: str, link: str, preset: str) 
     names = list(alg.server.public_state())
     shape = np.asarray(alg.server.public_state()["theta"])[:1].shape
     lo = D if setting == "multi" else 0  # arm 1's slot
-    for scale, y in ((top, -1.0), (min(top, 1e3), -1.0), (-min(top, 1e3), 1.0), (0.3, 0.2), (0.0, 1e9)):
+    for scale, y in (
+        (top, -1.0),
+        (min(top, 1e3), -1.0),
+        (-min(top, 1e3), 1.0),
+        (0.3, 0.2),
+        (0.0, 1e9),
+    ):
         theta = np.zeros(shape)
         theta[..., :] = scale * x
         public = PublicState({k: (theta if k == "theta" else np.zeros(shape)) for k in names})
         e = client.encode(t, public, X, np.array([1]), np.array([y]))[0]
-        g = e[lo:lo + D]
+        g = e[lo : lo + D]
         with np.errstate(over="ignore"):
             resid = float(get_link(link).mu(np.array(scale))) - float(np.clip(y, -1.0, 1.0))
         if abs(resid) > R_g:  # beyond the bound (||x|| = 1): the gradient's norm is the bound
@@ -406,20 +483,30 @@ def test_gloc_relabel_and_gradient_clips_whatever_theta_hat() -> None:
     ``+-z_bound`` (``u = z x`` at the bound) and the gradient to norm ``G`` -- also with ``clip=False``
     (which concerns the user's own data only) and without the projection (authors_code, where the
     device accepts any iterate up to ESTIMATE_BOUND)."""
-    for params in ((), (("clip", False),), (("preset", "authors_code"),),
-                   (("preset", "authors_code"), ("clip", False))):
+    for params in (
+        (),
+        (("clip", False),),
+        (("preset", "authors_code"),),
+        (("preset", "authors_code"), ("clip", False)),
+    ):
         alg, spec = device(Case("ldp-gloc", params))
         client = alg.client
         c = client._params[1]
         z_bound, G, top = c[9], c[11], _norm_bound(client, "theta_hat")
         X, x = _unit_contexts(spec, 1.0)
         honest = {k: np.asarray(v)[:1].copy() for k, v in alg.server.public_state().items()}
-        for h, y in ((top, -1.0), (min(top, 1e6), -1.0), (0.5, -1.0), (-min(top, 1e6), 1.0), (-0.2, 0.0)):
+        for h, y in (
+            (top, -1.0),
+            (min(top, 1e6), -1.0),
+            (0.5, -1.0),
+            (-min(top, 1e6), 1.0),
+            (-0.2, 0.0),
+        ):
             public = PublicState({**honest, "theta_hat": (h * x)[None]})
             e = client.encode(0, public, X, np.array([2]), np.array([y]))[0]
             z = float(np.clip(h, -z_bound, z_bound))
-            np.testing.assert_allclose(e[D * D:D * D + D], z * x, rtol=1e-12)
-            g = e[D * D + D:]
+            np.testing.assert_allclose(e[D * D : D * D + D], z * x, rtol=1e-12)
+            g = e[D * D + D :]
             want = ((z if c[12] else h) - y) * x  # identity link
             if np.linalg.norm(want) > G:
                 assert np.linalg.norm(g) == pytest.approx(G, rel=1e-12)
@@ -428,7 +515,7 @@ def test_gloc_relabel_and_gradient_clips_whatever_theta_hat() -> None:
 
 
 # -- memory safety: malformed inputs never reach a compiled step ------------------------------------
-_SCRIPT = textwrap.dedent('''
+_SCRIPT = textwrap.dedent("""
     import json, sys, warnings
     import numpy as np
     import privbandits as pb
@@ -498,17 +585,25 @@ _SCRIPT = textwrap.dedent('''
         print('case', arg, file=sys.stderr, flush=True)  # the case a crash died on
         results[arg] = run_case(name, setting)
     print(json.dumps(results))
-''')
+""")
 
-MEMORY_CASES = [(n, s) for n in ("ldp-ols", "ldp-sgd", "ldp-ucb", "ldp-gloc") for s in ("single", "multi")]
+MEMORY_CASES = [
+    (n, s) for n in ("ldp-ols", "ldp-sgd", "ldp-ucb", "ldp-gloc") for s in ("single", "multi")
+]
 
 
 @cache
 def memory_results() -> dict[str, dict[str, str]]:
     """Every case of every device in one worker process (a crash fails every test, naming the case)."""
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, *(f"{n}:{s}" for n, s in MEMORY_CASES)],
-                          capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, f"the device process died (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, *(f"{n}:{s}" for n, s in MEMORY_CASES)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert proc.returncode == 0, (
+        f"the device process died (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -526,7 +621,10 @@ def test_malformed_inputs_give_a_clear_error(name: str, setting: str) -> None:
             assert result.startswith(("ValidationError", "DataBoundError")), (key, result)
         assert result != "no error", key
     assert any("d+1" in k for k in out) and any("action K" in k for k in out)
-    assert "shape (2,)" in out["randomize/rewards shorter than R"] or "shape (3,)" in out["randomize/rewards shorter than R"]
+    assert (
+        "shape (2,)" in out["randomize/rewards shorter than R"]
+        or "shape (3,)" in out["randomize/rewards shorter than R"]
+    )
 
 
 def test_public_state_errors_are_trust_boundary_errors() -> None:
@@ -543,5 +641,5 @@ def test_ucb_without_clip_is_conditional_on_the_data() -> None:
     client, _, public = _one(Case("ldp-ucb", (("clip", False),)))
     X, x = _unit_contexts(spec, 1.0)
     e = client.encode(0, public, X, np.array([0]), np.array([7.0]))[0]
-    np.testing.assert_allclose(e[D * D:], 7.0 * x, rtol=1e-12)
+    np.testing.assert_allclose(e[D * D :], 7.0 * x, rtol=1e-12)
     assert 7.0 > alg.calibration.resolved["reward_hi"]  # beyond what the accountant assumed

@@ -36,18 +36,26 @@ def test_paper_sigma_matches_the_spec_values(delta: float, expected: float) -> N
     assert cal.sensitivity == 2.0
 
 
-@pytest.mark.parametrize("eps, delta, lo, hi", [(0.5, 1e-5, 0.0, 1.0), (1.0, 0.01, -1.0, 1.0), (4.0, 1e-3, 0.0, 3.0)])
-def test_strict_sigma_and_guarantee_match_dp_accounting(eps: float, delta: float, lo: float, hi: float) -> None:
+@pytest.mark.parametrize(
+    "eps, delta, lo, hi", [(0.5, 1e-5, 0.0, 1.0), (1.0, 0.01, -1.0, 1.0), (4.0, 1e-3, 0.0, 3.0)]
+)
+def test_strict_sigma_and_guarantee_match_dp_accounting(
+    eps: float, delta: float, lo: float, hi: float
+) -> None:
     from dp_accounting.pld.common import DifferentialPrivacyParameters
     from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
     cal = calibrate_onepoint(eps, delta, lo, hi)
-    ref = GaussianPrivacyLoss.from_privacy_guarantee(DifferentialPrivacyParameters(eps, delta), sensitivity=hi - lo)
+    ref = GaussianPrivacyLoss.from_privacy_guarantee(
+        DifferentialPrivacyParameters(eps, delta), sensitivity=hi - lo
+    )
     assert cal.scale == pytest.approx(ref.standard_deviation, rel=1e-6)
     # the accounted guarantee of the noise added, checked independently: delta(eps) <= request
     pl = GaussianPrivacyLoss(cal.scale, sensitivity=hi - lo)
     assert pl.get_delta_for_epsilon(eps) <= delta * (1 + 1e-9)
-    assert cal.guarantee.epsilon <= eps * (1 + 1e-9) and cal.guarantee.epsilon == pytest.approx(eps, rel=1e-6)
+    assert cal.guarantee.epsilon <= eps * (1 + 1e-9) and cal.guarantee.epsilon == pytest.approx(
+        eps, rel=1e-6
+    )
 
 
 def test_paper_preset_guarantee_is_accounted_from_the_noise() -> None:
@@ -86,20 +94,25 @@ def test_privatized_value_is_unbiased_with_the_calibrated_variance(mechanism: st
     cal = calibrate_onepoint(1.0, 0.01, 0.0, 1.0, mechanism=mechanism)
     v = np.random.default_rng(3).random(N_DRAWS)  # in range: clipping is a no-op
     out = np.empty(N_DRAWS)
-    privatize_values(np.random.default_rng(4), v, 0.0, 1.0, True, cal.scale, mechanism == "laplace", out)
+    privatize_values(
+        np.random.default_rng(4), v, 0.0, 1.0, True, cal.scale, mechanism == "laplace", out
+    )
     z = out - v
-    var = cal.std ** 2
+    var = cal.std**2
     # mean: z-test with 5 standard errors (sd(mean) = std / sqrt(N))
     assert abs(z.mean()) < 5 * cal.std / math.sqrt(N_DRAWS)
     # sample variance: Var(s^2) ~ (mu4 - var^2) / N, mu4 = 3 var^2 (Gaussian) or 6 var^2 (Laplace:
     # 24 b^4 with var = 2 b^2); 5 standard errors
-    mu4 = (3.0 if mechanism == "gaussian" else 6.0) * var ** 2
-    assert abs(z.var(ddof=1) - var) < 5 * math.sqrt((mu4 - var ** 2) / N_DRAWS)
+    mu4 = (3.0 if mechanism == "gaussian" else 6.0) * var**2
+    assert abs(z.var(ddof=1) - var) < 5 * math.sqrt((mu4 - var**2) / N_DRAWS)
 
 
 @settings(max_examples=60, deadline=None)
-@given(values=st.lists(st.floats(-50, 50), min_size=1, max_size=20),
-       lo=st.floats(-5, 0), width=st.floats(0.01, 10))
+@given(
+    values=st.lists(st.floats(-50, 50), min_size=1, max_size=20),
+    lo=st.floats(-5, 0),
+    width=st.floats(0.01, 10),
+)
 def test_clipping_puts_every_value_in_range(values: list[float], lo: float, width: float) -> None:
     hi = lo + width
     v = np.array(values)
@@ -111,17 +124,23 @@ def test_clipping_puts_every_value_in_range(values: list[float], lo: float, widt
 
 
 @settings(max_examples=40, deadline=None)
-@given(eps=st.floats(0.05, 20), lo=st.floats(-3, 1), width=st.floats(0.1, 5), T=st.integers(2, 10**7),
-       mech=st.sampled_from(["gaussian", "laplace"]))
-def test_inflated_range_contains_the_raw_range_and_grows_with_noise(eps: float, lo: float, width: float,
-                                                                    T: int, mech: str) -> None:
+@given(
+    eps=st.floats(0.05, 20),
+    lo=st.floats(-3, 1),
+    width=st.floats(0.1, 5),
+    T=st.integers(2, 10**7),
+    mech=st.sampled_from(["gaussian", "laplace"]),
+)
+def test_inflated_range_contains_the_raw_range_and_grows_with_noise(
+    eps: float, lo: float, width: float, T: int, mech: str
+) -> None:
     hi = lo + width
     spec = EnvSpec(d=3, K=3, horizon=T, reward_range=(lo, hi), noise_scale=0.1)
     cal = calibrate_onepoint(eps, 0.01, lo, hi, mechanism=mech)
     inner = inflated_spec(spec, cal, T)
     w = noise_bound(cal, T)
     assert inner.reward_range == pytest.approx((lo - w, hi + w))
-    assert inner.noise_scale == pytest.approx(math.sqrt(min(0.1, width / 2) ** 2 + cal.std ** 2))
+    assert inner.noise_scale == pytest.approx(math.sqrt(min(0.1, width / 2) ** 2 + cal.std**2))
     assert inner.d == inner.K == 3 and inner.fixed_actions
     louder = calibrate_onepoint(eps / 2, 0.01, lo, hi, mechanism=mech)
     assert noise_bound(louder, T) > w
@@ -136,8 +155,16 @@ def test_noise_bound_covers_the_noise_with_probability_one_minus_one_over_T() ->
     for mech in ("gaussian", "laplace"):
         cal = calibrate_onepoint(1.0, 0.01, 0.0, 1.0, mechanism=mech)
         out = np.empty(200 * T)
-        privatize_values(np.random.default_rng(9), np.zeros(200 * T), 0.0, 1.0, True, cal.scale,
-                         mech == "laplace", out)
+        privatize_values(
+            np.random.default_rng(9),
+            np.zeros(200 * T),
+            0.0,
+            1.0,
+            True,
+            cal.scale,
+            mech == "laplace",
+            out,
+        )
         exceed = (np.abs(out).reshape(200, T).max(axis=1) > noise_bound(cal, T)).sum()
         assert exceed <= 3, (mech, exceed)
 
@@ -238,8 +265,15 @@ def test_wrapped_algorithm_violating_the_interface_is_named(bad: type) -> None:
         pb.simulate(pb.make("ldp-onepoint", base=bad()), _env(), 5)
 
 
-@pytest.mark.parametrize("base, match", [("ldp-ucb", "non-private Curator"), ("nope", "unknown algorithm"),
-                                         (3, "registered algorithm name"), ("hanna-central", "non-private")])
+@pytest.mark.parametrize(
+    "base, match",
+    [
+        ("ldp-ucb", "non-private Curator"),
+        ("nope", "unknown algorithm"),
+        (3, "registered algorithm name"),
+        ("hanna-central", "non-private"),
+    ],
+)
 def test_unwrappable_base_is_rejected_naming_the_parameter(base: object, match: str) -> None:
     with pytest.raises(ValidationError, match=match) as exc:
         pb.make("ldp-onepoint", base=base)
@@ -258,7 +292,9 @@ def test_bad_base_params_are_named() -> None:
 def test_unbounded_reward_range_is_rejected() -> None:
     # an infinite range cannot be declared (the problem description requires a finite bound), and
     # the privatizer's own check names the requirement
-    env = pb.MultiArmedEnv(K=3, means=[0.1, 0.5, 0.9], noise="gaussian", reward_range=(-math.inf, math.inf))
+    env = pb.MultiArmedEnv(
+        K=3, means=[0.1, 0.5, 0.9], noise="gaussian", reward_range=(-math.inf, math.inf)
+    )
     with pytest.raises(ValidationError, match="reward_bound must be finite"):
         pb.simulate(pb.make("ldp-onepoint"), env, 10)
     with pytest.raises(ValidationError, match="bounded losses"):
@@ -266,7 +302,9 @@ def test_unbounded_reward_range_is_rejected() -> None:
 
 
 def test_out_of_range_reward_without_clipping_raises() -> None:
-    env = pb.MultiArmedEnv(K=3, means=[0.1, 0.5, 0.9], noise="gaussian", noise_scale=1.0, reward_range=(0.0, 1.0))
+    env = pb.MultiArmedEnv(
+        K=3, means=[0.1, 0.5, 0.9], noise="gaussian", noise_scale=1.0, reward_range=(0.0, 1.0)
+    )
     with pytest.raises(DataBoundError, match="outside the declared range"):
         pb.simulate(pb.make("ldp-onepoint", clip=False), env, 50)
     pb.simulate(pb.make("ldp-onepoint"), env, 50)  # clipping (the default) makes it private
@@ -301,13 +339,19 @@ def test_readme_wrapping_example_runs_verbatim() -> None:
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
-            exec(compile(match.group(1), f"{readme}:FollowTheLeader", "exec"), {"__name__": "readme_wrap"})
+            exec(
+                compile(match.group(1), f"{readme}:FollowTheLeader", "exec"),
+                {"__name__": "readme_wrap"},
+            )
         lines = out.getvalue().strip().splitlines()
         rows = [re.match(r"^(ftl|own instance|ucb1) ([0-9.]+) (.*)$", line) for line in lines]
         assert len(rows) == 3 and all(rows), lines
         assert [m.group(1) for m in rows] == ["ftl", "own instance", "ucb1"]  # type: ignore[union-attr]
         assert [m.group(3) for m in rows] == [  # type: ignore[union-attr]
-            "(1, delta=0.01)-DP [local, per user]", "(1)-DP [local, per user]", "(1, delta=0.01)-DP [local, per user]"]
+            "(1, delta=0.01)-DP [local, per user]",
+            "(1)-DP [local, per user]",
+            "(1, delta=0.01)-DP [local, per user]",
+        ]
         # privatized black boxes still learn: regret below uniform play (4/5 * 0.3 * 2000 = 480)
         assert all(float(m.group(2)) < 480 for m in rows)  # type: ignore[union-attr]
     finally:

@@ -32,13 +32,31 @@ from privbandits.core.spec import EnvSpec
 from privbandits.privacy.mechanisms import gaussian_epsilon, gaussian_sigma_analytic
 from privbandits.privacy.samplers import add_symmetric_gaussian
 
-UCB_PAPER, UCB_SS, GLOC_ORDER = BETA_CODES["ucb-paper"], BETA_CODES["ucb-ss"], BETA_CODES["gloc-order"]
+UCB_PAPER, UCB_SS, GLOC_ORDER = (
+    BETA_CODES["ucb-paper"],
+    BETA_CODES["ucb-ss"],
+    BETA_CODES["gloc-order"],
+)
 
 
-def _spec(d: int = 2, K: int = 10, link: str = "identity", reward_range=(-1.0, 1.0), setting="single", T=1000):
+def _spec(
+    d: int = 2,
+    K: int = 10,
+    link: str = "identity",
+    reward_range=(-1.0, 1.0),
+    setting="single",
+    T=1000,
+):
     lo, hi = reward_range
-    return EnvSpec(d=d, K=K, setting=setting, horizon=T, link=get_link(link), reward_range=(lo, hi),
-                   reward_bound=max(abs(lo), abs(hi)))
+    return EnvSpec(
+        d=d,
+        K=K,
+        setting=setting,
+        horizon=T,
+        link=get_link(link),
+        reward_range=(lo, hi),
+        reward_bound=max(abs(lo), abs(hi)),
+    )
 
 
 def _cal(name: str, spec: EnvSpec, **kw):
@@ -64,20 +82,32 @@ def test_ldp_ucb_sigma_per_preset():
     # paper: 6 sqrt(2 ln 25) (Alg. 5, |y| <= 2, two parts at (eps/3, delta/2), (2 eps/3, delta/2));
     # the README's joint form 6 sqrt(2 ln 12.5)
     assert _sigma("ldp-ucb", spec, preset="paper", **kw) == pytest.approx(15.223635, abs=1e-6)
-    assert _sigma("ldp-ucb", spec, preset="paper", noise_split="joint", **kw) == pytest.approx(13.485268, abs=1e-6)
+    assert _sigma("ldp-ucb", spec, preset="paper", noise_split="joint", **kw) == pytest.approx(
+        13.485268, abs=1e-6
+    )
     # authors_code: Han et al.'s code uses the paper value; Zheng et al.'s demo 4 sqrt(ln(1.25/delta))
-    assert _sigma("ldp-ucb", spec, preset="authors_code", **kw) == pytest.approx(15.223635, abs=1e-6)
-    assert _sigma("ldp-ucb", spec, preset="authors_code", reference_code="zheng2020", **kw) == pytest.approx(
-        4 * math.sqrt(math.log(12.5)))
+    assert _sigma("ldp-ucb", spec, preset="authors_code", **kw) == pytest.approx(
+        15.223635, abs=1e-6
+    )
+    assert _sigma(
+        "ldp-ucb", spec, preset="authors_code", reference_code="zheng2020", **kw
+    ) == pytest.approx(4 * math.sqrt(math.log(12.5)))
     # strict with the classic options: the general form 2 (1 + c_r) sqrt(2 ln(2.5/delta))/eps, c_r = 1
-    assert _sigma("ldp-ucb", spec, noise_split="split", gaussian_calibration="classic", **kw) == pytest.approx(
-        4 * math.sqrt(2 * math.log(25.0)))
+    assert _sigma(
+        "ldp-ucb", spec, noise_split="split", gaussian_calibration="classic", **kw
+    ) == pytest.approx(4 * math.sqrt(2 * math.log(25.0)))
     # ... and with Zheng's model |y| <= 2 it reproduces the paper constant
-    assert _sigma("ldp-ucb", _spec(reward_range=(-2.0, 2.0)), noise_split="split", gaussian_calibration="classic",
-                  **kw) == pytest.approx(15.223635, abs=1e-6)
+    assert _sigma(
+        "ldp-ucb",
+        _spec(reward_range=(-2.0, 2.0)),
+        noise_split="split",
+        gaussian_calibration="classic",
+        **kw,
+    ) == pytest.approx(15.223635, abs=1e-6)
     # strict (default): one analytic Gaussian mechanism at the exact joint sensitivity sqrt(4.5)
-    assert _sigma("ldp-ucb", spec, **kw) == pytest.approx(gaussian_sigma_analytic(1.0, 0.1, math.sqrt(4.5)),
-                                                         rel=1e-8)
+    assert _sigma("ldp-ucb", spec, **kw) == pytest.approx(
+        gaussian_sigma_analytic(1.0, 0.1, math.sqrt(4.5)), rel=1e-8
+    )
     # the unequal split of the paper: part x x^T at eps/3 and y x at 2 eps/3 both need exactly this sigma
     s = _sigma("ldp-ucb", spec, preset="paper", **kw)
     assert s == pytest.approx(2 * math.sqrt(2 * math.log(1.25 / 0.05)) / (1 / 3))
@@ -95,16 +125,26 @@ def test_ldp_gloc_sigma_per_preset():
     assert paper["link_min_slope"] == pytest.approx(0.196612, abs=1e-6)
     strict = _cal("ldp-gloc", spec, **kw).resolved
     assert strict["grad_clip"] == pytest.approx(C)
-    assert strict["grad_sigma"] == pytest.approx(C * strict["sigma"])  # the paper's ratio (C_B = |W| = 1)
+    assert strict["grad_sigma"] == pytest.approx(
+        C * strict["sigma"]
+    )  # the paper's ratio (C_B = |W| = 1)
     J = outer_vector_sensitivity(1.0, -1.0, 1.0)
-    assert strict["sigma"] == pytest.approx(gaussian_sigma_analytic(1.0, 0.1, math.hypot(J, 2.0)), rel=1e-8)
+    assert strict["sigma"] == pytest.approx(
+        gaussian_sigma_analytic(1.0, 0.1, math.hypot(J, 2.0)), rel=1e-8
+    )
     code = _cal("ldp-gloc", spec, preset="authors_code", **kw).resolved
-    assert code["scale_V"] == pytest.approx(15.223635, abs=1e-6)  # mechanism: the 2.5 form for all parts
+    assert code["scale_V"] == pytest.approx(
+        15.223635, abs=1e-6
+    )  # mechanism: the 2.5 form for all parts
     assert code["scale_g"] == pytest.approx(15.223635, abs=1e-6)  # gradient noise without C
     assert code["sigma"] == pytest.approx(16.154026, abs=1e-6)  # 3.75 form in Upsilon / beta
     assert code["zeta"] == pytest.approx(1 / math.sqrt(spec.horizon)) and not code["project"]
-    block = _cal("ldp-gloc", _spec(link="logistic", reward_range=(0.0, 1.0), setting="multi"),
-                 preset="authors_code", **kw).resolved
+    block = _cal(
+        "ldp-gloc",
+        _spec(link="logistic", reward_range=(0.0, 1.0), setting="multi"),
+        preset="authors_code",
+        **kw,
+    ).resolved
     assert block["scale_g"] == pytest.approx(2 * 15.223635, abs=1e-5)
 
 
@@ -118,11 +158,18 @@ def test_laplace_scales():
 
 
 # --- tight strict calibration (issue 8 point 2) ------------------------------------------------------
-@pytest.mark.parametrize("name, link, reward_range", [("ldp-ucb", "identity", (-1.0, 1.0)),
-                                                      ("ldp-gloc", "logistic", (0.0, 1.0)),
-                                                      ("ldp-gloc", "identity", (-1.0, 1.0))])
+@pytest.mark.parametrize(
+    "name, link, reward_range",
+    [
+        ("ldp-ucb", "identity", (-1.0, 1.0)),
+        ("ldp-gloc", "logistic", (0.0, 1.0)),
+        ("ldp-gloc", "identity", (-1.0, 1.0)),
+    ],
+)
 @pytest.mark.parametrize("setting", ["single", "multi"])
-def test_strict_accounted_epsilon_is_within_ten_percent_below_the_request(name, link, reward_range, setting):
+def test_strict_accounted_epsilon_is_within_ten_percent_below_the_request(
+    name, link, reward_range, setting
+):
     spec = _spec(d=3, K=4, link=link, reward_range=reward_range, setting=setting)
     for eps in (0.1, 0.5, 1.0, 2.0, 5.0, 20.0):
         for delta in (1e-5, 0.01, 0.4):
@@ -142,13 +189,26 @@ def test_strict_is_much_tighter_than_the_classic_formulas():
     assert strict.resolved["sigma"] < classic.resolved["sigma"] / 3
 
 
-@pytest.mark.parametrize("name, kw", [("ldp-ucb", {"preset": "paper"}), ("ldp-ucb", {"preset": "authors_code"}),
-                                      ("ldp-gloc", {"preset": "paper"}), ("ldp-gloc", {"preset": "authors_code"})])
+@pytest.mark.parametrize(
+    "name, kw",
+    [
+        ("ldp-ucb", {"preset": "paper"}),
+        ("ldp-ucb", {"preset": "authors_code"}),
+        ("ldp-gloc", {"preset": "paper"}),
+        ("ldp-gloc", {"preset": "authors_code"}),
+    ],
+)
 def test_non_strict_presets_warn_with_the_accounted_guarantee(name, kw):
     alg = make(name, **kw)
     with pytest.warns(CalibrationWarning, match=r"preset=.*accounted guarantee"):
-        alg.reset(_spec(link="logistic" if name == "ldp-gloc" else "identity", reward_range=(0.0, 1.0)
-                        if name == "ldp-gloc" else (-1.0, 1.0)), 1, make_streams(0))
+        alg.reset(
+            _spec(
+                link="logistic" if name == "ldp-gloc" else "identity",
+                reward_range=(0.0, 1.0) if name == "ldp-gloc" else (-1.0, 1.0),
+            ),
+            1,
+            make_streams(0),
+        )
 
 
 def test_strict_does_not_warn():
@@ -165,8 +225,13 @@ def _ut(x: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), C=st.floats(0.2, 3.0), lo=st.floats(-3.0, 1.0), width=st.floats(0.1, 4.0),
-       D=st.integers(2, 5))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    C=st.floats(0.2, 3.0),
+    lo=st.floats(-3.0, 1.0),
+    width=st.floats(0.1, 4.0),
+    D=st.integers(2, 5),
+)
 def test_joint_sensitivity_bounds_every_pair(seed, C, lo, width, D):
     """No pair of users (||x|| <= C_B, v in [lo, hi]) differs by more than the computed sensitivity."""
     hi = lo + width
@@ -182,7 +247,9 @@ def test_joint_sensitivity_bounds_every_pair(seed, C, lo, width, D):
     assert dist.max() <= outer_vector_sensitivity(C, lo, hi) * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("C, lo, hi", [(1.0, -1.0, 1.0), (1.0, 0.0, 1.0), (1.0, -2.0, 2.0), (2.0, -0.5, 3.0)])
+@pytest.mark.parametrize(
+    "C, lo, hi", [(1.0, -1.0, 1.0), (1.0, 0.0, 1.0), (1.0, -2.0, 2.0), (2.0, -0.5, 3.0)]
+)
 def test_joint_sensitivity_is_attained(C, lo, hi):
     """The supremum is attained (D = 2): x +- x' along e_1 +- e_2 with x^T x' = p*, v and v' at the ends."""
     best = 0.0
@@ -250,8 +317,9 @@ def test_radii_monotone_and_scaling(sigma, D, T, alpha, t):
     c = table(lambda s: regularizer(s, sigma, D, T, alpha, 2.0), ts)
     assert c[2] / c[0] == pytest.approx(2.0, rel=1e-12)  # c_t grows like sqrt(t)
     # Upsilon is linear in sigma, hence in 1/eps
-    assert upsilon(float(t), 2 * sigma, D, T, alpha) == pytest.approx(2 * upsilon(float(t), sigma, D, T, alpha),
-                                                                      rel=1e-12)
+    assert upsilon(float(t), 2 * sigma, D, T, alpha) == pytest.approx(
+        2 * upsilon(float(t), sigma, D, T, alpha), rel=1e-12
+    )
 
 
 def test_sigma_scales_with_inverse_epsilon():
@@ -259,17 +327,22 @@ def test_sigma_scales_with_inverse_epsilon():
     (analytic) one decreasing in eps."""
     spec = _spec()
     assert _sigma("ldp-ucb", spec, epsilon=1.0, preset="paper") == pytest.approx(
-        2 * _sigma("ldp-ucb", spec, epsilon=2.0, preset="paper"))
+        2 * _sigma("ldp-ucb", spec, epsilon=2.0, preset="paper")
+    )
     strict = [_sigma("ldp-ucb", spec, epsilon=e) for e in (0.5, 1.0, 2.0, 4.0)]
     assert np.all(np.diff(strict) < 0)
 
 
 def test_zeta_default_formula():
     # 2 / (C sqrt(1 + D sigma^2) sqrt(T)) for W the unit ball and gradient noise C sigma (spec section 4.4.2)
-    assert zeta_default(10**4, 0.73, 0.73 * 16.0, 2) == pytest.approx(2 / (0.73 * math.sqrt(1 + 2 * 256) * 100))
+    assert zeta_default(10**4, 0.73, 0.73 * 16.0, 2) == pytest.approx(
+        2 / (0.73 * math.sqrt(1 + 2 * 256) * 100)
+    )
     spec = _spec(link="logistic", reward_range=(0.0, 1.0), T=10**4)
     res = _cal("ldp-gloc", spec).resolved
-    assert res["zeta"] == pytest.approx(zeta_default(10**4, res["link_bound"], res["grad_sigma"], 2))
+    assert res["zeta"] == pytest.approx(
+        zeta_default(10**4, res["link_bound"], res["grad_sigma"], 2)
+    )
     assert _cal("ldp-gloc", spec, preset="paper").resolved["zeta"] == pytest.approx(0.01)
 
 
@@ -296,7 +369,10 @@ def test_upsilon_bounds_accumulated_noise():
     iu = np.triu_indices(d, 1)
     for entries in (sums[:, iu[0], iu[1]].ravel(), np.diagonal(sums, axis1=1, axis2=2).ravel()):
         n = entries.size
-        assert abs(np.mean(entries**2) / t - 1.0) < 4 * math.sqrt(2 / n), (n, np.mean(entries**2) / t)
+        assert abs(np.mean(entries**2) / t - 1.0) < 4 * math.sqrt(2 / n), (
+            n,
+            np.mean(entries**2) / t,
+        )
     np.testing.assert_array_equal(sums, np.swapaxes(sums, 1, 2))  # mirrored below the diagonal
     lam_min = np.linalg.eigvalsh(sums + 2 * ups * np.eye(d))[:, 0]
     assert np.all(lam_min >= ups)

@@ -33,8 +33,15 @@ LEVEL = 1e-3
 
 def _reset(alg, R, d=3, K=4, link="identity", reward_range=(-1.0, 1.0), T=1000, setting="single"):
     lo, hi = reward_range
-    spec = EnvSpec(d=d, K=K, setting=setting, horizon=T, link=get_link(link), reward_range=(lo, hi),
-                   reward_bound=max(abs(lo), abs(hi)))
+    spec = EnvSpec(
+        d=d,
+        K=K,
+        setting=setting,
+        horizon=T,
+        link=get_link(link),
+        reward_range=(lo, hi),
+        reward_bound=max(abs(lo), abs(hi)),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
         alg.reset(spec, R, make_streams(5))
@@ -54,7 +61,9 @@ def _check_gaussian_noise(noise: np.ndarray, sigma: float) -> None:
     z = stats.norm.ppf(1 - a / 2)
     assert np.abs(noise.mean(axis=0)).max() <= z * sigma / math.sqrt(n)
     chi = n * noise.var(axis=0) / sigma**2  # ~ chi2(n - 1) with the mean removed
-    assert chi.min() >= stats.chi2.ppf(a / 2, n - 1) and chi.max() <= stats.chi2.ppf(1 - a / 2, n - 1)
+    assert chi.min() >= stats.chi2.ppf(a / 2, n - 1) and chi.max() <= stats.chi2.ppf(
+        1 - a / 2, n - 1
+    )
 
 
 def _noiseless(k):
@@ -68,25 +77,44 @@ def _noiseless(k):
 
 def _randomize(k, params, public, X, a, y, rng):
     out = np.empty((X.shape[0], k.message.size))
-    k.loops.randomize_all(params, tuple(public), 0, np.ascontiguousarray(X, dtype=float),
-                          np.asarray(a, dtype=np.int64), np.asarray(y, dtype=float), rng, out)
+    k.loops.randomize_all(
+        params,
+        tuple(public),
+        0,
+        np.ascontiguousarray(X, dtype=float),
+        np.asarray(a, dtype=np.int64),
+        np.asarray(y, dtype=float),
+        rng,
+        out,
+    )
     return k.message.split(out)
 
 
 # --- the noise law of the messages (items 4-5) --------------------------------------------------
-@pytest.mark.parametrize("preset, kw", [("strict", {}), ("paper", {}), ("authors_code", {}),
-                                        ("authors_code", {"reference_code": "zheng2020"})])
+@pytest.mark.parametrize(
+    "preset, kw",
+    [
+        ("strict", {}),
+        ("paper", {}),
+        ("authors_code", {}),
+        ("authors_code", {"reference_code": "zheng2020"}),
+    ],
+)
 def test_ldp_ucb_message_is_unbiased_with_the_calibrated_noise(preset, kw):
     """E[x x^T + B] = x x^T and E[y x + xi] = y x; B symmetric; every released coordinate (upper
     triangle and vector) has std sigma, independently."""
     R, d, K = 20000, 3, 4
     alg = _reset(LDPUCB(epsilon=2.0, delta=0.05, preset=preset, **kw), R, d, K)
     X = _one_context_batch(R, d, K, np.random.default_rng(1))
-    msg = alg.client.randomize(0, alg.server.public_state(), X, np.full(R, 2), np.full(R, 0.6), alg.streams.client)
+    msg = alg.client.randomize(
+        0, alg.server.public_state(), X, np.full(R, 2), np.full(R, 0.6), alg.streams.client
+    )
     x = X[0, 2]
     np.testing.assert_array_equal(msg["V"], msg["V"].transpose(0, 2, 1))
     iu = np.triu_indices(d)
-    noise = np.concatenate([(msg["V"] - np.outer(x, x))[:, iu[0], iu[1]], msg["u"] - 0.6 * x], axis=1)
+    noise = np.concatenate(
+        [(msg["V"] - np.outer(x, x))[:, iu[0], iu[1]], msg["u"] - 0.6 * x], axis=1
+    )
     sigma = alg.resolved_params()["sigma"]
     _check_gaussian_noise(noise, sigma)
     C = np.corrcoef(noise.T)
@@ -97,11 +125,19 @@ def test_laplace_message_noise_law():
     R, d, K = 40000, 2, 3
     alg = _reset(LDPUCB(epsilon=2.0, mechanism="laplace"), R, d, K)
     X = _one_context_batch(R, d, K, np.random.default_rng(2))
-    msg = alg.client.randomize(0, alg.server.public_state(), X, np.zeros(R, dtype=int), np.full(R, -0.3),
-                               alg.streams.client)
+    msg = alg.client.randomize(
+        0,
+        alg.server.public_state(),
+        X,
+        np.zeros(R, dtype=int),
+        np.full(R, -0.3),
+        alg.streams.client,
+    )
     x = X[0, 0]
     iu = np.triu_indices(d)
-    noise = np.concatenate([(msg["V"] - np.outer(x, x))[:, iu[0], iu[1]], msg["u"] + 0.3 * x], axis=1)
+    noise = np.concatenate(
+        [(msg["V"] - np.outer(x, x))[:, iu[0], iu[1]], msg["u"] + 0.3 * x], axis=1
+    )
     b = alg.resolved_params()["scale_V"]
     m = noise.shape[1]
     z = stats.norm.ppf(1 - LEVEL / m / 2)
@@ -140,15 +176,19 @@ def test_ldp_gloc_messages_unbiased(link, lo, hi):
     X = _one_context_batch(R, d, K, np.random.default_rng(4))
     theta_hat = np.array([0.6, -0.3])
     pub = PublicState(dict(alg.server.public_state()), theta_hat=np.broadcast_to(theta_hat, (R, d)))
-    msg = alg.client.randomize(0, pub, X, np.zeros(R, dtype=int), np.full(R, hi), alg.streams.client)
+    msg = alg.client.randomize(
+        0, pub, X, np.zeros(R, dtype=int), np.full(R, hi), alg.streams.client
+    )
     res = alg.resolved_params()
     x = X[0, 0]
     z = x @ theta_hat
     grad = (get_link(link).mu(z) - hi) * x
     grad *= min(1.0, res["grad_clip"] / np.linalg.norm(grad))
     iu = np.triu_indices(d)
-    _check_gaussian_noise(np.concatenate([(msg["V"] - np.outer(x, x))[:, iu[0], iu[1]], msg["u"] - z * x], axis=1),
-                          res["sigma"])
+    _check_gaussian_noise(
+        np.concatenate([(msg["V"] - np.outer(x, x))[:, iu[0], iu[1]], msg["u"] - z * x], axis=1),
+        res["sigma"],
+    )
     _check_gaussian_noise(msg["g"] - grad, res["scale_g"])
     if link == "logistic":
         assert res["scale_g"] == pytest.approx(res["link_bound"] * res["sigma"])

@@ -30,8 +30,11 @@ from privbandits.envs.synthetic import SyntheticEnv
 from privbandits.privacy.mechanisms import gaussian_epsilon
 from privbandits.simulate import simulate
 
-ALGS = [("ldp-ucb", "identity", "gaussian"), ("ldp-gloc", "logistic", "bernoulli"),
-        ("ldp-gloc", "identity", "gaussian")]
+ALGS = [
+    ("ldp-ucb", "identity", "gaussian"),
+    ("ldp-gloc", "logistic", "bernoulli"),
+    ("ldp-gloc", "identity", "gaussian"),
+]
 
 
 def _env(link="identity", noise="gaussian", setting="single", **kw):
@@ -55,11 +58,22 @@ def _reset(alg, env, R, seed=0):
 
 # --- the two drivers run the same steps --------------------------------------------------------------
 @pytest.mark.parametrize("name, link, noise", ALGS)
-@pytest.mark.parametrize("setting, features", [("single", "shared"), ("multi", "shared"), ("multi", "block")])
+@pytest.mark.parametrize(
+    "setting, features", [("single", "shared"), ("multi", "shared"), ("multi", "block")]
+)
 @pytest.mark.parametrize("kw", [{}, {"preset": "authors_code"}, {"mechanism": "laplace"}])
 def test_reference_equals_compiled(name, link, noise, setting, features, kw):
-    runs = [_sim(make(name, epsilon=2.0, **kw), _env(link, noise, setting, features=features), 150,
-                 replications=3, seed=7, engine=engine) for engine in ("reference", "compiled")]
+    runs = [
+        _sim(
+            make(name, epsilon=2.0, **kw),
+            _env(link, noise, setting, features=features),
+            150,
+            replications=3,
+            seed=7,
+            engine=engine,
+        )
+        for engine in ("reference", "compiled")
+    ]
     ref, comp = runs
     assert ref.engine == "reference" and comp.engine == "compiled"
     np.testing.assert_allclose(ref.regret, comp.regret, rtol=0, atol=1e-9)
@@ -118,7 +132,10 @@ def test_server_only_receives_noisy_messages(name, link, noise, setting):
         for key, stat in raw.items():
             assert np.all(got[key] != stat), key  # noise on every released coordinate
         assert set(msg.payload) == ({"V", "u"} if name == "ldp-ucb" else {"V", "u", "g"})
-        assert msg.payload["V"].shape[1:] == (D, D)  # full K d in the multi setting: the arm is hidden
+        assert msg.payload["V"].shape[1:] == (
+            D,
+            D,
+        )  # full K d in the multi setting: the arm is hidden
 
 
 @pytest.mark.parametrize("name", ["ldp-ucb", "ldp-gloc"])
@@ -131,9 +148,15 @@ def test_server_rejects_anything_but_its_privatized_messages(name):
     good = {"V": np.zeros((R, D, D)), "u": np.ones((R, D))}
     if name == "ldp-gloc":
         good["g"] = np.zeros((R, D))
-    for bad in (np.zeros((R, D)), good, (np.zeros((R, D)), np.zeros(R)),
-                PrivatizedMessage(good, mechanism="raw"),
-                PrivatizedMessage({k: v for k, v in good.items() if k != "u"}, mechanism=f"{name}/gaussian")):
+    for bad in (
+        np.zeros((R, D)),
+        good,
+        (np.zeros((R, D)), np.zeros(R)),
+        PrivatizedMessage(good, mechanism="raw"),
+        PrivatizedMessage(
+            {k: v for k, v in good.items() if k != "u"}, mechanism=f"{name}/gaussian"
+        ),
+    ):
         with pytest.raises(TrustBoundaryError):
             server.receive(0, bad)
     np.testing.assert_array_equal(server.public_state()["theta"], theta0)
@@ -151,7 +174,9 @@ def test_public_state_round_one_and_regularized_once():
     c1 = regularizer(1.0, sigma, 2, T, 0.1, 2.0)
     np.testing.assert_allclose(pub["M"], np.broadcast_to(np.eye(2) / c1, (3, 2, 2)))
     np.testing.assert_array_equal(pub["theta"], 0.0)
-    np.testing.assert_allclose(pub["beta"], beta(BETA_CODES["ucb-paper"], 1.0, sigma, 0.0, 1.0, 2, T, 0.1))
+    np.testing.assert_allclose(
+        pub["beta"], beta(BETA_CODES["ucb-paper"], 1.0, sigma, 0.0, 1.0, 2, T, 0.1)
+    )
     # feed 5 messages: M = (V_5 + c_5 I)^{-1} with V_5 the raw noisy sum (the regularizer added once)
     rng = np.random.default_rng(0)
     V = np.zeros((3, 2, 2))
@@ -166,27 +191,38 @@ def test_public_state_round_one_and_regularized_once():
     M = np.linalg.inv(V + c5 * np.eye(2))
     np.testing.assert_allclose(s.public_state()["M"], M, rtol=1e-12)
     np.testing.assert_allclose(s.public_state()["theta"], np.einsum("rde,re->rd", M, u), rtol=1e-10)
-    np.testing.assert_allclose(s.public_state()["beta"], beta(BETA_CODES["ucb-paper"], 5.0, sigma, 0.0, 1.0, 2, T,
-                                                                 0.1))
+    np.testing.assert_allclose(
+        s.public_state()["beta"], beta(BETA_CODES["ucb-paper"], 5.0, sigma, 0.0, 1.0, 2, T, 0.1)
+    )
 
 
 def test_zheng_demo_conventions():
     """authors_code / zheng2020: round-1 inverse (0.1 I)^{-1} = 10 I, beta_t at the current index, squared bonus."""
     alg = _reset(LDPUCB(preset="authors_code", reference_code="zheng2020", delta=0.1), _env(), 2)
     res = alg.resolved_params()
-    np.testing.assert_allclose(alg.server.public_state()["M"], np.broadcast_to(10 * np.eye(2), (2, 2, 2)))
+    np.testing.assert_allclose(
+        alg.server.public_state()["M"], np.broadcast_to(10 * np.eye(2), (2, 2, 2))
+    )
     assert res["bonus"] == "squared" and res["beta_index"] == "current"
-    alg.server.receive(0, PrivatizedMessage({"V": np.zeros((2, 2, 2)), "u": np.zeros((2, 2))},
-                                            mechanism="ldp-ucb/gaussian"))
-    np.testing.assert_allclose(alg.server.public_state()["beta"],
-                               beta(BETA_CODES["ucb-paper"], 2.0, res["sigma"], 0.0, 1.0, 2, res["T"], 0.1))
+    alg.server.receive(
+        0,
+        PrivatizedMessage(
+            {"V": np.zeros((2, 2, 2)), "u": np.zeros((2, 2))}, mechanism="ldp-ucb/gaussian"
+        ),
+    )
+    np.testing.assert_allclose(
+        alg.server.public_state()["beta"],
+        beta(BETA_CODES["ucb-paper"], 2.0, res["sigma"], 0.0, 1.0, 2, res["T"], 0.1),
+    )
 
 
 def test_han_code_starts_gram_at_identity():
     alg = _reset(LDPUCB(preset="authors_code"), _env(), 2)
     res = alg.resolved_params()
     c1 = regularizer(1.0, res["sigma"], 2, res["T"], 0.1, 2.0)
-    np.testing.assert_allclose(alg.server.public_state()["M"], np.broadcast_to(np.eye(2) / (1 + c1), (2, 2, 2)))
+    np.testing.assert_allclose(
+        alg.server.public_state()["M"], np.broadcast_to(np.eye(2) / (1 + c1), (2, 2, 2))
+    )
     alg = _reset(LDPUCB(preset="authors_code"), _env(setting="multi"), 2)
     assert alg.resolved_params()["V0"] == 0.0
 
@@ -195,13 +231,19 @@ def test_non_pd_regularized_matrix_is_shifted():
     """A noisy Gram sum that is not PD after regularization is shifted by |lambda_min| + Upsilon_t."""
     alg = _reset(LDPUCB(c_factor=1e-9), _env(), 2)
     V = np.stack([np.diag([-5.0, 1.0]), np.eye(2)])
-    alg.server.receive(0, PrivatizedMessage({"V": V, "u": np.ones((2, 2))}, mechanism="ldp-ucb/gaussian"))
+    alg.server.receive(
+        0, PrivatizedMessage({"V": V, "u": np.ones((2, 2))}, mechanism="ldp-ucb/gaussian")
+    )
     np.testing.assert_array_equal(alg.n_shifted(), [1, 0])
     M = alg.server.public_state()["M"]
     res = alg.resolved_params()
     c1 = regularizer(1.0, res["sigma"], 2, res["T"], 0.1, 1e-9)
-    shift = 5.0 - c1 + upsilon(1.0, res["sigma"], 2, res["T"], 0.1)  # |lambda_min(V + c I)| + Upsilon_1
-    np.testing.assert_allclose(M[0], np.linalg.inv(np.diag([-5.0, 1.0]) + (c1 + shift) * np.eye(2)), rtol=1e-9)
+    shift = (
+        5.0 - c1 + upsilon(1.0, res["sigma"], 2, res["T"], 0.1)
+    )  # |lambda_min(V + c I)| + Upsilon_1
+    np.testing.assert_allclose(
+        M[0], np.linalg.inv(np.diag([-5.0, 1.0]) + (c1 + shift) * np.eye(2)), rtol=1e-9
+    )
     np.testing.assert_allclose(M[1], np.linalg.inv((1 + c1) * np.eye(2)), rtol=1e-12)
 
 
@@ -220,13 +262,19 @@ def test_gloc_online_iterate_stays_in_unit_ball():
         norms.append(np.linalg.norm(alg.online_estimate(), axis=-1))
     norms_arr = np.array(norms)
     assert np.all(norms_arr <= 1 + 1e-12)
-    assert np.any(norms_arr > 1 - 1e-9)  # with eps = 0.5 the noisy gradient is large: the projection acts
+    assert np.any(
+        norms_arr > 1 - 1e-9
+    )  # with eps = 0.5 the noisy gradient is large: the projection acts
 
 
 def test_gloc_authors_code_has_no_projection_and_random_init():
-    alg = _reset(LDPGLOC(epsilon=0.5, preset="authors_code"), _env("logistic", "bernoulli"), 4, seed=1)
+    alg = _reset(
+        LDPGLOC(epsilon=0.5, preset="authors_code"), _env("logistic", "bernoulli"), 4, seed=1
+    )
     np.testing.assert_allclose(np.linalg.norm(alg.online_estimate(), axis=-1), 1.0)
-    np.testing.assert_allclose(np.linalg.norm(alg.estimate(), axis=-1), 1.0)  # theta_tilde_0: random too
+    np.testing.assert_allclose(
+        np.linalg.norm(alg.estimate(), axis=-1), 1.0
+    )  # theta_tilde_0: random too
     _sim(alg, _env("logistic", "bernoulli"), 100, replications=4, seed=3)
     assert np.linalg.norm(alg.online_estimate(), axis=-1).max() > 1.5
 
@@ -250,11 +298,18 @@ def test_gloc_paper_preset_reveals_unclipped_gradient():
     paper = _sim(LDPGLOC(epsilon=eps, delta=delta, preset="paper"), _env(), 2, seed=0)
     res = paper.resolved_params
     assert res["grad_clip"] is None and res["grad_bound"] == pytest.approx(2.0)
-    assert gaussian_epsilon(res["scale_g"], delta / 3, 2 * 2.0) > eps / 3 >= gaussian_epsilon(res["scale_g"],
-                                                                                            delta / 3, 2 * 1.0)
-    clipped = _sim(LDPGLOC(epsilon=eps, delta=delta, preset="paper", clip_grad=True), _env(), 2, seed=0)
+    assert (
+        gaussian_epsilon(res["scale_g"], delta / 3, 2 * 2.0)
+        > eps / 3
+        >= gaussian_epsilon(res["scale_g"], delta / 3, 2 * 1.0)
+    )
+    clipped = _sim(
+        LDPGLOC(epsilon=eps, delta=delta, preset="paper", clip_grad=True), _env(), 2, seed=0
+    )
     assert clipped.resolved_params["scale_g"] == pytest.approx(res["scale_g"])  # same noise ...
-    assert paper.guarantee.epsilon > clipped.guarantee.epsilon  # ... weaker guarantee without clipping
+    assert (
+        paper.guarantee.epsilon > clipped.guarantee.epsilon
+    )  # ... weaker guarantee without clipping
     strict = _sim(LDPGLOC(epsilon=eps, delta=delta), _env(), 2, seed=0).guarantee
     assert 0.9 * eps <= strict.epsilon <= eps
 
@@ -292,13 +347,21 @@ def test_preset_is_recorded(preset):
 
 
 # --- settings: block features -----------------------------------------------------------------------
-@pytest.mark.parametrize("name, link, noise", [("ldp-ucb", "identity", "gaussian"), ("gloc", "logistic", "bernoulli")])
+@pytest.mark.parametrize(
+    "name, link, noise", [("ldp-ucb", "identity", "gaussian"), ("gloc", "logistic", "bernoulli")]
+)
 def test_plain_multi_equals_block_env(name, link, noise):
     """Block features built by the user (plain multi setting) give the same run as the environment's
     block features (SyntheticEnv(setting="multi", features="block"))."""
     kw = {"epsilon": 5.0} if name.startswith("ldp") else {}
     a = _sim(make(name, **kw), _env(link, noise, setting="multi"), 300, replications=3, seed=4)
-    b = _sim(make(name, **kw), _env(link, noise, setting="multi", features="block"), 300, replications=3, seed=4)
+    b = _sim(
+        make(name, **kw),
+        _env(link, noise, setting="multi", features="block"),
+        300,
+        replications=3,
+        seed=4,
+    )
     np.testing.assert_allclose(a.regret, b.regret, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(a.estimation_error, b.estimation_error, rtol=1e-6)
 
@@ -311,7 +374,9 @@ def test_gloc_multi_domain_is_a_product_of_arm_balls():
     _sim(plain, _env(setting="multi"), 300, replications=3, seed=4)
     blocks = np.linalg.norm(plain.online_estimate(), axis=-1)  # (R, K)
     assert blocks.shape == (3, 4) and np.all(blocks <= 1 + 1e-12) and np.any(blocks > 1 - 1e-9)
-    assert plain.resolved_params()["blockwise"] and plain.resolved_params()["z_bound"] == pytest.approx(1.0)
+    assert plain.resolved_params()["blockwise"] and plain.resolved_params()[
+        "z_bound"
+    ] == pytest.approx(1.0)
     env_block = LDPGLOC(epsilon=0.5)
     _sim(env_block, _env(setting="multi", features="block"), 2, replications=3, seed=4)
     assert not env_block.resolved_params()["blockwise"]
@@ -352,19 +417,35 @@ def test_nan_reward_raises_instead_of_a_nan_message(name, engine):
 # --- validation -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"epsilon": 0.0}, "epsilon"), ({"delta": 1.0}, "delta"), ({"preset": "loose"}, "preset"),
-     ({"alpha": 1.5}, "alpha"), ({"beta_scale": -1.0}, "beta_scale"), ({"mechanism": "rr"}, "mechanism"),
-     ({"clip": 1}, "clip"), ({"reference_code": "x"}, "reference_code"), ({"noise_split": "x"}, "noise_split"),
-     ({"horizon": 1}, "horizon"), ({"preset": "authors_code", "mechanism": "laplace"}, "mechanism")],
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"delta": 1.0}, "delta"),
+        ({"preset": "loose"}, "preset"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"beta_scale": -1.0}, "beta_scale"),
+        ({"mechanism": "rr"}, "mechanism"),
+        ({"clip": 1}, "clip"),
+        ({"reference_code": "x"}, "reference_code"),
+        ({"noise_split": "x"}, "noise_split"),
+        ({"horizon": 1}, "horizon"),
+        ({"preset": "authors_code", "mechanism": "laplace"}, "mechanism"),
+    ],
 )
 def test_ldp_ucb_validation(kwargs, match):
     with pytest.raises(ValidationError, match=match):
         LDPUCB(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"zeta": "fast"}, "zeta"), ({"zeta": -0.1}, "zeta"),
-                                           ({"beta_formula": "paper"}, "beta_formula"),
-                                           ({"clip_grad": 0}, "clip_grad"), ({"theta_radius": 0.0}, "theta_radius")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"zeta": "fast"}, "zeta"),
+        ({"zeta": -0.1}, "zeta"),
+        ({"beta_formula": "paper"}, "beta_formula"),
+        ({"clip_grad": 0}, "clip_grad"),
+        ({"theta_radius": 0.0}, "theta_radius"),
+    ],
+)
 def test_ldp_gloc_validation(kwargs, match):
     with pytest.raises(ValidationError, match=match):
         LDPGLOC(**kwargs)
@@ -373,7 +454,9 @@ def test_ldp_gloc_validation(kwargs, match):
 def test_ldp_ucb_is_linear_only_and_gloc_needs_a_slope():
     with pytest.raises(ValidationError, match="links"):
         simulate(LDPUCB(), _env("logistic", "bernoulli"), 2)
-    spec = EnvSpec(d=2, K=2, horizon=10, link=get_link("probit"), context_bound=40.0, reward_range=(0.0, 1.0))
+    spec = EnvSpec(
+        d=2, K=2, horizon=10, link=get_link("probit"), context_bound=40.0, reward_range=(0.0, 1.0)
+    )
     with pytest.raises(ValidationError, match="slope"):
         LDPGLOC().reset(spec, 1, make_streams(0))
 

@@ -31,8 +31,14 @@ def _regret(name: str, link: str, T: int, R: int, seed: int, checkpoints, **kw) 
     noise = "bernoulli" if link == "logistic" else "gaussian"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
-        res = simulate(make(name, **kw), SyntheticEnv(d=2, K=10, link=link, noise=noise), T, replications=R,
-                       seed=seed, checkpoints=checkpoints)
+        res = simulate(
+            make(name, **kw),
+            SyntheticEnv(d=2, K=10, link=link, noise=noise),
+            T,
+            replications=R,
+            seed=seed,
+            checkpoints=checkpoints,
+        )
     return res.regret  # (R, n checkpoints)
 
 
@@ -45,7 +51,10 @@ def _less(a: np.ndarray, b: np.ndarray) -> bool:
 def test_ldp_ucb_orderings():
     """Non-private <= LDP; regret decreasing in epsilon; LDP-UCB at eps = 1 learns (below uniform)."""
     T, R = 4000, 8
-    reg = {eps: _regret("ldp-ucb", "identity", T, R, 3, [T], epsilon=eps)[:, -1] for eps in (1.0, 100.0)}
+    reg = {
+        eps: _regret("ldp-ucb", "identity", T, R, 3, [T], epsilon=eps)[:, -1]
+        for eps in (1.0, 100.0)
+    }
     lin = _regret("linucb", "identity", T, R, 3, [T])[:, -1]
     uni = _regret("uniform", "identity", T, R, 3, [T])[:, -1]
     assert _less(lin, reg[100.0])
@@ -59,7 +68,10 @@ def test_ldp_gloc_orderings():
     (LDP-GLOC's regret varies a lot between replications: its noisy online learner sometimes settles
     late, so the comparisons use 16 paired replications.)"""
     T, R = 4000, 16
-    glo = {eps: _regret("ldp-gloc", "logistic", T, R, 5, [T], epsilon=eps)[:, -1] for eps in (1.0, 10.0)}
+    glo = {
+        eps: _regret("ldp-gloc", "logistic", T, R, 5, [T], epsilon=eps)[:, -1]
+        for eps in (1.0, 10.0)
+    }
     gloc = _regret("gloc", "logistic", T, R, 5, [T])[:, -1]
     uni = _regret("uniform", "logistic", T, R, 5, [T])[:, -1]
     assert _less(gloc, glo[1.0])
@@ -79,5 +91,8 @@ def test_tight_calibration_lowers_regret(name, link):
 
 @pytest.mark.slow
 def test_ldp_ucb_regret_decreases_in_epsilon_over_2e4_rounds():
-    reg = {eps: _regret("ldp-ucb", "identity", 20000, 8, 2, [20000], epsilon=eps)[:, -1] for eps in (1.0, 10.0, 100.0)}
+    reg = {
+        eps: _regret("ldp-ucb", "identity", 20000, 8, 2, [20000], epsilon=eps)[:, -1]
+        for eps in (1.0, 10.0, 100.0)
+    }
     assert _less(reg[10.0], reg[1.0]) and _less(reg[100.0], reg[10.0])

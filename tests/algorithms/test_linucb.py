@@ -35,7 +35,9 @@ def test_regret_grows_like_sqrt_t() -> None:
     assert res.regret[:, -1].mean() < 0.2 * uni.regret[:, -1].mean()
 
 
-def _run_rounds(alg: LinUCB, n: int, seed: int = 0, R: int = 2) -> tuple[np.ndarray, np.ndarray, SyntheticEnv]:
+def _run_rounds(
+    alg: LinUCB, n: int, seed: int = 0, R: int = 2
+) -> tuple[np.ndarray, np.ndarray, SyntheticEnv]:
     """``n`` rounds through the role methods; returns the chosen contexts (R, n, d) and rewards."""
     env = SyntheticEnv(d=3, K=4, noise="gaussian", noise_scale=0.5)
     streams = make_streams(seed)
@@ -62,7 +64,9 @@ def test_estimate_is_the_ridge_solution_and_state_is_consistent() -> None:
         V = lam * np.eye(3) + X[k].T @ X[k]
         np.testing.assert_allclose(V_inv[k], np.linalg.inv(V), rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(b[k], X[k].T @ r[k], rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(theta[k], np.linalg.solve(V, X[k].T @ r[k]), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            theta[k], np.linalg.solve(V, X[k].T @ r[k]), rtol=1e-9, atol=1e-12
+        )
         # log det(V) / det(lam I) tracked with the matrix determinant lemma
         assert logdet[k] == pytest.approx(np.linalg.slogdet(V)[1] - 3 * np.log(lam), rel=1e-9)
     np.testing.assert_array_equal(alg.estimate(), theta)
@@ -114,7 +118,12 @@ def test_sigma_defaults_to_the_announced_noise_scale() -> None:
 
 @pytest.mark.parametrize(
     ("kw", "name"),
-    [({"lam": 0.0}, "lam"), ({"delta": 1.0}, "delta"), ({"alpha": -1.0}, "alpha"), ({"sigma": -0.1}, "sigma")],
+    [
+        ({"lam": 0.0}, "lam"),
+        ({"delta": 1.0}, "delta"),
+        ({"alpha": -1.0}, "alpha"),
+        ({"sigma": -0.1}, "sigma"),
+    ],
 )
 def test_validation_names_the_parameter(kw: dict, name: str) -> None:
     with pytest.raises(ValidationError, match=name):

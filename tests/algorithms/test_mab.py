@@ -45,9 +45,16 @@ def test_k_armed_env_bernoulli_rewards_have_the_arm_means() -> None:
     assert abs(total / 40_000 - 0.7) < 5 * se
 
 
-@pytest.mark.parametrize("kw, match", [({"K": 1}, "K"), ({"K": 3, "means": [0.1, 0.2]}, "means"),
-                                       ({"K": 2, "means": [0.1, 1.5]}, "means"),
-                                       ({"K": 2, "means": "zipf"}, "means"), ({"K": 2, "gap": 0.0}, "gap")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"K": 1}, "K"),
+        ({"K": 3, "means": [0.1, 0.2]}, "means"),
+        ({"K": 2, "means": [0.1, 1.5]}, "means"),
+        ({"K": 2, "means": "zipf"}, "means"),
+        ({"K": 2, "gap": 0.0}, "gap"),
+    ],
+)
 def test_k_armed_env_rejects_bad_arguments(kw: dict, match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         pb.MultiArmedEnv(**kw)
@@ -56,7 +63,9 @@ def test_k_armed_env_rejects_bad_arguments(kw: dict, match: str) -> None:
 def test_k_armed_env_runs_from_a_config_table() -> None:
     from privbandits.experiments.units import build_env
 
-    env = build_env({"kind": "k-armed", "K": 5, "means": "uniform", "noise": "gaussian", "noise_scale": 0.2})
+    env = build_env(
+        {"kind": "k-armed", "K": 5, "means": "uniform", "noise": "gaussian", "noise_scale": 0.2}
+    )
     assert isinstance(env, pb.MultiArmedEnv) and env.reward_range() == pytest.approx((-0.8, 1.8))
 
 
@@ -78,7 +87,9 @@ def test_tsallis_weights_form_a_distribution_of_the_paper_form(L: list[float], e
 
 
 # -- the black boxes ------------------------------------------------------------------------------
-def _final(name: str, env: pb.MultiArmedEnv, T: int, R: int = 8, seed: int = 0, **kw: object) -> np.ndarray:
+def _final(
+    name: str, env: pb.MultiArmedEnv, T: int, R: int = 8, seed: int = 0, **kw: object
+) -> np.ndarray:
     return pb.simulate(pb.make(name, **kw), env, T, replications=R, seed=seed).final_regret
 
 
@@ -124,4 +135,6 @@ def test_successive_elimination_identifies_the_best_arm() -> None:
 
 
 def test_elimination_radius_formula() -> None:
-    assert elimination_radius(0.5, 3, 4.0, 0.1) == pytest.approx(0.5 * math.sqrt(2 * math.log(4 * 3 * 16 / 0.1) / 4))
+    assert elimination_radius(0.5, 3, 4.0, 0.1) == pytest.approx(
+        0.5 * math.sqrt(2 * math.log(4 * 3 * 16 / 0.1) / 4)
+    )

@@ -42,10 +42,16 @@ def test_registered() -> None:
 # -- U1: schedule constants ----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("T", "q", "L", "qL", "total"),
-    [(10**4, 2.9307, 8, 5443, 8260), (10**5, 2.8870, 10, 40218, 61529),
-     (10**6, 2.8581, 12, 297170, 457097), (10**7, 2.8377, 15, 6231105, 9621758)],
+    [
+        (10**4, 2.9307, 8, 5443, 8260),
+        (10**5, 2.8870, 10, 40218, 61529),
+        (10**6, 2.8581, 12, 297170, 457097),
+        (10**7, 2.8377, 15, 6231105, 9621758),
+    ],
 )
-def test_schedule_constants_match_spec_table(T: int, q: float, L: int, qL: float, total: float) -> None:
+def test_schedule_constants_match_spec_table(
+    T: int, q: float, L: int, qL: float, total: float
+) -> None:
     qq = batch_growth(T)
     assert qq == pytest.approx(q, abs=1e-4)
     assert n_batches(T) == L
@@ -63,13 +69,27 @@ def test_schedule_constants_edge_cases() -> None:
 
 
 # -- U8: widths ------------------------------------------------------------------------------------
-def _plan(K: int = 10, counts: tuple[int, ...] = (4, 4), g: float = 2.0, i: int = 12, q: float | None = None,
-          T: int = 10**6) -> BatchPlan:
+def _plan(
+    K: int = 10,
+    counts: tuple[int, ...] = (4, 4),
+    g: float = 2.0,
+    i: int = 12,
+    q: float | None = None,
+    T: int = 10**6,
+) -> BatchPlan:
     c = np.zeros((1, K), dtype=np.int64)
     c[0, : len(counts)] = counts
     qi = (batch_growth(T) if q is None else q) ** i
-    return BatchPlan(rows=np.array([0]), index=np.array([i]), counts=c, active=np.ones((1, K), bool),
-                     pi=c / c.sum(), g=np.array([g]), m=np.array([2]), scale=np.array([qi]))
+    return BatchPlan(
+        rows=np.array([0]),
+        index=np.array([i]),
+        counts=c,
+        active=np.ones((1, K), bool),
+        pi=c / c.sum(),
+        g=np.array([g]),
+        m=np.array([2]),
+        scale=np.array([qi]),
+    )
 
 
 def test_non_private_width_reference_numbers() -> None:
@@ -96,7 +116,9 @@ def test_plan_properties() -> None:
 
 
 # -- engine (role-free) ---------------------------------------------------------------------------
-def _core(A: np.ndarray, T: int = 10**5, width_mode: str = "rigorous", core_set: str = "greedy") -> HannaElimination:
+def _core(
+    A: np.ndarray, T: int = 10**5, width_mode: str = "rigorous", core_set: str = "greedy"
+) -> HannaElimination:
     spec = EnvSpec(d=A.shape[-1], K=A.shape[1], horizon=T, fixed_actions=True)
     return HannaElimination(A, spec, NonPrivateWidth(width_mode), core_set=core_set)
 
@@ -204,8 +226,9 @@ def test_aggregate_batch_path_finds_the_best_arm() -> None:
 # -- Curator driver ------------------------------------------------------------------------------
 def _easy_env(noise_scale: float = 0.1) -> FiniteActionEnv:
     A = _circle(5)  # gaps >= 1 - cos(72 deg) = 0.69
-    return FiniteActionEnv(d=2, K=5, actions=A, theta=np.array([1.0, 0.0]), noise="gaussian",
-                           noise_scale=noise_scale)
+    return FiniteActionEnv(
+        d=2, K=5, actions=A, theta=np.array([1.0, 0.0]), noise="gaussian", noise_scale=noise_scale
+    )
 
 
 @pytest.mark.parametrize("alg", [NPBatched(), NPBatched(preset="paper"), PhasedElimination()])
@@ -282,8 +305,16 @@ def test_single_action_and_determinism_u14() -> None:
     alg = NPBatched()
     b = simulate(alg, env, 3000, replications=3, seed=9)
     np.testing.assert_array_equal(a.regret, b.regret)
-    assert alg.batch_log and {"i", "n_active", "m", "core_size", "n", "g", "gamma", "survivors"} <= set(
-        alg.batch_log[0])
+    assert alg.batch_log and {
+        "i",
+        "n_active",
+        "m",
+        "core_size",
+        "n",
+        "g",
+        "gamma",
+        "survivors",
+    } <= set(alg.batch_log[0])
 
 
 def test_ls_phase_lengths_and_threshold() -> None:
@@ -306,10 +337,16 @@ def test_requires_fixed_action_set() -> None:
 
 @pytest.mark.parametrize(
     ("cls", "kw", "name"),
-    [(NPBatched, {"preset": "fast"}, "preset"), (NPBatched, {"width_mode": "loose"}, "width_mode"),
-     (NPBatched, {"core_set": "all"}, "core_set"), (NPBatched, {"design_factor": 0.5}, "design_factor"),
-     (NPBatched, {"fail_prob": 1.0}, "fail_prob"), (PhasedElimination, {"delta": 0.0}, "delta"),
-     (PhasedElimination, {"allocation": "exact"}, "allocation"), (PhasedElimination, {"sigma": 0.0}, "sigma")],
+    [
+        (NPBatched, {"preset": "fast"}, "preset"),
+        (NPBatched, {"width_mode": "loose"}, "width_mode"),
+        (NPBatched, {"core_set": "all"}, "core_set"),
+        (NPBatched, {"design_factor": 0.5}, "design_factor"),
+        (NPBatched, {"fail_prob": 1.0}, "fail_prob"),
+        (PhasedElimination, {"delta": 0.0}, "delta"),
+        (PhasedElimination, {"allocation": "exact"}, "allocation"),
+        (PhasedElimination, {"sigma": 0.0}, "sigma"),
+    ],
 )
 def test_validation(cls, kw: dict, name: str) -> None:
     with pytest.raises(ValidationError, match=name):
@@ -322,32 +359,49 @@ def test_presets_set_the_width_mode() -> None:
     assert width(NPBatched()) == "rigorous"
     assert width(NPBatched(preset="paper")) == "paper"
     assert width(NPBatched(preset="paper", width_mode="rigorous")) == "rigorous"
-    assert NPBatched(preset="paper").width_mode is None  # the parameter as given; resolved in calibrate
+    assert (
+        NPBatched(preset="paper").width_mode is None
+    )  # the parameter as given; resolved in calibrate
     assert not NPBatched().guarantee_for(spec).is_private
     with pytest.raises(NotResetError):
         NPBatched().guarantee
-    res = simulate(NPBatched(preset="paper"), FiniteActionEnv(d=2, K=4, actions="circle"), 100, seed=0)
+    res = simulate(
+        NPBatched(preset="paper"), FiniteActionEnv(d=2, K=4, actions="circle"), 100, seed=0
+    )
     assert res.preset == "paper" and res.resolved_params["width_mode"] == "paper"
-    assert res.resolved_params["L"] == n_batches(100) and res.resolved_params["q"] == batch_growth(100)
+    assert res.resolved_params["L"] == n_batches(100) and res.resolved_params["q"] == batch_growth(
+        100
+    )
 
 
 def test_phased_elimination_resolves_delta() -> None:
     spec = EnvSpec(d=2, K=4, horizon=1000, fixed_actions=True)
     assert PhasedElimination().calibrate(spec).resolved["delta"] == pytest.approx(1e-3)
     assert PhasedElimination(delta=0.05).calibrate(spec).resolved["delta"] == 0.05
-    assert PhasedElimination().calibrate(EnvSpec(d=2, K=4, horizon=1, fixed_actions=True)).resolved["delta"] == 0.5
+    assert (
+        PhasedElimination()
+        .calibrate(EnvSpec(d=2, K=4, horizon=1, fixed_actions=True))
+        .resolved["delta"]
+        == 0.5
+    )
 
 
 def test_core_set_parameter_accepts_booleans() -> None:
     spec = EnvSpec(d=2, K=4, horizon=1000, fixed_actions=True)
-    for value, name in ((True, "greedy"), (False, "nocore-fw"), ("nocore-uniform", "nocore-uniform")):
+    for value, name in (
+        (True, "greedy"),
+        (False, "nocore-fw"),
+        ("nocore-uniform", "nocore-uniform"),
+    ):
         alg = NPBatched(core_set=value)
         assert alg.get_params()["core_set"] == value  # as given
         assert alg.calibrate(spec).resolved["core_set"] == name
 
 
 # -- the batch sizes the shuffle model calibrates over ----------------------------------------------
-@pytest.mark.parametrize(("T", "K", "d"), [(3000, 10, 2), (10**5, 5, 3), (20_000, 40, 4), (8, 6, 2)])
+@pytest.mark.parametrize(
+    ("T", "K", "d"), [(3000, 10, 2), (10**5, 5, 3), (20_000, 40, 4), (8, 6, 2)]
+)
 def test_realized_batch_sizes_lie_in_the_public_ranges(T: int, K: int, d: int) -> None:
     # every completed batch of any run has n_i in batch_size_ranges(T, K, d)[i - 1]
     ranges = batch_size_ranges(T, K, d)
@@ -361,4 +415,6 @@ def test_realized_batch_sizes_lie_in_the_public_ranges(T: int, K: int, d: int) -
             assert lo <= rec["n"] <= hi, (rec, ranges)
     # the first range is the spec's: n_1 in [ceil(q), floor(q) + |C|]
     q = batch_growth(T)
-    assert ranges[0][0] == math.ceil(q) and ranges[0][1] == min(math.floor(q) + max_core_size(K, d), T)
+    assert ranges[0][0] == math.ceil(q) and ranges[0][1] == min(
+        math.floor(q) + max_core_size(K, d), T
+    )

@@ -44,7 +44,11 @@ def _spec(K: int = 5, T: int = 100_000, lo: float = 0.0, hi: float = 1.0) -> Env
 def test_dp_se_epoch_lengths_and_thresholds_match_the_reference_values() -> None:
     # K = 5, beta = 1/T, T = 1e7: R_e before flooring (the "+1" included) 2536.29, 10851.95, 45065.60
     beta = 1e-7
-    for e, R_ref, thr_ref in ((1, 2536.29, 0.14005), (2, 10851.95, 0.06628), (3, 45065.60, 0.03220)):
+    for e, R_ref, thr_ref in (
+        (1, 2536.29, 0.14005),
+        (2, 10851.95, 0.06628),
+        (3, 45065.60, 0.03220),
+    ):
         R = epoch_length(5.0, float(e), 1.0, beta)
         assert R == math.floor(R_ref)
         assert epoch_threshold(5.0, float(e), R, 1.0, beta) == pytest.approx(thr_ref, rel=2e-4)
@@ -66,22 +70,34 @@ def test_dp_ucb_confidence_relaxation_matches_the_reference_values() -> None:
     assert confidence_relaxation(5, 10**5, 1.0, 0.1) == pytest.approx(11842.07, rel=1e-6)
     assert confidence_relaxation(5, 10**7, 1.0, 0.1) == pytest.approx(29629.47, rel=1e-6)
     lnT = math.log(1e5)
-    assert confidence_relaxation(5, 10**5, 2.0, 0.1) == pytest.approx(5 * lnT**2 * math.log(5e5 * lnT / 0.1) / 2)
+    assert confidence_relaxation(5, 10**5, 2.0, 0.1) == pytest.approx(
+        5 * lnT**2 * math.log(5e5 * lnT / 0.1) / 2
+    )
 
 
 def test_adap_ucb_index_matches_the_reference_values() -> None:
     # alpha = 3.1, eps = 1: t_l = 1000, N_a = 64 (len 32); t_l = 1e6, N_a = 1024 (len 512)
-    for t_l, length, expl, priv in ((1000.0, 32.0, 0.60677, 0.66919), (1e6, 512.0, 0.20958, 0.083649)):
-        assert adap_ucb_index(0.25, length, t_l, 1.0, 3.1) == pytest.approx(0.25 + expl + priv, rel=5e-5)
+    for t_l, length, expl, priv in (
+        (1000.0, 32.0, 0.60677, 0.66919),
+        (1e6, 512.0, 0.20958, 0.083649),
+    ):
+        assert adap_ucb_index(0.25, length, t_l, 1.0, 3.1) == pytest.approx(
+            0.25 + expl + priv, rel=5e-5
+        )
         assert adap_ucb_index(0.0, length, t_l, 1e300, 3.1) == pytest.approx(expl, rel=5e-5)
     assert 1.0 / (1.0 * 32) == 0.03125 and 1.0 / 512 == pytest.approx(0.0019531, rel=1e-4)
 
 
-@given(mu=st.floats(-0.5, 1.5), length=st.sampled_from([1.0, 2.0, 16.0, 1024.0]),
-       t_l=st.floats(2.0, 1e7), eps=st.floats(0.05, 20.0))
+@given(
+    mu=st.floats(-0.5, 1.5),
+    length=st.sampled_from([1.0, 2.0, 16.0, 1024.0]),
+    t_l=st.floats(2.0, 1e7),
+    eps=st.floats(0.05, 20.0),
+)
 @settings(max_examples=60, deadline=None)
-def test_kl_ucb_index_is_the_largest_q_within_the_kl_level(mu: float, length: float, t_l: float,
-                                                           eps: float) -> None:
+def test_kl_ucb_index_is_the_largest_q_within_the_kl_level(
+    mu: float, length: float, t_l: float, eps: float
+) -> None:
     alpha = 3.1
     q = kl_ucb_index(mu, length, t_l, eps, alpha)
     p = min(max(mu + alpha * math.log(t_l) / (eps * length), 0.0), 1.0)
@@ -94,8 +110,13 @@ def test_kl_ucb_index_is_the_largest_q_within_the_kl_level(mu: float, length: fl
 
 def test_bernoulli_kl_by_hand() -> None:
     assert bernoulli_kl(0.5, 0.5) == 0.0
-    assert bernoulli_kl(0.2, 0.6) == pytest.approx(0.2 * math.log(0.2 / 0.6) + 0.8 * math.log(0.8 / 0.4))
-    assert bernoulli_kl(0.0, 0.3) == pytest.approx(-math.log(0.7)) and bernoulli_kl(0.3, 1.0) == math.inf
+    assert bernoulli_kl(0.2, 0.6) == pytest.approx(
+        0.2 * math.log(0.2 / 0.6) + 0.8 * math.log(0.8 / 0.4)
+    )
+    assert (
+        bernoulli_kl(0.0, 0.3) == pytest.approx(-math.log(0.7))
+        and bernoulli_kl(0.3, 1.0) == math.inf
+    )
 
 
 # -- calibration and guarantee from the noise actually added --------------------------------------
@@ -104,7 +125,9 @@ def test_dp_ucb_calibration_by_hand() -> None:
     cal = pb.make("dp-ucb", epsilon=1.0).calibrate(spec)
     h = (100_000).bit_length()
     assert h == 17 and cal.resolved["levels"] == h
-    assert cal.resolved["epsilon_0"] == pytest.approx(0.2) and cal.resolved["node_scale"] == pytest.approx(85.0)
+    assert cal.resolved["epsilon_0"] == pytest.approx(0.2) and cal.resolved[
+        "node_scale"
+    ] == pytest.approx(85.0)
     assert cal.resolved["Gamma"] == pytest.approx(11842.07, rel=1e-6)
     # accountant: K trees x h nodes x (1 / node scale)
     assert cal.guarantee.epsilon == pytest.approx(5 * 17 / 85.0) and cal.guarantee.delta == 0.0
@@ -144,7 +167,7 @@ def test_tree_counter_releases_the_nodes_of_the_binary_decomposition() -> None:
         assert tree_prefix_sum(noisy, s) == pytest.approx(leaves[:s].sum(), rel=1e-12)
         assert tree_prefix_sum(noisy, s) == pytest.approx(float(agg.prefix_sum()[0, 0]), rel=1e-12)
         for level, start, end in node_decomposition(s):
-            assert noisy[level] == pytest.approx(leaves[start - 1:end].sum(), rel=1e-12)
+            assert noisy[level] == pytest.approx(leaves[start - 1 : end].sum(), rel=1e-12)
 
 
 def test_tree_counter_noise_variance_is_popcount_times_two_scale_squared() -> None:
@@ -247,10 +270,17 @@ def test_one_release_has_privacy_loss_at_most_epsilon() -> None:
 
 
 # -- structure ------------------------------------------------------------------------------------
-@given(K=st.integers(2, 5), T=st.integers(1, 400), seed=st.integers(0, 2**16), eps=st.floats(0.1, 10.0),
-       kl=st.booleans())
+@given(
+    K=st.integers(2, 5),
+    T=st.integers(1, 400),
+    seed=st.integers(0, 2**16),
+    eps=st.floats(0.1, 10.0),
+    kl=st.booleans(),
+)
 @settings(max_examples=25, deadline=None)
-def test_adap_episodes_double_the_pull_count(K: int, T: int, seed: int, eps: float, kl: bool) -> None:
+def test_adap_episodes_double_the_pull_count(
+    K: int, T: int, seed: int, eps: float, kl: bool
+) -> None:
     alg = pb.make("adap-klucb" if kl else "adap-ucb", epsilon=eps)
     pb.simulate(alg, pb.MultiArmedEnv(K=K), T, replications=3, seed=seed)
     N, length = alg.counts(), alg.episode_lengths()
@@ -317,18 +347,20 @@ def test_shared_helpers() -> None:
 @pytest.mark.parametrize("lo, hi", [(0.0, 1.0), (-1.0, 3.0)])
 def test_unit_reward_clip_at_inside_and_beyond_the_range(lo: float, hi: float) -> None:
     width = hi - lo
-    assert unit_reward(hi, lo, hi) == 1.0 and unit_reward(lo, lo, hi) == 0.0          # at the bounds
+    assert unit_reward(hi, lo, hi) == 1.0 and unit_reward(lo, lo, hi) == 0.0  # at the bounds
     inside = 1e-9 * width
     assert unit_reward(hi - inside, lo, hi) == pytest.approx(1.0 - 1e-9, abs=1e-15)  # just inside
     assert unit_reward(lo + inside, lo, hi) == pytest.approx(1e-9, abs=1e-15)
-    for beyond in (1e-9, 1.0, 1e300, math.inf):                                        # beyond
+    for beyond in (1e-9, 1.0, 1e300, math.inf):  # beyond
         assert unit_reward(hi + beyond, lo, hi) == 1.0
         assert unit_reward(lo - beyond, lo, hi) == 0.0
 
 
 def test_rewards_outside_the_range_are_clipped_before_any_statistic() -> None:
     # Gaussian rewards with a declared range [0, 1]: the counters' exact sums stay within [0, n_a]
-    env = pb.MultiArmedEnv(K=2, means=[0.5, 0.5], noise="gaussian", noise_scale=3.0, reward_range=(0.0, 1.0))
+    env = pb.MultiArmedEnv(
+        K=2, means=[0.5, 0.5], noise="gaussian", noise_scale=3.0, reward_range=(0.0, 1.0)
+    )
     alg = pb.make("dp-ucb", epsilon=1.0)
     pb.simulate(alg, env, 64, replications=4, seed=1)
     n, alpha, _noisy, _s = alg.kernel.state
@@ -352,8 +384,12 @@ def test_private_mab_learns_an_easy_instance(name: str) -> None:
 
 def test_more_budget_less_regret_for_adap() -> None:
     env = pb.MultiArmedEnv(K=5, means=[0.75, 0.625, 0.5, 0.375, 0.25])
-    lo = pb.simulate(pb.make("adap-ucb", epsilon=0.05), env, 20_000, replications=6, seed=9).final_regret
-    hi = pb.simulate(pb.make("adap-ucb", epsilon=5.0), env, 20_000, replications=6, seed=9).final_regret
+    lo = pb.simulate(
+        pb.make("adap-ucb", epsilon=0.05), env, 20_000, replications=6, seed=9
+    ).final_regret
+    hi = pb.simulate(
+        pb.make("adap-ucb", epsilon=5.0), env, 20_000, replications=6, seed=9
+    ).final_regret
     assert hi.mean() < lo.mean()
 
 
@@ -365,18 +401,27 @@ def test_azize2022_fig2_preset_matches_the_experiment() -> None:
     assert available_presets()["azize2022-fig2"].startswith("Azize & Basu (2022), Figure 2")
     cfg = load_preset("azize2022-fig2")
     assert (cfg.horizon, cfg.replications) == (10_000_000, 20)
-    assert cfg.env["kind"] == "k-armed" and list(cfg.env["means"]) == [0.75, 0.625, 0.5, 0.375, 0.25]
+    assert cfg.env["kind"] == "k-armed" and list(cfg.env["means"]) == [
+        0.75,
+        0.625,
+        0.5,
+        0.375,
+        0.25,
+    ]
     assert tuple(e.name for e in cfg.algorithms) == ("dp-ucb", "dp-se", "adap-ucb", "adap-klucb")
     params = {e.name: e.variants[0] for e in cfg.algorithms}
-    assert params["dp-ucb"][0]["gamma"] == 0.1 and "beta" not in params["dp-se"][0]  # beta = 1/T default
+    assert (
+        params["dp-ucb"][0]["gamma"] == 0.1 and "beta" not in params["dp-se"][0]
+    )  # beta = 1/T default
     assert params["adap-ucb"][0]["alpha"] == params["adap-klucb"][0]["alpha"] == 3.1
     assert all(grid["epsilon"] == 1.0 for _, grid in (params[n] for n in params))
     assert {c.kind for c in cfg.claims} == {"order", "tiers", "slope"}
     (bound,) = cfg.paper_numbers
     deltas = 0.75 - np.array([0.625, 0.5, 0.375, 0.25])
     assert bound.kind == "theory" and bound.horizon == 10_000_000
-    assert bound.value == pytest.approx(np.sum(16 * 3.1 * math.log(1e7) / np.minimum(deltas, 1.0)) + 3.1 / 0.1,
-                                        abs=0.5)
+    assert bound.value == pytest.approx(
+        np.sum(16 * 3.1 * math.log(1e7) / np.minimum(deltas, 1.0)) + 3.1 / 0.1, abs=0.5
+    )
     quick = load_preset("azize2022-fig2", Overrides(quick=True))
     assert (quick.horizon, quick.replications) == (100_000, 5)
 
@@ -387,7 +432,13 @@ def test_tsallis_inf_clips_losses_to_the_unit_interval() -> None:
     spec = _spec(K=3, T=50)
     lo, hi = spec.reward_range
     X = np.broadcast_to(np.eye(3), (2, 3, 3))
-    for reward, loss in ((hi, 0.0), (hi - 1e-9 * (hi - lo), 1e-9), (1e300, 0.0), (lo, 1.0), (-1e300, 1.0)):
+    for reward, loss in (
+        (hi, 0.0),
+        (hi - 1e-9 * (hi - lo), 1e-9),
+        (1e300, 0.0),
+        (lo, 1.0),
+        (-1e300, 1.0),
+    ):
         alg = pb.make("tsallis-inf")
         alg.reset(spec, 2, make_streams(0))
         L, w = alg.kernel.state

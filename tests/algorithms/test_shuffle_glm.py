@@ -30,8 +30,15 @@ from privbandits.privacy import cheu
 
 
 def _spec(T: int = 400, d: int = 2, link: str = "probit", S: float = 1.0) -> EnvSpec:
-    return EnvSpec(d=d, K=4, horizon=T, link=get_link(link), context_bound=1.0, reward_range=(0.0, 1.0),
-                   theta_bound=S)
+    return EnvSpec(
+        d=d,
+        K=4,
+        horizon=T,
+        link=get_link(link),
+        context_bound=1.0,
+        reward_range=(0.0, 1.0),
+        theta_bound=S,
+    )
 
 
 def _reset(alg: ShuffleGLM, spec: EnvSpec, R: int, seed: int = 0) -> ShuffleGLM:
@@ -51,7 +58,13 @@ def test_batch_schedule_matches_the_spec_numbers() -> None:
     assert batch_exponent(T, 3) == pytest.approx(2154.43, rel=1e-5)
     five = batch_lengths(T, 5, 100)
     assert five[1:4] == [464, 10_000, 46_416]
-    for M in (2, 3, 4, 5, 6):  # main-text alpha: the unrounded B_M = alpha^(2 - 2^-(M-2)) is T exactly
+    for M in (
+        2,
+        3,
+        4,
+        5,
+        6,
+    ):  # main-text alpha: the unrounded B_M = alpha^(2 - 2^-(M-2)) is T exactly
         alpha = batch_exponent(T, M)
         assert alpha ** (2.0 - 2.0 ** (-(M - 2))) == pytest.approx(T, rel=1e-9)
 
@@ -64,11 +77,15 @@ def test_batches_partition_the_horizon(T: int, M: int, d: int) -> None:
 
 
 def test_default_number_of_batches() -> None:
-    assert default_n_batches(5000) == 4 and default_n_batches(10**5) == 5 and default_n_batches(2) == 2
+    assert (
+        default_n_batches(5000) == 4 and default_n_batches(10**5) == 5 and default_n_batches(2) == 2
+    )
 
 
 # -- calibration and accounting (P1-2, A-3) ------------------------------------------------------
-def test_calibration_follows_the_practical_formulas_and_the_accountant_uses_the_noise_drawn() -> None:
+def test_calibration_follows_the_practical_formulas_and_the_accountant_uses_the_noise_drawn() -> (
+    None
+):
     spec = _spec(T=2000, d=3)
     alg = ShuffleGLM(epsilon=2.0, delta=1e-4)
     cal = alg.calibrate(spec)
@@ -94,14 +111,24 @@ def test_calibration_follows_the_practical_formulas_and_the_accountant_uses_the_
         assert rhos[k] <= 2 * rho * (1 + 1e-12)  # ceil(b) only adds noise
     g = cal.guarantee
     r = max(rhos)
-    assert g.epsilon == pytest.approx(r + 2 * math.sqrt(r * math.log(1 / 1e-4)), rel=1e-9)  # Bun-Steinke
+    assert g.epsilon == pytest.approx(
+        r + 2 * math.sqrt(r * math.log(1 / 1e-4)), rel=1e-9
+    )  # Bun-Steinke
     assert g.approximate and g.model == "shuffle" and g.delta == 1e-4
     assert g.epsilon <= 2.0 and cal.meets_request
 
 
 def test_theta_bound_and_links_enter_kappa() -> None:
-    plan = shuffle_plan(T=1000, d=2, epsilon=1.0, delta=1e-3, link=get_link("logistic"), S=3.0, C_B=1.0,
-                        reward_range=(0.0, 1.0))
+    plan = shuffle_plan(
+        T=1000,
+        d=2,
+        epsilon=1.0,
+        delta=1e-3,
+        link=get_link("logistic"),
+        S=3.0,
+        C_B=1.0,
+        reward_range=(0.0, 1.0),
+    )
     assert plan.kappa == pytest.approx(2 + math.e**3 + math.e**-3, rel=1e-9)  # spec G-3
     assert plan.kappa_star == pytest.approx(4.0)
 
@@ -121,10 +148,19 @@ _vec = st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3)
 
 @settings(max_examples=100, deadline=None)
 @given(xs=st.lists(_vec, min_size=1, max_size=8), th=_vec, scale=st.floats(0.0, 5.0))
-def test_weights_never_exceed_mu_dot_or_one_over_kappa_star(xs: list[list[float]], th: list[float],
-                                                            scale: float) -> None:
-    plan = shuffle_plan(T=1000, d=3, epsilon=1.0, delta=1e-3, link=get_link("probit"), S=2.0, C_B=2.0,
-                        reward_range=(0.0, 1.0))
+def test_weights_never_exceed_mu_dot_or_one_over_kappa_star(
+    xs: list[list[float]], th: list[float], scale: float
+) -> None:
+    plan = shuffle_plan(
+        T=1000,
+        d=3,
+        epsilon=1.0,
+        delta=1e-3,
+        link=get_link("probit"),
+        S=2.0,
+        C_B=2.0,
+        reward_range=(0.0, 1.0),
+    )
     X, theta = np.array(xs), np.array(th)
     Vinv = scale * np.eye(3)
     w = scale_weights(X, theta, Vinv, plan, get_link("probit"))
@@ -134,8 +170,9 @@ def test_weights_never_exceed_mu_dot_or_one_over_kappa_star(xs: list[list[float]
 
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**31), k=st.integers(1, 4), wid=st.floats(0.0, 3.0))
-def test_elimination_never_empties_and_keeps_the_best_arm_under_the_true_parameter(seed: int, k: int,
-                                                                                   wid: float) -> None:
+def test_elimination_never_empties_and_keeps_the_best_arm_under_the_true_parameter(
+    seed: int, k: int, wid: float
+) -> None:
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(10, 3))
     theta_star = rng.normal(size=3)
@@ -160,8 +197,14 @@ def _warmup_roles(R: int, seed: int = 0) -> tuple[ShuffleGLM, np.ndarray]:
     public = alg.shuffler.assign(0, alg.server.public_state())
     for u in range(n):
         X = np.ascontiguousarray(np.broadcast_to(xs[u], (R, spec.K, spec.d)))
-        a = alg.client.choose(u, public, X, alg.streams.policy) if R <= 4 else np.zeros(R, dtype=np.int64)
-        alg.shuffler.collect(u, alg.client.randomize(u, public, X, a, np.ones(R), alg.streams.client))
+        a = (
+            alg.client.choose(u, public, X, alg.streams.policy)
+            if R <= 4
+            else np.zeros(R, dtype=np.int64)
+        )
+        alg.shuffler.collect(
+            u, alg.client.randomize(u, public, X, a, np.ones(R), alg.streams.client)
+        )
     alg.server.receive_batch(n - 1, alg.shuffler.release(n - 1))
     return alg, xs
 
@@ -212,8 +255,9 @@ def test_pgd_estimate_is_within_the_projected_gd_bound_of_the_minimiser() -> Non
     public = alg.server.public_state()
     for u in range(n):
         X = np.ascontiguousarray(np.broadcast_to(xs[u], (1, 4, 2)))
-        alg.shuffler.collect(u, alg.client.randomize(u, public, X, np.zeros(1, dtype=np.int64), ys[u:u + 1],
-                                                     rng))
+        alg.shuffler.collect(
+            u, alg.client.randomize(u, public, X, np.zeros(1, dtype=np.int64), ys[u : u + 1], rng)
+        )
     alg.server.receive_batch(n - 1, alg.shuffler.release(n - 1))
     while alg.server.wants_round():
         for msg in alg.client.respond(n - 1, alg.server.public_state(), rng):
@@ -227,7 +271,9 @@ def test_pgd_estimate_is_within_the_projected_gd_bound_of_the_minimiser() -> Non
         z = xs @ th
         return float(np.sum(link.m(z) - ys * z) + lam / 2 * th @ th) / n
 
-    ref = minimize(loss, np.zeros(2), constraints=[{"type": "ineq", "fun": lambda th: 4.0 - th @ th}])
+    ref = minimize(
+        loss, np.zeros(2), constraints=[{"type": "ineq", "fun": lambda th: 4.0 - th @ th}]
+    )
     assert np.linalg.norm(theta_hat) <= 2.0 + 1e-9
     # averaged projected GD with step D/(L sqrt(T)) has excess mean loss <= D L / sqrt(T)
     # (Bubeck 2015, Thm 3.2); the remaining noise at epsilon = 5000 adds < 1e-3
@@ -265,7 +311,9 @@ def test_estimate_points_at_theta_star_with_weak_privacy_and_regret_stays_below_
         res = pb.simulate(alg, env, **kw)
     theta_star = env._theta
     est = alg.estimate()
-    cos = np.sum(est * theta_star, axis=1) / (np.linalg.norm(est, axis=1) * np.linalg.norm(theta_star, axis=1))
+    cos = np.sum(est * theta_star, axis=1) / (
+        np.linalg.norm(est, axis=1) * np.linalg.norm(theta_star, axis=1)
+    )
     assert np.all(cos > 0.9), cos
     # final regret per replication: mean over 4 replications, 4 standard errors of the difference
     a, b = res.final_regret, uni.final_regret
@@ -286,8 +334,12 @@ def _warmup_estimate(path: str, R: int, seed: int) -> np.ndarray:
     public = alg.server.public_state()
     for u in range(n):
         X = np.ascontiguousarray(np.broadcast_to(xs[u], (R, 4, 2)))
-        alg.shuffler.collect(u, alg.client.randomize(u, public, X, np.zeros(R, dtype=np.int64), np.full(R, ys[u]),
-                                                     alg.streams.client))
+        alg.shuffler.collect(
+            u,
+            alg.client.randomize(
+                u, public, X, np.zeros(R, dtype=np.int64), np.full(R, ys[u]), alg.streams.client
+            ),
+        )
     alg.server.receive_batch(n - 1, alg.shuffler.release(n - 1))
     while alg.server.wants_round():
         for msg in alg.client.respond(n - 1, alg.server.public_state(), alg.streams.client):
@@ -345,8 +397,12 @@ def test_with_a_hand_set_gamma_it_learns_and_regret_falls_as_epsilon_grows() -> 
     uni = pb.simulate(pb.make("uniform"), env, **kw).final_regret
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
-        weak = pb.simulate(ShuffleGLM(epsilon=8.0, gamma=0.3, path="aggregate"), env, **kw).final_regret
-        strong = pb.simulate(ShuffleGLM(epsilon=0.5, gamma=0.3, path="aggregate"), env, **kw).final_regret
+        weak = pb.simulate(
+            ShuffleGLM(epsilon=8.0, gamma=0.3, path="aggregate"), env, **kw
+        ).final_regret
+        strong = pb.simulate(
+            ShuffleGLM(epsilon=0.5, gamma=0.3, path="aggregate"), env, **kw
+        ).final_regret
     assert weak.mean() < 0.5 * uni.mean(), (weak, uni)
     # same seed = same instances: paired differences, one-sided 2-standard-error bound (2.3 % level)
     diff = strong - weak
@@ -357,18 +413,46 @@ def test_with_a_hand_set_gamma_it_learns_and_regret_falls_as_epsilon_grows() -> 
 def test_theory_constants_are_the_papers_formulas() -> None:
     from privbandits.algorithms.sarmasarkar.shuffle_plan import theory_constants
 
-    T, d, M, eps, delta, R, S, kappa, ks = 5000, 3, 4, 4.0, 1e-3, 1.0, 2.0, 18.52, math.sqrt(2 * math.pi)
-    c = theory_constants(T=T, d=d, M=M, epsilon=eps, delta=delta, R=R, S=S, kappa=kappa, kappa_star=ks)
+    T, d, M, eps, delta, R, S, kappa, ks = (
+        5000,
+        3,
+        4,
+        4.0,
+        1e-3,
+        1.0,
+        2.0,
+        18.52,
+        math.sqrt(2 * math.pi),
+    )
+    c = theory_constants(
+        T=T, d=d, M=M, epsilon=eps, delta=delta, R=R, S=S, kappa=kappa, kappa_star=ks
+    )
     sigma = 8 * R * math.log(d * d / delta) / (ks * eps)  # eq. (22) with the constant 8 of eq. (23)
-    lam = 20 * d * R * math.log(T) + sigma * (2 * math.sqrt(math.log(2 * d * M * T / delta)) + 4 * math.sqrt(d))
+    lam = 20 * d * R * math.log(T) + sigma * (
+        2 * math.sqrt(math.log(2 * d * M * T / delta)) + 4 * math.sqrt(d)
+    )
     spread = sigma * (4 * math.sqrt(d) + 2 * math.sqrt(math.log(2 * M * T / delta)))
     nu = R * S**2 / eps * math.sqrt(d * math.log(T * d / delta) ** 3)
-    gamma = (24 * R * S * math.sqrt(math.log(T) + d) + R * (math.log(T) + d) / math.sqrt(lam - spread)
-             + 2 * S * math.sqrt(lam + spread) + math.sqrt(4 * R * S * nu))  # eq. (26)
+    gamma = (
+        24 * R * S * math.sqrt(math.log(T) + d)
+        + R * (math.log(T) + d) / math.sqrt(lam - spread)
+        + 2 * S * math.sqrt(lam + spread)
+        + math.sqrt(4 * R * S * nu)
+    )  # eq. (26)
     alpha = T ** (1 / (2 * (1 - 2 ** (-M + 1))))
     B1 = (math.sqrt(kappa) * math.exp(3 * S) * d**2 * gamma**2 * alpha / S) ** (2 / 3)  # eq. (6)
-    assert c == pytest.approx({"sigma_tilde": sigma, "nu": nu, "lambda": lam, "lambda_max": lam + spread,
-                               "lambda_min": lam - spread, "gamma": gamma, "B1": B1}, rel=1e-12)
+    assert c == pytest.approx(
+        {
+            "sigma_tilde": sigma,
+            "nu": nu,
+            "lambda": lam,
+            "lambda_max": lam + spread,
+            "lambda_min": lam - spread,
+            "gamma": gamma,
+            "B1": B1,
+        },
+        rel=1e-12,
+    )
     assert c["lambda_min"] >= 20 * d * R * math.log(T)  # the condition of Theorem F.1
     assert B1 > T  # the literal warm-up outlasts any simulated horizon
 
@@ -378,11 +462,17 @@ def test_theory_pgd_rounds_match_the_spec_numbers() -> None:
     from privbandits.algorithms.sarmasarkar.shuffle_plan import pgd_theory_rounds
 
     T_it, e_it, d_it, slack = pgd_theory_rounds(1000, 5, 0.5, 0.005, 10**9)
-    assert T_it == 18 and e_it == pytest.approx(0.0181017, rel=1e-4) and d_it == pytest.approx(2.63158e-4, rel=1e-4)
+    assert (
+        T_it == 18
+        and e_it == pytest.approx(0.0181017, rel=1e-4)
+        and d_it == pytest.approx(2.63158e-4, rel=1e-4)
+    )
     assert T_it * d_it + slack == pytest.approx(0.005, rel=1e-12)
     assert pgd_theory_rounds(10**4, 5, 0.5, 0.005, 10**9)[0] == 1194
     T6, e6, d6, s6 = pgd_theory_rounds(10**6, 5, 0.5, 0.005, 10**9)
-    assert T6 == 5_618_176 and e6 == pytest.approx(3.22917e-5, rel=1e-4)  # Alg. 7's 3.24010e-5 would compose to 0.5017
+    assert T6 == 5_618_176 and e6 == pytest.approx(
+        3.22917e-5, rel=1e-4
+    )  # Alg. 7's 3.24010e-5 would compose to 0.5017
     composed = math.sqrt(2 * T6 * math.log(1 / s6)) * e6 + T6 * e6 * math.expm1(e6)
     assert composed == pytest.approx(0.5, rel=1e-9) and composed <= 0.5
     assert pgd_theory_rounds(10**4, 5, 0.5, 0.005, 40)[0] == 40  # max_iters caps the count
@@ -393,25 +483,45 @@ def test_theory_plan_uses_eq_122_and_its_guarantee_is_computed_from_the_noise() 
     from privbandits.privacy.accounting import ApproxDP, compose_advanced
 
     eps, delta = 2.0, 1e-4
-    kw = {"T": 6000, "d": 2, "epsilon": eps, "delta": delta, "link": get_link("logistic"), "S": 1.0, "C_B": 1.0,
-          "reward_range": (0.0, 1.0), "mode": "theory", "max_iters": 30}
+    kw = {
+        "T": 6000,
+        "d": 2,
+        "epsilon": eps,
+        "delta": delta,
+        "link": get_link("logistic"),
+        "S": 1.0,
+        "C_B": 1.0,
+        "reward_range": (0.0, 1.0),
+        "mode": "theory",
+        "max_iters": 30,
+    }
     assert shuffle_plan(**kw).lengths == [6000]  # eq. (6): the whole run is warm-up
     plan = shuffle_plan(**kw, warmup=400)
     assert len(plan.lengths) >= 2 and plan.lengths[0] == 400
     worst = 0.0
     for k, n in enumerate(plan.lengths):
         m = plan.matrix[k]
-        ref = cheu.theory_params(n, 2, eps / 2, delta / 2, 1.0 if k == 0 else 1.0 / plan.kappa_star, kind="matrix")
+        ref = cheu.theory_params(
+            n, 2, eps / 2, delta / 2, 1.0 if k == 0 else 1.0 / plan.kappa_star, kind="matrix"
+        )
         assert (m.mode, m.b, m.g) == ("theory", ref.b, ref.g)
         e_k = m.guarantee().epsilon
         v = plan.vector[k]
         if v is not None:
-            assert v.mode == "theory" and v.Delta == pytest.approx(1.0 + 1.0 + plan.lam_max / n)  # RS + S + S lam/n
-            assert plan.eta[k] == pytest.approx(2.0 / math.sqrt(plan.T_it[k]))  # 2S / (R S sqrt(T_it))
-            e_k += compose_advanced(ApproxDP(v.guarantee().epsilon, v.delta), plan.T_it[k], plan.pgd_slack[k]).epsilon
+            assert v.mode == "theory" and v.Delta == pytest.approx(
+                1.0 + 1.0 + plan.lam_max / n
+            )  # RS + S + S lam/n
+            assert plan.eta[k] == pytest.approx(
+                2.0 / math.sqrt(plan.T_it[k])
+            )  # 2S / (R S sqrt(T_it))
+            e_k += compose_advanced(
+                ApproxDP(v.guarantee().epsilon, v.delta), plan.T_it[k], plan.pgd_slack[k]
+            ).epsilon
         worst = max(worst, e_k)
     g, by_batch = plan_guarantee(plan, delta)
-    assert g.epsilon == pytest.approx(worst, rel=1e-12) and max(by_batch) == pytest.approx(worst, rel=1e-12)
+    assert g.epsilon == pytest.approx(worst, rel=1e-12) and max(by_batch) == pytest.approx(
+        worst, rel=1e-12
+    )
     assert not g.approximate and g.delta <= delta * (1 + 1e-9)
     # eq. (122) at the literal d certifies the d(d+1)/2-dimensional sum only slightly above eps/2
     assert eps / 2 < plan.matrix[0].theorem_epsilon() < 1.2 * eps / 2
@@ -427,7 +537,9 @@ def test_theory_mode_runs_end_to_end_with_its_accounted_guarantee() -> None:
         res = pb.simulate(alg, env, horizon=300, replications=2, seed=3, engine="reference")
     g = alg.calibration.guarantee
     assert not g.approximate and g.model == "shuffle" and "theory constants" in g.notes
-    assert g.epsilon == pytest.approx(alg.plan.matrix[0].theorem_epsilon(), rel=1e-12)  # one batch: the warm-up sum
+    assert g.epsilon == pytest.approx(
+        alg.plan.matrix[0].theorem_epsilon(), rel=1e-12
+    )  # one batch: the warm-up sum
     assert alg.plan.lengths == [300] and res.final_regret.shape == (2,)
 
 
@@ -441,10 +553,26 @@ def _warmup_leverage(B1: int, seed: int, d: int = 3, K: int = 20, n_test: int = 
     from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLMClient, ShuffleGLMServer
     from privbandits.envs.contexts import sample_contexts
 
-    spec = EnvSpec(d=d, K=K, horizon=10 * B1, link=get_link("logistic"), context_bound=1.0,
-                   reward_range=(0.0, 1.0), theta_bound=2.0)
-    plan = shuffle_plan(T=10 * B1, d=d, epsilon=1e4, delta=1e-3, link=spec.link, S=2.0, C_B=1.0,
-                        reward_range=(0.0, 1.0), warmup=B1)
+    spec = EnvSpec(
+        d=d,
+        K=K,
+        horizon=10 * B1,
+        link=get_link("logistic"),
+        context_bound=1.0,
+        reward_range=(0.0, 1.0),
+        theta_bound=2.0,
+    )
+    plan = shuffle_plan(
+        T=10 * B1,
+        d=d,
+        epsilon=1e4,
+        delta=1e-3,
+        link=spec.link,
+        S=2.0,
+        C_B=1.0,
+        reward_range=(0.0, 1.0),
+        warmup=B1,
+    )
     client = ShuffleGLMClient(plan, spec)
     public = ShuffleGLMServer(plan, 1).public_state()  # the warm-up's (batch 0)
     rng = np.random.default_rng(seed)
@@ -473,8 +601,14 @@ def _shuffle_glm_regret(T: int, gamma: float | None, R: int = 4, seed: int = 11)
     env = pb.SyntheticEnv(d=3, K=20, link="logistic", theta_norm=2.0, contexts="ball")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
-        res = pb.simulate(ShuffleGLM(epsilon=1e4, delta=1e-3, gamma=gamma, path="aggregate"), env, horizon=T,
-                          replications=R, seed=seed, engine="auto")
+        res = pb.simulate(
+            ShuffleGLM(epsilon=1e4, delta=1e-3, gamma=gamma, path="aggregate"),
+            env,
+            horizon=T,
+            replications=R,
+            seed=seed,
+            engine="auto",
+        )
     assert res.engine == "compiled"  # the batch path (same trajectory as the reference driver)
     return float(res.final_regret.mean())
 

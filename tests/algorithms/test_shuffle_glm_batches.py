@@ -23,12 +23,23 @@ from privbandits.envs.contexts import sample_contexts
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), d=st.integers(1, 5), rank=st.integers(0, 5),
-       factor=st.sampled_from([1.05, 1.5, 2.0]))
-def test_uniform_start_design_matches_the_numpy_design(seed: int, n: int, d: int, rank: int, factor: float) -> None:
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 12),
+    d=st.integers(1, 5),
+    rank=st.integers(0, 5),
+    factor=st.sampled_from([1.05, 1.5, 2.0]),
+)
+def test_uniform_start_design_matches_the_numpy_design(
+    seed: int, n: int, d: int, rank: int, factor: float
+) -> None:
     # rank-deficient sets included (rows in a random subspace of dimension <= rank; rank 0: zero rows)
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, min(rank, d))) @ rng.normal(size=(min(rank, d), d)) if rank else np.zeros((n, d))
+    X = (
+        rng.normal(size=(n, min(rank, d))) @ rng.normal(size=(min(rank, d), d))
+        if rank
+        else np.zeros((n, d))
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = g_optimal_design(X, factor=factor, init="uniform", prune=False)
@@ -45,8 +56,14 @@ def test_design_draws_follow_the_design_weights() -> None:
     pi = g_optimal_design(X[alive], init="uniform", prune=False).pi
     N = 40_000
     out = np.empty(N, dtype=np.int64)
-    missed = design_draws(np.broadcast_to(X, (N, 6, 3)).copy(), np.broadcast_to(alive, (N, 6)).copy(),
-                          rng.random(N), 2.0, 10_000, out)
+    missed = design_draws(
+        np.broadcast_to(X, (N, 6, 3)).copy(),
+        np.broadcast_to(alive, (N, 6)).copy(),
+        rng.random(N),
+        2.0,
+        10_000,
+        out,
+    )
     assert missed == 0 and set(np.unique(out)) <= set(np.flatnonzero(alive))
     freq = np.bincount(out, minlength=6)[alive] / N
     # binomial standard errors: 5 sigma
@@ -55,19 +72,45 @@ def test_design_draws_follow_the_design_weights() -> None:
 
 def _client_and_public(batch: int, R: int, seed: int) -> tuple[ShuffleGLMClient, PublicState]:
     d, M = 3, 3
-    spec = EnvSpec(d=d, K=7, horizon=2000, link=get_link("logistic"), context_bound=1.0, reward_range=(0.0, 1.0),
-                   theta_bound=2.0)
+    spec = EnvSpec(
+        d=d,
+        K=7,
+        horizon=2000,
+        link=get_link("logistic"),
+        context_bound=1.0,
+        reward_range=(0.0, 1.0),
+        theta_bound=2.0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
-        plan = shuffle_plan(T=2000, d=d, epsilon=2.0, delta=1e-3, link=spec.link, S=2.0, C_B=1.0,
-                            reward_range=(0.0, 1.0), M=M, gamma=0.3)
+        plan = shuffle_plan(
+            T=2000,
+            d=d,
+            epsilon=2.0,
+            delta=1e-3,
+            link=spec.link,
+            S=2.0,
+            C_B=1.0,
+            reward_range=(0.0, 1.0),
+            M=M,
+            gamma=0.3,
+        )
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(R, M, d, d))
     Minv = np.einsum("rmij,rmkj->rmik", A, A) / d + 0.05 * np.eye(d)
     theta = rng.normal(size=(R, M, d))
-    theta *= np.minimum(1.0, 1.9 / np.linalg.norm(theta, axis=-1, keepdims=True))  # published estimates: ||.|| <= S
-    public = PublicState({"batch": np.full(R, batch, dtype=np.int64), "theta": theta, "Minv": Minv,
-                          "gd_batch": np.full(R, batch, dtype=np.int64), "theta_gd": np.zeros((R, d))})
+    theta *= np.minimum(
+        1.0, 1.9 / np.linalg.norm(theta, axis=-1, keepdims=True)
+    )  # published estimates: ||.|| <= S
+    public = PublicState(
+        {
+            "batch": np.full(R, batch, dtype=np.int64),
+            "theta": theta,
+            "Minv": Minv,
+            "gd_batch": np.full(R, batch, dtype=np.int64),
+            "theta_gd": np.zeros((R, d)),
+        }
+    )
     return ShuffleGLMClient(plan, spec), public
 
 
@@ -104,7 +147,9 @@ def test_auto_engine_runs_the_batch_path_with_the_reference_trajectory() -> None
         warnings.simplefilter("ignore", CalibrationWarning)
         for engine in ("reference", "auto"):
             alg = ShuffleGLM(epsilon=8.0, delta=1e-3, gamma=0.3, path="aggregate")
-            runs[engine] = pb.simulate(alg, env, horizon=1500, replications=2, seed=7, checkpoints=12, engine=engine)
+            runs[engine] = pb.simulate(
+                alg, env, horizon=1500, replications=2, seed=7, checkpoints=12, engine=engine
+            )
             if engine == "auto":
                 assert supports_batches(alg)
     assert runs["reference"].engine == "reference" and runs["auto"].engine == "compiled"
@@ -135,7 +180,9 @@ def test_compiled_pgd_round_equals_the_numpy_encoding_and_rounding(link: str) ->
     ref = cheu.aggregate_release(w, params, np.random.default_rng(3))
     x_hat = np.empty((R, d), dtype=np.int64)
     rng2 = np.random.default_rng(3)
-    pgd_rounded_sums(np.ascontiguousarray(X), y, theta, lk.code, lam_n, params.Delta, params.g, rng2, x_hat)
+    pgd_rounded_sums(
+        np.ascontiguousarray(X), y, theta, lk.code, lam_n, params.Delta, params.g, rng2, x_hat
+    )
     got = cheu.release_from_rounded(x_hat, params, rng2)
     np.testing.assert_array_equal(got["ones"], ref["ones"])
     assert got.n_users == ref.n_users == n and got.mechanism == ref.mechanism

@@ -36,18 +36,34 @@ def _ball(v: list[float]) -> np.ndarray:
 def _message(theta: np.ndarray, phi: np.ndarray, y: float, slot: int = GRADIENT) -> np.ndarray:
     """The noiseless message of one user holding ``(phi, y)`` under the iterate ``theta``."""
     client = SquareCBLDPClient(0.0, EnvSpec(d=phi.size, K=1, horizon=10))
-    public = PublicState(slot=np.array([slot]), theta_sgd=theta[None], theta_hat=np.zeros((1, phi.size)),
-                         gamma=np.zeros(1))
-    msg = client.randomize(0, public, phi[None, None], np.zeros(1, dtype=np.int64), np.array([y]),
-                           np.random.default_rng(0))
+    public = PublicState(
+        slot=np.array([slot]),
+        theta_sgd=theta[None],
+        theta_hat=np.zeros((1, phi.size)),
+        gamma=np.zeros(1),
+    )
+    msg = client.randomize(
+        0,
+        public,
+        phi[None, None],
+        np.zeros(1, dtype=np.int64),
+        np.array([y]),
+        np.random.default_rng(0),
+    )
     return np.asarray(msg["g"][0])
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(-50, 50), min_size=3, max_size=3), st.lists(unit, min_size=3, max_size=3),
-       st.lists(unit, min_size=3, max_size=3), st.floats(-30, 30), st.floats(-30, 30))
-def test_message_sensitivity_is_at_most_eight(theta: list[float], a: list[float], b: list[float],
-                                              ya: float, yb: float) -> None:
+@given(
+    st.lists(st.floats(-50, 50), min_size=3, max_size=3),
+    st.lists(unit, min_size=3, max_size=3),
+    st.lists(unit, min_size=3, max_size=3),
+    st.floats(-30, 30),
+    st.floats(-30, 30),
+)
+def test_message_sensitivity_is_at_most_eight(
+    theta: list[float], a: list[float], b: list[float], ya: float, yb: float
+) -> None:
     """Spec section 9, item 12 (Alg 6): for any public iterate (improper, any norm), features in the unit
     ball and rewards anywhere (the client clips them), two users' messages differ by at most 8."""
     th = np.asarray(theta)
@@ -59,10 +75,12 @@ def test_message_sensitivity_is_at_most_eight(theta: list[float], a: list[float]
 def test_the_audit_pair_nearly_attains_the_sensitivity() -> None:
     """The bound 8 is tight over the server's iterates: the audit's pair is ``8 cos(a)`` apart (``a = 1e-3``)."""
     spec = EnvSpec(d=2, K=3, horizon=10)
-    (u, v), = near_parallel_pairs(spec)
+    ((u, v),) = near_parallel_pairs(spec)
     theta = np.asarray(CLIENT_PATHS["client:squarecb-ldp"].public(spec)["theta_sgd"])  # type: ignore[misc]
-    dist = np.linalg.norm(_message(theta, u.contexts[0], float(u.reward))
-                          - _message(theta, v.contexts[0], float(v.reward)))
+    dist = np.linalg.norm(
+        _message(theta, u.contexts[0], float(u.reward))
+        - _message(theta, v.contexts[0], float(v.reward))
+    )
     assert dist == pytest.approx(8.0 * math.cos(1e-3), rel=1e-12)
     assert dist >= 8.0 * (1 - 1e-6)
 
@@ -71,7 +89,9 @@ def test_idle_users_send_a_constant() -> None:
     rng = np.random.default_rng(1)
     for _ in range(5):
         phi = _ball(list(rng.uniform(-1, 1, 3)))
-        assert np.array_equal(_message(rng.normal(size=3), phi, float(rng.uniform(-1, 1)), IDLE), np.zeros(3))
+        assert np.array_equal(
+            _message(rng.normal(size=3), phi, float(rng.uniform(-1, 1)), IDLE), np.zeros(3)
+        )
 
 
 def test_client_noise_has_the_calibrated_standard_deviation() -> None:
@@ -82,9 +102,15 @@ def test_client_noise_has_the_calibrated_standard_deviation() -> None:
     client = SquareCBLDPClient(sigma, EnvSpec(d=d, K=1, horizon=10))
     phi = np.tile(np.array([0.6, 0.0, 0.8]), (n, 1, 1))
     theta = np.tile(np.array([1.0, 0.5, 0.0]), (n, 1))
-    public = PublicState(slot=np.full(n, GRADIENT), theta_sgd=theta, theta_hat=np.zeros((n, d)), gamma=np.zeros(n))
+    public = PublicState(
+        slot=np.full(n, GRADIENT), theta_sgd=theta, theta_hat=np.zeros((n, d)), gamma=np.zeros(n)
+    )
     y = np.full(n, 0.3)
-    g = np.asarray(client.randomize(0, public, phi, np.zeros(n, dtype=np.int64), y, np.random.default_rng(2))["g"])
+    g = np.asarray(
+        client.randomize(0, public, phi, np.zeros(n, dtype=np.int64), y, np.random.default_rng(2))[
+            "g"
+        ]
+    )
     exact = 2.0 * (0.6 - 0.3) * np.array([0.6, 0.0, 0.8])
     noise = g - exact
     std = 8.0 * sigma
@@ -112,8 +138,12 @@ def test_server_runs_algorithm_6_online() -> None:
     for t in range(n):
         public = server.public_state()
         slots.append(int(public["slot"][0]))
-        server.receive(t, client.randomize(t, public, Phi[t][None, None], np.zeros(1, dtype=np.int64),
-                                           y[t:t + 1], rng))
+        server.receive(
+            t,
+            client.randomize(
+                t, public, Phi[t][None, None], np.zeros(1, dtype=np.int64), y[t : t + 1], rng
+            ),
+        )
     offline = ImproperBatchSGD(math.inf, mode="ldp", K=K, eta=eta).fit(Phi, y, 0)
     np.testing.assert_allclose(server.estimate()[0], offline.theta, rtol=1e-10, atol=1e-13)
     N = n // K
@@ -123,8 +153,9 @@ def test_server_runs_algorithm_6_online() -> None:
 
 
 def test_server_accepts_only_its_privatized_messages() -> None:
-    server = SquareCBLDPServer(1, EnvSpec(d=2, K=3, horizon=100), ImproperBatchSGD(1.0, mode="ldp"),
-                               np.array([100]), 1.0)
+    server = SquareCBLDPServer(
+        1, EnvSpec(d=2, K=3, horizon=100), ImproperBatchSGD(1.0, mode="ldp"), np.array([100]), 1.0
+    )
     with pytest.raises(TrustBoundaryError):
         server.receive(0, {"g": np.zeros((1, 2))})  # type: ignore[arg-type]
     with pytest.raises(TrustBoundaryError):
@@ -136,8 +167,12 @@ def test_first_epoch_plays_uniformly() -> None:
     count of 60,000 draws lies within 5 binomial standard deviations of n / A."""
     n, A, d = 60_000, 5, 2
     client = SquareCBLDPClient(1.0, EnvSpec(d=d, K=A, horizon=10))
-    public = PublicState(slot=np.full(n, IDLE), theta_sgd=np.zeros((n, d)), theta_hat=np.zeros((n, d)),
-                         gamma=np.zeros(n))
+    public = PublicState(
+        slot=np.full(n, IDLE),
+        theta_sgd=np.zeros((n, d)),
+        theta_hat=np.zeros((n, d)),
+        gamma=np.zeros(n),
+    )
     X = np.random.default_rng(4).uniform(-0.5, 0.5, size=(n, A, d))
     counts = np.bincount(client.choose(0, public, X, np.random.default_rng(5)), minlength=A)
     p = 1.0 / A
@@ -153,15 +188,22 @@ def test_guarantee_is_the_accounted_gaussian_release() -> None:
     with pytest.raises(ValidationError, match="classic"):
         pb.make("squarecb-ldp", epsilon=1.5, gaussian="classic")
     with pytest.raises(ValidationError, match="context_bound <= 1"):
-        pb.simulate(pb.make("squarecb-ldp"), pb.SyntheticEnv(d=3, K=4, context_bound=2.0), horizon=10,
-                    replications=1)
+        pb.simulate(
+            pb.make("squarecb-ldp"),
+            pb.SyntheticEnv(d=3, K=4, context_bound=2.0),
+            horizon=10,
+            replications=1,
+        )
 
 
 def test_learns_at_weak_privacy_on_a_linear_bandit() -> None:
     """At epsilon = 50 (noise std 8 sigma ~ 1.1 per message) SquareCB on Algorithm 6 beats the uniform
     policy (T = 4096, 2 seeds; observed about 0.37x of its regret)."""
     env = pb.SyntheticEnv(d=3, K=6, noise="rademacher")
-    sq = pb.simulate(pb.make("squarecb-ldp", epsilon=50.0, m0=7), env, horizon=4096, replications=2,
-                     seed=1).summary()["mean"]
-    un = pb.simulate(pb.make("uniform"), env, horizon=4096, replications=2, seed=1).summary()["mean"]
+    sq = pb.simulate(
+        pb.make("squarecb-ldp", epsilon=50.0, m0=7), env, horizon=4096, replications=2, seed=1
+    ).summary()["mean"]
+    un = pb.simulate(pb.make("uniform"), env, horizon=4096, replications=2, seed=1).summary()[
+        "mean"
+    ]
     assert sq < 0.7 * un

@@ -58,5 +58,7 @@ def test_policy_stream_is_consumed_round_major() -> None:
     got = np.array([alg.select(t, env.next_round()) for t in range(n)])
     u = make_streams(8).policy.random((n, R))
     np.testing.assert_array_equal(got, np.minimum((u * 5).astype(int), 4))
-    res = simulate(make("uniform"), SyntheticEnv(d=2, K=5), n, replications=R, seed=8, checkpoints=[n])
+    res = simulate(
+        make("uniform"), SyntheticEnv(d=2, K=5), n, replications=R, seed=8, checkpoints=[n]
+    )
     assert res.engine == "compiled"

@@ -46,5 +46,8 @@ def cases(kinds: tuple[str, ...] | None = None) -> list[Any]:
 
 def algorithm_params() -> list[Any]:
     """``pytest.param`` of every (algorithm, test parameters) pair (cases without an environment)."""
-    return [pytest.param(Case(cls, dict(p), "", i), id=f"{cls.name}-p{i}")
-            for cls in available().values() for i, p in enumerate(cls.test_params)]
+    return [
+        pytest.param(Case(cls, dict(p), "", i), id=f"{cls.name}-p{i}")
+        for cls in available().values()
+        for i, p in enumerate(cls.test_params)
+    ]

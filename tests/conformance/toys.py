@@ -84,8 +84,9 @@ class ToyLocal(LocalAlgorithm):
     def calibrate(self, spec: EnvSpec) -> Calibration:
         c = max(abs(spec.reward_range[0]), abs(spec.reward_range[1]))
         scale = (2.0 * c + 2.0) / self.epsilon
-        return Calibration(PrivacyGuarantee("local", self.epsilon), {"scale": scale}, "strict",
-                           (self.epsilon, 0.0))
+        return Calibration(
+            PrivacyGuarantee("local", self.epsilon), {"scale": scale}, "strict", (self.epsilon, 0.0)
+        )
 
     def build_kernel(self) -> LocalKernel:
         K, R = self.spec.K, self.R
@@ -93,19 +94,29 @@ class ToyLocal(LocalAlgorithm):
         params = (K, float(lo), float(hi), float(self.calibration.resolved["scale"]), self.explore)
         public = (np.zeros((R, K)), np.zeros((R, K)))
         layout = MessageLayout("laplace", (("sum", (K,)), ("count", (K,))))
-        return LocalKernel(_choose, _randomize, _update, params, public, (np.zeros(R),), ("sums", "counts"),
-                           layout)
+        return LocalKernel(
+            _choose, _randomize, _update, params, public, (np.zeros(R),), ("sums", "counts"), layout
+        )
 
 
 class _ShuffleClient(Client):
     def __init__(self, K: int, lo: float, hi: float, scale: float) -> None:
         self.K, self.lo, self.hi, self.scale = K, lo, hi, scale
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         return rng.integers(0, self.K, contexts.shape[0])
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         y = np.clip(rewards, self.lo, self.hi) + rng.laplace(0.0, self.scale, rewards.shape)
         return PrivatizedMessage({"y": y}, mechanism="laplace")
 
@@ -136,8 +147,12 @@ class ToyShuffle(ShuffleAlgorithm):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         lo, hi = spec.reward_range
-        return Calibration(PrivacyGuarantee("shuffle", self.epsilon), {"scale": (hi - lo) / self.epsilon},
-                           "strict", (self.epsilon, 0.0))
+        return Calibration(
+            PrivacyGuarantee("shuffle", self.epsilon),
+            {"scale": (hi - lo) / self.epsilon},
+            "strict",
+            (self.epsilon, 0.0),
+        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)

@@ -52,7 +52,11 @@ class ExplorePrivate(Curator):
     links = ("*",)
     paper = "test double"
 
-    constraints = {"epsilon": Epsilon, "delta": Delta, "preset": Choice("strict", "paper", "authors_code")}
+    constraints = {
+        "epsilon": Epsilon,
+        "delta": Delta,
+        "preset": Choice("strict", "paper", "authors_code"),
+    }
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, preset: str = "strict") -> None:
         pass
@@ -64,7 +68,9 @@ class ExplorePrivate(Curator):
         return None
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = PrivacyGuarantee(model="central", epsilon=self.epsilon, delta=self.delta, notes=self.preset)
+        g = PrivacyGuarantee(
+            model="central", epsilon=self.epsilon, delta=self.delta, notes=self.preset
+        )
         return Calibration(g, {}, "strict", (self.epsilon, self.delta))
 
 

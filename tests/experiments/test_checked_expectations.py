@@ -23,16 +23,37 @@ T = 10_000
 CKPT = np.unique(np.geomspace(10, T, 30).astype(int))
 
 
-def _power_series(label: str, exponent: np.ndarray | float, n: int, *, algorithm: str | None = None,
-                  scale: float = 5.0, seed: int = 0, grid: dict | None = None) -> Series:
+def _power_series(
+    label: str,
+    exponent: np.ndarray | float,
+    n: int,
+    *,
+    algorithm: str | None = None,
+    scale: float = 5.0,
+    seed: int = 0,
+    grid: dict | None = None,
+) -> Series:
     """Runs whose regret grows as scale * t^exponent (one exponent per run), times a little noise."""
     rng = np.random.default_rng(seed)
     a = np.broadcast_to(np.asarray(exponent, dtype=float), (n,))
-    regret = scale * CKPT[None, :] ** a[:, None] * np.exp(0.01 * rng.standard_normal((n, CKPT.size)))
+    regret = (
+        scale * CKPT[None, :] ** a[:, None] * np.exp(0.01 * rng.standard_normal((n, CKPT.size)))
+    )
     g = grid or {}
-    return Series(label=label, algorithm=algorithm or label, grid=dict(g), params=dict(g), horizon=T,
-                  trust_model="local", preset="strict", guarantee=NON_PRIVATE, seeds=(0,),
-                  checkpoints=CKPT.astype(float), regret=regret, wall_time=0.0)
+    return Series(
+        label=label,
+        algorithm=algorithm or label,
+        grid=dict(g),
+        params=dict(g),
+        horizon=T,
+        trust_model="local",
+        preset="strict",
+        guarantee=NON_PRIVATE,
+        seeds=(0,),
+        checkpoints=CKPT.astype(float),
+        regret=regret,
+        wall_time=0.0,
+    )
 
 
 def test_a_comparison_with_few_runs_has_no_verdict() -> None:
@@ -68,20 +89,27 @@ def test_replication_slopes_recover_the_exponent() -> None:
     assert replication_slopes(s) == pytest.approx(exps, abs=0.01)
 
 
-@pytest.mark.parametrize(("exponent", "claimed", "tol", "direction", "verdict"), [
-    (0.5, 0.5, 0.1, "near", "agree"),
-    (0.99, 0.5, 0.1, "near", "disagree"),  # the convex expectation of 1/2 against a measured ~1
-    (0.95, 0.8, 0.0, "at_most", "disagree"),  # "at most about 0.8" against a measured 0.95
-    (0.7, 0.8, 0.0, "at_most", "agree"),
-    (0.6, 0.5, 0.1, "near", "inconclusive"),  # on the boundary of the range: within noise
-])
-def test_slope_claim_verdicts(exponent: float, claimed: float, tol: float, direction: str, verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("exponent", "claimed", "tol", "direction", "verdict"),
+    [
+        (0.5, 0.5, 0.1, "near", "agree"),
+        (0.99, 0.5, 0.1, "near", "disagree"),  # the convex expectation of 1/2 against a measured ~1
+        (0.95, 0.8, 0.0, "at_most", "disagree"),  # "at most about 0.8" against a measured 0.95
+        (0.7, 0.8, 0.0, "at_most", "agree"),
+        (0.6, 0.5, 0.1, "near", "inconclusive"),  # on the boundary of the range: within noise
+    ],
+)
+def test_slope_claim_verdicts(
+    exponent: float, claimed: float, tol: float, direction: str, verdict: str
+) -> None:
     rng = np.random.default_rng(3)
     exps = exponent + 0.02 * rng.standard_normal(10)
     if verdict == "inconclusive":
         exps = exps - exps.mean() + exponent  # mean exactly on the boundary
     s = _power_series("a", exps, 10)
-    (r,) = evaluate_claims([Claim("slope", ("a",), exponent=claimed, tolerance=tol, direction=direction)], [s])
+    (r,) = evaluate_claims(
+        [Claim("slope", ("a",), exponent=claimed, tolerance=tol, direction=direction)], [s]
+    )
     assert r.verdict == verdict, r.lines()
 
 
@@ -97,7 +125,9 @@ def test_learning_check_flags_a_series_at_uniform_regret() -> None:
     assert checks["stuck (d=2, epsilon=1)"].verdict == "no learning detected"
     assert checks["learner (d=2, epsilon=1)"].verdict == "learns"
     lines = "\n".join(render_learning(list(checks.values())))
-    assert "no learning detected at T = 10000" in lines and "1 of 2 series show no learning" in lines
+    assert (
+        "no learning detected at T = 10000" in lines and "1 of 2 series show no learning" in lines
+    )
 
 
 def test_no_learning_check_without_a_uniform_series() -> None:

@@ -39,7 +39,12 @@ def test_small_config_expands_to_units() -> None:
     cfg = parse_config(SMALL, source="small.toml")
     units = cfg.units()
     assert cfg.name == "small" and cfg.horizon == 300 and cfg.seeds == (0, 1)
-    assert [(u.label, u.seed) for u in units] == [("LinUCB", 0), ("LinUCB", 1), ("uniform", 0), ("uniform", 1)]
+    assert [(u.label, u.seed) for u in units] == [
+        ("LinUCB", 0),
+        ("LinUCB", 1),
+        ("uniform", 0),
+        ("uniform", 1),
+    ]
     assert len({u.key() for u in units}) == 4
     assert all(u.checkpoints == {"log": 10, "every": None} for u in units)
 
@@ -47,18 +52,38 @@ def test_small_config_expands_to_units() -> None:
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
-        ("horizn = 100\n[env]\nd = 3\nK = 4\n[[algorithms]]\nname = 'linucb'\n",
-         ["unknown key 'horizn' in the top level", "did you mean 'horizon'", "allowed: algorithms"]),
-        (BASE + "noise_scal = 0.1\n[[algorithms]]\nname = 'linucb'\n",
-         ["unknown key 'noise_scal' in [env]", "did you mean 'noise_scale'"]),
-        (BASE + "[[algorithms]]\nname = 'linucb'\nparams = { lamda = 1.0 }\n",
-         ["unknown parameter 'lamda' in algorithms[0].params", "did you mean 'lam'", "allowed: alpha, delta, lam, sigma"]),
-        (BASE + "[[algorithms]]\nname = 'linucb'\nparms = { lam = 1.0 }\n",
-         ["unknown key 'parms' in algorithms[0]", "did you mean 'params'"]),
-        (BASE + "[[algorithms]]\nname = 'linucb'\n[plot]\nfacett = 'x'\n",
-         ["unknown key 'facett' in [plot]", "did you mean 'facet'"]),
-        ("checkpoints = { log = 5, evry = 10 }\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
-         ["unknown key 'evry' in checkpoints", "did you mean 'every'"]),
+        (
+            "horizn = 100\n[env]\nd = 3\nK = 4\n[[algorithms]]\nname = 'linucb'\n",
+            [
+                "unknown key 'horizn' in the top level",
+                "did you mean 'horizon'",
+                "allowed: algorithms",
+            ],
+        ),
+        (
+            BASE + "noise_scal = 0.1\n[[algorithms]]\nname = 'linucb'\n",
+            ["unknown key 'noise_scal' in [env]", "did you mean 'noise_scale'"],
+        ),
+        (
+            BASE + "[[algorithms]]\nname = 'linucb'\nparams = { lamda = 1.0 }\n",
+            [
+                "unknown parameter 'lamda' in algorithms[0].params",
+                "did you mean 'lam'",
+                "allowed: alpha, delta, lam, sigma",
+            ],
+        ),
+        (
+            BASE + "[[algorithms]]\nname = 'linucb'\nparms = { lam = 1.0 }\n",
+            ["unknown key 'parms' in algorithms[0]", "did you mean 'params'"],
+        ),
+        (
+            BASE + "[[algorithms]]\nname = 'linucb'\n[plot]\nfacett = 'x'\n",
+            ["unknown key 'facett' in [plot]", "did you mean 'facet'"],
+        ),
+        (
+            "checkpoints = { log = 5, evry = 10 }\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            ["unknown key 'evry' in checkpoints", "did you mean 'every'"],
+        ),
     ],
 )
 def test_typos_are_rejected_with_suggestion(text: str, needles: list[str]) -> None:
@@ -75,16 +100,27 @@ def test_typo_in_quick_is_rejected_even_without_quick() -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        (BASE + "[grid]\nepsilon = [1.0, 0]\n[[algorithms]]\nname = 'linucb'\n",
-         "t.toml: grid.epsilon[1] = 0: epsilon must lie in (0, inf)"),
-        (BASE + "[[algorithms]]\nname = 'uniform'\n[[algorithms]]\nname = 'linucb'\nparams = { delta = 1.5 }\n",
-         "t.toml: algorithms[1].params.delta = 1.5: delta must lie in (0, 1)"),
-        (BASE + "[[algorithms]]\nname = 'linucb'\ngrid = { delta = [0.1, 1.0] }\n",
-         "algorithms[0].grid.delta[1] = 1.0: delta must lie in (0, 1)"),
-        (BASE + "[grid]\ndelta = [0.0]\n[[algorithms]]\nname = 'linucb'\n",
-         "grid.delta[0] = 0.0: delta must lie in (0, 1)"),
-        (BASE + "[grid]\nepsilon = [inf]\n[[algorithms]]\nname = 'linucb'\n",
-         "grid.epsilon[0] = inf: epsilon must be finite"),
+        (
+            BASE + "[grid]\nepsilon = [1.0, 0]\n[[algorithms]]\nname = 'linucb'\n",
+            "t.toml: grid.epsilon[1] = 0: epsilon must lie in (0, inf)",
+        ),
+        (
+            BASE
+            + "[[algorithms]]\nname = 'uniform'\n[[algorithms]]\nname = 'linucb'\nparams = { delta = 1.5 }\n",
+            "t.toml: algorithms[1].params.delta = 1.5: delta must lie in (0, 1)",
+        ),
+        (
+            BASE + "[[algorithms]]\nname = 'linucb'\ngrid = { delta = [0.1, 1.0] }\n",
+            "algorithms[0].grid.delta[1] = 1.0: delta must lie in (0, 1)",
+        ),
+        (
+            BASE + "[grid]\ndelta = [0.0]\n[[algorithms]]\nname = 'linucb'\n",
+            "grid.delta[0] = 0.0: delta must lie in (0, 1)",
+        ),
+        (
+            BASE + "[grid]\nepsilon = [inf]\n[[algorithms]]\nname = 'linucb'\n",
+            "grid.epsilon[0] = inf: epsilon must be finite",
+        ),
     ],
 )
 def test_privacy_parameters_checked_centrally(text: str, needle: str) -> None:
@@ -94,31 +130,63 @@ def test_privacy_parameters_checked_centrally(text: str, needle: str) -> None:
 def test_epsilon_in_algorithm_params_checked(fake_private: str) -> None:
     msg = _err(BASE + f"[[algorithms]]\nname = '{fake_private}'\nparams = {{ epsilon = 0 }}\n")
     assert "algorithms[0].params.epsilon = 0: epsilon must lie in (0, inf)" in msg
-    msg = _err(BASE + f"[[algorithms]]\nname = '{fake_private}'\nparams = {{ target_delta = 2.0 }}\n")
+    msg = _err(
+        BASE + f"[[algorithms]]\nname = '{fake_private}'\nparams = {{ target_delta = 2.0 }}\n"
+    )
     assert "unknown parameter 'target_delta'" in msg  # unknown keys are reported before ranges
 
 
 def test_privacy_suffix_keys_checked_in_env() -> None:
     # keys ending in _delta are privacy parameters wherever they appear (here an unknown env key is
     # reported first, proving the check order: names before values)
-    assert "unknown key 'x_delta' in [env]" in _err(BASE + "x_delta = 3\n[[algorithms]]\nname = 'linucb'\n")
+    assert "unknown key 'x_delta' in [env]" in _err(
+        BASE + "x_delta = 3\n[[algorithms]]\nname = 'linucb'\n"
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("horizon = 0\n[env]\nd = 3\nK = 4\n[[algorithms]]\nname = 'linucb'\n",
-         "horizon = 0: horizon must be an integer in [1, inf]"),
-        ("replications = 0\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
-         "replications = 0: replications must be an integer in [1, inf]"),
-        ("seeds = [0, -1]\n" + BASE + "[[algorithms]]\nname = 'linucb'\n", "seeds[1] = -1: seed must be an integer in [0, inf]"),
-        ("seeds = [1, 1]\n" + BASE + "[[algorithms]]\nname = 'linucb'\n", "seeds = [1, 1]: contains duplicate seeds"),
-        ("seeds = []\n" + BASE + "[[algorithms]]\nname = 'linucb'\n", "seeds = []: must be a non-empty list"),
-        ("checkpoints = -3\n" + BASE + "[[algorithms]]\nname = 'linucb'\n", "checkpoints = -3: checkpoints must be an integer in [0, 10000]"),
-        (BASE + "[[algorithms]]\nname = 'linucb'\n[plot]\nband = -1\n", "plot.band = -1: band must lie in [0, inf)"),
-        ("preset = 'loose'\n" + BASE + "[[algorithms]]\nname = 'linucb'\n", "preset = \"loose\": preset must be one of"),
-        (BASE.replace("d = 3", "d = 0") + "[[algorithms]]\nname = 'linucb'\n", "env.d = 0: d must be an integer in [1, inf]"),
-        (BASE + "kind = 'synthetc'\n[[algorithms]]\nname = 'linucb'\n", "env.kind = \"synthetc\": unknown environment kind (did you mean 'synthetic'?)"),
+        (
+            "horizon = 0\n[env]\nd = 3\nK = 4\n[[algorithms]]\nname = 'linucb'\n",
+            "horizon = 0: horizon must be an integer in [1, inf]",
+        ),
+        (
+            "replications = 0\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            "replications = 0: replications must be an integer in [1, inf]",
+        ),
+        (
+            "seeds = [0, -1]\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            "seeds[1] = -1: seed must be an integer in [0, inf]",
+        ),
+        (
+            "seeds = [1, 1]\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            "seeds = [1, 1]: contains duplicate seeds",
+        ),
+        (
+            "seeds = []\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            "seeds = []: must be a non-empty list",
+        ),
+        (
+            "checkpoints = -3\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            "checkpoints = -3: checkpoints must be an integer in [0, 10000]",
+        ),
+        (
+            BASE + "[[algorithms]]\nname = 'linucb'\n[plot]\nband = -1\n",
+            "plot.band = -1: band must lie in [0, inf)",
+        ),
+        (
+            "preset = 'loose'\n" + BASE + "[[algorithms]]\nname = 'linucb'\n",
+            'preset = "loose": preset must be one of',
+        ),
+        (
+            BASE.replace("d = 3", "d = 0") + "[[algorithms]]\nname = 'linucb'\n",
+            "env.d = 0: d must be an integer in [1, inf]",
+        ),
+        (
+            BASE + "kind = 'synthetc'\n[[algorithms]]\nname = 'linucb'\n",
+            "env.kind = \"synthetc\": unknown environment kind (did you mean 'synthetic'?)",
+        ),
     ],
 )
 def test_ranges_checked(text: str, needle: str) -> None:
@@ -149,7 +217,9 @@ def test_environment_constructed_and_reset_during_validation() -> None:
 
 
 def test_grid_rules(fake_private: str) -> None:
-    cfg = _cfg(BASE + f"""
+    cfg = _cfg(
+        BASE
+        + f"""
         [grid]
         epsilon = [1.0, 5.0]
         [[algorithms]]
@@ -165,11 +235,15 @@ def test_grid_rules(fake_private: str) -> None:
         grid = {{ epsilon = [0.5], delta = [1e-6, 1e-4] }}
         [[algorithms]]
         name = 'linucb'
-        """)
+        """
+    )
     got = {e.label: [v[1] for v in e.variants] for e in cfg.algorithms}
     assert got["A"] == [{"epsilon": 1.0}, {"epsilon": 5.0}]  # global grid applied
     assert got["B"] == [{}]  # fixed params win over the global grid
-    assert got["C"] == [{"epsilon": 0.5, "delta": 1e-6}, {"epsilon": 0.5, "delta": 1e-4}]  # own grid wins
+    assert got["C"] == [
+        {"epsilon": 0.5, "delta": 1e-6},
+        {"epsilon": 0.5, "delta": 1e-4},
+    ]  # own grid wins
     assert got["linucb"] == [{}]  # does not accept epsilon
     assert len(cfg.units()) == 2 + 1 + 2 + 1
 
@@ -180,12 +254,19 @@ def test_grid_key_nobody_accepts() -> None:
 
 
 def test_param_in_both_params_and_grid() -> None:
-    msg = _err(BASE + "[[algorithms]]\nname = 'linucb'\nparams = { lam = 1.0 }\ngrid = { lam = [1.0, 2.0] }\n")
+    msg = _err(
+        BASE
+        + "[[algorithms]]\nname = 'linucb'\nparams = { lam = 1.0 }\ngrid = { lam = [1.0, 2.0] }\n"
+    )
     assert "'lam' is set both in params and in grid" in msg
 
 
 def test_presets_routed_to_algorithms_that_take_them(fake_private: str) -> None:
-    text = "preset = 'paper'\n" + BASE + f"[[algorithms]]\nname = '{fake_private}'\n[[algorithms]]\nname = 'linucb'\n"
+    text = (
+        "preset = 'paper'\n"
+        + BASE
+        + f"[[algorithms]]\nname = '{fake_private}'\n[[algorithms]]\nname = 'linucb'\n"
+    )
     cfg = _cfg(text)
     params = {e.name: e.variants[0][0] for e in cfg.algorithms}
     assert params[fake_private] == {"preset": "paper"} and params["linucb"] == {}
@@ -198,10 +279,15 @@ def test_presets_routed_to_algorithms_that_take_them(fake_private: str) -> None:
 
 
 def test_duplicate_labels_and_claims() -> None:
-    msg = _err(BASE + "[[algorithms]]\nname = 'linucb'\n[[algorithms]]\nname = 'linucb'\nparams = { lam = 2.0 }\n")
-    assert "algorithms[1].label = \"linucb\": already used by algorithms[0]" in msg
-    msg = _err(BASE + "[[algorithms]]\nname = 'linucb'\n[report]\nclaimed_order = ['linucb', 'unifrm']\n")
-    assert "report.claimed_order[1] = \"unifrm\"" in msg
+    msg = _err(
+        BASE
+        + "[[algorithms]]\nname = 'linucb'\n[[algorithms]]\nname = 'linucb'\nparams = { lam = 2.0 }\n"
+    )
+    assert 'algorithms[1].label = "linucb": already used by algorithms[0]' in msg
+    msg = _err(
+        BASE + "[[algorithms]]\nname = 'linucb'\n[report]\nclaimed_order = ['linucb', 'unifrm']\n"
+    )
+    assert 'report.claimed_order[1] = "unifrm"' in msg
 
 
 def test_overrides_quick_and_cli() -> None:
@@ -210,12 +296,17 @@ def test_overrides_quick_and_cli() -> None:
     assert (cfg.horizon, cfg.replications) == (100, 2)
     cfg = parse_config(text, overrides=Overrides(quick=True, horizon=50, seeds=[7]))
     assert (cfg.horizon, cfg.seeds) == (50, (7,))
-    with pytest.raises(ConfigError, match=r"^command line: --horizon 0: horizon must be an integer in \[1, inf\]"):
+    with pytest.raises(
+        ConfigError, match=r"^command line: --horizon 0: horizon must be an integer in \[1, inf\]"
+    ):
         parse_config(text, overrides=Overrides(horizon=0))
 
 
 def test_grid_option_parsing() -> None:
-    assert parse_grid_option(["epsilon=0.5,1,2", "mode=a, b"]) == {"epsilon": [0.5, 1, 2], "mode": ["a", "b"]}
+    assert parse_grid_option(["epsilon=0.5,1,2", "mode=a, b"]) == {
+        "epsilon": [0.5, 1, 2],
+        "mode": ["a", "b"],
+    }
     with pytest.raises(ConfigError, match="expected KEY=V1,V2"):
         parse_grid_option(["epsilon"])
 
@@ -234,14 +325,29 @@ def test_all_config_errors_are_library_errors() -> None:
 
 
 def _unit(params: dict) -> WorkUnit:
-    return WorkUnit(experiment="e", label="l", algorithm="linucb", params=params, env={"kind": "synthetic", "d": 2, "K": 2},
-                    seed=0, horizon=10, replications=1, checkpoints={"log": 5, "every": None})
+    return WorkUnit(
+        experiment="e",
+        label="l",
+        algorithm="linucb",
+        params=params,
+        env={"kind": "synthetic", "d": 2, "K": 2},
+        seed=0,
+        horizon=10,
+        replications=1,
+        checkpoints={"log": 5, "every": None},
+    )
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.dictionaries(st.text("abcdefgh", min_size=1, max_size=4),
-                       st.one_of(st.integers(-5, 5), st.floats(-10, 10, allow_nan=False), st.text(max_size=3)),
-                       min_size=1, max_size=5), st.randoms())
+@given(
+    st.dictionaries(
+        st.text("abcdefgh", min_size=1, max_size=4),
+        st.one_of(st.integers(-5, 5), st.floats(-10, 10, allow_nan=False), st.text(max_size=3)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(),
+)
 def test_unit_key_is_canonical(params: dict, rnd) -> None:
     items = list(params.items())
     rnd.shuffle(items)
@@ -256,11 +362,17 @@ def test_unit_key_is_canonical(params: dict, rnd) -> None:
 @pytest.mark.parametrize(
     ("overrides", "needle"),
     [
-        (Overrides(horizon=-5), "command line: --horizon -5: horizon must be an integer in [1, inf]"),
-        (Overrides(replications=0), "command line: --replications 0: replications must be an integer"),
+        (
+            Overrides(horizon=-5),
+            "command line: --horizon -5: horizon must be an integer in [1, inf]",
+        ),
+        (
+            Overrides(replications=0),
+            "command line: --replications 0: replications must be an integer",
+        ),
         (Overrides(seeds=[-1]), "command line: --seed -1: seed must be an integer in [0, inf]"),
-        (Overrides(preset="strikt"), "command line: --preset \"strikt\": "),
-        (Overrides(engine="fast"), "command line: --engine \"fast\": "),
+        (Overrides(preset="strikt"), 'command line: --preset "strikt": '),
+        (Overrides(engine="fast"), 'command line: --engine "fast": '),
     ],
 )
 def test_command_line_overrides_blame_the_option(overrides: Overrides, needle: str) -> None:
@@ -269,7 +381,9 @@ def test_command_line_overrides_blame_the_option(overrides: Overrides, needle: s
     assert needle in str(info.value) and "small.toml" not in str(info.value)
 
 
-PER_ALGORITHM_GRID = BASE + """
+PER_ALGORITHM_GRID = (
+    BASE
+    + """
 [grid]
 epsilon = [0.5]
 
@@ -284,19 +398,32 @@ params = { epsilon = 1.0 }
 [[algorithms]]
 name = "linucb"
 """
+)
 
 
 def test_grid_option_replaces_per_algorithm_grids_and_params() -> None:
     """``--grid epsilon=4,8`` applies to every algorithm taking epsilon, wherever the file sets it."""
+
     def grids(cfg):
         return {e.name: [v[1] for v in e.variants] for e in cfg.algorithms}
 
-    assert grids(_cfg(PER_ALGORITHM_GRID))["ldp-sgd"] == [{"epsilon": 0.5}, {"epsilon": 1.0}, {"epsilon": 2.0}]
+    assert grids(_cfg(PER_ALGORITHM_GRID))["ldp-sgd"] == [
+        {"epsilon": 0.5},
+        {"epsilon": 1.0},
+        {"epsilon": 2.0},
+    ]
     cfg = _cfg(PER_ALGORITHM_GRID, overrides=Overrides(grid={"epsilon": [4.0, 8.0]}))
-    assert grids(cfg) == {"ldp-sgd": [{"epsilon": 4.0}, {"epsilon": 8.0}],
-                          "ldp-ols": [{"epsilon": 4.0}, {"epsilon": 8.0}],
-                          "linucb": [{}]}
-    assert sorted(u.params["epsilon"] for u in cfg.units() if u.algorithm != "linucb") == [4.0, 4.0, 8.0, 8.0]
+    assert grids(cfg) == {
+        "ldp-sgd": [{"epsilon": 4.0}, {"epsilon": 8.0}],
+        "ldp-ols": [{"epsilon": 4.0}, {"epsilon": 8.0}],
+        "linucb": [{}],
+    }
+    assert sorted(u.params["epsilon"] for u in cfg.units() if u.algorithm != "linucb") == [
+        4.0,
+        4.0,
+        8.0,
+        8.0,
+    ]
     msg = _err(PER_ALGORITHM_GRID, overrides=Overrides(grid={"epsilonn": [1.0]}))
     assert "grid.epsilonn" in msg and "no algorithm of this experiment accepts 'epsilonn'" in msg
 
@@ -308,7 +435,9 @@ def test_algorithms_as_single_table_and_missing_env() -> None:
     assert "[env] (kind = \"synthetic\") needs 'd' and 'K'" in msg
 
 
-PAPER = BASE + """
+PAPER = (
+    BASE
+    + """
 [[algorithms]]
 name = 'linucb'
 [[paper_numbers]]
@@ -319,13 +448,20 @@ value = 12
 source = "Table 1"
 kind = "paper"
 """
+)
 
 
 def test_paper_numbers_are_kept_and_typed() -> None:
     cfg = _cfg(PAPER)
     (num,) = cfg.paper_numbers
     assert (num.algorithm, dict(num.where), num.metric, num.value, num.source, num.kind) == (
-        "linucb", {"d": 3, "lam": 1.0}, "final_regret", 12.0, "Table 1", "paper")
+        "linucb",
+        {"d": 3, "lam": 1.0},
+        "final_regret",
+        12.0,
+        "Table 1",
+        "paper",
+    )
     assert num.horizon == cfg.horizon  # measured at the file's horizon unless it says otherwise
     assert _cfg(BASE + "[[algorithms]]\nname = 'linucb'\n").paper_numbers == ()
 
@@ -333,15 +469,23 @@ def test_paper_numbers_are_kept_and_typed() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "needle"),
     [
-        ('value = 12', 'value = "12"', "paper_numbers[0].value"),
-        ('value = 12', 'value = true', "must be a number"),
-        ('value = 12\n', '', "paper_numbers[0] needs 'value'"),
-        ('algorithm = "linucb"', 'algorithm = "linucbb"', "not a label or name of any [[algorithms]] entry"),
-        ('metric = "final_regret"', 'metric = 3', "paper_numbers[0].metric"),
-        ('where = { d = 3, lam = 1.0 }', 'where = 3', "paper_numbers[0].where"),
-        ('where = { d = 3, lam = 1.0 }', 'where = { d = [3] }', "paper_numbers[0].where.d"),
-        ('source = "Table 1"', 'source = "Table 1"\npage = 9', "unknown key 'page' in paper_numbers[0]"),
-        ('kind = "paper"\n', '', "paper_numbers[0] needs 'kind', who reported the number"),
+        ("value = 12", 'value = "12"', "paper_numbers[0].value"),
+        ("value = 12", "value = true", "must be a number"),
+        ("value = 12\n", "", "paper_numbers[0] needs 'value'"),
+        (
+            'algorithm = "linucb"',
+            'algorithm = "linucbb"',
+            "not a label or name of any [[algorithms]] entry",
+        ),
+        ('metric = "final_regret"', "metric = 3", "paper_numbers[0].metric"),
+        ("where = { d = 3, lam = 1.0 }", "where = 3", "paper_numbers[0].where"),
+        ("where = { d = 3, lam = 1.0 }", "where = { d = [3] }", "paper_numbers[0].where.d"),
+        (
+            'source = "Table 1"',
+            'source = "Table 1"\npage = 9',
+            "unknown key 'page' in paper_numbers[0]",
+        ),
+        ('kind = "paper"\n', "", "paper_numbers[0] needs 'kind', who reported the number"),
         ('kind = "paper"', 'kind = "blog"', "paper_numbers[0].kind"),
         ('kind = "paper"', 'kind = "paper"\nhorizon = 0', "paper_numbers[0].horizon"),
     ],
@@ -354,12 +498,18 @@ def test_table2_presets_carry_the_paper_numbers() -> None:
     from privbandits.experiments.presets import load_preset
 
     cfg = load_preset("sarmasarkar2026-table2")
-    cells = {(p.algorithm, p.metric, p.where["theta_norm"], p.where.get("epsilon")): p.value
-             for p in cfg.paper_numbers}
+    cells = {
+        (p.algorithm, p.metric, p.where["theta_norm"], p.where.get("epsilon")): p.value
+        for p in cfg.paper_numbers
+    }
     assert cells[("Private-GLM", "final_regret", 2.0, 4.0)] == 674.17
     assert cells[("GLM-UCB", "final_regret", 2.0, None)] == 1400.27
     assert cells[("GLOC", "final_regret", 3.0, None)] == 1346.59
-    assert [cells[("Private-GLM", "kappa", s, None)] for s in (2.0, 2.5, 3.0)] == [18.39, 56.44, 222.15]
+    assert [cells[("Private-GLM", "kappa", s, None)] for s in (2.0, 2.5, 3.0)] == [
+        18.39,
+        56.44,
+        222.15,
+    ]
     assert len(cfg.paper_numbers) == 21
     assert cfg.env_grid == {"theta_norm": (2.0, 2.5, 3.0)}
     units = cfg.units()
@@ -390,9 +540,14 @@ def test_env_grid_expands_every_algorithm_over_the_environment_variants() -> Non
     assert "grid" not in cfg.env
     units = cfg.units()
     assert len(units) == (1 + 2) * 4
-    assert len({u.key() for u in units}) == len(units)  # distinct environments, distinct stored results
+    assert len({u.key() for u in units}) == len(
+        units
+    )  # distinct environments, distinct stored results
     for u in units:
-        assert u.grid["theta_norm"] == u.env["theta_norm"] and u.grid["noise_scale"] == u.env["noise_scale"]
+        assert (
+            u.grid["theta_norm"] == u.env["theta_norm"]
+            and u.grid["noise_scale"] == u.env["noise_scale"]
+        )
     envs = {(u.env["theta_norm"], u.env["noise_scale"]) for u in units if u.label == "linucb"}
     assert envs == {(1.0, 0.1), (1.0, 0.5), (2.0, 0.1), (2.0, 0.5)}
     assert next(v for _, v in cfg.env_variants()) == {"theta_norm": 1.0, "noise_scale": 0.1}
@@ -401,7 +556,10 @@ def test_env_grid_expands_every_algorithm_over_the_environment_variants() -> Non
 @pytest.mark.parametrize(
     ("grid", "needle"),
     [
-        ("grid = { theta_nrm = [1.0] }", "env.grid.theta_nrm = [1.0]: not an argument of the environment kind 'synthetic' (did you mean 'theta_norm'?)"),
+        (
+            "grid = { theta_nrm = [1.0] }",
+            "env.grid.theta_nrm = [1.0]: not an argument of the environment kind 'synthetic' (did you mean 'theta_norm'?)",
+        ),
         ("grid = { theta_norm = [] }", "env.grid.theta_norm = []: must be a non-empty list"),
         ("grid = { theta_norm = 2.0 }", "env.grid.theta_norm = 2.0: must be a non-empty list"),
         ("grid = { theta_norm = [1.0, 1.0] }", "contains duplicate values"),
@@ -417,7 +575,9 @@ def test_env_grid_errors_name_the_key_and_value(grid: str, needle: str) -> None:
 
 
 def test_required_env_argument_may_come_from_the_grid() -> None:
-    cfg = _cfg("horizon = 100\n[env]\nK = 4\ngrid = { d = [2, 3] }\n[[algorithms]]\nname = 'linucb'\n")
+    cfg = _cfg(
+        "horizon = 100\n[env]\nK = 4\ngrid = { d = [2, 3] }\n[[algorithms]]\nname = 'linucb'\n"
+    )
     assert sorted(u.env["d"] for u in cfg.units()) == [2, 3]
 
 

@@ -18,8 +18,18 @@ from privbandits.experiments.store import ResultsStore
 
 from .conftest import SMALL
 
-LEAD = ["experiment", "key", "algorithm", "label", "preset", "trust_model", "guarantee_epsilon", "guarantee_delta",
-        "trust_assumption", "calibration"]
+LEAD = [
+    "experiment",
+    "key",
+    "algorithm",
+    "label",
+    "preset",
+    "trust_model",
+    "guarantee_epsilon",
+    "guarantee_delta",
+    "trust_assumption",
+    "calibration",
+]
 TAIL = ["seed", "replication", "t", "regret", "reward", "estimation_error"]
 
 
@@ -51,11 +61,15 @@ def test_csv_columns_and_values(store_path: Path, tmp_path: Path) -> None:
         ts = sorted({int(row["t"]) for row in mine})
         assert ts == [int(t) for t in r.checkpoints]
         assert {row["seed"] for row in mine} == {str(r.seed)}
-        assert {row["param_alpha"] for row in mine} == {"" if "alpha" not in r.params else str(r.params["alpha"])}
+        assert {row["param_alpha"] for row in mine} == {
+            "" if "alpha" not in r.params else str(r.params["alpha"])
+        }
         assert {row["guarantee_epsilon"] for row in mine} == {""}  # non-private: empty
         assert {json.loads(row["calibration"]) == r.resolved_params for row in mine} == {True}
     uniform = [row for row in rows if row["algorithm"] == "uniform"]
-    assert uniform and all(row["estimation_error"] == "" for row in uniform)  # uniform has no estimate
+    assert uniform and all(
+        row["estimation_error"] == "" for row in uniform
+    )  # uniform has no estimate
 
 
 def test_parquet_round_trip(store_path: Path, tmp_path: Path) -> None:
@@ -66,7 +80,9 @@ def test_parquet_round_trip(store_path: Path, tmp_path: Path) -> None:
     assert table.num_rows == n and table.column_names == LEAD + ["param_alpha"] + TAIL
 
 
-def test_parquet_without_pyarrow(store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parquet_without_pyarrow(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with ResultsStore(store_path, create=False) as store:
@@ -78,5 +94,7 @@ def test_export_errors(store_path: Path, tmp_path: Path) -> None:
     with ResultsStore(store_path, create=False) as store:
         with pytest.raises(ValidationError, match="format must be one of csv, parquet"):
             export_results(store, tmp_path / "x.json", "json")
-        with pytest.raises(ValidationError, match="no results for experiment 'nope'.*experiments: small"):
+        with pytest.raises(
+            ValidationError, match="no results for experiment 'nope'.*experiments: small"
+        ):
             export_results(store, tmp_path / "x.csv", "csv", experiment="nope")

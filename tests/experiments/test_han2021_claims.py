@@ -39,7 +39,7 @@ CLAIMS: dict[str, list[tuple[float, str, str, str]]] = {
         (5.0, "LDP-SGD", "LDP-GLOC", "agree"),
     ],
     "han2021-fig5.1-multi": [
-        (1.0, "LDP-SGD", "LDP-OLS", "agree"),   # z = 3.11
+        (1.0, "LDP-SGD", "LDP-OLS", "agree"),  # z = 3.11
         (1.0, "LDP-OLS", "LDP-UCB", "agree"),
         (1.0, "LDP-SGD", "LDP-UCB", "agree"),
         (5.0, "LDP-OLS", "LDP-UCB", "agree"),
@@ -67,7 +67,9 @@ def test_claims_of_han2021(name: str, tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.md").read_text()
     found = {}
     for eps, better, worse, _ in CLAIMS[name]:
-        (result,) = evaluate_claims([Claim("order", (better, worse), where={"epsilon": eps})], outcome.series)
+        (result,) = evaluate_claims(
+            [Claim("order", (better, worse), where={"epsilon": eps})], outcome.series
+        )
         assert result.cell == {"epsilon": eps} and not result.missing, (eps, better, worse)
         (comp,) = result.comparisons
         assert comp.paired

@@ -164,7 +164,9 @@ def test_quick_variant_runs_end_to_end(name: str, tmp_path: Path) -> None:
         # 1 (Bernoulli means) or e - 1/e (Poisson means on the unit sphere)
         assert 0.0 < series.final_mean < 2.0 * 1000
     # every claim in each cell it applies to (fig. 5.1: LDP-SGD < LDP-OLS is claimed at epsilon = 1 only)
-    expected = [{"epsilon": e} for c in cfg.claims for e in (1.0, 5.0) if c.where.get("epsilon", e) == e]
+    expected = [
+        {"epsilon": e} for c in cfg.claims for e in (1.0, 5.0) if c.where.get("epsilon", e) == e
+    ]
     assert [c.cell for c in outcome.checks] == expected
     for cell in ("epsilon=1", "epsilon=5"):
         assert f"- **{cell}**: " in text
@@ -216,8 +218,12 @@ def test_quick_variant_via_cli(name: str, tmp_path: Path) -> None:
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "(epsilon=1): " in res.stdout and "(epsilon=5): " in res.stdout  # claims checked per epsilon
-    assert all(line.startswith("claim ") for line in res.stdout.splitlines() if "(epsilon=5): " in line)
+    assert (
+        "(epsilon=1): " in res.stdout and "(epsilon=5): " in res.stdout
+    )  # claims checked per epsilon
+    assert all(
+        line.startswith("claim ") for line in res.stdout.splitlines() if "(epsilon=5): " in line
+    )
     for f in ("regret.png", "regret.pdf", "report.md"):
         assert (out / f).stat().st_size > 0
     assert "Horizon T = 10000, 3 replications" in (out / "report.md").read_text()

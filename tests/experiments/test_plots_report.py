@@ -18,12 +18,15 @@ from privbandits.experiments.summary import build_series
 
 from .conftest import SMALL
 
-GRID = SMALL.replace('name = "linucb"\n', 'name = "linucb"\ngrid = { alpha = [0.2, 1.0] }\n') + """
+GRID = (
+    SMALL.replace('name = "linucb"\n', 'name = "linucb"\ngrid = { alpha = [0.2, 1.0] }\n')
+    + """
 [report]
 title = "Small"
 claimed_order = ["LinUCB", "uniform"]
 claims = "LinUCB beats uniform."
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +78,9 @@ def test_plot_draws_each_series_mean_and_band_per_facet_panel(stored) -> None:
             verts = band.get_paths()[0].vertices
             for t, m, sd in zip(s.checkpoints, mean, std):
                 ys = verts[verts[:, 0] == t, 1]
-                assert ys.min() == pytest.approx(m - 0.5 * sd) and ys.max() == pytest.approx(m + 0.5 * sd)
+                assert ys.min() == pytest.approx(m - 0.5 * sd) and ys.max() == pytest.approx(
+                    m + 0.5 * sd
+                )
     assert "band: ± 0.5 standard deviation across replications" in fig.get_suptitle()
     assert fig.get_suptitle().startswith("t\n")
     no_band = regret_figure(series, band=0.0)
@@ -88,12 +93,22 @@ def test_plot_files_hold_the_drawn_figure(stored, tmp_path: Path) -> None:
     import matplotlib.image
 
     series = build_series(stored[1].results)
-    paths = plot_regret(series, tmp_path / "fig" / "regret", facet="alpha", band=0.5, logx=True, logy=True,
-                        title="t")
+    paths = plot_regret(
+        series,
+        tmp_path / "fig" / "regret",
+        facet="alpha",
+        band=0.5,
+        logx=True,
+        logy=True,
+        title="t",
+    )
     assert [p.name for p in paths] == ["regret.png", "regret.pdf"]
     # two panels of 5.0 x 3.8 inches at 150 dpi, grown (never cropped) to hold title and legend
     h, w = matplotlib.image.imread(paths[0]).shape[:2]
-    assert round(3.8 * 150) <= h <= 1.15 * 3.8 * 150 and round(2 * 5.0 * 150) <= w <= 1.15 * 2 * 5.0 * 150
+    assert (
+        round(3.8 * 150) <= h <= 1.15 * 3.8 * 150
+        and round(2 * 5.0 * 150) <= w <= 1.15 * 2 * 5.0 * 150
+    )
     assert paths[1].read_bytes()[:5] == b"%PDF-"
     one = plot_regret(series, tmp_path / "single", formats=("png",))
     assert [p.name for p in one] == ["single.png"]
@@ -103,7 +118,9 @@ def test_plot_files_hold_the_drawn_figure(stored, tmp_path: Path) -> None:
 
 def test_plot_errors(stored, tmp_path: Path) -> None:
     series = build_series(stored[1].results)
-    with pytest.raises(ValidationError, match="facet 'epsilon' is not a parameter of any result; available: alpha"):
+    with pytest.raises(
+        ValidationError, match="facet 'epsilon' is not a parameter of any result; available: alpha"
+    ):
         plot_regret(series, tmp_path / "x", facet="epsilon")
     with pytest.raises(ValidationError, match="band must lie in"):
         plot_regret(series, tmp_path / "x", band=-1.0)
@@ -124,8 +141,12 @@ def test_claimed_order_checked_per_cell(stored) -> None:
         assert pair.mean_better == pytest.approx(lin.final_mean)
         d = uni.final - lin.final  # same seeds and replications: paired over common random numbers
         assert pair.se_diff == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
-    reversed_ = evaluate_claims([type(cfg.claims[0])(kind="order", items=("uniform", "LinUCB"))], series)
-    assert all(c.verdict == "disagree" for c in reversed_) and all(p.t < -5 for c in reversed_ for p in c.comparisons)
+    reversed_ = evaluate_claims(
+        [type(cfg.claims[0])(kind="order", items=("uniform", "LinUCB"))], series
+    )
+    assert all(c.verdict == "disagree" for c in reversed_) and all(
+        p.t < -5 for c in reversed_ for p in c.comparisons
+    )
     assert "disagree" in str(reversed_[0].comparisons[0])
 
 
@@ -135,9 +156,15 @@ def test_report_contents(stored) -> None:
     checks = evaluate_claims(cfg.claims, series)
     text = render_report(cfg, series, [Path("regret.png"), Path("regret.pdf")], checks, report)
     assert text.startswith("# Small")
-    assert "| algorithm | trust model | preset | guarantee | final regret | n | wall time (s) |" in text
+    assert (
+        "| algorithm | trust model | preset | guarantee | final regret | n | wall time (s) |"
+        in text
+    )
     uni = series[-1]
-    assert f"| uniform | none | - | non-private | {uni.final_mean:.4g} ± {uni.final_std:.3g} | 6 |" in text
+    assert (
+        f"| uniform | none | - | non-private | {uni.final_mean:.4g} ± {uni.final_std:.3g} | 6 |"
+        in text
+    )
     assert uni.final_mean < 1e4  # (plain %g formatting applies below 1e4)
     assert "![regret](regret.png)" in text and "LinUCB beats uniform." in text
     assert "- **alpha=0.2**: agree" in text and "- **alpha=1**: agree" in text
@@ -158,7 +185,8 @@ def test_report_states_the_rows_a_data_file_lost(tmp_path: Path) -> None:
     rows[5] = "3,,a"
     data = tmp_path / "d.csv"
     data.write_text("\n".join(rows) + "\n")
-    cfg = parse_config(f'''
+    cfg = parse_config(
+        f'''
 horizon = 50
 replications = 2
 [env]
@@ -168,7 +196,9 @@ label = "label"
 na = "drop"
 [[algorithms]]
 name = "uniform"
-''', source="t.toml")
+''',
+        source="t.toml",
+    )
     out = run_pipeline(cfg, tmp_path / "r.db", tmp_path / "out", quiet=True, formats=("png",))
     text = out.report.read_text()
     assert "1 row(s) with missing values dropped from the data" in text

@@ -17,7 +17,11 @@ PRESETS = (*ALL_MODELS, "realdata-supervised-digits")
 def test_preset_is_valid_and_on_bundled_data(name: str) -> None:
     assert name in available_presets()
     cfg = load_preset(name)  # validates the environment and every algorithm on it
-    assert cfg.env["kind"] == "supervised" and cfg.env["dataset"] in ("wine", "breast_cancer", "digits")
+    assert cfg.env["kind"] == "supervised" and cfg.env["dataset"] in (
+        "wine",
+        "breast_cancer",
+        "digits",
+    )
     models = {available()[e.name].trust_model for e in cfg.algorithms}
     assert "none" in models and "local" in models
     assert any(e.name == "uniform" for e in cfg.algorithms)

@@ -72,8 +72,21 @@ def _regret_bytes(db: Path, key: str) -> bytes:
 
 
 def _start(cfg: Path, db: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "privbandits.cli", "run", str(cfg), "--db", str(db), "--workers", "2", "--quiet"]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "privbandits.cli",
+        "run",
+        str(cfg),
+        "--db",
+        str(db),
+        "--workers",
+        "2",
+        "--quiet",
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
 
 
 def _wait_for_rows(proc: subprocess.Popen[bytes], db: Path, n: int, timeout: float = 300.0) -> None:
@@ -112,7 +125,7 @@ def _alive_in_group(pgid: int) -> bool:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
@@ -203,7 +216,10 @@ def test_killed_run_resumes_without_partial_or_duplicate_rows(tmp_path: Path) ->
     # units computed by worker processes of the interrupted runs are bit-identical to a fresh
     # in-process run (same seed -> same numbers, whatever the process)
     with ResultsStore(tmp_path / "fresh.db") as store:
-        fresh = {r.key: r.regret.tobytes() for r in run_units(cfg.units(), store, workers=1, quiet=True).results}
+        fresh = {
+            r.key: r.regret.tobytes()
+            for r in run_units(cfg.units(), store, workers=1, quiet=True).results
+        }
     assert sorted(fresh) == sorted(after)
     for key, regret in fresh.items():
         assert _regret_bytes(db, key) == regret
@@ -214,9 +230,16 @@ def test_same_seed_bit_identical_across_runs(tmp_path: Path) -> None:
     arrays = []
     for name, workers in (("a", 1), ("b", 1)):  # (worker processes: see the kill test)
         with ResultsStore(tmp_path / f"{name}.db") as store:
-            arrays.append({r.key: (r.regret.tobytes(), r.reward.tobytes(),
-                                   None if r.estimation_error is None else r.estimation_error.tobytes())
-                           for r in run_units(units, store, workers=workers, quiet=True).results})
+            arrays.append(
+                {
+                    r.key: (
+                        r.regret.tobytes(),
+                        r.reward.tobytes(),
+                        None if r.estimation_error is None else r.estimation_error.tobytes(),
+                    )
+                    for r in run_units(units, store, workers=workers, quiet=True).results
+                }
+            )
     assert arrays[0] == arrays[1]
     # and the comparison can fail: different seeds give different numbers
     by_label_seed = {(u.label, u.seed): arrays[0][u.key()][0] for u in units}
@@ -232,13 +255,19 @@ class _FailsLate(ExplorePrivate):
         return super().select(t, contexts)
 
 
-def test_failed_unit_names_itself_and_keeps_finished_units(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_unit_names_itself_and_keeps_finished_units(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from privbandits.algorithms import registry
 
     monkeypatch.setitem(registry._REGISTRY, _FailsLate.name, _FailsLate)
-    cfg = parse_config(SMALL.replace('name = "uniform"', f'name = "{_FailsLate.name}"\nlabel = "late"'))
+    cfg = parse_config(
+        SMALL.replace('name = "uniform"', f'name = "{_FailsLate.name}"\nlabel = "late"')
+    )
     with ResultsStore(tmp_path / "r.db") as store:
-        with pytest.raises(PrivbanditsError, match=r"work unit late seed=1 \(test-fails-late\) failed: numerical"):
+        with pytest.raises(
+            PrivbanditsError, match=r"work unit late seed=1 \(test-fails-late\) failed: numerical"
+        ):
             run_units(cfg.units(), store, workers=1, quiet=True)
         assert store.count() == 3  # LinUCB x 2 seeds and late seed 0 were stored before the failure
 
@@ -260,12 +289,26 @@ def test_dask_local_cluster(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     units = parse_config(SMALL).units()
     with ResultsStore(tmp_path / "ref.db") as store:
-        ref = {r.key: r.regret.tobytes() for r in run_units(units, store, workers=1, quiet=True).results}
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                                  protocol="tcp", host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+        ref = {
+            r.key: r.regret.tobytes()
+            for r in run_units(units, store, workers=1, quiet=True).results
+        }
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            protocol="tcp",
+            host="127.0.0.1",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         with ResultsStore(tmp_path / "dask.db") as store:
             first = run_units(units[:2], store, scheduler=client, quiet=True)  # a Client object
-            second = run_units(units, store, scheduler=cluster.scheduler_address, quiet=True)  # an address
+            second = run_units(
+                units, store, scheduler=cluster.scheduler_address, quiet=True
+            )  # an address
     assert (first.executed, second.skipped, second.executed) == (2, 2, 2)
     assert {r.key: r.regret.tobytes() for r in second.results} == ref
 

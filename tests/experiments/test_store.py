@@ -37,20 +37,33 @@ def test_round_trip_is_exact(tmp_path: Path, units) -> None:
         assert a.tobytes() == b.tobytes()  # bit-identical
     assert back.key == unit.key() and back.label == "LinUCB" and back.experiment == "small"
     assert back.params == unit.params and back.grid == {} and back.unit_env == unit.env
-    assert (back.seed, back.horizon, back.replications) == (unit.seed, unit.horizon, unit.replications)
+    assert (back.seed, back.horizon, back.replications) == (
+        unit.seed,
+        unit.horizon,
+        unit.replications,
+    )
     assert back.guarantee == result.guarantee and math.isinf(back.guarantee.epsilon)
     assert back.wall_time == result.wall_time and back.env == result.env
     assert back.summary() == result.summary()
 
 
 def test_private_guarantee_round_trip(tmp_path: Path, fake_private: str) -> None:
-    cfg = parse_config(SMALL.replace('name = "uniform"', f'name = "{fake_private}"\nparams = {{ epsilon = 0.5, delta = 1e-6 }}'))
+    cfg = parse_config(
+        SMALL.replace(
+            'name = "uniform"',
+            f'name = "{fake_private}"\nparams = {{ epsilon = 0.5, delta = 1e-6 }}',
+        )
+    )
     unit = cfg.units()[-1]
     result = execute_unit(unit)
     with ResultsStore(tmp_path / "r.db") as store:
         store.put(unit, result)
         (back,) = store.load(experiment="small")
-    assert back.guarantee.epsilon == 0.5 and back.guarantee.delta == 1e-6 and back.guarantee.model == "central"
+    assert (
+        back.guarantee.epsilon == 0.5
+        and back.guarantee.delta == 1e-6
+        and back.guarantee.model == "central"
+    )
     assert back.trust_model == "central"
 
 
@@ -60,8 +73,22 @@ def test_wal_mode_and_schema(tmp_path: Path, units) -> None:
     conn = sqlite3.connect(tmp_path / "r.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     cols = {r[1] for r in conn.execute("PRAGMA table_info(units)")}
-    assert {"key", "experiment", "algorithm", "label", "params", "seed", "preset", "epsilon", "delta",
-            "guarantee_model", "guarantee_notes", "wall_time", "created_at", "regret"} <= cols
+    assert {
+        "key",
+        "experiment",
+        "algorithm",
+        "label",
+        "params",
+        "seed",
+        "preset",
+        "epsilon",
+        "delta",
+        "guarantee_model",
+        "guarantee_notes",
+        "wall_time",
+        "created_at",
+        "regret",
+    } <= cols
     pk = [r[1] for r in conn.execute("PRAGMA table_info(units)") if r[5]]
     assert pk == ["key"]
     conn.close()
@@ -108,18 +135,27 @@ def test_arrays_are_not_pickled(tmp_path: Path, units) -> None:
         store.put(unit, execute_unit(unit))
     blob = sqlite3.connect(tmp_path / "r.db").execute("SELECT regret FROM units").fetchone()[0]
     assert blob[:6] == b"\x93NUMPY"  # npy format, loaded with allow_pickle=False
-    assert np.load(__import__("io").BytesIO(blob), allow_pickle=False).shape == (3, len(unit.checkpoint_rounds()))
+    assert np.load(__import__("io").BytesIO(blob), allow_pickle=False).shape == (
+        3,
+        len(unit.checkpoint_rounds()),
+    )
 
 
 @pytest.mark.parametrize("approximate, local_epsilon", [(True, 2.5), (False, None)])
-def test_shuffle_guarantee_fields_round_trip(tmp_path: Path, units, approximate: bool,
-                                             local_epsilon: float | None) -> None:
+def test_shuffle_guarantee_fields_round_trip(
+    tmp_path: Path, units, approximate: bool, local_epsilon: float | None
+) -> None:
     """An approximate guarantee stays marked ``~`` and the local level of shuffled reports survives."""
     from privbandits.privacy.guarantee import PrivacyGuarantee
 
     unit = units[0]
-    g = PrivacyGuarantee(model="shuffle", epsilon=1.0, delta=1e-5, approximate=approximate,
-                         local_epsilon=local_epsilon)
+    g = PrivacyGuarantee(
+        model="shuffle",
+        epsilon=1.0,
+        delta=1e-5,
+        approximate=approximate,
+        local_epsilon=local_epsilon,
+    )
     result = replace(execute_unit(unit), guarantee=g)
     with ResultsStore(tmp_path / "r.db") as store:
         store.put(unit, result)

@@ -17,15 +17,34 @@ from privbandits.experiments.units import SCHEMA_VERSION, WorkUnit, canonical_js
 
 from .conftest import SMALL
 
-BASE = WorkUnit(experiment="e", label="LinUCB", algorithm="linucb", params={"lam": 1.0},
-                env={"kind": "synthetic", "d": 3, "K": 4}, seed=0, horizon=300, replications=3,
-                checkpoints={"log": 10}, grid={}, engine="auto")
+BASE = WorkUnit(
+    experiment="e",
+    label="LinUCB",
+    algorithm="linucb",
+    params={"lam": 1.0},
+    env={"kind": "synthetic", "d": 3, "K": 4},
+    seed=0,
+    horizon=300,
+    replications=3,
+    checkpoints={"log": 10},
+    grid={},
+    engine="auto",
+)
 
 #: A different value for every field of a unit (the test fails if a field is added without one).
 CHANGES = {
-    "experiment": "f", "label": "LinUCB-2", "algorithm": "uniform", "params": {"lam": 2.0},
-    "env": {"kind": "synthetic", "d": 3, "K": 5}, "seed": 1, "horizon": 100, "replications": 4,
-    "checkpoints": {"log": 11}, "grid": {"lam": 1.0}, "engine": "reference", "imports": ("json",),
+    "experiment": "f",
+    "label": "LinUCB-2",
+    "algorithm": "uniform",
+    "params": {"lam": 2.0},
+    "env": {"kind": "synthetic", "d": 3, "K": 5},
+    "seed": 1,
+    "horizon": 100,
+    "replications": 4,
+    "checkpoints": {"log": 11},
+    "grid": {"lam": 1.0},
+    "engine": "reference",
+    "imports": ("json",),
 }
 
 
@@ -48,8 +67,11 @@ def test_key_is_stable_and_order_free() -> None:
 
 def test_resume_beyond_the_lookup_chunk(tmp_path: Path) -> None:
     """A finished run of more units than one key-lookup chunk re-executes nothing."""
-    cfg = parse_config(SMALL.replace("horizon = 300", "horizon = 3").replace("seeds = [0, 1]",
-                                     f"seeds = {list(range(260))}"))
+    cfg = parse_config(
+        SMALL.replace("horizon = 300", "horizon = 3").replace(
+            "seeds = [0, 1]", f"seeds = {list(range(260))}"
+        )
+    )
     units = [u for u in cfg.units()]
     assert len(units) == 520
     with ResultsStore(tmp_path / "r.db") as store:

@@ -25,7 +25,7 @@ def test_zheng_presets_parse_with_slopes_for_their_labels(name: str) -> None:
 @pytest.mark.parametrize("a", [0.0, 0.5, 0.75, 1.0])
 def test_loglog_slope_recovers_the_exponent(a: float) -> None:
     t = np.unique(np.round(np.logspace(0, 5, 40)))
-    r = 3.0 * t ** a + (1.0 if a == 0 else 0.0)
+    r = 3.0 * t**a + (1.0 if a == 0 else 0.0)
     assert loglog_slope(t, r) == pytest.approx(a, abs=1e-9 if a else 1e-3)
     # the early phase (t < T/10) does not count
     r2 = np.where(t < 1e4, 1e6, r)
@@ -45,8 +45,8 @@ name = "ucb1"
 label = "UCB1"
 [report]
 """
-    assert parse_config(base + 'slopes = { UCB1 = 0.5 }').report.slopes == {"UCB1": 0.5}
+    assert parse_config(base + "slopes = { UCB1 = 0.5 }").report.slopes == {"UCB1": 0.5}
     with pytest.raises(ConfigError, match="report.slopes.LinUCB"):
-        parse_config(base + 'slopes = { LinUCB = 0.5 }')
+        parse_config(base + "slopes = { LinUCB = 0.5 }")
     with pytest.raises(ConfigError, match="report.slopes.UCB1"):
-        parse_config(base + 'slopes = { UCB1 = 2.0 }')
+        parse_config(base + "slopes = { UCB1 = 2.0 }")

@@ -56,25 +56,56 @@ def _key(case: str) -> str:
     return case.split(", pos=")[0]
 
 
-def _run_group(names: list[str], tmp: Path, examples: int, *extra: str) -> dict[str, list[dict[str, Any]]]:
+def _run_group(
+    names: list[str], tmp: Path, examples: int, *extra: str
+) -> dict[str, list[dict[str, Any]]]:
     """Run ``names`` through the worker, restarting it past each crash; records by algorithm."""
     out, progress, skip = tmp / "results.jsonl", tmp / "progress.json", tmp / "skip.txt"
     out.write_text("")
     skip.write_text("")
     crashes: list[dict[str, Any]] = []
     for _attempt in range(200):
-        cmd = [sys.executable, "-m", "tests.fuzz.worker", "--out", str(out), "--progress", str(progress),
-               "--examples", str(examples), "--skip", str(skip), *extra, *names]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.fuzz.worker",
+            "--out",
+            str(out),
+            "--progress",
+            str(progress),
+            "--examples",
+            str(examples),
+            "--skip",
+            str(skip),
+            *extra,
+            *names,
+        ]
         code, tail = _watch(cmd, progress, tmp / "stderr.txt")
         if code == 0:
             break
-        last = json.loads(progress.read_text()) if progress.exists() and progress.read_text() else None
+        last = (
+            json.loads(progress.read_text()) if progress.exists() and progress.read_text() else None
+        )
         if last is None:
-            raise AssertionError(f"the fuzz worker failed before its first case (exit {code}):\n{tail}")
-        how = (f"the process died with signal {signal.Signals(-code).name}" if code is not None and code < 0
-               else f"the process exited with status {code}" if code is not None else "hang")
-        crashes.append({"type": "failure", "alg": last["alg"], "entry": last["entry"], "case": last["case"],
-                        "error": f"{how}: {tail.strip().splitlines()[-1] if tail.strip() else ''}"})
+            raise AssertionError(
+                f"the fuzz worker failed before its first case (exit {code}):\n{tail}"
+            )
+        how = (
+            f"the process died with signal {signal.Signals(-code).name}"
+            if code is not None and code < 0
+            else f"the process exited with status {code}"
+            if code is not None
+            else "hang"
+        )
+        crashes.append(
+            {
+                "type": "failure",
+                "alg": last["alg"],
+                "entry": last["entry"],
+                "case": last["case"],
+                "error": f"{how}: {tail.strip().splitlines()[-1] if tail.strip() else ''}",
+            }
+        )
         done = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
         lines = [f"{r['alg']}::{r['entry']}" for r in done if r["type"] == "done"]
         lines += [c["case"] for c in crashes]
@@ -152,15 +183,21 @@ def _judge(name: str, records: list[dict[str, Any]]) -> None:
     new = [r for r in fails if _key(r["case"]) not in KNOWN]
     if new:
         lines = [f"  {r['case']}: {r['error']}" for r in new]
-        raise AssertionError(f"{name}: {len(new)} malformed inputs were not refused with a clear error "
-                             f"({sum(done.values())} cases run):\n" + "\n".join(lines))
+        raise AssertionError(
+            f"{name}: {len(new)} malformed inputs were not refused with a clear error "
+            f"({sum(done.values())} cases run):\n" + "\n".join(lines)
+        )
     if fails:
-        pytest.xfail(f"{name}: {len(fails)} known failures: " + "; ".join(
-            f"{r['case']}: {r['error'][:120]}" for r in fails))
+        pytest.xfail(
+            f"{name}: {len(fails)} known failures: "
+            + "; ".join(f"{r['case']}: {r['error'][:120]}" for r in fails)
+        )
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
-def test_entry_points_refuse_malformed_inputs(name: str, fuzz_results: dict[str, list[dict[str, Any]]]) -> None:
+def test_entry_points_refuse_malformed_inputs(
+    name: str, fuzz_results: dict[str, list[dict[str, Any]]]
+) -> None:
     _judge(name, fuzz_results.get(name, []))
 
 
@@ -200,8 +237,12 @@ def _environmental(error: str) -> bool:
 def _write_known(report: Path) -> None:
     """``known_failures.json`` from a run's report (``PRIVBANDITS_FUZZ_REPORT``)."""
     results = json.loads(report.read_text())
-    known = {_key(r["case"]): r["error"] for recs in results.values() for r in recs
-             if r["type"] == "failure" and not _environmental(r["error"])}
+    known = {
+        _key(r["case"]): r["error"]
+        for recs in results.values()
+        for r in recs
+        if r["type"] == "failure" and not _environmental(r["error"])
+    }
     KNOWN_FILE.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
     print(f"{len(known)} known failing cases -> {KNOWN_FILE}")
 

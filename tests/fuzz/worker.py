@@ -107,12 +107,16 @@ def build(name: str) -> World:
         return World(name, alg, "curator", convex, X, np.asarray(a), np.asarray(r))
     shuffle = isinstance(alg, ShuffleAlgorithm)
     fresh = copy.deepcopy(alg) if shuffle else None
-    public = protocol.broadcast(alg, 0, protocol.check_public(alg.server.public_state()) if shuffle else None)
+    public = protocol.broadcast(
+        alg, 0, protocol.check_public(alg.server.public_state()) if shuffle else None
+    )
     public = protocol.device_public(alg.client, spec, public, R)
     a = np.asarray(alg.client.choose(0, public, X, streams.policy))
     r, _ = env.step(a)
     msg = alg.client.randomize(0, public, X, a, r, streams.client)
-    w = World(name, alg, "shuffle" if shuffle else "local", convex, X, a, np.asarray(r), public, msg)
+    w = World(
+        name, alg, "shuffle" if shuffle else "local", convex, X, a, np.asarray(r), public, msg
+    )
     if not shuffle:
         protocol.deliver(alg, 0, msg)
         w.public = protocol.device_public(alg.client, spec, alg.server.public_state(), R)
@@ -137,7 +141,11 @@ def build(name: str) -> World:
         w.batch = batch
         alg.server.receive_batch(t, batch)
         if alg.server.wants_round():
-            w.snapshots["respond"] = (copy.deepcopy(alg), t, protocol.check_public(alg.server.public_state()))
+            w.snapshots["respond"] = (
+                copy.deepcopy(alg),
+                t,
+                protocol.check_public(alg.server.public_state()),
+            )
         break
     return w
 
@@ -161,7 +169,9 @@ def entries(w: World) -> dict[str, tuple[str, ...]]:
         out["randomize_batch"] = ("public", "contexts", "actions", "rewards")
     if type(client).respond is not Client.respond:
         out["respond"] = ("t", "public")
-    if w.kind == "local" and not w.convex and _sdk() is not None:  # the SDK serves arm-index problems
+    if (
+        w.kind == "local" and not w.convex and _sdk() is not None
+    ):  # the SDK serves arm-index problems
         out["sdk_choose"] = ("t", "public", "contexts")
         out["sdk_privatize"] = ("t", "public", "contexts", "actions", "rewards")
     if w.kind == "local":
@@ -209,7 +219,9 @@ SHAPE: dict[str, Callable[[np.ndarray, int], Any]] = {
     "grow_first": lambda a, p: np.concatenate([a, a[:1]], axis=0) if a.ndim else a[None],
     "shrink_first": lambda a, p: a[1:] if a.ndim else a[None],
     "empty_first": lambda a, p: a[:0] if a.ndim else a[None][:0],
-    "swap_axes": lambda a, p: np.swapaxes(a, 0, -1) if a.ndim >= 2 and a.shape[0] != a.shape[-1] else a[None],
+    "swap_axes": lambda a, p: (
+        np.swapaxes(a, 0, -1) if a.ndim >= 2 and a.shape[0] != a.shape[-1] else a[None]
+    ),
 }
 #: dtype / layout mutations: those with the same values compare with the canonical call.
 DTYPE: dict[str, tuple[Callable[[np.ndarray, int], Any], str]] = {
@@ -223,8 +235,13 @@ DTYPE: dict[str, tuple[Callable[[np.ndarray, int], Any], str]] = {
 }
 #: Value mutations of a float array.
 VALUE: dict[str, tuple[float, str]] = {
-    "nan": (np.nan, "error"), "inf": (np.inf, "error"), "-inf": (-np.inf, "error"),
-    "huge": (1e300, "valid"), "-huge": (-1e300, "valid"), "big": (1e6, "valid"), "subnormal": (5e-320, "valid"),
+    "nan": (np.nan, "error"),
+    "inf": (np.inf, "error"),
+    "-inf": (-np.inf, "error"),
+    "huge": (1e300, "valid"),
+    "-huge": (-1e300, "valid"),
+    "big": (1e6, "valid"),
+    "subnormal": (5e-320, "valid"),
 }
 #: Index mutations of an arm-index array.
 INDEX: dict[str, tuple[Callable[[np.ndarray, int, int], Any], str]] = {
@@ -237,12 +254,18 @@ INDEX: dict[str, tuple[Callable[[np.ndarray, int, int], Any], str]] = {
     "arm_nan": (lambda a, p, K: _at(a, p, np.nan), "error"),
     "arm_uint64": (lambda a, p, K: np.asarray(a).astype(np.uint64), "same"),
     "arm_int32": (lambda a, p, K: np.asarray(a).astype(np.int32), "same"),
-    "arm_uint64_huge": (lambda a, p, K: _set(np.asarray(a).astype(np.uint64), p, 2**64 - 1), "error"),
+    "arm_uint64_huge": (
+        lambda a, p, K: _set(np.asarray(a).astype(np.uint64), p, 2**64 - 1),
+        "error",
+    ),
 }
 #: Round numbers a (possibly dishonest) server can send with its model version.
 TIMES: dict[str, tuple[Any, str]] = {
-    "t_-1": (-1, "valid"), "t_horizon": (HORIZON, "valid"), "t_1e9": (10**9, "valid"),
-    "t_int64_max": (np.iinfo(np.int64).max, "valid"), "t_np_int": (np.int64(T), "same"),
+    "t_-1": (-1, "valid"),
+    "t_horizon": (HORIZON, "valid"),
+    "t_1e9": (10**9, "valid"),
+    "t_int64_max": (np.iinfo(np.int64).max, "valid"),
+    "t_np_int": (np.int64(T), "same"),
 }
 
 
@@ -277,8 +300,17 @@ def mutate_array(a: np.ndarray, name: str, pos: int, K: int) -> tuple[Any, str]:
     return fn3(np.asarray(a), pos, K), expect
 
 
-PUBLIC_EXTRA = ("drop_field", "extra_field", "not_mapping", "none", "plain_dict", "draw", "draw_extreme",
-                "int_-1", "int_huge")
+PUBLIC_EXTRA = (
+    "drop_field",
+    "extra_field",
+    "not_mapping",
+    "none",
+    "plain_dict",
+    "draw",
+    "draw_extreme",
+    "int_-1",
+    "int_huge",
+)
 
 
 def public_mutations(w: World) -> list[str]:
@@ -286,8 +318,9 @@ def public_mutations(w: World) -> list[str]:
     return names + list(PUBLIC_EXTRA)
 
 
-def mutate_public(w: World, client: Any, name: str, pos: int, R_users: int,
-                  base: Any = None) -> tuple[Any, str]:
+def mutate_public(
+    w: World, client: Any, name: str, pos: int, R_users: int, base: Any = None
+) -> tuple[Any, str]:
     """A malformed public state; the expectation comes from the declared space when there is one."""
     from privbandits.core.errors import PrivbanditsError
     from privbandits.core.messages import PublicState
@@ -387,7 +420,15 @@ def mutate_message(msg: Any, name: str, pos: int, K: int) -> tuple[Any, str]:
         return payload, "error"
 
 
-BATCH_EXTRA = ("not_batch", "mechanism", "drop_key", "extra_key", "n_users_-1", "n_users_huge", "round_7")
+BATCH_EXTRA = (
+    "not_batch",
+    "mechanism",
+    "drop_key",
+    "extra_key",
+    "n_users_-1",
+    "n_users_huge",
+    "round_7",
+)
 
 
 def batch_mutations() -> list[str]:
@@ -458,22 +499,33 @@ def _call(w: World, entry: str, args: dict[str, Any]) -> Any:
     if entry == "choose":
         return c.choose(t, args["public"], args["contexts"], rng)
     if entry == "randomize":
-        return c.randomize(t, args["public"], args["contexts"], args["actions"], args["rewards"], rng)
+        return c.randomize(
+            t, args["public"], args["contexts"], args["actions"], args["rewards"], rng
+        )
     if entry == "device_choose":
         return protocol.device_choose(c, alg.spec, t, args["public"], args["contexts"], rng)
     if entry == "device_randomize":
-        return protocol.device_randomize(c, alg.spec, t, args["public"], args["contexts"], args["actions"],
-                                         args["rewards"], rng)
+        return protocol.device_randomize(
+            c, alg.spec, t, args["public"], args["contexts"], args["actions"], args["rewards"], rng
+        )
     if entry == "choose_batch":
         return c.choose_batch(t, args["public"], args["contexts"], rng)
     if entry == "randomize_batch":
-        return c.randomize_batch(t, args["public"], args["contexts"], args["actions"], args["rewards"], rng)
+        return c.randomize_batch(
+            t, args["public"], args["contexts"], args["actions"], args["rewards"], rng
+        )
     if entry == "respond":
         return c.respond(t, args["public"], rng)
     if entry in ("sdk_choose", "sdk_privatize"):
         sdk = _sdk()
-        dev = sdk.DeviceClient("http://device.invalid", "token", algorithm=alg, http=object(),
-                               rng_policy=np.random.default_rng(7), rng_client=np.random.default_rng(7))
+        dev = sdk.DeviceClient(
+            "http://device.invalid",
+            "token",
+            algorithm=alg,
+            http=object(),
+            rng_policy=np.random.default_rng(7),
+            rng_client=np.random.default_rng(7),
+        )
         model = sdk.ModelSnapshot(t, args["public"], {"guarantee": {"text": str(alg.guarantee)}})
         if entry == "sdk_choose":
             return dev.choose(args["contexts"], model)
@@ -494,8 +546,12 @@ def _call(w: World, entry: str, args: dict[str, Any]) -> Any:
 def honest_args(w: World, entry: str) -> dict[str, Any]:
     """The valid arguments of ``entry``."""
     if entry in ("choose_batch", "randomize_batch"):
-        return {"public": w.public, "contexts": np.stack([w.X, w.X]), "actions": np.stack([w.a, w.a]),
-                "rewards": np.stack([w.r, w.r])}
+        return {
+            "public": w.public,
+            "contexts": np.stack([w.X, w.X]),
+            "actions": np.stack([w.a, w.a]),
+            "rewards": np.stack([w.r, w.r]),
+        }
     if entry in w.snapshots:
         _, t, arg = w.snapshots[entry]
         key = {"collect": "message", "receive_batch": "batch", "respond": "public"}[entry]
@@ -503,16 +559,31 @@ def honest_args(w: World, entry: str) -> dict[str, Any]:
     if entry == "respond":
         return {"t": T, "public": w.public}
     if entry in ("sdk_choose", "sdk_privatize"):  # one user: no replication axis
-        return {"t": T, "public": _first_user(w.public), "contexts": w.X[0], "actions": w.a[0], "rewards": w.r[0]}
-    return {"t": T, "public": w.public, "contexts": w.X, "actions": w.a, "rewards": w.r, "message": w.msg,
-            "batch": w.batch}
+        return {
+            "t": T,
+            "public": _first_user(w.public),
+            "contexts": w.X[0],
+            "actions": w.a[0],
+            "rewards": w.r[0],
+        }
+    return {
+        "t": T,
+        "public": w.public,
+        "contexts": w.X,
+        "actions": w.a,
+        "rewards": w.r,
+        "message": w.msg,
+        "batch": w.batch,
+    }
 
 
 def _first_user(public: Any) -> Any:
     """The public state a single device receives: the first row of every per-user field."""
     from privbandits.core.messages import PublicState
 
-    return PublicState({k: (v[:1] if np.ndim(v) and np.shape(v)[0] == R else v) for k, v in public.items()})
+    return PublicState(
+        {k: (v[:1] if np.ndim(v) and np.shape(v)[0] == R else v) for k, v in public.items()}
+    )
 
 
 def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
@@ -525,10 +596,15 @@ def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
     if case.arg == "public":
         if case.entry.startswith("sdk_") or case.entry == "respond":
             users = 1 if case.entry.startswith("sdk_") else R
-            args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, users, args["public"])
+            args["public"], expect = mutate_public(
+                w, w.alg.client, case.mutation, case.pos, users, args["public"]
+            )
             return args, expect
-        users = np.asarray(args["contexts"]).shape[-3 if w.spec.setting == "single" else -2] \
-            if "contexts" in args and not w.convex else R
+        users = (
+            np.asarray(args["contexts"]).shape[-3 if w.spec.setting == "single" else -2]
+            if "contexts" in args and not w.convex
+            else R
+        )
         args["public"], expect = mutate_public(w, w.alg.client, case.mutation, case.pos, users)
         return args, expect
     if case.arg == "message":
@@ -541,8 +617,14 @@ def make_case(w: World, case: Case) -> tuple[dict[str, Any], str]:
     value, expect = mutate_array(np.asarray(args[case.arg]), case.mutation, case.pos, K)
     args[case.arg] = value
     batched = case.entry in ("choose_batch", "randomize_batch")
-    if kind == "contexts" and case.mutation in ("grow_first", "shrink_first", "empty_first") and (
-            (not batched and case.entry in ("choose", "device_choose")) or case.entry == "choose_batch"):
+    if (
+        kind == "contexts"
+        and case.mutation in ("grow_first", "shrink_first", "empty_first")
+        and (
+            (not batched and case.entry in ("choose", "device_choose"))
+            or case.entry == "choose_batch"
+        )
+    ):
         expect = "valid"  # another number of users (or of a batch's rounds) is a valid call on the device
     return args, expect
 
@@ -555,10 +637,15 @@ def canonical(args: dict[str, Any], case: Case, w: World) -> dict[str, Any]:
     if case.arg == "t":
         out["t"] = int(args["t"])
     elif case.arg == "public":
-        out["public"] = honest_args(w, case.entry)["public"] if args["public"] is None else PublicState(
-            {k: np.array(v) for k, v in dict(args["public"]).items()})
+        out["public"] = (
+            honest_args(w, case.entry)["public"]
+            if args["public"] is None
+            else PublicState({k: np.array(v) for k, v in dict(args["public"]).items()})
+        )
     elif case.arg in ("contexts", "rewards") or (case.arg == "actions" and w.convex):
-        out[case.arg] = np.array(np.asarray(args[case.arg], dtype=float))  # a C-contiguous copy, same shape
+        out[case.arg] = np.array(
+            np.asarray(args[case.arg], dtype=float)
+        )  # a C-contiguous copy, same shape
     elif case.arg == "actions":
         out["actions"] = np.array(np.asarray(args["actions"], dtype=float).astype(np.int64))
     return out
@@ -577,25 +664,44 @@ def check_output(w: World, case: Case, args: dict[str, Any], out: Any) -> None:
     if e == "sdk_privatize":
         report = out.get("report") if isinstance(out, dict) else None
         if not isinstance(report, dict) or set(report) != set(w.msg.payload):
-            raise Mismatch(f"returned {_short(out)}; expected a report with fields {sorted(w.msg.payload)}")
+            raise Mismatch(
+                f"returned {_short(out)}; expected a report with fields {sorted(w.msg.payload)}"
+            )
         for k, v in report.items():
             v = np.asarray(v)
             h = np.asarray(w.msg.payload[k])
             if v.shape != h.shape[1:] or (v.size and not np.isfinite(v.astype(float)).all()):
-                raise Mismatch(f"report field {k!r} has shape {v.shape} (honest {h.shape[1:]}) or non-finite values")
+                raise Mismatch(
+                    f"report field {k!r} has shape {v.shape} (honest {h.shape[1:]}) or non-finite values"
+                )
         return
     if e in ("choose", "device_choose", "select", "update", "choose_batch"):
         a = np.asarray(out)
         if w.convex:
-            if a.dtype.kind != "f" or a.shape[1:] != np.asarray(w.a).shape[1:] or not np.isfinite(a).all():
-                raise Mismatch(f"query points {a.dtype} {a.shape} (honest {np.asarray(w.a).shape}) or non-finite")
+            if (
+                a.dtype.kind != "f"
+                or a.shape[1:] != np.asarray(w.a).shape[1:]
+                or not np.isfinite(a).all()
+            ):
+                raise Mismatch(
+                    f"query points {a.dtype} {a.shape} (honest {np.asarray(w.a).shape}) or non-finite"
+                )
             return
         X = np.asarray(args.get("contexts", w.X)) if e != "update" else w.X
-        n_users = w.alg.R if e in ("select", "update") else (
-            X.shape[:2] if e == "choose_batch" else (X.shape[0],))
+        n_users = (
+            w.alg.R
+            if e in ("select", "update")
+            else (X.shape[:2] if e == "choose_batch" else (X.shape[0],))
+        )
         want = (n_users,) if isinstance(n_users, int) else tuple(n_users)
-        if a.shape != want or a.dtype.kind not in "iu" or (a.size and (a.min() < 0 or a.max() >= K)):
-            raise Mismatch(f"returned arms {a!r} (dtype {a.dtype}, shape {a.shape}); expected {want} in [0, {K})")
+        if (
+            a.shape != want
+            or a.dtype.kind not in "iu"
+            or (a.size and (a.min() < 0 or a.max() >= K))
+        ):
+            raise Mismatch(
+                f"returned arms {a!r} (dtype {a.dtype}, shape {a.shape}); expected {want} in [0, {K})"
+            )
         return
     if e in ("randomize", "device_randomize"):
         _check_message(w, out)
@@ -605,7 +711,10 @@ def check_output(w: World, case: Case, args: dict[str, Any], out: Any) -> None:
             raise Mismatch(f"returned {type(out).__name__}, not a list of PrivatizedMessage")
         for m in out:
             for k, v in m.payload.items():
-                if np.asarray(v).dtype.kind not in "iufb" or not np.isfinite(np.asarray(v, dtype=float)).all():
+                if (
+                    np.asarray(v).dtype.kind not in "iufb"
+                    or not np.isfinite(np.asarray(v, dtype=float)).all()
+                ):
                     raise Mismatch(f"message field {k!r} holds non-finite or non-numeric values")
         return
     if e in ("receive", "receive_batch", "collect"):
@@ -621,13 +730,17 @@ def _check_message(w: World, out: Any) -> None:
         raise Mismatch(f"returned {type(out).__name__}, not a PrivatizedMessage")
     honest = w.msg.payload
     if set(out.payload) != set(honest) or out.mechanism != w.msg.mechanism:
-        raise Mismatch(f"message fields {sorted(out.payload)} / {out.mechanism!r}, honest {sorted(honest)} / "
-                       f"{w.msg.mechanism!r}")
+        raise Mismatch(
+            f"message fields {sorted(out.payload)} / {out.mechanism!r}, honest {sorted(honest)} / "
+            f"{w.msg.mechanism!r}"
+        )
     for k, v in out.payload.items():
         v = np.asarray(v)
         h = np.asarray(honest[k])
         if v.shape[1:] != h.shape[1:] or v.dtype.kind != h.dtype.kind:
-            raise Mismatch(f"message field {k!r} is {v.dtype} {v.shape}, honest {h.dtype} {h.shape}")
+            raise Mismatch(
+                f"message field {k!r} is {v.dtype} {v.shape}, honest {h.dtype} {h.shape}"
+            )
         if v.dtype.kind == "f" and not np.isfinite(v).all():
             raise Mismatch(f"message field {k!r} holds NaN or infinite values")
 
@@ -636,8 +749,11 @@ def _same(x: Any, y: Any) -> bool:
     from privbandits.core.messages import PrivatizedMessage
 
     if isinstance(x, PrivatizedMessage) and isinstance(y, PrivatizedMessage):
-        return x.mechanism == y.mechanism and set(x.payload) == set(y.payload) and all(
-            _same(x.payload[k], y.payload[k]) for k in x.payload)
+        return (
+            x.mechanism == y.mechanism
+            and set(x.payload) == set(y.payload)
+            and all(_same(x.payload[k], y.payload[k]) for k in x.payload)
+        )
     if isinstance(x, list) and isinstance(y, list):
         return len(x) == len(y) and all(_same(a, b) for a, b in zip(x, y))
     if isinstance(x, Mapping) and isinstance(y, Mapping):
@@ -657,7 +773,9 @@ def run_case(w: World, case: Case) -> None:
         return
     except Exception as exc:  # IndexError, TypeError, numba errors, ...: not a clear error
         tb = traceback.extract_tb(exc.__traceback__)[-1]
-        raise Mismatch(f"{type(exc).__name__}: {str(exc)[:300]} (at {tb.filename}:{tb.lineno})") from None
+        raise Mismatch(
+            f"{type(exc).__name__}: {str(exc)[:300]} (at {tb.filename}:{tb.lineno})"
+        ) from None
     if expect == "error":
         raise Mismatch(f"accepted (expected a PrivbanditsError); returned {_short(out)}")
     check_output(w, case, args, out)
@@ -665,10 +783,14 @@ def run_case(w: World, case: Case) -> None:
         try:
             ref = _call(w, case.entry, canonical(args, case, w))
         except PrivbanditsError as exc:
-            raise Mismatch(f"accepted, but the canonical call raises {type(exc).__name__}: {exc}") from None
+            raise Mismatch(
+                f"accepted, but the canonical call raises {type(exc).__name__}: {exc}"
+            ) from None
         if not _same(out, ref):
-            raise Mismatch(f"output {_short(out)} differs from the canonical call's {_short(ref)}: values "
-                           "that were not passed in")
+            raise Mismatch(
+                f"output {_short(out)} differs from the canonical call's {_short(ref)}: values "
+                "that were not passed in"
+            )
 
 
 def _short(x: Any) -> str:
@@ -695,8 +817,14 @@ def sweep(w: World, entry: str) -> Iterator[Case]:
             yield Case(w.name, entry, arg, m, 0)
 
 
-def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], None],
-               report: Callable[[Case, str], None], skip: set[str]) -> int:
+def fuzz_entry(
+    w: World,
+    entry: str,
+    examples: int,
+    progress: Callable[[Case], None],
+    report: Callable[[Case, str], None],
+    skip: set[str],
+) -> int:
     """Sweep then ``examples`` hypothesis cases at ``entry``; failures go to ``report`` (the first
     of each argument and mutation); returns the number of cases run."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -725,8 +853,11 @@ def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], N
     try:  # the honest call must succeed, or every refusal below proves nothing
         check_output(w, honest, honest_args(w, entry), _call(w, entry, honest_args(w, entry)))
     except Exception as exc:
-        report(honest, f"the honest call fails ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
-                       "the fuzz of this entry point would prove nothing")
+        report(
+            honest,
+            f"the honest call fails ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+            "the fuzz of this entry point would prove nothing",
+        )
         return 1
     for case in sweep(w, entry):
         one(case)
@@ -734,8 +865,14 @@ def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], N
         return count
     pairs = [(c.arg, c.mutation) for c in sweep(w, entry)]
 
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.sampled_from(pairs), st.integers(1, 2**31 - 1))
     def search(pair: tuple[str, str], pos: int) -> None:
         one(Case(w.name, entry, pair[0], pair[1], pos))
@@ -748,8 +885,22 @@ def fuzz_entry(w: World, entry: str, examples: int, progress: Callable[[Case], N
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: ``--crash-at``: the case (substring of its text) at which the worker kills itself with SIGSEGV.
 CRASH_AT = ""
-ENTRIES = ("select", "update", "choose", "randomize", "device_choose", "device_randomize", "choose_batch",
-           "randomize_batch", "respond", "sdk_choose", "sdk_privatize", "receive", "receive_batch", "collect")
+ENTRIES = (
+    "select",
+    "update",
+    "choose",
+    "randomize",
+    "device_choose",
+    "device_randomize",
+    "choose_batch",
+    "randomize_batch",
+    "respond",
+    "sdk_choose",
+    "sdk_privatize",
+    "receive",
+    "receive_batch",
+    "collect",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -758,9 +909,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--progress", required=True)
     ap.add_argument("--examples", type=int, default=0)
-    ap.add_argument("--skip", default="", help="file of ALGORITHM::ENTRY done and case texts to skip, one a line")
-    ap.add_argument("--entries", default="", help="comma-separated entry points to fuzz (default: all)")
-    ap.add_argument("--crash-at", default="", help="kill the worker (SIGSEGV) at this case (tests the harness)")
+    ap.add_argument(
+        "--skip",
+        default="",
+        help="file of ALGORITHM::ENTRY done and case texts to skip, one a line",
+    )
+    ap.add_argument(
+        "--entries", default="", help="comma-separated entry points to fuzz (default: all)"
+    )
+    ap.add_argument(
+        "--crash-at", default="", help="kill the worker (SIGSEGV) at this case (tests the harness)"
+    )
     ns = ap.parse_args(argv)
     global CRASH_AT
     CRASH_AT = ns.crash_at
@@ -783,7 +942,15 @@ def main(argv: list[str] | None = None) -> int:
         progress_text(case.alg, case.entry, case.text())
 
     def report(case: Case, error: str) -> None:
-        write({"type": "failure", "alg": case.alg, "entry": case.entry, "case": case.text(), "error": error})
+        write(
+            {
+                "type": "failure",
+                "alg": case.alg,
+                "entry": case.entry,
+                "case": case.text(),
+                "error": error,
+            }
+        )
 
     for name in ns.algorithms:
         if all(f"{name}::{e}" in skip for e in ENTRIES):
@@ -792,8 +959,15 @@ def main(argv: list[str] | None = None) -> int:
         try:
             w = build(name)
         except Exception as exc:
-            write({"type": "failure", "alg": name, "entry": "reset", "case": f"{name} reset",
-                   "error": f"{type(exc).__name__}: {exc}"})
+            write(
+                {
+                    "type": "failure",
+                    "alg": name,
+                    "entry": "reset",
+                    "case": f"{name} reset",
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
             write({"type": "done", "alg": name, "entry": "reset", "cases": 1})
             continue
         only = set(filter(None, ns.entries.split(",")))

@@ -132,7 +132,9 @@ def test_compose_advanced_is_never_below_the_optimal_composition(eps, k, dprime,
     # a hair of extra delta absorbs dp-accounting's float rounding of 1 - (1 - delta)^k: 1 - delta is
     # stored with an absolute error up to 1.1e-16, which the k-th power multiplies by k (e.g. eps=1,
     # k=33, delta=1e-13 needs ~3.7e-15)
-    opt = advanced_composition(DifferentialPrivacyParameters(eps, delta), k, g.delta * (1 + 1e-9) + k * 1e-15)
+    opt = advanced_composition(
+        DifferentialPrivacyParameters(eps, delta), k, g.delta * (1 + 1e-9) + k * 1e-15
+    )
     assert opt is not None and opt <= g.epsilon * (1 + 1e-9) + 1e-12
 
 
@@ -163,11 +165,15 @@ def test_sigma_for_zcdp_round_trips(rho, sens):
 
 def test_bun_steinke_conversion_formula():
     # rho + 2 sqrt(rho ln(1/delta)) = 0.5 + 2 sqrt(0.5 ln 1e6) = 0.5 + 5.2565...
-    assert zcdp_to_approx_dp(0.5, 1e-6, "bs") == pytest.approx(0.5 + 2 * math.sqrt(0.5 * math.log(1e6)))
+    assert zcdp_to_approx_dp(0.5, 1e-6, "bs") == pytest.approx(
+        0.5 + 2 * math.sqrt(0.5 * math.log(1e6))
+    )
     assert zcdp_to_approx_dp(0.0, 1e-6, "bs") == 0.0
 
 
-@pytest.mark.parametrize("rho, delta", [(1e-3, 1e-5), (0.1, 1e-5), (1.0, 1e-6), (5.0, 1e-9), (0.01, 1e-3)])
+@pytest.mark.parametrize(
+    "rho, delta", [(1e-3, 1e-5), (0.1, 1e-5), (1.0, 1e-6), (5.0, 1e-9), (0.01, 1e-3)]
+)
 def test_cks_conversion_matches_dp_accounting(rho, delta):
     """dp-accounting's RDP conversion (CKS Prop 12) on a dense grid of orders is an upper envelope.
 
@@ -214,7 +220,9 @@ def test_zcdp_for_approx_dp_is_the_largest_rho(eps, delta, method):
 
 def test_zcdp_for_approx_dp_bs_closed_form_and_cks_gain():
     L = math.log(1e6)
-    assert zcdp_for_approx_dp(1.0, 1e-6, "bs").rho == pytest.approx((math.sqrt(L + 1) - math.sqrt(L)) ** 2)
+    assert zcdp_for_approx_dp(1.0, 1e-6, "bs").rho == pytest.approx(
+        (math.sqrt(L + 1) - math.sqrt(L)) ** 2
+    )
     assert zcdp_for_approx_dp(1.0, 1e-6, "cks").rho > zcdp_for_approx_dp(1.0, 1e-6, "bs").rho
 
 
@@ -236,7 +244,9 @@ def test_split_budget_han_ols_and_multi_arm():
     pair = split_budget(1.0, 0.01, 2)
     assert pair == [ApproxDP(0.5, 0.005)] * 2
     # Han spec §2.4 "strict" multiplier sigma' = sigma_classic(eps/2, delta/2) = 6.646178 at (1, 0.01)
-    assert gaussian_sigma_classic(pair[0].epsilon, pair[0].delta) == pytest.approx(6.646178, abs=1e-6)
+    assert gaussian_sigma_classic(pair[0].epsilon, pair[0].delta) == pytest.approx(
+        6.646178, abs=1e-6
+    )
     # §2.6 multi-parameter: each part at (eps/4, delta/4); 11.18860 for (1, 0.1), 2.23772 for (5, 0.1)
     for eps, ref in [(1.0, 11.18860), (5.0, 2.23772)]:
         part = split_budget(eps, 0.1, 4)[0]
@@ -249,13 +259,18 @@ def test_split_budget_weighted_zheng_alg5_and_alg3():
     parts = split_budget(1.0, 0.1, [1, 2], delta_weights=[1, 1])
     assert parts[0].epsilon == pytest.approx(1 / 3) and parts[1].epsilon == pytest.approx(2 / 3)
     assert parts[0].delta == pytest.approx(0.05) and parts[1].delta == pytest.approx(0.05)
-    assert gaussian_sigma(parts[0].epsilon, parts[0].delta, 2.0) == pytest.approx(15.223635, abs=1e-6)
+    assert gaussian_sigma(parts[0].epsilon, parts[0].delta, 2.0) == pytest.approx(
+        15.223635, abs=1e-6
+    )
     third = split_budget(1.0, 0.1, 3)[0]
     assert gaussian_sigma(third.epsilon, third.delta, 2.0) == pytest.approx(16.154026, abs=1e-6)
 
 
-@given(st.floats(1e-3, 50.0), st.floats(0.0, 0.5),
-       st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=12))
+@given(
+    st.floats(1e-3, 50.0),
+    st.floats(0.0, 0.5),
+    st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=12),
+)
 def test_split_budget_composes_back_to_at_most_the_total(eps, delta, weights):
     parts = split_budget(eps, delta, weights)
     total = compose_basic(parts)

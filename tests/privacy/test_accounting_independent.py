@@ -64,9 +64,24 @@ def test_bits_per_label_is_the_largest_count_the_randomizer_sends(g: float) -> N
     maximum, which must equal the count the message size allows.
     """
     Delta = 0.8
-    counts = binomial_bit_counts(np.full(4000, 2.0 * Delta), g, 0, 0.25, Delta, np.random.default_rng(3))
-    params = SumParams(kind="vector", n=5, d=2, n_labels=2, d_formula=2, Delta=Delta, g=g, b=7, p=0.25,
-                       epsilon=1.0, delta=1e-5, mode="calibrated", sensitivity=2 * Delta)
+    counts = binomial_bit_counts(
+        np.full(4000, 2.0 * Delta), g, 0, 0.25, Delta, np.random.default_rng(3)
+    )
+    params = SumParams(
+        kind="vector",
+        n=5,
+        d=2,
+        n_labels=2,
+        d_formula=2,
+        Delta=Delta,
+        g=g,
+        b=7,
+        p=0.25,
+        epsilon=1.0,
+        delta=1e-5,
+        mode="calibrated",
+        sensitivity=2 * Delta,
+    )
     assert params.bits_per_label - params.b == int(counts.max())
     assert params.messages_per_user == 2 * (int(counts.max()) + 7)
 
@@ -77,7 +92,10 @@ def test_bits_per_label_is_the_largest_count_the_randomizer_sends(g: float) -> N
 def _released_nodes_changed(T: int, s: int) -> int:
     """Run two trees with the same noise, leaves differing at round ``s`` only; count the node
     releases that differ (every :meth:`TreeAggregator.add` releases one node)."""
-    trees = [TreeAggregator(T, 1, sigma=1.0, leaf_bound=1.0, rng=np.random.default_rng(0)) for _ in range(2)]
+    trees = [
+        TreeAggregator(T, 1, sigma=1.0, leaf_bound=1.0, rng=np.random.default_rng(0))
+        for _ in range(2)
+    ]
     changed = 0
     for t in range(1, T + 1):
         outs = []
@@ -128,9 +146,13 @@ def _gauss_pld(sigma: float, sens: float):  # type: ignore[no-untyped-def]
     return pld.from_gaussian_mechanism(sigma, sensitivity=sens, value_discretization_interval=1e-4)
 
 
-@pytest.mark.parametrize(("sigma", "sens", "eps"), [(1.37, 0.83, 0.41), (3.3, 2.0, 1.9), (0.61, 1.0, 1.6),
-                                                     (7.9, 1.1, 0.07)])
-def test_gaussian_delta_and_epsilon_match_dp_accounting(sigma: float, sens: float, eps: float) -> None:
+@pytest.mark.parametrize(
+    ("sigma", "sens", "eps"),
+    [(1.37, 0.83, 0.41), (3.3, 2.0, 1.9), (0.61, 1.0, 1.6), (7.9, 1.1, 0.07)],
+)
+def test_gaussian_delta_and_epsilon_match_dp_accounting(
+    sigma: float, sens: float, eps: float
+) -> None:
     theirs = _gauss_pld(sigma, sens).get_delta_for_epsilon(eps)
     ours = cal.gaussian_delta(eps, sigma, sens)
     # dp-accounting's pessimistic discretization may only overestimate
@@ -140,9 +162,12 @@ def test_gaussian_delta_and_epsilon_match_dp_accounting(sigma: float, sens: floa
     assert cal.gaussian_epsilon(sigma, dlt, sens) == pytest.approx(eps_theirs, abs=2e-4)
 
 
-@pytest.mark.parametrize(("eps", "dlt", "sens"), [(0.37, 1e-5, 1.3), (2.9, 3.3e-7, 0.4), (5.3, 0.013, 2.0)])
-def test_analytic_sigma_is_the_smallest_meeting_the_target_per_dp_accounting(eps: float, dlt: float,
-                                                                             sens: float) -> None:
+@pytest.mark.parametrize(
+    ("eps", "dlt", "sens"), [(0.37, 1e-5, 1.3), (2.9, 3.3e-7, 0.4), (5.3, 0.013, 2.0)]
+)
+def test_analytic_sigma_is_the_smallest_meeting_the_target_per_dp_accounting(
+    eps: float, dlt: float, sens: float
+) -> None:
     sig = cal.gaussian_sigma_analytic(eps, dlt, sens)
     assert _gauss_pld(sig, sens).get_delta_for_epsilon(eps) == pytest.approx(dlt, rel=3e-3)
     assert _gauss_pld(sig * 0.98, sens).get_delta_for_epsilon(eps) > dlt
@@ -185,7 +210,9 @@ def test_gaussian_privacy_loss_by_monte_carlo() -> None:
 # zCDP and composition
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("rho", "dlt"), [(0.0137, 1e-5), (0.42, 3e-7), (2.9, 0.011), (1e-5, 1e-3)])
-def test_zcdp_conversions_cover_the_gaussian_and_match_a_grid_search(rho: float, dlt: float) -> None:
+def test_zcdp_conversions_cover_the_gaussian_and_match_a_grid_search(
+    rho: float, dlt: float
+) -> None:
     """Both conversions are valid for the Gaussian mechanism with this rho (its exact epsilon, from
     dp-accounting, is no larger) and CKS equals a plain grid search of its formula over alpha."""
     sigma = 1.0 / math.sqrt(2 * rho)  # sensitivity 1
@@ -197,11 +224,17 @@ def test_zcdp_conversions_cover_the_gaussian_and_match_a_grid_search(rho: float,
     grid = alpha * rho + np.log1p(-1 / alpha) - (math.log(dlt) + np.log(alpha)) / (alpha - 1)
     assert cks == pytest.approx(max(0.0, float(grid.min())), abs=1e-6)
     assert bs == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1 / dlt)), rel=1e-12)
-    assert gaussian_zcdp(sigma * 1.3, 0.77).rho == pytest.approx(0.77**2 / (2 * (sigma * 1.3) ** 2), rel=1e-12)
+    assert gaussian_zcdp(sigma * 1.3, 0.77).rho == pytest.approx(
+        0.77**2 / (2 * (sigma * 1.3) ** 2), rel=1e-12
+    )
 
 
-@pytest.mark.parametrize(("eps", "dlt", "method"), [(0.73, 1e-6, "cks"), (3.1, 2e-4, "bs"), (0.05, 0.01, "cks")])
-def test_zcdp_for_approx_dp_is_the_largest_rho_meeting_the_target(eps: float, dlt: float, method: str) -> None:
+@pytest.mark.parametrize(
+    ("eps", "dlt", "method"), [(0.73, 1e-6, "cks"), (3.1, 2e-4, "bs"), (0.05, 0.01, "cks")]
+)
+def test_zcdp_for_approx_dp_is_the_largest_rho_meeting_the_target(
+    eps: float, dlt: float, method: str
+) -> None:
     rho = zcdp_for_approx_dp(eps, dlt, method).rho
     assert zcdp_to_approx_dp(rho, dlt, method) <= eps
     assert zcdp_to_approx_dp(rho * 1.001, dlt, method) > eps
@@ -217,8 +250,12 @@ def _optimal_composition_delta(eps0: float, k: int, eps: float) -> float:
     return float(np.sum(np.exp(logp[keep]) - np.exp(eps + logq[keep])))
 
 
-@pytest.mark.parametrize(("eps0", "k", "dp"), [(0.13, 37, 1e-5), (0.021, 500, 3e-6), (0.7, 2, 1e-3), (0.4, 1, 1e-2)])
-def test_advanced_composition_covers_the_optimal_composition(eps0: float, k: int, dp: float) -> None:
+@pytest.mark.parametrize(
+    ("eps0", "k", "dp"), [(0.13, 37, 1e-5), (0.021, 500, 3e-6), (0.7, 2, 1e-3), (0.4, 1, 1e-2)]
+)
+def test_advanced_composition_covers_the_optimal_composition(
+    eps0: float, k: int, dp: float
+) -> None:
     """Randomized response attains the worst case of k-fold composition of eps0-DP: its exact
     delta at the advanced-composition epsilon must be at most delta'."""
     g = compose_advanced(PureDP(eps0), k, dp)
@@ -266,28 +303,40 @@ def _shuffled_rr_delta(eps0: float, n: int, eps: float) -> float:
     return float(np.maximum(P - math.exp(eps) * Q, 0.0).sum())
 
 
-@pytest.mark.parametrize(("eps0", "n", "eps"), [(2.37, 1, 0.9), (1.1, 2, 0.3), (3.3, 57, 1.13), (0.77, 1000, 0.071),
-                                                (4.9, 333, 0.6)])
+@pytest.mark.parametrize(
+    ("eps0", "n", "eps"),
+    [(2.37, 1, 0.9), (1.1, 2, 0.3), (3.3, 57, 1.13), (0.77, 1000, 0.071), (4.9, 333, 0.6)],
+)
 def test_numerical_amplification_matches_direct_summation(eps0: float, n: int, eps: float) -> None:
     theirs = _fmt_delta_brute(eps0, n, eps)
     assert amp.numerical_delta(eps0, n, eps) == pytest.approx(theirs, rel=1e-9, abs=1e-15)
     assert amp.numerical_delta(eps0, n, eps) >= _shuffled_rr_delta(eps0, n, eps) - 1e-15
 
 
-@pytest.mark.parametrize(("eps0", "n", "dlt"), [(0.93, 2500, 1e-6), (2.2, 40_000, 3e-8), (0.41, 801, 1e-5)])
-def test_closed_form_amplification_is_valid_by_direct_summation(eps0: float, n: int, dlt: float) -> None:
+@pytest.mark.parametrize(
+    ("eps0", "n", "dlt"), [(0.93, 2500, 1e-6), (2.2, 40_000, 3e-8), (0.41, 801, 1e-5)]
+)
+def test_closed_form_amplification_is_valid_by_direct_summation(
+    eps0: float, n: int, dlt: float
+) -> None:
     """Where Thm 3.1 is declared valid, its epsilon has delta at most the target under Thm 3.2."""
     assert amp.closed_form_valid(eps0, n, dlt)
     eps = amp.amplified_epsilon(eps0, n, dlt, "closed")
     assert eps < eps0 and _fmt_delta_brute(eps0, n, eps) <= dlt
     e = math.exp(eps0)
-    literal = math.log(1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / dlt)) / math.sqrt(n) + 8 * e / n))
+    literal = math.log(
+        1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / dlt)) / math.sqrt(n) + 8 * e / n)
+    )
     assert eps == pytest.approx(literal, rel=1e-12)
-    assert amp.max_local_epsilon(n, dlt) == pytest.approx(math.log(n / (16 * math.log(2 / dlt))), rel=1e-12)
+    assert amp.max_local_epsilon(n, dlt) == pytest.approx(
+        math.log(n / (16 * math.log(2 / dlt))), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize(("eps", "dlt", "n"), [(0.37, 1e-6, 5000), (1.3, 2e-5, 777)])
-def test_numerical_amplification_inverse_by_direct_summation(eps: float, dlt: float, n: int) -> None:
+def test_numerical_amplification_inverse_by_direct_summation(
+    eps: float, dlt: float, n: int
+) -> None:
     e0 = amp.local_epsilon_for_target(eps, dlt, n, "numerical")
     assert e0 > eps
     assert _fmt_delta_brute(e0, n, eps) <= dlt * (1 + 1e-9)
@@ -320,7 +369,9 @@ def _mean_abs_coordinate(d: int) -> float:
     return num / den
 
 
-@pytest.mark.parametrize(("eps", "d", "bound"), [(0.37, 1, 1.0), (1.9, 2, 0.6), (0.8, 7, 2.3), (4.1, 3, 1.0)])
+@pytest.mark.parametrize(
+    ("eps", "d", "bound"), [(0.37, 1, 1.0), (1.9, 2, 0.6), (0.8, 7, 2.3), (4.1, 3, 1.0)]
+)
 def test_l2_ball_radius_makes_the_mechanism_unbiased(eps: float, d: int, bound: float) -> None:
     """At an input of norm ``bound`` the output's mean along it is ``r E|u_1| (2q - 1)`` with
     ``q = e^eps / (1 + e^eps)``; unbiasedness fixes ``r``.  Checked for the inverse too."""
@@ -330,7 +381,8 @@ def test_l2_ball_radius_makes_the_mechanism_unbiased(eps: float, d: int, bound: 
     assert cal.l2_ball_epsilon(r, d, bound) == pytest.approx(eps, rel=1e-9)
     n = 0.37 * bound
     assert cal.l2_ball_side_probability(n, eps, bound) == pytest.approx(
-        (0.5 + n / (2 * bound)) * q + (0.5 - n / (2 * bound)) * (1 - q), rel=1e-12)
+        (0.5 + n / (2 * bound)) * q + (0.5 - n / (2 * bound)) * (1 - q), rel=1e-12
+    )
 
 
 def test_outer_product_sensitivities_by_search() -> None:
@@ -361,10 +413,14 @@ def test_outer_product_sensitivities_by_search() -> None:
     y = x * np.array([1, -1, 1, -1])
     iu = np.triu_indices(d)
     l1 = float(np.abs((np.outer(x, x) - np.outer(y, y))[iu]).sum())
-    assert l1 <= outer_product_l1_sensitivity(d, B) and l1 > 0.39 * outer_product_l1_sensitivity(d, B)
+    assert l1 <= outer_product_l1_sensitivity(d, B) and l1 > 0.39 * outer_product_l1_sensitivity(
+        d, B
+    )
 
 
-@pytest.mark.parametrize(("ell", "weights"), [(3.1, [1.0] * 40), (2.3, [0.3, 1.7, 0.9, 2.2, 0.05]), (4.6, [1.0])])
+@pytest.mark.parametrize(
+    ("ell", "weights"), [(3.1, [1.0] * 40), (2.3, [0.3, 1.7, 0.9, 2.2, 0.05]), (4.6, [1.0])]
+)
 def test_laplace_sum_deviation_tail_by_monte_carlo(ell: float, weights: list[float]) -> None:
     """``P(sum_j l_j z_j >= t) <= e^-ell`` for Laplace ``z_j``, estimated from 200 000 draws; the
     estimate may exceed ``e^-ell`` by at most five binomial standard errors."""
@@ -376,7 +432,9 @@ def test_laplace_sum_deviation_tail_by_monte_carlo(ell: float, weights: list[flo
     frac = float(np.mean(sums >= t))
     target = math.exp(-ell)
     assert frac <= target + 5 * math.sqrt(target * (1 - target) / sums.size)
-    assert t == pytest.approx(s * (math.sqrt(8 * np.sum(lw**2) * ell) + math.sqrt(2) * lw.max() * ell), rel=1e-12)
+    assert t == pytest.approx(
+        s * (math.sqrt(8 * np.sum(lw**2) * ell) + math.sqrt(2) * lw.max() * ell), rel=1e-12
+    )
 
 
 def test_gaussian_special_functions_agree_with_scipy_directly() -> None:

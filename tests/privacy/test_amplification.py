@@ -32,12 +32,18 @@ DELTA = 1e-6
 # --------------------------------------------------------------------------------------------
 # Hanna et al. (2022) spec §3.9, Algorithm E0 reference table (delta = 1e-6)
 E0_TABLE = [
-    (100, 0.1, 0.1), (100, 1.0, 1.0),
-    (300, 0.1, 0.1090), (300, 1.0, 1.0),
-    (1000, 0.1, 0.1926), (1000, 1.0, 1.4604),
-    (10_000, 0.1, 0.5281), (10_000, 1.0, 3.5037),
-    (100_000, 0.1, 1.2743), (100_000, 1.0, 5.7008),
-    (1_000_000, 0.1, 2.6985), (1_000_000, 1.0, 7.9915),
+    (100, 0.1, 0.1),
+    (100, 1.0, 1.0),
+    (300, 0.1, 0.1090),
+    (300, 1.0, 1.0),
+    (1000, 0.1, 0.1926),
+    (1000, 1.0, 1.4604),
+    (10_000, 0.1, 0.5281),
+    (10_000, 1.0, 3.5037),
+    (100_000, 0.1, 1.2743),
+    (100_000, 1.0, 5.7008),
+    (1_000_000, 0.1, 2.6985),
+    (1_000_000, 1.0, 7.9915),
 ]
 
 
@@ -55,10 +61,19 @@ def test_closed_form_spec_values():
     assert closed_form_epsilon(50.0, 10**7, DELTA) == pytest.approx(35.96, abs=1e-2)
 
 
-@pytest.mark.parametrize("eps, n, literal", [
-    (1.0, 100, 0.761), (0.1, 100, 0.064), (1.0, 300, 1.157), (1.0, 1000, 1.764),
-    (10.0, 10**6, 21.66), (100.0, 4, 99.3), (100.0, 100, 102.5), (100.0, 10**6, 111.7),
-])
+@pytest.mark.parametrize(
+    "eps, n, literal",
+    [
+        (1.0, 100, 0.761),
+        (0.1, 100, 0.064),
+        (1.0, 300, 1.157),
+        (1.0, 1000, 1.764),
+        (10.0, 10**6, 21.66),
+        (100.0, 4, 99.3),
+        (100.0, 100, 102.5),
+        (100.0, 10**6, 111.7),
+    ],
+)
 def test_literal_paper_inverse_spec_values(eps, n, literal):
     got = closed_form_inverse(eps, DELTA, n)
     assert got == pytest.approx(literal, abs=0.5 * 10 ** -(len(str(literal).split(".")[1])))
@@ -92,14 +107,18 @@ def brute_force_delta(eps0: float, n: int, eps: float) -> float:
         b_shift = np.concatenate([[0.0], b[:-1]])  # Bin(c, 1/2) + 1
         P = a * b + (1 - a) * b_shift
         Q = a * b_shift + (1 - a) * b
-        total += w * max(np.maximum(P - math.exp(eps) * Q, 0).sum(), np.maximum(Q - math.exp(eps) * P, 0).sum())
+        total += w * max(
+            np.maximum(P - math.exp(eps) * Q, 0).sum(), np.maximum(Q - math.exp(eps) * P, 0).sum()
+        )
     return total
 
 
 @pytest.mark.parametrize("eps0, n", [(0.5, 60), (2.0, 300), (4.0, 1000)])
 def test_numerical_delta_matches_brute_force(eps0, n):
     for eps in [0.0, 0.05, 0.2, 0.6 * eps0]:
-        assert numerical_delta(eps0, n, eps) == pytest.approx(brute_force_delta(eps0, n, eps), rel=1e-9, abs=1e-14)
+        assert numerical_delta(eps0, n, eps) == pytest.approx(
+            brute_force_delta(eps0, n, eps), rel=1e-9, abs=1e-14
+        )
 
 
 def test_numerical_epsilon_is_tight_by_brute_force():
@@ -170,19 +189,23 @@ def test_validity_condition_enforced():
     # the authors' code's stricter ln(4/delta) test is available and smaller
     assert max_local_epsilon(1000, DELTA, strict=True) < max_local_epsilon(1000, DELTA)
     assert local_epsilon_for_target(1.0, DELTA, 1000, strict=True) == pytest.approx(
-        max_local_epsilon(1000, DELTA, strict=True))
+        max_local_epsilon(1000, DELTA, strict=True)
+    )
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: amplified_epsilon(0.0, 100, DELTA), "eps0"),
-    (lambda: amplified_epsilon(1.0, 0, DELTA), "n"),
-    (lambda: amplified_epsilon(1.0, 10.5, DELTA), "n"),
-    (lambda: amplified_epsilon(1.0, 100, 0.0), "delta"),
-    (lambda: amplified_epsilon(1.0, 100, DELTA, "tight"), "bound"),
-    (lambda: local_epsilon_for_target(-1.0, DELTA, 100), "epsilon"),
-    (lambda: local_epsilon_for_target(1.0, 1.5, 100), "delta"),
-    (lambda: numerical_delta(1.0, 100, -0.5), "epsilon"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: amplified_epsilon(0.0, 100, DELTA), "eps0"),
+        (lambda: amplified_epsilon(1.0, 0, DELTA), "n"),
+        (lambda: amplified_epsilon(1.0, 10.5, DELTA), "n"),
+        (lambda: amplified_epsilon(1.0, 100, 0.0), "delta"),
+        (lambda: amplified_epsilon(1.0, 100, DELTA, "tight"), "bound"),
+        (lambda: local_epsilon_for_target(-1.0, DELTA, 100), "epsilon"),
+        (lambda: local_epsilon_for_target(1.0, 1.5, 100), "delta"),
+        (lambda: numerical_delta(1.0, 100, -0.5), "epsilon"),
+    ],
+)
 def test_invalid_inputs_raise(call, name):
     with pytest.raises(ValidationError, match=name):
         call()

@@ -29,8 +29,17 @@ from privbandits.privacy.mechanisms import LaplaceMechanism
 from privbandits.privacy.randomizers import randomized_response
 
 REQUIRED = {
-    "gaussian-classic", "gaussian-analytic", "symmetric-gaussian", "laplace", "laplace-vector", "l2-ball",
-    "randomized-response", "cheu-vector-sum", "cheu-matrix-sum", "laplace-shuffle", "tree-vector",
+    "gaussian-classic",
+    "gaussian-analytic",
+    "symmetric-gaussian",
+    "laplace",
+    "laplace-vector",
+    "l2-ball",
+    "randomized-response",
+    "cheu-vector-sum",
+    "cheu-matrix-sum",
+    "laplace-shuffle",
+    "tree-vector",
     "tree-matrix",
 }
 
@@ -44,7 +53,9 @@ def test_registry_covers_every_mechanism() -> None:
         spec = factory()
         assert isinstance(spec, AuditSpec) and spec.name == name
         assert spec.claimed_epsilon > 0 and 0 <= spec.claimed_delta < 1
-        assert factory(0.5).claimed_epsilon == spec.claimed_epsilon  # the broken variant keeps the claim
+        assert (
+            factory(0.5).claimed_epsilon == spec.claimed_epsilon
+        )  # the broken variant keeps the claim
         assert factory.__doc__  # shown by `privbandits audit --list`
 
 
@@ -66,7 +77,9 @@ def test_flags_half_noise_variant(name: str) -> None:
 # Clopper-Pearson bounds and the epsilon lower bound
 # --------------------------------------------------------------------------------------------
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 5000), st.floats(0.0, 1.0), st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99, 0.999]))
+@given(
+    st.integers(1, 5000), st.floats(0.0, 1.0), st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
+)
 def test_clopper_pearson_matches_scipy_binomtest(n: int, frac: float, conf: float) -> None:
     k = round(frac * n)
     ref = stats.binomtest(k, n).proportion_ci(confidence_level=conf, method="exact")
@@ -74,10 +87,18 @@ def test_clopper_pearson_matches_scipy_binomtest(n: int, frac: float, conf: floa
     assert lo == pytest.approx(ref.low, rel=1e-9, abs=1e-12)
     assert hi == pytest.approx(ref.high, rel=1e-9, abs=1e-12)
     # one-sided bounds at level c are the two-sided ends at confidence 2c - 1
-    ref1 = stats.binomtest(k, n).proportion_ci(confidence_level=2 * conf - 1, method="exact") if conf > 0.5 else None
+    ref1 = (
+        stats.binomtest(k, n).proportion_ci(confidence_level=2 * conf - 1, method="exact")
+        if conf > 0.5
+        else None
+    )
     if ref1 is not None:
-        assert clopper_pearson(k, n, conf, "less")[1] == pytest.approx(ref1.high, rel=1e-9, abs=1e-12)
-        assert clopper_pearson(k, n, conf, "greater")[0] == pytest.approx(ref1.low, rel=1e-9, abs=1e-12)
+        assert clopper_pearson(k, n, conf, "less")[1] == pytest.approx(
+            ref1.high, rel=1e-9, abs=1e-12
+        )
+        assert clopper_pearson(k, n, conf, "greater")[0] == pytest.approx(
+            ref1.low, rel=1e-9, abs=1e-12
+        )
 
 
 def test_clopper_pearson_vectorized_and_edges() -> None:
@@ -96,9 +117,16 @@ def test_clopper_pearson_vectorized_and_edges() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 2000), st.integers(1, 2000), st.floats(0.0, 1.0), st.floats(0.0, 1.0),
-       st.sampled_from([0.0, 1e-5, 1e-2]))
-def test_eps_lb_monotone_in_confidence(n0: int, n1: int, f0: float, f1: float, delta: float) -> None:
+@given(
+    st.integers(1, 2000),
+    st.integers(1, 2000),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.sampled_from([0.0, 1e-5, 1e-2]),
+)
+def test_eps_lb_monotone_in_confidence(
+    n0: int, n1: int, f0: float, f1: float, delta: float
+) -> None:
     fp, fn = int(f0 * n0), int(f1 * n1)
     alphas = [0.001, 0.01, 0.05, 0.1, 0.3]  # increasing alpha = decreasing confidence
     lbs = [epsilon_lower_bound(fp, n0, fn, n1, delta, a) for a in alphas]
@@ -110,9 +138,13 @@ def test_eps_lb_closed_form() -> None:
     # no errors at all: FPR_u = FNR_u = u = 1 - (alpha/2)^(1/n), eps_lb = ln((1 - u) / u)
     n, alpha = 1000, 0.05
     u = 1.0 - (alpha / 2) ** (1 / n)
-    assert epsilon_lower_bound(0, n, 0, n, 0.0, alpha) == pytest.approx(math.log((1 - u) / u), rel=1e-10)
+    assert epsilon_lower_bound(0, n, 0, n, 0.0, alpha) == pytest.approx(
+        math.log((1 - u) / u), rel=1e-10
+    )
     # delta enters the numerator
-    assert epsilon_lower_bound(0, n, 0, n, 0.1, alpha) == pytest.approx(math.log((0.9 - u) / u), rel=1e-10)
+    assert epsilon_lower_bound(0, n, 0, n, 0.1, alpha) == pytest.approx(
+        math.log((0.9 - u) / u), rel=1e-10
+    )
     # no evidence: rates of one half give 0, never a negative bound
     assert epsilon_lower_bound(500, 1000, 500, 1000) == 0.0
 
@@ -126,14 +158,21 @@ def test_threshold_test_on_known_gaussians() -> None:
     test, _ = select_threshold_test(t0[:m], t1[:m])
     ev = evaluate_threshold_test(test, t0[m:], t1[m:])
     t = test.threshold
-    p_b, p_a = ((stats.norm.sf(t), stats.norm.sf(t - mu)) if test.side == "upper"
-                else (stats.norm.cdf(t), stats.norm.cdf(t - mu)))
+    p_b, p_a = (
+        (stats.norm.sf(t), stats.norm.sf(t - mu))
+        if test.side == "upper"
+        else (stats.norm.cdf(t), stats.norm.cdf(t - mu))
+    )
     if test.order != "alt=D'":
         p_b, p_a = p_a, p_b
     exact = math.log(p_a / p_b)
     se = math.sqrt((1 - p_a) / (m * p_a) + (1 - p_b) / (m * p_b))
     assert abs(ev["eps_hat"] - exact) < 5 * se
-    assert ev["eps_lb"] <= ev["eps_hat"] and ev["fpr_upper"] >= ev["fpr"] and ev["fnr_upper"] >= ev["fnr"]
+    assert (
+        ev["eps_lb"] <= ev["eps_hat"]
+        and ev["fpr_upper"] >= ev["fpr"]
+        and ev["fnr_upper"] >= ev["fnr"]
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,8 +180,14 @@ def test_threshold_test_on_known_gaussians() -> None:
 # --------------------------------------------------------------------------------------------
 def test_identity_mechanism_gets_large_lower_bound() -> None:
     n = 20_000
-    r = audit(lambda values, rng: values, (np.zeros(2), np.ones(2)), claimed_epsilon=1.0, claimed_delta=0.0,
-              n_samples=n, name="identity")
+    r = audit(
+        lambda values, rng: values,
+        (np.zeros(2), np.ones(2)),
+        claimed_epsilon=1.0,
+        claimed_delta=0.0,
+        n_samples=n,
+        name="identity",
+    )
     u = 1.0 - 0.025 ** (1 / (n // 2))  # both error counts are 0 on the held-out half
     assert r.audited_epsilon_lb == pytest.approx(math.log((1 - u) / u), rel=1e-9)
     assert r.audited_epsilon_lb > 7.0 and not r.passed
@@ -152,7 +197,9 @@ def test_audit_takes_claim_from_mechanism_object() -> None:
     m = LaplaceMechanism(sensitivity=2.0, epsilon=0.7)
     r = audit(m, m.neighbouring_pair(2), n_samples=50_000, seed=1)
     assert r.claimed_epsilon == pytest.approx(0.7) and r.claimed_delta == 0.0
-    assert r.passed and r.audited_epsilon_lb > 0.5  # pure DP audits tightly: close to, below the claim
+    assert (
+        r.passed and r.audited_epsilon_lb > 0.5
+    )  # pure DP audits tightly: close to, below the claim
     broken = audit(m.under_noised(0.5), m.neighbouring_pair(2), n_samples=50_000, seed=1)
     assert broken.claimed_epsilon == pytest.approx(0.7) and not broken.passed
 
@@ -167,8 +214,18 @@ def test_lower_bound_is_valid_at_its_confidence() -> None:
     def release(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return randomized_response(v.astype(np.uint8), eps, rng)
 
-    lbs = [audit(release, (np.array(0.0), np.array(1.0)), claimed_epsilon=eps, claimed_delta=0.0,
-                 n_samples=2000, alpha=alpha, seed=s).audited_epsilon_lb for s in range(K)]
+    lbs = [
+        audit(
+            release,
+            (np.array(0.0), np.array(1.0)),
+            claimed_epsilon=eps,
+            claimed_delta=0.0,
+            n_samples=2000,
+            alpha=alpha,
+            seed=s,
+        ).audited_epsilon_lb
+        for s in range(K)
+    ]
     violations = sum(lb > eps for lb in lbs)
     assert violations <= alpha * K + 3 * math.sqrt(K * alpha * (1 - alpha))
     assert np.mean(lbs) > 0.7  # ... while the bound is not vacuous
@@ -200,8 +257,16 @@ def test_results_are_printable_and_reproducible() -> None:
     for r in rs:
         assert isinstance(r, AuditResult)
         row = r.row()
-        assert set(row) == {"mechanism", "claimed_epsilon", "claimed_delta", "audited_epsilon_lb", "n_samples",
-                            "passed", "max_certifiable", "notes"}
+        assert set(row) == {
+            "mechanism",
+            "claimed_epsilon",
+            "claimed_delta",
+            "audited_epsilon_lb",
+            "n_samples",
+            "passed",
+            "max_certifiable",
+            "notes",
+        }
         # power: a perfectly separating test on the 10 000 held-out draws per input certifies far more
         # than the claim, and never less than what was certified
         assert r.claimed_epsilon < r.max_certifiable and r.audited_epsilon_lb <= r.max_certifiable
@@ -246,12 +311,20 @@ def test_per_user_count_vectors_of_the_old_release_are_flagged() -> None:
         batch = shuffle_messages(randomize_users(encode_vectors(v, Delta)[0], p, client), shuffler)
         c = np.asarray(batch["count"])[:, :, 0]
         base = logpmf(c - G)
-        return (special.logsumexp(logpmf(c - 2 * G) - base, axis=1)
-                - special.logsumexp(logpmf(c) - base, axis=1))
+        return special.logsumexp(logpmf(c - 2 * G) - base, axis=1) - special.logsumexp(
+            logpmf(c) - base, axis=1
+        )
 
     g = p.guarantee()
-    spec = AuditSpec("cheu-vector-sum[per-user release]", g.epsilon, g.delta, sample,
-                     "user 1: Delta e_1 vs -Delta e_1, others 0", "exact LLR of the per-user counts", 20_000)
+    spec = AuditSpec(
+        "cheu-vector-sum[per-user release]",
+        g.epsilon,
+        g.delta,
+        sample,
+        "user 1: Delta e_1 vs -Delta e_1, others 0",
+        "exact LLR of the per-user counts",
+        20_000,
+    )
     r = audit_spec(spec, seed=0)
     assert not r.passed and r.audited_epsilon_lb > 1.2 * g.epsilon, str(r)
 
@@ -279,14 +352,25 @@ def test_fixed_release_at_n_256_passes_at_its_claim_and_flags_half_noise(noise: 
         v[:, 0, 0] = Delta if side == 0 else -Delta
         msgs = randomize_users(encode_vectors(v, Delta)[0], used, client)
         batch = shuffle(msgs, shuffler)
-        assert set(batch.payload) == {"ones"}  # the analyzer sees the histogram, never a user's counts
+        assert set(batch.payload) == {
+            "ones"
+        }  # the analyzer sees the histogram, never a user's counts
         ones = np.asarray(batch["ones"])[:, 0]
         k = n * used.b
-        return (stats.binom.logpmf(ones - base - 2 * G, k, used.p) - stats.binom.logpmf(ones - base, k, used.p))
+        return stats.binom.logpmf(ones - base - 2 * G, k, used.p) - stats.binom.logpmf(
+            ones - base, k, used.p
+        )
 
     g = p.guarantee()
-    spec = AuditSpec(f"cheu-vector-sum[n=256, {noise} noise]", g.epsilon, g.delta, sample,
-                     "user 1: Delta e_1 vs -Delta e_1, others 0", "exact LLR of the released count of ones", 100_000)
+    spec = AuditSpec(
+        f"cheu-vector-sum[n=256, {noise} noise]",
+        g.epsilon,
+        g.delta,
+        sample,
+        "user 1: Delta e_1 vs -Delta e_1, others 0",
+        "exact LLR of the released count of ones",
+        100_000,
+    )
     r = audit_spec(spec, seed=1)
     if noise == "claimed":
         assert r.passed, str(r)

@@ -20,14 +20,20 @@ def _pld(N: int, p: float, s: int):  # type: ignore[no-untyped-def]
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     y = np.arange(min(0, s), N + max(0, s) + 1)
-    shifted = {int(k): float(v) for k, v in zip(y, stats.binom.logpmf(y - s, N, p)) if np.isfinite(v)}
+    shifted = {
+        int(k): float(v) for k, v in zip(y, stats.binom.logpmf(y - s, N, p)) if np.isfinite(v)
+    }
     base = {int(k): float(v) for k, v in zip(y, stats.binom.logpmf(y, N, p)) if np.isfinite(v)}
     # one direction only (symmetric=True): dp-accounting's delta(eps) of (lower, upper) is
     # sup_E upper(E) - e^eps lower(E)
-    return pld.from_two_probability_mass_functions(base, shifted, symmetric=True, value_discretization_interval=1e-4)
+    return pld.from_two_probability_mass_functions(
+        base, shifted, symmetric=True, value_discretization_interval=1e-4
+    )
 
 
-@pytest.mark.parametrize(("N", "s", "eps"), [(300, 3, 0.5), (300, -7, 1.0), (1000, 12, 0.3), (50, 4, 2.0)])
+@pytest.mark.parametrize(
+    ("N", "s", "eps"), [(300, 3, 0.5), (300, -7, 1.0), (1000, 12, 0.3), (50, 4, 2.0)]
+)
 def test_exact_shift_delta_matches_dp_accounting(N: int, s: int, eps: float) -> None:
     """One label: the brute-force hockey-stick sum equals dp-accounting's PLD of the same pair."""
     ours = ba.shift_delta(N, 0.25, np.array([s]), eps)
@@ -47,7 +53,9 @@ def test_two_label_shift_delta_matches_composed_pld() -> None:
 def _reachable_shifts(g: float, Delta: float, sens: float) -> list[tuple[int, int]]:
     budget, s_max = ba.shift_budget(g, Delta, sens)
     r = range(-s_max, s_max + 1)
-    return [(a, b) for a in r for b in r if max(abs(a) - 1, 0) ** 2 + max(abs(b) - 1, 0) ** 2 <= budget]
+    return [
+        (a, b) for a in r for b in r if max(abs(a) - 1, 0) ** 2 + max(abs(b) - 1, 0) ** 2 <= budget
+    ]
 
 
 def _worst_exact_delta(N: int, p: float, shifts: list[tuple[int, int]], eps: float) -> float:
@@ -70,9 +78,13 @@ def test_bound_dominates_the_exact_worst_case_and_is_within_25_percent_in_epsilo
     F = _reachable_shifts(g, Delta, sens)
     assert len(F) == 257
     for eps in (0.5, 1.5, 3.0):
-        assert ba.binomial_sum_delta(N, p, 2, g, Delta, sens, eps) >= _worst_exact_delta(N, p, F, eps)
+        assert ba.binomial_sum_delta(N, p, 2, g, Delta, sens, eps) >= _worst_exact_delta(
+            N, p, F, eps
+        )
     bound = ba.binomial_sum_epsilon(N, p, 2, g, Delta, sens, 1e-3)
-    assert _worst_exact_delta(N, p, F, bound) <= 1e-3  # the bound's epsilon is really (eps, 1e-3)-DP
+    assert (
+        _worst_exact_delta(N, p, F, bound) <= 1e-3
+    )  # the bound's epsilon is really (eps, 1e-3)-DP
     lo, hi = 0.0, bound
     for _ in range(20):
         mid = 0.5 * (lo + hi)
@@ -81,15 +93,25 @@ def test_bound_dominates_the_exact_worst_case_and_is_within_25_percent_in_epsilo
 
 
 @settings(max_examples=25, deadline=None)
-@given(N=st.integers(50, 5000), L=st.integers(1, 4), g=st.sampled_from([4.0, 6.0, 10.0]),
-       eps=st.floats(0.1, 4.0))
-def test_bound_is_monotone_in_epsilon_noise_and_labels(N: int, L: int, g: float, eps: float) -> None:
+@given(
+    N=st.integers(50, 5000),
+    L=st.integers(1, 4),
+    g=st.sampled_from([4.0, 6.0, 10.0]),
+    eps=st.floats(0.1, 4.0),
+)
+def test_bound_is_monotone_in_epsilon_noise_and_labels(
+    N: int, L: int, g: float, eps: float
+) -> None:
     d1 = ba.binomial_sum_delta(N, 0.25, L, g, 1.0, 2.0, eps)
     assert 0.0 <= d1 <= 1.0
-    assert ba.binomial_sum_delta(N, 0.25, L, g, 1.0, 2.0, eps + 0.5) <= d1 + 1e-15  # more epsilon, less delta
+    assert (
+        ba.binomial_sum_delta(N, 0.25, L, g, 1.0, 2.0, eps + 0.5) <= d1 + 1e-15
+    )  # more epsilon, less delta
     # more noise bits (the order grid moves with N, so up to a small slack)
     assert ba.binomial_sum_delta(4 * N, 0.25, L, g, 1.0, 2.0, eps) <= 1.02 * d1 + 1e-12
-    assert ba.binomial_sum_delta(N, 0.25, L + 1, g, 1.0, 2.0, eps) >= d1 - 1e-15  # more labels to shift
+    assert (
+        ba.binomial_sum_delta(N, 0.25, L + 1, g, 1.0, 2.0, eps) >= d1 - 1e-15
+    )  # more labels to shift
 
 
 def test_bound_is_near_the_gaussian_mechanism_for_many_noise_bits() -> None:
@@ -123,7 +145,9 @@ def test_calibrated_guarantee_is_computed_from_the_binomial_and_meets_the_target
     assert not g.approximate and "binomial pmf" in g.notes and not str(g).startswith("~")
     assert 0.99 <= g.epsilon <= 1.0
     assert p.b > 1397  # raised above the Gaussian match (b = 1397)
-    assert calibrated_params(4, 2, 1.0, delta=1e-5, epsilon=1.0, conversion="cks") == p  # deterministic
+    assert (
+        calibrated_params(4, 2, 1.0, delta=1e-5, epsilon=1.0, conversion="cks") == p
+    )  # deterministic
     below = dataclasses.replace(p, b=int(p.b * 0.99))
     assert below.binomial_epsilon() > 1.0  # b is (within 1 %) the smallest meeting the target
 

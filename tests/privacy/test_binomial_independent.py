@@ -31,7 +31,9 @@ def _u_grid(m: int) -> np.ndarray:
 
 
 @functools.cache
-def _enumerated_shifts(g: float, Delta: float, sens: float, L: int, steps: int) -> set[tuple[int, ...]]:
+def _enumerated_shifts(
+    g: float, Delta: float, sens: float, L: int, steps: int
+) -> set[tuple[int, ...]]:
     """Every shift vector ``floor(u + U) - floor(u' + U)`` the coupled roundings produce on a grid.
 
     Inputs ``w, w'`` range over the input domain (``|w| <= Delta`` for one label, the disc of radius
@@ -46,7 +48,9 @@ def _enumerated_shifts(g: float, Delta: float, sens: float, L: int, steps: int) 
     else:
         ang = np.linspace(0.0, 2 * math.pi, steps, endpoint=False)
         rad = np.linspace(0.0, Delta, steps // 6)
-        pts = np.stack([np.outer(rad, np.cos(ang)).ravel(), np.outer(rad, np.sin(ang)).ravel()], axis=1)
+        pts = np.stack(
+            [np.outer(rad, np.cos(ang)).ravel(), np.outer(rad, np.sin(ang)).ravel()], axis=1
+        )
     found: set[tuple[int, ...]] = set()
     for w in pts:
         d = np.linalg.norm(pts - w, axis=1)
@@ -56,13 +60,16 @@ def _enumerated_shifts(g: float, Delta: float, sens: float, L: int, steps: int) 
         # per coordinate: the shifts over the grid of U (coordinates use independent uniforms);
         # each pair (w, w') gives every combination of the per-coordinate values
         U = _u_grid(64 if L == 1 else 48)
-        per = [np.floor(u[k] + U)[None, :] - np.floor(up[:, k, None] + U[None, :]) for k in range(L)]
+        per = [
+            np.floor(u[k] + U)[None, :] - np.floor(up[:, k, None] + U[None, :]) for k in range(L)
+        ]
         ext = [np.stack([p.min(axis=1), p.max(axis=1)], axis=1) for p in per]
         if L == 1:
             found.update((int(v),) for v in np.unique(ext[0]))
         else:
-            combos = np.stack([np.stack([ext[0][:, i], ext[1][:, j]], axis=1)
-                               for i in range(2) for j in range(2)]).reshape(-1, 2)
+            combos = np.stack(
+                [np.stack([ext[0][:, i], ext[1][:, j]], axis=1) for i in range(2) for j in range(2)]
+            ).reshape(-1, 2)
             found.update(map(tuple, np.unique(combos.astype(int), axis=0).tolist()))
     return found
 
@@ -71,14 +78,19 @@ def _in_relaxed_set(s: tuple[int, ...], budget: int, s_max: int) -> bool:
     return all(abs(x) <= s_max for x in s) and sum(max(abs(x) - 1, 0) ** 2 for x in s) <= budget
 
 
-@pytest.mark.parametrize(("g", "Delta", "sens"), [
-    (4.3, 1.0, 2.0),            # 2 g = 8.6: the largest shift is ceil(2 g) = 9, not floor(2 g) = 8
-    (4.472135955, 0.7, 1.4),    # g = 2 sqrt(5) (n = 5 users), a non-unit input bound
-    (4.5, 1.0, 2.0),            # 2 g = 9 exactly: ceil and floor agree
-    (5.25, 1.0, math.sqrt(2)),  # PSD sensitivity: the radius r = g sqrt(2) = 7.42 binds first
-    (4.0, 1.0, 1.3),            # integer g, radius 5.2
-])
-def test_one_label_shift_set_is_exactly_the_enumerated_coupling(g: float, Delta: float, sens: float) -> None:
+@pytest.mark.parametrize(
+    ("g", "Delta", "sens"),
+    [
+        (4.3, 1.0, 2.0),  # 2 g = 8.6: the largest shift is ceil(2 g) = 9, not floor(2 g) = 8
+        (4.472135955, 0.7, 1.4),  # g = 2 sqrt(5) (n = 5 users), a non-unit input bound
+        (4.5, 1.0, 2.0),  # 2 g = 9 exactly: ceil and floor agree
+        (5.25, 1.0, math.sqrt(2)),  # PSD sensitivity: the radius r = g sqrt(2) = 7.42 binds first
+        (4.0, 1.0, 1.3),  # integer g, radius 5.2
+    ],
+)
+def test_one_label_shift_set_is_exactly_the_enumerated_coupling(
+    g: float, Delta: float, sens: float
+) -> None:
     """One label: the relaxed set of :func:`shift_budget` equals the shifts the coupling produces.
 
     Containment is the privacy statement (a shift left out is a defect: the bound would miss the
@@ -94,7 +106,9 @@ def test_one_label_shift_set_is_exactly_the_enumerated_coupling(g: float, Delta:
     assert max(abs(s) for (s,) in found) == min(math.ceil(2 * g), math.ceil(r) if r % 1 else int(r))
 
 
-@pytest.mark.parametrize(("g", "Delta", "sens"), [(4.3, 1.0, 2.0), (4.7, 1.0, math.sqrt(2)), (6.1, 2.0, 4.0)])
+@pytest.mark.parametrize(
+    ("g", "Delta", "sens"), [(4.3, 1.0, 2.0), (4.7, 1.0, math.sqrt(2)), (6.1, 2.0, 4.0)]
+)
 def test_two_label_shifts_lie_in_the_relaxed_set(g: float, Delta: float, sens: float) -> None:
     """Two labels (a disc of inputs): every enumerated shift vector lies in the relaxed set."""
     found = _enumerated_shifts(g, Delta, sens, 2, 60)
@@ -110,16 +124,26 @@ def _exact_worst_delta(N: int, p: float, shifts: set[tuple[int, ...]], eps: floa
     y = np.arange(-s_max, N + s_max + 1)
     cols = {k: stats.binom.pmf(y - k, N, p) for k in range(-s_max, s_max + 1)}
     if len(next(iter(shifts))) == 1:
-        return max(float(np.maximum(cols[s] - math.exp(eps) * cols[0], 0.0).sum()) for (s,) in shifts)
+        return max(
+            float(np.maximum(cols[s] - math.exp(eps) * cols[0], 0.0).sum()) for (s,) in shifts
+        )
     Q = np.outer(cols[0], cols[0]) * math.exp(eps)
     return max(float(np.maximum(np.outer(cols[a], cols[b]) - Q, 0.0).sum()) for a, b in shifts)
 
 
-@pytest.mark.parametrize(("N", "g", "L", "eps"), [
-    (150, 4.3, 1, 1.2), (150, 4.3, 1, 2.6), (400, 4.3, 1, 0.9), (120, 4.3, 2, 2.2), (73, 4.472135955, 1, 3.3),
-])
-def test_binomial_bound_dominates_the_exact_delta_over_the_enumerated_shifts(N: int, g: float, L: int,
-                                                                             eps: float) -> None:
+@pytest.mark.parametrize(
+    ("N", "g", "L", "eps"),
+    [
+        (150, 4.3, 1, 1.2),
+        (150, 4.3, 1, 2.6),
+        (400, 4.3, 1, 0.9),
+        (120, 4.3, 2, 2.2),
+        (73, 4.472135955, 1, 3.3),
+    ],
+)
+def test_binomial_bound_dominates_the_exact_delta_over_the_enumerated_shifts(
+    N: int, g: float, L: int, eps: float
+) -> None:
     """The bound is at least the exact ``delta(eps)`` of the worst shift the coupling reaches.
 
     The shifts come from the enumeration, not from :func:`shift_budget`.  This is the end-to-end
@@ -173,15 +197,17 @@ def test_bound_value_is_pinned_at_awkward_parameters(case: tuple) -> None:
 def test_shift_budget_at_awkward_parameters() -> None:
     """``(floor(r^2), min(floor(r) + 1, ceil(2 g)))`` with ``r = g Delta_2 / Delta``, written out."""
     assert ba.shift_budget(4.3, 0.7, 0.99) == (36, 7)  # r = 6.0814..., r^2 = 36.98
-    assert ba.shift_budget(4.3, 1.0, 2.0) == (73, 9)   # r = 8.6, ceil(2 g) = 9
-    assert ba.shift_budget(4.0, 1.0, 2.0) == (64, 8)   # integer r = 8 = 2 g: (8 - 1)^2 = 49 <= 64
-    assert ba.shift_budget(3.2, 2.0, 1.0) == (2, 2)    # r = 1.6, a small radius binds
-    assert ba.shift_budget(0.3, 1.0, 2.0) == (0, 1)    # ceil(2 g) = 1 binds
+    assert ba.shift_budget(4.3, 1.0, 2.0) == (73, 9)  # r = 8.6, ceil(2 g) = 9
+    assert ba.shift_budget(4.0, 1.0, 2.0) == (64, 8)  # integer r = 8 = 2 g: (8 - 1)^2 = 49 <= 64
+    assert ba.shift_budget(3.2, 2.0, 1.0) == (2, 2)  # r = 1.6, a small radius binds
+    assert ba.shift_budget(0.3, 1.0, 2.0) == (0, 1)  # ceil(2 g) = 1 binds
 
 
 def test_huge_noise_gives_epsilon_zero_not_a_negative_epsilon() -> None:
     """When the bound meets ``delta`` already at epsilon 0 the epsilon is 0 (never negative)."""
-    assert ba.binomial_sum_epsilon(10**5, 0.25, 1, 4.0, 1.0, 2.0, 0.4) == 0.0  # the minimum over orders is -0.51
+    assert (
+        ba.binomial_sum_epsilon(10**5, 0.25, 1, 4.0, 1.0, 2.0, 0.4) == 0.0
+    )  # the minimum over orders is -0.51
 
 
 def test_degenerate_inputs_are_refused() -> None:

@@ -55,9 +55,19 @@ def test_context_shape_follows_the_setting() -> None:
 @pytest.mark.parametrize("spec", [SINGLE, MULTI], ids=["single", "multi"])
 def test_contexts_at_the_bound_pass_and_beyond_it_are_refused(spec: EnvSpec) -> None:
     B = spec.context_bound
-    X, a, y = check_device_inputs(spec, _contexts(spec, 2, B * (1 + 0.5 * NORM_RTOL)), [0, 3], [0.5, -7.0])
-    assert X.dtype == np.float64 and X.flags.c_contiguous and a.dtype == np.int64 and y.dtype == np.float64
-    assert a.tolist() == [0, 3] and y.tolist() == [0.5, -7.0]  # rewards are clipped by the randomizers
+    X, a, y = check_device_inputs(
+        spec, _contexts(spec, 2, B * (1 + 0.5 * NORM_RTOL)), [0, 3], [0.5, -7.0]
+    )
+    assert (
+        X.dtype == np.float64
+        and X.flags.c_contiguous
+        and a.dtype == np.int64
+        and y.dtype == np.float64
+    )
+    assert a.tolist() == [0, 3] and y.tolist() == [
+        0.5,
+        -7.0,
+    ]  # rewards are clipped by the randomizers
     with pytest.raises(DataBoundError, match=f"above the declared context_bound={B:g}"):
         check_device_inputs(spec, _contexts(spec, 2, B * (1 + 3 * NORM_RTOL)))
     # one bad row among good ones is found (not only the first)
@@ -115,7 +125,9 @@ def test_check_client_inputs_directly() -> None:
 
 
 def test_shapes_are_checked_against_the_problem() -> None:
-    with pytest.raises(ValidationError, match=r"shape \(2, 3\); the single-parameter problem needs \(R, K, d\)"):
+    with pytest.raises(
+        ValidationError, match=r"shape \(2, 3\); the single-parameter problem needs \(R, K, d\)"
+    ):
         check_device_inputs(SINGLE, np.zeros((2, 3)))
     with pytest.raises(ValidationError, match=r"multi-parameter problem needs \(R, d\) = \(2, 3\)"):
         check_device_inputs(MULTI, np.zeros((2, 4, 3)))
@@ -147,12 +159,16 @@ def test_actions_are_exact_arm_indices() -> None:
         check_device_inputs(SINGLE, X, [0, 4, 1])
     with pytest.raises(ValidationError, match="action -1 is not an arm index"):
         check_device_inputs(SINGLE, X, [0, -1, 3])
-    with pytest.raises(ValidationError, match="action -2 is not"):  # both ends wrong: the low one is named
+    with pytest.raises(
+        ValidationError, match="action -2 is not"
+    ):  # both ends wrong: the low one is named
         check_device_inputs(SINGLE, X, [-2, 9, 3])
 
 
 def test_dtypes_of_contexts_and_rewards() -> None:
-    X, _, y = check_device_inputs(MULTI, np.zeros((2, 3), dtype=np.int32), None, np.array([1, 0], dtype=np.int8))
+    X, _, y = check_device_inputs(
+        MULTI, np.zeros((2, 3), dtype=np.int32), None, np.array([1, 0], dtype=np.int8)
+    )
     assert X.dtype == np.float64 and y.dtype == np.float64
     with pytest.raises(ValidationError, match="contexts must be real numbers, got dtype bool"):
         check_device_inputs(MULTI, np.zeros((2, 3), dtype=bool))
@@ -171,7 +187,11 @@ def test_dtypes_of_contexts_and_rewards() -> None:
 # ------------------------------------------------------------------------------------------------
 def test_declared_noise_kinds_and_variances() -> None:
     g = DeviceNoise.gaussian(np.array([[0.5, 2.0]]))
-    assert g.kind == "gaussian" and g.variance.tolist() == [[0.25, 4.0]] and g.scale.dtype == np.float64
+    assert (
+        g.kind == "gaussian"
+        and g.variance.tolist() == [[0.25, 4.0]]
+        and g.scale.dtype == np.float64
+    )
     lap = DeviceNoise.laplace([[0.5, 3.0]])
     assert lap.kind == "laplace" and lap.variance.tolist() == [[0.5, 18.0]]
     assert NOISE_KINDS == ("gaussian", "laplace", "unbiased", "exact")
@@ -202,13 +222,20 @@ def test_whitened_distance_in_each_norm() -> None:
     s = np.array([[1.0, 2.0, 0.5], [0.5, 1.0, 4.0]])
     # whitened differences: [3, -2, 0] and [-2, 2, 0]
     assert whitened_distance(e0, e1, s, "l1").tolist() == [5.0, 4.0]
-    assert whitened_distance(e0, e1, s, "l2") == pytest.approx([math.sqrt(13), math.sqrt(8)], rel=1e-15)
+    assert whitened_distance(e0, e1, s, "l2") == pytest.approx(
+        [math.sqrt(13), math.sqrt(8)], rel=1e-15
+    )
     assert whitened_distance(e0, e1, s, "linf").tolist() == [3.0, 2.0]
     assert whitened_distance(e1, e0, s, "linf").tolist() == [3.0, 2.0]  # symmetric
     # a scalar scale broadcasts; messages with more axes are flattened per user
-    assert whitened_distance(e0.reshape(2, 3, 1), e1.reshape(2, 3, 1), 2.0, "l1").tolist() == [3.5, 1.5]
+    assert whitened_distance(e0.reshape(2, 3, 1), e1.reshape(2, 3, 1), 2.0, "l1").tolist() == [
+        3.5,
+        1.5,
+    ]
     # no coordinates: distance 0
-    assert whitened_distance(np.zeros((2, 0)), np.zeros((2, 0)), np.ones((2, 0)), "linf").tolist() == [0.0, 0.0]
+    assert whitened_distance(
+        np.zeros((2, 0)), np.zeros((2, 0)), np.ones((2, 0)), "linf"
+    ).tolist() == [0.0, 0.0]
 
 
 def test_exact_coordinates_must_agree() -> None:
@@ -256,7 +283,9 @@ def test_float_fields_at_and_beyond_their_range() -> None:
     with pytest.raises(PublicStateError, match="must hold real numbers"):
         f.validate(np.array(["a", "b"]), DIMS)
     assert f.validate(np.array([True, False]), DIMS).tolist() == [1.0, 0.0]  # booleans are 0/1
-    assert PublicField("x", ("*",), low=5.0).validate(np.zeros(0), DIMS).shape == (0,)  # empty: nothing to check
+    assert PublicField("x", ("*",), low=5.0).validate(np.zeros(0), DIMS).shape == (
+        0,
+    )  # empty: nothing to check
 
 
 def test_integer_fields_and_allowed_values() -> None:
@@ -318,7 +347,9 @@ def test_spaces_refuse_unknown_and_missing_fields() -> None:
     assert space.names == ("a", "b")
     state = space.validate({"a": [0.5, 1.0], "b": [0, 1, 2, 3]}, DIMS)
     assert state["a"].tolist() == [0.5, 1.0] and state["b"].dtype == np.int64
-    with pytest.raises(PublicStateError, match="field 'c' is not part of this algorithm's public state"):
+    with pytest.raises(
+        PublicStateError, match="field 'c' is not part of this algorithm's public state"
+    ):
         space.validate({"a": [0.5, 1.0], "b": [0, 1, 2, 3], "c": 1}, DIMS)
     with pytest.raises(PublicStateError, match="field 'b' is missing"):
         space.validate({"a": [0.5, 1.0]}, DIMS)
@@ -357,21 +388,23 @@ def test_random_draws_span_their_ranges() -> None:
     # a range around 0 (not symmetric) has 0 among its extremes; an integer range is capped at +-1e6
     z = PublicField("z", ("R",), low=-0.5, high=2.0).draw(dims, rng, extreme=True)
     assert set(np.unique(z)) == {-0.5, 0.0, 2.0}
-    big = PublicField("b", ("R",), kind="i", low=-10**7).draw(dims, rng, extreme=True)
-    assert set(np.unique(big)) == {-10**6, 10**6}
+    big = PublicField("b", ("R",), kind="i", low=-(10**7)).draw(dims, rng, extreme=True)
+    assert set(np.unique(big)) == {-(10**6), 10**6}
 
 
 @pytest.mark.parametrize("extreme", [False, True])
 def test_drawn_states_are_members_and_extremes_reach_the_bounds(extreme: bool) -> None:
-    space = PublicSpace((
-        PublicField("x", ("R", "d"), low=-0.5, high=2.0),
-        PublicField("n", ("R", "d"), norm=1.5),
-        PublicField("i", ("R",), kind="i", low=-3, high=7),
-        PublicField("v", ("R", "*"), kind="i", values=(2, 5, 11)),
-        PublicField("s", ("R", "d", "d"), symmetric=True, low=-1.0, high=1.0),
-        PublicField("p", ("R", "d", "d"), psd_floor=0.25),
-        PublicField("u", ("K",)),
-    ))
+    space = PublicSpace(
+        (
+            PublicField("x", ("R", "d"), low=-0.5, high=2.0),
+            PublicField("n", ("R", "d"), norm=1.5),
+            PublicField("i", ("R",), kind="i", low=-3, high=7),
+            PublicField("v", ("R", "*"), kind="i", values=(2, 5, 11)),
+            PublicField("s", ("R", "d", "d"), symmetric=True, low=-1.0, high=1.0),
+            PublicField("p", ("R", "d", "d"), psd_floor=0.25),
+            PublicField("u", ("K",)),
+        )
+    )
     rng = np.random.default_rng(4)
     dims = {"R": 400, "K": 4, "d": 3, "D": 12}
     for _ in range(3):
@@ -379,7 +412,9 @@ def test_drawn_states_are_members_and_extremes_reach_the_bounds(extreme: bool) -
         space.validate(dict(state.items()), dims)  # every draw is a member
     assert state["v"].shape == (400, 1) and state["i"].dtype == np.int64
     if extreme:
-        assert set(np.unique(state["x"])) <= {-0.5, 2.0, 0.0} and {-0.5, 2.0} <= set(np.unique(state["x"]))
+        assert set(np.unique(state["x"])) <= {-0.5, 2.0, 0.0} and {-0.5, 2.0} <= set(
+            np.unique(state["x"])
+        )
         assert set(np.unique(state["i"])) == {-3, 7}
         assert set(np.unique(state["v"])) == {2, 11}
         norms = np.linalg.norm(state["n"], axis=-1)

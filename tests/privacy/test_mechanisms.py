@@ -76,8 +76,9 @@ def test_han_strict_ols_noise_stds_through_the_mechanism_objects():
     assert W.sigma == pytest.approx(13.29236, abs=1e-5)
     assert u.sigma == pytest.approx(13.29236, abs=1e-5)
     # the tight Frobenius sensitivity sqrt(2) C_B^2 would need only sqrt(2) sigma' = 9.399
-    assert SymmetricGaussianMechanism.for_outer_product(1.0, 0.5, 0.005, 3, tight=True).sigma == \
-        pytest.approx(9.399, abs=1e-3)
+    assert SymmetricGaussianMechanism.for_outer_product(
+        1.0, 0.5, 0.005, 3, tight=True
+    ).sigma == pytest.approx(9.399, abs=1e-3)
 
 
 def test_zheng_reference_sigmas():
@@ -97,14 +98,19 @@ def test_outer_product_sensitivities_are_attained():
     X = rng.normal(size=(5000, 2, 4))
     X *= (2.0 * rng.random((5000, 2, 1)) ** 0.25) / np.linalg.norm(X, axis=-1, keepdims=True)
     D = np.einsum("ni,nj->nij", X[:, 0], X[:, 0]) - np.einsum("ni,nj->nij", X[:, 1], X[:, 1])
-    assert np.linalg.norm(D[:, iu[0], iu[1]], axis=-1).max() <= outer_product_sensitivity(2.0, tight=True) + 1e-12
+    assert (
+        np.linalg.norm(D[:, iu[0], iu[1]], axis=-1).max()
+        <= outer_product_sensitivity(2.0, tight=True) + 1e-12
+    )
     assert outer_product_sensitivity(2.0) == 8.0
     # L1 (Zheng spec §3.3): sum_{i<=j} |x_i x_j| <= (d + 1)/2 for unit x, Delta_1 = d + 1
     U = X[:, 0] / np.linalg.norm(X[:, 0], axis=-1, keepdims=True)
     l1 = np.abs(np.einsum("ni,nj->nij", U, U)[:, iu[0], iu[1]]).sum(-1)
     assert 2 * l1.max() <= outer_product_l1_sensitivity(4) + 1e-12
     ones = np.full(4, 0.5)  # ||x||_1^2 = d: the bound is attained
-    assert 2 * np.abs(np.outer(ones, ones)[iu]).sum() == pytest.approx(outer_product_l1_sensitivity(4))
+    assert 2 * np.abs(np.outer(ones, ones)[iu]).sum() == pytest.approx(
+        outer_product_l1_sensitivity(4)
+    )
 
 
 # l2-ball radii, Han spec §2.5 (R = 1), 5 significant digits
@@ -129,8 +135,12 @@ def test_l2_ball_radius_exact_values_and_scaling():
     assert l2_ball_radius(1.0, 2, 2.0) == pytest.approx(6.79826, abs=1e-5)
     assert l2_ball_radius(0.5, 2, 2.0) == pytest.approx(12.82709, abs=1e-5)
     r = l2_ball_radius(1.0, 10_000)
-    assert math.isfinite(r) and r == pytest.approx(2.163953 * math.sqrt(math.pi * 10_000 / 2), rel=1e-4)
-    assert l2_ball_radius(1.3, 7, 3.5) == pytest.approx(3.5 * l2_ball_radius(1.3, 7, 1.0), rel=1e-14)
+    assert math.isfinite(r) and r == pytest.approx(
+        2.163953 * math.sqrt(math.pi * 10_000 / 2), rel=1e-4
+    )
+    assert l2_ball_radius(1.3, 7, 3.5) == pytest.approx(
+        3.5 * l2_ball_radius(1.3, 7, 1.0), rel=1e-14
+    )
 
 
 def test_l2_ball_side_probability_closed_form():
@@ -148,15 +158,21 @@ def test_gaussian_delta_matches_dp_accounting(sigma, sens):
 
     pl = GaussianPrivacyLoss(sigma, sensitivity=sens)
     for eps in [0.0, 0.1, 0.5, 1.0, 3.0, 8.0]:
-        assert gaussian_delta(eps, sigma, sens) == pytest.approx(pl.get_delta_for_epsilon(eps), rel=1e-9, abs=1e-15)
+        assert gaussian_delta(eps, sigma, sens) == pytest.approx(
+            pl.get_delta_for_epsilon(eps), rel=1e-9, abs=1e-15
+        )
 
 
-@pytest.mark.parametrize("eps, delta", [(0.5, 1e-5), (1.0, 1e-6), (5.0, 0.1), (10.0, 1e-10), (0.05, 0.01)])
+@pytest.mark.parametrize(
+    "eps, delta", [(0.5, 1e-5), (1.0, 1e-6), (5.0, 0.1), (10.0, 1e-10), (0.05, 0.01)]
+)
 def test_analytic_sigma_matches_dp_accounting(eps, delta):
     from dp_accounting.pld.common import DifferentialPrivacyParameters
     from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 
-    ref = GaussianPrivacyLoss.from_privacy_guarantee(DifferentialPrivacyParameters(eps, delta), sensitivity=2.0)
+    ref = GaussianPrivacyLoss.from_privacy_guarantee(
+        DifferentialPrivacyParameters(eps, delta), sensitivity=2.0
+    )
     sig = gaussian_sigma_analytic(eps, delta, 2.0)
     assert sig == pytest.approx(ref.standard_deviation, rel=1e-6)
     assert gaussian_delta(eps, sig, 2.0) <= delta  # never optimistic
@@ -227,18 +243,23 @@ def test_classic_at_large_epsilon_warns_and_reports_the_true_epsilon():
     ok = GaussianMechanism(1.0, 5.0, 0.01)
     assert "outside" in ok.warning and "still meets" in ok.warning
     assert ok.guarantee.epsilon <= 5.0
-    bad = GaussianMechanism(1.0, 6.0, 0.1)  # Zheng spec §3.2: classic fails near eps ~ 5.75, delta 0.1
+    bad = GaussianMechanism(
+        1.0, 6.0, 0.1
+    )  # Zheng spec §3.2: classic fails near eps ~ 5.75, delta 0.1
     assert bad.guarantee.epsilon == pytest.approx(6.1817, abs=1e-4)
     assert "EXCEEDS" in bad.warning and "EXCEEDS" in bad.notes
     assert "EXCEEDS" in bad.privacy_guarantee("local").notes
 
 
-@pytest.mark.parametrize("mech", [
-    GaussianMechanism(1.0, 1.0, 1e-5, "analytic"),
-    SymmetricGaussianMechanism(2.0, 1.0, 1e-5, d=3),
-    LaplaceMechanism(2.0, 1.0),
-    L2BallMechanism(1.0, d=3, bound=2.0),
-])
+@pytest.mark.parametrize(
+    "mech",
+    [
+        GaussianMechanism(1.0, 1.0, 1e-5, "analytic"),
+        SymmetricGaussianMechanism(2.0, 1.0, 1e-5, d=3),
+        LaplaceMechanism(2.0, 1.0),
+        L2BallMechanism(1.0, d=3, bound=2.0),
+    ],
+)
 def test_under_noised_keeps_the_claim_but_not_the_truth(mech):
     broken = mech.under_noised(0.5)
     assert broken.guarantee == mech.guarantee
@@ -253,7 +274,10 @@ def test_under_noised_keeps_the_claim_but_not_the_truth(mech):
 
 def test_mechanism_statement_types_and_noise_multipliers():
     assert isinstance(LaplaceMechanism(2.0, 0.5).guarantee, PureDP)
-    assert LaplaceMechanism(2.0, 0.5).scale == 4.0 and LaplaceMechanism(2.0, 0.5).noise_multiplier == 2.0
+    assert (
+        LaplaceMechanism(2.0, 0.5).scale == 4.0
+        and LaplaceMechanism(2.0, 0.5).noise_multiplier == 2.0
+    )
     assert LaplaceMechanism.for_range(-1.0, 1.0, 1.0).sensitivity == 2.0  # Hanna spec §2.5
     g = GaussianMechanism(2.0, 1.0, 1e-5)
     assert g.noise_multiplier == pytest.approx(g.sigma / 2.0)
@@ -388,29 +412,32 @@ def test_laplace_sum_deviation_bound_holds():
 # --------------------------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("make, name", [
-    (lambda: GaussianMechanism(1.0, 0.0, 1e-5), "epsilon"),
-    (lambda: GaussianMechanism(1.0, float("nan"), 1e-5), "epsilon"),
-    (lambda: GaussianMechanism(1.0, math.inf, 1e-5), "epsilon"),
-    (lambda: GaussianMechanism(1.0, 1.0, 0.0), "delta"),
-    (lambda: GaussianMechanism(1.0, 1.0, 1.0), "delta"),
-    (lambda: GaussianMechanism(0.0, 1.0, 1e-5), "sensitivity"),
-    (lambda: GaussianMechanism(-1.0, 1.0, 1e-5), "sensitivity"),
-    (lambda: GaussianMechanism(1.0, 1.0, 1e-5, "optimal"), "calibration"),
-    (lambda: GaussianMechanism(1.0, 1.0, 1e-5, noise_factor=0.0), "noise_factor"),
-    (lambda: SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=0), "d"),
-    (lambda: SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=2.5), "d"),
-    (lambda: LaplaceMechanism(1.0, -1.0), "epsilon"),
-    (lambda: LaplaceMechanism(float("inf"), 1.0), "sensitivity"),
-    (lambda: LaplaceMechanism.for_range(1.0, 1.0, 1.0), "upper"),
-    (lambda: L2BallMechanism(1.0, d=0), "d"),
-    (lambda: L2BallMechanism(1.0, d=2, bound=0.0), "bound"),
-    (lambda: L2BallMechanism(1.0, d=2, out_of_bound="ignore"), "out_of_bound"),
-    (lambda: l2_ball_radius(1.0, 0), "d"),
-    (lambda: l2_ball_epsilon(1.0, 2, 1.0), "radius"),  # below the minimum unbiased radius
-    (lambda: gaussian_sigma(1.0, 1e-5, 1.0, "foo"), "calibration"),
-    (lambda: gaussian_epsilon(1.0, 2.0), "delta"),
-])
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: GaussianMechanism(1.0, 0.0, 1e-5), "epsilon"),
+        (lambda: GaussianMechanism(1.0, float("nan"), 1e-5), "epsilon"),
+        (lambda: GaussianMechanism(1.0, math.inf, 1e-5), "epsilon"),
+        (lambda: GaussianMechanism(1.0, 1.0, 0.0), "delta"),
+        (lambda: GaussianMechanism(1.0, 1.0, 1.0), "delta"),
+        (lambda: GaussianMechanism(0.0, 1.0, 1e-5), "sensitivity"),
+        (lambda: GaussianMechanism(-1.0, 1.0, 1e-5), "sensitivity"),
+        (lambda: GaussianMechanism(1.0, 1.0, 1e-5, "optimal"), "calibration"),
+        (lambda: GaussianMechanism(1.0, 1.0, 1e-5, noise_factor=0.0), "noise_factor"),
+        (lambda: SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=0), "d"),
+        (lambda: SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=2.5), "d"),
+        (lambda: LaplaceMechanism(1.0, -1.0), "epsilon"),
+        (lambda: LaplaceMechanism(float("inf"), 1.0), "sensitivity"),
+        (lambda: LaplaceMechanism.for_range(1.0, 1.0, 1.0), "upper"),
+        (lambda: L2BallMechanism(1.0, d=0), "d"),
+        (lambda: L2BallMechanism(1.0, d=2, bound=0.0), "bound"),
+        (lambda: L2BallMechanism(1.0, d=2, out_of_bound="ignore"), "out_of_bound"),
+        (lambda: l2_ball_radius(1.0, 0), "d"),
+        (lambda: l2_ball_epsilon(1.0, 2, 1.0), "radius"),  # below the minimum unbiased radius
+        (lambda: gaussian_sigma(1.0, 1e-5, 1.0, "foo"), "calibration"),
+        (lambda: gaussian_epsilon(1.0, 2.0), "delta"),
+    ],
+)
 def test_invalid_parameters_raise_clear_errors(make, name):
     with pytest.raises(ValidationError, match=name):
         make()
@@ -423,7 +450,9 @@ def test_invalid_values_and_shapes_raise_clear_errors():
     with pytest.raises(ValidationError, match=r"\(\.\.\., 3, 3\)"):
         SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=3).sample(np.eye(2), rng)
     with pytest.raises(ValidationError, match="symmetric"):
-        SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=2).sample(np.array([[0.0, 1.0], [0.0, 0.0]]), rng)
+        SymmetricGaussianMechanism(1.0, 1.0, 1e-5, d=2).sample(
+            np.array([[0.0, 1.0], [0.0, 0.0]]), rng
+        )
     with pytest.raises(ValidationError, match=r"\(\.\.\., 3\)"):
         L2BallMechanism(1.0, d=3).sample(np.zeros((5, 2)), rng)
     with pytest.raises(ValidationError, match="finite|NaN"):

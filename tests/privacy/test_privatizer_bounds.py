@@ -46,7 +46,9 @@ def test_binomial_bits_refuse_a_probability_outside_0_1(p: float) -> None:
 
 def test_binomial_bits_refuse_inputs_outside_0_2delta_and_name_the_range() -> None:
     rng = np.random.default_rng(0)
-    with pytest.raises(ValidationError, match=r"w must lie in \[0, 2 Delta\] = \[0, 1.6\].*\[-1e-09, 1\]"):
+    with pytest.raises(
+        ValidationError, match=r"w must lie in \[0, 2 Delta\] = \[0, 1.6\].*\[-1e-09, 1\]"
+    ):
         binomial_bit_counts(np.array([-1e-9, 1.0]), 4.0, 3, 0.25, 0.8, rng)
     with pytest.raises(ValidationError, match=r"= \[0, 1.6\].*got range \[0, 1.6001\]"):
         binomial_bit_counts(np.array([0.0, 1.6001]), 4.0, 3, 0.25, 0.8, rng)

@@ -50,13 +50,17 @@ def test_clip_l2_is_the_projection_onto_the_ball(xs: list[float], bound: float) 
     np.testing.assert_allclose(v, expected, rtol=1e-12, atol=0.0)
 
 
-@pytest.mark.parametrize("y, expected", [(-3.0, -1.0), (-1.0, -1.0), (0.25, 0.25), (2.0, 1.0), (2.0 - 1e-12, 1.0)])
+@pytest.mark.parametrize(
+    "y, expected", [(-3.0, -1.0), (-1.0, -1.0), (0.25, 0.25), (2.0, 1.0), (2.0 - 1e-12, 1.0)]
+)
 def test_clip_scalar(y: float, expected: float) -> None:
     assert clip_scalar(y, -1.0, 1.0) == expected
 
 
 @pytest.mark.parametrize("kind, scale, kurtosis", [("gaussian", 0.7, 3.0), ("laplace", 0.7, 6.0)])
-def test_symmetric_noise_matrices_have_the_stated_law(kind: str, scale: float, kurtosis: float) -> None:
+def test_symmetric_noise_matrices_have_the_stated_law(
+    kind: str, scale: float, kurtosis: float
+) -> None:
     """Every matrix of a batch gets its own noise, symmetric, with i.i.d. zero-mean entries on and
     above the diagonal of variance sigma^2 (Gaussian) or 2 b^2 (Laplace).
 

@@ -61,7 +61,9 @@ def _inputs(rng: np.random.Generator, n: int, d: int, Delta: float) -> np.ndarra
 def _sym_inputs(rng: np.random.Generator, n: int, d: int, Delta: float) -> np.ndarray:
     a = rng.standard_normal((n, d, d))
     a = a + np.swapaxes(a, 1, 2)
-    return a * (0.95 * Delta * rng.random((n, 1, 1)) / np.linalg.norm(a, axis=(1, 2), keepdims=True))
+    return a * (
+        0.95 * Delta * rng.random((n, 1, 1)) / np.linalg.norm(a, axis=(1, 2), keepdims=True)
+    )
 
 
 # ============================================================================================
@@ -75,7 +77,9 @@ def test_spec_s1_theory_parameters() -> None:
     assert b_real == pytest.approx(379_612_599.0014, rel=1e-9)
     assert p.b == 379_612_600 == math.ceil(b_real)
     assert p.binomial_noise_std == pytest.approx(4218.3, rel=1e-4)
-    assert p.binomial_noise_std == pytest.approx(math.sqrt(45000) * math.log(4 * 26 / 0.005) / 0.5, rel=1e-6)
+    assert p.binomial_noise_std == pytest.approx(
+        math.sqrt(45000) * math.log(4 * 26 / 0.005) / 0.5, rel=1e-6
+    )
     # message counts: ceil(2g) + b bits per label (spec 11.14), d labels (vector)
     assert p.bits_per_label == 127 + p.b
     assert p.messages_per_user == 5 * (127 + p.b)
@@ -90,7 +94,9 @@ def test_matrix_parameters_literal_and_summed() -> None:
     assert lit.messages_per_user == 15 * lit.bits_per_label
     assert lit.b == vec.b and lit.d_formula == 5  # the paper plugs d into eq. (122)
     assert summ.d_formula == 15
-    assert summ.b == math.ceil(24e4 * summ.g**2 * math.log(4 * (15**2 + 1) / 0.005) ** 2 / (0.25 * 1000))
+    assert summ.b == math.ceil(
+        24e4 * summ.g**2 * math.log(4 * (15**2 + 1) / 0.005) ** 2 / (0.25 * 1000)
+    )
     assert summ.b > lit.b  # never less private
     assert theory_params(4, 30, 1.0, 0.1, 1.0).g == 30.0  # g = max(2 sqrt(n), d, 4)
     assert theory_params(1, 1, 1.0, 0.1, 1.0).g == 4.0
@@ -113,8 +119,12 @@ def test_spec_s6_calibrated_parameters() -> None:
 # ============================================================================================
 # accounting of a call
 # ============================================================================================
-@pytest.mark.parametrize("eps,delta,n,d", [(0.5, 0.005, 1000, 5), (15.0, 0.4, 50, 3), (1.0, 1e-6, 10**5, 20)])
-def test_theory_guarantee_is_lemma_t1_at_the_b_used(eps: float, delta: float, n: int, d: int) -> None:
+@pytest.mark.parametrize(
+    "eps,delta,n,d", [(0.5, 0.005, 1000, 5), (15.0, 0.4, 50, 3), (1.0, 1e-6, 10**5, 20)]
+)
+def test_theory_guarantee_is_lemma_t1_at_the_b_used(
+    eps: float, delta: float, n: int, d: int
+) -> None:
     p = theory_params(n, d, eps, delta, 1.0)
     g = p.guarantee()
     assert g.model == "shuffle" and g.delta == delta
@@ -129,22 +139,32 @@ def test_matrix_accounting_uses_the_summed_dimension() -> None:
     lit = theory_params(1000, 5, 0.5, 0.005, 1.0, kind="matrix")
     summ = theory_params(1000, 5, 0.5, 0.005, 1.0, kind="matrix", matrix_dim="summed")
     assert summ.guarantee().epsilon <= 0.5
-    g = lit.guarantee()  # the paper's literal d: certified epsilon slightly above the target, reported as such
+    g = (
+        lit.guarantee()
+    )  # the paper's literal d: certified epsilon slightly above the target, reported as such
     ratio = math.log(4 * (15**2 + 1) / 0.005) / math.log(4 * (5**2 + 1) / 0.005)
-    assert g.epsilon == pytest.approx(lit.theorem_epsilon()) and g.epsilon == pytest.approx(0.5 * ratio, rel=1e-6)
+    assert g.epsilon == pytest.approx(lit.theorem_epsilon()) and g.epsilon == pytest.approx(
+        0.5 * ratio, rel=1e-6
+    )
     # when d(d+1)/2 > 2 sqrt(n) the literal g is not eq. (122)'s g: Lemma T.1 does not apply at all
     small = theory_params(100, 10, 1.0, 0.005, 1.0, kind="matrix")
     assert not small.theorem_applies() and "would certify only" in small.guarantee().notes
-    assert theory_params(100, 10, 1.0, 0.005, 1.0, kind="matrix", matrix_dim="summed").theorem_applies()
+    assert theory_params(
+        100, 10, 1.0, 0.005, 1.0, kind="matrix", matrix_dim="summed"
+    ).theorem_applies()
 
 
 def test_smaller_constant_is_accounted_not_assumed() -> None:
-    p = theory_params(1000, 5, 1.0, 0.005, 1.0, constant=24e2)  # 100x fewer noise bits than eq. (122)
+    p = theory_params(
+        1000, 5, 1.0, 0.005, 1.0, constant=24e2
+    )  # 100x fewer noise bits than eq. (122)
     assert p.theorem_epsilon() == pytest.approx(10.0, rel=1e-3)  # epsilon scales as 1/sqrt(b)
     assert p.guarantee().epsilon == pytest.approx(p.theorem_epsilon())
     q = theory_params(1000, 5, 1.0, 0.005, 1.0, constant=1.0)
     assert q.theorem_epsilon() > CHEU_MAX_EPSILON
-    g = q.guarantee()  # Lemma T.1 no longer applies: the epsilon computed from the binomial pmf is reported
+    g = (
+        q.guarantee()
+    )  # Lemma T.1 no longer applies: the epsilon computed from the binomial pmf is reported
     assert "binomial pmf" in g.notes and not g.approximate
     assert g.epsilon == pytest.approx(q.binomial_epsilon()) and 1.0 < g.epsilon < CHEU_MAX_EPSILON
 
@@ -203,8 +223,12 @@ def test_matrix_aggregate_unbiased_symmetric_uncorrelated() -> None:
     n, d, N, Delta = 20, 3, 30_000, 1.5
     p = _small("matrix", n, d, Delta, 6)
     X = _sym_inputs(client, n, d, Delta)
-    res = shuffle_matrix_sum(np.broadcast_to(X, (N, n, d, d)), p, client, shuffler, path="aggregate")
-    assert np.array_equal(res.estimate, np.swapaxes(res.estimate, -1, -2))  # exactly symmetric (S-4)
+    res = shuffle_matrix_sum(
+        np.broadcast_to(X, (N, n, d, d)), p, client, shuffler, path="aggregate"
+    )
+    assert np.array_equal(
+        res.estimate, np.swapaxes(res.estimate, -1, -2)
+    )  # exactly symmetric (S-4)
     iu = np.triu_indices(d)
     err = (res.estimate - X.sum(axis=0))[:, iu[0], iu[1]]
     w, _ = encode_matrices(X[None], Delta)
@@ -279,7 +303,9 @@ def test_fast_path_matches_message_paths_in_distribution() -> None:
     c2, s2 = _gens(22)
     c3, _ = _gens(23)
     counts = _ones(shuffle_vector_sum(V, p, c1, s1, path="messages").estimate, p)
-    bits = _ones(shuffle_vector_sum(V, p, c2, s2, path="messages", materialize_bits=True).estimate, p)
+    bits = _ones(
+        shuffle_vector_sum(V, p, c2, s2, path="messages", materialize_bits=True).estimate, p
+    )
     fast = _ones(shuffle_vector_sum(V, p, c3, s2, path="aggregate").estimate, p)
     for k in range(d):
         for ref in (counts[:, k], bits[:, k]):
@@ -316,8 +342,12 @@ def test_local_randomizer_messages() -> None:
     for k in range(2):
         ones_k = (bits * (labels == k)).sum(axis=1)
         assert np.all(ones_k <= p.bits_per_label)
-        assert np.array_equal((batch["bit_multi"] * (batch["label_multi"] == k)).sum(axis=1), 3 * ones_k)
-    assert not np.array_equal(batch["label_multi"][:, : p.messages_per_user], labels)  # order was permuted
+        assert np.array_equal(
+            (batch["bit_multi"] * (batch["label_multi"] == k)).sum(axis=1), 3 * ones_k
+        )
+    assert not np.array_equal(
+        batch["label_multi"][:, : p.messages_per_user], labels
+    )  # order was permuted
 
 
 def test_analyzer_trust_boundary_and_malformed_batches() -> None:
@@ -335,8 +365,14 @@ def test_analyzer_trust_boundary_and_malformed_batches() -> None:
     with pytest.raises(ValidationError, match="n=4"):
         analyze(batch, dataclasses.replace(p, n=4))
     bits = shuffle(randomize_users(w, p, client, materialize_bits=True), shuffler)
-    broken = ShuffledBatch(payload={"label_multi": bits["label_multi"][:, :-1], "bit_multi": bits["bit_multi"][:, :-1]},
-                           mechanism=bits.mechanism, n_users=3)
+    broken = ShuffledBatch(
+        payload={
+            "label_multi": bits["label_multi"][:, :-1],
+            "bit_multi": bits["bit_multi"][:, :-1],
+        },
+        mechanism=bits.mechanism,
+        n_users=3,
+    )
     with pytest.raises(ValidationError, match="malformed"):
         analyze(broken, p)
 
@@ -349,7 +385,9 @@ def test_shuffler_releases_only_the_multiset_of_bits() -> None:
     msgs = randomize_users(w, p, client)
     batch = shuffle(msgs, shuffler)
     assert set(batch.payload) == {"ones"} and batch["ones"].shape == (7, 3) and batch.n_users == 4
-    assert np.array_equal(batch["ones"], sum(np.asarray(m["count"]) for m in msgs))  # the histogram only
+    assert np.array_equal(
+        batch["ones"], sum(np.asarray(m["count"]) for m in msgs)
+    )  # the histogram only
     assert not batch["ones"].flags.writeable
     # the analyzer refuses a batch that groups bits by user (the pre-fix release)
     from privbandits.core.messages import shuffle_messages
@@ -373,8 +411,15 @@ def _as_bits(msgs: list[PrivatizedMessage], p: SumParams) -> list[PrivatizedMess
         c = np.asarray(m["count"])
         b = bits_from_counts(c, p.bits_per_label)
         labels = np.broadcast_to(np.arange(p.n_labels)[:, None], b.shape)
-        out.append(PrivatizedMessage({"label_multi": labels.reshape(c.shape[0], -1),
-                                      "bit_multi": b.reshape(c.shape[0], -1)}, m.mechanism))
+        out.append(
+            PrivatizedMessage(
+                {
+                    "label_multi": labels.reshape(c.shape[0], -1),
+                    "bit_multi": b.reshape(c.shape[0], -1),
+                },
+                m.mechanism,
+            )
+        )
     return out
 
 
@@ -383,7 +428,9 @@ def test_rank_one_encoding_matches_matrix_encoding() -> None:
     x = rng.standard_normal((4, 6, 3)) * 0.5
     wt = rng.random((4, 6)) * 2
     a, na = encode_rank_one(x, wt, 1.0)
-    b, nb = encode_matrices(wt[..., None, None] * np.einsum("...i,...j->...ij", x, x), 1.0, psd_inputs=True)
+    b, nb = encode_matrices(
+        wt[..., None, None] * np.einsum("...i,...j->...ij", x, x), 1.0, psd_inputs=True
+    )
     np.testing.assert_allclose(a, b, atol=1e-12)
     assert na == nb > 0
     with pytest.raises(ValidationError, match="nonnegative"):
@@ -405,7 +452,9 @@ def test_upper_to_symmetric_roundtrip() -> None:
 # norm bounds (spec S-7)
 # ============================================================================================
 def test_vector_norm_projection_not_coordinate_clipping() -> None:
-    v = np.array([[0.9, 0.9], [0.3, -0.4], [3.0, -4.0]])  # every coordinate of row 0 is <= Delta = 1
+    v = np.array(
+        [[0.9, 0.9], [0.3, -0.4], [3.0, -4.0]]
+    )  # every coordinate of row 0 is <= Delta = 1
     w, n_clipped = encode_vectors(v, 1.0)
     assert n_clipped == 2
     out = w - 1.0
@@ -417,7 +466,9 @@ def test_vector_norm_projection_not_coordinate_clipping() -> None:
 
 
 def test_matrix_frobenius_projection() -> None:
-    X = 0.8 * np.eye(2)[None]  # operator norm 0.8 <= 1, Frobenius 1.13 > 1: must be rescaled (spec 11.41)
+    X = (
+        0.8 * np.eye(2)[None]
+    )  # operator norm 0.8 <= 1, Frobenius 1.13 > 1: must be rescaled (spec 11.41)
     w, n_clipped = encode_matrices(X, 1.0)
     assert n_clipped == 1
     np.testing.assert_allclose(w[0] - 1.0, [1 / math.sqrt(2), 0.0, 1 / math.sqrt(2)])
@@ -486,12 +537,18 @@ def test_invalid_parameters() -> None:
 @pytest.mark.parametrize(
     "n,eps,eps0",
     [
-        (100, 0.1, 0.1), (100, 1.0, 1.0),  # n <= 16 ln(2/delta) = 232.14: no amplification
-        (300, 0.1, 0.1090), (300, 1.0, 1.0),  # e_max = 0.256 < eps: fallback
-        (1000, 0.1, 0.1926), (1000, 1.0, 1.4604),  # capped at e_max = ln(1000/232.14)
-        (10**4, 0.1, 0.5281), (10**4, 1.0, 3.5037),
-        (10**5, 0.1, 1.2743), (10**5, 1.0, 5.7008),
-        (10**6, 0.1, 2.6985), (10**6, 1.0, 7.9915),
+        (100, 0.1, 0.1),
+        (100, 1.0, 1.0),  # n <= 16 ln(2/delta) = 232.14: no amplification
+        (300, 0.1, 0.1090),
+        (300, 1.0, 1.0),  # e_max = 0.256 < eps: fallback
+        (1000, 0.1, 0.1926),
+        (1000, 1.0, 1.4604),  # capped at e_max = ln(1000/232.14)
+        (10**4, 0.1, 0.5281),
+        (10**4, 1.0, 3.5037),
+        (10**5, 0.1, 1.2743),
+        (10**5, 1.0, 5.7008),
+        (10**6, 0.1, 2.6985),
+        (10**6, 1.0, 7.9915),
     ],
 )
 def test_hanna_spec_local_budget_table(n: int, eps: float, eps0: float) -> None:
@@ -522,7 +579,9 @@ def test_hanna_paper_modes_are_accounted_honestly() -> None:
         warnings.simplefilter("error")
         laplace_shuffle_params(1.0, 1e-6, 1000)  # strict mode does not warn
     num = laplace_shuffle_params(1.0, 1e-6, 1000, bound="numerical")
-    assert num.eps0 > 1.4604 and num.guarantee().epsilon <= 1.0 + 1e-9  # tighter bound, no cap needed
+    assert (
+        num.eps0 > 1.4604 and num.guarantee().epsilon <= 1.0 + 1e-9
+    )  # tighter bound, no cap needed
 
 
 def test_assign_actions_is_a_uniform_permutation_of_the_schedule() -> None:
@@ -579,8 +638,11 @@ def test_laplace_protocol_ragged_batches_and_boundaries() -> None:
     with pytest.raises(TrustBoundaryError):
         forward_reports(slots, reports["reward_hat"], shuffler)  # type: ignore[arg-type]
     with pytest.raises(TrustBoundaryError):
-        forward_reports(slots, PrivatizedMessage(payload={"reward_hat": np.zeros(slots.shape)}, mechanism="x"),
-                        shuffler)
+        forward_reports(
+            slots,
+            PrivatizedMessage(payload={"reward_hat": np.zeros(slots.shape)}, mechanism="x"),
+            shuffler,
+        )
     with pytest.raises(TrustBoundaryError):
         per_action_sums(reports, 2)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="n_actions"):

@@ -97,7 +97,9 @@ def test_clip_policy_rescales_and_counts(rng: np.random.Generator) -> None:
     tree = TreeAggregator(4, 2, sigma=0.0, leaf_bound=1.0, rng=rng, replications=2)
     x = np.array([[3.0, 4.0], [0.3, 0.4]])
     tree.add(x)
-    np.testing.assert_allclose(tree.prefix_sum(), [[0.6, 0.8], [0.3, 0.4]])  # rescaled, direction kept
+    np.testing.assert_allclose(
+        tree.prefix_sum(), [[0.6, 0.8], [0.3, 0.4]]
+    )  # rescaled, direction kept
     assert tree.n_clipped == 1
 
 
@@ -140,7 +142,9 @@ def test_vector_prefix_variance_and_node_sharing(rng: np.random.Generator) -> No
         assert abs(emp - c) < 5 * math.sqrt((a * b + c * c) / n), (t1, t2, emp, c)
 
 
-def test_matrix_prefix_noise_symmetric_with_half_offdiagonal_variance(rng: np.random.Generator) -> None:
+def test_matrix_prefix_noise_symmetric_with_half_offdiagonal_variance(
+    rng: np.random.Generator,
+) -> None:
     T, d, R, sigma = 7, 3, 30_000, 2.0
     tree = TreeAggregator(T, d, sigma=sigma, leaf_bound=1.0, rng=rng, replications=R, kind="matrix")
     for _ in range(T):
@@ -190,7 +194,9 @@ def test_spec_b4_practical_sigmas(rng: np.random.Generator) -> None:
     assert tv.sigma == pytest.approx(13.3498, rel=1e-5)
     assert th.sigma == pytest.approx(1.95925, rel=1e-5)
     assert tv.sensitivity == pytest.approx(math.sqrt(2.0))
-    assert zcdp_for_approx_dp(4 / 3, 0.02 / 3, method="bs").rho == pytest.approx(0.0785562, rel=1e-5)
+    assert zcdp_for_approx_dp(4 / 3, 0.02 / 3, method="bs").rho == pytest.approx(
+        0.0785562, rel=1e-5
+    )
 
 
 @pytest.mark.parametrize("T", [4096, 5000])
@@ -210,7 +216,9 @@ def test_calibrated_guarantee_meets_target(T: int, rng: np.random.Generator) -> 
 
 def test_guarantee_against_dp_accounting(rng: np.random.Generator) -> None:
     dp_accounting = pytest.importorskip("dp_accounting")
-    tree = TreeAggregator(1000, 2, sigma=3.0, leaf_bound=0.5, rng=rng)  # sensitivity 1, noise multiplier 3
+    tree = TreeAggregator(
+        1000, 2, sigma=3.0, leaf_bound=0.5, rng=rng
+    )  # sensitivity 1, noise multiplier 3
     ours = tree.guarantee(1e-6, method="cks").epsilon
     acc = dp_accounting.rdp.RdpAccountant()
     acc.compose(dp_accounting.GaussianDpEvent(3.0), max_nodes_per_leaf(1000))
@@ -240,7 +248,9 @@ def test_sensitivities() -> None:
     assert tree_sensitivity(1.0, kind="matrix", psd_leaves=True) == pytest.approx(math.sqrt(2.0))
     # the PSD bound is attained: x x^T versus an orthogonal y y^T
     A, B = np.diag([1.0, 0.0]), np.diag([0.0, 1.0])
-    assert np.linalg.norm(A - B) == pytest.approx(tree_sensitivity(1.0, kind="matrix", psd_leaves=True))
+    assert np.linalg.norm(A - B) == pytest.approx(
+        tree_sensitivity(1.0, kind="matrix", psd_leaves=True)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,7 +273,9 @@ def test_invalid_inputs(rng: np.random.Generator) -> None:
         TreeAggregator.calibrated(4, 2, leaf_bound=1.0, rng=rng, delta=1e-5)
     with pytest.raises(ValidationError, match="delta"):
         TreeAggregator.calibrated(4, 2, leaf_bound=1.0, rng=rng, delta=1.5, epsilon=1.0)
-    tree = TreeAggregator(2, 2, sigma=1.0, leaf_bound=1.0, rng=rng, replications=3, kind="matrix", psd_leaves=True)
+    tree = TreeAggregator(
+        2, 2, sigma=1.0, leaf_bound=1.0, rng=rng, replications=3, kind="matrix", psd_leaves=True
+    )
     with pytest.raises(ValidationError, match="shape"):
         tree.add(np.zeros((3, 2)))
     with pytest.raises(ValidationError, match="NaN"):

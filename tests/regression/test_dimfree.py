@@ -20,9 +20,16 @@ from .helpers import covariates, unit
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 6), st.integers(1, 5),
-       st.sampled_from([0.25, 0.5, 1.0]))
-def test_output_sensitivity_of_the_batched_pass(seed: int, d: int, N: int, K: int, eta: float) -> None:
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 5),
+    st.integers(1, 6),
+    st.integers(1, 5),
+    st.sampled_from([0.25, 0.5, 1.0]),
+)
+def test_output_sensitivity_of_the_batched_pass(
+    seed: int, d: int, N: int, K: int, eta: float
+) -> None:
     """Spec item 12: the whole noiseless pass moves by at most 8 eta / N when one sample is replaced
     (non-expansive projected steps), including extreme responses."""
     rng = np.random.default_rng(seed)
@@ -59,7 +66,9 @@ def test_guarantee_matches_dp_accounting(mode: str) -> None:
     assert e.guarantee.epsilon == pytest.approx(0.8, rel=1e-6)
     assert e.guarantee.model == ("central" if mode == "jdp" else "local")
     for r in e.ledger.releases:
-        assert GaussianPrivacyLoss(r.std, sensitivity=r.sensitivity).get_delta_for_epsilon(0.8) <= 1e-6 * (1 + 1e-6)
+        assert GaussianPrivacyLoss(r.std, sensitivity=r.sensitivity).get_delta_for_epsilon(
+            0.8
+        ) <= 1e-6 * (1 + 1e-6)
 
 
 def _sigma_error(d: int, seed: int, epsilon: float, n: int = 20_000) -> tuple[float, float, float]:

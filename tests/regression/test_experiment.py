@@ -9,7 +9,9 @@ from privbandits.regression.experiment import coverage_rows, error_rows
 
 
 def test_error_rows_compare_the_estimators() -> None:
-    rows = error_rows([{"block": "t", "n": 20_000, "d": 2, "epsilon": 1.0, "c": 0.0}], seeds=1, n_test=5000)
+    rows = error_rows(
+        [{"block": "t", "n": 20_000, "d": 2, "epsilon": 1.0, "c": 0.0}], seeds=1, n_test=5000
+    )
     by = {r["estimator"]: r for r in rows}
     assert set(by) == {"reweighted", "reweighted-bernstein", "ssp-ridge", "dp-gd", "least-squares"}
     # least squares at n = 2e4, d = 2: L1 error ~ sqrt(d/n) ~ 0.01; every private estimator is far better

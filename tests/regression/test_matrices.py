@@ -29,7 +29,9 @@ def test_sym_polar_is_psd_and_preserves_norms(seed: int, d: int) -> None:
     assert np.array_equal(S, S.T)
     assert np.linalg.eigvalsh(S).min() >= -1e-10
     V = rng.normal(size=(5, d))
-    np.testing.assert_allclose(row_norms(V, S), np.linalg.norm(V @ A.T, axis=1), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        row_norms(V, S), np.linalg.norm(V @ A.T, axis=1), rtol=1e-9, atol=1e-12
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -37,7 +39,7 @@ def test_sym_polar_is_psd_and_preserves_norms(seed: int, d: int) -> None:
 def test_sym_polar_square_is_u_sigma_inv_u(seed: int, d: int) -> None:
     rng = np.random.default_rng(seed)
     U, Sigma = random_spd(d, rng, 30.0), random_spd(d, rng, 30.0)
-    S = sym_polar(psd_apply(Sigma, lambda e: e ** -0.5) @ U)
+    S = sym_polar(psd_apply(Sigma, lambda e: e**-0.5) @ U)
     np.testing.assert_allclose(S @ S, U @ np.linalg.inv(Sigma) @ U, rtol=1e-8, atol=1e-10)
 
 
@@ -67,9 +69,14 @@ def test_proj_ellipsoid_matches_a_convex_solver(rng: np.random.Generator) -> Non
     U = random_spd(3, rng, 50.0)
     v = 5.0 * rng.normal(size=3)
     w = proj_ellipsoid(v, U)
-    ref = minimize(lambda x: 0.5 * np.sum((x - v) ** 2), np.zeros(3), jac=lambda x: x - v,
-                   constraints=[{"type": "ineq", "fun": lambda x: 1.0 - np.sum((U @ x) ** 2)}],
-                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    ref = minimize(
+        lambda x: 0.5 * np.sum((x - v) ** 2),
+        np.zeros(3),
+        jac=lambda x: x - v,
+        constraints=[{"type": "ineq", "fun": lambda x: 1.0 - np.sum((U @ x) ** 2)}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     np.testing.assert_allclose(w, ref.x, atol=1e-6)
 
 
@@ -78,4 +85,6 @@ def test_psd_project_clears_negative_eigenvalues(rng: np.random.Generator) -> No
     S = psd_project(A + A.T)
     assert np.linalg.eigvalsh(S).min() >= -1e-12
     e = np.linalg.eigvalsh(A + A.T)
-    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(S)), np.sort(np.maximum(e, 0.0)), atol=1e-10)
+    np.testing.assert_allclose(
+        np.sort(np.linalg.eigvalsh(S)), np.sort(np.maximum(e, 0.0)), atol=1e-10
+    )

@@ -57,7 +57,7 @@ def test_exact_iteration_square_root_sandwich_and_convergence(seed: int) -> None
         assert e1[0] >= math.sqrt(e0[0]) - 1e-9
         assert e1[-1] <= math.sqrt(e0[-1]) + 1e-9
         if k <= 6:
-            assert e0[0] >= lam ** (2.0 ** -k) - 1e-9 and e0[-1] <= (1 + lam) ** (2.0 ** -k) + 1e-9
+            assert e0[0] >= lam ** (2.0**-k) - 1e-9 and e0[-1] <= (1 + lam) ** (2.0**-k) + 1e-9
     np.testing.assert_allclose(sig[-1], np.eye(d), atol=1e-8)
     k2 = math.ceil(math.log2(math.log2(1.0 / lam)))
     e = np.linalg.eigvalsh(sig[k2])
@@ -130,7 +130,12 @@ def test_safeguard_bounds_u_under_huge_noise(rng: np.random.Generator) -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(1, 8), st.sampled_from(["random", "eigen"]))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 5),
+    st.integers(1, 8),
+    st.sampled_from(["random", "eigen"]),
+)
 def test_normalization_sensitivity_bound(seed: int, d: int, N: int, kind: str) -> None:
     """Item 12: ||M(D) - M(D')||_F <= sqrt(2) ||U|| / N for replace-one neighbours (tight for orthogonal
     top eigenvectors)."""
@@ -146,7 +151,10 @@ def test_normalization_sensitivity_bound(seed: int, d: int, N: int, kind: str) -
     diff = np.linalg.norm(normalization_moment(U, X) - normalization_moment(U, Xp))
     assert diff <= normalization_sensitivity(U, N) * (1 + 1e-12)
     iu = np.triu_indices(d)  # the released upper triangle moves by no more than the Frobenius norm
-    assert np.linalg.norm((normalization_moment(U, X) - normalization_moment(U, Xp))[iu]) <= diff + 1e-15
+    assert (
+        np.linalg.norm((normalization_moment(U, X) - normalization_moment(U, Xp))[iu])
+        <= diff + 1e-15
+    )
 
 
 def test_local_message_sensitivity(rng: np.random.Generator) -> None:
@@ -167,7 +175,9 @@ def test_jdp_release_noise_distribution(rng: np.random.Generator) -> None:
     sigma, R = noise_multiplier(0.8, 1e-5), 20_000
     M = normalization_moment(U, Phi)
     out, Delta, std = normalization_release(U, np.broadcast_to(Phi, (R, 7, 3)), sigma, rng)
-    assert Delta == pytest.approx(math.sqrt(2) * np.linalg.norm(U, 2) / 7) and std == pytest.approx(sigma * Delta)
+    assert Delta == pytest.approx(math.sqrt(2) * np.linalg.norm(U, 2) / 7) and std == pytest.approx(
+        sigma * Delta
+    )
     np.testing.assert_array_equal(out, np.swapaxes(out, 1, 2))
     Z = out - M
     iu = np.triu_indices(3)

@@ -25,7 +25,9 @@ from privbandits.regression.reweighted import (
 from .helpers import covariates, rademacher, random_spd, unit
 
 
-def _data(n: int, d: int, c: float, seed: int, link: str = "identity") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _data(
+    n: int, d: int, c: float, seed: int, link: str = "identity"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     theta = unit(d, rng)
     X = covariates(n, d, c, rng)
@@ -38,7 +40,9 @@ def _data(n: int, d: int, c: float, seed: int, link: str = "identity") -> tuple[
 # ---------------------------------------------------------------------------------------------
 def test_classic_sigma_is_the_paper_formula() -> None:
     """Item 1."""
-    assert noise_multiplier(0.5, 1e-5, "classic") == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5, rel=1e-14)
+    assert noise_multiplier(0.5, 1e-5, "classic") == pytest.approx(
+        math.sqrt(2 * math.log(1.25e5)) / 0.5, rel=1e-14
+    )
     with pytest.raises(ValidationError, match="epsilon must lie in \\(0, 1\\)"):
         noise_multiplier(1.0, 1e-5, "classic")
     assert noise_multiplier(math.inf, 1e-5) == 0.0
@@ -54,7 +58,9 @@ def test_guarantee_is_the_exact_epsilon_of_the_noise_added(epsilon: float, mode:
     est = ReweightedRegression(epsilon, 1e-6, mode=mode)
     e = est.fit(X, y, 1)
     assert e.guarantee.model == ("central" if mode == "jdp" else "local")
-    assert e.guarantee.epsilon == pytest.approx(epsilon, rel=1e-6) and e.guarantee.epsilon <= epsilon * (1 + 1e-9)
+    assert e.guarantee.epsilon == pytest.approx(
+        epsilon, rel=1e-6
+    ) and e.guarantee.epsilon <= epsilon * (1 + 1e-9)
     assert e.guarantee.delta == 1e-6
     for r in e.ledger.releases:
         pl = GaussianPrivacyLoss(r.std, sensitivity=r.sensitivity)
@@ -65,7 +71,9 @@ def test_guarantee_is_the_exact_epsilon_of_the_noise_added(epsilon: float, mode:
 def test_classic_calibration_is_conservative() -> None:
     X, y, _ = _data(3000, 3, 0.0, 1)
     g = ReweightedRegression(0.5, 1e-5, calibration="classic").fit(X, y, 0).guarantee
-    assert g.epsilon < 0.5  # the classic sigma over-noises; the accountant reports the exact epsilon
+    assert (
+        g.epsilon < 0.5
+    )  # the classic sigma over-noises; the accountant reports the exact epsilon
 
 
 def test_ledger_every_sample_feeds_at_most_one_release() -> None:
@@ -103,7 +111,11 @@ def test_noiseless_twin_and_noise_wiring() -> None:
 # the gradient bound that removes clipping, and sensitivities
 # ---------------------------------------------------------------------------------------------
 @settings(max_examples=100, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.sampled_from(["identity", "logistic", "probit"]))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 6),
+    st.sampled_from(["identity", "logistic", "probit"]),
+)
 def test_per_sample_gradient_norm_at_most_two(seed: int, d: int, link: str) -> None:
     """||g_i|| = |nu(<U phi, w>) - y| <= 2 for every w in W_U, every phi in the ball, every |y| <= 1."""
     rng = np.random.default_rng(seed)
@@ -126,7 +138,9 @@ def test_batch_gradient_sensitivity(seed: int, d: int, B: int) -> None:
     Phi, y = covariates(B, d, 1.0, rng), rng.choice([-1.0, 1.0], size=B)
     Phi2, y2 = Phi.copy(), y.copy()
     Phi2[-1], y2[-1] = unit(d, rng), -y[-1]
-    diff = reweighted_gradient(U, w, Phi, y, link).mean(0) - reweighted_gradient(U, w, Phi2, y2, link).mean(0)
+    diff = reweighted_gradient(U, w, Phi, y, link).mean(0) - reweighted_gradient(
+        U, w, Phi2, y2, link
+    ).mean(0)
     assert np.linalg.norm(diff) <= GRADIENT_SENSITIVITY / B + 1e-12
 
 
@@ -138,7 +152,9 @@ def test_gradient_release_noise_distribution(rng: np.random.Generator) -> None:
     Phi, y = covariates(B, d, 1.0, rng), rng.choice([-1.0, 1.0], size=B)
     link = link_constants("identity")
     sigma = noise_multiplier(1.0, 1e-5)
-    g, sens, std = gradient_release(U, w, np.broadcast_to(Phi, (R, B, d)), np.broadcast_to(y, (R, B)), link, sigma, rng)
+    g, sens, std = gradient_release(
+        U, w, np.broadcast_to(Phi, (R, B, d)), np.broadcast_to(y, (R, B)), link, sigma, rng
+    )
     assert sens == 4.0 / B and std == pytest.approx(sigma * 4.0 / B)
     Z = g - reweighted_gradient(U, w, Phi, y, link).mean(0)
     assert np.all(np.abs(Z.mean(0)) <= 5 * std / math.sqrt(R))

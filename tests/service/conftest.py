@@ -37,17 +37,28 @@ def auth(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-def service_raw(algorithm: str = "ldp-ols", horizon: int = 400, seed: int = 3, params: dict[str, Any] | None = None,
-                env: dict[str, Any] | None = None, **service: Any) -> dict[str, Any]:
+def service_raw(
+    algorithm: str = "ldp-ols",
+    horizon: int = 400,
+    seed: int = 3,
+    params: dict[str, Any] | None = None,
+    env: dict[str, Any] | None = None,
+    **service: Any,
+) -> dict[str, Any]:
     """A served configuration as a TOML mapping (small linear contextual problem)."""
-    return {"name": "svc", "horizon": horizon, "seeds": [seed],
-            "env": env or {"kind": "synthetic", "d": 3, "K": 4, "noise_scale": 0.3},
-            "algorithms": [{"name": algorithm, "params": params or {}}],
-            "service": {"device_epsilon": 1e9, "rate": 1e6, "burst": 10**6, **service}}
+    return {
+        "name": "svc",
+        "horizon": horizon,
+        "seeds": [seed],
+        "env": env or {"kind": "synthetic", "d": 3, "K": 4, "noise_scale": 0.3},
+        "algorithms": [{"name": algorithm, "params": params or {}}],
+        "service": {"device_epsilon": 1e9, "rate": 1e6, "burst": 10**6, **service},
+    }
 
 
 def toml_text(raw: dict[str, Any]) -> str:
     """``raw`` as TOML (flat enough for the configurations above)."""
+
     def val(v: Any) -> str:
         if isinstance(v, bool):
             return str(v).lower()
@@ -59,7 +70,9 @@ def toml_text(raw: dict[str, Any]) -> str:
             return "{ " + ", ".join(f"{k} = {val(x)}" for k, x in v.items()) + " }"
         return repr(v)
 
-    lines = [f"{k} = {val(v)}" for k, v in raw.items() if not isinstance(v, (dict, list)) or k == "seeds"]
+    lines = [
+        f"{k} = {val(v)}" for k, v in raw.items() if not isinstance(v, (dict, list)) or k == "seeds"
+    ]
     for table in ("env", "service"):
         if table in raw:
             lines.append(f"[{table}]")
@@ -76,8 +89,12 @@ def tokens() -> TokenSet:
 
 def tokens_toml() -> str:
     out = []
-    for name, role, secret in (("dev-0", "client", CLIENT), ("dev-1", "client", CLIENT2), ("ops", "admin", ADMIN),
-                               ("shuf", "shuffler", SHUFFLER)):
+    for name, role, secret in (
+        ("dev-0", "client", CLIENT),
+        ("dev-1", "client", CLIENT2),
+        ("ops", "admin", ADMIN),
+        ("shuf", "shuffler", SHUFFLER),
+    ):
         out.append(f'[[tokens]]\nname = "{name}"\nrole = "{role}"\ntoken = "{secret}"\n')
     return "\n".join(out)
 
@@ -98,7 +115,9 @@ class InThreadServer:
 
     def __init__(self, app: Any) -> None:
         port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30
@@ -115,8 +134,14 @@ class InThreadServer:
 class ServerProcess:
     """``privbandits serve`` in a subprocess on a loopback port."""
 
-    def __init__(self, config: Path, tokens_file: Path, db: str, port: int | None = None,
-                 tls: tuple[Path, Path] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        tokens_file: Path,
+        db: str,
+        port: int | None = None,
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
         self.config, self.tokens_file, self.db, self.tls = config, tokens_file, db, tls
         self.port = port or free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
@@ -124,19 +149,42 @@ class ServerProcess:
 
     def start(self, timeout: float = 120.0) -> None:
         env = dict(os.environ, PYTHONPATH=SRC)
-        cmd = [sys.executable, "-m", "privbandits.cli", "serve", str(self.config), "--tokens", str(self.tokens_file),
-               "--db", self.db, "--port", str(self.port), "--host", "127.0.0.1"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "privbandits.cli",
+            "serve",
+            str(self.config),
+            "--tokens",
+            str(self.tokens_file),
+            "--db",
+            self.db,
+            "--port",
+            str(self.port),
+            "--host",
+            "127.0.0.1",
+        ]
         if self.tls is not None:
             cmd += ["--ssl-keyfile", str(self.tls[0]), "--ssl-certfile", str(self.tls[1])]
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
                 raise RuntimeError(f"server exited with {self.proc.returncode}: {err}")
             try:
-                ok = httpx.get(self.url + "/v1/status", timeout=1.0,
-                               verify=ssl.create_default_context(cafile=str(self.tls[1])) if self.tls else True).status_code == 200
+                ok = (
+                    httpx.get(
+                        self.url + "/v1/status",
+                        timeout=1.0,
+                        verify=ssl.create_default_context(cafile=str(self.tls[1]))
+                        if self.tls
+                        else True,
+                    ).status_code
+                    == 200
+                )
                 if ok:
                     return
             except httpx.TransportError:
@@ -175,7 +223,9 @@ def _start_postgres() -> Any:
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         pg.stop()
         reason = f"no PostgreSQL server could be started: {exc}"
-        if os.environ.get("PRIVBANDITS_REQUIRE_POSTGRES") == "1":  # CI installs the server: a skip is a failure
+        if (
+            os.environ.get("PRIVBANDITS_REQUIRE_POSTGRES") == "1"
+        ):  # CI installs the server: a skip is a failure
             pytest.fail(reason)
         pytest.skip(reason)
     return pg

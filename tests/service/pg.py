@@ -52,24 +52,48 @@ class PostgresServer:
 
     def start(self) -> None:
         if self.bin is None:
-            raise RuntimeError("no PostgreSQL server binaries (initdb, pg_ctl) found: install the postgresql package")
+            raise RuntimeError(
+                "no PostgreSQL server binaries (initdb, pg_ctl) found: install the postgresql package"
+            )
         if os.geteuid() == 0:
             import pwd
 
             try:
                 pwd.getpwnam("postgres")
             except KeyError:
-                raise RuntimeError("running as root and there is no 'postgres' user to run the server as") from None
+                raise RuntimeError(
+                    "running as root and there is no 'postgres' user to run the server as"
+                ) from None
             self.user = "postgres"
             shutil.chown(self.dir, user="postgres")
         os.chmod(self.dir, 0o700)
-        r = self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                      "--no-sync", "-E", "UTF8")
+        r = self._run(
+            str(self.bin / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
         if r.returncode != 0:
             raise RuntimeError(f"initdb failed: {r.stderr.strip()[-500:]}")
         opts = f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=on -c max_connections=20"
-        r = self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.dir / "log"),
-                      "-w", "-t", "60", "start")
+        r = self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            opts,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         if r.returncode != 0:
             log = (self.dir / "log").read_text() if (self.dir / "log").exists() else ""
             raise RuntimeError(f"pg_ctl start failed: {r.stderr.strip()[-300:]} {log[-300:]}")
@@ -95,5 +119,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         if self.bin is not None and self.data.exists():
-            self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            self._run(
+                str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
+            )
         shutil.rmtree(self.dir, ignore_errors=True)

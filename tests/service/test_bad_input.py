@@ -16,8 +16,13 @@ D = 3
 
 
 def _valid(tc: Any, secret: str = CLIENT) -> dict[str, Any]:
-    dev = DeviceClient("http://testserver", secret, http=tc, rng_policy=np.random.default_rng(1),
-                       rng_client=np.random.default_rng(2))
+    dev = DeviceClient(
+        "http://testserver",
+        secret,
+        http=tc,
+        rng_policy=np.random.default_rng(1),
+        rng_client=np.random.default_rng(2),
+    )
     model = dev.fetch_model()
     X = np.random.default_rng(0).normal(size=(4, D))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
@@ -36,8 +41,14 @@ def sgd() -> Any:
         yield tc
 
 
-def _post(tc: Any, body: Any, key: str = "k1", secret: str | None = CLIENT, raw: bytes | None = None,
-          headers: dict[str, str] | None = None) -> Any:
+def _post(
+    tc: Any,
+    body: Any,
+    key: str = "k1",
+    secret: str | None = CLIENT,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> Any:
     h = {"Idempotency-Key": key, "Content-Type": "application/json", **(headers or {})}
     if secret is not None:
         h.update(auth(secret))
@@ -51,16 +62,64 @@ def _bad_cases(good: dict[str, Any]) -> list[tuple[str, Any, int, str, str]]:
     norm = math.sqrt(sum(v * v for v in z))
     v = good["model_version"]
     return [
-        ("wrong shape", {"model_version": v, "report": {"z": z[:2]}}, 422, "report.z", "shape [2], expected [3]"),
-        ("nested shape", {"model_version": v, "report": {"z": [z]}}, 422, "report.z", "expected [3]"),
-        ("strings", {"model_version": v, "report": {"z": ["a", "b", "c"]}}, 422, "report.z", "numbers"),
-        ("booleans", {"model_version": v, "report": {"z": [True, False, True]}}, 422, "report.z", "numbers"),
+        (
+            "wrong shape",
+            {"model_version": v, "report": {"z": z[:2]}},
+            422,
+            "report.z",
+            "shape [2], expected [3]",
+        ),
+        (
+            "nested shape",
+            {"model_version": v, "report": {"z": [z]}},
+            422,
+            "report.z",
+            "expected [3]",
+        ),
+        (
+            "strings",
+            {"model_version": v, "report": {"z": ["a", "b", "c"]}},
+            422,
+            "report.z",
+            "numbers",
+        ),
+        (
+            "booleans",
+            {"model_version": v, "report": {"z": [True, False, True]}},
+            422,
+            "report.z",
+            "numbers",
+        ),
         ("missing field", {"model_version": v, "report": {}}, 422, "report.z", "missing"),
-        ("unknown field", {"model_version": v, "report": {"z": z, "x": [1.0]}}, 422, "report.x", "unknown field"),
+        (
+            "unknown field",
+            {"model_version": v, "report": {"z": z, "x": [1.0]}},
+            422,
+            "report.x",
+            "unknown field",
+        ),
         ("raw context", {"model_version": v, "report": z}, 422, "report", "must be an object"),
-        ("norm", {"model_version": v, "report": {"z": [c * 2 for c in z]}}, 422, "report.z", f"{2 * norm:.4g}"),
-        ("version type", {"model_version": "0", "report": {"z": z}}, 422, "model_version", "integer"),
-        ("future version", {"model_version": v + 5, "report": {"z": z}}, 409, "model_version", "newer"),
+        (
+            "norm",
+            {"model_version": v, "report": {"z": [c * 2 for c in z]}},
+            422,
+            "report.z",
+            f"{2 * norm:.4g}",
+        ),
+        (
+            "version type",
+            {"model_version": "0", "report": {"z": z}},
+            422,
+            "model_version",
+            "integer",
+        ),
+        (
+            "future version",
+            {"model_version": v + 5, "report": {"z": z}},
+            409,
+            "model_version",
+            "newer",
+        ),
     ]
 
 
@@ -81,7 +140,12 @@ def test_each_bad_report_is_refused_with_its_field_and_changes_nothing(sgd: Any)
 def test_published_json_schema_describes_the_report(sgd: Any) -> None:
     schema = sgd.get("/v1/model", headers=auth(CLIENT)).json()["report"]["json_schema"]
     assert schema["required"] == ["z"] and schema["additionalProperties"] is False
-    assert schema["properties"]["z"] == {"type": "array", "items": {"type": "number"}, "minItems": D, "maxItems": D}
+    assert schema["properties"]["z"] == {
+        "type": "array",
+        "items": {"type": "number"},
+        "minItems": D,
+        "maxItems": D,
+    }
     assert set(_valid(sgd)["report"]) == set(schema["properties"])
 
 
@@ -89,7 +153,7 @@ def test_nan_and_infinity_are_refused(sgd: Any) -> None:
     good = _valid(sgd)
     before = _state(sgd)
     for i, lit in enumerate(("NaN", "Infinity", "-Infinity")):
-        raw = ('{"model_version": 0, "report": {"z": [' + lit + ', 0.0, 0.0]}}').encode()
+        raw = ('{"model_version": 0, "report": {"z": [' + lit + ", 0.0, 0.0]}}").encode()
         resp = _post(sgd, None, key=f"nf-{i}", raw=raw)
         assert resp.status_code == 422
         assert resp.json()["error"]["field"] == "report.z"
@@ -106,7 +170,10 @@ def test_malformed_json_huge_bodies_and_non_objects(sgd: Any) -> None:
     assert resp.status_code == 422 and resp.json()["error"]["field"] == "body"
     huge = b'{"model_version": 0, "pad": "' + b"x" * (2 << 20) + b'"}'
     resp = _post(sgd, None, raw=huge, key="k3")
-    assert resp.status_code == 413 and "exceeds the limit of 1048576 bytes" in resp.json()["error"]["message"]
+    assert (
+        resp.status_code == 413
+        and "exceeds the limit of 1048576 bytes" in resp.json()["error"]["message"]
+    )
     assert _state(sgd) == before
     assert _post(sgd, _valid(sgd), key="good").status_code == 200
 
@@ -124,7 +191,10 @@ def test_tokens_missing_wrong_and_wrong_role(sgd: Any) -> None:
     assert resp.status_code == 403 and "needs 'client'" in resp.json()["error"]["message"]
     assert sgd.get("/v1/model").status_code == 401
     assert sgd.get("/v1/admin/export", headers=auth(CLIENT)).status_code == 403
-    assert sgd.post("/v1/admin/reset", json={"confirm": True}, headers=auth(CLIENT2)).status_code == 403
+    assert (
+        sgd.post("/v1/admin/reset", json={"confirm": True}, headers=auth(CLIENT2)).status_code
+        == 403
+    )
     assert _state(sgd) == before
     assert _post(sgd, good, key="good").status_code == 200
 
@@ -138,7 +208,11 @@ def test_stale_versions_are_refused_beyond_max_staleness() -> None:
         resp = _post(tc, old, key="old")
         assert resp.status_code == 409
         err = resp.json()["error"]
-        assert err["field"] == "model_version" and "stale" in err["message"] and "at most 2" in err["message"]
+        assert (
+            err["field"] == "model_version"
+            and "stale" in err["message"]
+            and "at most 2" in err["message"]
+        )
         assert _state(tc) == before
 
 
@@ -197,7 +271,10 @@ def test_device_budget_and_rate_limit_refuse_with_the_reason() -> None:
         codes = [tc.get("/v1/model", headers=auth(CLIENT)).status_code for _ in range(3)]
         assert codes == [200, 200, 429]
         resp = tc.get("/v1/model", headers=auth(CLIENT))
-        assert "rate limit of token 'client-0' exceeded (2 requests/s, burst 2)" in resp.json()["error"]["message"]
+        assert (
+            "rate limit of token 'client-0' exceeded (2 requests/s, burst 2)"
+            in resp.json()["error"]["message"]
+        )
         assert int(resp.headers["Retry-After"]) >= 1
         now[0] += 1.0
         assert tc.get("/v1/model", headers=auth(CLIENT)).status_code == 200
@@ -208,22 +285,38 @@ def test_horizon_is_enforced() -> None:
         assert _post(tc, _valid(tc), key="a").status_code == 200
         assert _post(tc, _valid(tc), key="b").status_code == 200
         resp = _post(tc, _valid(tc), key="c")
-        assert resp.status_code == 409 and "horizon T=2 is exhausted" in resp.json()["error"]["message"]
+        assert (
+            resp.status_code == 409
+            and "horizon T=2 is exhausted" in resp.json()["error"]["message"]
+        )
 
 
 def test_curator_endpoints_refuse_in_the_local_model_and_vice_versa(sgd: Any) -> None:
-    resp = sgd.post("/v1/actions", json={"contexts": [[0.0] * D] * 4}, headers={**auth(CLIENT), "Idempotency-Key": "x"})
-    assert resp.status_code == 409 and "no raw context is accepted" in resp.json()["error"]["message"]
+    resp = sgd.post(
+        "/v1/actions",
+        json={"contexts": [[0.0] * D] * 4},
+        headers={**auth(CLIENT), "Idempotency-Key": "x"},
+    )
+    assert (
+        resp.status_code == 409 and "no raw context is accepted" in resp.json()["error"]["message"]
+    )
     with make_client(service_raw("linucb", horizon=10)) as tc:
         h = {**auth(CLIENT), "Idempotency-Key": "s1"}
         bad = tc.post("/v1/actions", json={"contexts": [[2.0, 0.0, 0.0]] * 4}, headers=h)
         assert bad.status_code == 422 and bad.json()["error"]["field"] == "contexts"
-        resp = tc.post("/v1/reports", json={"model_version": 0, "ticket": "nope", "reward": 1.0},
-                       headers={**auth(CLIENT), "Idempotency-Key": "r1"})
+        resp = tc.post(
+            "/v1/reports",
+            json={"model_version": 0, "ticket": "nope", "reward": 1.0},
+            headers={**auth(CLIENT), "Idempotency-Key": "r1"},
+        )
         assert resp.status_code == 409 and resp.json()["error"]["field"] == "ticket"
         ok = tc.post("/v1/actions", json={"contexts": [[0.5, 0.0, 0.0]] * 4}, headers=h).json()
-        raw = ('{"model_version": 0, "ticket": "' + ok["ticket"] + '", "reward": Infinity}').encode()
-        resp = tc.post("/v1/reports", content=raw, headers={**auth(CLIENT), "Idempotency-Key": "r2"})
+        raw = (
+            '{"model_version": 0, "ticket": "' + ok["ticket"] + '", "reward": Infinity}'
+        ).encode()
+        resp = tc.post(
+            "/v1/reports", content=raw, headers={**auth(CLIENT), "Idempotency-Key": "r2"}
+        )
         assert resp.status_code == 422 and resp.json()["error"]["field"] == "reward"
         assert "finite" in resp.json()["error"]["message"]
         assert tc.get("/v1/status").json()["reports_received"] == 0

@@ -22,7 +22,9 @@ def test_float_arrays_roundtrip_exactly_through_strict_json(a: np.ndarray) -> No
     assert b.shape == a.shape and b.dtype == a.dtype
     nan = np.isnan(a)
     assert np.array_equal(nan, np.isnan(b))
-    assert np.array_equal(a[~nan].view(np.uint64), b[~nan].view(np.uint64))  # bit for bit (also -0.0)
+    assert np.array_equal(
+        a[~nan].view(np.uint64), b[~nan].view(np.uint64)
+    )  # bit for bit (also -0.0)
 
 
 @given(hnp.arrays(np.int64, shapes, elements=st.integers(-(2**62), 2**62)))
@@ -31,8 +33,13 @@ def test_integer_arrays_roundtrip(a: np.ndarray) -> None:
     assert b.dtype == np.int64 and np.array_equal(a, b)
 
 
-@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=2, max_side=4),
-                  elements=st.floats(allow_nan=False, allow_infinity=False)))
+@given(
+    hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=1, max_dims=2, max_side=4),
+        elements=st.floats(allow_nan=False, allow_infinity=False),
+    )
+)
 def test_parse_array_accepts_exactly_finite_numbers_of_the_shape(a: np.ndarray) -> None:
     got = parse_array("f", json.loads(json.dumps(a.tolist())), a.shape)
     assert np.array_equal(got, a)
@@ -40,10 +47,17 @@ def test_parse_array_accepts_exactly_finite_numbers_of_the_shape(a: np.ndarray) 
         parse_array("f", a.tolist(), a.shape + (1,))
 
 
-@pytest.mark.parametrize(("value", "fragment"), [
-    ([1.0, "2"], "numbers"), ([[1.0], [2.0, 3.0]], "ragged"), (None, "numbers"), ({"a": 1}, "numbers"),
-    ([1.0, float("nan")], "NaN or infinite"), ([10**400, 1.0], "numbers"),
-])
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ([1.0, "2"], "numbers"),
+        ([[1.0], [2.0, 3.0]], "ragged"),
+        (None, "numbers"),
+        ({"a": 1}, "numbers"),
+        ([1.0, float("nan")], "NaN or infinite"),
+        ([10**400, 1.0], "numbers"),
+    ],
+)
 def test_parse_array_names_what_is_wrong(value: object, fragment: str) -> None:
     with pytest.raises(FieldError) as exc:
         parse_array("report.z", value, (2,))

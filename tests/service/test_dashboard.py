@@ -41,7 +41,12 @@ def test_app_serves_the_dashboard() -> None:
 
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[str]:
-    raw = service_raw("ldp-ols", horizon=5000, seed=2, env={"kind": "synthetic", "d": 3, "K": 5, "noise_scale": 0.3})
+    raw = service_raw(
+        "ldp-ols",
+        horizon=5000,
+        seed=2,
+        env={"kind": "synthetic", "d": 3, "K": 5, "noise_scale": 0.3},
+    )
     app = create_app(parse_service_config(raw), open_store(str(tmp_path / "dash.db")), tokens())
     served = InThreadServer(app)
     yield served.url
@@ -52,21 +57,36 @@ def _text(page: Any, sel: str) -> str:
     return str(page.inner_text(sel)).strip()
 
 
-@pytest.mark.skipif((not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None)
-                    and os.environ.get("PRIVBANDITS_REQUIRE_CHROMIUM") != "1",
-                    reason=f"no Chromium at {CHROMIUM} (Debian package 'chromium'; .ci/run installs it)")
+@pytest.mark.skipif(
+    (not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None)
+    and os.environ.get("PRIVBANDITS_REQUIRE_CHROMIUM") != "1",
+    reason=f"no Chromium at {CHROMIUM} (Debian package 'chromium'; .ci/run installs it)",
+)
 def test_dashboard_in_headless_chromium(live_server: str, tmp_path: Path) -> None:
     """The page shows the server's counts and its chart grows while simulated users report."""
-    shot = DOCS_SCREENSHOT if os.environ.get("PRIVBANDITS_DOCS_SCREENSHOT") == "1" else tmp_path / "dashboard.png"
+    shot = (
+        DOCS_SCREENSHOT
+        if os.environ.get("PRIVBANDITS_DOCS_SCREENSHOT") == "1"
+        else tmp_path / "dashboard.png"
+    )
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
     url = live_server
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                                                                      "--disable-background-networking"])
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-dev-shm-usage",
+                "--disable-gpu",
+                "--disable-background-networking",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1100, "height": 640})
             page.goto(url + "/")
-            page.wait_for_function("document.getElementById('version').textContent === '0'", timeout=15_000)
+            page.wait_for_function(
+                "document.getElementById('version').textContent === '0'", timeout=15_000
+            )
             assert _text(page, "#reports") == "0"
             assert "ε = 1" in _text(page, "#guarantee") and "local" in _text(page, "#guarantee-sub")
             assert "ldp-ols" in _text(page, "#algorithm")
@@ -74,10 +94,15 @@ def test_dashboard_in_headless_chromium(live_server: str, tmp_path: Path) -> Non
             for wave in (1, 2):  # two waves of simulated users; the page polls every second
                 summary = simulate_clients(url, [CLIENT, CLIENT2], 150, seed=0, workers=2)
                 assert not summary.errors, summary.errors
-                page.wait_for_function(f"document.getElementById('reports').textContent === '{150 * wave}'",
-                                       timeout=15_000)
-                page.wait_for_function("Number(document.getElementById('chart').getAttribute('data-points') "
-                                       f"|| 0) > {points[-1] if points else 0}", timeout=15_000)
+                page.wait_for_function(
+                    f"document.getElementById('reports').textContent === '{150 * wave}'",
+                    timeout=15_000,
+                )
+                page.wait_for_function(
+                    "Number(document.getElementById('chart').getAttribute('data-points') "
+                    f"|| 0) > {points[-1] if points else 0}",
+                    timeout=15_000,
+                )
                 points.append(int(page.get_attribute("#chart", "data-points") or 0))
             assert points[1] > points[0] >= 1  # the chart grew with the traffic
             status = httpx.get(url + "/v1/status").json()

@@ -38,11 +38,14 @@ def _events(tc: Any) -> int:
     return len(tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["events"])
 
 
-@pytest.mark.parametrize(("pin", "message"), [
-    (Pin(epsilon=0.5), "weaker than the pinned epsilon=0.5"),
-    (Pin(algorithm="ldp-ols"), "pinned to 'ldp-ols'"),
-    (Pin(trust_model="shuffle"), "pinned to the shuffle model"),
-])
+@pytest.mark.parametrize(
+    ("pin", "message"),
+    [
+        (Pin(epsilon=0.5), "weaker than the pinned epsilon=0.5"),
+        (Pin(algorithm="ldp-ols"), "pinned to 'ldp-ols'"),
+        (Pin(trust_model="shuffle"), "pinned to the shuffle model"),
+    ],
+)
 def test_a_device_refuses_a_model_weaker_than_its_pin(pin: Pin, message: str, served: Any) -> None:
     tc = served("ldp-sgd")
     before = _events(tc)
@@ -51,19 +54,35 @@ def test_a_device_refuses_a_model_weaker_than_its_pin(pin: Pin, message: str, se
     with pytest.raises(ValidationError, match=message):
         dev.report(X, 0, 0.5, model)
     assert _events(tc) == before  # nothing left the device
-    ok = DeviceClient("http://testserver", CLIENT, http=tc,
-                      pin=Pin(algorithm="ldp-sgd", trust_model="local", epsilon=1.0))
+    ok = DeviceClient(
+        "http://testserver",
+        CLIENT,
+        http=tc,
+        pin=Pin(algorithm="ldp-sgd", trust_model="local", epsilon=1.0),
+    )
     assert ok.report(X, ok.choose(X, model), 0.5, model)["accepted"] is True
 
 
-def test_the_pin_is_checked_against_the_devices_own_accounting_not_the_servers_text(served: Any) -> None:
+def test_the_pin_is_checked_against_the_devices_own_accounting_not_the_servers_text(
+    served: Any,
+) -> None:
     """A server that describes a strong guarantee but serves epsilon = 8 is caught: the device
     accounts the served parameters itself."""
     tc = served("ldp-sgd", 8.0)
     dev = DeviceClient("http://testserver", CLIENT, http=tc, pin=Pin(epsilon=1.0))
     model = dev.fetch_model()
-    lying = ModelSnapshot(model.version, model.public, {**model.info, "guarantee": {
-        **model.info["guarantee"], "epsilon": 1.0, "text": "(1)-DP [local, per user]"}})
+    lying = ModelSnapshot(
+        model.version,
+        model.public,
+        {
+            **model.info,
+            "guarantee": {
+                **model.info["guarantee"],
+                "epsilon": 1.0,
+                "text": "(1)-DP [local, per user]",
+            },
+        },
+    )
     with pytest.raises(ValidationError, match="epsilon=8"):
         dev.privatize(X, 0, 0.5, lying)
 
@@ -80,14 +99,23 @@ def test_a_device_pinned_to_local_dp_never_sends_raw_contexts_to_a_curator(serve
 
 
 @pytest.mark.parametrize("algorithm", ["ldp-sgd", "ldp-ols"])
-def test_a_public_state_outside_the_declared_space_is_refused_on_the_device(algorithm: str, served: Any) -> None:
+def test_a_public_state_outside_the_declared_space_is_refused_on_the_device(
+    algorithm: str, served: Any
+) -> None:
     tc = served(algorithm)
     before = _events(tc)
     dev = DeviceClient("http://testserver", CLIENT, http=tc)
     model = dev.fetch_model()
-    for bad in ({k: np.full(np.shape(v), np.nan) for k, v in model.public.items()},  # non-finite / wrong kind
-                {k: np.zeros((2, *np.shape(v)[1:]), dtype=np.asarray(v).dtype) for k, v in model.public.items()},
-                {}):  # wrong replication count, missing fields
+    for bad in (
+        {
+            k: np.full(np.shape(v), np.nan) for k, v in model.public.items()
+        },  # non-finite / wrong kind
+        {
+            k: np.zeros((2, *np.shape(v)[1:]), dtype=np.asarray(v).dtype)
+            for k, v in model.public.items()
+        },
+        {},
+    ):  # wrong replication count, missing fields
         tampered = ModelSnapshot(model.version, PublicState(bad), model.info)
         with pytest.raises(PublicStateError):
             dev.choose(X, tampered)
@@ -96,16 +124,20 @@ def test_a_public_state_outside_the_declared_space_is_refused_on_the_device(algo
     assert _events(tc) == before
 
 
-@pytest.mark.parametrize(("contexts", "action", "reward"), [
-    (np.eye(4, 4) * 0.5, 0, 0.5),          # d + 1 features
-    (np.eye(3, 3) * 0.5, 0, 0.5),          # K - 1 arms
-    (X, 4, 0.5),                           # action K
-    (X, -1, 0.5),                          # negative action
-    (X, 0, float("nan")),                  # non-finite reward
-    (X * np.inf, 0, 0.5),                  # non-finite contexts
-])
-def test_malformed_inputs_are_refused_on_the_device(contexts: np.ndarray, action: int, reward: float,
-                                                   served: Any) -> None:
+@pytest.mark.parametrize(
+    ("contexts", "action", "reward"),
+    [
+        (np.eye(4, 4) * 0.5, 0, 0.5),  # d + 1 features
+        (np.eye(3, 3) * 0.5, 0, 0.5),  # K - 1 arms
+        (X, 4, 0.5),  # action K
+        (X, -1, 0.5),  # negative action
+        (X, 0, float("nan")),  # non-finite reward
+        (X * np.inf, 0, 0.5),  # non-finite contexts
+    ],
+)
+def test_malformed_inputs_are_refused_on_the_device(
+    contexts: np.ndarray, action: int, reward: float, served: Any
+) -> None:
     tc = served("ldp-ols")
     before = _events(tc)
     dev = DeviceClient("http://testserver", CLIENT, http=tc)

@@ -38,11 +38,13 @@ def test_serve_shuffler_refuses_a_local_model_and_a_missing_shuffler_token(tmp_p
     tok.write_text(tokens_toml())
     local = tmp_path / "local.toml"
     local.write_text(toml_text(service_raw("ldp-ols")))
-    res = runner.invoke(app, ["serve-shuffler", str(local), "--server", "http://127.0.0.1:1", "--tokens", str(tok)])
+    res = runner.invoke(
+        app, ["serve-shuffler", str(local), "--server", "http://127.0.0.1:1", "--tokens", str(tok)]
+    )
     assert res.exit_code != 0 and "shuffle-model algorithms only" in res.output
     hashed = tmp_path / "hashed.toml"
     hashed.write_text('[[tokens]]\nrole = "shuffler"\nsha256 = "' + "0" * 64 + '"\n')
-    with pytest.raises(Exception, match="role = \"shuffler\""):
+    with pytest.raises(Exception, match='role = "shuffler"'):
         shuffler_secret(hashed)
 
 
@@ -50,12 +52,16 @@ def test_simulate_clients_needs_the_shuffler_for_a_shuffle_model(tmp_path: Path)
     from privbandits.service.device.simulate import simulate_clients
     from tests.service.conftest import CLIENT
 
-    raw = service_raw("hanna-shuffle", horizon=300, env={"kind": "finite", "d": 2, "K": 3, "noise_scale": 0.3})
+    raw = service_raw(
+        "hanna-shuffle", horizon=300, env={"kind": "finite", "d": 2, "K": 3, "noise_scale": 0.3}
+    )
     with make_client(raw) as tc, pytest.raises(Exception, match="shuffler"):
         simulate_clients("http://testserver", [CLIENT], 3, workers=1, http=tc)
 
 
-@pytest.mark.parametrize(("name", "trust_model"), [("serve-ldp.toml", "local"), ("serve-shuffle.toml", "shuffle")])
+@pytest.mark.parametrize(
+    ("name", "trust_model"), [("serve-ldp.toml", "local"), ("serve-shuffle.toml", "shuffle")]
+)
 def test_readme_example_configurations_are_valid(name: str, trust_model: str) -> None:
     from privbandits.algorithms.registry import get
     from privbandits.service.config import load_service_config

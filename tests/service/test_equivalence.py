@@ -30,8 +30,15 @@ from tests.service.conftest import (
 def _reference(raw: dict[str, Any], rounds: int) -> Any:
     cfg = parse_service_config(raw)
     alg = make(cfg.algorithm, **cfg.params)
-    res = simulate(alg, build_env(cfg.env), cfg.horizon, 1, seed=cfg.seed, engine="reference",
-                   checkpoints=list(range(1, rounds + 1)) + [cfg.horizon])
+    res = simulate(
+        alg,
+        build_env(cfg.env),
+        cfg.horizon,
+        1,
+        seed=cfg.seed,
+        engine="reference",
+        checkpoints=list(range(1, rounds + 1)) + [cfg.horizon],
+    )
     return res, alg
 
 
@@ -66,11 +73,20 @@ def test_local_dp_over_loopback_http_equals_reference(algorithm: str, loopback_s
     assert run.last_answer["model_version"] == rounds
 
 
-@pytest.mark.parametrize(("algorithm", "env", "rounds"), [
-    ("chen-ldp", None, 40),  # numpy roles: the report format is read off a probe run
-    ("hanna-local", {"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere"}, 300),
-])
-def test_local_dp_numpy_roles_equal_reference(algorithm: str, env: Any, rounds: int, loopback_server: Any) -> None:
+@pytest.mark.parametrize(
+    ("algorithm", "env", "rounds"),
+    [
+        ("chen-ldp", None, 40),  # numpy roles: the report format is read off a probe run
+        (
+            "hanna-local",
+            {"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere"},
+            300,
+        ),
+    ],
+)
+def test_local_dp_numpy_roles_equal_reference(
+    algorithm: str, env: Any, rounds: int, loopback_server: Any
+) -> None:
     raw = service_raw(algorithm, horizon=rounds, seed=8, env=env, params={"epsilon": 1.0})
     url = loopback_server(raw)
     with httpx.Client(timeout=10) as http:

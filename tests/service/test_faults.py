@@ -31,7 +31,9 @@ SENDERS = 4
 
 def _reports(url: str, n: int) -> list[dict[str, Any]]:
     """``n`` genuine privatized reports, all bound to model version 0 (valid under max_staleness)."""
-    dev = DeviceClient(url, CLIENT, rng_policy=np.random.default_rng(7), rng_client=np.random.default_rng(8))
+    dev = DeviceClient(
+        url, CLIENT, rng_policy=np.random.default_rng(7), rng_client=np.random.default_rng(8)
+    )
     model = dev.fetch_model()
     rng = np.random.default_rng(9)
     out = []
@@ -43,8 +45,11 @@ def _reports(url: str, n: int) -> list[dict[str, Any]]:
     return out
 
 
-def _send_all(url: str, bodies: list[dict[str, Any]], acked: dict[str, dict[str, Any]], stop: threading.Event) -> None:
+def _send_all(
+    url: str, bodies: list[dict[str, Any]], acked: dict[str, dict[str, Any]], stop: threading.Event
+) -> None:
     """Senders post their share of the reports, retrying each with its own key until answered."""
+
     def sender(j: int) -> None:
         with httpx.Client(timeout=5.0) as http:
             for i in range(j, len(bodies), SENDERS):
@@ -52,8 +57,11 @@ def _send_all(url: str, bodies: list[dict[str, Any]], acked: dict[str, dict[str,
                 secret = CLIENT if i % 2 == 0 else CLIENT2
                 while not stop.is_set():
                     try:
-                        r = http.post(url + "/v1/reports", json=bodies[i],
-                                      headers={**auth(secret), "Idempotency-Key": key})
+                        r = http.post(
+                            url + "/v1/reports",
+                            json=bodies[i],
+                            headers={**auth(secret), "Idempotency-Key": key},
+                        )
                     except httpx.TransportError:
                         time.sleep(0.05)
                         continue
@@ -117,8 +125,11 @@ def _kill_restart_run(tmp_path: Path, db: str, fresh_db: str) -> None:
     try:
         with httpx.Client(timeout=10.0) as http:
             for e in export["events"]:
-                r = http.post(fresh.url + "/v1/reports", json=e["body"],
-                              headers={**auth(CLIENT), "Idempotency-Key": e["idempotency_key"]})
+                r = http.post(
+                    fresh.url + "/v1/reports",
+                    json=e["body"],
+                    headers={**auth(CLIENT), "Idempotency-Key": e["idempotency_key"]},
+                )
                 assert r.status_code == 200, r.text
             again = http.get(fresh.url + "/v1/admin/export", headers=auth(ADMIN), timeout=30).json()
     finally:

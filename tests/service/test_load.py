@@ -19,7 +19,14 @@ def test_small_load_run_counts_every_report_once() -> None:
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    r = bench.run(clients=8, reports=400, algorithm="ldp-ols", synchronous="NORMAL", max_seconds=120, warmup=50)
+    r = bench.run(
+        clients=8,
+        reports=400,
+        algorithm="ldp-ols",
+        synchronous="NORMAL",
+        max_seconds=120,
+        warmup=50,
+    )
     assert r["errors"] == 0, r["first_error"]
     assert r["accepted"] == 400
     assert r["server_counted"] == r["expected_count"] == 450

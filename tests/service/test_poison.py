@@ -17,23 +17,41 @@ from tests.service.conftest import ADMIN, CLIENT, SHUFFLER, auth, make_client, s
 
 nacl_public = pytest.importorskip("nacl.public")
 
-HANNA_ENV = {"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere", "noise": "rademacher"}
+HANNA_ENV = {
+    "kind": "finite",
+    "d": 2,
+    "K": 10,
+    "actions": "circle",
+    "theta": "sphere",
+    "noise": "rademacher",
+}
 
 
 def _raw() -> dict[str, Any]:
-    return service_raw("hanna-shuffle", horizon=6000, seed=2, params={"epsilon": 1.0, "delta": 1e-4}, env=HANNA_ENV,
-                       max_staleness=0)
+    return service_raw(
+        "hanna-shuffle",
+        horizon=6000,
+        seed=2,
+        params={"epsilon": 1.0, "delta": 1e-4},
+        env=HANNA_ENV,
+        max_staleness=0,
+    )
 
 
 def _counts(tc: Any) -> tuple[int, list[int]]:
     model = tc.get("/v1/model", headers=auth(SHUFFLER)).json()
-    return int(model["model_version"]), [int(c) for c in np.asarray(model["public"]["counts"]["data"]).reshape(-1)]
+    return int(model["model_version"]), [
+        int(c) for c in np.asarray(model["public"]["counts"]["data"]).reshape(-1)
+    ]
 
 
 def _honest_batch(counts: list[int], rng: np.random.Generator) -> list[dict[str, Any]]:
     """One report per slot of the public schedule, in a random order (what a shuffler forwards)."""
-    reports = [{"action": a, "reward_hat": float(rng.laplace(0.3, 2.0))} for a, c in enumerate(counts)
-               for _ in range(c)]
+    reports = [
+        {"action": a, "reward_hat": float(rng.laplace(0.3, 2.0))}
+        for a, c in enumerate(counts)
+        for _ in range(c)
+    ]
     return [reports[i] for i in rng.permutation(len(reports))]
 
 
@@ -48,10 +66,18 @@ def _poisons(public_key: str, size: int) -> list[tuple[str, Any, str]]:
     """(case, poison report, quarantined field suffix)."""
     return [
         ("sealed garbage", _garbage_sealed(public_key, size), "sealed"),
-        ("sealed for another key", seal({"action": 1, "reward_hat": 0.0}, keygen()[1], size), "sealed"),
+        (
+            "sealed for another key",
+            seal({"action": 1, "reward_hat": 0.0}, keygen()[1], size),
+            "sealed",
+        ),
         ("unknown field", {"action": 1, "reward_hat": 0.0, "epsilon": 100}, "epsilon"),
         ("arm out of range", {"action": 10, "reward_hat": 0.0}, "action"),
-        ("sealed non-finite", seal({"action": 1, "reward_hat": "nan"}, public_key, size), "reward_hat"),
+        (
+            "sealed non-finite",
+            seal({"action": 1, "reward_hat": "nan"}, public_key, size),
+            "reward_hat",
+        ),
         ("beside sealed", {"sealed": "AAAA", "contexts": [1.0]}, "contexts"),
     ]
 
@@ -67,10 +93,14 @@ def _replayed(raw: dict[str, Any], batches: list[list[dict[str, Any]]]) -> Serve
 def test_poison_report_in_a_batch_of_100_is_quarantined_and_the_model_advances(db_url: str) -> None:
     raw = _raw()
     rng = np.random.default_rng(5)
-    applied: list[list[dict[str, Any]]] = []  # what the server role must have received, batch by batch
+    applied: list[
+        list[dict[str, Any]]
+    ] = []  # what the server role must have received, batch by batch
     with make_client(raw, db_url) as tc:
         model = tc.get("/v1/model", headers=auth(SHUFFLER)).json()
-        size = len(json.dumps({"action": 0, "reward_hat": 0})) + 2 * 23  # two numbers, 24 characters each
+        size = (
+            len(json.dumps({"action": 0, "reward_hat": 0})) + 2 * 23
+        )  # two numbers, 24 characters each
         poisons = _poisons(model["public_key"], size)
         i, quarantined = 0, 0
         while True:
@@ -78,19 +108,26 @@ def test_poison_report_in_a_batch_of_100_is_quarantined_and_the_model_advances(d
             n = sum(counts)
             batch = _honest_batch(counts, rng)
             last = n >= 100
-            case, poison, field = poisons[-1 if i >= len(poisons) else i] if not last else poisons[0]
+            case, poison, field = (
+                poisons[-1 if i >= len(poisons) else i] if not last else poisons[0]
+            )
             j = int(rng.integers(n))
             expect = [dict(r) for r in batch]
             a = batch[j]["action"]
             expect[j] = {"action": a, "reward_hat": 0.0}  # the slot is answered by a zero report
             batch[j] = poison
-            resp = tc.post("/v1/batches", json={"batch_id": f"b{i}", "model_version": version, "reports": batch},
-                           headers=auth(SHUFFLER))
+            resp = tc.post(
+                "/v1/batches",
+                json={"batch_id": f"b{i}", "model_version": version, "reports": batch},
+                headers=auth(SHUFFLER),
+            )
             assert resp.status_code == 200, (case, resp.text)
             ans = resp.json()
             assert (ans["applied"], ans["quarantined"], ans["filled"]) == (n - 1, 1, 1), case
             assert ans["model_version"] == version + 1, case  # the model advances
-            assert "message" not in json.dumps(ans)  # the shuffler learns counts, not which report or why
+            assert "message" not in json.dumps(
+                ans
+            )  # the shuffler learns counts, not which report or why
             quarantined += 1
             # order: the zero report is appended after the kept reports
             applied.append([r for k, r in enumerate(expect) if k != j] + [expect[j]])
@@ -102,11 +139,14 @@ def test_poison_report_in_a_batch_of_100_is_quarantined_and_the_model_advances(d
         assert status["model_version"] == i
         exp = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()
         assert [q["index"] for q in exp["quarantine"]] == [
-            e["body"]["quarantined"][0]["index"] for e in exp["events"]]
+            e["body"]["quarantined"][0]["index"] for e in exp["events"]
+        ]
         assert exp["quarantine"][0]["field"].endswith(".sealed")
         digest = exp["digest"]
         assert n >= 100
-    assert _replayed(raw, applied).digest() == digest  # exactly the n - 1 good reports and one zero report
+    assert (
+        _replayed(raw, applied).digest() == digest
+    )  # exactly the n - 1 good reports and one zero report
     with make_client(raw, db_url) as tc:  # restart: the quarantine is part of the durable state
         status = tc.get("/v1/status").json()
         assert status["quarantined"]["reports"] == quarantined
@@ -123,12 +163,17 @@ def test_each_poison_kind_is_quarantined_with_its_field() -> None:
             version, counts = _counts(tc)
             batch = _honest_batch(counts, rng)
             batch[0] = poison
-            ans = tc.post("/v1/batches", json={"batch_id": f"k{i}", "model_version": version, "reports": batch},
-                          headers=auth(SHUFFLER)).json()
+            ans = tc.post(
+                "/v1/batches",
+                json={"batch_id": f"k{i}", "model_version": version, "reports": batch},
+                headers=auth(SHUFFLER),
+            ).json()
             assert ans["quarantined"] == 1, (case, ans)
         exp = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()
         fields = [q["field"] for q in exp["quarantine"]]
-        assert fields == [f"reports[0].{f}" for _, _, f in _poisons(model["public_key"], size)], fields
+        assert fields == [f"reports[0].{f}" for _, _, f in _poisons(model["public_key"], size)], (
+            fields
+        )
         assert SEAL_OVERHEAD == 48
 
 
@@ -142,8 +187,11 @@ def test_a_report_beyond_its_actions_slots_is_quarantined_and_the_slot_filled() 
         used = [a for a, c in enumerate(counts) if c]
         k = next(i for i, r in enumerate(batch) if r["action"] == used[0])
         batch[k] = {"action": used[1], "reward_hat": 0.5}
-        ans = tc.post("/v1/batches", json={"batch_id": "lie", "model_version": version, "reports": batch},
-                      headers=auth(SHUFFLER)).json()
+        ans = tc.post(
+            "/v1/batches",
+            json={"batch_id": "lie", "model_version": version, "reports": batch},
+            headers=auth(SHUFFLER),
+        ).json()
         assert (ans["applied"], ans["quarantined"], ans["filled"]) == (sum(counts) - 1, 1, 1)
         q = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["quarantine"][0]
         assert q["field"].endswith(".action") and "one report too many" in q["message"]
@@ -154,10 +202,16 @@ def test_a_batch_of_the_wrong_size_is_refused_whole() -> None:
         version, counts = _counts(tc)
         batch = _honest_batch(counts, np.random.default_rng(3))
         for reports in (batch[:-1], [*batch, batch[0]]):
-            resp = tc.post("/v1/batches", json={"batch_id": f"w{len(reports)}", "model_version": version,
-                                                "reports": reports}, headers=auth(SHUFFLER))
+            resp = tc.post(
+                "/v1/batches",
+                json={"batch_id": f"w{len(reports)}", "model_version": version, "reports": reports},
+                headers=auth(SHUFFLER),
+            )
             assert resp.status_code == 422 and resp.json()["error"]["field"] == "reports", resp.text
         assert tc.get("/v1/status").json()["model_version"] == 0
-        assert tc.post("/v1/batches", json={"batch_id": "ok", "model_version": version, "reports": batch},
-                       headers=auth(SHUFFLER)).json()["applied"] == len(batch)
+        assert tc.post(
+            "/v1/batches",
+            json={"batch_id": "ok", "model_version": version, "reports": batch},
+            headers=auth(SHUFFLER),
+        ).json()["applied"] == len(batch)
         assert CLIENT  # the client token is not used by batches

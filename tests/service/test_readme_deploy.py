@@ -20,8 +20,14 @@ pytestmark = pytest.mark.slow
 
 def _cli(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "privbandits.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "privbandits.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _status(url: str) -> dict:
@@ -32,7 +38,9 @@ def test_ldp_walkthrough_with_1000_clients(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.toml"
     made = _cli("make-tokens", str(tokens), "--clients", "1000")
     assert made.returncode == 0, made.stderr
-    server = ServerProcess(ROOT / "examples" / "serve-ldp.toml", tokens, str(tmp_path / "deploy-ldp.db"))
+    server = ServerProcess(
+        ROOT / "examples" / "serve-ldp.toml", tokens, str(tmp_path / "deploy-ldp.db")
+    )
     server.start()
     try:
         run = _cli("simulate-clients", server.url, "--tokens", str(tokens), "--n", "1000")
@@ -55,12 +63,37 @@ def test_shuffle_walkthrough_forwards_five_batches(tmp_path: Path) -> None:
     port = free_port()
     shuffler_url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, PYTHONPATH=SRC)
-    shuffler = subprocess.Popen([sys.executable, "-m", "privbandits.cli", "serve-shuffler", str(config), "--server",
-                                 server.url, "--tokens", str(tokens), "--port", str(port), "--db",
-                                 str(tmp_path / "deploy-shuffler.db")],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    shuffler = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "privbandits.cli",
+            "serve-shuffler",
+            str(config),
+            "--server",
+            server.url,
+            "--tokens",
+            str(tokens),
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "deploy-shuffler.db"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
-        run = _cli("simulate-clients", server.url, "--shuffler", shuffler_url, "--tokens", str(tokens), "--n", "1000")
+        run = _cli(
+            "simulate-clients",
+            server.url,
+            "--shuffler",
+            shuffler_url,
+            "--tokens",
+            str(tokens),
+            "--n",
+            "1000",
+        )
         assert run.returncode == 0, run.stderr
         deadline = time.monotonic() + 60
         while _status(server.url)["reports_received"] < 342 and time.monotonic() < deadline:

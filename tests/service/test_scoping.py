@@ -35,15 +35,19 @@ def _refused(resp: Any, field: str) -> None:
 def test_unknown_fields_are_refused_on_every_local_endpoint(db_url: str) -> None:
     with make_client(service_raw("ldp-sgd", horizon=50), db_url) as tc:
         good = _valid(tc)
-        for i, (body, field) in enumerate([
-            ({**good, "epsilon": 100}, "epsilon"),
-            ({**good, "contexts": [[0.1, 0.2, 0.3]] * 4}, "contexts"),
-            ({**good, "reward": 0.5}, "reward"),
-            ({**good, "report": {**good["report"], "epsilon": 100}}, "report.epsilon"),
-            ({**good, "report": {**good["report"], "contexts": [0.0]}}, "report.contexts"),
-        ]):
+        for i, (body, field) in enumerate(
+            [
+                ({**good, "epsilon": 100}, "epsilon"),
+                ({**good, "contexts": [[0.1, 0.2, 0.3]] * 4}, "contexts"),
+                ({**good, "reward": 0.5}, "reward"),
+                ({**good, "report": {**good["report"], "epsilon": 100}}, "report.epsilon"),
+                ({**good, "report": {**good["report"], "contexts": [0.0]}}, "report.contexts"),
+            ]
+        ):
             _refused(_req(tc, "/v1/reports", body, CLIENT, f"u{i}"), field)
-        _refused(_req(tc, "/v1/simulation/rewards", {"rewards": [0.5], "user": "u7"}, CLIENT), "user")
+        _refused(
+            _req(tc, "/v1/simulation/rewards", {"rewards": [0.5], "user": "u7"}, CLIENT), "user"
+        )
         _refused(_req(tc, "/v1/admin/reset", {"confirm": True, "force": True}, ADMIN), "force")
         status = tc.get("/v1/status").json()
         assert status["reports_received"] == 0 and status["simulated_rewards"]["count"] == 0
@@ -62,22 +66,39 @@ def test_unknown_fields_are_refused_on_the_curator_endpoints(db_url: str) -> Non
 
 
 def test_unknown_fields_are_refused_on_the_batch_endpoint(db_url: str) -> None:
-    raw = service_raw("hanna-shuffle", horizon=6000, seed=2, params={"epsilon": 1.0, "delta": 1e-4},
-                      env={"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere",
-                           "noise": "rademacher"}, max_staleness=0)
+    raw = service_raw(
+        "hanna-shuffle",
+        horizon=6000,
+        seed=2,
+        params={"epsilon": 1.0, "delta": 1e-4},
+        env={
+            "kind": "finite",
+            "d": 2,
+            "K": 10,
+            "actions": "circle",
+            "theta": "sphere",
+            "noise": "rademacher",
+        },
+        max_staleness=0,
+    )
     with make_client(raw, db_url) as tc:
         model = tc.get("/v1/model", headers=auth(SHUFFLER)).json()
         counts = np.asarray(model["public"]["counts"]["data"]).reshape(-1)
         reports = [{"action": a, "reward_hat": 0.1} for a, c in enumerate(counts) for _ in range(c)]
         body = {"batch_id": "b0", "model_version": 0, "reports": reports}
-        for extra, field in (({"n_users": 4}, "n_users"), ({"idempotency_key": "k"}, "idempotency_key")):
+        for extra, field in (
+            ({"n_users": 4}, "n_users"),
+            ({"idempotency_key": "k"}, "idempotency_key"),
+        ):
             _refused(_req(tc, "/v1/batches", {**body, **extra}, SHUFFLER), field)
         # inside a batch an unknown field is the report's own fault: that report is quarantined
         poisoned = [{**reports[0], "contexts": [1.0, 0.0]}, *reports[1:]]
         ans = _req(tc, "/v1/batches", {**body, "reports": poisoned}, SHUFFLER).json()
         assert ans["quarantined"] == 1
         q = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["quarantine"]
-        assert [x["field"] for x in q] == ["reports[0].contexts"] and "unknown field" in q[0]["message"]
+        assert [x["field"] for x in q] == ["reports[0].contexts"] and "unknown field" in q[0][
+            "message"
+        ]
 
 
 # -- two tokens that collide on every other field -------------------------------------------------
@@ -90,12 +111,16 @@ def test_the_same_idempotency_key_from_two_tokens_stores_two_reports(db_url: str
         assert a.status_code == b.status_code == 200
         assert a.headers["Idempotency-Replayed"] == b.headers["Idempotency-Replayed"] == "false"
         assert a.json()["seq"] == 1 and b.json()["seq"] == 2 and b.json()["model_version"] == 2
-        again = _req(tc, "/v1/reports", body, CLIENT2, "same-key")  # each token's retry gets its own answer
+        again = _req(
+            tc, "/v1/reports", body, CLIENT2, "same-key"
+        )  # each token's retry gets its own answer
         assert again.json() == b.json() and again.headers["Idempotency-Replayed"] == "true"
         assert _req(tc, "/v1/reports", body, CLIENT, "same-key").json() == a.json()
         events = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["events"]
-        assert [(e["token"], e["idempotency_key"]) for e in events] == [("client-0", "same-key"),
-                                                                       ("client-1", "same-key")]
+        assert [(e["token"], e["idempotency_key"]) for e in events] == [
+            ("client-0", "same-key"),
+            ("client-1", "same-key"),
+        ]
         assert tc.get("/v1/status").json()["reports_received"] == 2
 
 
@@ -106,19 +131,27 @@ def test_report_budgets_are_per_token(db_url: str) -> None:
         body = _valid(tc)
         assert _req(tc, "/v1/reports", body, CLIENT, "k1").status_code == 200
         assert _req(tc, "/v1/reports", body, CLIENT, "k2").status_code == 429
-        assert _req(tc, "/v1/reports", body, CLIENT2, "k2").status_code == 200  # same key and body, own budget
+        assert (
+            _req(tc, "/v1/reports", body, CLIENT2, "k2").status_code == 200
+        )  # same key and body, own budget
         assert _req(tc, "/v1/reports", body, CLIENT2, "k3").status_code == 429
-    with make_client(raw, db_url) as tc:  # the spent budgets are rebuilt per token from the database
+    with make_client(
+        raw, db_url
+    ) as tc:  # the spent budgets are rebuilt per token from the database
         assert _req(tc, "/v1/reports", body, CLIENT, "k4").status_code == 429
         assert _req(tc, "/v1/reports", body, CLIENT2, "k4").status_code == 429
 
 
 def test_rate_limits_are_per_token() -> None:
     now = [0.0]
-    with make_client(service_raw("ldp-sgd", horizon=50, rate=1.0, burst=1), clock=lambda: now[0]) as tc:
+    with make_client(
+        service_raw("ldp-sgd", horizon=50, rate=1.0, burst=1), clock=lambda: now[0]
+    ) as tc:
         assert tc.get("/v1/model", headers=auth(CLIENT)).status_code == 200
         assert tc.get("/v1/model", headers=auth(CLIENT)).status_code == 429
-        assert tc.get("/v1/model", headers=auth(CLIENT2)).status_code == 200  # same instant, other token
+        assert (
+            tc.get("/v1/model", headers=auth(CLIENT2)).status_code == 200
+        )  # same instant, other token
         assert tc.get("/v1/model", headers=auth(CLIENT2)).status_code == 429
 
 
@@ -129,15 +162,41 @@ def test_curator_tickets_belong_to_the_token_that_asked(db_url: str) -> None:
         a = _req(tc, "/v1/actions", X, CLIENT, "same").json()
         b = _req(tc, "/v1/actions", X, CLIENT2, "same").json()
         assert a["ticket"] != b["ticket"] and a["seq"] == 1 and b["seq"] == 2
-        steal = _req(tc, "/v1/reports", {"model_version": 0, "ticket": a["ticket"], "reward": 9.0}, CLIENT2, "r")
+        steal = _req(
+            tc,
+            "/v1/reports",
+            {"model_version": 0, "ticket": a["ticket"], "reward": 9.0},
+            CLIENT2,
+            "r",
+        )
         assert steal.status_code == 409 and steal.json()["error"]["field"] == "ticket"
         assert tc.get("/v1/status").json()["reports_received"] == 0
-        own = _req(tc, "/v1/reports", {"model_version": 0, "ticket": a["ticket"], "reward": 1.0}, CLIENT, "r")
+        own = _req(
+            tc,
+            "/v1/reports",
+            {"model_version": 0, "ticket": a["ticket"], "reward": 1.0},
+            CLIENT,
+            "r",
+        )
         assert own.status_code == 200  # the same key "r" as CLIENT2's refused request: no clash
-    with make_client(service_raw("linucb", horizon=10), db_url) as tc:  # ownership survives a restart
-        steal = _req(tc, "/v1/reports", {"model_version": 0, "ticket": b["ticket"], "reward": 9.0}, CLIENT, "r2")
+    with make_client(
+        service_raw("linucb", horizon=10), db_url
+    ) as tc:  # ownership survives a restart
+        steal = _req(
+            tc,
+            "/v1/reports",
+            {"model_version": 0, "ticket": b["ticket"], "reward": 9.0},
+            CLIENT,
+            "r2",
+        )
         assert steal.status_code == 409
-        ok = _req(tc, "/v1/reports", {"model_version": 0, "ticket": b["ticket"], "reward": 1.0}, CLIENT2, "r2")
+        ok = _req(
+            tc,
+            "/v1/reports",
+            {"model_version": 0, "ticket": b["ticket"], "reward": 1.0},
+            CLIENT2,
+            "r2",
+        )
         assert ok.status_code == 200
 
 
@@ -148,4 +207,6 @@ def test_tokens_do_not_see_each_others_replays(secret: str) -> None:
         other = CLIENT2 if secret == CLIENT else CLIENT
         first = _req(tc, "/v1/reports", _valid(tc, other), other, "k").json()
         mine = _req(tc, "/v1/reports", _valid(tc, secret), secret, "k")
-        assert mine.headers["Idempotency-Replayed"] == "false" and mine.json()["seq"] != first["seq"]
+        assert (
+            mine.headers["Idempotency-Replayed"] == "false" and mine.json()["seq"] != first["seq"]
+        )

@@ -32,8 +32,13 @@ def test_sdk_sends_only_the_randomizer_output() -> None:
     with make_client(service_raw("ldp-ols", horizon=30)) as tc:
         rec = Recorder(tc)
         seed_policy, seed_client = 21, 22
-        dev = DeviceClient("http://testserver", CLIENT, http=rec, rng_policy=np.random.default_rng(seed_policy),
-                           rng_client=np.random.default_rng(seed_client))
+        dev = DeviceClient(
+            "http://testserver",
+            CLIENT,
+            http=rec,
+            rng_policy=np.random.default_rng(seed_policy),
+            rng_client=np.random.default_rng(seed_client),
+        )
         # an independent copy of the same Client code and noise stream, to recompute each report
         shadow = local_algorithm(dev.fetch_model().info)
         shadow_rng = np.random.default_rng(seed_client)
@@ -47,10 +52,15 @@ def test_sdk_sends_only_the_randomizer_output() -> None:
             r = float(env_rng.uniform(-1, 1))
             a = dev.choose(X, model)
             dev.report(X, a, r, model)
-            msg = shadow.client.randomize(model.version, model.public, X[None], np.array([a]), np.array([r]),
-                                          shadow_rng)
-            expected.append({"model_version": model.version,
-                             "report": {k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()}})
+            msg = shadow.client.randomize(
+                model.version, model.public, X[None], np.array([a]), np.array([r]), shadow_rng
+            )
+            expected.append(
+                {
+                    "model_version": model.version,
+                    "report": {k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()},
+                }
+            )
             raw_values += [X.ravel(), np.array([r, a])]
         posts = [(url, body, h) for m, url, body, h in rec.sent if m == "POST"]
         assert [url for url, _, _ in posts] == ["http://testserver/v1/reports"] * 5
@@ -73,7 +83,11 @@ def test_lost_answer_is_retried_with_the_same_key_and_counted_once() -> None:
         X = np.eye(4, 3) * 0.5
         ans = dev.report(X, dev.choose(X, model), 0.3, model)
         posts = [(body, h["Idempotency-Key"]) for m, _, body, h in rec.sent if m == "POST"]
-        assert len(posts) == 3 and len({k for _, k in posts}) == 1 and all(b == posts[0][0] for b, _ in posts)
+        assert (
+            len(posts) == 3
+            and len({k for _, k in posts}) == 1
+            and all(b == posts[0][0] for b, _ in posts)
+        )
         assert ans["model_version"] == 1
         status = tc.get("/v1/status").json()
         assert status["reports_received"] == 1 and status["replayed_requests"] == 2

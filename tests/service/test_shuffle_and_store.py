@@ -20,12 +20,25 @@ from privbandits.service.server.store import StoreError, open_store
 from privbandits.simulate import simulate
 from tests.service.conftest import ADMIN, CLIENT, SHUFFLER, auth, make_client, service_raw
 
-HANNA_ENV = {"kind": "finite", "d": 2, "K": 10, "actions": "circle", "theta": "sphere", "noise": "rademacher"}
+HANNA_ENV = {
+    "kind": "finite",
+    "d": 2,
+    "K": 10,
+    "actions": "circle",
+    "theta": "sphere",
+    "noise": "rademacher",
+}
 
 
 def _hanna_raw() -> dict[str, Any]:
-    return service_raw("hanna-shuffle", horizon=6000, seed=2, params={"epsilon": 1.0, "delta": 1e-4}, env=HANNA_ENV,
-                       max_staleness=0)
+    return service_raw(
+        "hanna-shuffle",
+        horizon=6000,
+        seed=2,
+        params={"epsilon": 1.0, "delta": 1e-4},
+        env=HANNA_ENV,
+        max_staleness=0,
+    )
 
 
 def _reference_batches(raw: dict[str, Any]) -> tuple[list[ShuffledBatch], Any]:
@@ -74,17 +87,29 @@ def test_shuffled_sealed_batches_give_the_reference_model() -> None:
     assert len(used) >= 2
     with make_client(raw) as tc:
         model = tc.get("/v1/model", headers=auth(SHUFFLER)).json()
-        assert model["report"]["fields"] == {"action": {"shape": [], "dtype": "int64"},
-                                             "reward_hat": {"shape": [], "dtype": "float64"}}
-        resp = tc.post("/v1/reports", json={"model_version": 0, "report": {}}, headers={**auth(CLIENT), "Idempotency-Key": "x"})
+        assert model["report"]["fields"] == {
+            "action": {"shape": [], "dtype": "int64"},
+            "reward_hat": {"shape": [], "dtype": "float64"},
+        }
+        resp = tc.post(
+            "/v1/reports",
+            json={"model_version": 0, "report": {}},
+            headers={**auth(CLIENT), "Idempotency-Key": "x"},
+        )
         assert resp.status_code == 409 and "shuffled batches" in resp.json()["error"]["message"]
         for i, b in enumerate(used):
             acts, vals = np.asarray(b["action"])[0], np.asarray(b["reward_hat"])[0]
             acts, vals = acts[acts >= 0], vals[acts >= 0]  # the shuffler forwards no padding slots
-            reports = [seal({"action": int(a), "reward_hat": float(v)}, model["public_key"]) if j % 2 == 0
-                       else {"action": int(a), "reward_hat": float(v)} for j, (a, v) in enumerate(zip(acts, vals))]
+            reports = [
+                seal({"action": int(a), "reward_hat": float(v)}, model["public_key"])
+                if j % 2 == 0
+                else {"action": int(a), "reward_hat": float(v)}
+                for j, (a, v) in enumerate(zip(acts, vals))
+            ]
             body = {"batch_id": f"b{i}", "model_version": i, "reports": reports}
-            if i == 0:  # a client token cannot post batches (poison reports: tests/service/test_poison.py)
+            if (
+                i == 0
+            ):  # a client token cannot post batches (poison reports: tests/service/test_poison.py)
                 assert tc.post("/v1/batches", json=body, headers=auth(CLIENT)).status_code == 403
             resp = tc.post("/v1/batches", json=body, headers=auth(SHUFFLER))
             assert resp.status_code == 200, resp.text
@@ -97,7 +122,9 @@ def test_shuffled_sealed_batches_give_the_reference_model() -> None:
         assert np.array_equal(np.array(public[k]["data"]), np.asarray(v)), k
 
 
-def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database(tmp_path: Path) -> None:
+def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database(
+    tmp_path: Path,
+) -> None:
     from privbandits.service.device.simulate import simulate_users
 
     db = str(tmp_path / "s.db")
@@ -113,8 +140,16 @@ def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database
         assert second["digest"] == first["digest"] == first["models"][-1]["digest"]
         assert tc.get("/v1/model", headers=auth(CLIENT)).json()["public"] == pub1
     store = open_store(db)
-    store._transaction([("UPDATE events SET body = replace(body, '\"model_version\":3', '\"model_version\":2') "
-                         "WHERE seq = 5", ()), ("DELETE FROM events WHERE seq = 20", ())])
+    store._transaction(
+        [
+            (
+                "UPDATE events SET body = replace(body, '\"model_version\":3', '\"model_version\":2') "
+                "WHERE seq = 5",
+                (),
+            ),
+            ("DELETE FROM events WHERE seq = 20", ()),
+        ]
+    )
     store.close()
     with pytest.raises(StoreError, match="the database is inconsistent"):
         make_client(raw, db)
@@ -132,24 +167,35 @@ def test_admin_reset_status_and_metrics(tmp_path: Path) -> None:
         dev.report(X, dev.choose(X, model), 0.1, model)
         dev.post_simulated_rewards([0.5, -0.25])
         status = tc.get("/v1/status").json()
-        assert status["reports_received"] == 1 and status["simulated_rewards"] == {"count": 2, "recent": [0.5, -0.25]}
+        assert status["reports_received"] == 1 and status["simulated_rewards"] == {
+            "count": 2,
+            "recent": [0.5, -0.25],
+        }
         assert status["guarantee"]["model"] == "local"
         text = tc.get("/metrics").text
         assert "privbandits_model_version 1.0" in text
         assert 'privbandits_requests_total{endpoint="/v1/reports",status="200"} 1.0' in text
         resp = tc.post("/v1/admin/reset", json={}, headers=auth(ADMIN))
         assert resp.status_code == 422 and resp.json()["error"]["field"] == "confirm"
-        assert tc.post("/v1/admin/reset", json={"confirm": True}, headers=auth(ADMIN)).json()["model_version"] == 0
+        assert (
+            tc.post("/v1/admin/reset", json={"confirm": True}, headers=auth(ADMIN)).json()[
+                "model_version"
+            ]
+            == 0
+        )
         assert tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["events"] == []
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda r: r["algorithms"].append({"name": "linucb"}), "exactly one [[algorithms]] entry"),
-    (lambda r: r.update(grid={"epsilon": [1.0, 2.0]}), "expands to 2 parameter variants"),
-    (lambda r: r["service"].update(rate=-1), "service.rate must be a finite number > 0"),
-    (lambda r: r["service"].update(colour="red"), "unknown key(s) in [service]: colour"),
-    (lambda r: r.update(seeds=[1, 2]), "set service.seed"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda r: r["algorithms"].append({"name": "linucb"}), "exactly one [[algorithms]] entry"),
+        (lambda r: r.update(grid={"epsilon": [1.0, 2.0]}), "expands to 2 parameter variants"),
+        (lambda r: r["service"].update(rate=-1), "service.rate must be a finite number > 0"),
+        (lambda r: r["service"].update(colour="red"), "unknown key(s) in [service]: colour"),
+        (lambda r: r.update(seeds=[1, 2]), "set service.seed"),
+    ],
+)
 def test_config_errors_name_the_key(mutate: Any, message: str) -> None:
     raw = service_raw("ldp-sgd")
     mutate(raw)
@@ -165,7 +211,9 @@ def test_tokens_file_errors() -> None:
         parse_tokens({"tokens": [{"role": "client", "token": "short"}]})
     with pytest.raises(ConfigError, match="exactly one of 'token'"):
         parse_tokens({"tokens": [{"role": "client"}]})
-    toks = parse_tokens({"tokens": [{"name": "d", "role": "client", "sha256": "a" * 64, "device_epsilon": 2.0}]})
+    toks = parse_tokens(
+        {"tokens": [{"name": "d", "role": "client", "sha256": "a" * 64, "device_epsilon": 2.0}]}
+    )
     assert len(toks) == 1
 
 
@@ -173,7 +221,9 @@ def test_simulated_rewards_reach_the_status_page() -> None:
     from privbandits.service.device.simulate import simulate_users
 
     with make_client(service_raw("ldp-sgd", horizon=30)) as tc:
-        run = simulate_users("http://testserver", [CLIENT], seed=0, rounds=7, http=tc, post_rewards_every=3)
+        run = simulate_users(
+            "http://testserver", [CLIENT], seed=0, rounds=7, http=tc, post_rewards_every=3
+        )
         sim = tc.get("/v1/status").json()["simulated_rewards"]
     assert sim["count"] == 7 and sim["recent"] == run.reward.tolist()
 

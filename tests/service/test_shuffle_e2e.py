@@ -36,9 +36,16 @@ from tests.service.conftest import (
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The server of hanna-shuffle and a shuffler in front of it, both on 127.0.0.1."""
-    raw = service_raw("hanna-shuffle", horizon=300, seed=4, env={"kind": "finite", "d": 2, "K": 3,
-                                                                 "noise_scale": 0.3}, min_batch=2)
-    server = InThreadServer(create_app(parse_service_config(raw), open_store(str(tmp_path / "server.db")), tokens()))
+    raw = service_raw(
+        "hanna-shuffle",
+        horizon=300,
+        seed=4,
+        env={"kind": "finite", "d": 2, "K": 3, "noise_scale": 0.3},
+        min_batch=2,
+    )
+    server = InThreadServer(
+        create_app(parse_service_config(raw), open_store(str(tmp_path / "server.db")), tokens())
+    )
     drawn: list[list[int]] = []
     seeded = seeded_permutation(123)
 
@@ -47,15 +54,23 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
         return drawn[-1]
 
     store = ShufflerStore(tmp_path / "shuffler.db", permutation=recording)
-    settings = ShufflerSettings(server.url, SHUFFLER, TokenSet.from_secrets(client=[CLIENT, CLIENT2]), min_batch=2,
-                                device_epsilon=raw["service"]["device_epsilon"], poll_seconds=0.05)
+    settings = ShufflerSettings(
+        server.url,
+        SHUFFLER,
+        TokenSet.from_secrets(client=[CLIENT, CLIENT2]),
+        min_batch=2,
+        device_epsilon=raw["service"]["device_epsilon"],
+        poll_seconds=0.05,
+    )
     shuffler = InThreadServer(create_shuffler_app(settings, store))
     yield {"server": server.url, "shuffler": shuffler.url, "drawn": drawn, "dir": tmp_path}
     shuffler.stop()
     server.stop()
 
 
-def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shuffle_dp_through_shuffler_and_server(
+    stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     sent: list[dict[str, Any]] = []  # what the devices sealed, in sending order
     real_seal = sealing.seal
 
@@ -67,12 +82,15 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
     rounds = 40
     with httpx.Client(timeout=30) as http:
         key = http.get(stack["server"] + "/v1/model", headers=auth(CLIENT)).json()["public_key"]
-        run = simulate_shuffle_users(stack["shuffler"], [CLIENT, CLIENT2], seed=4, rounds=rounds, http=http,
-                                     server_key=key)
+        run = simulate_shuffle_users(
+            stack["shuffler"], [CLIENT, CLIENT2], seed=4, rounds=rounds, http=http, server_key=key
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the last complete batch may still be on its way
             status = http.get(stack["shuffler"] + "/v1/status").json()
-            if status["outbox"] == 0 and status["reports_forwarded"] + sum(status["pending"].values()) == len(sent):
+            if status["outbox"] == 0 and status["reports_forwarded"] + sum(
+                status["pending"].values()
+            ) == len(sent):
                 break
             time.sleep(0.05)
         export = http.get(stack["server"] + "/v1/admin/export", headers=auth(ADMIN)).json()
@@ -92,13 +110,14 @@ def test_shuffle_dp_through_shuffler_and_server(stack: dict[str, Any], monkeypat
     for b, perm in zip(batches, stack["drawn"][1::2]):
         n = len(b["reports"])
         assert len(perm) == n >= 2
-        arrived = sent[start:start + n]
+        arrived = sent[start : start + n]
         assert b["reports"] == [arrived[i] for i in perm]
         assert set(b) == {"batch_id", "model_version", "reports", "fill", "quarantined"}
         assert b["fill"] == b["quarantined"] == []
         start += n
     assert Counter(json.dumps(r, sort_keys=True) for r in forwarded) == Counter(
-        json.dumps(r, sort_keys=True) for r in sent[:len(forwarded)])
+        json.dumps(r, sort_keys=True) for r in sent[: len(forwarded)]
+    )
     # the shuffler only ever held ciphertexts
     raw_db = b"".join(p.read_bytes() for p in stack["dir"].glob("shuffler.db*"))
     assert b"reward_hat" not in raw_db
@@ -121,7 +140,9 @@ def test_device_refuses_a_key_other_than_the_servers(stack: dict[str, Any]) -> N
         assert honest.sealing_key(model) == key  # the honest shuffler relays the server's key
 
 
-def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(stack: dict[str, Any]) -> None:
+def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(
+    stack: dict[str, Any],
+) -> None:
     """A malicious device seals garbage of exactly the padded size to the server's key: the shuffler
     cannot tell and forwards it; the server quarantines it, fills its slot, and the model advances."""
     import base64
@@ -139,12 +160,22 @@ def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(stack: dic
         assigned = evil.assignment()
         box = nacl_public.SealedBox(nacl_public.PublicKey(base64.b64decode(model["public_key"])))
         garbage = {"sealed": base64.b64encode(box.encrypt(b"{" * fmt.sealed_size())).decode()}
-        res = http.post(stack["shuffler"] + "/v1/reports", json={"model_version": assigned.version,
-                                                                  "idempotency_key": "evil", "report": garbage},
-                        headers=auth(CLIENT2))
-        assert res.status_code == 202, res.text  # the envelope is right: the shuffler cannot see inside
-        run = simulate_shuffle_users(stack["shuffler"], [CLIENT], seed=5, rounds=30, http=http,
-                                     server_key=model["public_key"])
+        res = http.post(
+            stack["shuffler"] + "/v1/reports",
+            json={"model_version": assigned.version, "idempotency_key": "evil", "report": garbage},
+            headers=auth(CLIENT2),
+        )
+        assert res.status_code == 202, (
+            res.text
+        )  # the envelope is right: the shuffler cannot see inside
+        run = simulate_shuffle_users(
+            stack["shuffler"],
+            [CLIENT],
+            seed=5,
+            rounds=30,
+            http=http,
+            server_key=model["public_key"],
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             server_status = http.get(stack["server"] + "/v1/status").json()
@@ -154,6 +185,8 @@ def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(stack: dic
             time.sleep(0.05)
     assert run.reported > 0
     assert server_status["quarantined"] == {"reports": 1, "by_field": {"sealed": 1}}
-    assert server_status["model_version"] >= 2  # the poisoned batch was applied and the next ones too
+    assert (
+        server_status["model_version"] >= 2
+    )  # the poisoned batch was applied and the next ones too
     assert shuffler_status["server_quarantined"] == shuffler_status["server_filled"] == 1
     assert shuffler_status["dead_letters"] == [] and shuffler_status["reports_quarantined"] == 0

@@ -53,8 +53,10 @@ class FakeServer:
 
         @app.get("/v1/model")
         def model() -> dict[str, Any]:
-            out: dict[str, Any] = {"model_version": self.version,
-                                   "public_key": base64.b64encode(bytes(self.key.public_key)).decode()}
+            out: dict[str, Any] = {
+                "model_version": self.version,
+                "public_key": base64.b64encode(bytes(self.key.public_key)).decode(),
+            }
             if self.batch_size is not None:
                 out["batch_size"] = self.batch_size
             return {**out, **self.extra}
@@ -64,7 +66,10 @@ class FakeServer:
             if self.fail:
                 return JSONResponse({"detail": "down for maintenance"}, status_code=503)
             if self.refuse is not None:
-                return JSONResponse({"error": {"status": self.refuse, "message": "refused"}}, status_code=self.refuse)
+                return JSONResponse(
+                    {"error": {"status": self.refuse, "message": "refused"}},
+                    status_code=self.refuse,
+                )
             self.bodies.append(await request.body())
             self.headers.append(dict(request.headers))
             self.version += 1
@@ -74,16 +79,28 @@ class FakeServer:
 
 
 def make(server: FakeServer, store: ShufflerStore, min_batch: int = 3, **kw: Any) -> TestClient:
-    settings = ShufflerSettings(server_url="http://server", shuffler_token=SHUFFLER,
-                                tokens=TokenSet.from_secrets(client=[CLIENT, CLIENT_B], shuffler=["a-shuffler-secret"],
-                                                             admin=[ADMIN]),
-                                min_batch=min_batch, poll_seconds=0.05, **kw)
+    settings = ShufflerSettings(
+        server_url="http://server",
+        shuffler_token=SHUFFLER,
+        tokens=TokenSet.from_secrets(
+            client=[CLIENT, CLIENT_B], shuffler=["a-shuffler-secret"], admin=[ADMIN]
+        ),
+        min_batch=min_batch,
+        poll_seconds=0.05,
+        **kw,
+    )
     app = create_shuffler_app(settings, store, transport=httpx.ASGITransport(app=server.app))
     return TestClient(app)
 
 
-def post(client: TestClient, i: int, version: int = 0, report: Any = None, token: str = CLIENT) -> httpx.Response:
-    body = {"model_version": version, "idempotency_key": f"key-{i}", "report": report or {"value": i}}
+def post(
+    client: TestClient, i: int, version: int = 0, report: Any = None, token: str = CLIENT
+) -> httpx.Response:
+    body = {
+        "model_version": version,
+        "idempotency_key": f"key-{i}",
+        "report": report or {"value": i},
+    }
     return client.post("/v1/reports", json=body, headers={"Authorization": f"Bearer {token}"})
 
 
@@ -124,7 +141,9 @@ def test_chi_square_detects_a_biased_shuffle() -> None:
 
     counts = Counter(tuple(naive(n)) for _ in range(draws))
     expected = draws / 24
-    chi2 = sum((counts.get(c, 0) - expected) ** 2 / expected for c in itertools.permutations(range(n)))
+    chi2 = sum(
+        (counts.get(c, 0) - expected) ** 2 / expected for c in itertools.permutations(range(n))
+    )
     assert chi2 > stats.chi2.ppf(1 - ALPHA, df=23)
 
 
@@ -225,7 +244,8 @@ def test_forwarded_body_has_no_metadata() -> None:
     body = json.loads(server.bodies[0])
     assert set(body) == {"batch_id", "model_version", "reports"}
     assert sorted(body["reports"], key=lambda r: r["action"]) == [
-        {"action": i, "reward_hat": 0.5 * i} for i in range(3)]
+        {"action": i, "reward_hat": 0.5 * i} for i in range(3)
+    ]
     text = server.bodies[0].decode()
     for leak in (CLIENT, "key-0", "key-1", "key-2", "testclient", "idempotency"):
         assert leak not in text
@@ -241,11 +261,19 @@ def test_sealed_payload_unreadable_to_shuffler(tmp_path) -> None:
     store = ShufflerStore(tmp_path / "shuffler.db")
     secret = [f"SECRET-PAYLOAD-{i}" for i in range(3)]
     with make(server, store, min_batch=3) as client:
-        pk = nacl_public.PublicKey(base64.b64decode(client.get(
-            "/v1/model", headers={"Authorization": f"Bearer {CLIENT}"}).json()["public_key"]))
+        pk = nacl_public.PublicKey(
+            base64.b64decode(
+                client.get("/v1/model", headers={"Authorization": f"Bearer {CLIENT}"}).json()[
+                    "public_key"
+                ]
+            )
+        )
         for i, s in enumerate(secret):
             box = nacl_public.SealedBox(pk).encrypt(json.dumps({"tag": s}).encode())
-            assert post(client, i, report={"sealed": base64.b64encode(box).decode()}).status_code == 202
+            assert (
+                post(client, i, report={"sealed": base64.b64encode(box).decode()}).status_code
+                == 202
+            )
         raw_db = b"".join(p.read_bytes() for p in tmp_path.iterdir())
         assert not any(s.encode() in raw_db for s in secret)
         drain(client)
@@ -254,8 +282,10 @@ def test_sealed_payload_unreadable_to_shuffler(tmp_path) -> None:
     other = nacl_public.SealedBox(nacl_public.PrivateKey.generate())
     with pytest.raises(Exception, match="[Dd]ecrypt"):
         other.decrypt(base64.b64decode(reports[0]["sealed"]))
-    opened = {json.loads(nacl_public.SealedBox(server.key).decrypt(base64.b64decode(r["sealed"])))["tag"]
-              for r in reports}
+    opened = {
+        json.loads(nacl_public.SealedBox(server.key).decrypt(base64.b64decode(r["sealed"])))["tag"]
+        for r in reports
+    }
     assert opened == set(secret)
 
 
@@ -287,22 +317,41 @@ def test_acknowledged_reports_survive_a_restart(tmp_path) -> None:
     assert again.outbox() == [] and again.counters()["reports_forwarded"] == 3
 
 
-@pytest.mark.parametrize(("body", "status", "field"), [
-    ({"model_version": -1, "idempotency_key": "k", "report": {"v": 1}}, 422, "model_version"),
-    ({"model_version": 0, "idempotency_key": "", "report": {"v": 1}}, 422, "idempotency_key"),
-    ({"model_version": 0, "idempotency_key": "k", "report": []}, 422, "report"),
-    ({"model_version": 0, "idempotency_key": "k", "report": {"sealed": "!!"}}, 422, "report.sealed"),
-    ({"model_version": 0, "idempotency_key": "k", "report": {"v": 1}, "user": "u7"}, 422, "unknown field"),
-    ({"model_version": 0, "idempotency_key": "k", "report": {"v": math.inf}}, 422, "report"),
-])
-def test_bad_reports_are_refused_with_the_field(body: dict[str, Any], status: int, field: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"model_version": -1, "idempotency_key": "k", "report": {"v": 1}}, 422, "model_version"),
+        ({"model_version": 0, "idempotency_key": "", "report": {"v": 1}}, 422, "idempotency_key"),
+        ({"model_version": 0, "idempotency_key": "k", "report": []}, 422, "report"),
+        (
+            {"model_version": 0, "idempotency_key": "k", "report": {"sealed": "!!"}},
+            422,
+            "report.sealed",
+        ),
+        (
+            {"model_version": 0, "idempotency_key": "k", "report": {"v": 1}, "user": "u7"},
+            422,
+            "unknown field",
+        ),
+        ({"model_version": 0, "idempotency_key": "k", "report": {"v": math.inf}}, 422, "report"),
+    ],
+)
+def test_bad_reports_are_refused_with_the_field(
+    body: dict[str, Any], status: int, field: str
+) -> None:
     server, store = FakeServer(), ShufflerStore(":memory:")
     with make(server, store) as client:
         text = json.dumps(body)  # allows Infinity, as a careless client would send
-        res = client.post("/v1/reports", content=text, headers={"Authorization": f"Bearer {CLIENT}",
-                                                                "Content-Type": "application/json"})
+        res = client.post(
+            "/v1/reports",
+            content=text,
+            headers={"Authorization": f"Bearer {CLIENT}", "Content-Type": "application/json"},
+        )
         assert res.status_code == status and field in res.json()["error"]["message"]
-        assert res.json()["error"]["field"].startswith(field.split(" ")[0].split(".")[0]) or field == "unknown field"
+        assert (
+            res.json()["error"]["field"].startswith(field.split(" ")[0].split(".")[0])
+            or field == "unknown field"
+        )
         assert store.pending() == 0
 
 
@@ -312,7 +361,9 @@ def test_tokens_malformed_json_and_size_limit() -> None:
         assert client.post("/v1/reports", json={}).status_code == 401
         assert post(client, 1, token="nope").status_code == 401
         assert post(client, 1, token="a-shuffler-secret").status_code == 403
-        res = client.post("/v1/reports", content=b"{not json", headers={"Authorization": f"Bearer {CLIENT}"})
+        res = client.post(
+            "/v1/reports", content=b"{not json", headers={"Authorization": f"Bearer {CLIENT}"}
+        )
         assert res.status_code == 400 and "malformed JSON" in res.json()["error"]["message"]
         big = post(client, 2, report={"sealed": base64.b64encode(b"x" * 100_000).decode()})
         assert big.status_code == 413
@@ -335,8 +386,10 @@ def test_report_budget_per_device() -> None:
         again = post(client, 1)  # a retry is not a new report
         assert again.status_code == 202 and again.json()["duplicate"] is True
         refused = post(client, 2)
-        assert refused.status_code == 429 and "budget of device 'client-0' exhausted" in \
-            refused.json()["error"]["message"]
+        assert (
+            refused.status_code == 429
+            and "budget of device 'client-0' exhausted" in refused.json()["error"]["message"]
+        )
         assert store.pending() == 1
     assert report_budget({"guarantee": {"epsilon": 0.5}}, None) == 1
     assert report_budget({"guarantee": {"epsilon": 0.5}}, 1.6) == 3
@@ -366,9 +419,14 @@ class ScheduleServer(FakeServer):
         @self.app.get("/v1/model")
         def model() -> dict[str, Any]:
             enc = lambda v, shape: {"dtype": "int64", "shape": shape, "data": v}
-            return {"model_version": self.version, "public": {
-                "counts": enc([self.counts], [1, len(self.counts)]), "committed": enc([self.committed], [1]),
-                "batch": enc([self.version + 1], [1])}}
+            return {
+                "model_version": self.version,
+                "public": {
+                    "counts": enc([self.counts], [1, len(self.counts)]),
+                    "committed": enc([self.committed], [1]),
+                    "batch": enc([self.version + 1], [1]),
+                },
+            }
 
 
 def test_assignment_hands_out_the_schedule_once() -> None:
@@ -402,7 +460,9 @@ def test_schedule_batch_is_forwarded_at_n_i_and_commit_phase_refuses_reports() -
             assert post(client, i, report={"action": i, "reward_hat": 0.0}).status_code == 202
         drain(client)
         assert server.bodies == []
-        server.committed = 1  # this batch's estimates commit the schedule (published with version 1)
+        server.committed = (
+            1  # this batch's estimates commit the schedule (published with version 1)
+        )
         assert post(client, 2, report={"action": 1, "reward_hat": 0.0}).status_code == 202
         drain(client)
         assert len(server.bodies) == 1
@@ -414,9 +474,16 @@ def test_schedule_batch_is_forwarded_at_n_i_and_commit_phase_refuses_reports() -
 
 # -- one bad report cannot stop the shuffler ----------------------------------------------------
 #: The format a hanna-shuffle server publishes (``GET /v1/model``'s ``report``) and its problem.
-FORMAT = {"report": {"mechanism": "laplace", "fields": {"action": {"shape": [], "dtype": "int64"},
-                                                       "reward_hat": {"shape": [], "dtype": "float64"}}},
-          "problem": {"K": 3}}
+FORMAT = {
+    "report": {
+        "mechanism": "laplace",
+        "fields": {
+            "action": {"shape": [], "dtype": "int64"},
+            "reward_hat": {"shape": [], "dtype": "float64"},
+        },
+    },
+    "problem": {"K": 3},
+}
 
 
 def _sealed(server: FakeServer, plaintext: bytes) -> dict[str, str]:
@@ -436,29 +503,48 @@ def test_reports_failing_the_format_are_quarantined_not_queued() -> None:
     assert fmt is not None
     size = fmt.sealed_size()
     pk = base64.b64encode(bytes(server.key.public_key)).decode()
-    bad = [({"action": 1, "reward_hat": 0.5, "epsilon": 100}, "report.epsilon"),
-           ({"action": 3, "reward_hat": 0.5}, "report.action"),
-           ({"action": 1}, "report.reward_hat"),
-           ({"action": 1, "reward_hat": 0.5, "contexts": [[1.0, 0.0]]}, "report.contexts"),
-           (seal({"action": 1, "reward_hat": 0.5}, pk), "report.sealed"),  # not padded: a size that leaks
-           (_sealed(server, b"x" * (size + 1)), "report.sealed"),
-           ({"sealed": "AAAA"}, "report.sealed"),
-           ({"sealed": seal({"action": 1, "reward_hat": 0.5}, pk, size)["sealed"], "user": "u7"}, "report.user")]
+    bad = [
+        ({"action": 1, "reward_hat": 0.5, "epsilon": 100}, "report.epsilon"),
+        ({"action": 3, "reward_hat": 0.5}, "report.action"),
+        ({"action": 1}, "report.reward_hat"),
+        ({"action": 1, "reward_hat": 0.5, "contexts": [[1.0, 0.0]]}, "report.contexts"),
+        (
+            seal({"action": 1, "reward_hat": 0.5}, pk),
+            "report.sealed",
+        ),  # not padded: a size that leaks
+        (_sealed(server, b"x" * (size + 1)), "report.sealed"),
+        ({"sealed": "AAAA"}, "report.sealed"),
+        (
+            {"sealed": seal({"action": 1, "reward_hat": 0.5}, pk, size)["sealed"], "user": "u7"},
+            "report.user",
+        ),
+    ]
     with make(server, store, min_batch=10) as client:
         for i, (report, field) in enumerate(bad):
             res = post(client, i, report=report)
-            assert res.status_code == 422 and res.json()["error"]["field"] == field, (field, res.text)
+            assert res.status_code == 422 and res.json()["error"]["field"] == field, (
+                field,
+                res.text,
+            )
             assert "quarantined" in res.json()["error"]["message"]
         assert store.pending() == 0
-        good = [seal({"action": 1, "reward_hat": -0.123456789}, pk, size), {"action": 2, "reward_hat": 1.5}]
-        assert [post(client, 100 + i, report=r).status_code for i, r in enumerate(good)] == [202, 202]
+        good = [
+            seal({"action": 1, "reward_hat": -0.123456789}, pk, size),
+            {"action": 2, "reward_hat": 1.5},
+        ]
+        assert [post(client, 100 + i, report=r).status_code for i, r in enumerate(good)] == [
+            202,
+            202,
+        ]
         status = client.get("/v1/status").json()
     assert status["reports_quarantined"] == len(bad) and store.pending() == 2
     assert [q["field"] for q in status["quarantined"]] == [f for _, f in reversed(bad)]
     assert CLIENT not in json.dumps(status) and "key-0" not in json.dumps(status)
     # every padded sealed report has one size, whatever its values
-    sizes = {len(base64.b64decode(seal({"action": a, "reward_hat": v}, pk, size)["sealed"]))
-             for a, v in ((0, 0.0), (2, -1.2345678901234567e-300), (1, 1e300))}
+    sizes = {
+        len(base64.b64decode(seal({"action": a, "reward_hat": v}, pk, size)["sealed"]))
+        for a, v in ((0, 0.0), (2, -1.2345678901234567e-300), (1, 1e300))
+    }
     assert sizes == {48 + size}
 
 
@@ -481,13 +567,25 @@ def test_refused_batches_go_to_the_dead_letters_and_do_not_block() -> None:
             post(client, i)
         drain(client)
         assert len(server.bodies) == 1  # the next batch went through
-        assert client.post("/v1/admin/requeue", json={"batch_id": dead[0]["batch_id"]},
-                           headers={"Authorization": f"Bearer {CLIENT}"}).status_code == 403
-        res = client.post("/v1/admin/requeue", json={"batch_id": dead[0]["batch_id"], "x": 1},
-                          headers={"Authorization": f"Bearer {ADMIN}"})
+        assert (
+            client.post(
+                "/v1/admin/requeue",
+                json={"batch_id": dead[0]["batch_id"]},
+                headers={"Authorization": f"Bearer {CLIENT}"},
+            ).status_code
+            == 403
+        )
+        res = client.post(
+            "/v1/admin/requeue",
+            json={"batch_id": dead[0]["batch_id"], "x": 1},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
         assert res.status_code == 422 and res.json()["error"]["field"] == "x"
-        res = client.post("/v1/admin/requeue", json={"batch_id": dead[0]["batch_id"]},
-                          headers={"Authorization": f"Bearer {ADMIN}"})
+        res = client.post(
+            "/v1/admin/requeue",
+            json={"batch_id": dead[0]["batch_id"]},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
         assert res.status_code == 200
         drain(client)
         assert len(server.bodies) == 2 and store.dead_letters() == []
@@ -525,7 +623,9 @@ def test_the_same_idempotency_key_from_two_tokens_is_two_reports() -> None:
     server, store = FakeServer(), ShufflerStore(":memory:")
     with make(server, store, min_batch=10) as client:
         a = post(client, 1, report={"value": 1}, token=CLIENT)
-        b = post(client, 1, report={"value": 1}, token=CLIENT_B)  # same key, same body, other device
+        b = post(
+            client, 1, report={"value": 1}, token=CLIENT_B
+        )  # same key, same body, other device
         assert a.status_code == b.status_code == 202
         assert a.json()["duplicate"] is False and b.json()["duplicate"] is False
         assert store.pending() == 2
@@ -539,7 +639,9 @@ def test_report_budgets_are_per_token() -> None:
     with make(server, store, min_batch=10) as client:
         assert post(client, 1, token=CLIENT).status_code == 202
         assert post(client, 2, token=CLIENT).status_code == 429  # CLIENT's one report is spent
-        assert post(client, 2, token=CLIENT_B).status_code == 202  # same key and body: CLIENT_B's own budget
+        assert (
+            post(client, 2, token=CLIENT_B).status_code == 202
+        )  # same key and body: CLIENT_B's own budget
         assert post(client, 3, token=CLIENT_B).status_code == 429
         assert store.pending() == 2
 
@@ -547,10 +649,23 @@ def test_report_budgets_are_per_token() -> None:
 def test_assignments_are_distinct_slots_across_tokens() -> None:
     """Two tokens asking at once get two different slots of the schedule (never one slot twice)."""
     server, store = FakeServer(), ShufflerStore(":memory:")
-    server.extra = {"public": {"counts": {"dtype": "int64", "shape": [1, 3], "data": [[1, 1, 0]]},
-                               "committed": {"dtype": "int64", "shape": [1], "data": [-1]}}}
+    server.extra = {
+        "public": {
+            "counts": {"dtype": "int64", "shape": [1, 3], "data": [[1, 1, 0]]},
+            "committed": {"dtype": "int64", "shape": [1], "data": [-1]},
+        }
+    }
     with make(server, store, min_batch=2) as client:
-        got = sorted(int(client.get("/v1/assignment", headers={"Authorization": f"Bearer {t}"}).json()
-                         ["public"]["action"]["data"][0]) for t in (CLIENT, CLIENT_B))
+        got = sorted(
+            int(
+                client.get("/v1/assignment", headers={"Authorization": f"Bearer {t}"}).json()[
+                    "public"
+                ]["action"]["data"][0]
+            )
+            for t in (CLIENT, CLIENT_B)
+        )
         assert got == [0, 1]
-        assert client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).status_code == 409
+        assert (
+            client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).status_code
+            == 409
+        )

@@ -22,8 +22,15 @@ except ImportError:  # pragma: no cover - layout-dependent
 
 
 def _event(seq: int, token: str = "client-0", key: str = "k1", kind: str = "report") -> st.Event:
-    return st.Event(seq=seq, kind=kind, token=token, idem_key=key, body={"seq": seq, "x": [1.5, -2]},
-                    body_hash=f"h{seq}", response={"seq": seq, "ok": True})
+    return st.Event(
+        seq=seq,
+        kind=kind,
+        token=token,
+        idem_key=key,
+        body={"seq": seq, "x": [1.5, -2]},
+        body_hash=f"h{seq}",
+        response={"seq": seq, "ok": True},
+    )
 
 
 def _integrity_errors() -> tuple[type[BaseException], ...]:
@@ -100,17 +107,27 @@ def test_an_event_and_its_model_row_are_stored_together_or_not_at_all(store: st.
 
 def test_quarantined_reports_are_stored_with_their_batch_and_read_in_order(store: st.Store) -> None:
     assert store.quarantined() == []
-    q = [st.Quarantined(2, "b-2", 5, "box", "does not open"), st.Quarantined(2, "b-2", 1, "payload.g", "NaN")]
+    q = [
+        st.Quarantined(2, "b-2", 5, "box", "does not open"),
+        st.Quarantined(2, "b-2", 1, "payload.g", "NaN"),
+    ]
     store.append(_event(2, key="batch-2", kind="batch"), st.ModelRow(1, 2, 3, "d"), q)
-    store.append(_event(1, key="batch-1", kind="batch"), None, [st.Quarantined(1, "b-1", 0, "box", "short")])
+    store.append(
+        _event(1, key="batch-1", kind="batch"), None, [st.Quarantined(1, "b-1", 0, "box", "short")]
+    )
     store.append(_event(3, key="r"), None)
-    assert store.quarantined() == [st.Quarantined(1, "b-1", 0, "box", "short"),
-                                   st.Quarantined(2, "b-2", 1, "payload.g", "NaN"),
-                                   st.Quarantined(2, "b-2", 5, "box", "does not open")]
+    assert store.quarantined() == [
+        st.Quarantined(1, "b-1", 0, "box", "short"),
+        st.Quarantined(2, "b-2", 1, "payload.g", "NaN"),
+        st.Quarantined(2, "b-2", 5, "box", "does not open"),
+    ]
     # a quarantine row that collides rolls back its whole event
     with pytest.raises(DUPLICATE):
-        store.append(_event(4, key="batch-4", kind="batch"), None,
-                     [st.Quarantined(4, "b-4", 0, "box", "x"), st.Quarantined(4, "b-4", 0, "box", "y")])
+        store.append(
+            _event(4, key="batch-4", kind="batch"),
+            None,
+            [st.Quarantined(4, "b-4", 0, "box", "x"), st.Quarantined(4, "b-4", 0, "box", "y")],
+        )
     assert store.find("client-0", "batch-4") is None and len(store.quarantined()) == 3
     with pytest.raises(dataclasses.FrozenInstanceError):
         q[0].index = 2  # type: ignore[misc]
@@ -145,7 +162,9 @@ def test_reopening_finds_the_stored_rows(db_url: str) -> None:
     s.close()
     again = st.open_store(db_url)
     again.init({"a": 1})
-    assert [e.seq for e in again.events()] == [1] and again.latest_model() == st.ModelRow(1, 1, 2, "d")
+    assert [e.seq for e in again.events()] == [1] and again.latest_model() == st.ModelRow(
+        1, 1, 2, "d"
+    )
     assert again.find("client-0", "k1") == _event(1) and len(again.quarantined()) == 1
     with pytest.raises(st.StoreError, match="another configuration"):
         again.init({"a": 2})
@@ -179,7 +198,9 @@ def test_urls_choose_the_back_end_and_options(tmp_path: Path) -> None:
         st.SQLiteStore(str(tmp_path))  # a directory
 
 
-def test_sqlite_urls_with_three_slashes_are_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sqlite_urls_with_three_slashes_are_relative(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``sqlite:///rel/x.sqlite`` is relative to the working directory (four slashes: absolute)."""
     monkeypatch.chdir(tmp_path)
     s = st.open_store("sqlite:///rel/x.sqlite")
@@ -188,7 +209,9 @@ def test_sqlite_urls_with_three_slashes_are_relative(tmp_path: Path, monkeypatch
     assert (tmp_path / "rel" / "x.sqlite").exists()
 
 
-def test_a_host_in_a_sqlite_url_leaves_the_path_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_host_in_a_sqlite_url_leaves_the_path_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``sqlite://host/abs/path``: the host part is ignored and the path stays absolute."""
     (tmp_path / "cwd").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")

@@ -20,12 +20,33 @@ def test_https_with_a_verified_certificate(tmp_path: Path) -> None:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make a test certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     (tmp_path / "svc.toml").write_text(toml_text(service_raw("ldp-sgd", horizon=10)))
     (tmp_path / "tokens.toml").write_text(tokens_toml())
-    server = ServerProcess(tmp_path / "svc.toml", tmp_path / "tokens.toml", str(tmp_path / "s.db"), tls=(key, cert))
+    server = ServerProcess(
+        tmp_path / "svc.toml", tmp_path / "tokens.toml", str(tmp_path / "s.db"), tls=(key, cert)
+    )
     server.start()
     try:
         assert server.url.startswith("https://")

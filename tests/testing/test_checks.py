@@ -59,12 +59,23 @@ def test_undeclared_noise_fails_the_encode_randomize_check_only() -> None:
 class _UncheckedClient(_LaplaceClient):
     """Declares its space but reads the public state and its inputs without checking them."""
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         return np.asarray(rng.integers(0, self.spec.K, contexts.shape[0]))
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
-        y = np.clip(rewards, *self.spec.reward_range) + rng.laplace(0.0, self.scale, np.shape(rewards))
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
+        y = np.clip(rewards, *self.spec.reward_range) + rng.laplace(
+            0.0, self.scale, np.shape(rewards)
+        )
         return PrivatizedMessage({"y": y}, mechanism="laplace")
 
 
@@ -79,12 +90,17 @@ class ToyUnchecked(ToyShuffleLaplace):
 def test_unchecked_device_fails_the_validation_checks() -> None:
     failed = _failing(ToyUnchecked, DEVICE)
     assert set(failed) == {"memory_safe_inputs", "public_space_validation"}, failed
-    assert "action K" in failed["memory_safe_inputs"] and "fewer rewards" in failed["memory_safe_inputs"]
+    assert (
+        "action K" in failed["memory_safe_inputs"]
+        and "fewer rewards" in failed["memory_safe_inputs"]
+    )
     assert "unknown field" in failed["public_space_validation"]
 
 
 def test_missing_contract_is_reported_as_not_implemented() -> None:
-    failed = _failing(ToyShuffle, ["public_space_validation", "adversarial_server", "encode_randomize"])
+    failed = _failing(
+        ToyShuffle, ["public_space_validation", "adversarial_server", "encode_randomize"]
+    )
     assert set(failed) == {"public_space_validation", "adversarial_server", "encode_randomize"}
     for msg in failed.values():
         assert "does not implement its contract" in msg and "public_space" in msg, msg
@@ -92,8 +108,16 @@ def test_missing_contract_is_reported_as_not_implemented() -> None:
 
 def test_named_checks_and_check_selection() -> None:
     names = {c.name for c in CHECKS}
-    assert {"contract", "determinism", "reference_equals_compiled", "trust_boundary", "memory_safe_inputs",
-            "public_space_validation", "adversarial_server", "encode_randomize"} <= names
+    assert {
+        "contract",
+        "determinism",
+        "reference_equals_compiled",
+        "trust_boundary",
+        "memory_safe_inputs",
+        "public_space_validation",
+        "adversarial_server",
+        "encode_randomize",
+    } <= names
     # device checks do not apply to a curator; the parameter checks run once per parameter set
     pairs = named_checks("uniform")
     assert {c.name for _, c in pairs} == names - {"trust_boundary", *DEVICE}
@@ -110,5 +134,7 @@ def test_named_checks_and_check_selection() -> None:
 
 
 def test_an_instance_is_checked_with_its_parameters() -> None:
-    res = check_algorithm(ToyGradientLDP(epsilon=2.0, clip_norm=1.0), checks=["contract", "adversarial_server"])
+    res = check_algorithm(
+        ToyGradientLDP(epsilon=2.0, clip_norm=1.0), checks=["contract", "adversarial_server"]
+    )
     assert all(r.status == "passed" for r in res) and res[0].case == "toy-gradient-ldp-p0"

@@ -22,6 +22,9 @@ def test_add_your_own_algorithm_page_runs_verbatim() -> None:
     lines = out.getvalue().splitlines()
     assert "local" in lines[0]  # the guarantee
     statuses = eval(lines[1])  # {check: status}
-    assert set(statuses.values()) <= {"passed", "skipped"} and statuses["adversarial_server"] == "passed"
+    assert (
+        set(statuses.values()) <= {"passed", "skipped"}
+        and statuses["adversarial_server"] == "passed"
+    )
     assert lines[-1].endswith("True True"), lines[-1]  # twin flagged, passed
     assert "w = 100" in lines[-1]

@@ -43,7 +43,13 @@ from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.samplers import add_laplace, clip_scalar
 
-__all__ = ["ToyGradientLDP", "ToyKernelLaplace", "ToyNoClip", "ToyShuffleLaplace", "ToyUndeclaredNoise"]
+__all__ = [
+    "ToyGradientLDP",
+    "ToyKernelLaplace",
+    "ToyNoClip",
+    "ToyShuffleLaplace",
+    "ToyUndeclaredNoise",
+]
 
 #: Largest public weight the device accepts.
 W_MAX = 100.0
@@ -55,8 +61,15 @@ class _CheckedClient(Client):
 
     spec: EnvSpec
 
-    def _checked(self, public: PublicState, contexts: np.ndarray, actions: object = None, rewards: object = None,
-                 *, bound: bool = True) -> tuple[PublicState, np.ndarray, Any, Any]:
+    def _checked(
+        self,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: object = None,
+        rewards: object = None,
+        *,
+        bound: bool = True,
+    ) -> tuple[PublicState, np.ndarray, Any, Any]:
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards, bound=bound)
         space = self.public_space()
         assert space is not None
@@ -71,16 +84,28 @@ class _GradientClient(_CheckedClient):
         self.spec, self.S, self.C, self.sigma = spec, S, C, sigma
 
     def public_space(self) -> PublicSpace:
-        return PublicSpace((PublicField("theta", ("R", "d"), norm=self.S),
-                            PublicField("w", ("R",), low=0.0, high=W_MAX)))
+        return PublicSpace(
+            (
+                PublicField("theta", ("R", "d"), norm=self.S),
+                PublicField("w", ("R",), low=0.0, high=W_MAX),
+            )
+        )
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         public, contexts, _, _ = self._checked(public, contexts, bound=False)
         scores = np.einsum("rkd,rd->rk", contexts, public["theta"])
         return argmax_random_ties(scores, rng)
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         lo, hi = self.spec.reward_range
         x = contexts[np.arange(contexts.shape[0]), actions]
         resid = np.clip(rewards, lo, hi) - np.einsum("rd,rd->r", x, public["theta"])
@@ -90,14 +115,23 @@ class _GradientClient(_CheckedClient):
             g = g * np.minimum(1.0, self.C / np.maximum(n, 1e-300))
         return g
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         return DeviceNoise.gaussian(np.full((contexts.shape[0], self.spec.d), self.sigma))
 
     def sensitivity(self) -> DeviceSensitivity:
         return DeviceSensitivity("l2", 2.0 * self.C / self.sigma)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         public, contexts, actions, rewards = self._checked(public, contexts, actions, rewards)
         g = self.encode(t, public, contexts, actions, rewards)
         g = g + rng.normal(0.0, self.sigma * self.noise_factor, g.shape)
@@ -127,7 +161,11 @@ class ToyGradientLDP(LocalAlgorithm):
     name = "toy-gradient-ldp"
     links = ("*",)
     paper = "test toy (analytic Gaussian mechanism, Balle & Wang 2018)"
-    constraints: ClassVar = {"epsilon": Epsilon, "delta": Delta, "clip_norm": Real(0.0, None, low_open=True)}
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "delta": Delta,
+        "clip_norm": Real(0.0, None, low_open=True),
+    }
     client_class: ClassVar[type[_GradientClient]] = _GradientClient
 
     def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, clip_norm: float = 2.0) -> None:
@@ -135,12 +173,18 @@ class ToyGradientLDP(LocalAlgorithm):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         sigma = gaussian_sigma_analytic(self.epsilon, self.delta, 2.0 * self.clip_norm)
-        g = PrivacyGuarantee("local", gaussian_epsilon(sigma, self.delta, 2.0 * self.clip_norm), self.delta)
-        return Calibration(g, {"sigma": sigma, "clip_norm": self.clip_norm}, "strict", (self.epsilon, self.delta))
+        g = PrivacyGuarantee(
+            "local", gaussian_epsilon(sigma, self.delta, 2.0 * self.clip_norm), self.delta
+        )
+        return Calibration(
+            g, {"sigma": sigma, "clip_norm": self.clip_norm}, "strict", (self.epsilon, self.delta)
+        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
-        self.client = self.client_class(spec, spec.theta_bound, self.clip_norm, self.calibration.resolved["sigma"])
+        self.client = self.client_class(
+            spec, spec.theta_bound, self.clip_norm, self.calibration.resolved["sigma"]
+        )
         self.server = _GradientServer(self.R, spec.d, spec.theta_bound)
 
 
@@ -174,26 +218,45 @@ class _LaplaceClient(_CheckedClient):
         lo, hi = self.spec.reward_range
         return PublicSpace((PublicField("mean", ("R",), low=lo, high=hi),))
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         _, contexts, _, _ = self._checked(public, contexts, bound=False)
         return np.asarray(rng.integers(0, self.spec.K, contexts.shape[0]))
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         lo, hi = self.spec.reward_range
         return np.clip(rewards, lo, hi)[:, None]
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         return DeviceNoise.laplace(np.full((contexts.shape[0], 1), self.scale))
 
     def sensitivity(self) -> DeviceSensitivity:
         lo, hi = self.spec.reward_range
         return DeviceSensitivity("l1", (hi - lo) / self.scale)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         public, contexts, actions, rewards = self._checked(public, contexts, actions, rewards)
-        y = self.encode(t, public, contexts, actions, rewards)[:, 0] + rng.laplace(0.0, self.scale, rewards.shape)
+        y = self.encode(t, public, contexts, actions, rewards)[:, 0] + rng.laplace(
+            0.0, self.scale, rewards.shape
+        )
         return PrivatizedMessage({"y": y}, mechanism="laplace")
 
 
@@ -222,8 +285,12 @@ class ToyShuffleLaplace(ShuffleAlgorithm):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         lo, hi = spec.reward_range
-        return Calibration(PrivacyGuarantee("shuffle", self.epsilon), {"scale": (hi - lo) / self.epsilon},
-                           "strict", (self.epsilon, 0.0))
+        return Calibration(
+            PrivacyGuarantee("shuffle", self.epsilon),
+            {"scale": (hi - lo) / self.epsilon},
+            "strict",
+            (self.epsilon, 0.0),
+        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
@@ -276,15 +343,23 @@ class _KernelLaplaceClient(KernelClient):
         super().__init__(kernel, spec)
         self.K, self.lo, self.hi, self.scale = spec.K, *spec.reward_range, float(kernel.params[3])
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         R = contexts.shape[0]
         out = np.zeros((R, 2 * self.K))
         out[np.arange(R), actions] = np.clip(rewards, self.lo, self.hi)
         out[np.arange(R), self.K + actions] = 1.0
         return out
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         return DeviceNoise.laplace(np.full((contexts.shape[0], 2 * self.K), self.scale))
 
     def sensitivity(self) -> DeviceSensitivity:
@@ -308,18 +383,34 @@ class ToyKernelLaplace(LocalAlgorithm):
     def calibrate(self, spec: EnvSpec) -> Calibration:
         c = max(abs(spec.reward_range[0]), abs(spec.reward_range[1]))
         scale = (2.0 * c + 2.0) / self.epsilon
-        return Calibration(PrivacyGuarantee("local", self.epsilon), {"scale": scale}, "strict",
-                           (self.epsilon, 0.0))
+        return Calibration(
+            PrivacyGuarantee("local", self.epsilon), {"scale": scale}, "strict", (self.epsilon, 0.0)
+        )
 
     def build_kernel(self) -> LocalKernel:
         K, R = self.spec.K, self.R
         lo, hi = self.spec.reward_range
-        params = (float(K), float(lo), float(hi), float(self.calibration.resolved["scale"]), self.explore)
+        params = (
+            float(K),
+            float(lo),
+            float(hi),
+            float(self.calibration.resolved["scale"]),
+            self.explore,
+        )
         public = (np.zeros((R, K)), np.zeros((R, K)))
         layout = MessageLayout("laplace", (("sum", (K,)), ("count", (K,))))
         space = PublicSpace((PublicField("sums", ("R", "K")), PublicField("counts", ("R", "K"))))
-        return LocalKernel(_k_choose, _k_randomize, _k_update, params, public, (np.zeros(R),),
-                           ("sums", "counts"), layout, public_space=space)
+        return LocalKernel(
+            _k_choose,
+            _k_randomize,
+            _k_update,
+            params,
+            public,
+            (np.zeros(R),),
+            ("sums", "counts"),
+            layout,
+            public_space=space,
+        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)

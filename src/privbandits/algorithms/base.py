@@ -89,7 +89,9 @@ __all__ = [
 ]
 
 
-def argmax_random_ties(scores: np.ndarray, rng: np.random.Generator, *, atol: float = 0.0) -> np.ndarray:
+def argmax_random_ties(
+    scores: np.ndarray, rng: np.random.Generator, *, atol: float = 0.0
+) -> np.ndarray:
     """Row-wise argmax of ``scores`` (R, K) with ties (within ``atol``) broken uniformly at random.
 
     For numpy algorithms (compiled kernels use :func:`privbandits.algorithms.kernel.argmax_ties`).
@@ -108,7 +110,9 @@ def _wrap_init(cls: type[Algorithm]) -> None:
     sig = inspect.signature(orig)
     for p in list(sig.parameters.values())[1:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(f"{cls.__name__}.__init__ must list its parameters explicitly (no *args/**kwargs)")
+            raise TypeError(
+                f"{cls.__name__}.__init__ must list its parameters explicitly (no *args/**kwargs)"
+            )
 
     @functools.wraps(orig)
     def __init__(self: Algorithm, *args: Any, **kwargs: Any) -> None:
@@ -116,7 +120,9 @@ def _wrap_init(cls: type[Algorithm]) -> None:
             bound = sig.bind(self, *args, **kwargs)
         except TypeError as exc:
             allowed = ", ".join(list(sig.parameters)[1:])
-            raise ValidationError(f"{cls.name or cls.__name__}: {exc}; parameters are: {allowed}") from None
+            raise ValidationError(
+                f"{cls.name or cls.__name__}: {exc}; parameters are: {allowed}"
+            ) from None
         bound.apply_defaults()
         values = dict(list(bound.arguments.items())[1:])
         checked = validate_params(cls.name or cls.__name__, type(self).all_constraints(), values)
@@ -232,10 +238,13 @@ class Algorithm(ABC):
         Subclasses that build numpy state extend this and call ``super().reset`` first.
         """
         if spec.setting not in self.settings:
-            fix = ('in an experiment file set setting = "single" under [env] (a synthetic environment) or '
-                   'encoding = "shared" (a supervised data set: one context per arm)' if "single" in self.settings else
-                   'in an experiment file set setting = "multi" under [env] (a synthetic environment) or '
-                   'encoding = "disjoint" (a supervised data set: one context per round)')
+            fix = (
+                'in an experiment file set setting = "single" under [env] (a synthetic environment) or '
+                'encoding = "shared" (a supervised data set: one context per arm)'
+                if "single" in self.settings
+                else 'in an experiment file set setting = "multi" under [env] (a synthetic environment) or '
+                'encoding = "disjoint" (a supervised data set: one context per round)'
+            )
             raise ValidationError(
                 f"algorithm {self.name!r} supports settings {self.settings}, got setting={spec.setting!r}; {fix}"
             )
@@ -293,7 +302,9 @@ class Curator(Algorithm):
         k.loops.select_all(k.params, k.state, t, X, self.streams.policy, out)
         return out
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         """Incorporate the round's feedback."""
         k = self._curator_kernel()
         t = self._round(t)
@@ -307,25 +318,31 @@ class Curator(Algorithm):
             raise ValidationError(f"round index t must be an integer >= 0, got {t!r}")
         return int(t)
 
-    def _curator_inputs(self, contexts: object, actions: object = None,
-                        rewards: object = None) -> tuple[np.ndarray, Any, Any]:
+    def _curator_inputs(
+        self, contexts: object, actions: object = None, rewards: object = None
+    ) -> tuple[np.ndarray, Any, Any]:
         """The round's data as the arrays the compiled steps read: one row per replication,
         shapes, dtypes and indices checked (:func:`~privbandits.privacy.inputs.check_device_inputs`)."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards, bound=False)
         if X.shape[0] != self.R:
-            raise ValidationError(f"contexts have {X.shape[0]} rows; the run has R={self.R} replications")
+            raise ValidationError(
+                f"contexts have {X.shape[0]} rows; the run has R={self.R} replications"
+            )
         return X, a, y
 
     def _curator_kernel(self) -> CuratorKernel:
         k = getattr(self, "kernel", None)
         if not isinstance(k, CuratorKernel):
-            raise NotImplementedError(f"{type(self).__name__} must implement select/update or build_kernel")
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement select/update or build_kernel"
+            )
         return k
 
 
 def _checked_curator_step(fn: Any, name: str) -> Any:
     """``fn`` (a curator's ``select`` or ``update``) called with checked arrays."""
     if name == "select":
+
         @functools.wraps(fn)
         def select(self: Curator, t: int, contexts: np.ndarray) -> np.ndarray:
             if isinstance(self.spec, ConvexSpec):
@@ -336,7 +353,9 @@ def _checked_curator_step(fn: Any, name: str) -> Any:
         return select
 
     @functools.wraps(fn)
-    def update(self: Curator, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self: Curator, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         if isinstance(self.spec, ConvexSpec):
             return fn(self, self._round(t), contexts, actions, rewards)  # type: ignore[no-any-return]
         return fn(self, self._round(t), *self._curator_inputs(contexts, actions, rewards))  # type: ignore[no-any-return]
@@ -378,17 +397,27 @@ class Client(ABC):
         space = self.public_space()
         if space is None:
             if not isinstance(public, PublicState):
-                raise TrustBoundaryError(f"a client only receives PublicState, got {type(public).__name__}")
+                raise TrustBoundaryError(
+                    f"a client only receives PublicState, got {type(public).__name__}"
+                )
             return public
         return space.validate(public, dims_of(self.spec, R))
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """The message before noise ``(R, m)``, fields flattened in the order of the payload,
         after every clip the device applies."""
         raise NotImplementedError(f"{type(self).__name__} does not expose its pre-noise message")
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """The noise :meth:`randomize` adds to :meth:`encode`, per user and coordinate.
 
         A client whose noise variance depends on the message may take ``rewards=`` as well (the
@@ -401,7 +430,9 @@ class Client(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not declare its sensitivity")
 
     @abstractmethod
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """Choose arms (R,) from the public state and the user's own contexts."""
 
     @abstractmethod
@@ -416,7 +447,9 @@ class Client(ABC):
     ) -> PrivatizedMessage:
         """Privatize the user's data with the local randomizer; the result is all that is sent."""
 
-    def respond(self, t: int, public: PublicState, rng: np.random.Generator) -> list[PrivatizedMessage]:
+    def respond(
+        self, t: int, public: PublicState, rng: np.random.Generator
+    ) -> list[PrivatizedMessage]:
         """Multi-round shuffle protocols: the users of the batch just released answer ``public``.
 
         Called by the driver while :meth:`Server.wants_round` is true; the users' own data stay on
@@ -435,7 +468,9 @@ class BatchClient(Client):
     """
 
     @abstractmethod
-    def choose_batch(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose_batch(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """Arms ``(n, R)`` of the users of rounds ``t .. t + n - 1`` (``contexts`` ``(n, R, K, d)``)."""
 
     @abstractmethod
@@ -506,18 +541,29 @@ class Shuffler:
         """Hold one round's messages until the batch closes."""
         if not isinstance(message, PrivatizedMessage):
             raise TrustBoundaryError(
-                f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}")
+                f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}"
+            )
         check_real_arrays(message.payload, "message")
-        if self._pending:  # one batch, one layout: every message has the first one's fields and shapes
+        if (
+            self._pending
+        ):  # one batch, one layout: every message has the first one's fields and shapes
             first = self._pending[0]
-            def layout(m: PrivatizedMessage, k: str) -> tuple[int, ...]:  # "_multi": any message count
+
+            def layout(
+                m: PrivatizedMessage, k: str
+            ) -> tuple[int, ...]:  # "_multi": any message count
                 shape = np.shape(m.payload[k])
                 return shape[:1] + shape[2:] if k.endswith("_multi") else shape
 
-            if first.mechanism != message.mechanism or set(first.payload) != set(message.payload) or any(
-                    layout(first, k) != layout(message, k) for k in first.payload):
-                raise TrustBoundaryError("a message of another randomizer or layout than its batch's: "
-                                         f"{message.mechanism!r} {sorted(message.payload)}")
+            if (
+                first.mechanism != message.mechanism
+                or set(first.payload) != set(message.payload)
+                or any(layout(first, k) != layout(message, k) for k in first.payload)
+            ):
+                raise TrustBoundaryError(
+                    "a message of another randomizer or layout than its batch's: "
+                    f"{message.mechanism!r} {sorted(message.payload)}"
+                )
         self._pending.append(message)
 
     @property
@@ -529,7 +575,8 @@ class Shuffler:
         """The open batch, uniformly permuted per replication; empties the buffer."""
         if len(self._pending) < self.min_batch:
             raise TrustBoundaryError(
-                f"the shuffler holds {len(self._pending)} messages, fewer than min_batch={self.min_batch}")
+                f"the shuffler holds {len(self._pending)} messages, fewer than min_batch={self.min_batch}"
+            )
         batch = shuffle_messages(self._pending, self.rng)
         self._pending = []
         return batch
@@ -570,27 +617,49 @@ class KernelClient(Client):
             public = self._space.validate(public, dims_of(self.spec, R))
         return tuple(np.array(public[name]) for name in self._public_names)
 
-    def _inputs(self, t: int, contexts: object, actions: object = None, rewards: object = None,
-                *, bound: bool = True) -> tuple[int, np.ndarray, Any, Any]:
+    def _inputs(
+        self,
+        t: int,
+        contexts: object,
+        actions: object = None,
+        rewards: object = None,
+        *,
+        bound: bool = True,
+    ) -> tuple[int, np.ndarray, Any, Any]:
         t = check_int("t (the round index)", t, 0)
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards, bound=bound)
         return t, X, a, y
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         t, X, _, _ = self._inputs(t, contexts, bound=False)
         out = np.empty(X.shape[0], dtype=np.int64)
         self._choose_all(self._params, self._public(public, X.shape[0]), t, X, rng, out)
         return out
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         t, X, a, y = self._inputs(t, contexts, actions, rewards)
         out = np.empty((X.shape[0], self._message.size))
         self._randomize_all(self._params, self._public(public, X.shape[0]), t, X, a, y, rng, out)
         return PrivatizedMessage(self._message.split(out), self._message.mechanism)
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """The message before noise ``(R, m)`` (flattened in payload order), after every clip."""
         if self._encode_all is None:
             return super().encode(t, public, contexts, actions, rewards)
@@ -599,8 +668,14 @@ class KernelClient(Client):
         self._encode_all(self._params, self._public(public, X.shape[0]), t, X, a, y, out)
         return out
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-              rewards: np.ndarray | None = None) -> DeviceNoise:
+    def noise(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray | None = None,
+    ) -> DeviceNoise:
         """The noise :meth:`randomize` adds to :meth:`encode` for these users.
 
         ``rewards`` (optional) gives the exact variance of a randomizer whose variance depends on
@@ -641,10 +716,12 @@ class KernelServer(Server):
         if not isinstance(message, PrivatizedMessage):
             raise TrustBoundaryError(
                 f"the server only accepts PrivatizedMessage objects, got {type(message).__name__}; "
-                "raw contexts, rewards and arm indices never reach the server in the local model")
+                "raw contexts, rewards and arm indices never reach the server in the local model"
+            )
         if message.mechanism != self.k.message.mechanism:
             raise TrustBoundaryError(
-                f"expected a message of randomizer {self.k.message.mechanism!r}, got {message.mechanism!r}")
+                f"expected a message of randomizer {self.k.message.mechanism!r}, got {message.mechanism!r}"
+            )
         names = tuple(n for n, _ in self.k.message.fields)
         if set(message.payload) != set(names):
             raise TrustBoundaryError(f"payload keys must be {names}, got {tuple(message.payload)}")
@@ -655,7 +732,8 @@ class KernelServer(Server):
             if arr.shape != want or arr.dtype.kind not in "fiu" or not np.all(np.isfinite(arr)):
                 raise TrustBoundaryError(
                     f"message field {name!r} must be {want} finite real numbers (one row per replication), "
-                    f"got shape {arr.shape} of dtype {arr.dtype}")
+                    f"got shape {arr.shape} of dtype {arr.dtype}"
+                )
         flat = self.k.message.join(message.payload)
         self.k.loops.update_all(self.k.params, self.k.public, self.k.server, t, flat)
 

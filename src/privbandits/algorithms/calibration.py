@@ -85,7 +85,12 @@ def warn_if_not_strict(name: str, cal: Calibration, stacklevel: int = 3) -> None
         reasons.append(f"preset={cal.preset!r} is not the default provable calibration")
     if not cal.meets_request:
         eps, delta = cal.requested
-        reasons.append(f"the accounted guarantee is weaker than the request (epsilon={eps:g}, delta={delta:g})")
+        reasons.append(
+            f"the accounted guarantee is weaker than the request (epsilon={eps:g}, delta={delta:g})"
+        )
     if reasons:
-        warnings.warn(f"{name}: {'; '.join(reasons)}; accounted guarantee: {cal.guarantee}",
-                      CalibrationWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"{name}: {'; '.join(reasons)}; accounted guarantee: {cal.guarantee}",
+            CalibrationWarning,
+            stacklevel=stacklevel,
+        )

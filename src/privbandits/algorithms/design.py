@@ -123,7 +123,9 @@ def design_g(Y: np.ndarray, pi: np.ndarray) -> np.ndarray:
     Ys = Y[supp]
     V = (Ys * pi[supp, None]).T @ Ys
     L = np.linalg.cholesky(V)  # raises LinAlgError unless V is positive definite
-    Z = Y @ np.linalg.inv(L).T  # rows L^{-1} x_a; m is small, so the explicit m x m inverse is cheap
+    Z = (
+        Y @ np.linalg.inv(L).T
+    )  # rows L^{-1} x_a; m is small, so the explicit m x m inverse is cheap
     return np.einsum("ij,ij->i", Z, Z)
 
 
@@ -212,7 +214,9 @@ def g_optimal_design(
 
     U = working_subspace(X)
     m = U.shape[1]
-    if m == 0:  # every action is the zero vector: all rewards are equal (Hanna et al. 2022, correction Hanna22-11)
+    if (
+        m == 0
+    ):  # every action is the zero vector: all rewards are equal (Hanna et al. 2022, correction Hanna22-11)
         pi = np.zeros(n)
         pi[0] = 1.0
         return Design(pi, np.array([0]), 0.0, 0, U, 0, True)

@@ -66,7 +66,9 @@ def _leverages(Y: np.ndarray, pi: np.ndarray, g: np.ndarray) -> None:  # pragma:
 
 
 @nb.njit(cache=True)
-def uniform_start_design(X: np.ndarray, factor: float, max_iter: int) -> tuple[np.ndarray, bool]:  # pragma: no cover
+def uniform_start_design(
+    X: np.ndarray, factor: float, max_iter: int
+) -> tuple[np.ndarray, bool]:  # pragma: no cover
     """Design weights ``pi`` (normalized) on the rows of ``X`` (n, d) and whether ``g <= factor m``.
 
     The steps of :func:`privbandits.algorithms.design.g_optimal_design` with ``init="uniform"``,
@@ -109,8 +111,9 @@ def uniform_start_design(X: np.ndarray, factor: float, max_iter: int) -> tuple[n
 
 
 @nb.njit(cache=True)
-def design_draws(Z: np.ndarray, alive: np.ndarray, u: np.ndarray, factor: float, max_iter: int,
-                 out: np.ndarray) -> int:  # pragma: no cover - compiled
+def design_draws(
+    Z: np.ndarray, alive: np.ndarray, u: np.ndarray, factor: float, max_iter: int, out: np.ndarray
+) -> int:  # pragma: no cover - compiled
     """For each set ``i``: the design on the rows ``Z[i, alive[i]]``, then the index (into the
     ``K`` rows) of the row whose cumulative weight first exceeds ``u[i] * sum(pi)``.
 

@@ -280,7 +280,9 @@ def glm_objective(
     """Regularized negative log-likelihood ``sum_i w_i (m(z_i) - y_i z_i) + lam/2 |theta|^2`` (R,)."""
     theta, X, y, w = (np.ascontiguousarray(a, dtype=float) for a in (theta, X, y, w))
     code, n = get_link(link).code, X.shape[1]
-    return np.array([_objective(theta[r], X[r], y[r], w[r], n, code, float(lam)) for r in range(X.shape[0])])
+    return np.array(
+        [_objective(theta[r], X[r], y[r], w[r], n, code, float(lam)) for r in range(X.shape[0])]
+    )
 
 
 def glm_gradient_hessian(
@@ -359,8 +361,9 @@ def fit_glm_mle(
     H = np.empty((R, d, d))
     grad, p, new, L = np.empty(d), np.empty(d), np.empty(d), np.empty((d, d))
     for r in range(R):
-        converged[r], steps[r], dec[r] = newton_mle_row(X[r], y[r], w[r], n, lk.code, lam, theta[r], n_iter, tol,
-                                                        grad, H[r], L, p, new)
+        converged[r], steps[r], dec[r] = newton_mle_row(
+            X[r], y[r], w[r], n, lk.code, lam, theta[r], n_iter, tol, grad, H[r], L, p, new
+        )
     return GLMFit(theta=theta, converged=converged, n_iter=steps, decrement=dec, hessian=H)
 
 
@@ -385,7 +388,9 @@ def ridge_from_stats(gram: np.ndarray, xy: np.ndarray, lam: float) -> np.ndarray
     xy = check_finite_array("xy", xy, ndim=2)
     d = gram.shape[-1]
     if gram.shape[-2] != d or xy.shape != gram.shape[:1] + (d,):
-        raise ValidationError(f"gram (R, d, d) and xy (R, d) do not match: {gram.shape}, {xy.shape}")
+        raise ValidationError(
+            f"gram (R, d, d) and xy (R, d) do not match: {gram.shape}, {xy.shape}"
+        )
     A = gram + lam * np.eye(d)
     try:
         return np.linalg.solve(A, xy[..., None])[..., 0]

@@ -83,11 +83,13 @@ def filippi_kappa(lambda0: float, context_bound: float) -> float:  # pragma: no 
 
 
 @nb.njit(cache=True)
-def glm_ucb_radius(t: float, d: int, T: int, delta: float, k_mu: float, c_mu: float, kappa: float,
-                   r_max: float) -> float:  # pragma: no cover - compiled
+def glm_ucb_radius(
+    t: float, d: int, T: int, delta: float, k_mu: float, c_mu: float, kappa: float, r_max: float
+) -> float:  # pragma: no cover - compiled
     """``rho(t) = (2 k_mu kappa R_max / c_mu) sqrt(2 d log(t) log(2 d T / delta))`` (Theorem 1)."""
     return (2.0 * k_mu * kappa * r_max / c_mu) * math.sqrt(
-        2.0 * d * math.log(max(t, 1.0)) * math.log(2.0 * d * T / delta))
+        2.0 * d * math.log(max(t, 1.0)) * math.log(2.0 * d * T / delta)
+    )
 
 
 @nb.njit(cache=True)
@@ -106,8 +108,28 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
     """Update ``V``, record the observation, refit the MLE when due (Alg. 1 line 2)."""
     K, d, T, lam, delta, alpha, n_init, k_mu, c_mu, r_max, link_code = params[:11]
     mode, refit_growth, n_iter, tol, C_B = params[11:]
-    (V, V_inv, theta, kappa, n_fit, n_unconverged, b, arms, cnt, ssum, ybar, Xh, yh, ones,
-     xs, grad, H, L, p, new) = state
+    (
+        V,
+        V_inv,
+        theta,
+        kappa,
+        n_fit,
+        n_unconverged,
+        b,
+        arms,
+        cnt,
+        ssum,
+        ybar,
+        Xh,
+        yh,
+        ones,
+        xs,
+        grad,
+        H,
+        L,
+        p,
+        new,
+    ) = state
     x = xs[r]
     feature_single(X, a, x)
     sherman_morrison_row(V_inv[r], x, p[r])
@@ -137,11 +159,39 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
     if mode == 1:
         for k in range(K):
             ybar[r, k] = ssum[r, k] / max(cnt[r, k], 1.0)
-        ok, _, _ = newton_mle_row(arms[r], ybar[r], cnt[r], K, link_code, lam, theta[r], n_iter, tol,
-                                  grad[r], H[r], L[r], p[r], new[r])
+        ok, _, _ = newton_mle_row(
+            arms[r],
+            ybar[r],
+            cnt[r],
+            K,
+            link_code,
+            lam,
+            theta[r],
+            n_iter,
+            tol,
+            grad[r],
+            H[r],
+            L[r],
+            p[r],
+            new[r],
+        )
     else:
-        ok, _, _ = newton_mle_row(Xh[r], yh[r], ones, n_obs, link_code, lam, theta[r], n_iter, tol,
-                                  grad[r], H[r], L[r], p[r], new[r])
+        ok, _, _ = newton_mle_row(
+            Xh[r],
+            yh[r],
+            ones,
+            n_obs,
+            link_code,
+            lam,
+            theta[r],
+            n_iter,
+            tol,
+            grad[r],
+            H[r],
+            L[r],
+            p[r],
+            new[r],
+        )
     if not ok:
         n_unconverged[r] += 1
 
@@ -189,7 +239,10 @@ class GLMUCB(Curator):
         "n_iter": Int(1),
         "tol": Positive,
     }
-    test_params: ClassVar = ({}, {"alpha": 0.1, "n_init": 0, "refit_growth": 1.0, "r_max": 2.0, "n_iter": 5})
+    test_params: ClassVar = (
+        {},
+        {"alpha": 0.1, "n_init": 0, "refit_growth": 1.0, "r_max": 2.0, "n_iter": 5},
+    )
     test_envs: ClassVar = ("synthetic", "finite")
 
     def __init__(
@@ -209,12 +262,22 @@ class GLMUCB(Curator):
         """Resolve the radius constants and the estimation path on ``spec`` (non-private)."""
         bound = spec.context_bound * spec.theta_bound
         lo, hi = spec.reward_range
-        mode = "ridge" if spec.link.name == "identity" else ("arms" if spec.fixed_actions else "history")
-        return Calibration(NON_PRIVATE, {
-            "k_mu": spec.link.lipschitz(bound), "c_mu": spec.link.kappa(bound),
-            "r_max": float(hi - lo) if self.r_max is None else self.r_max,
-            "n_init": spec.d if self.n_init is None else self.n_init, "mode": mode, "T": spec.horizon,
-        })
+        mode = (
+            "ridge"
+            if spec.link.name == "identity"
+            else ("arms" if spec.fixed_actions else "history")
+        )
+        return Calibration(
+            NON_PRIVATE,
+            {
+                "k_mu": spec.link.lipschitz(bound),
+                "c_mu": spec.link.kappa(bound),
+                "r_max": float(hi - lo) if self.r_max is None else self.r_max,
+                "n_init": spec.d if self.n_init is None else self.n_init,
+                "mode": mode,
+                "T": spec.horizon,
+            },
+        )
 
     def build_kernel(self) -> CuratorKernel:
         res, spec, R = self.calibration.resolved, self.spec, self.R
@@ -226,24 +289,64 @@ class GLMUCB(Curator):
         state = (
             np.broadcast_to(np.eye(d) * self.lam, (R, d, d)).copy(),  # V
             np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy(),  # V^{-1}
-            theta, np.full(R, kappa0), np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64),
+            theta,
+            np.full(R, kappa0),
+            np.zeros(R, dtype=np.int64),
+            np.zeros(R, dtype=np.int64),
             np.zeros((R, d)),  # b = sum y x (ridge mode)
-            np.zeros((R, K, d)), np.zeros((R, K)), np.zeros((R, K)), np.zeros((R, K)),  # arms mode
-            np.zeros((R, Th, d)), np.zeros((R, Th)), np.ones(Th),  # history mode
-            np.zeros((R, d)), np.zeros((R, d)), np.zeros((R, d, d)), np.zeros((R, d, d)), np.zeros((R, d)),
+            np.zeros((R, K, d)),
+            np.zeros((R, K)),
+            np.zeros((R, K)),
+            np.zeros((R, K)),  # arms mode
+            np.zeros((R, Th, d)),
+            np.zeros((R, Th)),
+            np.ones(Th),  # history mode
+            np.zeros((R, d)),
+            np.zeros((R, d)),
+            np.zeros((R, d, d)),
+            np.zeros((R, d, d)),
+            np.zeros((R, d)),
             np.zeros((R, d)),  # scratch
         )
-        params = (K, d, int(res["T"]), self.lam, self.delta, self.alpha, int(res["n_init"]), float(res["k_mu"]),
-                  float(res["c_mu"]), float(res["r_max"]), spec.link.code, mode, self.refit_growth, self.n_iter,
-                  self.tol, spec.context_bound)
+        params = (
+            K,
+            d,
+            int(res["T"]),
+            self.lam,
+            self.delta,
+            self.alpha,
+            int(res["n_init"]),
+            float(res["k_mu"]),
+            float(res["c_mu"]),
+            float(res["r_max"]),
+            spec.link.code,
+            mode,
+            self.refit_growth,
+            self.n_iter,
+            self.tol,
+            spec.context_bound,
+        )
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
 
     def radius(self, t: int) -> np.ndarray:
         """``alpha * rho(t)`` per replication (R,), ``t`` the 1-based round."""
         res, kappa = self.calibration.resolved, self._state()[3]
-        return np.array([self.alpha * glm_ucb_radius(float(t), self.spec.d, int(res["T"]), self.delta,
-                                                     float(res["k_mu"]), float(res["c_mu"]), float(k),
-                                                     float(res["r_max"])) for k in kappa])
+        return np.array(
+            [
+                self.alpha
+                * glm_ucb_radius(
+                    float(t),
+                    self.spec.d,
+                    int(res["T"]),
+                    self.delta,
+                    float(res["k_mu"]),
+                    float(res["c_mu"]),
+                    float(k),
+                    float(res["r_max"]),
+                )
+                for k in kappa
+            ]
+        )
 
     @property
     def kappa(self) -> np.ndarray:

@@ -86,7 +86,9 @@ def relabel(x: np.ndarray, theta_online: np.ndarray) -> float:  # pragma: no cov
 
 
 @nb.njit(cache=True)
-def gloc_alpha(B: float, kappa: float, R: float, delta: float) -> float:  # pragma: no cover - compiled
+def gloc_alpha(
+    B: float, kappa: float, R: float, delta: float
+) -> float:  # pragma: no cover - compiled
     """``alpha(B)`` of Jun et al. (2017), Theorem 1.
 
     ``1 + 4B/kappa + (8 R^2/kappa^2) ln((2/delta) sqrt(1 + 2B/kappa + 4 R^4/(kappa^4 delta^2)))``.
@@ -96,8 +98,17 @@ def gloc_alpha(B: float, kappa: float, R: float, delta: float) -> float:  # prag
 
 
 @nb.njit(cache=True, inline="always")
-def gloc_beta(B: float, kappa: float, R: float, delta: float, lam: float, S: float, z_sq: float,
-              theta_hat: np.ndarray, xz: np.ndarray) -> float:  # pragma: no cover - compiled
+def gloc_beta(
+    B: float,
+    kappa: float,
+    R: float,
+    delta: float,
+    lam: float,
+    S: float,
+    z_sq: float,
+    theta_hat: np.ndarray,
+    xz: np.ndarray,
+) -> float:  # pragma: no cover - compiled
     """Squared radius ``beta_t = alpha(B_t) + lam S^2 - (||z||^2 - theta_hat^T X^T z)`` (Theorem 1).
 
     ``B`` is the online learner's regret bound, ``z_sq = sum_s z_s^2``, ``theta_hat`` the ridge
@@ -214,7 +225,10 @@ class GLOC(Curator):
         "sigma": Optional(NonNegative),
         "S": Optional(Positive),
     }
-    test_params: ClassVar = ({}, {"alpha": 0.3, "lam": 2.0, "ons_eps": 0.5, "kappa": 0.1, "sigma": 0.5, "S": 2.0})
+    test_params: ClassVar = (
+        {},
+        {"alpha": 0.3, "lam": 2.0, "ons_eps": 0.5, "kappa": 0.1, "sigma": 0.5, "S": 2.0},
+    )
 
     def __init__(
         self,
@@ -236,7 +250,9 @@ class GLOC(Curator):
         S = spec.theta_bound * (math.sqrt(spec.K) if block else 1.0) if self.S is None else self.S
         kappa = spec.link.kappa(spec.context_bound * S) if self.kappa is None else self.kappa
         if kappa <= 0.0:
-            raise ValidationError(f"link {spec.link.name!r} has inf mu' = 0 on the domain; pass kappa > 0")
+            raise ValidationError(
+                f"link {spec.link.name!r} has inf mu' = 0 on the domain; pass kappa > 0"
+            )
         sigma = spec.noise_scale if self.sigma is None else self.sigma
         D = spec.K * spec.d if block else spec.d
         return Calibration(NON_PRIVATE, {"D": D, "S": S, "kappa": kappa, "sigma": sigma})
@@ -245,29 +261,69 @@ class GLOC(Curator):
         res, R, spec = self.calibration.resolved, self.R, self.spec
         D, S, kappa = int(res["D"]), float(res["S"]), float(res["kappa"])
         eye = np.eye(D)
-        V_inv = np.broadcast_to(eye / self.lam, (R, D, D)).copy()  # ridge regression of the ONS predictions
+        V_inv = np.broadcast_to(
+            eye / self.lam, (R, D, D)
+        ).copy()  # ridge regression of the ONS predictions
         theta_hat = np.zeros((R, D))
         A = np.broadcast_to(eye * self.ons_eps, (R, D, D)).copy()  # ONS-GLM
         A_inv = np.broadcast_to(eye / self.ons_eps, (R, D, D)).copy()
         theta_ons = np.zeros((R, D))
         B = np.full(R, 2.0 * kappa * S**2 * self.ons_eps)
         xz, z_sq = np.zeros((R, D)), np.zeros(R)
-        beta = np.array([gloc_beta(B[r], kappa, float(res["sigma"]), self.delta, self.lam, S, 0.0, theta_hat[r],
-                                   xz[r]) for r in range(R)])
-        scratch = (np.zeros((R, D)), np.zeros((R, D)), np.zeros((R, D)), np.zeros((R, D)), np.zeros((R, D)),
-                   np.zeros((R, D, D)))
+        beta = np.array(
+            [
+                gloc_beta(
+                    B[r],
+                    kappa,
+                    float(res["sigma"]),
+                    self.delta,
+                    self.lam,
+                    S,
+                    0.0,
+                    theta_hat[r],
+                    xz[r],
+                )
+                for r in range(R)
+            ]
+        )
+        scratch = (
+            np.zeros((R, D)),
+            np.zeros((R, D)),
+            np.zeros((R, D)),
+            np.zeros((R, D)),
+            np.zeros((R, D)),
+            np.zeros((R, D, D)),
+        )
         state = (V_inv, xz, z_sq, theta_hat, A, A_inv, theta_ons, B, beta) + scratch
-        params = (spec.K, self.lam, self.delta, self.alpha, kappa, float(res["sigma"]), S, spec.link.code)
+        params = (
+            spec.K,
+            self.lam,
+            self.delta,
+            self.alpha,
+            kappa,
+            float(res["sigma"]),
+            S,
+            spec.link.code,
+        )
         block = spec.setting == "multi"
         K, d = spec.K, spec.d
-        return CuratorKernel(_select, _update, params, state,
-                             estimate=lambda: theta_hat.reshape(R, K, d) if block else theta_hat)
+        return CuratorKernel(
+            _select,
+            _update,
+            params,
+            state,
+            estimate=lambda: theta_hat.reshape(R, K, d) if block else theta_hat,
+        )
 
     def ons_estimate(self) -> np.ndarray:
         """ONS-GLM's iterate ``theta_{t+1}``: ``(R, d)``, or ``(R, K, d)`` (multi)."""
         theta_ons = self._state()[6]
         spec = self.spec
-        return theta_ons.reshape(self.R, spec.K, spec.d) if spec.setting == "multi" else theta_ons.copy()
+        return (
+            theta_ons.reshape(self.R, spec.K, spec.d)
+            if spec.setting == "multi"
+            else theta_ons.copy()
+        )
 
     @property
     def beta(self) -> np.ndarray:

@@ -108,14 +108,16 @@ class MessageLayout:
         out, pos = {}, 0
         for name, shape in self.fields:
             n = int(np.prod(shape, dtype=np.int64))
-            out[name] = flat[:, pos:pos + n].reshape((flat.shape[0],) + tuple(shape))
+            out[name] = flat[:, pos : pos + n].reshape((flat.shape[0],) + tuple(shape))
             pos += n
         return out
 
     def join(self, payload: Any) -> np.ndarray:
         """Flat messages ``(R, size)`` from a payload mapping (inverse of :meth:`split`)."""
-        parts = [np.asarray(payload[name], dtype=float).reshape(np.shape(payload[name])[0], -1)
-                 for name, _ in self.fields]
+        parts = [
+            np.asarray(payload[name], dtype=float).reshape(np.shape(payload[name])[0], -1)
+            for name, _ in self.fields
+        ]
         return np.ascontiguousarray(np.concatenate(parts, axis=1))
 
 

@@ -131,7 +131,9 @@ def spd_inverse(A: np.ndarray) -> np.ndarray | None:
 # compiled per-replication helpers (used inside kernels; one row of the state at a time)
 # ------------------------------------------------------------------------------------------------
 @nb.njit(cache=True, inline="always")
-def cholesky_lower(A: np.ndarray, L: np.ndarray, shift: float = 0.0) -> bool:  # pragma: no cover - compiled
+def cholesky_lower(
+    A: np.ndarray, L: np.ndarray, shift: float = 0.0
+) -> bool:  # pragma: no cover - compiled
     """Cholesky factor ``A - shift I = L L^T`` into the lower triangle of ``L``; False if not PD.
 
     Only the lower triangle of ``A`` is read and only the lower triangle of ``L`` is written
@@ -199,7 +201,9 @@ def cholesky_solve(L: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:  # pr
 
 
 @nb.njit(cache=True, inline="always")
-def spd_inverse_into(A: np.ndarray, M: np.ndarray, L: np.ndarray, W: np.ndarray) -> bool:  # pragma: no cover
+def spd_inverse_into(
+    A: np.ndarray, M: np.ndarray, L: np.ndarray, W: np.ndarray
+) -> bool:  # pragma: no cover
     """``M = A^{-1}`` for a symmetric positive definite ``A`` via Cholesky; False if not PD.
 
     ``L`` and ``W`` are ``(D, D)`` scratch: ``A = L L^T``, ``W = L^{-1}``, ``M = W^T W`` (closed
@@ -256,7 +260,9 @@ def dot(a: np.ndarray, b: np.ndarray) -> float:  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True, inline="always")
-def sherman_morrison_row(V_inv: np.ndarray, x: np.ndarray, Vx: np.ndarray) -> float:  # pragma: no cover
+def sherman_morrison_row(
+    V_inv: np.ndarray, x: np.ndarray, Vx: np.ndarray
+) -> float:  # pragma: no cover
     """``V_inv <- (V + x x^T)^{-1}`` in place; returns ``q = x^T V^{-1} x`` (before the update).
 
     ``Vx`` is ``(D,)`` scratch.  After the update ``||x||^2_{(V + x x^T)^{-1}} = q / (1 + q)``.
@@ -302,13 +308,21 @@ def project_blocks(v: np.ndarray, radius: float, K: int) -> None:  # pragma: no 
     """Projection of ``v`` (``K d``) onto the product of ``K`` balls of ``radius``, one per block."""
     d = v.shape[0] // K
     for k in range(K):
-        project_ball(v[k * d:(k + 1) * d], radius)
+        project_ball(v[k * d : (k + 1) * d], radius)
 
 
 @nb.njit(cache=True, inline="always")
-def mahalanobis_ball_projection_row(A: np.ndarray, theta: np.ndarray, radius: float, out: np.ndarray,
-                                    L: np.ndarray, c: np.ndarray, tmp: np.ndarray,
-                                    tol: float = 1e-12, max_iter: int = 100) -> int:  # pragma: no cover
+def mahalanobis_ball_projection_row(
+    A: np.ndarray,
+    theta: np.ndarray,
+    radius: float,
+    out: np.ndarray,
+    L: np.ndarray,
+    c: np.ndarray,
+    tmp: np.ndarray,
+    tol: float = 1e-12,
+    max_iter: int = 100,
+) -> int:  # pragma: no cover
     """``out = argmin_{||w|| <= radius} (w - theta)^T A (w - theta)`` for one SPD ``A``.
 
     Inside the ball ``out = theta``.  Outside, the minimizer is ``w(nu) = (A + nu I)^{-1} A theta``
@@ -369,8 +383,15 @@ def feature_block(X: np.ndarray, a: int, x: np.ndarray) -> None:  # pragma: no c
 
 
 @nb.njit(cache=True, inline="always")
-def ucb_argmax_single(X: np.ndarray, theta: np.ndarray, M: np.ndarray, radius: float, link_code: int,
-                      squared: bool, rng: np.random.Generator) -> int:  # pragma: no cover - compiled
+def ucb_argmax_single(
+    X: np.ndarray,
+    theta: np.ndarray,
+    M: np.ndarray,
+    radius: float,
+    link_code: int,
+    squared: bool,
+    rng: np.random.Generator,
+) -> int:  # pragma: no cover - compiled
     """:func:`ucb_argmax` for contexts ``X`` (K, d): ``x_a = X[a]``."""
     K, d = X.shape
     best = -math.inf
@@ -405,8 +426,16 @@ def ucb_argmax_single(X: np.ndarray, theta: np.ndarray, M: np.ndarray, radius: f
 
 
 @nb.njit(cache=True, inline="always")
-def ucb_argmax_block(X: np.ndarray, K: int, theta: np.ndarray, M: np.ndarray, radius: float, link_code: int,
-                     squared: bool, rng: np.random.Generator) -> int:  # pragma: no cover - compiled
+def ucb_argmax_block(
+    X: np.ndarray,
+    K: int,
+    theta: np.ndarray,
+    M: np.ndarray,
+    radius: float,
+    link_code: int,
+    squared: bool,
+    rng: np.random.Generator,
+) -> int:  # pragma: no cover - compiled
     """:func:`ucb_argmax` for a shared context ``X`` (d,): ``x_a = e_a kron X`` (block ``a`` of ``M``)."""
     d = X.shape[0]
     best = -math.inf
@@ -451,8 +480,16 @@ def feature(X: np.ndarray, a: int, x: np.ndarray) -> None:  # pragma: no cover -
 
 
 @nb.njit(cache=True)
-def ucb_argmax(X: np.ndarray, K: int, theta: np.ndarray, M: np.ndarray, radius: float, link_code: int,
-               squared: bool, rng: np.random.Generator) -> int:  # pragma: no cover - compiled
+def ucb_argmax(
+    X: np.ndarray,
+    K: int,
+    theta: np.ndarray,
+    M: np.ndarray,
+    radius: float,
+    link_code: int,
+    squared: bool,
+    rng: np.random.Generator,
+) -> int:  # pragma: no cover - compiled
     """``argmax_a mu(x_a^T theta) + radius ||x_a||_M`` (``radius x_a^T M x_a`` if ``squared``).
 
     ``X`` is ``(K, d)`` (single-parameter setting, ``x_a = X[a]``) or ``(d,)`` (multi-parameter:
@@ -467,7 +504,9 @@ def ucb_argmax(X: np.ndarray, K: int, theta: np.ndarray, M: np.ndarray, radius: 
 
 
 @nb.njit(cache=True)
-def quadratic_forms(M: np.ndarray, X: np.ndarray, out: np.ndarray) -> float:  # pragma: no cover - compiled
+def quadratic_forms(
+    M: np.ndarray, X: np.ndarray, out: np.ndarray
+) -> float:  # pragma: no cover - compiled
     """``out[k] = X[k]^T M X[k]`` for every row of ``X`` (K, d); returns the largest (at least -1).
 
     The exploration test of Criterion I (Sarmasarkar 2026, Alg. 2; Sawarni et al. 2024): the
@@ -488,8 +527,15 @@ def quadratic_forms(M: np.ndarray, X: np.ndarray, out: np.ndarray) -> float:  # 
 
 
 @nb.njit(cache=True)
-def eliminate_and_score(X: np.ndarray, theta_e: np.ndarray, radius: float, theta_u: np.ndarray, M_inv: np.ndarray,
-                        beta: float, scores: np.ndarray) -> None:  # pragma: no cover - compiled
+def eliminate_and_score(
+    X: np.ndarray,
+    theta_e: np.ndarray,
+    radius: float,
+    theta_u: np.ndarray,
+    M_inv: np.ndarray,
+    beta: float,
+    scores: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """Elimination with one estimate, then the optimistic score with another, in place of ``scores``.
 
     On entry ``scores[k] = ||x_k||^2_{V^-1}`` (from :func:`quadratic_forms`).  Arms with

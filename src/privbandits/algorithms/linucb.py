@@ -20,7 +20,9 @@ from privbandits.privacy.guarantee import NON_PRIVATE
 __all__ = ["LinUCB", "oful_radius"]
 
 
-def oful_radius(logdet_ratio: np.ndarray, sigma: float, lam: float, S: float, delta: float) -> np.ndarray:
+def oful_radius(
+    logdet_ratio: np.ndarray, sigma: float, lam: float, S: float, delta: float
+) -> np.ndarray:
     """OFUL confidence radius (Abbasi-Yadkori et al. 2011, Theorem 2).
 
     ``sqrt(beta_t) = sigma * sqrt(2 log(1/delta) + log(det V_t / det(lam I))) + sqrt(lam) * S``.
@@ -92,10 +94,17 @@ class LinUCB(Curator):
     settings = ("single",)
     links = ("identity",)
     paper = "Abbasi-Yadkori et al. 2011"
-    constraints: ClassVar = {"lam": Positive, "delta": Delta, "alpha": NonNegative, "sigma": Optional(NonNegative)}
+    constraints: ClassVar = {
+        "lam": Positive,
+        "delta": Delta,
+        "alpha": NonNegative,
+        "sigma": Optional(NonNegative),
+    }
     test_params: ClassVar = ({}, {"alpha": 0.5, "sigma": 0.2})
 
-    def __init__(self, lam: float = 1.0, delta: float = 0.01, alpha: float = 1.0, sigma: float | None = None) -> None:
+    def __init__(
+        self, lam: float = 1.0, delta: float = 0.01, alpha: float = 1.0, sigma: float | None = None
+    ) -> None:
         pass
 
     def calibrate(self, spec: EnvSpec) -> Calibration:

@@ -30,7 +30,7 @@ __all__ = ["curator_loops", "local_loops"]
 
 #: Curator: ``select_all`` / ``update_all`` advance one round of every replication (reference
 #: driver); ``run`` advances rounds ``start .. stop - 1`` of a chunk (compiled driver).
-CURATOR_TEMPLATE = '''
+CURATOR_TEMPLATE = """
 @nb.njit(cache=CACHE)
 def select_all(params, state, t, X, rng, out):
     for r in range(out.shape[0]):
@@ -55,12 +55,12 @@ def run(params, state, X, means, rewards, best, start, stop, t0, rng_policy, rng
             cum_regret[r] += best[i, r] - means[i, r, a]
             cum_reward[r] += y
             update(params, state, r, t, X[i, r], a, y, rng_server)
-'''
+"""
 
 #: Local model: the user side (``choose_all``, ``randomize_all``) and the server side
 #: (``update_all``) of one round; ``run``: the user chooses from the public state, randomizes its
 #: own data into ``msg``, and the server updates from ``msg`` only.
-LOCAL_TEMPLATE = '''
+LOCAL_TEMPLATE = """
 @nb.njit(cache=CACHE)
 def choose_all(params, public, t, X, rng, out):
     for r in range(out.shape[0]):
@@ -92,16 +92,16 @@ def run(params, public, server, X, means, rewards, best, start, stop, t0, rng_po
             cum_reward[r] += y
             randomize(params, public, r, t, X[i, r], a, y, rng_client, msg)
             update(params, public, server, r, t, msg)
-'''
+"""
 
 #: Local model, optional: the user's message before noise (``encode_all``), for the device's
 #: declared contract (:class:`privbandits.algorithms.base.KernelClient`).
-ENCODE_TEMPLATE = '''
+ENCODE_TEMPLATE = """
 @nb.njit(cache=CACHE)
 def encode_all(params, public, t, X, a, y, out):
     for r in range(a.shape[0]):
         encode(params, public, r, t, X[r], a[r], y[r], out[r])
-'''
+"""
 
 _MEMO: dict[tuple[Any, ...], Any] = {}
 
@@ -157,7 +157,8 @@ def _build(template: str, steps: dict[str, Any]) -> Any:
     module: Any = None
     if all(names.values()):
         header = "import numba as nb\n" + "".join(
-            f"from {mod} import {name} as {role}\n" for role, (mod, name) in names.items())  # type: ignore[misc]
+            f"from {mod} import {name} as {role}\n" for role, (mod, name) in names.items()
+        )  # type: ignore[misc]
         module = _load_generated(header + template.replace("CACHE", "True"))
     if module is None:
         namespace: dict[str, Any] = {"nb": nb, **steps}

@@ -62,7 +62,9 @@ class LSElimination(EliminationCore):
         self.sigma = sigma
         self.allocation = allocation
 
-    def _allocate(self, r: int, i: int, pi: np.ndarray, g: float, n_active: int) -> tuple[np.ndarray, float]:
+    def _allocate(
+        self, r: int, i: int, pi: np.ndarray, g: float, n_active: int
+    ) -> tuple[np.ndarray, float]:
         eps = 2.0 ** (-i)
         dim = g if self.allocation == "achieved-g" else float(self.spec.d)
         scale = 2.0 * dim * self.sigma**2 / eps**2 * math.log(self.K * i * (i + 1) / self.delta)
@@ -101,8 +103,12 @@ class PhasedElimination(BatchedCurator):
 
     name = "phased-elimination"
     paper = "Lattimore & Szepesvari 2020 (Alg. 12)"
-    constraints: ClassVar = {"delta": Optional(Delta), "sigma": Positive, "allocation": Choice(*ALLOCATIONS),
-                             "design_factor": Real(1.0, None)}
+    constraints: ClassVar = {
+        "delta": Optional(Delta),
+        "sigma": Positive,
+        "allocation": Choice(*ALLOCATIONS),
+        "design_factor": Real(1.0, None),
+    }
     test_params: ClassVar = ({}, {"delta": 0.05, "sigma": 0.5, "allocation": "book"})
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
 
@@ -117,10 +123,26 @@ class PhasedElimination(BatchedCurator):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Non-private; resolves the failure probability ``delta`` (default ``1/T``)."""
-        delta = self.delta if self.delta is not None else (1.0 / spec.horizon if spec.horizon > 1 else 0.5)
-        return Calibration(NON_PRIVATE, {"delta": delta, "delta_rule": "given" if self.delta is not None else "1/T",
-                                         "allocation": self.allocation})
+        delta = (
+            self.delta
+            if self.delta is not None
+            else (1.0 / spec.horizon if spec.horizon > 1 else 0.5)
+        )
+        return Calibration(
+            NON_PRIVATE,
+            {
+                "delta": delta,
+                "delta_rule": "given" if self.delta is not None else "1/T",
+                "allocation": self.allocation,
+            },
+        )
 
     def make_core(self, A: np.ndarray) -> LSElimination:
-        return LSElimination(A, self.spec, float(self.calibration.resolved["delta"]), self.sigma, self.allocation,
-                             self.design_factor)
+        return LSElimination(
+            A,
+            self.spec,
+            float(self.calibration.resolved["delta"]),
+            self.sigma,
+            self.allocation,
+            self.design_factor,
+        )

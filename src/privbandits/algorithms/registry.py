@@ -22,7 +22,15 @@ from typing import Any, TypeVar
 from privbandits.algorithms.base import Algorithm
 from privbandits.core.errors import UnknownNameError, ValidationError
 
-__all__ = ["ENTRY_POINT_GROUP", "available", "get", "import_modules", "load_plugins", "make", "register"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "available",
+    "get",
+    "import_modules",
+    "load_plugins",
+    "make",
+    "register",
+]
 
 #: Entry-point group through which installed packages register algorithms.
 ENTRY_POINT_GROUP = "privbandits.algorithms"
@@ -45,8 +53,10 @@ def load_plugins() -> None:
         try:
             obj = ep.load()
         except Exception as exc:  # a broken plugin must say which one
-            raise ValidationError(f"the algorithm plugin {ep.name!r} ({ep.value}, entry point group "
-                                  f"{ENTRY_POINT_GROUP!r}) failed to load: {type(exc).__name__}: {exc}") from exc
+            raise ValidationError(
+                f"the algorithm plugin {ep.name!r} ({ep.value}, entry point group "
+                f"{ENTRY_POINT_GROUP!r}) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
         if isinstance(obj, type) and issubclass(obj, Algorithm) and obj.name not in _REGISTRY:
             register(obj)
 
@@ -55,12 +65,16 @@ def import_modules(modules: Iterable[str]) -> None:
     """Import ``modules`` (``--import`` / ``import = [...]``) so their algorithms register themselves."""
     for mod in modules:
         if not isinstance(mod, str) or not mod.strip():
-            raise ValidationError(f"import: expected a module name such as 'mypkg.algorithms', got {mod!r}")
+            raise ValidationError(
+                f"import: expected a module name such as 'mypkg.algorithms', got {mod!r}"
+            )
         try:
             importlib.import_module(mod.strip())
         except ImportError as exc:
-            raise ValidationError(f"import: cannot import module {mod!r} ({exc}); it must be importable from "
-                                  "this Python (installed, or on PYTHONPATH in every worker)") from None
+            raise ValidationError(
+                f"import: cannot import module {mod!r} ({exc}); it must be importable from "
+                "this Python (installed, or on PYTHONPATH in every worker)"
+            ) from None
 
 
 def register(cls: A) -> A:
@@ -84,7 +98,9 @@ def get(name: str) -> type[Algorithm]:
     lower = {n.lower(): n for n in _REGISTRY}
     close = [lower[c] for c in difflib.get_close_matches(str(name).lower(), sorted(lower), n=1)]
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise UnknownNameError(f"unknown algorithm {name!r}{hint}; available: {', '.join(sorted(_REGISTRY))}")
+    raise UnknownNameError(
+        f"unknown algorithm {name!r}{hint}; available: {', '.join(sorted(_REGISTRY))}"
+    )
 
 
 def make(name: str, **params: Any) -> Algorithm:

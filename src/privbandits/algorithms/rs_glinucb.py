@@ -46,7 +46,9 @@ from privbandits.privacy.guarantee import NON_PRIVATE
 
 __all__ = ["RSGLinUCB"]
 
-_XS, _YS, _MEM, _V, _VINV, _H, _HTAU, _HTAU_INV, _TH_W, _TH_T, _EXPL, _SCORES, _LOGDET, _STATS = range(14)
+_XS, _YS, _MEM, _V, _VINV, _H, _HTAU, _HTAU_INV, _TH_W, _TH_T, _EXPL, _SCORES, _LOGDET, _STATS = (
+    range(14)
+)
 
 
 @nb.njit(cache=True)
@@ -69,8 +71,23 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
         state[_HTAU_INV][r][:, :] = np.linalg.inv(H)
         vals, vecs = np.linalg.eigh(0.5 * (V + V.T))
         th_t[:] = th_w
-        newton_mle(state[_XS][r], state[_YS][r], state[_MEM][r], 0, t, link_code, lam, False, S, th_w.copy(),
-                   vecs, vals, gamma * sqrt_kappa, th_t, newton_iters)
+        newton_mle(
+            state[_XS][r],
+            state[_YS][r],
+            state[_MEM][r],
+            0,
+            t,
+            link_code,
+            lam,
+            False,
+            S,
+            th_w.copy(),
+            vecs,
+            vals,
+            gamma * sqrt_kappa,
+            th_t,
+            newton_iters,
+        )
         state[_STATS][r, 1] += 1.0
     eliminate_and_score(X, th_w, gamma * sqrt_kappa, th_t, state[_HTAU_INV][r], beta, scores)
     return argmax_ties(scores, rng)
@@ -94,8 +111,23 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
                 V[i, j] += x[i] * x[j]
         state[_VINV][r][:, :] = np.linalg.inv(V)
         dummy = np.zeros(d)
-        newton_mle(state[_XS][r], state[_YS][r], state[_MEM][r], 1, t + 1, link_code, lam, True, S, dummy,
-                   np.eye(d), np.ones(d), 0.0, state[_TH_W][r], newton_iters)
+        newton_mle(
+            state[_XS][r],
+            state[_YS][r],
+            state[_MEM][r],
+            1,
+            t + 1,
+            link_code,
+            lam,
+            True,
+            S,
+            dummy,
+            np.eye(d),
+            np.ones(d),
+            0.0,
+            state[_TH_W][r],
+            newton_iters,
+        )
         state[_STATS][r, 0] += 1.0
     else:
         z = 0.0
@@ -147,7 +179,10 @@ class RSGLinUCB(Curator):
         "S": Optional(Positive),
         "newton_iters": Int(1, 1000),
     }
-    test_params: ClassVar = ({}, {"lam": 2.0, "c_thr": 0.001, "switch_factor": 1.5, "S": 1.5, "newton_iters": 5})
+    test_params: ClassVar = (
+        {},
+        {"lam": 2.0, "c_thr": 0.001, "switch_factor": 1.5, "S": 1.5, "newton_iters": 5},
+    )
 
     def __init__(
         self,
@@ -168,8 +203,13 @@ class RSGLinUCB(Curator):
         R = max(1.0, float(spec.reward_range[1]))
         L = math.log(spec.horizon / self.delta)
         resolved: dict[str, Any] = {
-            "S": S, "kappa": kappa, "R": R, "gamma": R * S * math.sqrt(spec.d * L), "beta": 4.0 * math.sqrt(spec.d * L),
-            "thr": 1.0 / (self.c_thr * kappa * R**4 * S**2 * spec.d)}
+            "S": S,
+            "kappa": kappa,
+            "R": R,
+            "gamma": R * S * math.sqrt(spec.d * L),
+            "beta": 4.0 * math.sqrt(spec.d * L),
+            "thr": 1.0 / (self.c_thr * kappa * R**4 * S**2 * spec.d),
+        }
         return Calibration(NON_PRIVATE, resolved)
 
     def build_kernel(self) -> CuratorKernel:
@@ -178,14 +218,32 @@ class RSGLinUCB(Curator):
         eye = np.eye(d)
         lam = self.lam
         state = (
-            np.zeros((R, T, d)), np.zeros((R, T)), np.zeros((R, T), dtype=np.int8),
-            np.broadcast_to(eye * lam, (R, d, d)).copy(), np.broadcast_to(eye / lam, (R, d, d)).copy(),
-            np.broadcast_to(eye * lam, (R, d, d)).copy(), np.zeros((R, d, d)), np.zeros((R, d, d)),
-            np.zeros((R, d)), np.zeros((R, d)), np.zeros(R, dtype=np.int64), np.zeros((R, spec.K)),
-            np.full(R, -np.inf), np.zeros((R, 2)),
+            np.zeros((R, T, d)),
+            np.zeros((R, T)),
+            np.zeros((R, T), dtype=np.int8),
+            np.broadcast_to(eye * lam, (R, d, d)).copy(),
+            np.broadcast_to(eye / lam, (R, d, d)).copy(),
+            np.broadcast_to(eye * lam, (R, d, d)).copy(),
+            np.zeros((R, d, d)),
+            np.zeros((R, d, d)),
+            np.zeros((R, d)),
+            np.zeros((R, d)),
+            np.zeros(R, dtype=np.int64),
+            np.zeros((R, spec.K)),
+            np.full(R, -np.inf),
+            np.zeros((R, 2)),
         )
-        params = (spec.link.code, lam, float(res["thr"]), float(res["gamma"]), float(res["beta"]),
-                  math.sqrt(float(res["kappa"])), float(res["S"]), self.switch_factor, int(self.newton_iters))
+        params = (
+            spec.link.code,
+            lam,
+            float(res["thr"]),
+            float(res["gamma"]),
+            float(res["beta"]),
+            math.sqrt(float(res["kappa"])),
+            float(res["S"]),
+            self.switch_factor,
+            int(self.newton_iters),
+        )
         theta_t = state[_TH_T]
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
 

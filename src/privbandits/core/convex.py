@@ -120,7 +120,9 @@ class ConvexSpec(EnvSpec):
         check_positive("lipschitz", self.lipschitz)
         lo, hi = self.loss_range
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ValidationError(f"loss_range must be a finite interval lo < hi, got {self.loss_range}")
+            raise ValidationError(
+                f"loss_range must be a finite interval lo < hi, got {self.loss_range}"
+            )
         if self.domain.d != self.d:
             raise ValidationError(f"domain dimension {self.domain.d} differs from d={self.d}")
         if self.sc_modulus < 0:

@@ -71,7 +71,6 @@ class Link:
     monotone_derivative: bool = False
     code: int = 0
 
-
     def kappa(self, bound: float) -> float:
         """``inf_{|z| <= bound} mu'(z)``: the curvature lower bound (``zeta`` in Han et al. 2021)."""
         b = check_nonnegative("bound", bound)
@@ -168,8 +167,15 @@ def _pois_exp(z: np.ndarray) -> np.ndarray:
     return np.exp(np.minimum(_as_float(z), POISSON_Z_MAX))
 
 
-POISSON = Link("poisson", _pois_exp, _pois_exp, _pois_exp, _pois_exp, monotone_derivative=True,
-               code=LINK_POISSON)
+POISSON = Link(
+    "poisson",
+    _pois_exp,
+    _pois_exp,
+    _pois_exp,
+    _pois_exp,
+    monotone_derivative=True,
+    code=LINK_POISSON,
+)
 IDENTITY = Link("identity", _id_mu, _id_dmu, _id_d2mu, _id_m, code=LINK_IDENTITY)
 LOGISTIC = Link("logistic", _logit_mu, _logit_dmu, _logit_d2mu, _logit_m, code=LINK_LOGISTIC)
 PROBIT = Link("probit", _probit_mu, _probit_dmu, _probit_d2mu, _probit_m, code=LINK_PROBIT)
@@ -203,6 +209,7 @@ def link_dmu(code: int, z: float) -> float:  # pragma: no cover - compiled
         return math.exp(-0.5 * z * z) / _SQRT_2PI
     return math.exp(min(z, POISSON_Z_MAX))
 
+
 LINKS: dict[str, Link] = {lk.name: lk for lk in (IDENTITY, LOGISTIC, PROBIT, POISSON)}
 _ALIASES = {"linear": "identity", "logit": "logistic", "exp": "poisson", "log": "poisson"}
 
@@ -213,5 +220,7 @@ def get_link(name: str | Link) -> Link:
         return name
     key = _ALIASES.get(str(name).lower(), str(name).lower())
     if key not in LINKS:
-        raise UnknownNameError(f"link must be one of {sorted(LINKS)} (or aliases {sorted(_ALIASES)}); got {name!r}")
+        raise UnknownNameError(
+            f"link must be one of {sorted(LINKS)} (or aliases {sorted(_ALIASES)}); got {name!r}"
+        )
     return LINKS[key]

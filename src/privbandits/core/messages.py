@@ -18,8 +18,14 @@ import numpy as np
 
 from privbandits.core.errors import TrustBoundaryError
 
-__all__ = ["PrivatizedMessage", "PublicState", "ShuffledBatch", "check_payload", "check_real_arrays",
-           "shuffle_messages"]
+__all__ = [
+    "PrivatizedMessage",
+    "PublicState",
+    "ShuffledBatch",
+    "check_payload",
+    "check_real_arrays",
+    "shuffle_messages",
+]
 
 
 def _frozen(arrays: Mapping[str, np.ndarray], *, copy: bool = True) -> Mapping[str, np.ndarray]:
@@ -78,7 +84,9 @@ class PrivatizedMessage:
 
     def __post_init__(self) -> None:
         if not self.mechanism:
-            raise TrustBoundaryError("a PrivatizedMessage must name the randomizer that produced it")
+            raise TrustBoundaryError(
+                "a PrivatizedMessage must name the randomizer that produced it"
+            )
         # randomizer outputs are fresh arrays: read-only views suffice (no copy on the hot path)
         object.__setattr__(self, "payload", _frozen(self.payload, copy=False))
 
@@ -86,8 +94,9 @@ class PrivatizedMessage:
         return self.payload[key]
 
 
-def check_real_arrays(arrays: Mapping[str, object], where: str, *, integer: bool = False,
-                      R: int | None = None) -> None:
+def check_real_arrays(
+    arrays: Mapping[str, object], where: str, *, integer: bool = False, R: int | None = None
+) -> None:
     """Every array of ``arrays`` holds finite real numbers (integers with ``integer``), with ``R``
     rows when given: what a shuffler or an analyzer checks before its own code reads a message.
 
@@ -108,12 +117,15 @@ def check_real_arrays(arrays: Mapping[str, object], where: str, *, integer: bool
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise ValidationError(f"{where} field {key!r} holds NaN or infinite values")
         if R is not None and (arr.ndim == 0 or arr.shape[0] != R):
-            raise ValidationError(f"{where} field {key!r} has shape {arr.shape}; expected {R} rows (one per "
-                                  "replication)")
+            raise ValidationError(
+                f"{where} field {key!r} has shape {arr.shape}; expected {R} rows (one per "
+                "replication)"
+            )
 
 
-def check_payload(message: object, mechanism: str, fields: Mapping[str, tuple[int, ...]],
-                  R: int) -> dict[str, np.ndarray]:
+def check_payload(
+    message: object, mechanism: str, fields: Mapping[str, tuple[int, ...]], R: int
+) -> dict[str, np.ndarray]:
     """A server's check of one round's messages before its own code reads them.
 
     A server runs code the library wrote, but its inputs arrive from devices it does not control:
@@ -131,10 +143,16 @@ def check_payload(message: object, mechanism: str, fields: Mapping[str, tuple[in
     from privbandits.core.errors import ValidationError
 
     if not isinstance(message, PrivatizedMessage) or message.mechanism != mechanism:
-        got = message.mechanism if isinstance(message, PrivatizedMessage) else type(message).__name__
-        raise TrustBoundaryError(f"the server only accepts {mechanism!r} PrivatizedMessage objects, got {got!r}")
+        got = (
+            message.mechanism if isinstance(message, PrivatizedMessage) else type(message).__name__
+        )
+        raise TrustBoundaryError(
+            f"the server only accepts {mechanism!r} PrivatizedMessage objects, got {got!r}"
+        )
     if set(message.payload) != set(fields):
-        raise TrustBoundaryError(f"payload keys must be {sorted(fields)}, got {sorted(message.payload)}")
+        raise TrustBoundaryError(
+            f"payload keys must be {sorted(fields)}, got {sorted(message.payload)}"
+        )
     out = {}
     for key, shape in fields.items():
         arr = np.asarray(message.payload[key])
@@ -142,7 +160,9 @@ def check_payload(message: object, mechanism: str, fields: Mapping[str, tuple[in
         if arr.shape != want:
             raise ValidationError(f"message field {key!r} has shape {arr.shape}, expected {want}")
         if arr.dtype.kind not in "fiu":
-            raise ValidationError(f"message field {key!r} must hold real numbers, got dtype {arr.dtype}")
+            raise ValidationError(
+                f"message field {key!r} must hold real numbers, got dtype {arr.dtype}"
+            )
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         if not np.isfinite(arr).all():
             raise ValidationError(f"message field {key!r} holds NaN or infinite values")
@@ -169,7 +189,9 @@ class ShuffledBatch:
         return self.payload[key]
 
 
-def shuffle_messages(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> ShuffledBatch:
+def shuffle_messages(
+    messages: Sequence[PrivatizedMessage], rng: np.random.Generator
+) -> ShuffledBatch:
     """Uniformly permute a batch of users' messages, independently in each replication.
 
     Each message's payload arrays have shape ``(R, ...)`` (single message per user) or
@@ -186,7 +208,9 @@ def shuffle_messages(messages: Sequence[PrivatizedMessage], rng: np.random.Gener
         raise TrustBoundaryError("cannot shuffle an empty batch")
     for m in messages:
         if not isinstance(m, PrivatizedMessage):
-            raise TrustBoundaryError(f"the shuffler only accepts PrivatizedMessage, got {type(m).__name__}")
+            raise TrustBoundaryError(
+                f"the shuffler only accepts PrivatizedMessage, got {type(m).__name__}"
+            )
     mech = messages[0].mechanism
     if any(m.mechanism != mech for m in messages):
         raise TrustBoundaryError("a shuffled batch must come from a single randomizer")

@@ -64,8 +64,15 @@ class Real(Constraint):
     allow_inf: bool = False
 
     def check(self, name: str, value: Any) -> float:
-        return check_in_range(name, value, self.low, self.high, low_inclusive=not self.low_open,
-                              high_inclusive=not self.high_open, allow_inf=self.allow_inf)
+        return check_in_range(
+            name,
+            value,
+            self.low,
+            self.high,
+            low_inclusive=not self.low_open,
+            high_inclusive=not self.high_open,
+            allow_inf=self.allow_inf,
+        )
 
     def describe(self) -> str:
         lb = "(-inf" if self.low is None else ("(" if self.low_open else "[") + f"{self.low:g}"
@@ -148,7 +155,9 @@ Positive = Real(0.0, None, low_open=True)
 NonNegative = Real(0.0, None)
 
 
-def validate_params(owner: str, constraints: Mapping[str, Constraint], values: Mapping[str, Any]) -> dict[str, Any]:
+def validate_params(
+    owner: str, constraints: Mapping[str, Constraint], values: Mapping[str, Any]
+) -> dict[str, Any]:
     """Validate ``values`` against ``constraints``; return the normalized values.
 
     Parameters without a declared constraint are passed through unchanged (the conformance suite

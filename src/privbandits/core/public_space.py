@@ -96,12 +96,20 @@ class PublicField:
         where = f"public state field {self.name!r}"
         arr = np.asarray(value)
         shape = self.resolve(dims)
-        if arr.ndim != len(shape) or any(w is not None and w != s for w, s in zip(shape, arr.shape)):
+        if arr.ndim != len(shape) or any(
+            w is not None and w != s for w, s in zip(shape, arr.shape)
+        ):
             want = tuple("*" if w is None else w for w in shape)
-            raise PublicStateError(f"{where} has shape {arr.shape}, expected {want} "
-                                   f"({', '.join(map(str, self.shape))}); the device refuses it")
+            raise PublicStateError(
+                f"{where} has shape {arr.shape}, expected {want} "
+                f"({', '.join(map(str, self.shape))}); the device refuses it"
+            )
         if self.kind == "i":
-            exact = arr.dtype.kind == "f" and bool(np.all(np.isfinite(arr))) and bool(np.all(arr == np.round(arr)))
+            exact = (
+                arr.dtype.kind == "f"
+                and bool(np.all(np.isfinite(arr)))
+                and bool(np.all(arr == np.round(arr)))
+            )
             if arr.dtype.kind not in "iu" and not exact:
                 raise PublicStateError(f"{where} must hold integers, got dtype {arr.dtype}")
             arr = np.ascontiguousarray(arr, dtype=np.int64)
@@ -114,18 +122,26 @@ class PublicField:
         if arr.size == 0:
             return arr
         if self.low is not None and arr.min() < self.low:
-            raise PublicStateError(f"{where} has a value {arr.min():.6g} below its allowed minimum {self.low:g}")
+            raise PublicStateError(
+                f"{where} has a value {arr.min():.6g} below its allowed minimum {self.low:g}"
+            )
         if self.high is not None and arr.max() > self.high:
-            raise PublicStateError(f"{where} has a value {arr.max():.6g} above its allowed maximum {self.high:g}")
+            raise PublicStateError(
+                f"{where} has a value {arr.max():.6g} above its allowed maximum {self.high:g}"
+            )
         if self.values is not None:
             bad = ~np.isin(arr, np.asarray(self.values))
             if bad.any():
-                raise PublicStateError(f"{where} has the value {int(arr[bad].reshape(-1)[0])}; "
-                                       f"allowed: {list(self.values)}")
+                raise PublicStateError(
+                    f"{where} has the value {int(arr[bad].reshape(-1)[0])}; "
+                    f"allowed: {list(self.values)}"
+                )
         if self.norm is not None:
             worst = float(np.sqrt(np.max(np.einsum("...i,...i->...", arr, arr))))
             if worst > self.norm * (1 + 1e-9):
-                raise PublicStateError(f"{where} has a row of l2 norm {worst:.6g} above its allowed {self.norm:g}")
+                raise PublicStateError(
+                    f"{where} has a row of l2 norm {worst:.6g} above its allowed {self.norm:g}"
+                )
         if self.symmetric or self.psd_floor is not None:
             if not np.allclose(arr, np.swapaxes(arr, -1, -2), rtol=1e-9, atol=1e-12):
                 raise PublicStateError(f"{where} must be a symmetric matrix")
@@ -134,12 +150,16 @@ class PublicField:
                 low = float(np.min(eig))
                 # eigenvalues are computed to ~1e-16 of the largest one: the slack scales with it
                 if low < self.psd_floor * (1 - 1e-9) - 1e-12 * max(1.0, float(np.max(np.abs(eig)))):
-                    raise PublicStateError(f"{where} has an eigenvalue {low:.6g} below its allowed "
-                                           f"minimum {self.psd_floor:g}")
+                    raise PublicStateError(
+                        f"{where} has an eigenvalue {low:.6g} below its allowed "
+                        f"minimum {self.psd_floor:g}"
+                    )
         return arr
 
     # -- drawing (adversarial tests) -------------------------------------------------------------
-    def draw(self, dims: Mapping[str, int], rng: np.random.Generator, extreme: bool = False) -> np.ndarray:
+    def draw(
+        self, dims: Mapping[str, int], rng: np.random.Generator, extreme: bool = False
+    ) -> np.ndarray:
         """A member of this field: random, or (``extreme``) with entries at the ends of the range."""
         shape = tuple(1 if w is None else w for w in self.resolve(dims))
         if self.values is not None:
@@ -151,7 +171,11 @@ class PublicField:
         hi = 1e6 if self.high is None else self.high
         if self.kind == "i":
             lo, hi = math.ceil(max(lo, -1e6)), math.floor(min(hi, 1e6))
-            out = rng.choice(np.asarray([lo, hi]), size=shape) if extreme else rng.integers(lo, hi + 1, size=shape)
+            out = (
+                rng.choice(np.asarray([lo, hi]), size=shape)
+                if extreme
+                else rng.integers(lo, hi + 1, size=shape)
+            )
             return np.asarray(out, dtype=np.int64)
         if self.psd_floor is not None:
             return self._draw_matrix(shape, rng, extreme)
@@ -164,10 +188,16 @@ class PublicField:
             x = (x + np.swapaxes(x, -1, -2)) / 2
         if self.norm is not None:
             n = np.sqrt(np.einsum("...i,...i->...", x, x))[..., None]
-            x = np.where(n > 0, x / np.maximum(n, 1e-300) * (self.norm if extreme else np.minimum(n, self.norm)), x)
+            x = np.where(
+                n > 0,
+                x / np.maximum(n, 1e-300) * (self.norm if extreme else np.minimum(n, self.norm)),
+                x,
+            )
         return np.ascontiguousarray(x, dtype=float)
 
-    def _draw_matrix(self, shape: tuple[int, ...], rng: np.random.Generator, extreme: bool) -> np.ndarray:
+    def _draw_matrix(
+        self, shape: tuple[int, ...], rng: np.random.Generator, extreme: bool
+    ) -> np.ndarray:
         assert self.psd_floor is not None
         n = shape[-1]
         lead = shape[:-2]
@@ -191,7 +221,9 @@ class CheckedPublicState(PublicState):
 
     __slots__ = ("_mark",)
 
-    def __init__(self, arrays: Mapping[str, np.ndarray], mark: tuple[object, tuple[tuple[str, int], ...]]) -> None:
+    def __init__(
+        self, arrays: Mapping[str, np.ndarray], mark: tuple[object, tuple[tuple[str, int], ...]]
+    ) -> None:
         super().__init__(arrays)
         self._mark = mark
 
@@ -216,19 +248,33 @@ class PublicSpace:
             Unknown or missing fields, wrong shape or kind, non-finite values, out-of-range values.
         """
         mark = (self, tuple(sorted(dims.items())))
-        if isinstance(public, CheckedPublicState) and public._mark[0] is self and public._mark[1] == mark[1]:
+        if (
+            isinstance(public, CheckedPublicState)
+            and public._mark[0] is self
+            and public._mark[1] == mark[1]
+        ):
             return public
         if not isinstance(public, Mapping):
-            raise PublicStateError(f"the device received {type(public).__name__}, not a public state")
+            raise PublicStateError(
+                f"the device received {type(public).__name__}, not a public state"
+            )
         extra = sorted(set(public) - set(self.names))
         if extra:
-            raise PublicStateError(f"public state field {extra[0]!r} is not part of this algorithm's public "
-                                   f"state (fields: {list(self.names)}); the device refuses it")
+            raise PublicStateError(
+                f"public state field {extra[0]!r} is not part of this algorithm's public "
+                f"state (fields: {list(self.names)}); the device refuses it"
+            )
         missing = [n for n in self.names if n not in public]
         if missing:
-            raise PublicStateError(f"public state field {missing[0]!r} is missing (fields: {list(self.names)})")
-        return CheckedPublicState({f.name: f.validate(public[f.name], dims) for f in self.fields}, mark)
+            raise PublicStateError(
+                f"public state field {missing[0]!r} is missing (fields: {list(self.names)})"
+            )
+        return CheckedPublicState(
+            {f.name: f.validate(public[f.name], dims) for f in self.fields}, mark
+        )
 
-    def draw(self, dims: Mapping[str, int], rng: np.random.Generator, extreme: bool = False) -> PublicState:
+    def draw(
+        self, dims: Mapping[str, int], rng: np.random.Generator, extreme: bool = False
+    ) -> PublicState:
         """A member of the space (see :meth:`PublicField.draw`)."""
         return PublicState({f.name: f.draw(dims, rng, extreme) for f in self.fields})

@@ -21,7 +21,15 @@ from privbandits.core.validation import check_int
 __all__ = ["ROLES", "Streams", "make_streams"]
 
 #: Fixed order of the spawned children; append only (changing it changes every result).
-ROLES: tuple[str, ...] = ("instance", "contexts", "rewards", "client", "shuffler", "server", "policy")
+ROLES: tuple[str, ...] = (
+    "instance",
+    "contexts",
+    "rewards",
+    "client",
+    "shuffler",
+    "server",
+    "policy",
+)
 
 
 @dataclass(frozen=True)

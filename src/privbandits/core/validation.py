@@ -36,7 +36,9 @@ def _is_real(value: Any) -> bool:
 
 def _real(name: str, value: Any) -> float:
     if not _is_real(value):
-        raise ValidationError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+        raise ValidationError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}"
+        )
     x = float(value)
     if math.isnan(x):
         raise ValidationError(f"{name} must be a real number, got NaN")
@@ -112,7 +114,9 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)
     if not isinstance(value, (int, np.integer)):
-        raise ValidationError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
+        raise ValidationError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
+        )
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
         lb = "-inf" if low is None else str(low)
@@ -125,11 +129,15 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """A string from a fixed set of choices."""
     options = tuple(choices)
     if value not in options:
-        raise ValidationError(f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}")
+        raise ValidationError(
+            f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}"
+        )
     return str(value)
 
 
-def check_finite_array(name: str, value: Any, *, ndim: int | None = None, dtype: Any = float) -> np.ndarray:
+def check_finite_array(
+    name: str, value: Any, *, ndim: int | None = None, dtype: Any = float
+) -> np.ndarray:
     """Convert to an ndarray and reject NaN or infinite entries and wrong dimensionality."""
     try:
         arr = np.asarray(value, dtype=dtype)
@@ -139,7 +147,9 @@ def check_finite_array(name: str, value: Any, *, ndim: int | None = None, dtype:
         raise ValidationError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ValidationError(f"{name} contains {bad} NaN or infinite entries; all entries must be finite")
+        raise ValidationError(
+            f"{name} contains {bad} NaN or infinite entries; all entries must be finite"
+        )
     return arr
 
 
@@ -151,7 +161,9 @@ def check_shape(name: str, arr: np.ndarray, shape: Sequence[int | None]) -> np.n
     return arr
 
 
-def check_norm_bound(name: str, arr: np.ndarray, bound: float, *, axis: int = -1, rtol: float = 1e-9) -> None:
+def check_norm_bound(
+    name: str, arr: np.ndarray, bound: float, *, axis: int = -1, rtol: float = 1e-9
+) -> None:
     """Reject vectors whose l2 norm along ``axis`` exceeds ``bound`` (privacy calibration relies on it)."""
     norms = np.linalg.norm(arr, axis=axis)
     worst = float(np.max(norms)) if norms.size else 0.0

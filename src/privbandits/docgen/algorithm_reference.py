@@ -28,7 +28,14 @@ __all__ = [
 FAMILY_MARKER = "<!-- privbandits:family -->"
 
 #: Modules of :mod:`privbandits.algorithms` whose algorithms are documented together as baselines.
-BASELINE_MODULES: tuple[str, ...] = ("linucb", "glm_ucb", "gloc", "greedy", "phased_elimination", "uniform")
+BASELINE_MODULES: tuple[str, ...] = (
+    "linucb",
+    "glm_ucb",
+    "gloc",
+    "greedy",
+    "phased_elimination",
+    "uniform",
+)
 
 _PREFIX = "privbandits.algorithms."
 
@@ -38,7 +45,7 @@ def family_of(cls: type) -> str:
     module = cls.__module__
     if not module.startswith(_PREFIX):
         return "other"
-    top = module[len(_PREFIX):].split(".", 1)[0]
+    top = module[len(_PREFIX) :].split(".", 1)[0]
     return "baselines" if top in BASELINE_MODULES else top.replace("_", "-")
 
 
@@ -90,8 +97,10 @@ def render_parameters(cls: type) -> str:
     for name, p in list(sig.parameters.items())[1:]:
         c = constraints.get(name)
         allowed = c.describe() if c is not None else "any"
-        rows.append(f"| `{name}` | {_cell(_default(p.default))} | {_cell(allowed)} | "
-                    f"{_cell(docs.get(name, ('', ''))[1])} |")
+        rows.append(
+            f"| `{name}` | {_cell(_default(p.default))} | {_cell(allowed)} | "
+            f"{_cell(docs.get(name, ('', ''))[1])} |"
+        )
     return "\n".join(rows)
 
 
@@ -100,23 +109,32 @@ def render_algorithm_table(classes: list[type], link: bool = True) -> str:
     rows = ["| name | paper | trust model | settings | reward links |", "|---|---|---|---|---|"]
     for cls in classes:
         name = f"[`{cls.name}`](#{cls.name})" if link else f"`{cls.name}`"  # type: ignore[attr-defined]
-        rows.append(f"| {name} | {_cell(cls.paper)} | {cls.trust_model} | "  # type: ignore[attr-defined]
-                    f"{', '.join(cls.settings)} | {', '.join(cls.links)} |")  # type: ignore[attr-defined]
+        rows.append(
+            f"| {name} | {_cell(cls.paper)} | {cls.trust_model} | "  # type: ignore[attr-defined]
+            f"{', '.join(cls.settings)} | {', '.join(cls.links)} |"
+        )  # type: ignore[attr-defined]
     return "\n".join(rows)
 
 
 def _algorithm_section(cls: type) -> str:
     doc = inspect.getdoc(cls) or ""
     body = doc.split("\nParameters\n", 1)[0].strip()
-    return "\n".join([
-        f"## `{cls.name}` {{#{cls.name}}}", "",  # type: ignore[attr-defined]
-        f"`{cls.__module__}.{cls.__qualname__}` (trust model: {cls.trust_model}; "  # type: ignore[attr-defined]
-        f"settings: {', '.join(cls.settings)}; links: {', '.join(cls.links)}; "  # type: ignore[attr-defined]
-        f"{cls.paper or 'no paper'}).", "",  # type: ignore[attr-defined]
-        rst_to_markdown(body), "",
-        "### Parameters", "",
-        render_parameters(cls), "",
-    ])
+    return "\n".join(
+        [
+            f"## `{cls.name}` {{#{cls.name}}}",
+            "",  # type: ignore[attr-defined]
+            f"`{cls.__module__}.{cls.__qualname__}` (trust model: {cls.trust_model}; "  # type: ignore[attr-defined]
+            f"settings: {', '.join(cls.settings)}; links: {', '.join(cls.links)}; "  # type: ignore[attr-defined]
+            f"{cls.paper or 'no paper'}).",
+            "",  # type: ignore[attr-defined]
+            rst_to_markdown(body),
+            "",
+            "### Parameters",
+            "",
+            render_parameters(cls),
+            "",
+        ]
+    )
 
 
 def render_family_sections(family: str) -> str:

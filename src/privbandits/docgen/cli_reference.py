@@ -56,13 +56,21 @@ def _usage(group: Any, name: str, cmd: Any) -> str:
 def render_cli_reference(app: Any = None) -> str:
     """The complete command-line reference page (markdown)."""
     group = _group(app)
-    out = ["# Command-line reference", "",
-           "This page is generated from the command-line application of the installed version; "
-           "`privbandits COMMAND --help` prints the same.  Every library error is printed as one line "
-           "`error: ...` with exit code 2; Ctrl-C exits with code 130 after the finished work units are "
-           "stored, and rerunning the same command resumes.", "",
-           "```text", "privbandits [--version] COMMAND [ARGS] [OPTIONS]", "```", "",
-           "| command | what it does |", "|---|---|"]
+    out = [
+        "# Command-line reference",
+        "",
+        "This page is generated from the command-line application of the installed version; "
+        "`privbandits COMMAND --help` prints the same.  Every library error is printed as one line "
+        "`error: ...` with exit code 2; Ctrl-C exits with code 130 after the finished work units are "
+        "stored, and rerunning the same command resumes.",
+        "",
+        "```text",
+        "privbandits [--version] COMMAND [ARGS] [OPTIONS]",
+        "```",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
     for name, cmd in group.commands.items():
         first = inspect.cleandoc(cmd.help or "").split("\n\n", 1)[0]
         out.append(f"| [`{name}`](#{name}) | {_cell(first)} |")
@@ -75,8 +83,10 @@ def render_cli_reference(app: Any = None) -> str:
         opts = [p for p in cmd.params if _is_option(p)]
         if args:
             out += ["| argument | required | meaning |", "|---|---|---|"]
-            out += [f"| `{p.name.upper()}` | {'yes' if p.required else 'no'} | {_cell(getattr(p, 'help', ''))} |"
-                    for p in args]
+            out += [
+                f"| `{p.name.upper()}` | {'yes' if p.required else 'no'} | {_cell(getattr(p, 'help', ''))} |"
+                for p in args
+            ]
             out.append("")
         if opts:
             out += ["| option | default | meaning |", "|---|---|---|"]

@@ -14,8 +14,18 @@ _ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|obj|exc):`~?([^`]+)`")
 
 def rst_to_markdown(text: str) -> str:
     """Inline reStructuredText of docstrings as markdown: roles and double backquotes as code spans."""
-    text = _ROLE.sub(lambda m: "`" + (m.group(1).rsplit(".", 1)[-1] if m.group(0).split("`")[1].startswith("~")
-                                      else m.group(1)) + "`", text)
+    text = _ROLE.sub(
+        lambda m: (
+            "`"
+            + (
+                m.group(1).rsplit(".", 1)[-1]
+                if m.group(0).split("`")[1].startswith("~")
+                else m.group(1)
+            )
+            + "`"
+        ),
+        text,
+    )
     return text.replace("``", "`")
 
 

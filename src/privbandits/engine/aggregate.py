@@ -18,8 +18,12 @@ __all__ = ["drive_aggregate", "supports_aggregate"]
 
 def supports_aggregate(alg: Algorithm, env: Environment) -> bool:
     """Whether :func:`_drive_aggregate` can run ``alg`` on ``env`` exactly."""
-    return (isinstance(alg, BatchedAlgorithm) and bool(getattr(alg, "aggregate_exact", True))
-            and bool(getattr(env, "fixed_actions", False)) and callable(getattr(env, "reward_sums", None)))
+    return (
+        isinstance(alg, BatchedAlgorithm)
+        and bool(getattr(alg, "aggregate_exact", True))
+        and bool(getattr(env, "fixed_actions", False))
+        and callable(getattr(env, "reward_sums", None))
+    )
 
 
 def _prefix_counts(rng: np.random.Generator, colors: np.ndarray, cuts: np.ndarray) -> np.ndarray:
@@ -47,7 +51,9 @@ def _prefix_counts(rng: np.random.Generator, colors: np.ndarray, cuts: np.ndarra
     return out
 
 
-def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
+def drive_aggregate(
+    alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress
+) -> None:
     """Exact aggregate path of a :class:`~privbandits.algorithms.base.BatchedAlgorithm`.
 
     Replications are independent, so they advance one batch per iteration of the outer loop
@@ -63,9 +69,15 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     """
     streams = alg.streams
     order_role, noise_role = getattr(alg, "aggregate_streams", ("policy", "server"))
-    rng_order, rng_noise, rng_reward = getattr(streams, order_role), getattr(streams, noise_role), streams.rewards
+    rng_order, rng_noise, rng_reward = (
+        getattr(streams, order_role),
+        getattr(streams, noise_role),
+        streams.rewards,
+    )
     assert isinstance(alg, BatchedAlgorithm)
-    A = env.next_round()  # round 1's contexts: the fixed action sets, as the per-round path sees them
+    A = (
+        env.next_round()
+    )  # round 1's contexts: the fixed action sets, as the per-round path sees them
     core = protocol.start(alg, np.array(A, dtype=float, copy=True))
     collector = alg.collector
     clip = getattr(collector, "clip", None)
@@ -152,8 +164,13 @@ def drive_aggregate(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
         lo = np.searchsorted(ckpt, t[r], side="right")
         tail = ckpt[lo:]
         lengths = np.diff(np.concatenate([[t[r]], tail]))
-        sums = env.reward_sums(lengths[:, None], rng_reward, clip=None,  # type: ignore[attr-defined]
-                               rows=np.full(tail.size, r), actions=np.full((tail.size, 1), a))[:, 0]
+        sums = env.reward_sums(
+            lengths[:, None],
+            rng_reward,
+            clip=None,  # type: ignore[attr-defined]
+            rows=np.full(tail.size, r),
+            actions=np.full((tail.size, 1), a),
+        )[:, 0]
         rec.regret[r, lo:] = cum_reg[r] + (tail - t[r]) * gaps[r, a]
         rec.reward[r, lo:] = cum_rew[r] + np.cumsum(sums)
         err[r, lo:] = error(int(r))

@@ -29,7 +29,9 @@ BLOCK_ROUNDS = 4096
 
 def supports_batches(alg: Algorithm) -> bool:
     """Whether ``alg`` (after reset) is a shuffle algorithm whose client serves a batch's users together."""
-    return isinstance(alg, ShuffleAlgorithm) and isinstance(getattr(alg, "client", None), BatchClient)
+    return isinstance(alg, ShuffleAlgorithm) and isinstance(
+        getattr(alg, "client", None), BatchClient
+    )
 
 
 class _Rounds:
@@ -79,11 +81,15 @@ def drive_batches(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick:
             reg = best - means[rows, reps, a]
             msgs = client.randomize_batch(t, mine, X, a, r, rng_client)
             if len(msgs) != n:
-                raise TrustBoundaryError(f"the batch client returned {len(msgs)} messages for {n} users")
+                raise TrustBoundaryError(
+                    f"the batch client returned {len(msgs)} messages for {n} users"
+                )
             for i, msg in enumerate(msgs):
                 shuffler.collect(t + i, protocol.check_message(msg))
             for i in range(n):
-                if t + i == end:  # the batch closes: the server updates before the round is recorded
+                if (
+                    t + i == end
+                ):  # the batch closes: the server updates before the round is recorded
                     protocol.close_batch(alg, end, rng_client)
                     public = protocol.check_public(server.public_state())
                 rec.record(t + i, reg[i], r[i])

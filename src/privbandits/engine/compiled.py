@@ -40,7 +40,9 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
         return
     k = getattr(alg, "kernel", None)
     if not isinstance(k, (CuratorKernel, LocalKernel)):
-        raise ValidationError(f"algorithm {alg.name!r} has no compiled kernel; use engine='reference'")
+        raise ValidationError(
+            f"algorithm {alg.name!r} has no compiled kernel; use engine='reference'"
+        )
     streams = alg.streams  # type: ignore[attr-defined]
     local = isinstance(k, LocalKernel)
     msg = np.empty(k.message.size) if isinstance(k, LocalKernel) else None
@@ -61,11 +63,39 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
             nxt = rec.next_t
             stop = B if nxt < 0 else min(B, nxt - t)
             if isinstance(k, LocalKernel):
-                run(k.params, k.public, k.server, X, means, rewards, best, start, stop, t, streams.policy,
-                    streams.client, msg, rec.cum_regret, rec.cum_reward)
+                run(
+                    k.params,
+                    k.public,
+                    k.server,
+                    X,
+                    means,
+                    rewards,
+                    best,
+                    start,
+                    stop,
+                    t,
+                    streams.policy,
+                    streams.client,
+                    msg,
+                    rec.cum_regret,
+                    rec.cum_reward,
+                )
             else:
-                run(k.params, k.state, X, means, rewards, best, start, stop, t, streams.policy,
-                    streams.server, rec.cum_regret, rec.cum_reward)
+                run(
+                    k.params,
+                    k.state,
+                    X,
+                    means,
+                    rewards,
+                    best,
+                    start,
+                    stop,
+                    t,
+                    streams.policy,
+                    streams.server,
+                    rec.cum_regret,
+                    rec.cum_reward,
+                )
             if t + stop == rec.next_t:
                 rec.snapshot()
             start = stop

@@ -38,9 +38,11 @@ def is_convex_env(env: Environment) -> bool:
 def _points(alg: Algorithm, pts: object, R: int) -> np.ndarray:
     a = np.asarray(pts)
     if a.ndim != 3 or a.shape[0] != R or not np.issubdtype(a.dtype, np.floating):
-        raise ValidationError(f"algorithm {alg.name!r} must return query points of shape (R={R}, k, d) on a loss "
-                              f"environment (continuous actions), got {a.dtype} array of shape {a.shape}; "
-                              "arm-index algorithms run on K-armed or contextual environments")
+        raise ValidationError(
+            f"algorithm {alg.name!r} must return query points of shape (R={R}, k, d) on a loss "
+            f"environment (continuous actions), got {a.dtype} array of shape {a.shape}; "
+            "arm-index algorithms run on K-armed or contextual environments"
+        )
     return a
 
 
@@ -50,9 +52,11 @@ def _propose(alg: Curator, t: int, X: np.ndarray, R: int) -> np.ndarray:
     try:
         pts = alg.select(t, X)
     except ValidationError as exc:
-        raise ValidationError(f"algorithm {alg.name!r} could not propose query points on a loss environment "
-                              f"(continuous actions): {exc}; arm-index algorithms run on K-armed or contextual "
-                              "environments") from exc
+        raise ValidationError(
+            f"algorithm {alg.name!r} could not propose query points on a loss environment "
+            f"(continuous actions): {exc}; arm-index algorithms run on K-armed or contextual "
+            "environments"
+        ) from exc
     return _points(alg, pts, R)
 
 

@@ -57,14 +57,17 @@ def check_message(msg: object) -> PrivatizedMessage:
     """Only a :class:`PrivatizedMessage` may leave a device."""
     if not isinstance(msg, PrivatizedMessage):
         raise TrustBoundaryError(
-            f"a local randomizer returned {type(msg).__name__}; only PrivatizedMessage may reach the server")
+            f"a local randomizer returned {type(msg).__name__}; only PrivatizedMessage may reach the server"
+        )
     return msg
 
 
 def check_public(state: object) -> PublicState:
     """Only a :class:`PublicState` may reach a device."""
     if not isinstance(state, PublicState):
-        raise TrustBoundaryError(f"the server broadcast {type(state).__name__}; users may only receive PublicState")
+        raise TrustBoundaryError(
+            f"the server broadcast {type(state).__name__}; users may only receive PublicState"
+        )
     return state
 
 
@@ -92,20 +95,40 @@ def device_public(client: Client, spec: EnvSpec, public: object, R: int) -> Publ
     return state if space is None else space.validate(state, dims_of(spec, R))
 
 
-def device_choose(client: Client, spec: EnvSpec, t: int, public: object, contexts: object,
-                  rng: np.random.Generator) -> np.ndarray:
+def device_choose(
+    client: Client,
+    spec: EnvSpec,
+    t: int,
+    public: object,
+    contexts: object,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Arms ``(R,)`` chosen on the device from a validated public state and the user's own contexts."""
     X, _, _ = check_device_inputs(spec, contexts, bound=False)
     state = device_public(client, spec, public, X.shape[0])
     a = np.asarray(client.choose(t, state, X, rng))
-    if a.shape != (X.shape[0],) or a.dtype.kind not in "iu" or (a.size and (a.min() < 0 or a.max() >= spec.K)):
-        raise ValidationError(f"{type(client).__name__}.choose returned {a!r}; expected {X.shape[0]} arm "
-                              f"indices in [0, {spec.K - 1}]")
+    if (
+        a.shape != (X.shape[0],)
+        or a.dtype.kind not in "iu"
+        or (a.size and (a.min() < 0 or a.max() >= spec.K))
+    ):
+        raise ValidationError(
+            f"{type(client).__name__}.choose returned {a!r}; expected {X.shape[0]} arm "
+            f"indices in [0, {spec.K - 1}]"
+        )
     return a.astype(np.int64, copy=False)
 
 
-def device_randomize(client: Client, spec: EnvSpec, t: int, public: object, contexts: object,
-                     actions: object, rewards: object, rng: np.random.Generator) -> PrivatizedMessage:
+def device_randomize(
+    client: Client,
+    spec: EnvSpec,
+    t: int,
+    public: object,
+    contexts: object,
+    actions: object,
+    rewards: object,
+    rng: np.random.Generator,
+) -> PrivatizedMessage:
     """The user's privatized message, from validated inputs and a validated public state."""
     X, a, y = check_device_inputs(spec, contexts, actions, rewards)
     assert a is not None and y is not None  # both were given
@@ -122,7 +145,9 @@ def deliver_batch(alg: ShuffleAlgorithm, t: int, batch: object) -> None:
     """Shuffle model: a batch the shuffler released crosses to the analyzer (a deployment's
     shuffler is another process; the simulation's goes through :func:`close_batch`)."""
     if not isinstance(batch, ShuffledBatch):
-        raise TrustBoundaryError(f"the analyzer received {type(batch).__name__}; only a ShuffledBatch may reach it")
+        raise TrustBoundaryError(
+            f"the analyzer received {type(batch).__name__}; only a ShuffledBatch may reach it"
+        )
     alg.server.receive_batch(t, batch)
 
 
@@ -136,8 +161,13 @@ def close_batch(alg: ShuffleAlgorithm, t: int, rng_client: np.random.Generator) 
         alg.server.receive_batch(t, alg.shuffler.release(t))
 
 
-def local_round(alg: LocalAlgorithm, t: int, public: PublicState, X: np.ndarray,
-                step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def local_round(
+    alg: LocalAlgorithm,
+    t: int,
+    public: PublicState,
+    X: np.ndarray,
+    step: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One round for the users of round ``t`` on their devices: choose, observe, randomize, send.
 
     ``step(actions) -> (rewards, regret)`` is the world's answer (the environment in a simulation).

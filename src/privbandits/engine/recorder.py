@@ -19,8 +19,13 @@ class Recorder:
     estimation error, at the next checkpoint.
     """
 
-    def __init__(self, estimate: Callable[[], np.ndarray | None], theta_star: np.ndarray, R: int,
-                 checkpoints: np.ndarray) -> None:
+    def __init__(
+        self,
+        estimate: Callable[[], np.ndarray | None],
+        theta_star: np.ndarray,
+        R: int,
+        checkpoints: np.ndarray,
+    ) -> None:
         self.estimate = estimate
         self.theta_star = theta_star
         self.ckpt = checkpoints

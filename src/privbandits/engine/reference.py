@@ -32,7 +32,9 @@ def _drive_curator(alg: Curator, env: Environment, T: int, rec: Recorder, tick: 
         tick(t + 1)
 
 
-def _drive_local(alg: LocalAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
+def _drive_local(
+    alg: LocalAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress
+) -> None:
     for t in range(T):
         X = env.next_round()
         if t == 0:
@@ -42,7 +44,9 @@ def _drive_local(alg: LocalAlgorithm, env: Environment, T: int, rec: Recorder, t
         tick(t + 1)
 
 
-def _drive_shuffle(alg: ShuffleAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
+def _drive_shuffle(
+    alg: ShuffleAlgorithm, env: Environment, T: int, rec: Recorder, tick: Progress
+) -> None:
     public = None
     for t in range(T):
         X = env.next_round()
@@ -57,7 +61,9 @@ def _drive_shuffle(alg: ShuffleAlgorithm, env: Environment, T: int, rec: Recorde
         tick(t + 1)
 
 
-def drive_reference(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
+def drive_reference(
+    alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress
+) -> None:
     """Run ``T`` rounds of ``alg`` on ``env`` through its roles, recording into ``rec``."""
     if isinstance(alg, ShuffleAlgorithm):
         _drive_shuffle(alg, env, T, rec, tick)
@@ -66,4 +72,6 @@ def drive_reference(alg: Algorithm, env: Environment, T: int, rec: Recorder, tic
     elif isinstance(alg, Curator):
         _drive_curator(alg, env, T, rec, tick)
     else:
-        raise ValidationError(f"{type(alg).__name__} is not a Curator, LocalAlgorithm or ShuffleAlgorithm")
+        raise ValidationError(
+            f"{type(alg).__name__} is not a Curator, LocalAlgorithm or ShuffleAlgorithm"
+        )

@@ -8,5 +8,12 @@ from privbandits.envs.movielens import MovieLensEnv
 from privbandits.envs.sequence import ContextSequenceEnv
 from privbandits.envs.synthetic import SyntheticEnv
 
-__all__ = ["ContextSequenceEnv", "ConvexLossEnv", "Environment", "FiniteActionEnv", "MovieLensEnv",
-           "MultiArmedEnv", "SyntheticEnv"]
+__all__ = [
+    "ContextSequenceEnv",
+    "ConvexLossEnv",
+    "Environment",
+    "FiniteActionEnv",
+    "MovieLensEnv",
+    "MultiArmedEnv",
+    "SyntheticEnv",
+]

@@ -67,25 +67,41 @@ class MultiArmedEnv(FiniteActionEnv):
         if isinstance(means, str):
             check_choice("means", means, ARM_MEANS)
             if noise == "rademacher":
-                raise ValidationError("noise='rademacher' needs explicit means in [-1, 1]; "
-                                      f"means={means!r} draws means in [0, 1]")
+                raise ValidationError(
+                    "noise='rademacher' needs explicit means in [-1, 1]; "
+                    f"means={means!r} draws means in [0, 1]"
+                )
         else:
             arr = check_finite_array("means", means, ndim=1)
             if arr.shape != (K,):
                 raise ValidationError(f"means must have shape ({K},), got {arr.shape}")
         if reward_range is None:
             s = float(noise_scale)
-            reward_range = {"gaussian": (-4.0 * s, 1.0 + 4.0 * s), "bounded": (-s, 1.0 + s),
-                            "rademacher": (-1.0, 1.0)}.get(noise, (0.0, 1.0))
-        super().__init__(d=K, K=K, actions=np.eye(K), theta="sphere", link="identity", noise=noise,
-                         noise_scale=noise_scale, context_bound=1.0, reward_range=reward_range)
+            reward_range = {
+                "gaussian": (-4.0 * s, 1.0 + 4.0 * s),
+                "bounded": (-s, 1.0 + s),
+                "rademacher": (-1.0, 1.0),
+            }.get(noise, (0.0, 1.0))
+        super().__init__(
+            d=K,
+            K=K,
+            actions=np.eye(K),
+            theta="sphere",
+            link="identity",
+            noise=noise,
+            noise_scale=noise_scale,
+            context_bound=1.0,
+            reward_range=reward_range,
+        )
         self.means_spec = means
         lo, hi = self.reward_range()
         if not isinstance(means, str):
             arr = np.asarray(means, dtype=float)
             if arr.min() < lo or arr.max() > hi:
-                raise ValidationError(f"means must lie in the reward_range [{lo:g}, {hi:g}], got range "
-                                      f"[{arr.min():g}, {arr.max():g}]")
+                raise ValidationError(
+                    f"means must lie in the reward_range [{lo:g}, {hi:g}], got range "
+                    f"[{arr.min():g}, {arr.max():g}]"
+                )
             self.noise.check_means(arr)
 
     @property
@@ -96,10 +112,20 @@ class MultiArmedEnv(FiniteActionEnv):
         return max(float(np.linalg.norm(np.asarray(self.means_spec, float))), 1e-12)
 
     def describe(self) -> dict[str, Any]:
-        means = self.means_spec if isinstance(self.means_spec, str) else np.asarray(self.means_spec).tolist()
-        return {"env": type(self).__name__, "K": self.K, "means": means, "gap": self.gap,
-                "noise": self.noise.kind, "noise_scale": self.noise.scale,
-                "reward_range": list(self.reward_range())}
+        means = (
+            self.means_spec
+            if isinstance(self.means_spec, str)
+            else np.asarray(self.means_spec).tolist()
+        )
+        return {
+            "env": type(self).__name__,
+            "K": self.K,
+            "means": means,
+            "gap": self.gap,
+            "noise": self.noise.kind,
+            "noise_scale": self.noise.scale,
+            "reward_range": list(self.reward_range()),
+        }
 
     def _draw_means(self, rng: np.random.Generator) -> np.ndarray:
         R, K = self.R, self.K

@@ -127,9 +127,16 @@ class Environment(ABC):
 
     def describe(self) -> dict[str, Any]:
         """JSON-serializable description (stored with every result)."""
-        return {"env": type(self).__name__, "d": self.d, "K": self.K, "link": self.link.name,
-                "noise": self.noise.kind, "noise_scale": self.noise.scale,
-                "context_bound": self.context_bound, "setting": self.setting}
+        return {
+            "env": type(self).__name__,
+            "d": self.d,
+            "K": self.K,
+            "link": self.link.name,
+            "noise": self.noise.kind,
+            "noise_scale": self.noise.scale,
+            "context_bound": self.context_bound,
+            "setting": self.setting,
+        }
 
     # -- protocol ----------------------------------------------------------------------------
     def reset(self, replications: int, streams: Streams, horizon: int) -> EnvSpec:

@@ -19,7 +19,9 @@ CONTEXT_DISTRIBUTIONS: tuple[str, ...] = ("sphere", "ball", "gaussian", "gaussia
 
 
 @nb.njit(cache=True)
-def _sphere_rows(rng: np.random.Generator, n: int, D: int, d: int, scale: float) -> np.ndarray:  # pragma: no cover
+def _sphere_rows(
+    rng: np.random.Generator, n: int, D: int, d: int, scale: float
+) -> np.ndarray:  # pragma: no cover
     """``n`` normalized standard Gaussian vectors in R^D (drawn in C order, exactly as
     ``rng.standard_normal((n, D))``), keeping the first ``d`` coordinates times ``scale``."""
     out = np.empty((n, d))
@@ -36,8 +38,14 @@ def _sphere_rows(rng: np.random.Generator, n: int, D: int, d: int, scale: float)
     return out
 
 
-def unit_sphere(rng: np.random.Generator, size: tuple[int, ...], d: int, *, scale: float = 1.0,
-                keep: int | None = None) -> np.ndarray:
+def unit_sphere(
+    rng: np.random.Generator,
+    size: tuple[int, ...],
+    d: int,
+    *,
+    scale: float = 1.0,
+    keep: int | None = None,
+) -> np.ndarray:
     """Uniform draws on the sphere of radius ``scale`` in R^d (normalized standard Gaussians).
 
     ``keep`` < d returns only the first ``keep`` coordinates (the projection used for the ball).

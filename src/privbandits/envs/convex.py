@@ -47,7 +47,9 @@ __all__ = ["LOSS_FAMILIES", "ConvexLossEnv"]
 LOSS_FAMILIES: tuple[str, ...] = ("quadratic", "logistic", "linear")
 
 
-def _uniform_ball(rng: np.random.Generator, size: tuple[int, ...], d: int, radius: float) -> np.ndarray:
+def _uniform_ball(
+    rng: np.random.Generator, size: tuple[int, ...], d: int, radius: float
+) -> np.ndarray:
     u = unit_sphere(rng, size, d)
     return radius * u * rng.random(size + (1,)) ** (1.0 / d)
 
@@ -73,16 +75,29 @@ class ConvexLossEnv(Environment):
 
     setting = "single"
 
-    def __init__(self, d: int, loss: str = "quadratic", domain: str = "ball", domain_size: float = 1.0,
-                 center_norm: float = 0.5, spread: float = 0.3, pool: int = 50) -> None:
+    def __init__(
+        self,
+        d: int,
+        loss: str = "quadratic",
+        domain: str = "ball",
+        domain_size: float = 1.0,
+        center_norm: float = 0.5,
+        spread: float = 0.3,
+        pool: int = 50,
+    ) -> None:
         super().__init__(d, 1, "identity", "none", 0.0, 1.0, None)
         self.loss = check_choice("loss", loss, LOSS_FAMILIES)
-        self.domain = Domain(check_choice("domain", domain, ("ball", "box")), check_positive("domain_size", domain_size),
-                             self.d)
+        self.domain = Domain(
+            check_choice("domain", domain, ("ball", "box")),
+            check_positive("domain_size", domain_size),
+            self.d,
+        )
         self.center_norm = check_in_range("center_norm", center_norm, 0.0, 1.0)
         self.spread = check_in_range("spread", spread, 0.0, 1.0)
         if center_norm + spread > 1.0:
-            raise ValidationError(f"center_norm + spread must be <= 1 (a_t inside X), got {center_norm} + {spread}")
+            raise ValidationError(
+                f"center_norm + spread must be <= 1 (a_t inside X), got {center_norm} + {spread}"
+            )
         self.pool = check_int("pool", pool, 2)
 
     # -- public description ------------------------------------------------------------------
@@ -95,17 +110,36 @@ class ConvexLossEnv(Environment):
     def spec(self, horizon: int) -> ConvexSpec:
         Rx = self.domain.outer_radius
         G = {"quadratic": 1.0 / Rx, "logistic": 1.0 / Rx, "linear": 0.5 / Rx}[self.loss]
-        mu = 0.5 / Rx ** 2 if self.loss == "quadratic" else 0.0
+        mu = 0.5 / Rx**2 if self.loss == "quadratic" else 0.0
         lo, hi = self.loss_range
-        return ConvexSpec(d=self.d, K=1, setting="single", horizon=horizon, context_bound=Rx,
-                          reward_bound=max(abs(lo), abs(hi)), reward_range=(-hi, -lo), theta_bound=Rx,
-                          noise_scale=0.0, domain=self.domain, lipschitz=G, loss_range=(lo, hi),
-                          sc_modulus=mu, param_dim=self.d + 1 if self.loss == "logistic" else self.d)
+        return ConvexSpec(
+            d=self.d,
+            K=1,
+            setting="single",
+            horizon=horizon,
+            context_bound=Rx,
+            reward_bound=max(abs(lo), abs(hi)),
+            reward_range=(-hi, -lo),
+            theta_bound=Rx,
+            noise_scale=0.0,
+            domain=self.domain,
+            lipschitz=G,
+            loss_range=(lo, hi),
+            sc_modulus=mu,
+            param_dim=self.d + 1 if self.loss == "logistic" else self.d,
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"env": type(self).__name__, "d": self.d, "loss": self.loss, "domain": self.domain.kind,
-                "domain_size": self.domain.size, "center_norm": self.center_norm, "spread": self.spread,
-                "pool": self.pool}
+        return {
+            "env": type(self).__name__,
+            "d": self.d,
+            "loss": self.loss,
+            "domain": self.domain.kind,
+            "domain_size": self.domain.size,
+            "center_norm": self.center_norm,
+            "spread": self.spread,
+            "pool": self.pool,
+        }
 
     @property
     def theta_star(self) -> np.ndarray:
@@ -217,11 +251,15 @@ class ConvexLossEnv(Environment):
         pseudo-regret ``mean_i F(x_i) - F(x*)`` ``(R,)``."""
         pts = np.asarray(actions, dtype=float)
         if pts.ndim != 3 or pts.shape[0] != self.R or pts.shape[2] != self.d:
-            raise ValidationError(f"a loss environment takes points of shape (R={self.R}, k, d={self.d}), "
-                                  f"got shape {pts.shape}")
+            raise ValidationError(
+                f"a loss environment takes points of shape (R={self.R}, k, d={self.d}), "
+                f"got shape {pts.shape}"
+            )
         if not np.all(self.domain.contains(pts)):
-            raise ValidationError(f"a queried point lies outside the decision set ({self.domain.kind} of size "
-                                  f"{self.domain.size:g}); project onto the domain")
+            raise ValidationError(
+                f"a queried point lies outside the decision set ({self.domain.kind} of size "
+                f"{self.domain.size:g}); project onto the domain"
+            )
         values = self.loss_values(self._params, pts)
         regret = self.expected_loss(pts).mean(axis=1) - self._fstar
         return values, regret
@@ -229,5 +267,7 @@ class ConvexLossEnv(Environment):
     def regret(self, actions: np.ndarray) -> np.ndarray:
         return self.step(actions)[1]
 
-    def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    def _draw_chunk(
+        self, B: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
         raise NotImplementedError("ConvexLossEnv draws its chunks in next_chunk")

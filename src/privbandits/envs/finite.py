@@ -66,7 +66,9 @@ class FiniteActionEnv(Environment):
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         out.update(
-            actions=self.actions if isinstance(self.actions, str) else np.asarray(self.actions).tolist(),
+            actions=self.actions
+            if isinstance(self.actions, str)
+            else np.asarray(self.actions).tolist(),
             theta=self.theta if isinstance(self.theta, str) else np.asarray(self.theta).tolist(),
             theta_norm=self.theta_norm,
         )
@@ -127,14 +129,22 @@ class FiniteActionEnv(Environment):
         n, J = c.shape
         rows = np.arange(self.R) if rows is None else np.asarray(rows, dtype=np.int64)
         if rows.shape != (n,) or (n and (rows.min() < 0 or rows.max() >= self.R)):
-            raise ValidationError(f"rows must be {n} replication indices in [0, {self.R}), got shape {rows.shape}")
+            raise ValidationError(
+                f"rows must be {n} replication indices in [0, {self.R}), got shape {rows.shape}"
+            )
         if actions is None:
             if J != self.K:
-                raise ValidationError(f"counts must have K={self.K} columns when actions is not given, got {J}")
+                raise ValidationError(
+                    f"counts must have K={self.K} columns when actions is not given, got {J}"
+                )
             actions = np.broadcast_to(np.arange(self.K), (n, J))
         actions = np.asarray(actions, dtype=np.int64)
-        if actions.shape != (n, J) or (actions.size and (actions.min() < 0 or actions.max() >= self.K)):
-            raise ValidationError(f"actions must be indices in [0, {self.K}) of shape {(n, J)}, got {actions.shape}")
+        if actions.shape != (n, J) or (
+            actions.size and (actions.min() < 0 or actions.max() >= self.K)
+        ):
+            raise ValidationError(
+                f"actions must be indices in [0, {self.K}) of shape {(n, J)}, got {actions.shape}"
+            )
         lo, hi = (-np.inf, np.inf) if clip is None else (float(clip[0]), float(clip[1]))
         if not lo < hi:
             raise ValidationError(f"clip must satisfy lo < hi, got {clip}")
@@ -155,8 +165,9 @@ class FiniteActionEnv(Environment):
             return rng.poisson(cf * mu).astype(float)
         return self._explicit_sums(c, mu, rng, lo, hi)
 
-    def _explicit_sums(self, c: np.ndarray, mu: np.ndarray, rng: np.random.Generator, lo: float,
-                       hi: float) -> np.ndarray:
+    def _explicit_sums(
+        self, c: np.ndarray, mu: np.ndarray, rng: np.random.Generator, lo: float, hi: float
+    ) -> np.ndarray:
         """Sums of explicitly drawn clipped rewards, in chunks of about 2^22 draws."""
         flat_c, flat_mu = c.ravel(), mu.ravel()
         out = np.zeros(flat_c.size)
@@ -169,7 +180,9 @@ class FiniteActionEnv(Environment):
             stop = max(stop, start + 1)
             idx = np.repeat(np.arange(start, stop), flat_c[start:stop])
             r = self.noise.realize(flat_mu[idx], self.noise.draw_variates(rng, (idx.size,)))
-            out[start:stop] = np.bincount(idx - start, weights=np.clip(r, lo, hi), minlength=stop - start)
+            out[start:stop] = np.bincount(
+                idx - start, weights=np.clip(r, lo, hi), minlength=stop - start
+            )
             start = stop
         return out.reshape(c.shape)
 
@@ -198,5 +211,9 @@ class FiniteActionEnv(Environment):
     def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         V = self.noise.draw_variates(self.streams.rewards, (B, self.R))
         X = np.broadcast_to(self._A, (B,) + self._A.shape)
-        return X, np.broadcast_to(self._means, (B,) + self._means.shape), V, \
-            np.broadcast_to(self._best_fixed, (B, self.R))
+        return (
+            X,
+            np.broadcast_to(self._means, (B,) + self._means.shape),
+            V,
+            np.broadcast_to(self._best_fixed, (B, self.R)),
+        )

@@ -16,7 +16,9 @@ from privbandits.envs.base import Environment
 __all__ = ["instance_kappa"]
 
 
-def instance_kappa(env: Environment, horizon: int, replications: int = 1, seed: int = 0) -> dict[str, np.ndarray]:
+def instance_kappa(
+    env: Environment, horizon: int, replications: int = 1, seed: int = 0
+) -> dict[str, np.ndarray]:
     """``kappa`` and ``kappa*`` per replication of the instance ``pb.simulate(..., seed=seed)`` runs on.
 
     Resets ``env`` exactly as :func:`privbandits.simulate` does for ``seed`` and scans the arms of

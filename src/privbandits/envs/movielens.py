@@ -31,8 +31,10 @@ from privbandits.envs.base import Environment
 
 __all__ = ["MovieLensEnv", "load_ratings"]
 
-_FORMAT = ("MovieLens-100K ua.base format: one rating per line, 'user<TAB>item<TAB>rating<TAB>timestamp' with "
-           "positive integer ids and ratings 1..5")
+_FORMAT = (
+    "MovieLens-100K ua.base format: one rating per line, 'user<TAB>item<TAB>rating<TAB>timestamp' with "
+    "positive integer ids and ratings 1..5"
+)
 
 
 def load_ratings(path: str | Path) -> np.ndarray:
@@ -47,8 +49,10 @@ def load_ratings(path: str | Path) -> np.ndarray:
     if p.is_dir():
         p = p / "ua.base"
     if not p.is_file():
-        raise MissingDataError(f"MovieLens: expected the file ua.base of MovieLens-100K at {str(p)!r}, which does not "
-                              f"exist; download ml-100k from grouplens.org and pass its path ({_FORMAT})")
+        raise MissingDataError(
+            f"MovieLens: expected the file ua.base of MovieLens-100K at {str(p)!r}, which does not "
+            f"exist; download ml-100k from grouplens.org and pass its path ({_FORMAT})"
+        )
     rows: list[tuple[int, int, int]] = []
     with p.open(encoding="latin-1") as fh:
         for n, line in enumerate(fh, 1):
@@ -60,11 +64,15 @@ def load_ratings(path: str | Path) -> np.ndarray:
                     raise ValueError
                 u, i, r, _ts = (int(v) for v in parts)
             except ValueError:
-                raise ValidationError(f"MovieLens: {str(p)!r} line {n} is malformed: {line.strip()[:60]!r}; "
-                                      f"expected {_FORMAT}") from None
+                raise ValidationError(
+                    f"MovieLens: {str(p)!r} line {n} is malformed: {line.strip()[:60]!r}; "
+                    f"expected {_FORMAT}"
+                ) from None
             if u < 1 or i < 1 or not 1 <= r <= 5:
-                raise ValidationError(f"MovieLens: {str(p)!r} line {n} has user {u}, item {i}, rating {r}; "
-                                      f"expected {_FORMAT}")
+                raise ValidationError(
+                    f"MovieLens: {str(p)!r} line {n} has user {u}, item {i}, rating {r}; "
+                    f"expected {_FORMAT}"
+                )
             rows.append((u, i, r))
     if not rows:
         raise ValidationError(f"MovieLens: {str(p)!r} holds no ratings; expected {_FORMAT}")
@@ -92,8 +100,10 @@ class MovieLensEnv(Environment):
         k = check_int("rank", rank, 1, K)
         ratings = load_ratings(path)
         if ratings.shape[1] < K:
-            raise ValidationError(f"MovieLens: num_actions={K} movies requested, the file rates only "
-                                  f"{ratings.shape[1]} items")
+            raise ValidationError(
+                f"MovieLens: num_actions={K} movies requested, the file rates only "
+                f"{ratings.shape[1]} items"
+            )
         sub = ratings[:, :K]
         sub = sub[(sub > 0).any(axis=1)]
         if sub.shape[0] < 1:
@@ -107,7 +117,9 @@ class MovieLensEnv(Environment):
         self.n_users = sub.shape[0]
         self._user_means = self.features @ self.s  # (n_users, K)
         norms = np.linalg.norm(self.features, axis=2)
-        if norms.max() > 1.0 + 1e-9:  # cannot happen for an SVD (rows of U and columns of V^T are unit)
+        if (
+            norms.max() > 1.0 + 1e-9
+        ):  # cannot happen for an SVD (rows of U and columns of V^T are unit)
             raise DataBoundError(f"MovieLens: a feature has norm {norms.max():.6g} > 1")
         # normalized ratings lie in [-1, 1] (exactly at full rank, up to rounding; wider below it)
         lo, hi = float(self._user_means.min()), float(self._user_means.max())
@@ -117,8 +129,14 @@ class MovieLensEnv(Environment):
     theta_bound = property(lambda self: float(np.linalg.norm(self.s)))  # type: ignore[assignment]
 
     def describe(self) -> dict[str, Any]:
-        return {"env": type(self).__name__, "path": self.path, "num_actions": self.num_actions, "rank": self.rank,
-                "n_users": self.n_users, "theta_norm": float(np.linalg.norm(self.s))}
+        return {
+            "env": type(self).__name__,
+            "path": self.path,
+            "num_actions": self.num_actions,
+            "rank": self.rank,
+            "n_users": self.n_users,
+            "theta_norm": float(np.linalg.norm(self.s)),
+        }
 
     @property
     def theta_star(self) -> np.ndarray:

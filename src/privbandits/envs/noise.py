@@ -16,7 +16,14 @@ from privbandits.core.validation import check_choice, check_nonnegative
 
 __all__ = ["REWARD_NOISES", "RewardNoise"]
 
-REWARD_NOISES: tuple[str, ...] = ("gaussian", "bounded", "bernoulli", "rademacher", "poisson", "none")
+REWARD_NOISES: tuple[str, ...] = (
+    "gaussian",
+    "bounded",
+    "bernoulli",
+    "rademacher",
+    "poisson",
+    "none",
+)
 
 
 class RewardNoise:
@@ -69,7 +76,9 @@ class RewardNoise:
                 f"[{means.min():.3g}, {means.max():.3g}]"
             )
         if self.kind == "poisson" and means.min() < 0.0:
-            raise ValidationError("noise='poisson' needs non-negative mean rewards; use the poisson link")
+            raise ValidationError(
+                "noise='poisson' needs non-negative mean rewards; use the poisson link"
+            )
 
     def realize(self, means: np.ndarray, variates: np.ndarray) -> np.ndarray:
         """Realized rewards from the pulled arms' means and the round's variates."""

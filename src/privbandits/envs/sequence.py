@@ -59,7 +59,9 @@ class ContextSequenceEnv(Environment):
     def _reset(self) -> None:
         src = self._source() if callable(self._source) else self._source
         self._it: Iterator[Any] = iter(src)
-        self._theta = draw_theta(self.streams.instance, (self.R,), self.d, self.theta, self.theta_norm)
+        self._theta = draw_theta(
+            self.streams.instance, (self.R,), self.d, self.theta, self.theta_norm
+        )
 
     def chunk_rounds(self) -> int:
         return 256
@@ -70,14 +72,23 @@ class ContextSequenceEnv(Environment):
             try:
                 raw = next(self._it)
             except StopIteration:
-                raise ValidationError(f"the context sequence ended after {self._drawn + i} rounds; "
-                                      f"it must supply at least horizon={self.horizon}") from None
+                raise ValidationError(
+                    f"the context sequence ended after {self._drawn + i} rounds; "
+                    f"it must supply at least horizon={self.horizon}"
+                ) from None
             Xi = check_finite_array(f"contexts of round {self._drawn + i}", raw)
             if Xi.shape not in ((self.K, self.d), (self.R, self.K, self.d)):
-                raise ValidationError(f"contexts of round {self._drawn + i} must have shape ({self.K}, {self.d}) or "
-                                      f"({self.R}, {self.K}, {self.d}), got {Xi.shape}")
+                raise ValidationError(
+                    f"contexts of round {self._drawn + i} must have shape ({self.K}, {self.d}) or "
+                    f"({self.R}, {self.K}, {self.d}), got {Xi.shape}"
+                )
             check_norm_bound(f"contexts of round {self._drawn + i}", Xi, self.context_bound)
             X[i] = Xi
         means = self.link.mu(np.einsum("brkd,rd->brk", X, self._theta))
         self.noise.check_means(means)
-        return X, means, self.noise.draw_variates(self.streams.rewards, (B, self.R)), means.max(axis=-1)
+        return (
+            X,
+            means,
+            self.noise.draw_variates(self.streams.rewards, (B, self.R)),
+            means.max(axis=-1),
+        )

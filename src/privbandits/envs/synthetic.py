@@ -48,9 +48,12 @@ def _scores_multi(X: np.ndarray, theta: np.ndarray) -> np.ndarray:  # pragma: no
     return z
 
 
-
 def draw_theta(
-    rng: np.random.Generator, shape: tuple[int, ...], d: int, theta: Any = "sphere", norm: float = 1.0
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    d: int,
+    theta: Any = "sphere",
+    norm: float = 1.0,
 ) -> np.ndarray:
     """Draw or broadcast the true parameter(s).
 
@@ -159,8 +162,13 @@ class SyntheticEnv(Environment):
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         theta = self.theta if isinstance(self.theta, str) else np.asarray(self.theta).tolist()
-        out.update(setting=self._setting, contexts=self.contexts, theta=theta,
-                   theta_norm=self.theta_norm, features=self.features)
+        out.update(
+            setting=self._setting,
+            contexts=self.contexts,
+            theta=theta,
+            theta_norm=self.theta_norm,
+            features=self.features,
+        )
         return out
 
     # protocol ------------------------------------------------------------------------------
@@ -181,12 +189,14 @@ class SyntheticEnv(Environment):
     def _draw_chunk(self, B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         rng = self.streams.contexts
         if self._setting == "single":
-            X, nclip = sample_contexts(rng, (B, self.R, self.K), self.d, self.contexts,
-                                       self.context_bound, self.cov_sqrt)
+            X, nclip = sample_contexts(
+                rng, (B, self.R, self.K), self.d, self.contexts, self.context_bound, self.cov_sqrt
+            )
             z = _scores_single(X, self._theta)
         else:
-            X, nclip = sample_contexts(rng, (B, self.R), self.d, self.contexts,
-                                       self.context_bound, self.cov_sqrt)
+            X, nclip = sample_contexts(
+                rng, (B, self.R), self.d, self.contexts, self.context_bound, self.cov_sqrt
+            )
             z = _scores_multi(X, self._theta)
         means = z if self.link.code == LINK_IDENTITY else self.link.mu(z)
         self.noise.check_means(means)

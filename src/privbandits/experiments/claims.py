@@ -121,8 +121,11 @@ class Claim:
             core = f"{self.items[0]} stable within {self.percent:g} % across {self.param}"
         elif self.kind == "slope":
             hi = (self.exponent or 0.0) + (self.tolerance or 0.0)
-            core = (f"log-log regret slope of {self.items[0]} at most {hi:g}" if self.direction == "at_most" else
-                    f"log-log regret slope of {self.items[0]} within {self.exponent:g} ± {self.tolerance:g}")
+            core = (
+                f"log-log regret slope of {self.items[0]} at most {hi:g}"
+                if self.direction == "at_most"
+                else f"log-log regret slope of {self.items[0]} within {self.exponent:g} ± {self.tolerance:g}"
+            )
         else:
             core = f"{self.items[0]} {self.direction} in {self.param}"
         if self.where:
@@ -183,9 +186,11 @@ class Comparison:
 
     def __str__(self) -> str:
         test = "paired" if self.paired else "Welch"
-        return (f"{self.better} ({fmt_num(self.mean_better)}) < {self.worse} ({fmt_num(self.mean_worse)}): "
-                f"{self.verdict}, {test} t = {self.t:.2f} (df = {self.df:.3g}, t* = {self.t_crit:.2f}"
-                f"{'' if self.runs >= MIN_RUNS else f'; {self.runs} runs, a verdict needs {MIN_RUNS}'})")
+        return (
+            f"{self.better} ({fmt_num(self.mean_better)}) < {self.worse} ({fmt_num(self.mean_worse)}): "
+            f"{self.verdict}, {test} t = {self.t:.2f} (df = {self.df:.3g}, t* = {self.t_crit:.2f}"
+            f"{'' if self.runs >= MIN_RUNS else f'; {self.runs} runs, a verdict needs {MIN_RUNS}'})"
+        )
 
 
 def t_critical(level: float, df: float) -> float:
@@ -197,7 +202,7 @@ def t_critical(level: float, df: float) -> float:
 
 def _welch_df(a: Series, b: Series) -> float:
     """Welch-Satterthwaite degrees of freedom of ``mean_a - mean_b``."""
-    va, vb = a.final_se ** 2, b.final_se ** 2
+    va, vb = a.final_se**2, b.final_se**2
     na, nb = a.final.size, b.final.size
     num = (va + vb) ** 2
     den = (va * va / (na - 1) if na > 1 else 0.0) + (vb * vb / (nb - 1) if nb > 1 else 0.0)
@@ -221,8 +226,18 @@ def compare(better: Series, worse: Series, level: float = 0.05) -> Comparison:
         df = _welch_df(better, worse)
     # floating-point rounding of the cumulative regret (sums of up to ~1e7 terms)
     tol = ROUNDING * max(abs(better.final_mean), abs(worse.final_mean), 1.0)
-    return Comparison(better.name, worse.name, better.final_mean, worse.final_mean, se, paired, df, level, tol,
-                      runs=int(min(a.size, b.size)))
+    return Comparison(
+        better.name,
+        worse.name,
+        better.final_mean,
+        worse.final_mean,
+        se,
+        paired,
+        df,
+        level,
+        tol,
+        runs=int(min(a.size, b.size)),
+    )
 
 
 @dataclass(frozen=True)
@@ -268,7 +283,9 @@ def _combine(verdicts: Sequence[str]) -> str:
     return "agree" if all(v == "agree" for v in verdicts) else "inconclusive"
 
 
-def _cells(involved: Sequence[Series], exclude: Sequence[str], where: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _cells(
+    involved: Sequence[Series], exclude: Sequence[str], where: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     keys = sorted({k for s in involved for k in s.grid} - set(exclude))
     cells: list[dict[str, Any]] = []
     for s in involved:
@@ -307,9 +324,11 @@ def _within(a: Series, b: Series, percent: float, level: float) -> tuple[str, st
         verdict = "disagree"
     else:
         verdict = "inconclusive"
-    detail = (f"{a.name} / {b.name} - 1 = {100 * rel:+.1f} % "
-              f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %, "
-              f"df = {comp.df:.3g}), claimed within ±{100 * p:g} %: {verdict}")
+    detail = (
+        f"{a.name} / {b.name} - 1 = {100 * rel:+.1f} % "
+        f"({100 * (1 - level):g} % CI {100 * (rel - hw):+.1f} % .. {100 * (rel + hw):+.1f} %, "
+        f"df = {comp.df:.3g}), claimed within ±{100 * p:g} %: {verdict}"
+    )
     return verdict, detail
 
 
@@ -329,10 +348,17 @@ def _slope(s: Series, claim: Claim, level: float) -> tuple[str, str]:
     """Verdict and detail line of a ``slope`` claim on series ``s``."""
     slopes = replication_slopes(s)
     slopes = slopes[np.isfinite(slopes)]
-    lo_claim = -math.inf if claim.direction == "at_most" else (claim.exponent or 0.0) - (claim.tolerance or 0.0)
+    lo_claim = (
+        -math.inf
+        if claim.direction == "at_most"
+        else (claim.exponent or 0.0) - (claim.tolerance or 0.0)
+    )
     hi_claim = (claim.exponent or 0.0) + (claim.tolerance or 0.0)
     if slopes.size < MIN_RUNS:
-        return "too few runs", f"{s.name}: {slopes.size} runs with a slope, a verdict needs {MIN_RUNS}"
+        return (
+            "too few runs",
+            f"{s.name}: {slopes.size} runs with a slope, a verdict needs {MIN_RUNS}",
+        )
     m = float(slopes.mean())
     hw = t_critical(level / 2, slopes.size - 1) * float(slopes.std(ddof=1)) / math.sqrt(slopes.size)
     if lo_claim <= m - hw and m + hw <= hi_claim:
@@ -342,11 +368,15 @@ def _slope(s: Series, claim: Claim, level: float) -> tuple[str, str]:
     else:
         verdict = "inconclusive"
     rng = f"<= {hi_claim:g}" if claim.direction == "at_most" else f"in [{lo_claim:g}, {hi_claim:g}]"
-    return verdict, (f"{s.name}: slope {m:.3f} ({100 * (1 - level):g} % CI {m - hw:.3f} .. {m + hw:.3f}, "
-                     f"{slopes.size} runs), claimed {rng}: {verdict}")
+    return verdict, (
+        f"{s.name}: slope {m:.3f} ({100 * (1 - level):g} % CI {m - hw:.3f} .. {m + hw:.3f}, "
+        f"{slopes.size} runs), claimed {rng}: {verdict}"
+    )
 
 
-def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], level: float) -> ClaimResult:
+def _check_cell(
+    claim: Claim, involved: Sequence[Series], cell: dict[str, Any], level: float
+) -> ClaimResult:
     if claim.kind == "slope":
         s = _pick(involved, claim.items[0], cell)
         if s is None:
@@ -354,15 +384,30 @@ def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], 
         verdict, detail = _slope(s, claim, level)
         return ClaimResult(claim, cell, verdict, (), detail=detail)
     if claim.kind in ("monotone", "stable"):
-        members = sorted((s for s in involved if _matches(s, claim.items[0]) and _in_cell(s, cell)
-                          and s.value(claim.param or "") is not None), key=lambda s: s.value(claim.param or ""))
+        members = sorted(
+            (
+                s
+                for s in involved
+                if _matches(s, claim.items[0])
+                and _in_cell(s, cell)
+                and s.value(claim.param or "") is not None
+            ),
+            key=lambda s: s.value(claim.param or ""),
+        )
         if len(members) < 2:
             return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
         if claim.kind == "stable":
-            checked = [_within(hi, lo, float(claim.percent or 0.0), level)
-                       for lo, hi in zip(members, members[1:])]
-            return ClaimResult(claim, cell, _combine([v for v, _ in checked]), (),
-                               detail="\n".join(d for _, d in checked))
+            checked = [
+                _within(hi, lo, float(claim.percent or 0.0), level)
+                for lo, hi in zip(members, members[1:])
+            ]
+            return ClaimResult(
+                claim,
+                cell,
+                _combine([v for v, _ in checked]),
+                (),
+                detail="\n".join(d for _, d in checked),
+            )
         if claim.direction == "decreasing":  # larger parameter value -> lower regret
             comps = tuple(compare(hi, lo, level) for lo, hi in zip(members, members[1:]))
         else:
@@ -381,11 +426,15 @@ def _check_cell(claim: Claim, involved: Sequence[Series], cell: dict[str, Any], 
         comps = tuple(compare(sel[a], sel[b], level) for a in claim.items for b in claim.above)
         return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
     # within: D = a - b relative to mean_b, two-sided interval
-    verdict, detail = _within(sel[claim.items[0]], sel[claim.items[1]], float(claim.percent or 0.0), level)
+    verdict, detail = _within(
+        sel[claim.items[0]], sel[claim.items[1]], float(claim.percent or 0.0), level
+    )
     return ClaimResult(claim, cell, verdict, (), detail=detail)
 
 
-def evaluate_claims(claims: Sequence[Claim], series: Sequence[Series], level: float = 0.05) -> list[ClaimResult]:
+def evaluate_claims(
+    claims: Sequence[Claim], series: Sequence[Series], level: float = 0.05
+) -> list[ClaimResult]:
     """Check every claim in every cell of ``series``.
 
     Parameters
@@ -427,4 +476,3 @@ def verdict_line(results: Sequence[ClaimResult]) -> str:
         return "no claims checked"
     counts = verdict_counts(results)
     return "claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-

@@ -129,23 +129,56 @@ CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 #: What a configuration file describes: a bandit experiment (this module) or a regression study
 #: (:mod:`privbandits.experiments.regression_study`).
 CONFIG_KINDS: tuple[str, ...] = ("bandit", "regression")
-TOP_KEYS = ("kind", "name", "description", "import", "horizon", "replications", "seeds", "checkpoints", "preset",
-            "engine", "env", "grid", "algorithms", "quick", "plot", "report", "figures", "claims",
-            "paper_numbers", "tables")
+TOP_KEYS = (
+    "kind",
+    "name",
+    "description",
+    "import",
+    "horizon",
+    "replications",
+    "seeds",
+    "checkpoints",
+    "preset",
+    "engine",
+    "env",
+    "grid",
+    "algorithms",
+    "quick",
+    "plot",
+    "report",
+    "figures",
+    "claims",
+    "paper_numbers",
+    "tables",
+)
 ALGO_KEYS = ("name", "label", "params", "grid", "preset")
 QUICK_KEYS = ("horizon", "replications", "seeds", "checkpoints")
 CHECKPOINT_KEYS = ("log", "every")
 PLOT_KEYS = ("facet", "band", "logx", "logy", "dpi")
 REPORT_KEYS = ("title", "source", "claimed_order", "claims", "notes", "level", "slopes")
 FIGURE_KINDS = ("regret_vs_t", "final_vs_param")
-FIGURE_KEYS = {"regret_vs_t": ("kind", "name", "title", "facet", "band", "logx", "logy"),
-               "final_vs_param": ("kind", "name", "title", "x", "series", "baselines", "errorbars", "logx", "logy")}
-CLAIM_KEYS = {"order": ("kind", "items", "where", "text"),
-              "tiers": ("kind", "items", "above", "where", "text"),
-              "within": ("kind", "items", "percent", "where", "text"),
-              "monotone": ("kind", "items", "param", "direction", "where", "text"),
-              "stable": ("kind", "items", "param", "percent", "where", "text"),
-              "slope": ("kind", "items", "exponent", "tolerance", "direction", "where", "text")}
+FIGURE_KEYS = {
+    "regret_vs_t": ("kind", "name", "title", "facet", "band", "logx", "logy"),
+    "final_vs_param": (
+        "kind",
+        "name",
+        "title",
+        "x",
+        "series",
+        "baselines",
+        "errorbars",
+        "logx",
+        "logy",
+    ),
+}
+CLAIM_KEYS = {
+    "order": ("kind", "items", "where", "text"),
+    "tiers": ("kind", "items", "above", "where", "text"),
+    "within": ("kind", "items", "percent", "where", "text"),
+    "monotone": ("kind", "items", "param", "direction", "where", "text"),
+    "stable": ("kind", "items", "param", "percent", "where", "text"),
+    "slope": ("kind", "items", "exponent", "tolerance", "direction", "where", "text"),
+}
 PAPER_NUMBER_KEYS = ("algorithm", "where", "metric", "value", "source", "kind", "horizon")
 TABLE_KEYS = ("title", "metric", "columns", "rows")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -211,8 +244,9 @@ class ReportConfig:
     slopes: dict[str, float] = field(default_factory=dict)
 
 
-def env_variants(env: Mapping[str, Any],
-                 env_grid: Mapping[str, Sequence[Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def env_variants(
+    env: Mapping[str, Any], env_grid: Mapping[str, Sequence[Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``(environment, its grid values)`` for every combination of the values of ``env_grid``, in
     order (``[(env, {})]`` without a grid)."""
     keys = list(env_grid)
@@ -258,7 +292,9 @@ class ExperimentConfig:
     @property
     def reduced(self) -> bool:
         """A quick run or one at another horizon than the file declares."""
-        return self.quick or (self.declared_horizon is not None and self.horizon != self.declared_horizon)
+        return self.quick or (
+            self.declared_horizon is not None and self.horizon != self.declared_horizon
+        )
 
     def env_variants(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """``(environment, its grid values)`` for every combination of ``[env] grid`` (one without it)."""
@@ -268,10 +304,20 @@ class ExperimentConfig:
         """All work units: algorithm entries x variants x environment variants x seeds, in a
         deterministic order."""
         return [
-            WorkUnit(experiment=self.name, label=entry.label, algorithm=entry.name, params=params,
-                     grid={**env_values, **grid}, env=env, seed=seed, horizon=self.horizon,
-                     replications=self.replications, checkpoints=dict(self.checkpoints),
-                     engine=self.engine, imports=self.imports)
+            WorkUnit(
+                experiment=self.name,
+                label=entry.label,
+                algorithm=entry.name,
+                params=params,
+                grid={**env_values, **grid},
+                env=env,
+                seed=seed,
+                horizon=self.horizon,
+                replications=self.replications,
+                checkpoints=dict(self.checkpoints),
+                engine=self.engine,
+                imports=self.imports,
+            )
             for entry in self.algorithms
             for params, grid in entry.variants
             for env, env_values in self.env_variants()
@@ -301,11 +347,18 @@ class Overrides:
         """A directory-safe name of what these overrides change (``""`` when nothing), so that a
         sweep or a reduced run writes its report beside, never over, the plain run's."""
         parts = [f"{k}={','.join(map(str, v))}" for k, v in sorted((self.grid or {}).items())]
-        parts += [p for p, on in (("quick", self.quick), (f"T={self.horizon}", self.horizon is not None),
-                                  (f"R={self.replications}", self.replications is not None),
-                                  (f"seed={','.join(map(str, self.seeds or ()))}", self.seeds is not None),
-                                  (f"preset={self.preset}", self.preset is not None),
-                                  (f"engine={self.engine}", self.engine is not None)) if on]
+        parts += [
+            p
+            for p, on in (
+                ("quick", self.quick),
+                (f"T={self.horizon}", self.horizon is not None),
+                (f"R={self.replications}", self.replications is not None),
+                (f"seed={','.join(map(str, self.seeds or ()))}", self.seeds is not None),
+                (f"preset={self.preset}", self.preset is not None),
+                (f"engine={self.engine}", self.engine is not None),
+            )
+            if on
+        ]
         return re.sub(r"[^A-Za-z0-9=,._+-]", "_", "_".join(parts))
 
     def check(self) -> None:
@@ -323,7 +376,9 @@ class Overrides:
             try:
                 fn(value)
             except PrivbanditsError as exc:
-                raise ConfigError(f"command line: {option} {_show(value)}: {_GOT_RE.sub('', str(exc))}") from None
+                raise ConfigError(
+                    f"command line: {option} {_show(value)}: {_GOT_RE.sub('', str(exc))}"
+                ) from None
 
     def apply(self, raw: dict[str, Any]) -> dict[str, Any]:
         """The raw configuration with these overrides applied (``--grid KEY`` replaces every value of KEY:
@@ -345,8 +400,10 @@ class Overrides:
             out["env"] = _with_data(out.get("env", {}), self.data)
         if self.preset is not None:
             out["preset"] = self.preset
-            out["algorithms"] = [{k: v for k, v in a.items() if k != "preset"} if isinstance(a, dict) else a
-                                 for a in out.get("algorithms", [])]
+            out["algorithms"] = [
+                {k: v for k, v in a.items() if k != "preset"} if isinstance(a, dict) else a
+                for a in out.get("algorithms", [])
+            ]
         if self.grid:
             grid = dict(out.get("grid", {})) if isinstance(out.get("grid", {}), dict) else {}
             grid.update(self.grid)
@@ -362,9 +419,13 @@ def _with_data(env: Any, data: str) -> dict[str, Any]:
     kind = env.get("kind", "synthetic")
     cls = ENV_KINDS.get(kind)
     if cls is None or "path" not in inspect.signature(cls).parameters:
-        readers = sorted(k for k, c in ENV_KINDS.items() if "path" in inspect.signature(c).parameters)
-        raise ConfigError(f"command line: --data {data!r}: the environment kind {kind!r} reads no data file "
-                          f"(--data applies to the kinds {', '.join(readers)})")
+        readers = sorted(
+            k for k, c in ENV_KINDS.items() if "path" in inspect.signature(c).parameters
+        )
+        raise ConfigError(
+            f"command line: --data {data!r}: the environment kind {kind!r} reads no data file "
+            f"(--data applies to the kinds {', '.join(readers)})"
+        )
     env["path"] = str(data)
     return env
 
@@ -396,8 +457,12 @@ def load_config(path: str | Path, overrides: Overrides | None = None) -> Experim
     return parse_config(text, source=p.name, default_name=p.stem, overrides=overrides)
 
 
-def parse_config(text: str | Mapping[str, Any], source: str = "<config>", default_name: str = "experiment",
-                 overrides: Overrides | None = None) -> ExperimentConfig:
+def parse_config(
+    text: str | Mapping[str, Any],
+    source: str = "<config>",
+    default_name: str = "experiment",
+    overrides: Overrides | None = None,
+) -> ExperimentConfig:
     """Validate a configuration given as TOML text or as an already parsed mapping."""
     if isinstance(text, str):
         try:
@@ -407,11 +472,14 @@ def parse_config(text: str | Mapping[str, Any], source: str = "<config>", defaul
     else:
         raw = dict(text)
     declared = raw.get("horizon")
-    imports = _imports(source, raw.get("import", []), overrides.imports if overrides is not None else ())
+    imports = _imports(
+        source, raw.get("import", []), overrides.imports if overrides is not None else ()
+    )
     if overrides is not None:
         raw = overrides.apply(raw)
-    cfg = _Validator(source).config(raw, default_name,
-                                    declared_horizon=declared if isinstance(declared, int) else None)
+    cfg = _Validator(source).config(
+        raw, default_name, declared_horizon=declared if isinstance(declared, int) else None
+    )
     if overrides is not None and overrides.quick:
         cfg = dataclasses.replace(cfg, quick=True)
     if imports:
@@ -425,8 +493,10 @@ def _imports(source: str, listed: Any, extra: Sequence[str]) -> tuple[str, ...]:
     """Import the experiment's ``import = [...]`` modules and the ``--import`` ones (before the
     algorithm names are checked); returns them for the work units."""
     if isinstance(listed, str) or not isinstance(listed, list):
-        raise ConfigError(f"{source}: import = {listed!r}: must be a list of module names, e.g. "
-                          "import = [\"mypkg.algorithms\"]")
+        raise ConfigError(
+            f"{source}: import = {listed!r}: must be a list of module names, e.g. "
+            'import = ["mypkg.algorithms"]'
+        )
     mods = tuple(dict.fromkeys([*listed, *extra]))
     try:
         import_modules(mods)
@@ -442,7 +512,9 @@ def parse_grid_option(items: Sequence[str]) -> dict[str, list[Any]]:
         key, sep, rhs = item.partition("=")
         key = key.strip()
         if not sep or not key or not rhs.strip():
-            raise ConfigError(f"--grid {item!r}: expected KEY=V1,V2,... (for example epsilon=0.5,1,2)")
+            raise ConfigError(
+                f"--grid {item!r}: expected KEY=V1,V2,... (for example epsilon=0.5,1,2)"
+            )
         values = []
         for tok in rhs.split(","):
             tok = tok.strip()
@@ -470,8 +542,11 @@ def _accepted(cls: type[Algorithm]) -> tuple[set[str], bool]:
     if cls.__init__ is Algorithm.__init__:
         return set(), False
     sig = inspect.signature(cls.__init__)
-    named = {n for n, p in sig.parameters.items()
-             if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    named = {
+        n
+        for n, p in sig.parameters.items()
+        if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    }
     return named, any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
 
 
@@ -496,13 +571,17 @@ class _Validator:
         except PrivbanditsError as exc:
             raise self.fail(path, value, _GOT_RE.sub("", str(exc))) from None
 
-    def keys(self, table: Any, allowed: Sequence[str], where: str, what: str = "key") -> dict[str, Any]:
+    def keys(
+        self, table: Any, allowed: Sequence[str], where: str, what: str = "key"
+    ) -> dict[str, Any]:
         if not isinstance(table, dict):
             raise self.fail(where, table, "must be a table")
         for key in table:
             if key not in allowed:
-                raise ConfigError(f"{self.source}: unknown {what} '{key}' in {where}{_suggest(key, allowed)}; "
-                                  f"allowed: {', '.join(sorted(allowed)) or '(none)'}")
+                raise ConfigError(
+                    f"{self.source}: unknown {what} '{key}' in {where}{_suggest(key, allowed)}; "
+                    f"allowed: {', '.join(sorted(allowed)) or '(none)'}"
+                )
         return table
 
     def string(self, path: str, value: Any, pattern: re.Pattern[str] | None = None) -> str:
@@ -520,10 +599,17 @@ class _Validator:
     def privacy(self, path: str, key: str, value: Any) -> None:
         kind = _privacy_kind(key)
         if kind == "epsilon":
-            self.check(path, value, lambda: check_in_range(key, value, 0.0, None, low_inclusive=False))
+            self.check(
+                path, value, lambda: check_in_range(key, value, 0.0, None, low_inclusive=False)
+            )
         elif kind == "delta":
-            self.check(path, value, lambda: check_in_range(key, value, 0.0, 1.0, low_inclusive=False,
-                                                           high_inclusive=False))
+            self.check(
+                path,
+                value,
+                lambda: check_in_range(
+                    key, value, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+                ),
+            )
 
     def grid(self, path: str, table: Any) -> dict[str, list[Any]]:
         if not isinstance(table, dict):
@@ -535,7 +621,9 @@ class _Validator:
                 raise self.fail(kp, values, "must be a non-empty list of values")
             for i, v in enumerate(values):
                 if isinstance(v, (dict, list)):
-                    raise self.fail(f"{kp}[{i}]", v, "grid values must be numbers, strings or booleans")
+                    raise self.fail(
+                        f"{kp}[{i}]", v, "grid values must be numbers, strings or booleans"
+                    )
                 self.privacy(f"{kp}[{i}]", key, v)
             if len({repr(v) for v in values}) != len(values):
                 raise self.fail(kp, values, "contains duplicate values")
@@ -546,8 +634,11 @@ class _Validator:
     def checkpoints(self, value: Any) -> dict[str, Any]:
         if isinstance(value, dict):
             self.keys(value, CHECKPOINT_KEYS, "checkpoints")
-            log = self.check("checkpoints.log", value.get("log", 50),
-                             lambda: check_int("log", value.get("log", 50), 0, 10_000))
+            log = self.check(
+                "checkpoints.log",
+                value.get("log", 50),
+                lambda: check_int("log", value.get("log", 50), 0, 10_000),
+            )
             every = value.get("every")
             if every is not None:
                 every = self.check("checkpoints.every", every, lambda: check_int("every", every, 1))
@@ -561,14 +652,24 @@ class _Validator:
         table = dict(table)
         kind = table.get("kind", "synthetic")
         if kind not in ENV_KINDS:
-            raise self.fail("env.kind", kind, f"unknown environment kind{_suggest(kind, ENV_KINDS)}; "
-                                              f"allowed: {', '.join(ENV_KINDS)}")
-        self.keys(table, ("kind", "grid", *_env_args(ENV_KINDS[kind])), f"[env] (kind = \"{kind}\")")
+            raise self.fail(
+                "env.kind",
+                kind,
+                f"unknown environment kind{_suggest(kind, ENV_KINDS)}; "
+                f"allowed: {', '.join(ENV_KINDS)}",
+            )
+        self.keys(table, ("kind", "grid", *_env_args(ENV_KINDS[kind])), f'[env] (kind = "{kind}")')
         gridded = table.get("grid", {}) if isinstance(table.get("grid", {}), dict) else {}
-        missing = [k for k in _env_args(ENV_KINDS[kind], required=True) if k not in table and k not in gridded]
+        missing = [
+            k
+            for k in _env_args(ENV_KINDS[kind], required=True)
+            if k not in table and k not in gridded
+        ]
         if missing:
-            raise ConfigError(f"{self.source}: [env] (kind = \"{kind}\") needs "
-                              f"{' and '.join(repr(k) for k in missing)}, e.g. [env] with d = 5 and K = 10")
+            raise ConfigError(
+                f'{self.source}: [env] (kind = "{kind}") needs '
+                f"{' and '.join(repr(k) for k in missing)}, e.g. [env] with d = 5 and K = 10"
+            )
         for key, value in table.items():
             if key != "grid":
                 self.privacy(f"env.{key}", key, value)
@@ -579,15 +680,24 @@ class _Validator:
         """Pop and check ``[env] grid``: constructor arguments of the environment with lists of values."""
         grid = env.pop("grid", {})
         if not isinstance(grid, dict):
-            raise self.fail("env.grid", grid, "must be a table of lists, e.g. grid = { theta_norm = [2.0, 3.0] }")
+            raise self.fail(
+                "env.grid",
+                grid,
+                "must be a table of lists, e.g. grid = { theta_norm = [2.0, 3.0] }",
+            )
         out: dict[str, tuple[Any, ...]] = {}
         args = _env_args(ENV_KINDS[env["kind"]])
         for key, values in grid.items():
             if key not in args:
-                raise self.fail(f"env.grid.{key}", values, f"not an argument of the environment kind "
-                                                           f"{env['kind']!r}{_suggest(key, args)}")
+                raise self.fail(
+                    f"env.grid.{key}",
+                    values,
+                    f"not an argument of the environment kind {env['kind']!r}{_suggest(key, args)}",
+                )
             if key in env:
-                raise self.fail(f"env.grid.{key}", values, f"'{key}' is also set in [env]; give it in one place")
+                raise self.fail(
+                    f"env.grid.{key}", values, f"'{key}' is also set in [env]; give it in one place"
+                )
             if not isinstance(values, list) or not values:
                 raise self.fail(f"env.grid.{key}", values, "must be a non-empty list of values")
             if len({repr(v) for v in values}) != len(values):
@@ -597,17 +707,29 @@ class _Validator:
             out[key] = tuple(values)
         return out
 
-    def algorithm(self, i: int, entry: Any, global_grid: dict[str, list[Any]], preset: str | None,
-                  env: dict[str, Any], horizon: int) -> AlgorithmEntry:
+    def algorithm(
+        self,
+        i: int,
+        entry: Any,
+        global_grid: dict[str, list[Any]],
+        preset: str | None,
+        env: dict[str, Any],
+        horizon: int,
+    ) -> AlgorithmEntry:
         where = f"algorithms[{i}]"
         self.keys(entry, ALGO_KEYS, where)
         if "name" not in entry:
-            raise ConfigError(f"{self.source}: {where} needs a 'name' (one of {', '.join(available())})")
+            raise ConfigError(
+                f"{self.source}: {where} needs a 'name' (one of {', '.join(available())})"
+            )
         name = entry["name"]
         registry = available()
         if name not in registry:
-            raise self.fail(f"{where}.name", name,
-                            f"unknown algorithm{_suggest(name, registry)}; available: {', '.join(registry)}")
+            raise self.fail(
+                f"{where}.name",
+                name,
+                f"unknown algorithm{_suggest(name, registry)}; available: {', '.join(registry)}",
+            )
         cls = registry[name]
         named, var_kw = _accepted(cls)
         allowed = sorted(named - {"preset"})
@@ -616,8 +738,10 @@ class _Validator:
         if not isinstance(params, dict):
             raise self.fail(f"{where}.params", params, "must be a table")
         if "preset" in params:
-            raise ConfigError(f"{self.source}: {where}.params.preset: set the calibration preset with "
-                              f"{where}.preset (or the top-level preset)")
+            raise ConfigError(
+                f"{self.source}: {where}.params.preset: set the calibration preset with "
+                f"{where}.preset (or the top-level preset)"
+            )
         if not var_kw:
             self.keys(params, allowed, f"{where}.params (algorithm '{name}')", "parameter")
         for key, value in params.items():
@@ -627,15 +751,24 @@ class _Validator:
             self.keys(own_grid, allowed, f"{where}.grid (algorithm '{name}')", "parameter")
         for key in own_grid:
             if key in params:
-                raise ConfigError(f"{self.source}: {where}: '{key}' is set both in params and in grid")
-        grid = {k: v for k, v in global_grid.items() if k in named and k not in params and k not in own_grid}
+                raise ConfigError(
+                    f"{self.source}: {where}: '{key}' is set both in params and in grid"
+                )
+        grid = {
+            k: v
+            for k, v in global_grid.items()
+            if k in named and k not in params and k not in own_grid
+        }
         grid.update(own_grid)
         own_preset = entry.get("preset")
         if own_preset is not None:
             self.check(f"{where}.preset", own_preset, lambda: _check_preset(own_preset))
             if "preset" not in named:
-                raise self.fail(f"{where}.preset", own_preset,
-                                f"algorithm '{name}' has no calibration presets (it takes no 'preset' argument)")
+                raise self.fail(
+                    f"{where}.preset",
+                    own_preset,
+                    f"algorithm '{name}' has no calibration presets (it takes no 'preset' argument)",
+                )
         eff_preset = own_preset if own_preset is not None else preset
         variants = []
         for combo in itertools.product(*grid.values()):
@@ -647,8 +780,16 @@ class _Validator:
             variants.append((full, values))
         return AlgorithmEntry(name=name, label=label, variants=tuple(variants))
 
-    def instantiate(self, where: str, name: str, full: dict[str, Any], params: dict[str, Any],
-                    own_grid: dict[str, Any], env: dict[str, Any], horizon: int) -> None:
+    def instantiate(
+        self,
+        where: str,
+        name: str,
+        full: dict[str, Any],
+        params: dict[str, Any],
+        own_grid: dict[str, Any],
+        env: dict[str, Any],
+        horizon: int,
+    ) -> None:
         """Construct the variant and reset it on the environment's public spec (R = 1)."""
         from privbandits.algorithms import make
 
@@ -661,7 +802,9 @@ class _Validator:
             msg = str(exc)
             key = msg.split(" ", 1)[0]
             if key in params:
-                raise self.fail(f"{where}.params.{key}", params[key], _GOT_RE.sub("", msg)) from None
+                raise self.fail(
+                    f"{where}.params.{key}", params[key], _GOT_RE.sub("", msg)
+                ) from None
             if key in own_grid:
                 raise self.fail(f"{where}.grid.{key}", full[key], _GOT_RE.sub("", msg)) from None
             shown = ", ".join(f"{k}={_show(v)}" for k, v in full.items())
@@ -675,9 +818,13 @@ class _Validator:
         band = self.band("plot.band", table.get("band", "ci95"))
         dpi = table.get("dpi", 150)
         dpi = self.check("plot.dpi", dpi, lambda: check_int("dpi", dpi, 20, 1200))
-        return PlotConfig(facet=facet, band=band,
-                          logx=self.boolean("plot.logx", table.get("logx", False)),
-                          logy=self.boolean("plot.logy", table.get("logy", False)), dpi=dpi)
+        return PlotConfig(
+            facet=facet,
+            band=band,
+            logx=self.boolean("plot.logx", table.get("logx", False)),
+            logy=self.boolean("plot.logy", table.get("logy", False)),
+            dpi=dpi,
+        )
 
     def report(self, table: Any, algorithms: Sequence[AlgorithmEntry]) -> ReportConfig:
         self.keys(table, REPORT_KEYS, "[report]")
@@ -687,8 +834,11 @@ class _Validator:
         known = {e.label for e in algorithms} | {e.name for e in algorithms}
         for j, item in enumerate(order):
             if item not in known:
-                raise self.fail(f"report.claimed_order[{j}]", item,
-                                f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}")
+                raise self.fail(
+                    f"report.claimed_order[{j}]",
+                    item,
+                    f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}",
+                )
         texts = {}
         for key in ("title", "source", "claims", "notes"):
             value = table.get(key, "")
@@ -696,32 +846,61 @@ class _Validator:
                 raise self.fail(f"report.{key}", value, "must be a string")
             texts[key] = value
         level = table.get("level", 0.05)
-        level = self.check("report.level", level, lambda: check_in_range(
-            "level", level, 0.0, 0.5, low_inclusive=False, high_inclusive=False))
+        level = self.check(
+            "report.level",
+            level,
+            lambda: check_in_range(
+                "level", level, 0.0, 0.5, low_inclusive=False, high_inclusive=False
+            ),
+        )
         slopes = table.get("slopes", {})
         if not isinstance(slopes, dict):
-            raise self.fail("report.slopes", slopes, "must be a table of algorithm label = exponent")
+            raise self.fail(
+                "report.slopes", slopes, "must be a table of algorithm label = exponent"
+            )
         for key, value in slopes.items():
             if key not in known:
-                raise self.fail(f"report.slopes.{key}", key,
-                                f"not a label or name of any [[algorithms]] entry{_suggest(key, known)}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise self.fail(
+                    f"report.slopes.{key}",
+                    key,
+                    f"not a label or name of any [[algorithms]] entry{_suggest(key, known)}",
+                )
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value <= 1
+            ):
                 raise self.fail(f"report.slopes.{key}", value, "must be a number in [0, 1]")
-        return ReportConfig(claimed_order=tuple(order), level=level,
-                            slopes={k: float(v) for k, v in slopes.items()}, **texts)
+        return ReportConfig(
+            claimed_order=tuple(order),
+            level=level,
+            slopes={k: float(v) for k, v in slopes.items()},
+            **texts,
+        )
 
     def band(self, path: str, value: Any) -> float | str:
         if isinstance(value, str):
-            return self.check(path, value, functools.partial(check_choice, "band", value, ("se", "ci95")))
+            return self.check(
+                path, value, functools.partial(check_choice, "band", value, ("se", "ci95"))
+            )
         return self.check(path, value, functools.partial(check_in_range, "band", value, 0.0, None))
 
-    def labels(self, path: str, value: Any, known: set[str], *, min_len: int = 1) -> tuple[str, ...]:
-        if not isinstance(value, list) or len(value) < min_len or not all(isinstance(v, str) for v in value):
+    def labels(
+        self, path: str, value: Any, known: set[str], *, min_len: int = 1
+    ) -> tuple[str, ...]:
+        if (
+            not isinstance(value, list)
+            or len(value) < min_len
+            or not all(isinstance(v, str) for v in value)
+        ):
             raise self.fail(path, value, f"must be a list of at least {min_len} algorithm label(s)")
         for j, item in enumerate(value):
             if item not in known:
-                raise self.fail(f"{path}[{j}]", item,
-                                f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}")
+                raise self.fail(
+                    f"{path}[{j}]",
+                    item,
+                    f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}",
+                )
         return tuple(value)
 
     def where(self, path: str, value: Any) -> dict[str, Any]:
@@ -735,7 +914,9 @@ class _Validator:
     def entries(self, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
         value = raw.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise self.fail(key, value, f"must be an array of tables: write each entry as [[{key}]]")
+            raise self.fail(
+                key, value, f"must be an array of tables: write each entry as [[{key}]]"
+            )
         return value
 
     def figures(self, raw: dict[str, Any], known: set[str]) -> tuple[FigureSpec, ...]:
@@ -744,17 +925,28 @@ class _Validator:
             where = f"figures[{i}]"
             kind = entry.get("kind", "regret_vs_t")
             if kind not in FIGURE_KINDS:
-                raise self.fail(f"{where}.kind", kind, f"unknown figure kind{_suggest(kind, FIGURE_KINDS)}; "
-                                                       f"allowed: {', '.join(FIGURE_KINDS)}")
-            self.keys(entry, FIGURE_KEYS[kind], f"{where} (kind = \"{kind}\")")
-            name = self.string(f"{where}.name", entry.get("name", "regret" if kind == "regret_vs_t"
-                                                           else "final-regret"), _NAME_RE)
+                raise self.fail(
+                    f"{where}.kind",
+                    kind,
+                    f"unknown figure kind{_suggest(kind, FIGURE_KINDS)}; "
+                    f"allowed: {', '.join(FIGURE_KINDS)}",
+                )
+            self.keys(entry, FIGURE_KEYS[kind], f'{where} (kind = "{kind}")')
+            name = self.string(
+                f"{where}.name",
+                entry.get("name", "regret" if kind == "regret_vs_t" else "final-regret"),
+                _NAME_RE,
+            )
             title = entry.get("title", "")
             if not isinstance(title, str):
                 raise self.fail(f"{where}.title", title, "must be a string")
-            common = {"kind": kind, "name": name, "title": title,
-                      "logx": self.boolean(f"{where}.logx", entry.get("logx", False)),
-                      "logy": self.boolean(f"{where}.logy", entry.get("logy", False))}
+            common = {
+                "kind": kind,
+                "name": name,
+                "title": title,
+                "logx": self.boolean(f"{where}.logx", entry.get("logx", False)),
+                "logy": self.boolean(f"{where}.logy", entry.get("logy", False)),
+            }
             if kind == "regret_vs_t":
                 facet = entry.get("facet")
                 if facet is not None:
@@ -763,70 +955,115 @@ class _Validator:
                 out.append(FigureSpec(facet=facet, band=band, **common))
                 continue
             if "x" not in entry:
-                raise ConfigError(f"{self.source}: {where} (final_vs_param) needs 'x', the parameter on the x axis")
+                raise ConfigError(
+                    f"{self.source}: {where} (final_vs_param) needs 'x', the parameter on the x axis"
+                )
             errorbars = entry.get("errorbars", "se")
-            self.check(f"{where}.errorbars", errorbars, functools.partial(check_choice, "errorbars", errorbars, ("se", "ci95")))
-            out.append(FigureSpec(
-                x=self.string(f"{where}.x", entry["x"]),
-                series=self.labels(f"{where}.series", entry["series"], known) if "series" in entry else (),
-                baselines=self.labels(f"{where}.baselines", entry.get("baselines", []), known, min_len=0),
-                errorbars=errorbars, **common))
+            self.check(
+                f"{where}.errorbars",
+                errorbars,
+                functools.partial(check_choice, "errorbars", errorbars, ("se", "ci95")),
+            )
+            out.append(
+                FigureSpec(
+                    x=self.string(f"{where}.x", entry["x"]),
+                    series=self.labels(f"{where}.series", entry["series"], known)
+                    if "series" in entry
+                    else (),
+                    baselines=self.labels(
+                        f"{where}.baselines", entry.get("baselines", []), known, min_len=0
+                    ),
+                    errorbars=errorbars,
+                    **common,
+                )
+            )
         names = [f.name for f in out]
         if len(set(names)) != len(names):
             raise self.fail("figures", names, "figure names must be distinct (they are file names)")
         return tuple(out)
 
-    def claims(self, raw: dict[str, Any], known: set[str], order: tuple[str, ...]) -> tuple[Claim, ...]:
+    def claims(
+        self, raw: dict[str, Any], known: set[str], order: tuple[str, ...]
+    ) -> tuple[Claim, ...]:
         out = [Claim(kind="order", items=order)] if len(order) >= 2 else []
         for i, entry in enumerate(self.entries(raw, "claims")):
             where = f"claims[{i}]"
             kind = entry.get("kind")
             if kind not in CLAIM_KINDS:
-                raise self.fail(f"{where}.kind", kind, f"unknown claim kind{_suggest(kind, CLAIM_KINDS)}; "
-                                                       f"allowed: {', '.join(CLAIM_KINDS)}")
-            self.keys(entry, CLAIM_KEYS[kind], f"{where} (kind = \"{kind}\")")
-            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1, "stable": 1, "slope": 1}[kind]
+                raise self.fail(
+                    f"{where}.kind",
+                    kind,
+                    f"unknown claim kind{_suggest(kind, CLAIM_KINDS)}; "
+                    f"allowed: {', '.join(CLAIM_KINDS)}",
+                )
+            self.keys(entry, CLAIM_KEYS[kind], f'{where} (kind = "{kind}")')
+            need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1, "stable": 1, "slope": 1}[
+                kind
+            ]
             if "items" not in entry:
                 raise ConfigError(f"{self.source}: {where} needs 'items' (algorithm labels)")
             items = self.labels(f"{where}.items", entry["items"], known, min_len=need)
             if kind in ("within", "monotone", "stable", "slope") and len(items) != need:
-                raise self.fail(f"{where}.items", list(items), f"a '{kind}' claim takes exactly {need} label(s)")
+                raise self.fail(
+                    f"{where}.items", list(items), f"a '{kind}' claim takes exactly {need} label(s)"
+                )
             text = entry.get("text", "")
             if not isinstance(text, str):
                 raise self.fail(f"{where}.text", text, "must be a string")
             extra: dict[str, Any] = {}
             if kind == "tiers":
                 if "above" not in entry:
-                    raise ConfigError(f"{self.source}: {where} (tiers) needs 'above', the labels of the upper tier")
+                    raise ConfigError(
+                        f"{self.source}: {where} (tiers) needs 'above', the labels of the upper tier"
+                    )
                 extra["above"] = self.labels(f"{where}.above", entry["above"], known)
             if kind in ("within", "stable"):
                 pct = entry.get("percent")
-                extra["percent"] = self.check(f"{where}.percent", pct,
-                                              lambda: check_in_range("percent", pct, 0.0, None, low_inclusive=False))
+                extra["percent"] = self.check(
+                    f"{where}.percent",
+                    pct,
+                    lambda: check_in_range("percent", pct, 0.0, None, low_inclusive=False),
+                )
             if kind in ("monotone", "stable"):
                 extra["param"] = self.string(f"{where}.param", entry.get("param"))
             if kind == "monotone":
                 direction = entry.get("direction", "decreasing")
-                extra["direction"] = self.check(f"{where}.direction", direction, lambda: check_choice(
-                    "direction", direction, ("decreasing", "increasing")))
+                extra["direction"] = self.check(
+                    f"{where}.direction",
+                    direction,
+                    lambda: check_choice("direction", direction, ("decreasing", "increasing")),
+                )
             if kind == "slope":
                 for key in ("exponent", "tolerance"):
                     if key not in entry:
                         raise ConfigError(f"{self.source}: {where} (slope) needs '{key}'")
                 exp_, tol = entry["exponent"], entry["tolerance"]
-                extra["exponent"] = self.check(f"{where}.exponent", exp_,
-                                               lambda: check_in_range("exponent", exp_, 0.0, 1.0))
-                extra["tolerance"] = self.check(f"{where}.tolerance", tol,
-                                                lambda: check_in_range("tolerance", tol, 0.0, 1.0))
+                extra["exponent"] = self.check(
+                    f"{where}.exponent", exp_, lambda: check_in_range("exponent", exp_, 0.0, 1.0)
+                )
+                extra["tolerance"] = self.check(
+                    f"{where}.tolerance", tol, lambda: check_in_range("tolerance", tol, 0.0, 1.0)
+                )
                 direction = entry.get("direction", "near")
-                extra["direction"] = self.check(f"{where}.direction", direction, lambda: check_choice(
-                    "direction", direction, ("near", "at_most")))
-            out.append(Claim(kind=kind, items=items, where=self.where(f"{where}.where", entry.get("where", {})),
-                             text=text, **extra))
+                extra["direction"] = self.check(
+                    f"{where}.direction",
+                    direction,
+                    lambda: check_choice("direction", direction, ("near", "at_most")),
+                )
+            out.append(
+                Claim(
+                    kind=kind,
+                    items=items,
+                    where=self.where(f"{where}.where", entry.get("where", {})),
+                    text=text,
+                    **extra,
+                )
+            )
         return tuple(out)
 
-    def paper_numbers(self, raw: dict[str, Any], known: set[str],
-                      declared_horizon: int | None = None) -> tuple[PaperNumber, ...]:
+    def paper_numbers(
+        self, raw: dict[str, Any], known: set[str], declared_horizon: int | None = None
+    ) -> tuple[PaperNumber, ...]:
         out = []
         for i, entry in enumerate(self.entries(raw, "paper_numbers")):
             where = f"paper_numbers[{i}]"
@@ -836,8 +1073,11 @@ class _Validator:
                     raise ConfigError(f"{self.source}: {where} needs '{key}'")
             alg = entry["algorithm"]
             if alg not in known:
-                raise self.fail(f"{where}.algorithm", alg,
-                                f"not a label or name of any [[algorithms]] entry{_suggest(alg, known)}")
+                raise self.fail(
+                    f"{where}.algorithm",
+                    alg,
+                    f"not a label or name of any [[algorithms]] entry{_suggest(alg, known)}",
+                )
             value = entry["value"]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self.fail(f"{where}.value", value, "must be a number")
@@ -846,16 +1086,28 @@ class _Validator:
             if not isinstance(source, str):
                 raise self.fail(f"{where}.source", source, "must be a string")
             if "kind" not in entry:
-                raise ConfigError(f"{self.source}: {where} needs 'kind', who reported the number: one of "
-                                  f"{', '.join(repr(k) for k in REFERENCE_KINDS)}")
+                raise ConfigError(
+                    f"{self.source}: {where} needs 'kind', who reported the number: one of "
+                    f"{', '.join(repr(k) for k in REFERENCE_KINDS)}"
+                )
             kind = entry["kind"]
             self.check(f"{where}.kind", kind, lambda: check_choice("kind", kind, REFERENCE_KINDS))
             ref_t = entry.get("horizon", declared_horizon)
             if ref_t is not None:
-                ref_t = self.check(f"{where}.horizon", ref_t, lambda: check_int("horizon", ref_t, 1))
-            out.append(PaperNumber(algorithm=alg, metric=metric, value=float(value),
-                                   where=self.where(f"{where}.where", entry.get("where", {})), source=source,
-                                   kind=kind, horizon=ref_t))
+                ref_t = self.check(
+                    f"{where}.horizon", ref_t, lambda: check_int("horizon", ref_t, 1)
+                )
+            out.append(
+                PaperNumber(
+                    algorithm=alg,
+                    metric=metric,
+                    value=float(value),
+                    where=self.where(f"{where}.where", entry.get("where", {})),
+                    source=source,
+                    kind=kind,
+                    horizon=ref_t,
+                )
+            )
         return tuple(out)
 
     def tables(self, raw: dict[str, Any], known: set[str]) -> tuple[PaperTable, ...]:
@@ -870,32 +1122,52 @@ class _Validator:
             if columns is not None:
                 self.string(f"{where}.columns", columns)
             rows = self.labels(f"{where}.rows", entry["rows"], known) if "rows" in entry else ()
-            out.append(PaperTable(title=title, metric=self.string(f"{where}.metric",
-                                                                  entry.get("metric", "final_regret")),
-                                  columns=columns, rows=rows))
+            out.append(
+                PaperTable(
+                    title=title,
+                    metric=self.string(f"{where}.metric", entry.get("metric", "final_regret")),
+                    columns=columns,
+                    rows=rows,
+                )
+            )
         return tuple(out)
 
     # -- whole file -------------------------------------------------------------------------
-    def config(self, raw: dict[str, Any], default_name: str, declared_horizon: int | None = None) -> ExperimentConfig:
+    def config(
+        self, raw: dict[str, Any], default_name: str, declared_horizon: int | None = None
+    ) -> ExperimentConfig:
         kind = raw.get("kind", "bandit")
         self.check("kind", kind, lambda: check_choice("kind", kind, CONFIG_KINDS))
         if kind != "bandit":
-            raise self.fail("kind", kind, "a regression study is not a bandit experiment: run it with "
-                                          "`privbandits reproduce NAME` (privbandits.experiments.load_reproduction)")
+            raise self.fail(
+                "kind",
+                kind,
+                "a regression study is not a bandit experiment: run it with "
+                "`privbandits reproduce NAME` (privbandits.experiments.load_reproduction)",
+            )
         self.keys(raw, TOP_KEYS, "the top level")
         name = self.string("name", raw.get("name", default_name), _NAME_RE)
         description = raw.get("description", "")
         if not isinstance(description, str):
             raise self.fail("description", description, "must be a string")
         if "horizon" not in raw:
-            raise ConfigError(f"{self.source}: missing required key 'horizon' (number of rounds T >= 1)")
-        horizon = self.check("horizon", raw["horizon"], lambda: check_int("horizon", raw["horizon"], 1))
+            raise ConfigError(
+                f"{self.source}: missing required key 'horizon' (number of rounds T >= 1)"
+            )
+        horizon = self.check(
+            "horizon", raw["horizon"], lambda: check_int("horizon", raw["horizon"], 1)
+        )
         reps = raw.get("replications", 10)
         replications = self.check("replications", reps, lambda: check_int("replications", reps, 1))
         seeds = raw.get("seeds", [0])
         if not isinstance(seeds, list) or not seeds:
-            raise self.fail("seeds", seeds, "must be a non-empty list of integers >= 0, e.g. [0, 1, 2]")
-        seeds = [self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0)) for j, s in enumerate(seeds)]  # type: ignore[misc]
+            raise self.fail(
+                "seeds", seeds, "must be a non-empty list of integers >= 0, e.g. [0, 1, 2]"
+            )
+        seeds = [
+            self.check(f"seeds[{j}]", s, lambda s=s: check_int("seed", s, 0))
+            for j, s in enumerate(seeds)
+        ]  # type: ignore[misc]
         if len(set(seeds)) != len(seeds):
             raise self.fail("seeds", seeds, "contains duplicate seeds")
         checkpoints = self.checkpoints(raw.get("checkpoints", 50))
@@ -906,7 +1178,9 @@ class _Validator:
         self.check("engine", engine, lambda: check_choice("engine", engine, ENGINES))
         quick = self.keys(raw.get("quick", {}), QUICK_KEYS, "[quick]")
         if quick:  # validate the quick overrides even when they are not applied
-            probe = {k: v for k, v in raw.items() if k not in ("env", "algorithms", "grid", "quick")}
+            probe = {
+                k: v for k, v in raw.items() if k not in ("env", "algorithms", "grid", "quick")
+            }
             probe.update(quick)
             _Validator(f"{self.source} [quick]").scalars(probe)
         env = self.env(raw.get("env", {}))
@@ -922,40 +1196,68 @@ class _Validator:
             except PrivbanditsError as exc:
                 msg = str(exc)
                 key = msg.split(" ", 1)[0]
-                path = f"env.grid.{key}" if key in env_grid else f"env.{key}" if key in env else "env"
+                path = (
+                    f"env.grid.{key}" if key in env_grid else f"env.{key}" if key in env else "env"
+                )
                 raise self.fail(path, variant.get(key, variant), _GOT_RE.sub("", msg)) from None
         global_grid = self.grid("grid", raw.get("grid", {}))
         entries = raw.get("algorithms")
         if isinstance(entries, dict):
-            raise ConfigError(f"{self.source}: 'algorithms' is a single table ([algorithms]); write each "
-                              f"algorithm as an entry of the array of tables [[algorithms]] (double brackets), "
-                              f"e.g. [[algorithms]] then name = \"linucb\" on the next line")
+            raise ConfigError(
+                f"{self.source}: 'algorithms' is a single table ([algorithms]); write each "
+                f"algorithm as an entry of the array of tables [[algorithms]] (double brackets), "
+                f'e.g. [[algorithms]] then name = "linucb" on the next line'
+            )
         if not isinstance(entries, list) or not entries:
-            raise ConfigError(f"{self.source}: at least one [[algorithms]] entry is required "
-                              f"(available: {', '.join(available())})")
+            raise ConfigError(
+                f"{self.source}: at least one [[algorithms]] entry is required "
+                f"(available: {', '.join(available())})"
+            )
         probe_env = variants[0][0]  # algorithms are checked on the first environment variant
-        algorithms = [self.algorithm(i, e, global_grid, preset, probe_env, horizon) for i, e in enumerate(entries)]
+        algorithms = [
+            self.algorithm(i, e, global_grid, preset, probe_env, horizon)
+            for i, e in enumerate(entries)
+        ]
         seen: dict[str, int] = {}
         for i, entry in enumerate(algorithms):
             if entry.label in seen:
-                raise self.fail(f"algorithms[{i}].label", entry.label,
-                                f"already used by algorithms[{seen[entry.label]}]; give each entry a distinct label")
+                raise self.fail(
+                    f"algorithms[{i}].label",
+                    entry.label,
+                    f"already used by algorithms[{seen[entry.label]}]; give each entry a distinct label",
+                )
             seen[entry.label] = i
         for key in global_grid:
             if not any(key in _accepted(available()[e.name])[0] for e in algorithms):
-                raise self.fail(f"grid.{key}", global_grid[key],
-                                f"no algorithm of this experiment accepts '{key}'")
+                raise self.fail(
+                    f"grid.{key}",
+                    global_grid[key],
+                    f"no algorithm of this experiment accepts '{key}'",
+                )
         plot = self.plot(raw.get("plot", {}))
         report = self.report(raw.get("report", {}), algorithms)
         known = {e.label for e in algorithms} | {e.name for e in algorithms}
-        return ExperimentConfig(name=name, description=description, horizon=horizon, replications=replications,
-                                seeds=tuple(seeds), checkpoints=checkpoints, env=env,
-                                algorithms=tuple(algorithms), plot=plot, report=report, source=self.source,
-                                raw=raw, engine=engine, figures=self.figures(raw, known),
-                                claims=self.claims(raw, known, report.claimed_order),
-                                paper_numbers=self.paper_numbers(raw, known, declared_horizon or horizon),
-                                tables=self.tables(raw, known), env_grid=env_grid,
-                                declared_horizon=declared_horizon or horizon)
+        return ExperimentConfig(
+            name=name,
+            description=description,
+            horizon=horizon,
+            replications=replications,
+            seeds=tuple(seeds),
+            checkpoints=checkpoints,
+            env=env,
+            algorithms=tuple(algorithms),
+            plot=plot,
+            report=report,
+            source=self.source,
+            raw=raw,
+            engine=engine,
+            figures=self.figures(raw, known),
+            claims=self.claims(raw, known, report.claimed_order),
+            paper_numbers=self.paper_numbers(raw, known, declared_horizon or horizon),
+            tables=self.tables(raw, known),
+            env_grid=env_grid,
+            declared_horizon=declared_horizon or horizon,
+        )
 
     def scalars(self, raw: dict[str, Any]) -> None:
         """Check horizon / replications / seeds / checkpoints only (used for ``[quick]``)."""
@@ -977,8 +1279,12 @@ def _suggest(value: Any, options: Any) -> str:
 
 def _env_args(cls: type, required: bool = False) -> list[str]:
     sig = inspect.signature(cls)
-    return [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            and (not required or p.default is p.empty)]
+    return [
+        n
+        for n, p in sig.parameters.items()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and (not required or p.default is p.empty)
+    ]
 
 
 def _check_preset(value: Any) -> str:

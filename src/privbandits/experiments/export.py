@@ -25,8 +25,18 @@ from privbandits.experiments.store import ResultsStore, StoredResult
 __all__ = ["EXPORT_FORMATS", "export_results", "long_columns", "long_rows"]
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
-_LEAD = ("experiment", "key", "algorithm", "label", "preset", "trust_model", "guarantee_epsilon",
-         "guarantee_delta", "trust_assumption", "calibration")
+_LEAD = (
+    "experiment",
+    "key",
+    "algorithm",
+    "label",
+    "preset",
+    "trust_model",
+    "guarantee_epsilon",
+    "guarantee_delta",
+    "trust_assumption",
+    "calibration",
+)
 _TAIL = ("seed", "replication", "t", "regret", "reward", "estimation_error")
 
 
@@ -39,22 +49,42 @@ def long_columns(results: Sequence[StoredResult]) -> list[str]:
 def long_rows(result: StoredResult, columns: Sequence[str]) -> Iterator[list[Any]]:
     """Rows of one stored unit, in ``columns`` order."""
     eps = result.guarantee.epsilon
-    lead = [result.experiment, result.key, result.algorithm, result.label, result.preset, result.trust_model,
-            None if math.isinf(eps) else eps, result.guarantee.delta, result.guarantee.assumptions,
-            json.dumps(result.resolved_params, sort_keys=True, default=str)]
+    lead = [
+        result.experiment,
+        result.key,
+        result.algorithm,
+        result.label,
+        result.preset,
+        result.trust_model,
+        None if math.isinf(eps) else eps,
+        result.guarantee.delta,
+        result.guarantee.assumptions,
+        json.dumps(result.resolved_params, sort_keys=True, default=str),
+    ]
     n_params = len(columns) - len(_LEAD) - len(_TAIL)
-    params = [result.params.get(c[len("param_"):]) for c in columns[len(_LEAD):len(_LEAD) + n_params]]
+    params = [
+        result.params.get(c[len("param_") :]) for c in columns[len(_LEAD) : len(_LEAD) + n_params]
+    ]
     params = [v if v is None or isinstance(v, (int, float, str, bool)) else str(v) for v in params]
     err = result.estimation_error
     for i in range(result.regret.shape[0]):
         for j, t in enumerate(result.checkpoints):
             e = None if err is None or math.isnan(err[i, j]) else float(err[i, j])
-            yield [*lead, *params, result.seed, i, int(t), float(result.regret[i, j]),
-                   float(result.reward[i, j]), e]
+            yield [
+                *lead,
+                *params,
+                result.seed,
+                i,
+                int(t),
+                float(result.regret[i, j]),
+                float(result.reward[i, j]),
+                e,
+            ]
 
 
-def export_results(store: ResultsStore, path: str | Path, fmt: str = "csv",
-                   experiment: str | None = None) -> tuple[Path, int]:
+def export_results(
+    store: ResultsStore, path: str | Path, fmt: str = "csv", experiment: str | None = None
+) -> tuple[Path, int]:
     """Write the stored results (of one experiment, or all) to ``path``; returns (path, rows)."""
     if fmt not in EXPORT_FORMATS:
         raise ValidationError(f"format must be one of {', '.join(EXPORT_FORMATS)}; got {fmt!r}")
@@ -62,7 +92,9 @@ def export_results(store: ResultsStore, path: str | Path, fmt: str = "csv",
     if not results:
         which = f"experiment {experiment!r}" if experiment else "the database"
         names = ", ".join(e[0] for e in store.experiments()) or "none"
-        raise ValidationError(f"no results for {which} in {str(store.path)!r} (experiments: {names})")
+        raise ValidationError(
+            f"no results for {which} in {str(store.path)!r} (experiments: {names})"
+        )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     columns = long_columns(results)
@@ -84,7 +116,9 @@ def _write_parquet(out: Path, results: Sequence[StoredResult], columns: list[str
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise PrivbanditsError("Parquet export needs pyarrow: pip install privbandits[parquet]") from None
+        raise PrivbanditsError(
+            "Parquet export needs pyarrow: pip install privbandits[parquet]"
+        ) from None
     data: dict[str, list[Any]] = {c: [] for c in columns}
     for r in results:
         for row in long_rows(r, columns):

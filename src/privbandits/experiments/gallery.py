@@ -59,95 +59,186 @@ def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> Galler
     if isinstance(outcome, RegressionOutcome):
         study = outcome.config
         figs = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
-        return GalleryEntry(name=name, title=study.report.title or name, directory=preset_dir(name), figures=figs,
-                            verdicts={}, verdict=outcome.summary[0], ratios={}, horizon=0,
-                            runs=study.replications, wall_time=outcome.wall_time, size=study.size)
+        return GalleryEntry(
+            name=name,
+            title=study.report.title or name,
+            directory=preset_dir(name),
+            figures=figs,
+            verdicts={},
+            verdict=outcome.summary[0],
+            ratios={},
+            horizon=0,
+            runs=study.replications,
+            wall_time=outcome.wall_time,
+            size=study.size,
+        )
     cfg = outcome.config
     figures = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
-    return GalleryEntry(name=name, title=cfg.report.title or name, directory=preset_dir(name), figures=figures,
-                        verdicts=verdict_counts(outcome.checks), verdict=verdict_line(outcome.checks),
-                        ratios=ratio_ranges(outcome.paper_rows), horizon=cfg.horizon,
-                        runs=cfg.replications * len(cfg.seeds), wall_time=sum(s.wall_time for s in outcome.series),
-                        not_comparable=sum(1 for r in outcome.paper_rows if not r.comparable),
-                        no_learning=tuple(c.series for c in learning_checks(outcome.series, cfg.report.level)
-                                          if c.verdict == "no learning detected"))
+    return GalleryEntry(
+        name=name,
+        title=cfg.report.title or name,
+        directory=preset_dir(name),
+        figures=figures,
+        verdicts=verdict_counts(outcome.checks),
+        verdict=verdict_line(outcome.checks),
+        ratios=ratio_ranges(outcome.paper_rows),
+        horizon=cfg.horizon,
+        runs=cfg.replications * len(cfg.seeds),
+        wall_time=sum(s.wall_time for s in outcome.series),
+        not_comparable=sum(1 for r in outcome.paper_rows if not r.comparable),
+        no_learning=tuple(
+            c.series
+            for c in learning_checks(outcome.series, cfg.report.level)
+            if c.verdict == "no learning detected"
+        ),
+    )
 
 
-def reproduce_all(out: str | Path, db: str | Path, *, names: Sequence[str] | None = None, quick: bool = False,
-                  overrides: Overrides | None = None, workers: int | None = None, scheduler: Any = None,
-                  quiet: bool = False, dpi: int | None = None,
-                  on_done: Callable[[str, Outcome | RegressionOutcome], None] | None = None) -> list[GalleryEntry]:
+def reproduce_all(
+    out: str | Path,
+    db: str | Path,
+    *,
+    names: Sequence[str] | None = None,
+    quick: bool = False,
+    overrides: Overrides | None = None,
+    workers: int | None = None,
+    scheduler: Any = None,
+    quiet: bool = False,
+    dpi: int | None = None,
+    on_done: Callable[[str, Outcome | RegressionOutcome], None] | None = None,
+) -> list[GalleryEntry]:
     """Run presets ``names`` (default: every reproduction preset) into ``out/<paper>/<figure>/``.
 
     Results go to the database ``db`` (an interrupted run resumes there).  ``on_done`` is called
     after each preset with its outcome.
     """
     out = Path(out)
-    chosen = list(names) if names else [n for n in available_presets() if n not in NOT_REPRODUCTIONS]
+    chosen = (
+        list(names) if names else [n for n in available_presets() if n not in NOT_REPRODUCTIONS]
+    )
     base = overrides or Overrides()
     entries = []
     for name in chosen:
         try:
-            cfg = load_reproduction(name, Overrides(quick=quick, horizon=base.horizon, replications=base.replications,
-                                              seeds=base.seeds, preset=base.preset, engine=base.engine))
-        except MissingDataError as exc:  # a data set the user supplies (not bundled): listed as skipped
-            entries.append(GalleryEntry(name=name, title=name, directory=preset_dir(name), figures=(),
-                                        verdicts={}, verdict=f"not run: {exc}", ratios={}, horizon=0, runs=0,
-                                        wall_time=0.0))
+            cfg = load_reproduction(
+                name,
+                Overrides(
+                    quick=quick,
+                    horizon=base.horizon,
+                    replications=base.replications,
+                    seeds=base.seeds,
+                    preset=base.preset,
+                    engine=base.engine,
+                ),
+            )
+        except (
+            MissingDataError
+        ) as exc:  # a data set the user supplies (not bundled): listed as skipped
+            entries.append(
+                GalleryEntry(
+                    name=name,
+                    title=name,
+                    directory=preset_dir(name),
+                    figures=(),
+                    verdicts={},
+                    verdict=f"not run: {exc}",
+                    ratios={},
+                    horizon=0,
+                    runs=0,
+                    wall_time=0.0,
+                )
+            )
             continue
-        outcome = run_reproduction(cfg, db, out / preset_dir(name), workers=workers, scheduler=scheduler,
-                                   quiet=quiet, dpi=dpi)
+        outcome = run_reproduction(
+            cfg,
+            db,
+            out / preset_dir(name),
+            workers=workers,
+            scheduler=scheduler,
+            quiet=quiet,
+            dpi=dpi,
+        )
         entries.append(_entry(name, outcome, out))
         if on_done is not None:
             on_done(name, outcome)
     return entries
 
 
-def write_gallery(entries: Sequence[GalleryEntry], out: str | Path, *, quick: bool = False,
-                  command: str | None = None) -> Path:
+def write_gallery(
+    entries: Sequence[GalleryEntry],
+    out: str | Path,
+    *,
+    quick: bool = False,
+    command: str | None = None,
+) -> Path:
     """Write ``out/README.md``: one section per reproduction with its figure, verdicts and report link."""
     from privbandits import __version__
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     default = f"privbandits reproduce --all{' --quick' if quick else ''} --out {out.as_posix()}"
-    mode = " (quick mode: short horizons, few replications — a smoke run, not the paper's settings)" if quick else ""
-    lines = ["# Reproductions", "",
-             f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} with "
-             f"`{command or default}`{mode}.", "",
-             "Each section shows our figure, the verdicts of the paper's claims checked on our numbers "
-             "(one-sided Student t-tests, paired over common random numbers where possible; *inconclusive* = "
-             "within noise; *too few runs* = fewer runs than a verdict needs) and, where reference numbers "
-             "exist, the range of ours / reference by who reported the reference: *paper* (printed in the "
-             "paper), *authors' code*, *prototype* (an independent implementation, not the paper) or "
-             "*theory*; references at another horizon than the run are not compared.  The report of each "
-             "reproduction has the full configuration, the accounted privacy guarantees, every comparison "
-             "and our notes where we disagree with the paper.", "",
-             "| reproduction | T (or n) | runs | claims | ours / reference, by source | simulation time (sum over units) |",
-             "|---|---:|---:|---|---|---:|"]
+    mode = (
+        " (quick mode: short horizons, few replications — a smoke run, not the paper's settings)"
+        if quick
+        else ""
+    )
+    lines = [
+        "# Reproductions",
+        "",
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} with "
+        f"`{command or default}`{mode}.",
+        "",
+        "Each section shows our figure, the verdicts of the paper's claims checked on our numbers "
+        "(one-sided Student t-tests, paired over common random numbers where possible; *inconclusive* = "
+        "within noise; *too few runs* = fewer runs than a verdict needs) and, where reference numbers "
+        "exist, the range of ours / reference by who reported the reference: *paper* (printed in the "
+        "paper), *authors' code*, *prototype* (an independent implementation, not the paper) or "
+        "*theory*; references at another horizon than the run are not compared.  The report of each "
+        "reproduction has the full configuration, the accounted privacy guarantees, every comparison "
+        "and our notes where we disagree with the paper.",
+        "",
+        "| reproduction | T (or n) | runs | claims | ours / reference, by source | simulation time (sum over units) |",
+        "|---|---:|---:|---|---|---:|",
+    ]
     for e in entries:
         if not e.runs:
             lines.append(f"| {e.name} | - | - | {e.verdict} | - | - |")
             continue
         ratios = format_ranges(e.ratios, e.not_comparable)
-        verdict = e.verdict + (f"; **no learning detected: {len(e.no_learning)} series**" if e.no_learning else "")
-        lines.append(f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {verdict} | "
-                     f"{ratios} | {e.wall_time:.0f} s |")
+        verdict = e.verdict + (
+            f"; **no learning detected: {len(e.no_learning)} series**" if e.no_learning else ""
+        )
+        lines.append(
+            f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {verdict} | "
+            f"{ratios} | {e.wall_time:.0f} s |"
+        )
     lines.append("")
     for e in entries:
         if not e.runs:
             continue
-        lines += [f"## {e.title}", "", f"`privbandits reproduce {e.name}{' --quick' if quick else ''}` — "
-                  f"{e.verdict}. [Report]({e.directory}/report.md)", ""]
+        lines += [
+            f"## {e.title}",
+            "",
+            f"`privbandits reproduce {e.name}{' --quick' if quick else ''}` — "
+            f"{e.verdict}. [Report]({e.directory}/report.md)",
+            "",
+        ]
         if e.no_learning:
-            lines += [f"No learning detected (final regret within noise of `uniform` on the same seeds): "
-                      f"{', '.join(e.no_learning)}.", ""]
+            lines += [
+                f"No learning detected (final regret within noise of `uniform` on the same seeds): "
+                f"{', '.join(e.no_learning)}.",
+                "",
+            ]
         lines += [f"![{e.name}]({fig})" for fig in e.figures] + [""]
     notes = sorted(p.relative_to(out).as_posix() for p in out.glob("*/README.md"))
     if notes:
-        lines += ["## Per-paper notes", "",
-                  "Discussion of each paper's reproductions (differences from the paper and why, runs made "
-                  "outside this page's command):", ""]
+        lines += [
+            "## Per-paper notes",
+            "",
+            "Discussion of each paper's reproductions (differences from the paper and why, runs made "
+            "outside this page's command):",
+            "",
+        ]
         lines += [f"- [{Path(n).parent.as_posix()}]({n})" for n in notes] + [""]
     path = out / "README.md"
     path.write_text("\n".join(lines), encoding="utf-8")

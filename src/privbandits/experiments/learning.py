@@ -34,15 +34,25 @@ class LearningCheck:
     @property
     def verdict(self) -> str:
         v = self.comparison.verdict
-        return "learns" if v == "agree" else "too few runs" if v == "too few runs" else "no learning detected"
+        return (
+            "learns"
+            if v == "agree"
+            else "too few runs"
+            if v == "too few runs"
+            else "no learning detected"
+        )
 
     def line(self) -> str:
         c = self.comparison
-        what = (f"final regret {fmt_num(c.mean_better)} against uniform's {fmt_num(c.mean_worse)} "
-                f"(t = {c.t:.2f}, df = {c.df:.3g}, t* = {c.t_crit:.2f})")
+        what = (
+            f"final regret {fmt_num(c.mean_better)} against uniform's {fmt_num(c.mean_worse)} "
+            f"(t = {c.t:.2f}, df = {c.df:.3g}, t* = {c.t_crit:.2f})"
+        )
         if self.verdict == "no learning detected":
-            return (f"**{self.series}: no learning detected at T = {self.horizon:g}**: {what}; the algorithm "
-                    "has not left its exploration phase at this horizon and these constants, or does not learn")
+            return (
+                f"**{self.series}: no learning detected at T = {self.horizon:g}**: {what}; the algorithm "
+                "has not left its exploration phase at this horizon and these constants, or does not learn"
+            )
         return f"{self.series}: {self.verdict}: {what}"
 
 
@@ -68,10 +78,19 @@ def render_learning(checks: Sequence[LearningCheck]) -> list[str]:
     if not checks:
         return []
     flagged = [c for c in checks if c.verdict == "no learning detected"]
-    head = (f"{len(flagged)} of {len(checks)} series show no learning: their final regret is not significantly "
-            "below uniform play on the same seeds." if flagged else
-            f"Every one of the {len(checks)} series checked has a final regret significantly below uniform play "
-            "on the same seeds (or too few runs to say).")
-    return ["## Learning check", "",
-            "Each series against the `uniform` baseline of the same cell (one-sided Student t-test, paired over "
-            f"common random numbers).  {head}", "", *[f"- {c.line()}" for c in checks], ""]
+    head = (
+        f"{len(flagged)} of {len(checks)} series show no learning: their final regret is not significantly "
+        "below uniform play on the same seeds."
+        if flagged
+        else f"Every one of the {len(checks)} series checked has a final regret significantly below uniform play "
+        "on the same seeds (or too few runs to say)."
+    )
+    return [
+        "## Learning check",
+        "",
+        "Each series against the `uniform` baseline of the same cell (one-sided Student t-test, paired over "
+        f"common random numbers).  {head}",
+        "",
+        *[f"- {c.line()}" for c in checks],
+        "",
+    ]

@@ -27,7 +27,16 @@ from typing import Any
 
 from privbandits.experiments.summary import Series, fmt_num, format_values
 
-__all__ = ["METRICS", "REFERENCE_KINDS", "PaperNumber", "PaperTable", "Row", "match_numbers", "render_long", "render_table"]
+__all__ = [
+    "METRICS",
+    "REFERENCE_KINDS",
+    "PaperNumber",
+    "PaperTable",
+    "Row",
+    "match_numbers",
+    "render_long",
+    "render_table",
+]
 
 #: Metrics we can measure from a series.
 METRICS: dict[str, Callable[[Series], float]] = {
@@ -97,10 +106,13 @@ def _value(s: Series, key: str, env: Mapping[str, Any]) -> Any:
     return env.get(key) if v is None else v
 
 
-def match_numbers(numbers: Sequence[PaperNumber], series: Sequence[Series],
-                  env: Mapping[str, Any] | None = None,
-                  extra_metrics: Mapping[str, Callable[[Series], float]] | None = None,
-                  horizon: int | None = None) -> list[Row]:
+def match_numbers(
+    numbers: Sequence[PaperNumber],
+    series: Sequence[Series],
+    env: Mapping[str, Any] | None = None,
+    extra_metrics: Mapping[str, Callable[[Series], float]] | None = None,
+    horizon: int | None = None,
+) -> list[Row]:
     """Pair each paper number with the one series of its algorithm and cell (None if none or several).
 
     ``extra_metrics`` adds metrics beyond :data:`METRICS` (e.g. properties of the environment);
@@ -110,8 +122,12 @@ def match_numbers(numbers: Sequence[PaperNumber], series: Sequence[Series],
     metrics = {**METRICS, **(extra_metrics or {})}
     rows = []
     for num in numbers:
-        cands = [s for s in series if (s.label == num.algorithm or s.algorithm == num.algorithm)
-                 and all(_value(s, k, env) == v for k, v in num.where.items())]
+        cands = [
+            s
+            for s in series
+            if (s.label == num.algorithm or s.algorithm == num.algorithm)
+            and all(_value(s, k, env) == v for k, v in num.where.items())
+        ]
         metric = metrics.get(num.metric)
         if extra_metrics and num.metric in extra_metrics and cands:
             cands = cands[:1]  # a property of the problem instance: any series of the cell will do
@@ -159,19 +175,27 @@ def render_long(rows: Sequence[Row]) -> list[str]:
     """Markdown lines: one row per paper number (ours ± standard error, the paper's, ratio, source)."""
     if not rows:
         return []
-    out = ["| algorithm | cell | metric | ours (± s.e.) | reference | reported by | ours / reference | source |",
-           "|---|---|---|---:|---:|---|---:|---|"]
+    out = [
+        "| algorithm | cell | metric | ours (± s.e.) | reference | reported by | ours / reference | source |",
+        "|---|---|---|---:|---:|---|---:|---|",
+    ]
     for r in rows:
         n = r.number
         at = f" (T = {n.horizon:g})" if n.horizon is not None else ""
-        out.append(f"| {n.algorithm} | {format_values(dict(n.where)) or '-'} | {n.metric} | {_ours(r)} | "
-                   f"{fmt_num(n.value)}{at} | {n.kind} | {_ratio(r)} | {n.source or '-'} |")
+        out.append(
+            f"| {n.algorithm} | {format_values(dict(n.where)) or '-'} | {n.metric} | {_ours(r)} | "
+            f"{fmt_num(n.value)}{at} | {n.kind} | {_ratio(r)} | {n.source or '-'} |"
+        )
     return out
 
 
 def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
     """Markdown lines of ``table``: each cell ``ours / reference (ratio)``."""
-    mine = [r for r in rows if r.number.metric == table.metric and (not table.rows or r.number.algorithm in table.rows)]
+    mine = [
+        r
+        for r in rows
+        if r.number.metric == table.metric and (not table.rows or r.number.algorithm in table.rows)
+    ]
     if not mine:
         return ["(no paper numbers for this table)"]
     labels = list(table.rows) or list(dict.fromkeys(r.number.algorithm for r in mine))
@@ -180,22 +204,35 @@ def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
         return tuple((k, v) for k, v in r.number.where.items() if k != table.columns)
 
     # one row per label and per combination of the other cell values (e.g. Private-GLM at each epsilon)
-    row_keys = [(label, extra) for label in labels
-                for extra in dict.fromkeys(rest(r) for r in mine if r.number.algorithm == label)]
+    row_keys = [
+        (label, extra)
+        for label in labels
+        for extra in dict.fromkeys(rest(r) for r in mine if r.number.algorithm == label)
+    ]
     if table.columns is None:
         cols: list[Any] = [None]
         row_keys = [(label, ()) for label in labels]
     else:  # numbers without the column key (e.g. a non-private baseline) get a column of their own
         cols = list(dict.fromkeys(r.number.where.get(table.columns) for r in mine))
-    head = ["algorithm"] + [("ours / reference (ratio)" if table.columns is None else "-") if c is None else
-                            (f"{table.columns}={c:g}" if isinstance(c, float) else f"{table.columns}={c}")
-                            for c in cols]
+    head = ["algorithm"] + [
+        ("ours / reference (ratio)" if table.columns is None else "-")
+        if c is None
+        else (f"{table.columns}={c:g}" if isinstance(c, float) else f"{table.columns}={c}")
+        for c in cols
+    ]
     out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]
     for label, extra in row_keys:
         cells = []
         for c in cols:
-            hits = [r for r in mine if r.number.algorithm == label
-                    and (table.columns is None or (r.number.where.get(table.columns) == c and rest(r) == extra))]
+            hits = [
+                r
+                for r in mine
+                if r.number.algorithm == label
+                and (
+                    table.columns is None
+                    or (r.number.where.get(table.columns) == c and rest(r) == extra)
+                )
+            ]
             if not hits:
                 cells.append("-")
                 continue

@@ -42,10 +42,19 @@ def default_out_dir(db: str | Path, name: str, tag: str = "") -> Path:
     return base / tag if tag else base
 
 
-def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *,
-                 workers: int | None = None, scheduler: Any = None, quiet: bool = False,
-                 console: Console | None = None, formats: Sequence[str] = ("png", "pdf"),
-                 write_markdown: bool = True, dpi: int | None = None) -> Outcome:
+def run_pipeline(
+    config: ExperimentConfig,
+    db: str | Path = DEFAULT_DB,
+    out: str | Path | None = None,
+    *,
+    workers: int | None = None,
+    scheduler: Any = None,
+    quiet: bool = False,
+    console: Console | None = None,
+    formats: Sequence[str] = ("png", "pdf"),
+    write_markdown: bool = True,
+    dpi: int | None = None,
+) -> Outcome:
     """Run ``config`` (skipping stored units), then write ``regret.<fmt>`` and ``report.md`` to ``out``.
 
     Parameters
@@ -68,32 +77,61 @@ def run_pipeline(config: ExperimentConfig, db: str | Path = DEFAULT_DB, out: str
     from privbandits.experiments.report import write_report
 
     with ResultsStore(db) as store:
-        run = run_experiment(config, store, workers=workers, scheduler=scheduler, quiet=quiet, console=console)
+        run = run_experiment(
+            config, store, workers=workers, scheduler=scheduler, quiet=quiet, console=console
+        )
     series = build_series(run.results)
     out_dir = Path(out) if out is not None else default_out_dir(db, config.name, config.run_tag)
     figures: list[Path] = []
     for spec in figure_specs(config):
-        figures += draw_figure(spec, config, series, out_dir, formats=formats, dpi=dpi or config.plot.dpi)
+        figures += draw_figure(
+            spec, config, series, out_dir, formats=formats, dpi=dpi or config.plot.dpi
+        )
     checks = evaluate_claims(config.claims, series, config.report.level)
-    rows = match_numbers(config.paper_numbers, series, config.env, environment_metrics(config), horizon=config.horizon)
+    rows = match_numbers(
+        config.paper_numbers,
+        series,
+        config.env,
+        environment_metrics(config),
+        horizon=config.horizon,
+    )
     report = None
     if write_markdown:
         report = write_report(out_dir / "report.md", config, series, figures, checks, run, rows)
-    return Outcome(config=config, run=run, series=series, figures=figures, checks=checks, report=report,
-                   paper_rows=rows)
+    return Outcome(
+        config=config,
+        run=run,
+        series=series,
+        figures=figures,
+        checks=checks,
+        report=report,
+        paper_rows=rows,
+    )
 
 
-def run_reproduction(config: Any, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *,
-                     workers: int | None = None, scheduler: Any = None, quiet: bool = False,
-                     console: Console | None = None, dpi: int | None = None) -> Any:
+def run_reproduction(
+    config: Any,
+    db: str | Path = DEFAULT_DB,
+    out: str | Path | None = None,
+    *,
+    workers: int | None = None,
+    scheduler: Any = None,
+    quiet: bool = False,
+    console: Console | None = None,
+    dpi: int | None = None,
+) -> Any:
     """Run a preset of either kind (:func:`~privbandits.experiments.presets.load_reproduction`): a bandit
     experiment through :func:`run_pipeline`, a regression study through
     :func:`~privbandits.experiments.regression_study.run_regression_study` (local workers only)."""
     from privbandits.experiments.regression_study import RegressionStudy, run_regression_study
 
     if isinstance(config, RegressionStudy):
-        return run_regression_study(config, db, out, workers=workers, quiet=quiet, console=console, dpi=dpi or 150)
-    return run_pipeline(config, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=console, dpi=dpi)
+        return run_regression_study(
+            config, db, out, workers=workers, quiet=quiet, console=console, dpi=dpi or 150
+        )
+    return run_pipeline(
+        config, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=console, dpi=dpi
+    )
 
 
 def environment_metrics(config: ExperimentConfig) -> dict[str, Callable[[Series], float]]:
@@ -123,7 +161,9 @@ def _variant_key(values: Mapping[str, Any]) -> str:
     return repr(sorted(values.items()))
 
 
-def _of_variant(by_variant: dict[str, dict[str, float]], keys: tuple[str, ...], metric: str, series: Series) -> float:
+def _of_variant(
+    by_variant: dict[str, dict[str, float]], keys: tuple[str, ...], metric: str, series: Series
+) -> float:
     return by_variant[_variant_key({k: series.grid[k] for k in keys})][metric]
 
 
@@ -132,7 +172,11 @@ def figure_specs(config: ExperimentConfig) -> tuple[FigureSpec, ...]:
     if config.figures:
         return config.figures
     p = config.plot
-    return (FigureSpec(kind="regret_vs_t", name="regret", facet=p.facet, band=p.band, logx=p.logx, logy=p.logy),)
+    return (
+        FigureSpec(
+            kind="regret_vs_t", name="regret", facet=p.facet, band=p.band, logx=p.logx, logy=p.logy
+        ),
+    )
 
 
 def _shape(config: ExperimentConfig) -> str:
@@ -146,15 +190,41 @@ def _shape(config: ExperimentConfig) -> str:
     return shape
 
 
-def draw_figure(spec: FigureSpec, config: ExperimentConfig, series: Sequence[Series], out_dir: Path, *,
-                formats: Sequence[str] = ("png", "pdf"), dpi: int = 150) -> list[Path]:
+def draw_figure(
+    spec: FigureSpec,
+    config: ExperimentConfig,
+    series: Sequence[Series],
+    out_dir: Path,
+    *,
+    formats: Sequence[str] = ("png", "pdf"),
+    dpi: int = 150,
+) -> list[Path]:
     """Draw one configured figure of ``series`` into ``out_dir / spec.name``."""
     from privbandits.experiments.plots import plot_final_vs_param, plot_regret
 
     title = f"{spec.title or config.report.title or config.name}\n{_shape(config)}"
     if spec.kind == "regret_vs_t":
-        return plot_regret(series, out_dir / spec.name, facet=spec.facet, band=spec.band, logx=spec.logx,
-                           logy=spec.logy, title=title, formats=formats, dpi=dpi)
-    return plot_final_vs_param(series, out_dir / spec.name, x=spec.x or "", labels=spec.series,
-                               baselines=spec.baselines, errorbars=spec.errorbars, logx=spec.logx,
-                               logy=spec.logy, title=title, formats=formats, dpi=dpi)
+        return plot_regret(
+            series,
+            out_dir / spec.name,
+            facet=spec.facet,
+            band=spec.band,
+            logx=spec.logx,
+            logy=spec.logy,
+            title=title,
+            formats=formats,
+            dpi=dpi,
+        )
+    return plot_final_vs_param(
+        series,
+        out_dir / spec.name,
+        x=spec.x or "",
+        labels=spec.series,
+        baselines=spec.baselines,
+        errorbars=spec.errorbars,
+        logx=spec.logx,
+        logy=spec.logy,
+        title=title,
+        formats=formats,
+        dpi=dpi,
+    )

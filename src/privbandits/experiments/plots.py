@@ -23,8 +23,18 @@ from privbandits.experiments.summary import Series, format_values
 __all__ = ["ERRORBARS", "FIGURE_FORMATS", "plot_final_vs_param", "plot_regret", "regret_figure"]
 
 FIGURE_FORMATS: tuple[str, ...] = ("png", "pdf")
-_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+_COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 _BASELINE_COLORS = ("#555555", "#000000", "#999999")
 #: Half-widths in standard errors of the mean: one standard error, or the normal 95 % interval.
 ERRORBARS: dict[str, float] = {"se": 1.0, "ci95": 1.959963984540054}
@@ -41,8 +51,10 @@ def _panels(series: Sequence[Series], facet: str | None) -> list[tuple[Any, list
             values.append(v)
     if not values:
         keys = sorted({k for s in series for k in (*s.grid, *s.params)})
-        raise ValidationError(f"facet {facet!r} is not a parameter of any result; "
-                              f"available: {', '.join(keys) or '(none)'}")
+        raise ValidationError(
+            f"facet {facet!r} is not a parameter of any result; "
+            f"available: {', '.join(keys) or '(none)'}"
+        )
     values.sort(key=lambda v: (isinstance(v, str), v))
     return [(v, [s for s in series if s.value(facet) in (None, v)]) for v in values]
 
@@ -51,16 +63,24 @@ def _band_width(band: float | str) -> tuple[Callable[[Series], float], str]:
     """Half-width of the band as a multiple of each series' std, and its description."""
     if isinstance(band, str):
         if band not in ERRORBARS:
-            raise ValidationError(f"band must be a number of standard deviations or one of {tuple(ERRORBARS)}; "
-                                  f"got {band!r}")
+            raise ValidationError(
+                f"band must be a number of standard deviations or one of {tuple(ERRORBARS)}; "
+                f"got {band!r}"
+            )
         z = ERRORBARS[band]
-        text = "1 standard error of the mean" if band == "se" else "95 % normal confidence interval of the mean"
+        text = (
+            "1 standard error of the mean"
+            if band == "se"
+            else "95 % normal confidence interval of the mean"
+        )
         return (lambda s: z / math.sqrt(s.n)), text
     width = check_nonnegative("band", band)
     return (lambda s: width), f"{width:g} standard deviation across replications"
 
 
-def _styles(members: Sequence[Series], names: Sequence[str], colors: dict[str, str]) -> list[tuple[str, str]]:
+def _styles(
+    members: Sequence[Series], names: Sequence[str], colors: dict[str, str]
+) -> list[tuple[str, str]]:
     """Colour and line style per series: a private algorithm and its non-private twin share a hue
     (the twin dashed) when the twin is paired with exactly one private series of the panel."""
     twin_of: dict[str, list[str]] = {}
@@ -103,10 +123,18 @@ def _legend_name(s: Series, name: str) -> str:
     return f"{name} [{s.guarantee.short()}]" if s.guarantee.is_private else name
 
 
-def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None = None,
-                band: float | str = 0.5,
-                logx: bool = False, logy: bool = False, title: str | None = None,
-                formats: Sequence[str] = FIGURE_FORMATS, dpi: int = 150) -> list[Path]:
+def plot_regret(
+    series: Sequence[Series],
+    out: str | Path,
+    *,
+    facet: str | None = None,
+    band: float | str = 0.5,
+    logx: bool = False,
+    logy: bool = False,
+    title: str | None = None,
+    formats: Sequence[str] = FIGURE_FORMATS,
+    dpi: int = 150,
+) -> list[Path]:
     """Draw the cumulative-regret curves (:func:`regret_figure`) and save them.
 
     Parameters
@@ -130,8 +158,15 @@ def plot_regret(series: Sequence[Series], out: str | Path, *, facet: str | None 
     return _save(fig, out, formats, dpi)
 
 
-def regret_figure(series: Sequence[Series], *, facet: str | None = None, band: float | str = 0.5,
-                  logx: bool = False, logy: bool = False, title: str | None = None) -> Figure:
+def regret_figure(
+    series: Sequence[Series],
+    *,
+    facet: str | None = None,
+    band: float | str = 0.5,
+    logx: bool = False,
+    logy: bool = False,
+    title: str | None = None,
+) -> Figure:
     """Mean cumulative-regret curves with a band, one panel per facet value.
 
     Parameters
@@ -175,10 +210,14 @@ def regret_figure(series: Sequence[Series], *, facet: str | None = None, band: f
             dashed = dashed or style == "--"
             mean, std = s.curve()
             t = s.checkpoints
-            ax.plot(t, mean, color=color, linestyle=style, label=_legend_name(s, name), linewidth=1.6)
+            ax.plot(
+                t, mean, color=color, linestyle=style, label=_legend_name(s, name), linewidth=1.6
+            )
             w = width(s)
             if w > 0 and s.n > 1:
-                ax.fill_between(t, mean - w * std, mean + w * std, color=color, alpha=0.2, linewidth=0)
+                ax.fill_between(
+                    t, mean - w * std, mean + w * std, color=color, alpha=0.2, linewidth=0
+                )
         if logx:
             ax.set_xscale("log")
         if logy:
@@ -193,10 +232,17 @@ def regret_figure(series: Sequence[Series], *, facet: str | None = None, band: f
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
     handles, labels = list(seen.values()), list(seen)
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(3, max(1, len(labels))), fontsize="small",
-               frameon=False)
+    fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=min(3, max(1, len(labels))),
+        fontsize="small",
+        frameon=False,
+    )
     sub = f"band: ± {band_text}\nlegend: accounted guarantee [ε, δ]" + (
-        "; dashed: a private algorithm's non-private twin" if dashed else "")  # only what is drawn
+        "; dashed: a private algorithm's non-private twin" if dashed else ""
+    )  # only what is drawn
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
     return fig
 
@@ -213,17 +259,27 @@ def _save(fig: Figure, out: str | Path, formats: Sequence[str], dpi: int) -> lis
     written = []
     for fmt in formats:
         path = base.with_name(base.name + "." + fmt)
-        fig.savefig(path, format=fmt, dpi=dpi, bbox_inches="tight")  # titles and legends never clipped
+        fig.savefig(
+            path, format=fmt, dpi=dpi, bbox_inches="tight"
+        )  # titles and legends never clipped
         written.append(path)
     return written
 
 
-
-def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
-                        labels: Sequence[str] = (), baselines: Sequence[str] = (),
-                        errorbars: str = "se", logx: bool = False, logy: bool = False,
-                        title: str | None = None, formats: Sequence[str] = FIGURE_FORMATS,
-                        dpi: int = 150) -> list[Path]:
+def plot_final_vs_param(
+    series: Sequence[Series],
+    out: str | Path,
+    *,
+    x: str,
+    labels: Sequence[str] = (),
+    baselines: Sequence[str] = (),
+    errorbars: str = "se",
+    logx: bool = False,
+    logy: bool = False,
+    title: str | None = None,
+    formats: Sequence[str] = FIGURE_FORMATS,
+    dpi: int = 150,
+) -> list[Path]:
     """Final regret against a parameter (e.g. epsilon), one line per series label, with error bars.
 
     Parameters
@@ -266,8 +322,10 @@ def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
     chosen = list(labels) or [lab for lab, members in by_label.items() if len(members) > 1]
     unknown = [lab for lab in (*chosen, *baselines) if lab not in {s.label for s in series}]
     if unknown:
-        raise ValidationError(f"no results for series {', '.join(map(repr, unknown))}; "
-                              f"available: {', '.join(dict.fromkeys(s.label for s in series))}")
+        raise ValidationError(
+            f"no results for series {', '.join(map(repr, unknown))}; "
+            f"available: {', '.join(dict.fromkeys(s.label for s in series))}"
+        )
     missing_x = [lab for lab in chosen if lab not in by_label]
     if missing_x:
         raise ValidationError(f"series {', '.join(map(repr, missing_x))} have no parameter {x!r}")
@@ -281,22 +339,40 @@ def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
         for s in by_label[lab]:
             groups.setdefault(tuple((k, v) for k, v in s.grid.items() if k != x), []).append(s)
         for rest, members in groups.items():
-            lines.append((f"{lab} ({format_values(dict(rest))})" if len(groups) > 1 else lab, members))
+            lines.append(
+                (f"{lab} ({format_values(dict(rest))})" if len(groups) > 1 else lab, members)
+            )
     for i, (name, group) in enumerate(lines):
         members = sorted(group, key=lambda s: s.value(x))
         xs = [s.value(x) for s in members]
         ys = [s.final_mean for s in members]
         es = [width * s.final_se for s in members]
         note = _accounted_note(members, x)
-        ax.errorbar(xs, ys, yerr=es, color=_COLORS[i % len(_COLORS)], marker="o", markersize=4,
-                    capsize=3, linewidth=1.6, label=name + note)
+        ax.errorbar(
+            xs,
+            ys,
+            yerr=es,
+            color=_COLORS[i % len(_COLORS)],
+            marker="o",
+            markersize=4,
+            capsize=3,
+            linewidth=1.6,
+            label=name + note,
+        )
     for j, lab in enumerate(baselines):
         s = next(s for s in series if s.label == lab)
         color = _BASELINE_COLORS[j % len(_BASELINE_COLORS)]
-        ax.axhline(s.final_mean, color=color, linestyle="--", linewidth=1.2, label=f"{lab} (no {x})")
+        ax.axhline(
+            s.final_mean, color=color, linestyle="--", linewidth=1.2, label=f"{lab} (no {x})"
+        )
         if s.n > 1:
-            ax.axhspan(s.final_mean - width * s.final_se, s.final_mean + width * s.final_se, color=color,
-                       alpha=0.12, linewidth=0)
+            ax.axhspan(
+                s.final_mean - width * s.final_se,
+                s.final_mean + width * s.final_se,
+                color=color,
+                alpha=0.12,
+                linewidth=0,
+            )
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -308,4 +384,3 @@ def plot_final_vs_param(series: Sequence[Series], out: str | Path, *, x: str,
     sub = f"mean ± {'1 standard error' if errorbars == 'se' else '95 % normal interval'} over replications"
     fig.suptitle(f"{title}\n{sub}" if title else sub, fontsize="medium")
     return _save(fig, out, formats, dpi)
-

@@ -49,16 +49,22 @@ def preset_text(name: str) -> str:
     if name not in files:
         close = difflib.get_close_matches(name, sorted(files), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise UnknownNameError(f"unknown preset {name!r}{hint}; available: {', '.join(sorted(files)) or 'none'}")
+        raise UnknownNameError(
+            f"unknown preset {name!r}{hint}; available: {', '.join(sorted(files)) or 'none'}"
+        )
     return files[name].read_text(encoding="utf-8")
 
 
 def load_preset(name: str, overrides: Overrides | None = None) -> ExperimentConfig:
     """Validate preset ``name`` (with ``--quick`` and other command-line overrides)."""
-    return parse_config(preset_text(name), source=f"presets/{name}.toml", default_name=name, overrides=overrides)
+    return parse_config(
+        preset_text(name), source=f"presets/{name}.toml", default_name=name, overrides=overrides
+    )
 
 
-def load_reproduction(name: str, overrides: Overrides | None = None) -> ExperimentConfig | RegressionStudy:
+def load_reproduction(
+    name: str, overrides: Overrides | None = None
+) -> ExperimentConfig | RegressionStudy:
     """Validate preset ``name`` of either kind: a bandit experiment or a regression study (``kind = "regression"``)."""
     text = preset_text(name)
     source = f"presets/{name}.toml"

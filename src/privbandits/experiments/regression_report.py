@@ -38,12 +38,15 @@ def _key(row: dict[str, Any], keys: Sequence[str]) -> tuple[Any, ...]:
     return tuple(row[k] for k in keys)
 
 
-def cell_means(rows: Sequence[dict[str, Any]], metric: str) -> dict[tuple[Any, ...], dict[str, float]]:
+def cell_means(
+    rows: Sequence[dict[str, Any]], metric: str
+) -> dict[tuple[Any, ...], dict[str, float]]:
     """``{(block, n, d, epsilon, c, p0): {estimator: mean of metric over seeds}}`` in first-seen order."""
     acc: dict[tuple[Any, ...], dict[str, list[float]]] = {}
     for r in rows:
         acc.setdefault(_key(r, ("block", "n", "d", "epsilon", "c", "p0")), {}).setdefault(
-            r["estimator"], []).append(float(r[metric]))
+            r["estimator"], []
+        ).append(float(r[metric]))
     return {k: {e: float(np.mean(v)) for e, v in by.items()} for k, by in acc.items()}
 
 
@@ -71,12 +74,16 @@ def reweighting_summary(rows: Sequence[dict[str, Any]]) -> list[str]:
                 best_ratio, where = ratio, key
         wins += best in REWEIGHTED
     total = sum(counts.values())
-    lines = [f"re-weighting has the lowest L1 error among the private estimators in {wins} of {total} cells",
-             "lowest private L1 error per cell: " + ", ".join(f"{e} {c}" for e, c in
-                                                              sorted(counts.items(), key=lambda kv: -kv[1]))]
+    lines = [
+        f"re-weighting has the lowest L1 error among the private estimators in {wins} of {total} cells",
+        "lowest private L1 error per cell: "
+        + ", ".join(f"{e} {c}" for e, c in sorted(counts.items(), key=lambda kv: -kv[1])),
+    ]
     if where is not None:
-        lines.append(f"best ratio of re-weighting to the best other private estimator: {best_ratio:.3f} "
-                     f"({_describe(where)})")
+        lines.append(
+            f"best ratio of re-weighting to the best other private estimator: {best_ratio:.3f} "
+            f"({_describe(where)})"
+        )
     return lines
 
 
@@ -90,7 +97,9 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _table(rows: Sequence[dict[str, Any]], metric: str, estimators: Sequence[str], *, best: bool) -> list[str]:
+def _table(
+    rows: Sequence[dict[str, Any]], metric: str, estimators: Sequence[str], *, best: bool
+) -> list[str]:
     means = cell_means(rows, metric)
     cols = ["block", "n", "d", "epsilon", "c", "p0"]
     head = cols + list(estimators) + (["best private"] if best else [])
@@ -127,39 +136,77 @@ def regression_figure(study: Any, rows: Sequence[dict[str, Any]]) -> Figure:
                 if not pts:
                     continue
                 xs = sorted(pts)
-                (line,) = ax.plot(xs, [np.mean(pts[x]) for x in xs], marker="o", ms=3, color=colors[est],
-                                  ls=_LINESTYLES[j % len(_LINESTYLES)], label=est)
+                (line,) = ax.plot(
+                    xs,
+                    [np.mean(pts[x]) for x in xs],
+                    marker="o",
+                    ms=3,
+                    color=colors[est],
+                    ls=_LINESTYLES[j % len(_LINESTYLES)],
+                    label=est,
+                )
                 handles.setdefault(est, line)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(block.x)
         ax.set_ylabel("L1 error")
-        styles = ", ".join(f"'{_LINESTYLES[j % len(_LINESTYLES)]}' {block.facet} = {fv:g}"
-                           for j, fv in enumerate(facets)) if block.facet else ""
-        fixed = {k: v for k, v in block.cells[0].items() if k not in ("block", block.x, block.facet) and v is not None}
-        ax.set_title(f"{block.name}\n" + ", ".join(f"{k} = {v:g}" for k, v in fixed.items()), fontsize="small")
+        styles = (
+            ", ".join(
+                f"'{_LINESTYLES[j % len(_LINESTYLES)]}' {block.facet} = {fv:g}"
+                for j, fv in enumerate(facets)
+            )
+            if block.facet
+            else ""
+        )
+        fixed = {
+            k: v
+            for k, v in block.cells[0].items()
+            if k not in ("block", block.x, block.facet) and v is not None
+        }
+        ax.set_title(
+            f"{block.name}\n" + ", ".join(f"{k} = {v:g}" for k, v in fixed.items()),
+            fontsize="small",
+        )
         if styles:
             ax.text(0.02, 0.02, styles, transform=ax.transAxes, fontsize="x-small", va="bottom")
-    for ax in axes.ravel()[len(blocks):]:
+    for ax in axes.ravel()[len(blocks) :]:
         ax.set_visible(False)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-               ncols=min(5, max(1, len(handles))), fontsize="small")
-    fig.suptitle(f"{study.report.title or study.name}\nmean over {_seeds(rows)} seeds per cell, "
-                 f"{study.n_test:,} held-out covariates", fontsize="medium")
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=min(5, max(1, len(handles))),
+        fontsize="small",
+    )
+    fig.suptitle(
+        f"{study.report.title or study.name}\nmean over {_seeds(rows)} seeds per cell, "
+        f"{study.n_test:,} held-out covariates",
+        fontsize="medium",
+    )
     return fig
 
 
-def render_regression_report(study: Any, rows: Sequence[dict[str, Any]], figures: Sequence[Path],
-                             out_dir: Path, summary: Sequence[str], elapsed: float) -> str:
+def render_regression_report(
+    study: Any,
+    rows: Sequence[dict[str, Any]],
+    figures: Sequence[Path],
+    out_dir: Path,
+    summary: Sequence[str],
+    elapsed: float,
+) -> str:
     """The markdown of ``report.md``."""
     from privbandits import __version__
 
     est = list(study.estimators)
     quick = " --quick" if study.quick else ""
-    lines = [f"# {study.report.title or study.name}", "",
-             f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} "
-             f"(`privbandits reproduce {study.name}{quick}`); {study.n_cells} cells x {_seeds(rows)} seeds, "
-             f"{study.n_test:,} held-out covariates per fit, {elapsed:.0f} s.", ""]
+    lines = [
+        f"# {study.report.title or study.name}",
+        "",
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} "
+        f"(`privbandits reproduce {study.name}{quick}`); {study.n_cells} cells x {_seeds(rows)} seeds, "
+        f"{study.n_test:,} held-out covariates per fit, {elapsed:.0f} s.",
+        "",
+    ]
     if study.report.source:
         lines += [f"Source: {study.report.source}", ""]
     if study.description.strip():
@@ -167,31 +214,60 @@ def render_regression_report(study: Any, rows: Sequence[dict[str, Any]], figures
     lines += ["## Summary", ""] + [f"- {s}" for s in summary] + [""]
     if study.report.claims.strip():
         lines += ["## Claims", "", " ".join(study.report.claims.split()), ""]
-    lines += [f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in figures if p.suffix == ".png"] + [""]
-    lines += ["## Mean L1 error `E|<phi, theta_hat - theta*>|`", ""] + _table(rows, "l1", est, best=True) + [""]
-    lines += ["## Mean squared error `E<phi, theta_hat - theta*>^2`", ""] + _table(rows, "l2", est, best=True)
-    lines += ["", "## Fraction of seeds whose widths covered `f*` at every held-out point", "",
-              "(an estimator without a finite-sample width reports the trivial width 2)", ""]
+    lines += [
+        f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in figures if p.suffix == ".png"
+    ] + [""]
+    lines += (
+        ["## Mean L1 error `E|<phi, theta_hat - theta*>|`", ""]
+        + _table(rows, "l1", est, best=True)
+        + [""]
+    )
+    lines += ["## Mean squared error `E<phi, theta_hat - theta*>^2`", ""] + _table(
+        rows, "l2", est, best=True
+    )
+    lines += [
+        "",
+        "## Fraction of seeds whose widths covered `f*` at every held-out point",
+        "",
+        "(an estimator without a finite-sample width reports the trivial width 2)",
+        "",
+    ]
     lines += _table(rows, "all_covered", est, best=False) + [""]
     lines += ["## Mean width", ""] + _table(rows, "mean_width", est, best=False) + [""]
     eps = [float(r["epsilon_accounted"]) for r in rows if r["estimator"] not in NON_PRIVATE]
-    over = [r for r in rows if r["estimator"] not in NON_PRIVATE
-            and float(r["epsilon_accounted"]) > float(r["epsilon"]) * (1 + 1e-9)]
-    lines += ["## Privacy", "",
-              f"Every private fit's guarantee was recomputed by the accountant from its releases: {len(eps)} fits, "
-              f"{len(over)} above the requested epsilon.", ""]
+    over = [
+        r
+        for r in rows
+        if r["estimator"] not in NON_PRIVATE
+        and float(r["epsilon_accounted"]) > float(r["epsilon"]) * (1 + 1e-9)
+    ]
+    lines += [
+        "## Privacy",
+        "",
+        f"Every private fit's guarantee was recomputed by the accountant from its releases: {len(eps)} fits, "
+        f"{len(over)} above the requested epsilon.",
+        "",
+    ]
     if study.report.notes.strip():
         lines += ["## Notes", "", " ".join(study.report.notes.split()), ""]
     return "\n".join(lines)
 
 
-def write_regression_report(study: Any, rows: Sequence[dict[str, Any]], out_dir: Path, *,
-                            formats: Sequence[str] = ("png", "pdf"), dpi: int = 150,
-                            elapsed: float = 0.0) -> tuple[list[Path], Path, list[str]]:
+def write_regression_report(
+    study: Any,
+    rows: Sequence[dict[str, Any]],
+    out_dir: Path,
+    *,
+    formats: Sequence[str] = ("png", "pdf"),
+    dpi: int = 150,
+    elapsed: float = 0.0,
+) -> tuple[list[Path], Path, list[str]]:
     """Write ``l1-error.<fmt>`` and ``report.md`` into ``out_dir``; returns (figures, report, summary)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = _save(regression_figure(study, rows), out_dir / "l1-error", formats, dpi)
     summary = reweighting_summary(rows)
     path = out_dir / "report.md"
-    path.write_text(render_regression_report(study, rows, figures, out_dir, summary, elapsed), encoding="utf-8")
+    path.write_text(
+        render_regression_report(study, rows, figures, out_dir, summary, elapsed), encoding="utf-8"
+    )
     return figures, path, summary

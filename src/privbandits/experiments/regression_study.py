@@ -80,8 +80,17 @@ __all__ = [
     "run_regression_study",
 ]
 
-REGRESSION_TOP_KEYS = ("kind", "name", "description", "replications", "n_test", "estimators", "blocks", "quick",
-                       "report")
+REGRESSION_TOP_KEYS = (
+    "kind",
+    "name",
+    "description",
+    "replications",
+    "n_test",
+    "estimators",
+    "blocks",
+    "quick",
+    "report",
+)
 #: Keys of a block that hold the problem parameters (lists of values).
 CELL_KEYS = ("n", "d", "epsilon", "c", "p0")
 BLOCK_KEYS = ("name", "x", "facet", *CELL_KEYS)
@@ -112,8 +121,15 @@ class RegressionUnit:
     estimators: tuple[str, ...]
 
     def config(self) -> dict[str, Any]:
-        return {"kind": "regression", "schema": STUDY_SCHEMA, "experiment": self.experiment, "cell": self.cell,
-                "seed": self.seed, "n_test": self.n_test, "estimators": list(self.estimators)}
+        return {
+            "kind": "regression",
+            "schema": STUDY_SCHEMA,
+            "experiment": self.experiment,
+            "cell": self.cell,
+            "seed": self.seed,
+            "n_test": self.n_test,
+            "estimators": list(self.estimators),
+        }
 
     def key(self) -> str:
         """sha256 of the canonical configuration: the unit's row key in the results store."""
@@ -144,8 +160,12 @@ class RegressionStudy:
 
     def units(self) -> list[RegressionUnit]:
         """Every (cell, seed), blocks in order."""
-        return [RegressionUnit(self.name, cell, seed, self.n_test, self.estimators)
-                for block in self.blocks for cell in block.cells for seed in range(self.replications)]
+        return [
+            RegressionUnit(self.name, cell, seed, self.n_test, self.estimators)
+            for block in self.blocks
+            for cell in block.cells
+            for seed in range(self.replications)
+        ]
 
     @property
     def n_cells(self) -> int:
@@ -184,11 +204,15 @@ def _numbers(v: _Validator, path: str, value: Any, key: str) -> list[Any]:
         if key in ("n", "d"):
             fn = functools.partial(check_int, key, item, 1)
         elif key == "epsilon":
-            fn = functools.partial(check_in_range, "epsilon", item, 0.0, None, low_inclusive=False, allow_inf=True)
+            fn = functools.partial(
+                check_in_range, "epsilon", item, 0.0, None, low_inclusive=False, allow_inf=True
+            )
         elif key == "c":
             fn = functools.partial(check_in_range, "c", item, 0.0, None)
         else:
-            fn = functools.partial(check_in_range, "p0", item, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+            fn = functools.partial(
+                check_in_range, "p0", item, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+            )
         checked = v.check(f"{path}[{j}]", item, fn)
         out.append(checked if key in ("n", "d", "epsilon") else float(checked))
     if len(set(out)) != len(out):
@@ -203,33 +227,56 @@ def _block(v: _Validator, j: int, entry: dict[str, Any], n_max: int | None) -> R
     for key in ("n", "d", "epsilon"):
         if key not in entry:
             raise ConfigError(f"{v.source}: {where} needs '{key}' (a list of values)")
-    values = {key: _numbers(v, f"{where}.{key}", entry[key], key) for key in CELL_KEYS if key in entry}
+    values = {
+        key: _numbers(v, f"{where}.{key}", entry[key], key) for key in CELL_KEYS if key in entry
+    }
     values.setdefault("c", [0.0])
     if "p0" in values and values["d"] != [1]:
-        raise v.fail(f"{where}.d", entry["d"], "the two-point instance (p0) is one-dimensional: d must be [1]")
+        raise v.fail(
+            f"{where}.d",
+            entry["d"],
+            "the two-point instance (p0) is one-dimensional: d must be [1]",
+        )
     x = entry.get("x", "n")
     if x not in values:
-        raise v.fail(f"{where}.x", x, f"must be one of the block's keys{_suggest(str(x), values)}: "
-                                      f"{', '.join(values)}")
+        raise v.fail(
+            f"{where}.x",
+            x,
+            f"must be one of the block's keys{_suggest(str(x), values)}: {', '.join(values)}",
+        )
     facet = entry.get("facet")
     if facet is not None and (facet not in values or facet == x):
-        raise v.fail(f"{where}.facet", facet, f"must be one of the block's keys other than x: "
-                                              f"{', '.join(k for k in values if k != x)}")
+        raise v.fail(
+            f"{where}.facet",
+            facet,
+            f"must be one of the block's keys other than x: "
+            f"{', '.join(k for k in values if k != x)}",
+        )
     for key, vals in values.items():
         if len(vals) > 1 and key not in (x, facet):
-            raise v.fail(f"{where}.{key}", entry[key], f"only x ({x}) and facet ({facet or 'none'}) may take several "
-                                                       "values in a block (a panel shows no more): split the block")
+            raise v.fail(
+                f"{where}.{key}",
+                entry[key],
+                f"only x ({x}) and facet ({facet or 'none'}) may take several "
+                "values in a block (a panel shows no more): split the block",
+            )
     if n_max is not None:
         values["n"] = sorted({min(n, n_max) for n in values["n"]})
     keys = list(values)
-    cells = tuple({"block": name, **dict(zip(keys, combo))} for combo in itertools.product(*values.values()))
+    cells = tuple(
+        {"block": name, **dict(zip(keys, combo))} for combo in itertools.product(*values.values())
+    )
     for cell in cells:
         cell.setdefault("p0", None)
     return RegressionBlock(name=name, x=x, facet=facet, cells=cells)
 
 
-def parse_regression_study(raw: Mapping[str, Any], source: str = "<config>", default_name: str = "study",
-                           overrides: Overrides | None = None) -> RegressionStudy:
+def parse_regression_study(
+    raw: Mapping[str, Any],
+    source: str = "<config>",
+    default_name: str = "study",
+    overrides: Overrides | None = None,
+) -> RegressionStudy:
     """Validate a regression study given as parsed TOML (see the module docstring).
 
     Raises
@@ -241,7 +288,7 @@ def parse_regression_study(raw: Mapping[str, Any], source: str = "<config>", def
 
     v = _Validator(source)
     raw = dict(raw)
-    v.keys(raw, REGRESSION_TOP_KEYS, "the top level (kind = \"regression\")")
+    v.keys(raw, REGRESSION_TOP_KEYS, 'the top level (kind = "regression")')
     quick = v.keys(raw.get("quick", {}), REGRESSION_QUICK_KEYS, "[quick]")
     n_max = None
     if overrides is not None and overrides.quick:
@@ -265,11 +312,17 @@ def parse_regression_study(raw: Mapping[str, Any], source: str = "<config>", def
         n_max = int(n_max)
     est = raw.get("estimators", list(ESTIMATORS))
     if not isinstance(est, list) or not est:
-        raise v.fail("estimators", est, f"must be a non-empty list of estimators: {', '.join(ESTIMATORS)}")
+        raise v.fail(
+            "estimators", est, f"must be a non-empty list of estimators: {', '.join(ESTIMATORS)}"
+        )
     for j, e in enumerate(est):
         if e not in ESTIMATORS:
-            raise v.fail(f"estimators[{j}]", e, f"unknown estimator{_suggest(str(e), ESTIMATORS)}; "
-                                                f"available: {', '.join(ESTIMATORS)}")
+            raise v.fail(
+                f"estimators[{j}]",
+                e,
+                f"unknown estimator{_suggest(str(e), ESTIMATORS)}; "
+                f"available: {', '.join(ESTIMATORS)}",
+            )
     entries = v.entries(raw, "blocks")
     if not entries:
         raise ConfigError(f"{source}: a regression study needs at least one [[blocks]] entry")
@@ -281,11 +334,22 @@ def parse_regression_study(raw: Mapping[str, Any], source: str = "<config>", def
     for key in REGRESSION_REPORT_KEYS:
         if not isinstance(rep.get(key, ""), str):
             raise v.fail(f"report.{key}", rep[key], "must be a string")
-    return RegressionStudy(name=name, description=description, replications=replications, n_test=n_test,
-                           estimators=tuple(est), blocks=blocks, source=source,
-                           report=ReportConfig(title=rep.get("title", ""), source=rep.get("source", ""),
-                                               claims=rep.get("claims", ""), notes=rep.get("notes", "")),
-                           quick=bool(overrides is not None and overrides.quick))
+    return RegressionStudy(
+        name=name,
+        description=description,
+        replications=replications,
+        n_test=n_test,
+        estimators=tuple(est),
+        blocks=blocks,
+        source=source,
+        report=ReportConfig(
+            title=rep.get("title", ""),
+            source=rep.get("source", ""),
+            claims=rep.get("claims", ""),
+            notes=rep.get("notes", ""),
+        ),
+        quick=bool(overrides is not None and overrides.quick),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -295,9 +359,17 @@ def _execute(unit: RegressionUnit) -> tuple[list[dict[str, Any]], float]:
     return unit.execute()
 
 
-def run_regression_study(study: RegressionStudy, db: str | Path = DEFAULT_DB, out: str | Path | None = None, *,
-                         workers: int | None = None, quiet: bool = False, console: Console | None = None,
-                         formats: Sequence[str] = ("png", "pdf"), dpi: int = 150) -> RegressionOutcome:
+def run_regression_study(
+    study: RegressionStudy,
+    db: str | Path = DEFAULT_DB,
+    out: str | Path | None = None,
+    *,
+    workers: int | None = None,
+    quiet: bool = False,
+    console: Console | None = None,
+    formats: Sequence[str] = ("png", "pdf"),
+    dpi: int = 150,
+) -> RegressionOutcome:
     """Run the units of ``study`` not yet stored in ``db``, then write the figure and ``report.md`` to ``out``.
 
     Parameters
@@ -328,15 +400,18 @@ def run_regression_study(study: RegressionStudy, db: str | Path = DEFAULT_DB, ou
         missing = [u for u in units if u.key() not in stored]
         n_workers = default_workers() if workers is None else check_int("workers", workers, 1)
         if not quiet:
-            console.print(f"{len(units)} regression units ({study.n_cells} cells x {study.replications} seeds): "
-                          f"{len(stored)} already stored, {len(missing)} to run; results -> {store.path}")
+            console.print(
+                f"{len(units)} regression units ({study.n_cells} cells x {study.replications} seeds): "
+                f"{len(stored)} already stored, {len(missing)} to run; results -> {store.path}"
+            )
         if n_workers == 1 or len(missing) <= 1:
             for unit in missing:
                 rows, wall = unit.execute()
                 store.put_rows(unit.key(), study.name, unit.config(), rows, wall)
         else:
-            with ProcessPoolExecutor(max_workers=min(n_workers, len(missing)),
-                                     mp_context=mp.get_context("spawn")) as ex:
+            with ProcessPoolExecutor(
+                max_workers=min(n_workers, len(missing)), mp_context=mp.get_context("spawn")
+            ) as ex:
                 futures = {ex.submit(_execute, u): u for u in missing}
                 for fut in as_completed(futures):
                     unit = futures[fut]
@@ -346,7 +421,16 @@ def run_regression_study(study: RegressionStudy, db: str | Path = DEFAULT_DB, ou
     rows = [r for unit_rows, _ in loaded for r in unit_rows]
     wall_time = sum(w for _, w in loaded)
     out_dir = Path(out) if out is not None else Path(db).parent / study.name
-    figures, report, summary = write_regression_report(study, rows, out_dir, formats=formats, dpi=dpi,
-                                                       elapsed=time.perf_counter() - start)
-    return RegressionOutcome(config=study, rows=rows, figures=figures, report=report, executed=len(missing),
-                             skipped=len(stored), wall_time=wall_time, summary=summary)
+    figures, report, summary = write_regression_report(
+        study, rows, out_dir, formats=formats, dpi=dpi, elapsed=time.perf_counter() - start
+    )
+    return RegressionOutcome(
+        config=study,
+        rows=rows,
+        figures=figures,
+        report=report,
+        executed=len(missing),
+        skipped=len(stored),
+        wall_time=wall_time,
+        summary=summary,
+    )

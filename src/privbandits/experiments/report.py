@@ -23,15 +23,18 @@ __all__ = ["regret_table_rows", "render_report", "write_report"]
 
 def regret_table_rows(series: Sequence[Series]) -> list[dict[str, str]]:
     """One row per series: name, trust model, guarantee, final regret mean +/- std, n, wall time."""
-    return [{
-        "algorithm": s.name,
-        "trust model": s.trust_model,
-        "preset": _preset(s),
-        "guarantee": _guarantee_cell(s),
-        "final regret": f"{fmt_num(s.final_mean)} ± {fmt_num(s.final_std, 3)}",
-        "n": str(s.n),
-        "wall time (s)": f"{s.wall_time:.1f}",
-    } for s in series]
+    return [
+        {
+            "algorithm": s.name,
+            "trust model": s.trust_model,
+            "preset": _preset(s),
+            "guarantee": _guarantee_cell(s),
+            "final regret": f"{fmt_num(s.final_mean)} ± {fmt_num(s.final_std, 3)}",
+            "n": str(s.n),
+            "wall time (s)": f"{s.wall_time:.1f}",
+        }
+        for s in series
+    ]
 
 
 def _guarantee_cell(s: Series) -> str:
@@ -45,8 +48,13 @@ def _guarantee_cell(s: Series) -> str:
 
 
 def _assumption_lines(series: Sequence[Series]) -> list[str]:
-    models = dict.fromkeys(s.guarantee.model for s in series if s.guarantee.is_private and s.guarantee.assumptions)
-    return [f"- **{m}**: {next(s.guarantee.assumptions for s in series if s.guarantee.model == m)}" for m in models]
+    models = dict.fromkeys(
+        s.guarantee.model for s in series if s.guarantee.is_private and s.guarantee.assumptions
+    )
+    return [
+        f"- **{m}**: {next(s.guarantee.assumptions for s in series if s.guarantee.model == m)}"
+        for m in models
+    ]
 
 
 def _version() -> str:
@@ -80,15 +88,23 @@ def reduced_banner(config: ExperimentConfig) -> list[str]:
         return []
     runs = config.replications * len(config.seeds)
     what = "Quick run" if config.quick else "Reduced run"
-    return [f"> **{what}: T = {config.horizon:g}, {runs} runs per series** (the experiment declares "
-            f"T = {config.declared_horizon:g}).  A smoke test of the pipeline, not the experiment's settings: "
-            "reference numbers measured at another horizon are shown but not compared, and verdicts with "
-            f"fewer than {MIN_RUNS} runs per series are *too few runs*.", ""]
+    return [
+        f"> **{what}: T = {config.horizon:g}, {runs} runs per series** (the experiment declares "
+        f"T = {config.declared_horizon:g}).  A smoke test of the pipeline, not the experiment's settings: "
+        "reference numbers measured at another horizon are shown but not compared, and verdicts with "
+        f"fewer than {MIN_RUNS} runs per series are *too few runs*.",
+        "",
+    ]
 
 
-def render_report(config: ExperimentConfig, series: Sequence[Series], figures: Sequence[Path] = (),
-                  checks: Sequence[ClaimResult] = (), run: RunReport | None = None,
-                  paper_rows: Sequence[Row] = ()) -> str:
+def render_report(
+    config: ExperimentConfig,
+    series: Sequence[Series],
+    figures: Sequence[Path] = (),
+    checks: Sequence[ClaimResult] = (),
+    run: RunReport | None = None,
+    paper_rows: Sequence[Row] = (),
+) -> str:
     """The report as markdown text."""
     rep = config.report
     title = rep.title or f"Experiment {config.name}"
@@ -104,7 +120,8 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
         f"= {config.replications * n_seeds} runs per series; environment: "
         + ", ".join(f"{k}={v}" for k, v in config.env.items())
-        + "".join(f"; {k} in {{{', '.join(map(str, vs))}}}" for k, vs in config.env_grid.items()) + ".",
+        + "".join(f"; {k} in {{{', '.join(map(str, vs))}}}" for k, vs in config.env_grid.items())
+        + ".",
         *data_lines(run),
         "",
         "## Final cumulative regret",
@@ -114,36 +131,61 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
         "",
         *_md_table(regret_table_rows(series)),
         "",
-        *(["Trust assumptions of the guarantees above:", "", *_assumption_lines(series)]
-          if _assumption_lines(series) else []),
+        *(
+            ["Trust assumptions of the guarantees above:", "", *_assumption_lines(series)]
+            if _assumption_lines(series)
+            else []
+        ),
         "",
     ]
     if run is not None:
-        lines += [f"This invocation ran {run.executed} work unit(s) and reused {run.skipped} already stored "
-                  f"(wall time {run.wall_time:.1f} s); the wall-time column is the simulation time of each series.",
-                  ""]
+        lines += [
+            f"This invocation ran {run.executed} work unit(s) and reused {run.skipped} already stored "
+            f"(wall time {run.wall_time:.1f} s); the wall-time column is the simulation time of each series.",
+            "",
+        ]
     if rep.slopes:
         from privbandits.experiments.slopes import slope_rows
 
-        lines += ["## Growth of regret with T", "",
-                  "Least-squares slope of log mean cumulative regret against log t over the checkpoints t in "
-                  "[T/10, T], beside the exponent a of the theory's O~(T^a) bound.  For algorithms tuned for the "
-                  "horizon T this is the growth of the regret curve of the run tuned for T.", "",
-                  *_md_table(slope_rows(series, rep.slopes)), ""]
+        lines += [
+            "## Growth of regret with T",
+            "",
+            "Least-squares slope of log mean cumulative regret against log t over the checkpoints t in "
+            "[T/10, T], beside the exponent a of the theory's O~(T^a) bound.  For algorithms tuned for the "
+            "horizon T this is the growth of the regret curve of the run tuned for T.",
+            "",
+            *_md_table(slope_rows(series, rep.slopes)),
+            "",
+        ]
     if figures:
-        lines += ["## Figures", ""] + [f"![{p.stem}]({p.name})" if p.suffix == ".png" else f"- [{p.name}]({p.name})"
-                                       for p in figures] + [""]
+        lines += (
+            ["## Figures", ""]
+            + [
+                f"![{p.stem}]({p.name})" if p.suffix == ".png" else f"- [{p.name}]({p.name})"
+                for p in figures
+            ]
+            + [""]
+        )
     if paper_rows:
-        lines += ["## Reported numbers beside ours", "",
-                  "Each reference number for this experiment, who reported it (*paper*: printed in the paper; "
-                  "*authors' code*: the authors' public code run by us; *prototype*: an independent prototype "
-                  "implementation, not the paper; *theory*: a theoretical value), our measurement of the same "
-                  "quantity (mean ± standard error over all runs) and the ratio ours / reference.  A reference "
-                  "measured at another horizon than this run is not compared.", "",
-                  *render_long(paper_rows), ""]
+        lines += [
+            "## Reported numbers beside ours",
+            "",
+            "Each reference number for this experiment, who reported it (*paper*: printed in the paper; "
+            "*authors' code*: the authors' public code run by us; *prototype*: an independent prototype "
+            "implementation, not the paper; *theory*: a theoretical value), our measurement of the same "
+            "quantity (mean ± standard error over all runs) and the ratio ours / reference.  A reference "
+            "measured at another horizon than this run is not compared.",
+            "",
+            *render_long(paper_rows),
+            "",
+        ]
         for table in config.tables:
-            lines += [f"### {table.title or 'Table'} ({table.metric}: ours / reference (ratio))", "",
-                      *render_table(table, paper_rows), ""]
+            lines += [
+                f"### {table.title or 'Table'} ({table.metric}: ours / reference (ratio))",
+                "",
+                *render_table(table, paper_rows),
+                "",
+            ]
     lines += render_learning(learning_checks(series, rep.level))
     if checks or rep.claims:
         lines += ["## The paper's claims", ""]
@@ -151,11 +193,14 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
             lines += [rep.claims.strip(), ""]
         if checks:
             z = f"{100 * rep.level:g} %"
-            lines += [f"Verdicts: each comparison is a one-sided Student t-test at level {z} (paired over "
-                      "replications when both series ran on the same seeds, i.e. the same instances and draws; "
-                      "Welch otherwise), with its degrees of freedom shown; *inconclusive* means the difference "
-                      f"is within noise at that level; *too few runs* means a series has fewer than {MIN_RUNS} runs. "
-                      f"Summary: {verdict_line(checks)}.", ""]
+            lines += [
+                f"Verdicts: each comparison is a one-sided Student t-test at level {z} (paired over "
+                "replications when both series ran on the same seeds, i.e. the same instances and draws; "
+                "Welch otherwise), with its degrees of freedom shown; *inconclusive* means the difference "
+                f"is within noise at that level; *too few runs* means a series has fewer than {MIN_RUNS} runs. "
+                f"Summary: {verdict_line(checks)}.",
+                "",
+            ]
             current = None
             for chk in checks:
                 if chk.claim is not current:
@@ -168,8 +213,14 @@ def render_report(config: ExperimentConfig, series: Sequence[Series], figures: S
             lines.append("")
     if rep.notes:
         lines += ["## Notes", "", rep.notes.strip(), ""]
-    lines += ["## Configuration", "", "```json", json.dumps(config.raw, indent=2, sort_keys=False, default=str),
-              "```", ""]
+    lines += [
+        "## Configuration",
+        "",
+        "```json",
+        json.dumps(config.raw, indent=2, sort_keys=False, default=str),
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -195,11 +246,19 @@ def data_lines(run: RunReport | None) -> list[str]:
     return list(seen)
 
 
-def write_report(path: str | Path, config: ExperimentConfig, series: Sequence[Series],
-                 figures: Sequence[Path] = (), checks: Sequence[ClaimResult] = (),
-                 run: RunReport | None = None, paper_rows: Sequence[Row] = ()) -> Path:
+def write_report(
+    path: str | Path,
+    config: ExperimentConfig,
+    series: Sequence[Series],
+    figures: Sequence[Path] = (),
+    checks: Sequence[ClaimResult] = (),
+    run: RunReport | None = None,
+    paper_rows: Sequence[Row] = (),
+) -> Path:
     """Write :func:`render_report` to ``path`` (parents created) and return the path."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(config, series, figures, checks, run, paper_rows), encoding="utf-8")
+    out.write_text(
+        render_report(config, series, figures, checks, run, paper_rows), encoding="utf-8"
+    )
     return out

@@ -78,9 +78,16 @@ class _Progress:
         self.bar: Progress | None = None
         if quiet or not units:
             return
-        self.bar = Progress(TextColumn("{task.description:>7}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                            console=console, transient=False)
+        self.bar = Progress(
+            TextColumn("{task.description:>7}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
         self.t_units = self.bar.add_task("units", total=len(units))
         self.t_rounds = self.bar.add_task("rounds", total=sum(self.horizons))
 
@@ -126,9 +133,11 @@ def _guarded(unit: WorkUnit, fn: Callable[[], SimulationResult]) -> SimulationRe
             named = PrivbanditsError(msg)
         raise named from None
     except BrokenProcessPool:
-        raise PrivbanditsError(f"a worker process died while running work unit {unit.describe()} "
-                               f"({unit.algorithm}), for example out of memory; finished units are stored, "
-                               "rerun to resume (try fewer --workers)") from None
+        raise PrivbanditsError(
+            f"a worker process died while running work unit {unit.describe()} "
+            f"({unit.algorithm}), for example out of memory; finished units are stored, "
+            "rerun to resume (try fewer --workers)"
+        ) from None
 
 
 _WORKER_QUEUE: Any = None  # set in each worker process by _init_worker (never in the parent)
@@ -170,15 +179,22 @@ def _terminate_pool(ex: ProcessPoolExecutor) -> None:
     ex.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_pool(units: Sequence[WorkUnit], workers: int, on_done: OnDone, progress: _Progress) -> None:
+def _run_pool(
+    units: Sequence[WorkUnit], workers: int, on_done: OnDone, progress: _Progress
+) -> None:
     ctx = mp.get_context("spawn")
     progress_queue = ctx.Queue()
-    ex = ProcessPoolExecutor(max_workers=min(workers, len(units)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(progress_queue,))
+    ex = ProcessPoolExecutor(
+        max_workers=min(workers, len(units)),
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(progress_queue,),
+    )
     clean = False
     try:
-        futures: dict[Future[SimulationResult], int] = {ex.submit(_worker_execute, i, u): i
-                                                        for i, u in enumerate(units)}
+        futures: dict[Future[SimulationResult], int] = {
+            ex.submit(_worker_execute, i, u): i for i, u in enumerate(units)
+        }
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -209,27 +225,36 @@ def _dask_client(scheduler: Any) -> tuple[Any, bool]:
     try:
         import distributed
     except ImportError:
-        raise PrivbanditsError("running on a Dask cluster needs the cluster extra: "
-                               "pip install privbandits[cluster]") from None
+        raise PrivbanditsError(
+            "running on a Dask cluster needs the cluster extra: pip install privbandits[cluster]"
+        ) from None
     if isinstance(scheduler, distributed.Client):
         return scheduler, False
     if not isinstance(scheduler, str) or not scheduler:
-        raise ValidationError(f"scheduler must be an address like 'tcp://host:8786' or a distributed.Client, "
-                              f"got {scheduler!r}")
+        raise ValidationError(
+            f"scheduler must be an address like 'tcp://host:8786' or a distributed.Client, "
+            f"got {scheduler!r}"
+        )
     try:
         return distributed.Client(scheduler, timeout="20s"), True
     except (OSError, TimeoutError) as exc:
-        raise PrivbanditsError(f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}") from None
+        raise PrivbanditsError(
+            f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}"
+        ) from None
 
 
-def _run_dask(units: Sequence[WorkUnit], scheduler: Any, on_done: OnDone, progress: _Progress) -> None:
+def _run_dask(
+    units: Sequence[WorkUnit], scheduler: Any, on_done: OnDone, progress: _Progress
+) -> None:
     client, owned = _dask_client(scheduler)
     import distributed
 
     futures: list[Any] = []
     try:
-        futures = [client.submit(execute_unit, u, pure=False, key=f"privbandits-{u.key()[:20]}-{i}")
-                   for i, u in enumerate(units)]
+        futures = [
+            client.submit(execute_unit, u, pure=False, key=f"privbandits-{u.key()[:20]}-{i}")
+            for i, u in enumerate(units)
+        ]
         index = {f.key: i for i, f in enumerate(futures)}
         for fut in distributed.as_completed(futures):
             i = index[fut.key]
@@ -245,8 +270,15 @@ def _run_dask(units: Sequence[WorkUnit], scheduler: Any, on_done: OnDone, progre
 # ------------------------------------------------------------------------------------------
 # entry points
 # ------------------------------------------------------------------------------------------
-def run_units(units: Sequence[WorkUnit], store: ResultsStore, *, workers: int | None = None,
-              scheduler: Any = None, quiet: bool = False, console: Console | None = None) -> RunReport:
+def run_units(
+    units: Sequence[WorkUnit],
+    store: ResultsStore,
+    *,
+    workers: int | None = None,
+    scheduler: Any = None,
+    quiet: bool = False,
+    console: Console | None = None,
+) -> RunReport:
     """Execute the units not yet in ``store`` and store each one as soon as it finishes.
 
     Parameters
@@ -281,12 +313,22 @@ def run_units(units: Sequence[WorkUnit], store: ResultsStore, *, workers: int | 
     missing = [u for u in unique if u.key() not in stored]
     console = console or Console(stderr=True)
     if not quiet:
-        where = f"Dask scheduler {scheduler}" if isinstance(scheduler, str) else (
-            "a Dask cluster" if scheduler is not None else f"{min(n_workers, max(1, len(missing)))} worker(s)")
-        console.print(f"{len(unique)} work units: {len(stored)} already stored, {len(missing)} to run on {where}; "
-                      f"results -> {store.path}")
+        where = (
+            f"Dask scheduler {scheduler}"
+            if isinstance(scheduler, str)
+            else (
+                "a Dask cluster"
+                if scheduler is not None
+                else f"{min(n_workers, max(1, len(missing)))} worker(s)"
+            )
+        )
+        console.print(
+            f"{len(unique)} work units: {len(stored)} already stored, {len(missing)} to run on {where}; "
+            f"results -> {store.path}"
+        )
 
     with _Progress(missing, quiet, console) as progress:
+
         def on_done(i: int, result: SimulationResult) -> None:
             store.put(missing[i], result)
             progress.unit_done(i)
@@ -301,8 +343,13 @@ def run_units(units: Sequence[WorkUnit], store: ResultsStore, *, workers: int | 
             _run_pool(missing, n_workers, on_done, progress)
 
     results = store.load(keys=[u.key() for u in units])
-    return RunReport(units=list(units), skipped=len(stored), executed=len(missing),
-                     wall_time=time.perf_counter() - start, results=results)
+    return RunReport(
+        units=list(units),
+        skipped=len(stored),
+        executed=len(missing),
+        wall_time=time.perf_counter() - start,
+        results=results,
+    )
 
 
 def run_experiment(config: ExperimentConfig, store: ResultsStore, **kwargs: Any) -> RunReport:

@@ -37,7 +37,12 @@ def slope_rows(series: Sequence[Series], theory: Mapping[str, float]) -> list[di
             continue
         mean, _std = s.curve()
         slope = loglog_slope(s.checkpoints, mean)
-        rows.append({"series": s.name, "theory": f"{theory[s.label]:g}",
-                     "measured slope (t in [T/10, T])": "n/a" if np.isnan(slope) else f"{slope:.3f}",
-                     "final regret": f"{s.final_mean:.4g}"})
+        rows.append(
+            {
+                "series": s.name,
+                "theory": f"{theory[s.label]:g}",
+                "measured slope (t in [T/10, T])": "n/a" if np.isnan(slope) else f"{slope:.3f}",
+                "final regret": f"{s.final_mean:.4g}",
+            }
+        )
     return rows

@@ -80,14 +80,48 @@ CREATE TABLE IF NOT EXISTS row_units (
 CREATE INDEX IF NOT EXISTS row_units_experiment ON row_units (experiment);
 """
 
-_COLUMNS = ("key", "experiment", "label", "algorithm", "params", "grid", "env", "env_description", "seed",
-            "horizon", "replications", "preset", "trust_model", "guarantee_model", "epsilon", "delta",
-            "guarantee_unit", "guarantee_notes", "rho", "checkpoints", "regret", "reward",
-            "estimation_error", "wall_time", "extra", "config", "schema_version", "library_version",
-            "created_at", "resolved_params", "engine", "approximate", "local_epsilon")
+_COLUMNS = (
+    "key",
+    "experiment",
+    "label",
+    "algorithm",
+    "params",
+    "grid",
+    "env",
+    "env_description",
+    "seed",
+    "horizon",
+    "replications",
+    "preset",
+    "trust_model",
+    "guarantee_model",
+    "epsilon",
+    "delta",
+    "guarantee_unit",
+    "guarantee_notes",
+    "rho",
+    "checkpoints",
+    "regret",
+    "reward",
+    "estimation_error",
+    "wall_time",
+    "extra",
+    "config",
+    "schema_version",
+    "library_version",
+    "created_at",
+    "resolved_params",
+    "engine",
+    "approximate",
+    "local_epsilon",
+)
 #: Columns added after the first release, with their SQL definitions (added to older databases).
-_ADDED_COLUMNS = {"resolved_params": "TEXT NOT NULL DEFAULT '{}'", "engine": "TEXT NOT NULL DEFAULT 'reference'",
-                  "approximate": "INTEGER NOT NULL DEFAULT 0", "local_epsilon": "REAL"}
+_ADDED_COLUMNS = {
+    "resolved_params": "TEXT NOT NULL DEFAULT '{}'",
+    "engine": "TEXT NOT NULL DEFAULT 'reference'",
+    "approximate": "INTEGER NOT NULL DEFAULT 0",
+    "local_epsilon": "REAL",
+}
 
 
 @dataclass
@@ -156,8 +190,10 @@ class ResultsStore:
     def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True) -> None:
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise ResultsStoreError(f"no results database at {str(self.path)!r}; run an experiment first "
-                                    "(privbandits run CONFIG.toml) or pass --db")
+            raise ResultsStoreError(
+                f"no results database at {str(self.path)!r}; run an experiment first "
+                "(privbandits run CONFIG.toml) or pass --db"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -169,7 +205,9 @@ class ResultsStore:
                 if col not in have:
                     self._conn.execute(f"ALTER TABLE units ADD COLUMN {col} {decl}")
         except (sqlite3.Error, OSError) as exc:
-            raise ResultsStoreError(f"cannot open results database {str(self.path)!r}: {exc}") from None
+            raise ResultsStoreError(
+                f"cannot open results database {str(self.path)!r}: {exc}"
+            ) from None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -188,20 +226,39 @@ class ResultsStore:
 
         g = result.guarantee
         row = {
-            "key": unit.key(), "experiment": unit.experiment, "label": unit.label,
-            "algorithm": unit.algorithm, "params": canonical_json(unit.params), "grid": canonical_json(unit.grid),
-            "env": canonical_json(unit.env), "env_description": _json(result.env), "seed": unit.seed,
-            "horizon": unit.horizon, "replications": unit.replications, "preset": str(result.preset),
-            "trust_model": result.trust_model, "guarantee_model": g.model,
-            "epsilon": None if math.isinf(g.epsilon) else float(g.epsilon), "delta": float(g.delta),
-            "guarantee_unit": g.unit, "guarantee_notes": g.notes, "rho": g.rho,
-            "checkpoints": _npy(np.asarray(result.checkpoints)), "regret": _npy(result.regret),
-            "reward": _npy(result.reward), "estimation_error": _npy(result.estimation_error),
-            "wall_time": float(result.wall_time), "extra": _json(result.extra),
-            "config": canonical_json(unit.config()), "schema_version": SCHEMA_VERSION,
-            "library_version": __version__, "created_at": datetime.now(UTC).isoformat(),
-            "resolved_params": _json(result.resolved_params), "engine": result.engine,
-            "approximate": int(g.approximate), "local_epsilon": g.local_epsilon,
+            "key": unit.key(),
+            "experiment": unit.experiment,
+            "label": unit.label,
+            "algorithm": unit.algorithm,
+            "params": canonical_json(unit.params),
+            "grid": canonical_json(unit.grid),
+            "env": canonical_json(unit.env),
+            "env_description": _json(result.env),
+            "seed": unit.seed,
+            "horizon": unit.horizon,
+            "replications": unit.replications,
+            "preset": str(result.preset),
+            "trust_model": result.trust_model,
+            "guarantee_model": g.model,
+            "epsilon": None if math.isinf(g.epsilon) else float(g.epsilon),
+            "delta": float(g.delta),
+            "guarantee_unit": g.unit,
+            "guarantee_notes": g.notes,
+            "rho": g.rho,
+            "checkpoints": _npy(np.asarray(result.checkpoints)),
+            "regret": _npy(result.regret),
+            "reward": _npy(result.reward),
+            "estimation_error": _npy(result.estimation_error),
+            "wall_time": float(result.wall_time),
+            "extra": _json(result.extra),
+            "config": canonical_json(unit.config()),
+            "schema_version": SCHEMA_VERSION,
+            "library_version": __version__,
+            "created_at": datetime.now(UTC).isoformat(),
+            "resolved_params": _json(result.resolved_params),
+            "engine": result.engine,
+            "approximate": int(g.approximate),
+            "local_epsilon": g.local_epsilon,
         }
         _check_shapes(unit, result)
         sql = f"INSERT OR IGNORE INTO units ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
@@ -212,8 +269,14 @@ class ResultsStore:
             raise ResultsStoreError(f"cannot write to {str(self.path)!r}: {exc}") from None
         return cur.rowcount == 1
 
-    def put_rows(self, key: str, experiment: str, config: dict[str, Any], rows: Sequence[dict[str, Any]],
-                 wall_time: float) -> bool:
+    def put_rows(
+        self,
+        key: str,
+        experiment: str,
+        config: dict[str, Any],
+        rows: Sequence[dict[str, Any]],
+        wall_time: float,
+    ) -> bool:
         """Store the table rows of one finished non-bandit unit (e.g. one cell and seed of a regression
         study) in one transaction; returns False if ``key`` was already stored."""
         from privbandits import __version__
@@ -223,20 +286,37 @@ class ResultsStore:
                 cur = self._conn.execute(
                     "INSERT OR IGNORE INTO row_units (key, experiment, config, rows, wall_time, library_version, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, experiment, _json(config), _json(list(rows)), float(wall_time), __version__,
-                     datetime.now(UTC).isoformat(timespec="seconds")))
+                    (
+                        key,
+                        experiment,
+                        _json(config),
+                        _json(list(rows)),
+                        float(wall_time),
+                        __version__,
+                        datetime.now(UTC).isoformat(timespec="seconds"),
+                    ),
+                )
         except sqlite3.Error as exc:
-            raise ResultsStoreError(f"cannot write rows {key[:12]} to {str(self.path)!r}: {exc}") from None
+            raise ResultsStoreError(
+                f"cannot write rows {key[:12]} to {str(self.path)!r}: {exc}"
+            ) from None
         return cur.rowcount == 1
 
     def existing_row_keys(self, keys: Iterable[str]) -> set[str]:
         """The subset of ``keys`` stored by :meth:`put_rows`."""
-        return {r[0] for r in self._query_in("SELECT key FROM row_units WHERE key IN ({marks})", list(keys))}
+        return {
+            r[0]
+            for r in self._query_in("SELECT key FROM row_units WHERE key IN ({marks})", list(keys))
+        }
 
     def load_rows(self, keys: Sequence[str]) -> list[tuple[list[dict[str, Any]], float]]:
         """``(rows, wall_time)`` of the stored units ``keys``, in that order (missing keys skipped)."""
-        by = {key: (json.loads(rows), float(wall)) for key, rows, wall in
-              self._query_in("SELECT key, rows, wall_time FROM row_units WHERE key IN ({marks})", list(keys))}
+        by = {
+            key: (json.loads(rows), float(wall))
+            for key, rows, wall in self._query_in(
+                "SELECT key, rows, wall_time FROM row_units WHERE key IN ({marks})", list(keys)
+            )
+        }
         return [by[k] for k in keys if k in by]
 
     def _transaction(self) -> Any:
@@ -263,27 +343,35 @@ class ResultsStore:
         (SQLite's default limit on host parameters is 999)."""
         out: list[tuple[Any, ...]] = []
         for i in range(0, len(wanted), 500):
-            chunk = wanted[i:i + 500]
+            chunk = wanted[i : i + 500]
             out += self._query(sql.format(marks=", ".join("?" * len(chunk))), chunk)
         return out
 
     def existing_keys(self, keys: Iterable[str]) -> set[str]:
         """The subset of ``keys`` already stored."""
-        return {r[0] for r in self._query_in("SELECT key FROM units WHERE key IN ({marks})", list(keys))}
+        return {
+            r[0] for r in self._query_in("SELECT key FROM units WHERE key IN ({marks})", list(keys))
+        }
 
     def count(self, experiment: str | None = None) -> int:
         """Number of stored units (of one experiment)."""
         if experiment is None:
             return int(self._query("SELECT COUNT(*) FROM units")[0][0])
-        return int(self._query("SELECT COUNT(*) FROM units WHERE experiment = ?", (experiment,))[0][0])
+        return int(
+            self._query("SELECT COUNT(*) FROM units WHERE experiment = ?", (experiment,))[0][0]
+        )
 
     def experiments(self) -> list[tuple[str, int, str]]:
         """``(experiment, number of units, last created_at)``, most recent first."""
-        rows = self._query("SELECT experiment, COUNT(*), MAX(created_at) FROM units GROUP BY experiment "
-                           "ORDER BY MAX(created_at) DESC")
+        rows = self._query(
+            "SELECT experiment, COUNT(*), MAX(created_at) FROM units GROUP BY experiment "
+            "ORDER BY MAX(created_at) DESC"
+        )
         return [(r[0], int(r[1]), r[2]) for r in rows]
 
-    def iter_results(self, experiment: str | None = None, keys: Sequence[str] | None = None) -> Iterator[StoredResult]:
+    def iter_results(
+        self, experiment: str | None = None, keys: Sequence[str] | None = None
+    ) -> Iterator[StoredResult]:
         """Stored results one at a time (by experiment, by keys in the given order, or all)."""
         cols = ", ".join(_COLUMNS)
         if keys is not None:
@@ -296,12 +384,16 @@ class ResultsStore:
         if experiment is None:
             rows = self._query(f"SELECT {cols} FROM units ORDER BY experiment, created_at, key")
         else:
-            rows = self._query(f"SELECT {cols} FROM units WHERE experiment = ? ORDER BY created_at, key",
-                               (experiment,))
+            rows = self._query(
+                f"SELECT {cols} FROM units WHERE experiment = ? ORDER BY created_at, key",
+                (experiment,),
+            )
         for row in rows:
             yield _row_to_result(row)
 
-    def load(self, experiment: str | None = None, keys: Sequence[str] | None = None) -> list[StoredResult]:
+    def load(
+        self, experiment: str | None = None, keys: Sequence[str] | None = None
+    ) -> list[StoredResult]:
         """All stored results of ``experiment`` (or of ``keys``, in that order)."""
         return list(self.iter_results(experiment, keys))
 
@@ -311,26 +403,50 @@ def _check_shapes(unit: WorkUnit, result: SimulationResult) -> None:
     for name in ("regret", "reward", "estimation_error"):
         arr = getattr(result, name)
         if arr is not None and arr.shape != (unit.replications, n):
-            raise ResultsStoreError(f"{name} of unit {unit.describe()} has shape {arr.shape}, "
-                                    f"expected ({unit.replications}, {n})")
+            raise ResultsStoreError(
+                f"{name} of unit {unit.describe()} has shape {arr.shape}, "
+                f"expected ({unit.replications}, {n})"
+            )
 
 
 def _row_to_result(row: tuple[Any, ...]) -> StoredResult:
     r = dict(zip(_COLUMNS, row))
     eps = math.inf if r["epsilon"] is None else r["epsilon"]
-    guarantee = PrivacyGuarantee(model=r["guarantee_model"], epsilon=eps, delta=r["delta"],
-                                 unit=r["guarantee_unit"], notes=r["guarantee_notes"], rho=r["rho"],
-                                 approximate=bool(r["approximate"]), local_epsilon=r["local_epsilon"])
+    guarantee = PrivacyGuarantee(
+        model=r["guarantee_model"],
+        epsilon=eps,
+        delta=r["delta"],
+        unit=r["guarantee_unit"],
+        notes=r["guarantee_notes"],
+        rho=r["rho"],
+        approximate=bool(r["approximate"]),
+        local_epsilon=r["local_epsilon"],
+    )
     try:
         return StoredResult(
-            algorithm=r["algorithm"], params=json.loads(r["params"]), trust_model=r["trust_model"],
-            preset=r["preset"], guarantee=guarantee, env=json.loads(r["env_description"]), seed=r["seed"],
-            horizon=r["horizon"], replications=r["replications"], checkpoints=_unnpy_required(r["checkpoints"]),
-            regret=_unnpy_required(r["regret"]), reward=_unnpy_required(r["reward"]),
-            estimation_error=_unnpy(r["estimation_error"]), wall_time=r["wall_time"],
-            extra=json.loads(r["extra"]), key=r["key"], experiment=r["experiment"], label=r["label"],
-            grid=json.loads(r["grid"]), unit_env=json.loads(r["env"]), created_at=r["created_at"],
-            resolved_params=json.loads(r["resolved_params"]), engine=r["engine"],
+            algorithm=r["algorithm"],
+            params=json.loads(r["params"]),
+            trust_model=r["trust_model"],
+            preset=r["preset"],
+            guarantee=guarantee,
+            env=json.loads(r["env_description"]),
+            seed=r["seed"],
+            horizon=r["horizon"],
+            replications=r["replications"],
+            checkpoints=_unnpy_required(r["checkpoints"]),
+            regret=_unnpy_required(r["regret"]),
+            reward=_unnpy_required(r["reward"]),
+            estimation_error=_unnpy(r["estimation_error"]),
+            wall_time=r["wall_time"],
+            extra=json.loads(r["extra"]),
+            key=r["key"],
+            experiment=r["experiment"],
+            label=r["label"],
+            grid=json.loads(r["grid"]),
+            unit_env=json.loads(r["env"]),
+            created_at=r["created_at"],
+            resolved_params=json.loads(r["resolved_params"]),
+            engine=r["engine"],
         )
     except (ValueError, OSError) as exc:
         raise ResultsStoreError(f"unit {r['key'][:12]} is corrupt: {exc}") from None

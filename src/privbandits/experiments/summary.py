@@ -23,12 +23,14 @@ __all__ = ["Series", "build_series", "fmt_num", "format_values"]
 
 def fmt_num(x: float, digits: int = 4) -> str:
     """Plain notation for regrets: ``digits`` significant digits, no exponent in [10^digits, 1e7)."""
-    return f"{x:.0f}" if 10 ** digits <= abs(x) < 1e7 else f"{x:.{digits}g}"
+    return f"{x:.0f}" if 10**digits <= abs(x) < 1e7 else f"{x:.{digits}g}"
 
 
 def format_values(values: dict[str, Any]) -> str:
     """``{"epsilon": 1.0, "alpha": 0.1}`` -> ``"epsilon=1, alpha=0.1"``."""
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
+    )
 
 
 @dataclass
@@ -102,13 +104,23 @@ def build_series(results: Sequence[StoredResult]) -> list[Series]:
             if not np.array_equal(np.asarray(m.checkpoints), ck):
                 raise ValidationError(
                     f"units of series {first.label!r} (horizon {first.horizon}) were recorded at different "
-                    "checkpoints; select one run (e.g. with --horizon) or rerun with consistent checkpoints")
+                    "checkpoints; select one run (e.g. with --horizon) or rerun with consistent checkpoints"
+                )
         members = sorted(members, key=lambda m: m.seed)
-        out.append(Series(
-            label=first.label, algorithm=first.algorithm, grid=dict(first.grid), params=dict(first.params),
-            horizon=first.horizon, trust_model=first.trust_model, preset=first.preset,
-            guarantee=_worst([m.guarantee for m in members]), seeds=tuple(m.seed for m in members),
-            checkpoints=ck, regret=np.concatenate([m.regret for m in members], axis=0),
-            wall_time=float(sum(m.wall_time for m in members)),
-        ))
+        out.append(
+            Series(
+                label=first.label,
+                algorithm=first.algorithm,
+                grid=dict(first.grid),
+                params=dict(first.params),
+                horizon=first.horizon,
+                trust_model=first.trust_model,
+                preset=first.preset,
+                guarantee=_worst([m.guarantee for m in members]),
+                seeds=tuple(m.seed for m in members),
+                checkpoints=ck,
+                regret=np.concatenate([m.regret for m in members], axis=0),
+                wall_time=float(sum(m.wall_time for m in members)),
+            )
+        )
     return out

@@ -39,12 +39,18 @@ __all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_js
 SCHEMA_VERSION = 2
 
 #: Environment kinds a configuration's ``[env] kind`` may name.
-ENV_KINDS: dict[str, type[Environment]] = {"synthetic": SyntheticEnv, "finite": FiniteActionEnv,
-                                           "k-armed": MultiArmedEnv, "convex": ConvexLossEnv,
-                                           "movielens": MovieLensEnv, "supervised": SupervisedEnv,
-                                           "choice": ChoiceEnv, "choice-pricing": ChoicePricingEnv,
-                                           "choice-offer": ChoiceOfferEnv,
-                                           "auto-loan": AutoLoanEnv}
+ENV_KINDS: dict[str, type[Environment]] = {
+    "synthetic": SyntheticEnv,
+    "finite": FiniteActionEnv,
+    "k-armed": MultiArmedEnv,
+    "convex": ConvexLossEnv,
+    "movielens": MovieLensEnv,
+    "supervised": SupervisedEnv,
+    "choice": ChoiceEnv,
+    "choice-pricing": ChoicePricingEnv,
+    "choice-offer": ChoiceOfferEnv,
+    "auto-loan": AutoLoanEnv,
+}
 
 
 def canonical_json(obj: Any) -> str:
@@ -146,8 +152,11 @@ class WorkUnit:
 
     def checkpoint_rounds(self) -> list[int]:
         """The 1-based rounds at which cumulative quantities are recorded."""
-        ckpt = make_checkpoints(self.horizon, log_points=self.checkpoints.get("log", 50),
-                                every=self.checkpoints.get("every"))
+        ckpt = make_checkpoints(
+            self.horizon,
+            log_points=self.checkpoints.get("log", 50),
+            every=self.checkpoints.get("every"),
+        )
         return [int(t) for t in ckpt]
 
 
@@ -160,5 +169,13 @@ def execute_unit(unit: WorkUnit, progress: Callable[[int], None] | None = None) 
     import_modules(unit.imports)
     env = build_env(unit.env)
     alg = make(unit.algorithm, **unit.params)
-    return simulate(alg, env, horizon=unit.horizon, replications=unit.replications, seed=unit.seed,
-                    checkpoints=unit.checkpoint_rounds(), progress=progress, engine=unit.engine)
+    return simulate(
+        alg,
+        env,
+        horizon=unit.horizon,
+        replications=unit.replications,
+        seed=unit.seed,
+        checkpoints=unit.checkpoint_rounds(),
+        progress=progress,
+        engine=unit.engine,
+    )

@@ -151,8 +151,10 @@ def _as_dp(name: str, g: object) -> DPGuarantee:
 
 def _check_total_delta(delta: float, what: str) -> float:
     if delta >= 1.0:
-        raise PrivacyError(f"{what} gives delta = {delta:g} >= 1, which is no privacy statement; "
-                           "use smaller deltas or fewer compositions")
+        raise PrivacyError(
+            f"{what} gives delta = {delta:g} >= 1, which is no privacy statement; "
+            "use smaller deltas or fewer compositions"
+        )
     return delta
 
 
@@ -244,8 +246,10 @@ def compose_zcdp(guarantees: Sequence[ZCDP]) -> ZCDP:
     rhos = []
     for i, g in enumerate(guarantees):
         if not isinstance(g, ZCDP):
-            raise ValidationError(f"guarantees[{i}] must be a ZCDP guarantee, got {g!r}; "
-                                  "convert pure DP with pure_to_zcdp(epsilon)")
+            raise ValidationError(
+                f"guarantees[{i}] must be a ZCDP guarantee, got {g!r}; "
+                "convert pure DP with pure_to_zcdp(epsilon)"
+            )
         rhos.append(g.rho)
     return ZCDP(math.fsum(rhos))
 
@@ -371,11 +375,14 @@ def _weights(name: str, parts: int | Sequence[float]) -> np.ndarray:
     try:
         w = np.asarray(parts, dtype=float)
     except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a positive integer or a sequence of positive weights, "
-                              f"got {parts!r}") from None
+        raise ValidationError(
+            f"{name} must be a positive integer or a sequence of positive weights, got {parts!r}"
+        ) from None
     if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValidationError(f"{name} must be a positive integer or a non-empty sequence of finite "
-                              f"positive weights, got {parts!r}")
+        raise ValidationError(
+            f"{name} must be a positive integer or a non-empty sequence of finite "
+            f"positive weights, got {parts!r}"
+        )
     return w / w.sum()
 
 
@@ -430,7 +437,9 @@ def split_budget(
     w = _weights("parts", parts)
     v = w if delta_weights is None else _weights("delta_weights", delta_weights)
     if v.size != w.size:
-        raise ValidationError(f"delta_weights must have the same length as parts ({w.size}), got {v.size}")
+        raise ValidationError(
+            f"delta_weights must have the same length as parts ({w.size}), got {v.size}"
+        )
     return [ApproxDP(e, d) for e, d in zip(_split(eps, w), _split(dlt, v))]
 
 
@@ -465,14 +474,31 @@ def to_guarantee(
     """
     if isinstance(g, ZCDP):
         if delta is None:
-            raise ValidationError("to_guarantee needs delta=... to report a ZCDP guarantee as (epsilon, delta)")
+            raise ValidationError(
+                "to_guarantee needs delta=... to report a ZCDP guarantee as (epsilon, delta)"
+            )
         eps = zcdp_to_approx_dp(g.rho, delta, method)
         how = f"{g.rho:.6g}-zCDP converted with {method.upper()}"
-        return PrivacyGuarantee(model=model, epsilon=eps, delta=float(delta), unit=unit,
-                                notes=f"{notes}; {how}" if notes else how, rho=g.rho, local_epsilon=local_epsilon)
+        return PrivacyGuarantee(
+            model=model,
+            epsilon=eps,
+            delta=float(delta),
+            unit=unit,
+            notes=f"{notes}; {how}" if notes else how,
+            rho=g.rho,
+            local_epsilon=local_epsilon,
+        )
     if delta is not None:
-        raise ValidationError("delta=... is only used for ZCDP guarantees; "
-                              f"{type(g).__name__} already carries its delta")
+        raise ValidationError(
+            "delta=... is only used for ZCDP guarantees; "
+            f"{type(g).__name__} already carries its delta"
+        )
     g = _as_dp("g", g)
-    return PrivacyGuarantee(model=model, epsilon=g.epsilon, delta=g.delta, unit=unit, notes=notes,
-                            local_epsilon=local_epsilon)
+    return PrivacyGuarantee(
+        model=model,
+        epsilon=g.epsilon,
+        delta=g.delta,
+        unit=unit,
+        notes=notes,
+        local_epsilon=local_epsilon,
+    )

@@ -74,7 +74,9 @@ def closed_form_epsilon(eps0: float, n: int, delta: float) -> float:
     n = check_int("n", n, 1)
     dlt = check_delta(delta)
     if e0 > 700.0:  # e^eps0 overflows; the asymptote is exact to double precision there
-        return e0 + math.log(8.0 / n + 8.0 * math.sqrt(math.log(4.0 / dlt) / n) * math.exp(-e0 / 2.0))
+        return e0 + math.log(
+            8.0 / n + 8.0 * math.sqrt(math.log(4.0 / dlt) / n) * math.exp(-e0 / 2.0)
+        )
     ratio = math.tanh(e0 / 2.0)  # (e^eps0 - 1) / (e^eps0 + 1)
     term = 8.0 * math.sqrt(math.exp(e0) * math.log(4.0 / dlt) / n) + 8.0 * math.exp(e0) / n
     return math.log1p(ratio * term)
@@ -124,6 +126,7 @@ def closed_form_inverse(epsilon: float, delta: float, n: int) -> float:
 def _divergence_given_c(c: np.ndarray, eps: float, eps0: float) -> np.ndarray:
     """``D_{e^eps}(P_c || Q_c)`` for an array of clone counts ``c`` (exact, vectorized)."""
     from scipy import stats  # lazy: scipy.stats costs ~1 s of import time
+
     alpha = 1.0 / (1.0 + math.exp(-eps0))  # e^eps0 / (1 + e^eps0)
     ee = math.exp(eps)
     num = alpha - ee * (1.0 - alpha)
@@ -154,6 +157,7 @@ def numerical_delta(eps0: float, n: int, epsilon: float, *, tail: float = 1e-16)
         result in full, so the value stays an upper bound.
     """
     from scipy import stats  # lazy: scipy.stats costs ~1 s of import time
+
     e0 = _check_eps0(eps0)
     n = check_int("n", n, 1)
     eps = float(epsilon)
@@ -205,8 +209,9 @@ def numerical_epsilon(eps0: float, n: int, delta: float, *, rtol: float = 1e-9) 
 # --------------------------------------------------------------------------------------------
 # the two directions the algorithms use
 # --------------------------------------------------------------------------------------------
-def amplified_epsilon(eps0: float, n: int, delta: float, bound: str = "closed", *,
-                      strict: bool = False) -> float:
+def amplified_epsilon(
+    eps0: float, n: int, delta: float, bound: str = "closed", *, strict: bool = False
+) -> float:
     """Central epsilon (at ``delta``) of ``n`` shuffled ``eps0``-DP reports.
 
     Parameters
@@ -240,8 +245,9 @@ def amplified_epsilon(eps0: float, n: int, delta: float, bound: str = "closed", 
     return min(closed_form_epsilon(e0, n, dlt), e0)
 
 
-def amplified_guarantee(eps0: float, n: int, delta: float, bound: str = "closed", *,
-                        strict: bool = False) -> PureDP | ApproxDP:
+def amplified_guarantee(
+    eps0: float, n: int, delta: float, bound: str = "closed", *, strict: bool = False
+) -> PureDP | ApproxDP:
     """The central statement for ``n`` shuffled ``eps0``-DP reports.
 
     ``ApproxDP(amplified_epsilon, delta)`` when shuffling helps, otherwise ``PureDP(eps0)`` (the
@@ -252,8 +258,9 @@ def amplified_guarantee(eps0: float, n: int, delta: float, bound: str = "closed"
     return ApproxDP(eps, delta) if eps < e0 else PureDP(e0)
 
 
-def local_epsilon_for_target(epsilon: float, delta: float, n: int, bound: str = "closed", *,
-                             strict: bool = False) -> float:
+def local_epsilon_for_target(
+    epsilon: float, delta: float, n: int, bound: str = "closed", *, strict: bool = False
+) -> float:
     """Largest local ``eps0`` whose shuffled batch of ``n`` users is ``(epsilon, delta)``-DP.
 
     ``bound="closed"`` is Algorithm E0 (Hanna et al. 2022, eq. 10, correction Hanna22-14):

@@ -51,7 +51,14 @@ from scipy import stats
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_delta, check_int, check_positive
 
-__all__ = ["ALPHA_FACTORS", "Z_WINDOW", "binomial_sum_delta", "binomial_sum_epsilon", "shift_budget", "shift_delta"]
+__all__ = [
+    "ALPHA_FACTORS",
+    "Z_WINDOW",
+    "binomial_sum_delta",
+    "binomial_sum_epsilon",
+    "shift_budget",
+    "shift_delta",
+]
 
 #: Orders ``alpha - 1`` relative to the Gaussian-optimal one over which the bound is minimised
 #: (any grid gives a valid bound; this one brackets the optimum).
@@ -66,8 +73,14 @@ def shift_budget(g: float, Delta: float, sensitivity: float) -> tuple[int, int]:
 
     ``budget = floor((g Delta_2 / Delta)^2)``; ``s_max = min(floor(g Delta_2 / Delta) + 1, ceil(2 g))``.
     """
-    r = check_positive("g", g) * check_positive("sensitivity", sensitivity) / check_positive("Delta", Delta)
-    return math.floor(r * r * (1.0 + 1e-12)), min(math.floor(r * (1.0 + 1e-12)) + 1, math.ceil(2.0 * g))
+    r = (
+        check_positive("g", g)
+        * check_positive("sensitivity", sensitivity)
+        / check_positive("Delta", Delta)
+    )
+    return math.floor(r * r * (1.0 + 1e-12)), min(
+        math.floor(r * (1.0 + 1e-12)) + 1, math.ceil(2.0 * g)
+    )
 
 
 def _alphas(N: int, p: float, budget: int, delta: float) -> np.ndarray:
@@ -101,17 +114,23 @@ def _log_sums(N: int, p: float, s_max: int, alphas: np.ndarray) -> tuple[np.ndar
     for i, a in enumerate(alphas):
         y = _window(N, p, min(Z_WINDOW, math.sqrt(1300.0 / (a - 1.0))))
         lo, hi = int(y[0]), int(y[-1])
-        log_q_ext = stats.binom.logpmf(np.arange(lo - s_max, hi + s_max + 1), N, p)  # -inf off the support
-        log_q = log_q_ext[s_max: s_max + y.size]
+        log_q_ext = stats.binom.logpmf(
+            np.arange(lo - s_max, hi + s_max + 1), N, p
+        )  # -inf off the support
+        log_q = log_q_ext[s_max : s_max + y.size]
         ta = a * log_q_ext
         tb = (1.0 - a) * log_q
         ma, mb = float(np.max(ta)), float(np.max(tb))
-        corr = np.correlate(np.exp(ta - ma), np.exp(tb - mb), mode="valid")  # corr[k] = sum_j a[j + k] b[j]
+        corr = np.correlate(
+            np.exp(ta - ma), np.exp(tb - mb), mode="valid"
+        )  # corr[k] = sum_j a[j + k] b[j]
         with np.errstate(divide="ignore"):
             row = (np.log(corr) + ma + mb)[::-1]  # k = s_max - s  ->  index s + s_max
         out[i] = np.where(np.isfinite(row), row, np.inf)
         # P_s(C^c) = P(Bin < lo - s) + P(Bin > hi - s), largest over |s| <= s_max
-        tails[i] = float(np.max(stats.binom.cdf(lo - shifts - 1, N, p) + stats.binom.sf(hi - shifts, N, p)))
+        tails[i] = float(
+            np.max(stats.binom.cdf(lo - shifts - 1, N, p) + stats.binom.sf(hi - shifts, N, p))
+        )
     return out, tails
 
 
@@ -139,7 +158,9 @@ def _max_product(log_a: np.ndarray, s_max: int, budget: int, L: int) -> np.ndarr
             c = int(cost[s_idx])
             if c <= budget:
                 one[c] = max(one[c], log_a[i, s_idx])
-        levels = np.flatnonzero(one > -np.inf)  # +inf (an underflowed sum) propagates: that order is dropped
+        levels = np.flatnonzero(
+            one > -np.inf
+        )  # +inf (an underflowed sum) propagates: that order is dropped
         f = np.zeros(budget + 1)
         for _ in range(L):
             new = np.full(budget + 1, -np.inf)
@@ -151,8 +172,9 @@ def _max_product(log_a: np.ndarray, s_max: int, budget: int, L: int) -> np.ndarr
 
 
 @functools.lru_cache(maxsize=256)
-def _log_bound_terms(N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, delta_hint: float
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _log_bound_terms(
+    N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, delta_hint: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     N = check_int("N", N, 1)
     L = check_int("L", L, 1)
     budget, s_max = shift_budget(g, Delta, sensitivity)
@@ -163,7 +185,9 @@ def _log_bound_terms(N: int, p: float, L: int, g: float, Delta: float, sensitivi
     return log_prod + log_c, alphas, L * tails
 
 
-def binomial_sum_delta(N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, epsilon: float) -> float:
+def binomial_sum_delta(
+    N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, epsilon: float
+) -> float:
     """Upper bound on ``delta(epsilon)`` of one summation call (module docstring).
 
     Parameters
@@ -188,7 +212,9 @@ def binomial_sum_delta(N: int, p: float, L: int, g: float, Delta: float, sensiti
         return float(min(1.0, np.min(tails + np.exp(log_terms + (1.0 - alphas) * eps))))
 
 
-def binomial_sum_epsilon(N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, delta: float) -> float:
+def binomial_sum_epsilon(
+    N: int, p: float, L: int, g: float, Delta: float, sensitivity: float, delta: float
+) -> float:
     """Smallest epsilon of the bound at ``delta`` (``inf`` if the tail alone exceeds ``delta``)."""
     if not 0.0 < p < 1.0:
         raise ValidationError(f"p must lie in (0, 1), got {p!r}")

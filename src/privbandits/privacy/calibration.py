@@ -90,7 +90,9 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     return max(0.0, float(special.ndtr(a - b) - second))
 
 
-def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float = 1.0, *, rtol: float = 1e-12) -> float:
+def gaussian_sigma_analytic(
+    epsilon: float, delta: float, sensitivity: float = 1.0, *, rtol: float = 1e-12
+) -> float:
     """Smallest sigma whose Gaussian mechanism is exactly ``(epsilon, delta)``-DP (Balle & Wang 2018).
 
     Valid for every epsilon > 0 (no ``epsilon < 1`` restriction); found by bracketing root search
@@ -118,7 +120,9 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float = 1
     return s * sig
 
 
-def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0, calibration: str = "classic") -> float:
+def gaussian_sigma(
+    epsilon: float, delta: float, sensitivity: float = 1.0, calibration: str = "classic"
+) -> float:
     """Gaussian noise std for ``calibration`` in {"classic", "analytic"}."""
     check_choice("calibration", calibration, CALIBRATIONS)
     if calibration == "classic":
@@ -152,7 +156,9 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
     hi = 1.0
     while gaussian_delta(hi, sig, s) > dlt:
         hi *= 2.0
-    eps = optimize.brentq(lambda e: gaussian_delta(e, sig, s) - dlt, 0.0, hi, xtol=1e-14, rtol=1e-13)
+    eps = optimize.brentq(
+        lambda e: gaussian_delta(e, sig, s) - dlt, 0.0, hi, xtol=1e-14, rtol=1e-13
+    )
     while gaussian_delta(eps, sig, s) > dlt:  # round up so the statement is never optimistic
         eps *= 1.0 + 1e-12
     return float(eps)
@@ -179,8 +185,10 @@ def l2_ball_epsilon(radius: float, d: int, bound: float = 1.0) -> float:
     ratio = _gamma_ratio(d)
     t = B * math.sqrt(math.pi) * ratio / r
     if t >= 1.0:
-        raise ValidationError(f"radius={r:g} is below the minimum {B * math.sqrt(math.pi) * ratio:g} "
-                              f"of an unbiased l2-ball mechanism in d={d}")
+        raise ValidationError(
+            f"radius={r:g} is below the minimum {B * math.sqrt(math.pi) * ratio:g} "
+            f"of an unbiased l2-ball mechanism in d={d}"
+        )
     return 2.0 * math.atanh(t)
 
 

@@ -174,7 +174,11 @@ class SumParams:
     @property
     def noise_std_bound(self) -> float:
         """Upper bound ``(Delta/g) sqrt(n/4 + n b p (1-p))`` on the per-coordinate error std."""
-        return self.Delta / self.g * math.sqrt(self.n / 4.0 + self.n * self.b * self.p * (1.0 - self.p))
+        return (
+            self.Delta
+            / self.g
+            * math.sqrt(self.n / 4.0 + self.n * self.b * self.p * (1.0 - self.p))
+        )
 
     def theorem_epsilon(self) -> float:
         """epsilon that Lemma T.1 certifies for the ``b`` actually used (see :func:`theorem_epsilon`).
@@ -191,8 +195,12 @@ class SumParams:
         Needs eq. (122)'s ``g`` (at ``n_labels``) and ``p``, a certified epsilon <= 15 and
         ``delta < 1/2``.
         """
-        return (self.g == _precision(self.n, self.n_labels) and self.p == 0.25
-                and self.theorem_epsilon() <= CHEU_MAX_EPSILON and self.delta < 0.5)
+        return (
+            self.g == _precision(self.n, self.n_labels)
+            and self.p == 0.25
+            and self.theorem_epsilon() <= CHEU_MAX_EPSILON
+            and self.delta < 0.5
+        )
 
     def guarantee(self) -> PrivacyGuarantee:
         """Per-call shuffle-DP guarantee of the protocol, computed from the parameters actually used.
@@ -214,49 +222,92 @@ class SumParams:
         eps_thm = self.theorem_epsilon()
         if self.theorem_applies():
             g = ApproxDP(eps_thm, self.delta)
-            notes = (f"Cheu et al. (2022) / Sarmasarkar (2026) Lemma T.{1 if self.kind == 'vector' else 2}: "
-                     f"{self.kind} summation, n={self.n}, g={self.g:.6g}, b={self.b}, p={self.p}, "
-                     f"Delta={self.Delta:g} (eq. 122 solved for epsilon at the b used); mode={self.mode}")
+            notes = (
+                f"Cheu et al. (2022) / Sarmasarkar (2026) Lemma T.{1 if self.kind == 'vector' else 2}: "
+                f"{self.kind} summation, n={self.n}, g={self.g:.6g}, b={self.b}, p={self.p}, "
+                f"Delta={self.Delta:g} (eq. 122 solved for epsilon at the b used); mode={self.mode}"
+            )
             return to_guarantee(g, model="shuffle", unit="user", notes=notes)
         sigma = self.binomial_noise_std
         if sigma == 0.0:
-            return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit="user",
-                                    notes=f"{self.kind} summation with b = 0: no privacy noise")
+            return PrivacyGuarantee(
+                model="none",
+                epsilon=math.inf,
+                delta=0.0,
+                unit="user",
+                notes=f"{self.kind} summation with b = 0: no privacy noise",
+            )
         rho = gaussian_zcdp(sigma, self.sensitivity)
-        gauss = to_guarantee(rho, model="shuffle", unit="user", delta=self.delta, method=self.conversion)
-        common = (f"{self.kind} summation, n={self.n}, g={self.g:.6g}, b={self.b}, p={self.p}, "
-                  f"Delta={self.Delta:g}, l2 sensitivity {self.sensitivity:.6g}; Lemma "
-                  f"T.{1 if self.kind == 'vector' else 2} would certify only epsilon={eps_thm:.4g} (and only for "
-                  "epsilon <= 15 with eq. 122's g)")
+        gauss = to_guarantee(
+            rho, model="shuffle", unit="user", delta=self.delta, method=self.conversion
+        )
+        common = (
+            f"{self.kind} summation, n={self.n}, g={self.g:.6g}, b={self.b}, p={self.p}, "
+            f"Delta={self.Delta:g}, l2 sensitivity {self.sensitivity:.6g}; Lemma "
+            f"T.{1 if self.kind == 'vector' else 2} would certify only epsilon={eps_thm:.4g} (and only for "
+            "epsilon <= 15 with eq. 122's g)"
+        )
         if self.binomial_tractable():
             eps_bin = self.binomial_epsilon()
             if not math.isfinite(eps_bin):
-                return PrivacyGuarantee(model="none", epsilon=math.inf, delta=self.delta, unit="user",
-                                        notes="the binomial tail alone exceeds delta: no (epsilon, delta) claim; "
-                                              + common)
-            notes = (f"{self.mode} mode, computed from the binomial pmf (privbandits.privacy.binomial_accounting: "
-                     "worst reachable shift of Bin(nb, p) per label, rounding included; an upper bound, no "
-                     f"Gaussian approximation); the Gaussian approximation would give epsilon={gauss.epsilon:.4g}; "
-                     + common)
-            return to_guarantee(ApproxDP(eps_bin, self.delta), model="shuffle", unit="user", notes=notes)
-        notes = (f"{self.mode} mode, APPROXIMATE (binomial bound intractable at nb={self.n * self.b}): Bin(nb, p) "
-                 f"noise treated as Gaussian with std {sigma:.6g} (rho={_rho_value(rho):.6g}, {self.conversion} "
-                 "conversion); " + common)
-        return dataclasses.replace(to_guarantee(rho, model="shuffle", unit="user", notes=notes, delta=self.delta,
-                                                method=self.conversion), approximate=True)
+                return PrivacyGuarantee(
+                    model="none",
+                    epsilon=math.inf,
+                    delta=self.delta,
+                    unit="user",
+                    notes="the binomial tail alone exceeds delta: no (epsilon, delta) claim; "
+                    + common,
+                )
+            notes = (
+                f"{self.mode} mode, computed from the binomial pmf (privbandits.privacy.binomial_accounting: "
+                "worst reachable shift of Bin(nb, p) per label, rounding included; an upper bound, no "
+                f"Gaussian approximation); the Gaussian approximation would give epsilon={gauss.epsilon:.4g}; "
+                + common
+            )
+            return to_guarantee(
+                ApproxDP(eps_bin, self.delta), model="shuffle", unit="user", notes=notes
+            )
+        notes = (
+            f"{self.mode} mode, APPROXIMATE (binomial bound intractable at nb={self.n * self.b}): Bin(nb, p) "
+            f"noise treated as Gaussian with std {sigma:.6g} (rho={_rho_value(rho):.6g}, {self.conversion} "
+            "conversion); " + common
+        )
+        return dataclasses.replace(
+            to_guarantee(
+                rho,
+                model="shuffle",
+                unit="user",
+                notes=notes,
+                delta=self.delta,
+                method=self.conversion,
+            ),
+            approximate=True,
+        )
 
     def binomial_tractable(self) -> bool:
         """Whether :meth:`binomial_epsilon` is cheap enough (central window times shifts below 5e7)."""
         _, s_max = shift_budget(self.g, self.Delta, self.sensitivity)
-        width = 2.0 * binomial_accounting.Z_WINDOW * math.sqrt(self.n * self.b * self.p * (1.0 - self.p)) + 1.0
+        width = (
+            2.0
+            * binomial_accounting.Z_WINDOW
+            * math.sqrt(self.n * self.b * self.p * (1.0 - self.p))
+            + 1.0
+        )
         return width * (2 * s_max + 1) <= 5e7
 
     def binomial_epsilon(self, delta: float | None = None) -> float:
         """epsilon at ``delta`` (default: the call's) from the binomial pmf
         (:func:`~privbandits.privacy.binomial_accounting.binomial_sum_epsilon`): an upper bound for
         one call under replacement of one user's input, without the Gaussian approximation."""
-        return binomial_accounting.binomial_sum_epsilon(self.n * self.b, self.p, self.n_labels, self.g, self.Delta,
-                                                        self.sensitivity, self.delta if delta is None else delta)
+        return binomial_accounting.binomial_sum_epsilon(
+            self.n * self.b,
+            self.p,
+            self.n_labels,
+            self.g,
+            self.Delta,
+            self.sensitivity,
+            self.delta if delta is None else delta,
+        )
 
 
 def _rho_value(rho: ZCDP | float) -> float:
@@ -298,8 +349,10 @@ def theorem_epsilon(g: float, b: int, n: int, d_formula: int, delta: float) -> f
     n = check_int("n", n, 1)
     if b == 0:
         return math.inf
-    return check_positive("g", g) * _log_term(check_int("d_formula", d_formula, 1), check_delta(delta)) * math.sqrt(
-        CHEU_CONSTANT / (b * n)
+    return (
+        check_positive("g", g)
+        * _log_term(check_int("d_formula", d_formula, 1), check_delta(delta))
+        * math.sqrt(CHEU_CONSTANT / (b * n))
     )
 
 
@@ -352,9 +405,22 @@ def theory_params(
     g = _precision(n, d_formula)
     b = math.ceil(constant * g**2 * _log_term(d_formula, dlt) ** 2 / (eps**2 * n))
     sens = _sensitivity(kind, Delta, psd_inputs)
-    return SumParams(kind=kind, n=n, d=d, n_labels=_labels(kind, d), d_formula=d_formula, Delta=Delta, g=g,
-                     b=b, p=0.25, epsilon=eps, delta=dlt, mode="theory", sensitivity=sens,
-                     psd_inputs=bool(psd_inputs and kind == "matrix"))
+    return SumParams(
+        kind=kind,
+        n=n,
+        d=d,
+        n_labels=_labels(kind, d),
+        d_formula=d_formula,
+        Delta=Delta,
+        g=g,
+        b=b,
+        p=0.25,
+        epsilon=eps,
+        delta=dlt,
+        mode="theory",
+        sensitivity=sens,
+        psd_inputs=bool(psd_inputs and kind == "matrix"),
+    )
 
 
 def _sensitivity(kind: str, Delta: float, psd_inputs: bool) -> float:
@@ -412,8 +478,10 @@ def calibrated_params(
     dlt = check_delta(delta)
     conversion = check_choice("conversion", conversion, _CONVERSIONS)
     if (epsilon is None) == (rho is None):
-        raise ValidationError("give exactly one of epsilon and rho to calibrated_params, got "
-                              f"epsilon={epsilon!r}, rho={rho!r}")
+        raise ValidationError(
+            "give exactly one of epsilon and rho to calibrated_params, got "
+            f"epsilon={epsilon!r}, rho={rho!r}"
+        )
     if rho is None:
         eps = check_epsilon(epsilon)
         rho_v = _rho_value(zcdp_for_approx_dp(eps, dlt, method=conversion))
@@ -425,9 +493,23 @@ def calibrated_params(
     g = _precision(n, d_formula)
     p = 0.25
     b = math.ceil(sigma_G**2 * g**2 / (Delta**2 * n * p * (1.0 - p)))
-    out = SumParams(kind=kind, n=n, d=d, n_labels=_labels(kind, d), d_formula=d_formula, Delta=Delta, g=g,
-                    b=b, p=p, epsilon=eps, delta=dlt, mode="calibrated", sensitivity=sens,
-                    psd_inputs=bool(psd_inputs and kind == "matrix"), conversion=conversion)
+    out = SumParams(
+        kind=kind,
+        n=n,
+        d=d,
+        n_labels=_labels(kind, d),
+        d_formula=d_formula,
+        Delta=Delta,
+        g=g,
+        b=b,
+        p=p,
+        epsilon=eps,
+        delta=dlt,
+        mode="calibrated",
+        sensitivity=sens,
+        psd_inputs=bool(psd_inputs and kind == "matrix"),
+        conversion=conversion,
+    )
     if rho is None and out.binomial_tractable() and out.binomial_epsilon() > eps:
         out = _raise_b_to_target(out, eps)
     return out
@@ -439,15 +521,21 @@ def _raise_b_to_target(params: SumParams, epsilon: float) -> SumParams:
     The Gaussian-matched ``b`` can fall short when the rounding slack is large relative to the
     shift (small ``g``); the epsilon of the bound decreases in ``b``.
     """
+
     def eps_at(b: int) -> float:
         return dataclasses.replace(params, b=b).binomial_epsilon()
 
     # the epsilon scales roughly as 1/sqrt(b): start the bracket there
-    lo, hi = params.b, max(params.b + 1, math.ceil(params.b * (eps_at(params.b) / epsilon) ** 2 * 1.02))
+    lo, hi = (
+        params.b,
+        max(params.b + 1, math.ceil(params.b * (eps_at(params.b) / epsilon) ** 2 * 1.02)),
+    )
     while eps_at(hi) > epsilon:
         lo, hi = hi, 2 * hi
         if hi > 2**40:
-            raise ValidationError(f"no b meets epsilon={epsilon:g} for n={params.n}, g={params.g:g}")
+            raise ValidationError(
+                f"no b meets epsilon={epsilon:g} for n={params.n}, g={params.g:g}"
+            )
     while hi - lo > max(1, lo // 200):  # within 0.5 % of the smallest b
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if eps_at(mid) > epsilon else (lo, mid)
@@ -457,8 +545,9 @@ def _raise_b_to_target(params: SumParams, epsilon: float) -> SumParams:
 # --------------------------------------------------------------------------------------------
 # encoding: norm policy, bias by Delta (client side, before randomizing)
 # --------------------------------------------------------------------------------------------
-def _project_rows(a: np.ndarray, norms: np.ndarray, Delta: float, policy: str, name: str, what: str
-                  ) -> tuple[np.ndarray, int]:
+def _project_rows(
+    a: np.ndarray, norms: np.ndarray, Delta: float, policy: str, name: str, what: str
+) -> tuple[np.ndarray, int]:
     over = norms > Delta
     n_over = int(over.sum())
     if n_over and policy == "reject":
@@ -472,7 +561,9 @@ def _project_rows(a: np.ndarray, norms: np.ndarray, Delta: float, policy: str, n
     return a, n_over
 
 
-def encode_vectors(v: np.ndarray, Delta: float, *, norm_policy: str = "clip") -> tuple[np.ndarray, int]:
+def encode_vectors(
+    v: np.ndarray, Delta: float, *, norm_policy: str = "clip"
+) -> tuple[np.ndarray, int]:
     """Client-side encoding of ``R1``: project onto the l2 ball of radius Delta, add the bias Delta.
 
     Parameters
@@ -501,7 +592,12 @@ def encode_vectors(v: np.ndarray, Delta: float, *, norm_policy: str = "clip") ->
 
 
 def encode_matrices(
-    X: np.ndarray, Delta: float, *, norm_policy: str = "clip", psd_inputs: bool = False, atol: float = 1e-10
+    X: np.ndarray,
+    Delta: float,
+    *,
+    norm_policy: str = "clip",
+    psd_inputs: bool = False,
+    atol: float = 1e-10,
 ) -> tuple[np.ndarray, int]:
     """Client-side encoding of ``R2``: Frobenius projection, upper triangle, bias Delta.
 
@@ -538,15 +634,23 @@ def encode_matrices(
     if psd_inputs and X.size:
         lam_min = float(np.min(np.linalg.eigvalsh(X)))
         if lam_min < -tol:
-            raise DataBoundError(f"X must be positive semidefinite (psd_inputs=True); smallest eigenvalue "
-                                 f"{lam_min:.3g}")
-    X, n_clipped = _project_rows(X, np.linalg.norm(X, axis=(-2, -1)), Delta, policy, "X", "Frobenius norm")
+            raise DataBoundError(
+                f"X must be positive semidefinite (psd_inputs=True); smallest eigenvalue "
+                f"{lam_min:.3g}"
+            )
+    X, n_clipped = _project_rows(
+        X, np.linalg.norm(X, axis=(-2, -1)), Delta, policy, "X", "Frobenius norm"
+    )
     iu = np.triu_indices(X.shape[-1])
     return np.clip(X[..., iu[0], iu[1]] + Delta, 0.0, 2.0 * Delta), n_clipped
 
 
 def encode_rank_one(
-    x: np.ndarray, weight: np.ndarray | float = 1.0, Delta: float = 1.0, *, norm_policy: str = "clip"
+    x: np.ndarray,
+    weight: np.ndarray | float = 1.0,
+    Delta: float = 1.0,
+    *,
+    norm_policy: str = "clip",
 ) -> tuple[np.ndarray, int]:
     """Encode the rank-one PSD inputs ``w x x^T`` of both Sarmasarkar algorithms without forming them twice.
 
@@ -571,16 +675,22 @@ def encode_rank_one(
     x = check_finite_array("x", x)
     if x.ndim < 1:
         raise ValidationError(f"x must have shape (..., d), got {x.shape}")
-    wt = check_finite_array("weight", np.broadcast_to(np.asarray(weight, dtype=float), x.shape[:-1]))
+    wt = check_finite_array(
+        "weight", np.broadcast_to(np.asarray(weight, dtype=float), x.shape[:-1])
+    )
     if wt.size and float(wt.min()) < 0.0:
-        raise ValidationError(f"weight must be nonnegative (PSD inputs), got minimum {float(wt.min()):g}")
+        raise ValidationError(
+            f"weight must be nonnegative (PSD inputs), got minimum {float(wt.min()):g}"
+        )
     fro = wt * np.einsum("...d,...d->...", x, x)
     scale = np.ones_like(fro)
     over = fro > Delta
     n_clipped = int(over.sum())
     if n_clipped and policy == "reject":
-        raise DataBoundError(f"w ||x||^2 reaches {float(fro.max()):.6g}, above Delta={Delta:g}; rescale the data, "
-                             "raise Delta, or use norm_policy='clip'")
+        raise DataBoundError(
+            f"w ||x||^2 reaches {float(fro.max()):.6g}, above Delta={Delta:g}; rescale the data, "
+            "raise Delta, or use norm_policy='clip'"
+        )
     if n_clipped:
         scale = np.where(over, Delta / np.where(over, fro, 1.0), 1.0)
     iu = np.triu_indices(x.shape[-1])
@@ -593,7 +703,9 @@ def upper_to_symmetric(o: np.ndarray, d: int) -> np.ndarray:
     d = check_int("d", d, 1)
     o = np.asarray(o)
     if o.shape[-1] != d * (d + 1) // 2:
-        raise ValidationError(f"o must have last axis d(d+1)/2 = {d * (d + 1) // 2}, got shape {o.shape}")
+        raise ValidationError(
+            f"o must have last axis d(d+1)/2 = {d * (d + 1) // 2}, got shape {o.shape}"
+        )
     iu = np.triu_indices(d)
     out = np.zeros(o.shape[:-1] + (d, d), dtype=o.dtype)
     out[..., iu[0], iu[1]] = o
@@ -608,7 +720,9 @@ def _check_w(w: np.ndarray, params: SumParams, lead: int) -> np.ndarray:
     w = check_finite_array("w", w)
     if w.ndim != lead + 1 or w.shape[-1] != params.n_labels:
         axes = "(R, n_labels)" if lead == 1 else "(R, n, n_labels)"
-        raise ValidationError(f"w must have shape {axes} with n_labels={params.n_labels}, got {w.shape}")
+        raise ValidationError(
+            f"w must have shape {axes} with n_labels={params.n_labels}, got {w.shape}"
+        )
     return w
 
 
@@ -642,8 +756,10 @@ def local_randomizer(
 def _bit_payload(counts: np.ndarray, params: SumParams) -> dict[str, np.ndarray]:
     nb = params.bits_per_label
     if params.messages_per_user > 50_000_000:
-        raise ValidationError(f"materialize_bits would create {params.messages_per_user} bits per user; "
-                              "use the count encoding (materialize_bits=False) for large b")
+        raise ValidationError(
+            f"materialize_bits would create {params.messages_per_user} bits per user; "
+            "use the count encoding (materialize_bits=False) for large b"
+        )
     bits = bits_from_counts(counts, nb)  # (..., n_labels, nb)
     labels = np.broadcast_to(np.arange(params.n_labels, dtype=np.int32)[:, None], bits.shape)
     lead = counts.shape[:-1]
@@ -660,11 +776,15 @@ def randomize_users(
     """
     w = _check_w(w, params, 2)
     if w.shape[1] != params.n:
-        raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
+        raise ValidationError(
+            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
+        )
     counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
     out = []
     for u in range(params.n):
-        payload = _bit_payload(counts[:, u], params) if materialize_bits else {"count": counts[:, u]}
+        payload = (
+            _bit_payload(counts[:, u], params) if materialize_bits else {"count": counts[:, u]}
+        )
         out.append(PrivatizedMessage(payload=payload, mechanism=params.mechanism))
     return out
 
@@ -697,7 +817,9 @@ def shuffle(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> 
         raise TrustBoundaryError("cannot shuffle an empty batch")
     if not all(isinstance(m, PrivatizedMessage) for m in messages):
         bad = next(m for m in messages if not isinstance(m, PrivatizedMessage))
-        raise TrustBoundaryError(f"the shuffler only accepts PrivatizedMessage, got {type(bad).__name__}")
+        raise TrustBoundaryError(
+            f"the shuffler only accepts PrivatizedMessage, got {type(bad).__name__}"
+        )
     if "count" not in messages[0].payload:
         return shuffle_messages(messages, rng)
     mech = messages[0].mechanism
@@ -705,10 +827,14 @@ def shuffle(messages: Sequence[PrivatizedMessage], rng: np.random.Generator) -> 
         raise TrustBoundaryError("a shuffled batch must come from a single randomizer and encoding")
     counts = [np.asarray(m["count"]) for m in messages]
     if len({c.shape for c in counts}) != 1 or counts[0].ndim != 2:
-        raise TrustBoundaryError("every count message must have shape (R, n_labels); got "
-                                 f"{sorted({c.shape for c in counts})}")
+        raise TrustBoundaryError(
+            "every count message must have shape (R, n_labels); got "
+            f"{sorted({c.shape for c in counts})}"
+        )
     ones = np.asarray(np.sum(counts, axis=0, dtype=np.int64))
-    return ShuffledBatch(payload=_frozen_payload({"ones": ones}), mechanism=mech, n_users=len(messages))
+    return ShuffledBatch(
+        payload=_frozen_payload({"ones": ones}), mechanism=mech, n_users=len(messages)
+    )
 
 
 def _frozen_payload(arrays: dict[str, np.ndarray]) -> MappingProxyType[str, np.ndarray]:
@@ -738,29 +864,47 @@ def analyze(batch: ShuffledBatch, params: SumParams) -> np.ndarray:
         count vectors (the analyzer must not see a user's bits grouped together).
     """
     if not isinstance(batch, ShuffledBatch):
-        raise TrustBoundaryError(f"the analyzer only accepts a ShuffledBatch, got {type(batch).__name__}")
+        raise TrustBoundaryError(
+            f"the analyzer only accepts a ShuffledBatch, got {type(batch).__name__}"
+        )
     if batch.mechanism != params.mechanism:
-        raise TrustBoundaryError(f"batch comes from {batch.mechanism!r}, expected {params.mechanism!r}")
+        raise TrustBoundaryError(
+            f"batch comes from {batch.mechanism!r}, expected {params.mechanism!r}"
+        )
     if batch.n_users != params.n:
-        raise ValidationError(f"batch has {batch.n_users} users but the parameters were set for n={params.n}")
+        raise ValidationError(
+            f"batch has {batch.n_users} users but the parameters were set for n={params.n}"
+        )
     if "count" in batch.payload:
-        raise TrustBoundaryError("the batch holds per-user count vectors: the shuffler must release the "
-                                 "multiset of all users' bits (cheu.shuffle), not permute whole users")
+        raise TrustBoundaryError(
+            "the batch holds per-user count vectors: the shuffler must release the "
+            "multiset of all users' bits (cheu.shuffle), not permute whole users"
+        )
     if "ones" in batch.payload:
         ones = np.asarray(batch["ones"], dtype=np.int64)
         if ones.ndim != 2 or ones.shape[1] != params.n_labels:
-            raise ValidationError(f"ones must have shape (R, n_labels={params.n_labels}), got {ones.shape}")
-        if ones.size and (int(ones.min()) < 0 or int(ones.max()) > params.n * params.bits_per_label):
-            raise ValidationError("each label carries n (ceil(2g) + b) bits; the batch is malformed")
+            raise ValidationError(
+                f"ones must have shape (R, n_labels={params.n_labels}), got {ones.shape}"
+            )
+        if ones.size and (
+            int(ones.min()) < 0 or int(ones.max()) > params.n * params.bits_per_label
+        ):
+            raise ValidationError(
+                "each label carries n (ceil(2g) + b) bits; the batch is malformed"
+            )
     else:
         labels = np.asarray(batch["label_multi"], dtype=np.int64)
         bits = np.asarray(batch["bit_multi"], dtype=np.int64)
         R = labels.shape[0]
         flat = (np.arange(R)[:, None] * params.n_labels + labels).ravel()
-        ones = np.bincount(flat, weights=bits.ravel(), minlength=R * params.n_labels).reshape(R, params.n_labels)
+        ones = np.bincount(flat, weights=bits.ravel(), minlength=R * params.n_labels).reshape(
+            R, params.n_labels
+        )
         sizes = np.bincount(flat, minlength=R * params.n_labels)
         if np.any(sizes != params.n * params.bits_per_label):
-            raise ValidationError("each label must carry n (ceil(2g) + b) bits; the batch is malformed")
+            raise ValidationError(
+                "each label must carry n (ceil(2g) + b) bits; the batch is malformed"
+            )
         ones = np.rint(ones).astype(np.int64)
     return _debias(ones, params)
 
@@ -793,7 +937,9 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     """
     w = _check_w(w, params, 2)
     if w.shape[1] != params.n:
-        raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
+        raise ValidationError(
+            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
+        )
     if w.size and (float(w.min()) < 0.0 or float(w.max()) > 2.0 * params.Delta * (1.0 + 1e-12)):
         raise ValidationError(f"w must lie in [0, 2 Delta] = [0, {2 * params.Delta:g}]")
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
@@ -801,8 +947,9 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     R = w.shape[0]
     # Bin(n b, p) per label is the randomizer R* at a zero input with n b noise bits (its rounding
     # of 0 is 0): the same compiled sampler as the message path
-    gamma2 = binomial_bit_counts(np.zeros((R, params.n_labels)), params.g, params.n * params.b, params.p,
-                                 params.Delta, rng)
+    gamma2 = binomial_bit_counts(
+        np.zeros((R, params.n_labels)), params.g, params.n * params.b, params.p, params.Delta, rng
+    )
     return _debias(x_hat + gamma2, params)
 
 
@@ -822,12 +969,16 @@ def aggregate_release(w: np.ndarray, params: SumParams, rng: np.random.Generator
     """
     w = _check_w(w, params, 2)
     if w.shape[1] != params.n:
-        raise ValidationError(f"w has {w.shape[1]} users but the parameters were set for n={params.n}")
+        raise ValidationError(
+            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
+        )
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
     return release_from_rounded(randomized_rounding(u, rng).sum(axis=1), params, rng)
 
 
-def release_from_rounded(x_hat: np.ndarray, params: SumParams, rng: np.random.Generator) -> ShuffledBatch:
+def release_from_rounded(
+    x_hat: np.ndarray, params: SumParams, rng: np.random.Generator
+) -> ShuffledBatch:
     """The second half of :func:`aggregate_release`: the users' rounded coordinates summed over
     users (``x_hat``, shape ``(R, n_labels)``) plus one ``Binomial(n b, p)`` per label.
 
@@ -836,11 +987,21 @@ def release_from_rounded(x_hat: np.ndarray, params: SumParams, rng: np.random.Ge
     """
     x_hat = np.asarray(x_hat)
     if x_hat.ndim != 2 or x_hat.shape[1] != params.n_labels:
-        raise ValidationError(f"x_hat must have shape (R, n_labels={params.n_labels}), got {x_hat.shape}")
-    gamma2 = binomial_bit_counts(np.zeros((x_hat.shape[0], params.n_labels)), params.g, params.n * params.b, params.p,
-                                 params.Delta, rng)
+        raise ValidationError(
+            f"x_hat must have shape (R, n_labels={params.n_labels}), got {x_hat.shape}"
+        )
+    gamma2 = binomial_bit_counts(
+        np.zeros((x_hat.shape[0], params.n_labels)),
+        params.g,
+        params.n * params.b,
+        params.p,
+        params.Delta,
+        rng,
+    )
     ones = np.rint(x_hat + gamma2).astype(np.int64)
-    return ShuffledBatch(payload=_frozen_payload({"ones": ones}), mechanism=params.mechanism, n_users=params.n)
+    return ShuffledBatch(
+        payload=_frozen_payload({"ones": ones}), mechanism=params.mechanism, n_users=params.n
+    )
 
 
 def analyzer_variance(w: np.ndarray, params: SumParams) -> np.ndarray:
@@ -861,8 +1022,9 @@ def analyzer_variance(w: np.ndarray, params: SumParams) -> np.ndarray:
     w = _check_w(w, params, 2)
     u = w * (params.g / params.Delta)
     q = u - np.floor(u)
-    return (params.Delta / params.g) ** 2 * ((q * (1.0 - q)).sum(axis=1)
-                                             + params.n * params.b * params.p * (1.0 - params.p))
+    return (params.Delta / params.g) ** 2 * (
+        (q * (1.0 - q)).sum(axis=1) + params.n * params.b * params.p * (1.0 - params.p)
+    )
 
 
 @dataclass(frozen=True)
@@ -888,8 +1050,14 @@ class ShuffleSumResult:
         return self.params.guarantee()
 
 
-def _run(w: np.ndarray, params: SumParams, client_rng: np.random.Generator, shuffler_rng: np.random.Generator,
-         path: str, materialize_bits: bool) -> np.ndarray:
+def _run(
+    w: np.ndarray,
+    params: SumParams,
+    client_rng: np.random.Generator,
+    shuffler_rng: np.random.Generator,
+    path: str,
+    materialize_bits: bool,
+) -> np.ndarray:
     path = check_choice("path", path, ("messages", "aggregate"))
     if path == "aggregate":
         return aggregate_sum(w, params, client_rng)
@@ -913,12 +1081,16 @@ def shuffle_vector_sum(
     :func:`aggregate_sum` (exact in distribution).
     """
     if params.kind != "vector":
-        raise ValidationError(f"params are for kind={params.kind!r}; use theory_params(..., kind='vector')")
+        raise ValidationError(
+            f"params are for kind={params.kind!r}; use theory_params(..., kind='vector')"
+        )
     v = check_finite_array("v", v, ndim=3)
     if v.shape[1:] != (params.n, params.d):
         raise ValidationError(f"v must have shape (R, n={params.n}, d={params.d}), got {v.shape}")
     w, n_clipped = encode_vectors(v, params.Delta, norm_policy=norm_policy)
-    return ShuffleSumResult(_run(w, params, client_rng, shuffler_rng, path, materialize_bits), n_clipped, params)
+    return ShuffleSumResult(
+        _run(w, params, client_rng, shuffler_rng, path, materialize_bits), n_clipped, params
+    )
 
 
 def shuffle_matrix_sum(
@@ -937,10 +1109,16 @@ def shuffle_matrix_sum(
     mirrored, so the estimate is exactly symmetric.
     """
     if params.kind != "matrix":
-        raise ValidationError(f"params are for kind={params.kind!r}; use theory_params(..., kind='matrix')")
+        raise ValidationError(
+            f"params are for kind={params.kind!r}; use theory_params(..., kind='matrix')"
+        )
     X = check_finite_array("X", X, ndim=4)
     if X.shape[1:] != (params.n, params.d, params.d):
-        raise ValidationError(f"X must have shape (R, n={params.n}, d={params.d}, d={params.d}), got {X.shape}")
-    w, n_clipped = encode_matrices(X, params.Delta, norm_policy=norm_policy, psd_inputs=params.psd_inputs)
+        raise ValidationError(
+            f"X must have shape (R, n={params.n}, d={params.d}, d={params.d}), got {X.shape}"
+        )
+    w, n_clipped = encode_matrices(
+        X, params.Delta, norm_policy=norm_policy, psd_inputs=params.psd_inputs
+    )
     o = _run(w, params, client_rng, shuffler_rng, path, materialize_bits)
     return ShuffleSumResult(upper_to_symmetric(o, params.d), n_clipped, params)

@@ -86,7 +86,9 @@ class DeviceSensitivity:
 
     def __post_init__(self) -> None:
         if self.norm not in ("l1", "l2", "linf"):
-            raise ValidationError(f"sensitivity norm must be 'l1', 'l2' or 'linf', got {self.norm!r}")
+            raise ValidationError(
+                f"sensitivity norm must be 'l1', 'l2' or 'linf', got {self.norm!r}"
+            )
         if not (self.bound >= 0 and np.isfinite(self.bound)):
             raise ValidationError(f"sensitivity bound must be finite and >= 0, got {self.bound!r}")
 

@@ -88,10 +88,12 @@ class PrivacyGuarantee:
 ASSUMPTIONS: dict[str, str] = {
     "local": "no trusted party: each user randomizes its own data before sending it",
     "shuffle": "assumes a trusted shuffler: the server sees each batch's reports in random order and "
-               "not which user played which action",
+    "not which user played which action",
     "joint": "assumes a trusted curator: holds against everything other users see",
     "central": "assumes a trusted curator: holds for what the curator releases",
 }
 
 
-NON_PRIVATE = PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, notes="non-private baseline")
+NON_PRIVATE = PrivacyGuarantee(
+    model="none", epsilon=math.inf, delta=0.0, notes="non-private baseline"
+)

@@ -39,26 +39,35 @@ def check_client_inputs(contexts: np.ndarray, rewards: np.ndarray, context_bound
     """
     X = np.ascontiguousarray(contexts, dtype=float)
     y = np.ascontiguousarray(rewards, dtype=float).reshape(-1)
-    if X.ndim >= 1 and _all_within(X.reshape(-1, X.shape[-1]), y, (context_bound * (1.0 + NORM_RTOL)) ** 2):
+    if X.ndim >= 1 and _all_within(
+        X.reshape(-1, X.shape[-1]), y, (context_bound * (1.0 + NORM_RTOL)) ** 2
+    ):
         return
     if not np.isfinite(rewards).all():
         bad = int(rewards.size - np.count_nonzero(np.isfinite(rewards)))
-        raise DataBoundError(f"rewards contain {bad} NaN or infinite values; a local randomizer "
-                             "needs finite rewards (they are clipped to the declared reward range)")
+        raise DataBoundError(
+            f"rewards contain {bad} NaN or infinite values; a local randomizer "
+            "needs finite rewards (they are clipped to the declared reward range)"
+        )
     if not np.isfinite(contexts).all():
         bad = int(contexts.size - np.count_nonzero(np.isfinite(contexts)))
-        raise DataBoundError(f"contexts contain {bad} NaN or infinite entries; a local randomizer "
-                             "needs finite contexts")
+        raise DataBoundError(
+            f"contexts contain {bad} NaN or infinite entries; a local randomizer "
+            "needs finite contexts"
+        )
     sq = np.einsum("...d,...d->...", contexts, contexts)
     worst = float(sq.max()) if sq.size else 0.0
     if worst > (context_bound * (1.0 + NORM_RTOL)) ** 2:
         raise DataBoundError(
             f"a context has l2 norm {np.sqrt(worst):.6g}, above the declared context_bound={context_bound:g}; "
-            "the privacy calibration relies on the bound: rescale the data or declare a larger bound")
+            "the privacy calibration relies on the bound: rescale the data or declare a larger bound"
+        )
 
 
 @nb.njit(cache=True)
-def _all_within(X: np.ndarray, y: np.ndarray, bound_sq: float) -> bool:  # pragma: no cover - compiled
+def _all_within(
+    X: np.ndarray, y: np.ndarray, bound_sq: float
+) -> bool:  # pragma: no cover - compiled
     """One compiled pass: every reward finite and every row of ``X`` finite with squared norm
     at most ``bound_sq`` (the common case; the Python checks above name what failed otherwise)."""
     for i in range(y.shape[0]):
@@ -81,8 +90,14 @@ def context_shape(spec: EnvSpec, R: int) -> tuple[int, ...]:
     return (R, spec.K, spec.d) if spec.setting == "single" else (R, spec.d)
 
 
-def check_device_inputs(spec: EnvSpec, contexts: object, actions: object = None, rewards: object = None, *,
-                        bound: bool = True) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def check_device_inputs(
+    spec: EnvSpec,
+    contexts: object,
+    actions: object = None,
+    rewards: object = None,
+    *,
+    bound: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """A device's own inputs as the arrays compiled code may read, or a clear error.
 
     The memory-safe boundary (the documentation's Concepts: trust models): the shapes are checked
@@ -109,33 +124,48 @@ def check_device_inputs(spec: EnvSpec, contexts: object, actions: object = None,
     if X.dtype.kind not in "fiu" or X.dtype.kind == "b":
         raise ValidationError(f"contexts must be real numbers, got dtype {X.dtype}")
     if X.ndim == 0:
-        raise ValidationError("contexts must be an array with the users on the first axis, got a scalar")
+        raise ValidationError(
+            "contexts must be an array with the users on the first axis, got a scalar"
+        )
     R = X.shape[0]
     want = context_shape(spec, R)
     if X.shape != want:
         names = "(R, K, d)" if spec.setting == "single" else "(R, d)"
         raise ValidationError(
             f"contexts have shape {X.shape}; the {spec.setting}-parameter problem needs {names} = {want} "
-            f"(K={spec.K} arms, d={spec.d} features)")
+            f"(K={spec.K} arms, d={spec.d} features)"
+        )
     X = np.ascontiguousarray(X, dtype=np.float64)
     a: np.ndarray | None = None
     if actions is not None:
         a_raw = np.asarray(actions)
         if a_raw.shape != (R,):
-            raise ValidationError(f"actions have shape {a_raw.shape}, expected ({R},): one arm per user")
+            raise ValidationError(
+                f"actions have shape {a_raw.shape}, expected ({R},): one arm per user"
+            )
         if a_raw.dtype.kind not in "iu":
-            exact = a_raw.dtype.kind == "f" and np.all(np.isfinite(a_raw)) and np.all(a_raw == np.round(a_raw))
+            exact = (
+                a_raw.dtype.kind == "f"
+                and np.all(np.isfinite(a_raw))
+                and np.all(a_raw == np.round(a_raw))
+            )
             if not exact:
-                raise ValidationError(f"actions must be integer arm indices, got dtype {a_raw.dtype}")
+                raise ValidationError(
+                    f"actions must be integer arm indices, got dtype {a_raw.dtype}"
+                )
         a = np.ascontiguousarray(a_raw, dtype=np.int64)
         if R and (a.min() < 0 or a.max() >= spec.K):
             bad = int(a.min()) if a.min() < 0 else int(a.max())
-            raise ValidationError(f"action {bad} is not an arm index in [0, {spec.K - 1}] (K={spec.K})")
+            raise ValidationError(
+                f"action {bad} is not an arm index in [0, {spec.K - 1}] (K={spec.K})"
+            )
     y: np.ndarray | None = None
     if rewards is not None:
         y_raw = np.asarray(rewards)
         if y_raw.shape != (R,):
-            raise ValidationError(f"rewards have shape {y_raw.shape}, expected ({R},): one reward per user")
+            raise ValidationError(
+                f"rewards have shape {y_raw.shape}, expected ({R},): one reward per user"
+            )
         if y_raw.dtype.kind not in "fiu" or y_raw.dtype.kind == "b":
             raise ValidationError(f"rewards must be real numbers, got dtype {y_raw.dtype}")
         y = np.ascontiguousarray(y_raw, dtype=np.float64)

@@ -125,9 +125,11 @@ class LaplaceShuffleParams:
         """
         eps_l = self.local_epsilon()
         g = amplified_guarantee(eps_l, self.n, self.delta, self.bound)
-        notes = (f"Hanna et al. (2022) Alg. 3, batch of n={self.n}: Laplace scale {self.scale:.6g} on rewards "
-                 f"clipped to [{self.r_lo:g}, {self.r_hi:g}] -> {eps_l:.6g}-LDP per report; "
-                 f"eps0 from shuffle_bound={self.shuffle_bound!r}; ")
+        notes = (
+            f"Hanna et al. (2022) Alg. 3, batch of n={self.n}: Laplace scale {self.scale:.6g} on rewards "
+            f"clipped to [{self.r_lo:g}, {self.r_hi:g}] -> {eps_l:.6g}-LDP per report; "
+            f"eps0 from shuffle_bound={self.shuffle_bound!r}; "
+        )
         if isinstance(g, ApproxDP):
             notes += f"amplification by shuffling ({self.bound} bound, FMT21)"
         else:
@@ -177,20 +179,38 @@ def laplace_shuffle_params(
     shuffle_bound = check_choice("shuffle_bound", shuffle_bound, SHUFFLE_BOUNDS)
     bound = check_choice("bound", bound, BOUNDS)
     if shuffle_bound == "paper":
-        warnings.warn("shuffle_bound='paper' uses the uncapped inverse of eq. (10); it can overclaim privacy "
-                      "(Hanna et al. 2022, eq. 10, correction Hanna22-14) -- reproduction only", UserWarning, stacklevel=2)
+        warnings.warn(
+            "shuffle_bound='paper' uses the uncapped inverse of eq. (10); it can overclaim privacy "
+            "(Hanna et al. 2022, eq. 10, correction Hanna22-14) -- reproduction only",
+            UserWarning,
+            stacklevel=2,
+        )
         eps0 = closed_form_inverse(eps, dlt, n)
     else:
         eps0 = float(local_epsilon_for_target(eps, dlt, n, bound))
     if paper_sensitivity:
-        warnings.warn("paper_sensitivity=True: Laplace scale 1/eps0 on a reward range of width "
-                      f"{hi - lo:g}; the guarantee is computed at the true sensitivity", UserWarning, stacklevel=2)
+        warnings.warn(
+            "paper_sensitivity=True: Laplace scale 1/eps0 on a reward range of width "
+            f"{hi - lo:g}; the guarantee is computed at the true sensitivity",
+            UserWarning,
+            stacklevel=2,
+        )
     sens = 1.0 if paper_sensitivity else hi - lo
     scale = sens / eps0
     while sens / scale > eps0:  # round the scale up so the accounted LDP level never exceeds eps0
         scale = math.nextafter(scale, math.inf)
-    return LaplaceShuffleParams(epsilon=eps, delta=dlt, n=n, r_lo=lo, r_hi=hi, sensitivity=sens, eps0=eps0,
-                                scale=scale, shuffle_bound=shuffle_bound, bound=bound)
+    return LaplaceShuffleParams(
+        epsilon=eps,
+        delta=dlt,
+        n=n,
+        r_lo=lo,
+        r_hi=hi,
+        sensitivity=sens,
+        eps0=eps0,
+        scale=scale,
+        shuffle_bound=shuffle_bound,
+        bound=bound,
+    )
 
 
 def assign_actions(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -237,7 +257,9 @@ def assign_actions(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def laplace_randomizer(
-    rewards: np.ndarray, slots: np.ndarray, params: LaplaceShuffleParams | Sequence[LaplaceShuffleParams],
+    rewards: np.ndarray,
+    slots: np.ndarray,
+    params: LaplaceShuffleParams | Sequence[LaplaceShuffleParams],
     rng: np.random.Generator,
 ) -> PrivatizedMessage:
     """Clients: report ``clip(r, r_lo, r_hi) + Lap(scale)`` (Hanna et al. 2022, Alg. 3).
@@ -265,29 +287,43 @@ def laplace_randomizer(
     slots = np.asarray(slots)
     rewards = check_finite_array("rewards", rewards, ndim=2)
     if rewards.shape != slots.shape:
-        raise ValidationError(f"rewards must have the shape of slots {slots.shape}, got {rewards.shape}")
+        raise ValidationError(
+            f"rewards must have the shape of slots {slots.shape}, got {rewards.shape}"
+        )
     R = slots.shape[0]
     plist = [params] * R if isinstance(params, LaplaceShuffleParams) else list(params)
     if len(plist) != R:
-        raise ValidationError(f"need one LaplaceShuffleParams per replication ({R}), got {len(plist)}")
+        raise ValidationError(
+            f"need one LaplaceShuffleParams per replication ({R}), got {len(plist)}"
+        )
     valid = slots >= 0
     n_valid = valid.sum(axis=1)
     for r, p in enumerate(plist):
         if p.n != int(n_valid[r]):
-            raise ValidationError(f"replication {r} has {int(n_valid[r])} clients but its parameters say n={p.n}")
+            raise ValidationError(
+                f"replication {r} has {int(n_valid[r])} clients but its parameters say n={p.n}"
+            )
     if len({(p.r_lo, p.r_hi) for p in plist}) > 1:
-        raise ValidationError("every replication's parameters must share the reward range [r_lo, r_hi]")
+        raise ValidationError(
+            "every replication's parameters must share the reward range [r_lo, r_hi]"
+        )
     reports = np.zeros(slots.shape)
     if R:
-        scale = np.broadcast_to(np.array([p.scale for p in plist], dtype=float)[:, None], slots.shape)[valid]
+        scale = np.broadcast_to(
+            np.array([p.scale for p in plist], dtype=float)[:, None], slots.shape
+        )[valid]
         y = np.ascontiguousarray(rewards[valid], dtype=float)
         out = np.empty(y.size)
-        laplace_randomize(rng, y, float(plist[0].r_lo), float(plist[0].r_hi), np.ascontiguousarray(scale), out)
+        laplace_randomize(
+            rng, y, float(plist[0].r_lo), float(plist[0].r_hi), np.ascontiguousarray(scale), out
+        )
         reports[valid] = out
     return PrivatizedMessage(payload={"reward_hat": reports}, mechanism=LAPLACE_MECHANISM)
 
 
-def forward_reports(slots: np.ndarray, reports: PrivatizedMessage, rng: np.random.Generator) -> ShuffledBatch:
+def forward_reports(
+    slots: np.ndarray, reports: PrivatizedMessage, rng: np.random.Generator
+) -> ShuffledBatch:
     """Shuffler, step 2: re-associate each report with its action slot and forward the pairs.
 
     The pairs ``(a_j, r_hat_j)`` are forwarded in a freshly shuffled order (no client ids, and the
@@ -298,17 +334,23 @@ def forward_reports(slots: np.ndarray, reports: PrivatizedMessage, rng: np.rando
     ShuffledBatch with payload ``action`` (int, -1 = padding) and ``reward_hat``, shape (R, N).
     """
     if not isinstance(reports, PrivatizedMessage):
-        raise TrustBoundaryError(f"the shuffler only forwards PrivatizedMessage, got {type(reports).__name__}")
+        raise TrustBoundaryError(
+            f"the shuffler only forwards PrivatizedMessage, got {type(reports).__name__}"
+        )
     if reports.mechanism != LAPLACE_MECHANISM:
-        raise TrustBoundaryError(f"expected reports from {LAPLACE_MECHANISM!r}, got {reports.mechanism!r}")
+        raise TrustBoundaryError(
+            f"expected reports from {LAPLACE_MECHANISM!r}, got {reports.mechanism!r}"
+        )
     slots = np.asarray(slots, dtype=np.int64)
     r_hat = np.asarray(reports["reward_hat"])
     if r_hat.shape != slots.shape:
         raise ValidationError(f"reports have shape {r_hat.shape}, slots {slots.shape}")
     keys = np.where(slots >= 0, rng.random(slots.shape), 2.0)
     perm = np.argsort(keys, axis=1)
-    payload = {"action": np.take_along_axis(slots, perm, axis=1),
-               "reward_hat": np.take_along_axis(r_hat, perm, axis=1)}
+    payload = {
+        "action": np.take_along_axis(slots, perm, axis=1),
+        "reward_hat": np.take_along_axis(r_hat, perm, axis=1),
+    }
     n_users = int((slots >= 0).sum(axis=1).max()) if slots.size else 0
     return ShuffledBatch(payload=payload, mechanism=LAPLACE_MECHANISM, n_users=n_users)
 
@@ -323,9 +365,13 @@ def per_action_sums(batch: ShuffledBatch, n_actions: int) -> tuple[np.ndarray, n
         Number of reports per action (equals the public ``n_ia``).
     """
     if not isinstance(batch, ShuffledBatch):
-        raise TrustBoundaryError(f"the server only accepts a ShuffledBatch, got {type(batch).__name__}")
+        raise TrustBoundaryError(
+            f"the server only accepts a ShuffledBatch, got {type(batch).__name__}"
+        )
     if batch.mechanism != LAPLACE_MECHANISM:
-        raise TrustBoundaryError(f"batch comes from {batch.mechanism!r}, expected {LAPLACE_MECHANISM!r}")
+        raise TrustBoundaryError(
+            f"batch comes from {batch.mechanism!r}, expected {LAPLACE_MECHANISM!r}"
+        )
     K = check_int("n_actions", n_actions, 1)
     a = np.asarray(batch["action"], dtype=np.int64)
     y = np.asarray(batch["reward_hat"], dtype=float)

@@ -122,8 +122,10 @@ def _restore_scalar(value: Any, out: np.ndarray) -> np.ndarray | float:
 
 def _under_noised_note(noise_factor: float) -> str:
     if noise_factor < 1.0:
-        return (f"DELIBERATELY BROKEN (audit test): noise scale x{noise_factor:g} of the calibrated "
-                "value, claimed guarantee unchanged")
+        return (
+            f"DELIBERATELY BROKEN (audit test): noise scale x{noise_factor:g} of the calibrated "
+            "value, claimed guarantee unchanged"
+        )
     if noise_factor > 1.0:
         return f"over-noised: noise scale x{noise_factor:g} of the calibrated value"
     return ""
@@ -268,18 +270,26 @@ class GaussianMechanism(_AdditiveNoise):
     def warning(self) -> str | None:
         if self.calibration == "classic" and self.epsilon >= 1.0:
             eps = self.guarantee.epsilon
-            verdict = ("still meets the requested epsilon" if eps <= self.epsilon else
-                       "EXCEEDS the requested epsilon; use calibration='analytic'")
-            return (f"classic Gaussian calibration used at epsilon={self.epsilon:g} >= 1, outside "
-                    "Dwork & Roth Thm A.1; the exact (Balle & Wang 2018) epsilon of this noise is "
-                    f"{eps:.6g}, which {verdict}")
+            verdict = (
+                "still meets the requested epsilon"
+                if eps <= self.epsilon
+                else "EXCEEDS the requested epsilon; use calibration='analytic'"
+            )
+            return (
+                f"classic Gaussian calibration used at epsilon={self.epsilon:g} >= 1, outside "
+                "Dwork & Roth Thm A.1; the exact (Balle & Wang 2018) epsilon of this noise is "
+                f"{eps:.6g}, which {verdict}"
+            )
         return None
 
     @property
     def notes(self) -> str:
-        return _join(f"Gaussian mechanism, {self.calibration} calibration, sigma={self.nominal_sigma:.6g} "
-                     f"at L2 sensitivity {self.sensitivity:g}",
-                     self.warning or "", _under_noised_note(self.noise_factor))
+        return _join(
+            f"Gaussian mechanism, {self.calibration} calibration, sigma={self.nominal_sigma:.6g} "
+            f"at L2 sensitivity {self.sensitivity:g}",
+            self.warning or "",
+            _under_noised_note(self.noise_factor),
+        )
 
     # -- sampling --------------------------------------------------------------------------------
     def noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -309,24 +319,41 @@ class SymmetricGaussianMechanism:
     def __post_init__(self) -> None:
         object.__setattr__(self, "d", _check_dim(self.d))
         # validates sensitivity, epsilon, delta, calibration and noise_factor
-        object.__setattr__(self, "_vector", GaussianMechanism(
-            self.sensitivity, self.epsilon, self.delta, self.calibration, self.noise_factor))
+        object.__setattr__(
+            self,
+            "_vector",
+            GaussianMechanism(
+                self.sensitivity, self.epsilon, self.delta, self.calibration, self.noise_factor
+            ),
+        )
         for name in ("sensitivity", "epsilon", "delta", "noise_factor"):
             object.__setattr__(self, name, getattr(self._vector, name))
 
     @classmethod
-    def for_outer_product(cls, bound: float, epsilon: float, delta: float, d: int, *,
-                          tight: bool = False, calibration: str = "classic") -> SymmetricGaussianMechanism:
+    def for_outer_product(
+        cls,
+        bound: float,
+        epsilon: float,
+        delta: float,
+        d: int,
+        *,
+        tight: bool = False,
+        calibration: str = "classic",
+    ) -> SymmetricGaussianMechanism:
         """Mechanism for ``x x^T`` with ``||x|| <= bound`` (see :func:`outer_product_sensitivity`)."""
         return cls(outer_product_sensitivity(bound, tight=tight), epsilon, delta, d, calibration)
 
     nominal_sigma = property(lambda self: self._vector.nominal_sigma, doc="Calibrated std.")
     sigma = property(lambda self: self._vector.sigma, doc="Std of every upper-triangle entry of W.")
     scale = property(lambda self: self._vector.sigma, doc="Alias of sigma.")
-    noise_multiplier = property(lambda self: self._vector.noise_multiplier, doc="sigma / sensitivity.")
+    noise_multiplier = property(
+        lambda self: self._vector.noise_multiplier, doc="sigma / sensitivity."
+    )
     guarantee = property(lambda self: self._vector.guarantee, doc="Claimed (epsilon, delta).")
-    actual_guarantee = property(lambda self: self._vector.actual_guarantee,
-                                doc="(epsilon, delta) of the noise actually added.")
+    actual_guarantee = property(
+        lambda self: self._vector.actual_guarantee,
+        doc="(epsilon, delta) of the noise actually added.",
+    )
     warning = property(lambda self: self._vector.warning, doc="Classic-at-epsilon>=1 caveat.")
 
     @property
@@ -335,8 +362,10 @@ class SymmetricGaussianMechanism:
 
     @property
     def notes(self) -> str:
-        return _join(f"symmetric {self.d}x{self.d} Gaussian mechanism (upper triangle, mirrored)",
-                     self._vector.notes)
+        return _join(
+            f"symmetric {self.d}x{self.d} Gaussian mechanism (upper triangle, mirrored)",
+            self._vector.notes,
+        )
 
     def privacy_guarantee(self, model: str = "local", unit: str = "user") -> PrivacyGuarantee:
         return to_guarantee(self.guarantee, model, unit, self.notes)
@@ -351,8 +380,9 @@ class SymmetricGaussianMechanism:
         if M.ndim < 2 or M.shape[-2:] != (self.d, self.d):
             raise ValidationError(f"value must have shape (..., {self.d}, {self.d}), got {M.shape}")
         if not np.allclose(M, np.swapaxes(M, -1, -2), rtol=1e-12, atol=1e-12):
-            raise ValidationError("value must be symmetric: the mechanism releases the upper triangle "
-                                  "and mirrors it")
+            raise ValidationError(
+                "value must be symmetric: the mechanism releases the upper triangle and mirrors it"
+            )
         return M + self.noise(rng, M.shape[:-2])
 
     def under_noised(self, factor: float) -> SymmetricGaussianMechanism:
@@ -441,8 +471,10 @@ class LaplaceMechanism(_AdditiveNoise):
 
     @property
     def notes(self) -> str:
-        return _join(f"Laplace mechanism, scale={self.nominal_scale:.6g} at L1 sensitivity {self.sensitivity:g}",
-                     _under_noised_note(self.noise_factor))
+        return _join(
+            f"Laplace mechanism, scale={self.nominal_scale:.6g} at L1 sensitivity {self.sensitivity:g}",
+            _under_noised_note(self.noise_factor),
+        )
 
     def noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """i.i.d. ``Lap(b)`` noise of ``shape``."""
@@ -546,9 +578,11 @@ class L2BallMechanism:
 
     @property
     def notes(self) -> str:
-        return _join(f"l2-ball mechanism (Duchi et al. 2018), d={self.d}, bound={self.bound:g}, "
-                     f"radius={self.nominal_radius:.6g}, out-of-bound inputs: {self.out_of_bound}",
-                     _under_noised_note(self.noise_factor))
+        return _join(
+            f"l2-ball mechanism (Duchi et al. 2018), d={self.d}, bound={self.bound:g}, "
+            f"radius={self.nominal_radius:.6g}, out-of-bound inputs: {self.out_of_bound}",
+            _under_noised_note(self.noise_factor),
+        )
 
     def privacy_guarantee(self, model: str = "local", unit: str = "user") -> PrivacyGuarantee:
         return to_guarantee(self.guarantee, model, unit, self.notes)
@@ -565,8 +599,10 @@ class L2BallMechanism:
         if self.out_of_bound == "raise":
             worst = float(np.max(np.linalg.norm(x, axis=-1))) if x.size else 0.0
             if worst > self.bound * (1.0 + 1e-12):
-                raise DataBoundError(f"value has l2 norm up to {worst:.6g}, above bound={self.bound:g}; "
-                                     "rescale the data or use out_of_bound='clip'")
+                raise DataBoundError(
+                    f"value has l2 norm up to {worst:.6g}, above bound={self.bound:g}; "
+                    "rescale the data or use out_of_bound='clip'"
+                )
         z, _ = l2_ball_mechanism(x, self.effective_epsilon, self.bound, rng)
         return z
 

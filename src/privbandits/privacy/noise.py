@@ -49,8 +49,9 @@ def sample_gaussian(rng: np.random.Generator, shape: tuple[int, ...], sigma: flo
     return z.reshape(shape)
 
 
-def sample_symmetric_gaussian(rng: np.random.Generator, lead: tuple[int, ...], d: int,
-                              sigma: float) -> np.ndarray:
+def sample_symmetric_gaussian(
+    rng: np.random.Generator, lead: tuple[int, ...], d: int, sigma: float
+) -> np.ndarray:
     """Symmetric ``d x d`` Gaussian matrices: i.i.d. ``N(0, sigma^2)`` on and above the diagonal,
     mirrored.
 
@@ -66,8 +67,9 @@ def sample_symmetric_gaussian(rng: np.random.Generator, lead: tuple[int, ...], d
     return W.reshape(lead + (d, d))
 
 
-def sample_symmetric_laplace(rng: np.random.Generator, lead: tuple[int, ...], d: int,
-                             scale: float) -> np.ndarray:
+def sample_symmetric_laplace(
+    rng: np.random.Generator, lead: tuple[int, ...], d: int, scale: float
+) -> np.ndarray:
     """Symmetric ``d x d`` Laplace matrices: i.i.d. ``Lap(scale)`` on and above the diagonal,
     mirrored (:func:`~privbandits.privacy.samplers.add_symmetric_laplace`, one matrix after the
     other); shape ``lead + (d, d)``."""

@@ -58,7 +58,9 @@ def randomized_rounding(u: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """
     u = check_finite_array("u", u)
     if u.size and float(u.min()) < 0.0:
-        raise ValidationError(f"u must be nonnegative for randomized rounding, got minimum {float(u.min()):g}")
+        raise ValidationError(
+            f"u must be nonnegative for randomized rounding, got minimum {float(u.min()):g}"
+        )
     out = np.empty(u.size, dtype=np.int64)
     samplers.randomized_rounding_rows(rng, np.ascontiguousarray(u, dtype=float).reshape(-1), out)
     return out.reshape(u.shape)
@@ -109,7 +111,9 @@ def binomial_bit_counts(
             f"got range [{float(w.min()):g}, {float(w.max()):g}]"
         )
     out = np.empty(w.size, dtype=np.int64)
-    samplers.binomial_bits_rows(rng, np.ascontiguousarray(w, dtype=float).reshape(-1), g, b, p, Delta, out)
+    samplers.binomial_bits_rows(
+        rng, np.ascontiguousarray(w, dtype=float).reshape(-1), g, b, p, Delta, out
+    )
     return out.reshape(w.shape)
 
 
@@ -130,8 +134,10 @@ def bits_from_counts(counts: np.ndarray, n_bits: int) -> np.ndarray:
     n_bits = check_int("n_bits", n_bits, 0)
     counts = np.asarray(counts)
     if counts.size and (int(counts.min()) < 0 or int(counts.max()) > n_bits):
-        raise ValidationError(f"counts must lie in [0, n_bits={n_bits}], got range "
-                              f"[{int(counts.min())}, {int(counts.max())}]")
+        raise ValidationError(
+            f"counts must lie in [0, n_bits={n_bits}], got range "
+            f"[{int(counts.min())}, {int(counts.max())}]"
+        )
     return (np.arange(n_bits) < counts[..., None]).astype(np.uint8)
 
 
@@ -162,7 +168,9 @@ def randomized_response(bits: np.ndarray, epsilon: float, rng: np.random.Generat
     if x.size and not np.all((x == 0) | (x == 1)):
         raise ValidationError("bits must contain only 0 and 1")
     out = np.empty(x.size, dtype=np.int64)
-    samplers.randomized_response_rows(rng, np.ascontiguousarray(x, dtype=np.int64).reshape(-1), k, out)
+    samplers.randomized_response_rows(
+        rng, np.ascontiguousarray(x, dtype=np.int64).reshape(-1), k, out
+    )
     return out.astype(np.uint8).reshape(x.shape)
 
 

@@ -94,7 +94,9 @@ def add_gaussian(rng: np.random.Generator, sigma: float, v: np.ndarray) -> None:
 
 
 @nb.njit(cache=True)
-def add_symmetric_gaussian(rng: np.random.Generator, sigma: float, M: np.ndarray) -> None:  # pragma: no cover
+def add_symmetric_gaussian(
+    rng: np.random.Generator, sigma: float, M: np.ndarray
+) -> None:  # pragma: no cover
     """``M += W`` in place, ``W`` symmetric with i.i.d. ``N(0, sigma^2)`` on and above the diagonal.
 
     Draw order: row by row, the entries ``(i, j)`` with ``j >= i``.
@@ -127,8 +129,14 @@ def add_laplace(rng: np.random.Generator, scale: float, v: np.ndarray) -> None: 
 
 
 @nb.njit(cache=True)
-def laplace_randomize(rng: np.random.Generator, y: np.ndarray, lo: float, hi: float, scale: np.ndarray,
-                      out: np.ndarray) -> None:  # pragma: no cover - compiled
+def laplace_randomize(
+    rng: np.random.Generator,
+    y: np.ndarray,
+    lo: float,
+    hi: float,
+    scale: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """``out[i] = clip_scalar(y[i], lo, hi) + laplace_draw(rng, scale[i])`` for each user ``i``.
 
     The local randomizer of Hanna et al. (2022), Algorithms 2-3: every user clips its own reward
@@ -141,8 +149,14 @@ def laplace_randomize(rng: np.random.Generator, y: np.ndarray, lo: float, hi: fl
 
 
 @nb.njit(cache=True)
-def l2_ball(rng: np.random.Generator, g: np.ndarray, epsilon: float, bound: float, radius: float,
-            out: np.ndarray) -> None:  # pragma: no cover - compiled
+def l2_ball(
+    rng: np.random.Generator,
+    g: np.ndarray,
+    epsilon: float,
+    bound: float,
+    radius: float,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """The l2-ball mechanism ``Psi_{eps,R}(g)`` (Duchi, Jordan & Wainwright 2018; Han et al. 2021,
     Lemma 2.2), written into ``out``.
 
@@ -192,8 +206,9 @@ def randomized_rounding(rng: np.random.Generator, u: float) -> int:  # pragma: n
 
 
 @nb.njit(cache=True)
-def binomial_bits(rng: np.random.Generator, w: float, g: float, b: int, p: float,
-                  Delta: float) -> int:  # pragma: no cover - compiled
+def binomial_bits(
+    rng: np.random.Generator, w: float, g: float, b: int, p: float, Delta: float
+) -> int:  # pragma: no cover - compiled
     """Number of one-bits of the randomizer ``R*(w, g, b, p, Delta)`` of Cheu et al. (2022).
 
     Sarmasarkar (2026), Appendix T, Algorithm 4: ``x_hat = randomized_rounding(w g / Delta)`` (the
@@ -209,55 +224,74 @@ def binomial_bits(rng: np.random.Generator, w: float, g: float, b: int, p: float
 
 # -- batched wrappers: one row after the other ---------------------------------------------------
 @nb.njit(cache=True)
-def add_symmetric_gaussian_rows(rng: np.random.Generator, sigma: float,
-                                M: np.ndarray) -> None:  # pragma: no cover - compiled
+def add_symmetric_gaussian_rows(
+    rng: np.random.Generator, sigma: float, M: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """:func:`add_symmetric_gaussian` on each matrix ``M[k]`` of ``M`` (shape ``(n, d, d)``)."""
     for k in range(M.shape[0]):
         add_symmetric_gaussian(rng, sigma, M[k])
 
 
 @nb.njit(cache=True)
-def add_symmetric_laplace_rows(rng: np.random.Generator, scale: float,
-                               M: np.ndarray) -> None:  # pragma: no cover - compiled
+def add_symmetric_laplace_rows(
+    rng: np.random.Generator, scale: float, M: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """:func:`add_symmetric_laplace` on each matrix ``M[k]`` of ``M`` (shape ``(n, d, d)``)."""
     for k in range(M.shape[0]):
         add_symmetric_laplace(rng, scale, M[k])
 
 
 @nb.njit(cache=True)
-def l2_ball_rows(rng: np.random.Generator, G: np.ndarray, epsilon: float, bound: float, radius: float,
-                 out: np.ndarray) -> None:  # pragma: no cover - compiled
+def l2_ball_rows(
+    rng: np.random.Generator,
+    G: np.ndarray,
+    epsilon: float,
+    bound: float,
+    radius: float,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """:func:`l2_ball` on each row of ``G`` (shape ``(n, d)``), written into ``out[k]``."""
     for k in range(G.shape[0]):
         l2_ball(rng, G[k], epsilon, bound, radius, out[k])
 
 
 @nb.njit(cache=True)
-def randomized_response_rows(rng: np.random.Generator, bits: np.ndarray, keep: float,
-                             out: np.ndarray) -> None:  # pragma: no cover - compiled
+def randomized_response_rows(
+    rng: np.random.Generator, bits: np.ndarray, keep: float, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """:func:`randomized_response` on each entry of the 1-D int array ``bits``, into ``out``."""
     for k in range(bits.shape[0]):
         out[k] = randomized_response(rng, bits[k], keep)
 
 
 @nb.njit(cache=True)
-def randomized_rounding_rows(rng: np.random.Generator, u: np.ndarray,
-                             out: np.ndarray) -> None:  # pragma: no cover - compiled
+def randomized_rounding_rows(
+    rng: np.random.Generator, u: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """:func:`randomized_rounding` on each entry of the 1-D array ``u``, into ``out`` (int64)."""
     for k in range(u.shape[0]):
         out[k] = randomized_rounding(rng, u[k])
 
 
 @nb.njit(cache=True)
-def binomial_bits_rows(rng: np.random.Generator, w: np.ndarray, g: float, b: int, p: float, Delta: float,
-                       out: np.ndarray) -> None:  # pragma: no cover - compiled
+def binomial_bits_rows(
+    rng: np.random.Generator,
+    w: np.ndarray,
+    g: float,
+    b: int,
+    p: float,
+    Delta: float,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """:func:`binomial_bits` on each entry of the 1-D array ``w``, into ``out`` (int64)."""
     for k in range(w.shape[0]):
         out[k] = binomial_bits(rng, w[k], g, b, p, Delta)
 
 
 @nb.njit(cache=True)
-def add_symmetric_laplace(rng: np.random.Generator, scale: float, M: np.ndarray) -> None:  # pragma: no cover
+def add_symmetric_laplace(
+    rng: np.random.Generator, scale: float, M: np.ndarray
+) -> None:  # pragma: no cover
     """``M += W`` in place, ``W`` symmetric with i.i.d. ``Lap(scale)`` on and above the diagonal
     (the epsilon-LDP variant of the symmetric-matrix mechanism, Zheng et al. 2020, correction Zheng20-17).
 

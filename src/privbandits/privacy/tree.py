@@ -115,8 +115,9 @@ def tree_sensitivity(leaf_bound: float, *, kind: str = "vector", psd_leaves: boo
     return math.sqrt(2.0) * B if psd_leaves else 2.0 * B
 
 
-def sample_tree_noise(rng: np.random.Generator, lead: tuple[int, ...], shape: tuple[int, ...], sigma: float
-                      ) -> np.ndarray:
+def sample_tree_noise(
+    rng: np.random.Generator, lead: tuple[int, ...], shape: tuple[int, ...], sigma: float
+) -> np.ndarray:
     """Node noise: ``N(0, sigma^2 I)`` for vectors; ``(Z' + Z'^T)/2`` for ``(d, d)`` matrices (Sarmasarkar 2026, section 6).
 
     Drawn by the compiled samplers: vectors by :func:`~privbandits.privacy.samplers.add_gaussian`
@@ -198,7 +199,9 @@ class TreeAggregator:
         self.kind = check_choice("kind", kind, ("vector", "matrix"))
         self.leaf_bound = check_positive("leaf_bound", leaf_bound)
         self.psd_leaves = bool(psd_leaves)
-        self.sensitivity = tree_sensitivity(self.leaf_bound, kind=self.kind, psd_leaves=self.psd_leaves)
+        self.sensitivity = tree_sensitivity(
+            self.leaf_bound, kind=self.kind, psd_leaves=self.psd_leaves
+        )
         self.R = check_int("replications", replications, 1)
         self.norm_policy = check_choice("norm_policy", norm_policy, ("clip", "reject"))
         if not isinstance(rng, np.random.Generator):
@@ -237,7 +240,9 @@ class TreeAggregator:
         sensitivity ``Delta`` of :func:`tree_sensitivity`.  Other arguments as in the constructor.
         """
         if (epsilon is None) == (rho is None):
-            raise ValidationError(f"give exactly one of epsilon and rho, got epsilon={epsilon!r}, rho={rho!r}")
+            raise ValidationError(
+                f"give exactly one of epsilon and rho, got epsilon={epsilon!r}, rho={rho!r}"
+            )
         dlt = check_delta(delta)
         if rho is None:
             rho_tree = zcdp_for_approx_dp(check_epsilon(epsilon), dlt, method=conversion).rho
@@ -245,36 +250,53 @@ class TreeAggregator:
             rho_tree = check_positive("rho", rho)
         sens = tree_sensitivity(leaf_bound, kind=kind, psd_leaves=psd_leaves)
         sigma = sigma_for_zcdp(rho_tree / tree_levels(T), sens)
-        return cls(T, d, sigma=sigma, leaf_bound=leaf_bound, rng=rng, replications=replications, kind=kind,
-                   psd_leaves=psd_leaves, norm_policy=norm_policy)
+        return cls(
+            T,
+            d,
+            sigma=sigma,
+            leaf_bound=leaf_bound,
+            rng=rng,
+            replications=replications,
+            kind=kind,
+            psd_leaves=psd_leaves,
+            norm_policy=norm_policy,
+        )
 
     # ----------------------------------------------------------------------------------------
     def _check_leaf(self, x: np.ndarray) -> np.ndarray:
         x = check_finite_array("x", x)
         if x.shape != (self.R,) + self.shape:
-            raise ValidationError(f"x must have shape {(self.R,) + self.shape} (R, then the leaf shape), "
-                                  f"got {x.shape}")
+            raise ValidationError(
+                f"x must have shape {(self.R,) + self.shape} (R, then the leaf shape), "
+                f"got {x.shape}"
+            )
         tol = 1e-10 * max(1.0, self.leaf_bound)
         if self.kind == "vector":
             norms = np.linalg.norm(x, axis=-1)
         else:
             asym = float(np.max(np.abs(x - np.swapaxes(x, -1, -2))))
             if asym > tol:
-                raise ValidationError(f"matrix leaves must be symmetric; max |x - x^T| = {asym:.3g}")
+                raise ValidationError(
+                    f"matrix leaves must be symmetric; max |x - x^T| = {asym:.3g}"
+                )
             x = 0.5 * (x + np.swapaxes(x, -1, -2))  # exact symmetry of the released sums
             if self.psd_leaves:
                 lam_min = float(np.min(np.linalg.eigvalsh(x)))
                 if lam_min < -tol:
-                    raise DataBoundError(f"leaves must be positive semidefinite (psd_leaves=True); smallest "
-                                         f"eigenvalue {lam_min:.3g}")
+                    raise DataBoundError(
+                        f"leaves must be positive semidefinite (psd_leaves=True); smallest "
+                        f"eigenvalue {lam_min:.3g}"
+                    )
             norms = np.linalg.norm(x, axis=(-2, -1))
         over = norms > self.leaf_bound
         n_over = int(over.sum())
         if n_over:
             if self.norm_policy == "reject":
-                raise DataBoundError(f"leaf norm up to {float(norms.max()):.6g} exceeds "
-                                     f"leaf_bound={self.leaf_bound:g}; rescale the data, raise leaf_bound, "
-                                     "or use norm_policy='clip'")
+                raise DataBoundError(
+                    f"leaf norm up to {float(norms.max()):.6g} exceeds "
+                    f"leaf_bound={self.leaf_bound:g}; rescale the data, raise leaf_bound, "
+                    "or use norm_policy='clip'"
+                )
             factor = np.where(over, self.leaf_bound / np.where(over, norms, 1.0), 1.0)
             x = x * factor.reshape((self.R,) + (1,) * len(self.shape))
             self.n_clipped += n_over
@@ -295,7 +317,9 @@ class TreeAggregator:
         self._alpha[i] = x + self._alpha[:i].sum(axis=0)
         self._alpha[:i] = 0.0
         self._noisy[:i] = 0.0
-        self._noisy[i] = self._alpha[i] + sample_tree_noise(self.rng, (self.R,), self.shape, self.sigma)
+        self._noisy[i] = self._alpha[i] + sample_tree_noise(
+            self.rng, (self.R,), self.shape, self.sigma
+        )
 
     def prefix_sum(self) -> np.ndarray:
         """Noisy ``sum_{s <= t} x_s`` for the current ``t``: the sum of the ``popcount(t)`` noisy nodes.
@@ -327,8 +351,15 @@ class TreeAggregator:
         node = gaussian_zcdp(self.sigma, self.sensitivity)
         return compose_zcdp([node] * max_nodes_per_leaf(self.T))
 
-    def guarantee(self, delta: float, *, model: str = "central", unit: str = "user", method: str = "bs",
-                  notes: str = "") -> PrivacyGuarantee:
+    def guarantee(
+        self,
+        delta: float,
+        *,
+        model: str = "central",
+        unit: str = "user",
+        method: str = "bs",
+        notes: str = "",
+    ) -> PrivacyGuarantee:
         """``(epsilon, delta)`` statement of the released stream, computed from ``sigma`` and the sensitivity.
 
         Parameters
@@ -344,10 +375,16 @@ class TreeAggregator:
             Prepended to the accounting notes.
         """
         check_delta(delta)
-        what = (f"binary-tree {self.kind} prefix sums, T={self.T}, sigma={self.sigma:.6g}, "
-                f"sensitivity={self.sensitivity:.6g} ({'PSD ' if self.psd_leaves else ''}leaf bound "
-                f"{self.leaf_bound:g}), {max_nodes_per_leaf(self.T)} nodes per leaf")
+        what = (
+            f"binary-tree {self.kind} prefix sums, T={self.T}, sigma={self.sigma:.6g}, "
+            f"sensitivity={self.sensitivity:.6g} ({'PSD ' if self.psd_leaves else ''}leaf bound "
+            f"{self.leaf_bound:g}), {max_nodes_per_leaf(self.T)} nodes per leaf"
+        )
         text = f"{notes}; {what}" if notes else what
         if self.sigma == 0.0:
-            return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit=unit, notes=text + "; no noise")
-        return to_guarantee(self.zcdp(), model=model, unit=unit, notes=text, delta=delta, method=method)
+            return PrivacyGuarantee(
+                model="none", epsilon=math.inf, delta=0.0, unit=unit, notes=text + "; no noise"
+            )
+        return to_guarantee(
+            self.zcdp(), model=model, unit=unit, notes=text, delta=delta, method=method
+        )

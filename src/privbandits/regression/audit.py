@@ -72,8 +72,10 @@ def _upper(M: np.ndarray) -> np.ndarray:
     return M[..., iu[0], iu[1]]
 
 
-def _projected(release: Callable[[int, int, np.random.Generator], np.ndarray],
-               clean: tuple[np.ndarray, np.ndarray]) -> Callable[[int, int, np.random.Generator], np.ndarray]:
+def _projected(
+    release: Callable[[int, int, np.random.Generator], np.ndarray],
+    clean: tuple[np.ndarray, np.ndarray],
+) -> Callable[[int, int, np.random.Generator], np.ndarray]:
     """Sampler: ``release(side, n, rng)`` gives ``n`` independent releases (leading axis) on one side."""
     u = clean[1] - clean[0]
     u = u / np.linalg.norm(u)
@@ -85,7 +87,9 @@ def _projected(release: Callable[[int, int, np.random.Generator], np.ndarray],
     return sample
 
 
-def reweighted_normalization_spec(under_noised: float | None = None, *, mode: str = "jdp") -> AuditSpec:
+def reweighted_normalization_spec(
+    under_noised: float | None = None, *, mode: str = "jdp"
+) -> AuditSpec:
     """One release of Algorithm 1 (``mode="jdp"``) or one user's message of Algorithm 8 (``"ldp"``)."""
     f = factor_of(under_noised)
     sigma = noise_multiplier(EPSILON, DELTA)
@@ -98,16 +102,33 @@ def reweighted_normalization_spec(under_noised: float | None = None, *, mode: st
 
     def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
         Phi = prepare(X[side], np.zeros(X[side].shape[0])).X
-        return _upper(normalization_release(U, np.broadcast_to(Phi, (n,) + Phi.shape), sigma * f, rng, mode)[0])
+        return _upper(
+            normalization_release(U, np.broadcast_to(Phi, (n,) + Phi.shape), sigma * f, rng, mode)[
+                0
+            ]
+        )
 
     _, sens, std = normalization_release(U, data[0], sigma, np.random.default_rng(0), mode)
     name = "reweighted-normalization" + ("-ldp" if mode == "ldp" else "")
-    return AuditSpec(variant_name(name, f), gaussian_epsilon(std, DELTA, sens), DELTA, _projected(release, clean),
-                     "last covariate e_1 vs 5 e_2 (clipped to e_2), public U = 2I"
-                     + (", batch of N = 2" if mode == "jdp" else ", one user's message"),
-                     "projection of the released upper triangle on the difference of the noiseless statistics",
-                     N_SAMPLES, "; ".join(p for p in (f"sensitivity {sens:.6g}, noise std {std:.6g}",
-                                                       variant_note(f, "noise multiplier")) if p), f)
+    return AuditSpec(
+        variant_name(name, f),
+        gaussian_epsilon(std, DELTA, sens),
+        DELTA,
+        _projected(release, clean),
+        "last covariate e_1 vs 5 e_2 (clipped to e_2), public U = 2I"
+        + (", batch of N = 2" if mode == "jdp" else ", one user's message"),
+        "projection of the released upper triangle on the difference of the noiseless statistics",
+        N_SAMPLES,
+        "; ".join(
+            p
+            for p in (
+                f"sensitivity {sens:.6g}, noise std {std:.6g}",
+                variant_note(f, "noise multiplier"),
+            )
+            if p
+        ),
+        f,
+    )
 
 
 def reweighted_gradient_spec(under_noised: float | None = None, *, mode: str = "jdp") -> AuditSpec:
@@ -122,21 +143,45 @@ def reweighted_gradient_spec(under_noised: float | None = None, *, mode: str = "
         X = {s: x[1:] for s, x in X.items()}
         Y = {s: v[1:] for s, v in Y.items()}
     prep = {s: prepare(X[s], Y[s]) for s in (0, 1)}
-    clean = tuple(reweighted_gradient(U, w, prep[s].X, prep[s].y, link).mean(axis=0) for s in (0, 1))
+    clean = tuple(
+        reweighted_gradient(U, w, prep[s].X, prep[s].y, link).mean(axis=0) for s in (0, 1)
+    )
 
     def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
         p = prepare(X[side], Y[side])
-        return gradient_release(U, w, np.broadcast_to(p.X, (n,) + p.X.shape), np.broadcast_to(p.y, (n,) + p.y.shape),
-                                link, sigma * f, rng, mode)[0]
+        return gradient_release(
+            U,
+            w,
+            np.broadcast_to(p.X, (n,) + p.X.shape),
+            np.broadcast_to(p.y, (n,) + p.y.shape),
+            link,
+            sigma * f,
+            rng,
+            mode,
+        )[0]
 
-    _, sens, std = gradient_release(U, w, prep[0].X, prep[0].y, link, sigma, np.random.default_rng(0), mode)
+    _, sens, std = gradient_release(
+        U, w, prep[0].X, prep[0].y, link, sigma, np.random.default_rng(0), mode
+    )
     name = "reweighted-gradient" + ("-ldp" if mode == "ldp" else "")
-    return AuditSpec(variant_name(name, f), gaussian_epsilon(std, DELTA, sens), DELTA,
-                     _projected(release, (clean[0], clean[1])),
-                     "last sample (e_1, -1) vs (1e-6 e_1, 5) (response clipped to 1), U = I, w = e_1, identity link",
-                     "projection of the released gradient on the difference of the noiseless gradients",
-                     N_SAMPLES, "; ".join(p for p in (f"declared sensitivity {sens:.6g}, the pair reaches 3/4 of it",
-                                                       variant_note(f, "noise multiplier")) if p), f)
+    return AuditSpec(
+        variant_name(name, f),
+        gaussian_epsilon(std, DELTA, sens),
+        DELTA,
+        _projected(release, (clean[0], clean[1])),
+        "last sample (e_1, -1) vs (1e-6 e_1, 5) (response clipped to 1), U = I, w = e_1, identity link",
+        "projection of the released gradient on the difference of the noiseless gradients",
+        N_SAMPLES,
+        "; ".join(
+            p
+            for p in (
+                f"declared sensitivity {sens:.6g}, the pair reaches 3/4 of it",
+                variant_note(f, "noise multiplier"),
+            )
+            if p
+        ),
+        f,
+    )
 
 
 def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
@@ -154,11 +199,18 @@ def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
         return v
 
     g = est.fit(X[0], Y[0], 0).guarantee
-    return AuditSpec(variant_name("ssp-ridge", f), g.epsilon, g.delta, _projected(release, (clean[0], clean[1])),
-                     "(e_1, 1) vs ((cos 1.1964, sin 1.1964), -5) (response clipped to -1): distance 2.085 of the "
-                     "declared sensitivity 3/sqrt(2)",
-                     "projection of the released statistics on their noiseless difference", N_SAMPLES,
-                     variant_note(f, "noise std"), f)
+    return AuditSpec(
+        variant_name("ssp-ridge", f),
+        g.epsilon,
+        g.delta,
+        _projected(release, (clean[0], clean[1])),
+        "(e_1, 1) vs ((cos 1.1964, sin 1.1964), -5) (response clipped to -1): distance 2.085 of the "
+        "declared sensitivity 3/sqrt(2)",
+        "projection of the released statistics on their noiseless difference",
+        N_SAMPLES,
+        variant_note(f, "noise std"),
+        f,
+    )
 
 
 def improper_sgd_spec(under_noised: float | None = None) -> AuditSpec:
@@ -167,7 +219,9 @@ def improper_sgd_spec(under_noised: float | None = None) -> AuditSpec:
     est = ImproperBatchSGD(EPSILON, DELTA, K=2, eta=0.5)
     X = {0: np.array([[1.0, 0.0], [1.0, 0.0]]), 1: np.array([[1.0, 0.0], [0.0, 1.0]])}
     Y = {0: np.array([1.0, -1.0]), 1: np.array([1.0, 5.0])}
-    clean = tuple(improper_sgd_pass(prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 2, 0.5) for s in (0, 1))
+    clean = tuple(
+        improper_sgd_pass(prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 2, 0.5) for s in (0, 1)
+    )
     s_out = SQ_GRADIENT_SENSITIVITY * 0.5 / 1
 
     def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -177,34 +231,68 @@ def improper_sgd_spec(under_noised: float | None = None) -> AuditSpec:
         return v
 
     g = est.fit(X[0], Y[0], 0).guarantee
-    return AuditSpec(variant_name("improper-sgd", f), g.epsilon, g.delta, _projected(release, (clean[0], clean[1])),
-                     "second sample (e_1, -1) vs (e_2, 5) (response clipped to 1) after a first step to theta = e_1",
-                     "projection of the released theta on the difference of the noiseless passes", N_SAMPLES,
-                     "; ".join(p for p in ("declared sensitivity 8 eta / N = 4; the pair reaches 2 (no pair found "
-                                           "above 4.47 eta / N: the bound is not attained)",
-                                           variant_note(f, "noise multiplier")) if p), f)
+    return AuditSpec(
+        variant_name("improper-sgd", f),
+        g.epsilon,
+        g.delta,
+        _projected(release, (clean[0], clean[1])),
+        "second sample (e_1, -1) vs (e_2, 5) (response clipped to 1) after a first step to theta = e_1",
+        "projection of the released theta on the difference of the noiseless passes",
+        N_SAMPLES,
+        "; ".join(
+            p
+            for p in (
+                "declared sensitivity 8 eta / N = 4; the pair reaches 2 (no pair found "
+                "above 4.47 eta / N: the bound is not attained)",
+                variant_note(f, "noise multiplier"),
+            )
+            if p
+        ),
+        f,
+    )
 
 
 def improper_sgd_ldp_spec(under_noised: float | None = None) -> AuditSpec:
     """One user's message of Algorithm 6 (``Priv_8`` of the prediction-clipped square-loss gradient)."""
     f = factor_of(under_noised)
     sigma = noise_multiplier(EPSILON, DELTA)
-    theta = np.array([1e4, 0.0])  # public iterate: the prediction clips at +-1 for every covariate off e_2
+    theta = np.array(
+        [1e4, 0.0]
+    )  # public iterate: the prediction clips at +-1 for every covariate off e_2
     X = {0: np.array([[1.0, 0.0]]), 1: np.array([[-1e-3, 5.0]])}
     Y = {0: np.array([-1.0]), 1: np.array([5.0])}
-    clean = tuple(improper_sgd_messages(theta, prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 0.0,
-                                        np.random.default_rng(0))[0] for s in (0, 1))
+    clean = tuple(
+        improper_sgd_messages(
+            theta, prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 0.0, np.random.default_rng(0)
+        )[0]
+        for s in (0, 1)
+    )
 
     def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
         p = prepare(X[side], Y[side])
-        return improper_sgd_messages(theta, np.broadcast_to(p.X, (n, 2)), np.broadcast_to(p.y, (n,)), sigma * f, rng)
+        return improper_sgd_messages(
+            theta, np.broadcast_to(p.X, (n, 2)), np.broadcast_to(p.y, (n,)), sigma * f, rng
+        )
 
     claim = gaussian_epsilon(sigma * SQ_GRADIENT_SENSITIVITY, DELTA, SQ_GRADIENT_SENSITIVITY)
-    return AuditSpec(variant_name("improper-sgd-ldp", f), claim, DELTA, _projected(release, (clean[0], clean[1])),
-                     "(e_1, -1) vs (5 (-2e-4, 1), 5) (covariate and response clipped), public theta = 1e4 e_1",
-                     "projection of the message on the difference of the noiseless gradients", N_SAMPLES,
-                     "; ".join(p for p in ("declared sensitivity 8; the pair reaches 4 sqrt(2) = 5.66",
-                                           variant_note(f, "noise multiplier")) if p), f)
+    return AuditSpec(
+        variant_name("improper-sgd-ldp", f),
+        claim,
+        DELTA,
+        _projected(release, (clean[0], clean[1])),
+        "(e_1, -1) vs (5 (-2e-4, 1), 5) (covariate and response clipped), public theta = 1e4 e_1",
+        "projection of the message on the difference of the noiseless gradients",
+        N_SAMPLES,
+        "; ".join(
+            p
+            for p in (
+                "declared sensitivity 8; the pair reaches 4 sqrt(2) = 5.66",
+                variant_note(f, "noise multiplier"),
+            )
+            if p
+        ),
+        f,
+    )
 
 
 def reweighted_normalization_ldp_spec(under_noised: float | None = None) -> AuditSpec:
@@ -230,4 +318,6 @@ REGRESSION_AUDITS: dict[str, Callable[..., AuditSpec]] = {
 
 #: Noise factor of the under-noised variant each audit must flag: 1/2, except where no neighbouring
 #: pair attains the declared sensitivity (Algorithm 5: the farthest pair found reaches about half).
-FLAGGED_FACTOR: dict[str, float] = {name: 0.5 for name in REGRESSION_AUDITS} | {"improper-sgd": 0.25}
+FLAGGED_FACTOR: dict[str, float] = {name: 0.5 for name in REGRESSION_AUDITS} | {
+    "improper-sgd": 0.25
+}

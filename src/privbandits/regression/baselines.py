@@ -68,18 +68,21 @@ def _unpack(v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     G = np.zeros((d, d))
     G[iu] = v[: iu[0].size]
     G = G + G.T - np.diag(np.diag(G))
-    return G, v[iu[0].size:]
+    return G, v[iu[0].size :]
 
 
-def _ridge_estimate(G: np.ndarray, b: np.ndarray, n: int, rho: float, rho_eff: float, extra: float,
-                    failure: float) -> tuple[np.ndarray, np.ndarray, float]:
+def _ridge_estimate(
+    G: np.ndarray, b: np.ndarray, n: int, rho: float, rho_eff: float, extra: float, failure: float
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Ridge solution of ``(G + rho I) theta = b`` and its width ``beta ||phi||_{H^{-1}}``.
 
     ``rho_eff`` is the ridge the self-normalized bound may use (``H >= X^T X + rho_eff I``), ``extra``
     the noise terms ``||xi|| + e + rho`` divided by ``sqrt(rho_eff)`` are added to ``beta``.
     """
     d = G.shape[0]
-    H = psd_apply(G + rho * np.eye(d), lambda e: np.maximum(e, rho_eff))  # post-processing: H >= rho_eff I
+    H = psd_apply(
+        G + rho * np.eye(d), lambda e: np.maximum(e, rho_eff)
+    )  # post-processing: H >= rho_eff I
     theta = np.linalg.solve(H, b)
     beta = math.sqrt(2.0 * math.log(1.0 / failure) + d * math.log(1.0 + n / (d * rho_eff))) + extra
     return theta, psd_apply(H, lambda e: 1.0 / np.sqrt(e)), beta
@@ -97,20 +100,35 @@ class LeastSquares:
     on_bound : {"clip", "reject"}
     """
 
-    def __init__(self, ridge: float = 1.0, *, failure_prob: float = 0.05, on_bound: str = "clip") -> None:
+    def __init__(
+        self, ridge: float = 1.0, *, failure_prob: float = 0.05, on_bound: str = "clip"
+    ) -> None:
         self.ridge = check_positive("ridge", ridge)
-        self.failure_prob = check_in_range("failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False,
-                                           high_inclusive=False)
+        self.failure_prob = check_in_range(
+            "failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
         self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
 
-    def fit(self, X: object, y: object, rng: np.random.Generator | int | None = None) -> RegressionEstimate:
+    def fit(
+        self, X: object, y: object, rng: np.random.Generator | int | None = None
+    ) -> RegressionEstimate:
         """Fit; ``rng`` is unused (accepted for a common interface)."""
         data = prepare(X, y, self.on_bound)
         n, d = data.X.shape
         G, b = data.X.T @ data.X, data.X.T @ data.y
-        theta, W, beta = _ridge_estimate(G, b, n, self.ridge, self.ridge, math.sqrt(self.ridge), self.failure_prob)
-        return RegressionEstimate(theta, _IDENTITY, W, beta, NON_PRIVATE, None,
-                                  {"ridge": self.ridge, "beta": beta}, data.n_clipped_x + data.n_clipped_y)
+        theta, W, beta = _ridge_estimate(
+            G, b, n, self.ridge, self.ridge, math.sqrt(self.ridge), self.failure_prob
+        )
+        return RegressionEstimate(
+            theta,
+            _IDENTITY,
+            W,
+            beta,
+            NON_PRIVATE,
+            None,
+            {"ridge": self.ridge, "beta": beta},
+            data.n_clipped_x + data.n_clipped_y,
+        )
 
 
 class SSPRidge:
@@ -128,13 +146,24 @@ class SSPRidge:
     on_bound : {"clip", "reject"}
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, *, ridge: float = 1.0, failure_prob: float = 0.05,
-                 calibration: str = "analytic", on_bound: str = "clip") -> None:
-        self.epsilon = check_in_range("epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True)
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        *,
+        ridge: float = 1.0,
+        failure_prob: float = 0.05,
+        calibration: str = "analytic",
+        on_bound: str = "clip",
+    ) -> None:
+        self.epsilon = check_in_range(
+            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
+        )
         self.delta = check_delta(delta)
         self.ridge = check_positive("ridge", ridge)
-        self.failure_prob = check_in_range("failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False,
-                                           high_inclusive=False)
+        self.failure_prob = check_in_range(
+            "failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
         self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
         self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
         self.sigma = noise_multiplier(self.epsilon, self.delta, self.calibration)
@@ -150,7 +179,9 @@ class SSPRidge:
         e = s * math.sqrt(2.0 * d * math.log(6.0 * d / self.failure_prob))
         return e, 2.0 * e + self.ridge
 
-    def fit(self, X: object, y: object, rng: np.random.Generator | int | None = None) -> RegressionEstimate:
+    def fit(
+        self, X: object, y: object, rng: np.random.Generator | int | None = None
+    ) -> RegressionEstimate:
         data = prepare(X, y, self.on_bound)
         n, d = data.X.shape
         ledger = Ledger(n)
@@ -161,10 +192,24 @@ class SSPRidge:
         f3 = self.failure_prob / 3.0
         xi = self.std * (math.sqrt(d) + math.sqrt(2.0 * math.log(1.0 / f3)))
         rho_eff = e + self.ridge
-        theta, W, beta = _ridge_estimate(G, b, n, rho, rho_eff, (xi + e + rho) / math.sqrt(rho_eff), f3)
-        g = NON_PRIVATE if self.sigma == 0.0 else ledger.guarantee(self.delta, "central", "SSP ridge")
-        resolved: dict[str, Any] = {"sigma": self.sigma, "std": self.std, "e": e, "rho": rho, "beta": beta}
-        return RegressionEstimate(theta, _IDENTITY, W, beta, g, ledger, resolved, data.n_clipped_x + data.n_clipped_y)
+        theta, W, beta = _ridge_estimate(
+            G, b, n, rho, rho_eff, (xi + e + rho) / math.sqrt(rho_eff), f3
+        )
+        g = (
+            NON_PRIVATE
+            if self.sigma == 0.0
+            else ledger.guarantee(self.delta, "central", "SSP ridge")
+        )
+        resolved: dict[str, Any] = {
+            "sigma": self.sigma,
+            "std": self.std,
+            "e": e,
+            "rho": rho,
+            "beta": beta,
+        }
+        return RegressionEstimate(
+            theta, _IDENTITY, W, beta, g, ledger, resolved, data.n_clipped_x + data.n_clipped_y
+        )
 
 
 class DPGradientDescent:
@@ -183,9 +228,19 @@ class DPGradientDescent:
     on_bound : {"clip", "reject"}
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, *, steps: int = 100, clip: float = 2.0,
-                 eta: float = 1.0, on_bound: str = "clip") -> None:
-        self.epsilon = check_in_range("epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True)
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        *,
+        steps: int = 100,
+        clip: float = 2.0,
+        eta: float = 1.0,
+        on_bound: str = "clip",
+    ) -> None:
+        self.epsilon = check_in_range(
+            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
+        )
         self.delta = check_delta(delta)
         self.steps = check_int("steps", steps, 1)
         self.clip = check_positive("clip", clip)
@@ -199,7 +254,9 @@ class DPGradientDescent:
         rho = zcdp_for_approx_dp(self.epsilon, self.delta).rho
         return (2.0 * self.clip / n) / math.sqrt(2.0 * rho / self.steps)
 
-    def fit(self, X: object, y: object, rng: np.random.Generator | int | None = None) -> RegressionEstimate:
+    def fit(
+        self, X: object, y: object, rng: np.random.Generator | int | None = None
+    ) -> RegressionEstimate:
         data = prepare(X, y, self.on_bound)
         gen = _rng(rng)
         n, d = data.X.shape
@@ -212,12 +269,25 @@ class DPGradientDescent:
             nrm = row_norms(g)
             g *= np.minimum(1.0, self.clip / np.maximum(nrm, 1e-300))[:, None]
             gt = privatize_vector(g.mean(axis=0), s, gen)
-            ledger.record(Release(f"gradient step {t}", idx, 2.0 * self.clip / n, s), exclusive=False)
+            ledger.record(
+                Release(f"gradient step {t}", idx, 2.0 * self.clip / n, s), exclusive=False
+            )
             theta = theta - self.eta * gt
             nt = float(np.linalg.norm(theta))
             if nt > 1.0:
                 theta /= nt
-        g_ = NON_PRIVATE if s == 0.0 else ledger.shared_guarantee(self.delta, "central", "clipped DP-GD")
-        return RegressionEstimate(theta, _IDENTITY, None, math.inf, g_, ledger,
-                                  {"step_std": s, "steps": self.steps, "clip": self.clip, "eta": self.eta},
-                                  data.n_clipped_x + data.n_clipped_y)
+        g_ = (
+            NON_PRIVATE
+            if s == 0.0
+            else ledger.shared_guarantee(self.delta, "central", "clipped DP-GD")
+        )
+        return RegressionEstimate(
+            theta,
+            _IDENTITY,
+            None,
+            math.inf,
+            g_,
+            ledger,
+            {"step_std": s, "steps": self.steps, "clip": self.clip, "eta": self.eta},
+            data.n_clipped_x + data.n_clipped_y,
+        )

@@ -38,16 +38,20 @@ def prepare(X: object, y: object, on_bound: str = "clip") -> Prepared:
     Xa = check_finite_array("X", X, ndim=2)
     ya = check_finite_array("y", y, ndim=1)
     if Xa.shape[0] != ya.shape[0]:
-        raise ValidationError(f"X has {Xa.shape[0]} rows but y has {ya.shape[0]} entries; they must match")
+        raise ValidationError(
+            f"X has {Xa.shape[0]} rows but y has {ya.shape[0]} entries; they must match"
+        )
     if Xa.shape[0] == 0 or Xa.shape[1] == 0:
         raise ValidationError(f"X must have at least one row and one column, got shape {Xa.shape}")
     norms = np.sqrt(np.einsum("ij,ij->i", Xa, Xa))
     over_x = norms > 1.0 + CLIP_RTOL
     over_y = np.abs(ya) > 1.0
     if on_bound == "reject" and (over_x.any() or over_y.any()):
-        raise DataBoundError(f"{int(over_x.sum())} rows of X have norm above 1 (largest {norms.max():.6g}) and "
-                             f"{int(over_y.sum())} entries of y lie outside [-1, 1]; rescale the data or use "
-                             "on_bound='clip'")
+        raise DataBoundError(
+            f"{int(over_x.sum())} rows of X have norm above 1 (largest {norms.max():.6g}) and "
+            f"{int(over_y.sum())} entries of y lie outside [-1, 1]; rescale the data or use "
+            "on_bound='clip'"
+        )
     Xc = Xa.astype(float, copy=True)
     if over_x.any():
         Xc[over_x] /= norms[over_x, None]

@@ -42,8 +42,14 @@ from privbandits.regression.links import link_constants
 from privbandits.regression.matrices import clip_rows
 from privbandits.regression.releases import Ledger, Release, noise_multiplier, privatize_vector
 
-__all__ = ["SQ_GRADIENT_NORM", "SQ_GRADIENT_SENSITIVITY", "ImproperBatchSGD", "improper_sgd_gradients",
-           "improper_sgd_messages", "improper_sgd_pass"]
+__all__ = [
+    "SQ_GRADIENT_NORM",
+    "SQ_GRADIENT_SENSITIVITY",
+    "ImproperBatchSGD",
+    "improper_sgd_gradients",
+    "improper_sgd_messages",
+    "improper_sgd_pass",
+]
 
 _IDENTITY = link_constants("identity")
 #: Largest l2 norm of one square-loss gradient ``2(clip(<phi, theta>) - y) phi`` (``|.| <= 2``, ``||phi|| <= 1``).
@@ -57,7 +63,7 @@ def improper_sgd_pass(X: np.ndarray, y: np.ndarray, K: int, eta: float) -> np.nd
     N = X.shape[0] // K
     theta = np.zeros(X.shape[1])
     for k in range(K):
-        Xb, yb = X[k * N:(k + 1) * N], y[k * N:(k + 1) * N]
+        Xb, yb = X[k * N : (k + 1) * N], y[k * N : (k + 1) * N]
         g = 2.0 * Xb.T @ (Xb @ theta - yb) / N
         theta = theta - eta * g
         nt = float(np.linalg.norm(theta))
@@ -79,14 +85,17 @@ def improper_sgd_gradients(theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> n
     return clip_rows(g, SQ_GRADIENT_NORM)
 
 
-def improper_sgd_messages(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: float,
-                          rng: np.random.Generator) -> np.ndarray:
+def improper_sgd_messages(
+    theta: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: float, rng: np.random.Generator
+) -> np.ndarray:
     """Algorithm 6, line 3: the users' messages ``2(clip(<phi, theta>) - y) phi + N(0, (8 sigma)^2 I)``
     (:func:`improper_sgd_gradients` plus the Gaussian noise).
 
     ``theta`` is the broadcast iterate ``(d,)``, or one iterate per user ``(n, d)``.
     """
-    return privatize_vector(improper_sgd_gradients(theta, X, y), sigma * SQ_GRADIENT_SENSITIVITY, rng)
+    return privatize_vector(
+        improper_sgd_gradients(theta, X, y), sigma * SQ_GRADIENT_SENSITIVITY, rng
+    )
 
 
 class ImproperBatchSGD:
@@ -105,9 +114,20 @@ class ImproperBatchSGD:
     on_bound : {"clip", "reject"}
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, *, mode: str = "jdp", K: int | None = None,
-                 eta: float = 1.0, calibration: str = "analytic", on_bound: str = "clip") -> None:
-        self.epsilon = check_in_range("epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True)
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        *,
+        mode: str = "jdp",
+        K: int | None = None,
+        eta: float = 1.0,
+        calibration: str = "analytic",
+        on_bound: str = "clip",
+    ) -> None:
+        self.epsilon = check_in_range(
+            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
+        )
         self.delta = check_delta(delta)
         self.mode = check_choice("mode", mode, ("jdp", "ldp"))
         self.K = None if K is None else check_int("K", K, 1)
@@ -122,21 +142,31 @@ class ImproperBatchSGD:
             return min(self.K, n), self.eta
         s2 = max(self.sigma**2, 1e-300)
         if self.mode == "jdp":
-            K = max(1, min(math.ceil(math.sqrt(n)), math.ceil((n * n / (128.0 * s2)) ** (1.0 / 3.0))))
+            K = max(
+                1, min(math.ceil(math.sqrt(n)), math.ceil((n * n / (128.0 * s2)) ** (1.0 / 3.0)))
+            )
             return min(K, n), self.eta
         r = (n / (128.0 * s2)) ** (1.0 / 3.0) if self.sigma > 0 else math.sqrt(n)
         if r < 1.0:
             return 1, r
         return min(n, math.ceil(r)), self.eta
 
-    def fit(self, X: object, y: object, rng: np.random.Generator | int | None = None) -> RegressionEstimate:
+    def fit(
+        self, X: object, y: object, rng: np.random.Generator | int | None = None
+    ) -> RegressionEstimate:
         data = prepare(X, y, self.on_bound)
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         n, d = data.X.shape
         K, eta = self.steps(n)
         N = n // K
         ledger = Ledger(n)
-        resolved: dict[str, Any] = {"sigma": self.sigma, "K": K, "eta": eta, "N": N, "mode": self.mode}
+        resolved: dict[str, Any] = {
+            "sigma": self.sigma,
+            "K": K,
+            "eta": eta,
+            "N": N,
+            "mode": self.mode,
+        }
         if self.mode == "jdp":
             s = SQ_GRADIENT_SENSITIVITY * eta / N
             theta = privatize_vector(improper_sgd_pass(data.X, data.y, K, eta), self.sigma * s, gen)
@@ -147,10 +177,29 @@ class ImproperBatchSGD:
             for k in range(K):
                 sl = slice(k * N, (k + 1) * N)
                 msgs = improper_sgd_messages(theta, data.X[sl], data.y[sl], self.sigma, gen)
-                ledger.record(Release(f"gradient batch {k}", np.arange(k * N, (k + 1) * N), SQ_GRADIENT_SENSITIVITY,
-                                      self.sigma * SQ_GRADIENT_SENSITIVITY, True))
+                ledger.record(
+                    Release(
+                        f"gradient batch {k}",
+                        np.arange(k * N, (k + 1) * N),
+                        SQ_GRADIENT_SENSITIVITY,
+                        self.sigma * SQ_GRADIENT_SENSITIVITY,
+                        True,
+                    )
+                )
                 theta = theta - eta * msgs.mean(axis=0)
             model = "local"
-        g = NON_PRIVATE if self.sigma == 0.0 else ledger.guarantee(self.delta, model, f"improper batch SGD ({self.mode})")
-        return RegressionEstimate(theta, _IDENTITY, None, math.inf, g, ledger, resolved,
-                                  data.n_clipped_x + data.n_clipped_y)
+        g = (
+            NON_PRIVATE
+            if self.sigma == 0.0
+            else ledger.guarantee(self.delta, model, f"improper batch SGD ({self.mode})")
+        )
+        return RegressionEstimate(
+            theta,
+            _IDENTITY,
+            None,
+            math.inf,
+            g,
+            ledger,
+            resolved,
+            data.n_clipped_x + data.n_clipped_y,
+        )

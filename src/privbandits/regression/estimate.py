@@ -57,7 +57,9 @@ class RegressionEstimate:
     def _features(self, F: object) -> np.ndarray:
         Fa = check_finite_array("F", F)
         if Fa.shape[-1] != self.theta.shape[0]:
-            raise ValueError(f"F must have {self.theta.shape[0]} columns (the dimension d), got shape {Fa.shape}")
+            raise ValueError(
+                f"F must have {self.theta.shape[0]} columns (the dimension d), got shape {Fa.shape}"
+            )
         return Fa
 
     def predict(self, F: object) -> np.ndarray:

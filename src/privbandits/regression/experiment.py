@@ -59,14 +59,22 @@ def covariates(n: int, d: int, c: float, p0: float | None, rng: np.random.Genera
     return out
 
 
-def error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000,
-               estimators: Iterable[str] = tuple(ESTIMATORS)) -> list[dict[str, Any]]:
+def error_rows(
+    grid: Iterable[dict[str, Any]],
+    seeds: int,
+    n_test: int = 100_000,
+    estimators: Iterable[str] = tuple(ESTIMATORS),
+) -> list[dict[str, Any]]:
     """One row per (grid cell, estimator, seed)."""
     return list(iter_error_rows(grid, seeds, n_test, estimators))
 
 
-def iter_error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 100_000,
-                    estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
+def iter_error_rows(
+    grid: Iterable[dict[str, Any]],
+    seeds: int,
+    n_test: int = 100_000,
+    estimators: Iterable[str] = tuple(ESTIMATORS),
+) -> Iterator[dict[str, Any]]:
     """:func:`error_rows` one row at a time."""
     names = tuple(estimators)
     for cell in grid:
@@ -74,8 +82,12 @@ def iter_error_rows(grid: Iterable[dict[str, Any]], seeds: int, n_test: int = 10
             yield from seed_rows(cell, seed, n_test, names)
 
 
-def seed_rows(cell: dict[str, Any], seed: int, n_test: int = 100_000,
-              estimators: Iterable[str] = tuple(ESTIMATORS)) -> Iterator[dict[str, Any]]:
+def seed_rows(
+    cell: dict[str, Any],
+    seed: int,
+    n_test: int = 100_000,
+    estimators: Iterable[str] = tuple(ESTIMATORS),
+) -> Iterator[dict[str, Any]]:
     """The rows of one grid cell and one seed (one per estimator, all on the same data)."""
     n, d, eps, c, p0 = cell["n"], cell["d"], cell["epsilon"], cell.get("c", 0.0), cell.get("p0")
     rng = np.random.default_rng([seed, n, d])
@@ -94,15 +106,30 @@ def seed_rows(cell: dict[str, Any], seed: int, n_test: int = 100_000,
         err = Xt @ est.theta - f
         w = est.width(Xt)
         miss = np.abs(np.clip(Xt @ est.theta, -1, 1) - f) > w + 1e-12
-        yield {**cell, "c": c, "p0": p0, "estimator": name, "seed": seed,
-               "l1": float(np.mean(np.abs(err))), "l2": float(np.mean(err**2)),
-               "coverage": float(1.0 - np.mean(miss)), "all_covered": bool(not np.any(miss)),
-               "mean_width": float(np.mean(w)), "epsilon_accounted": est.guarantee.epsilon,
-               "seconds": time.perf_counter() - t0}
+        yield {
+            **cell,
+            "c": c,
+            "p0": p0,
+            "estimator": name,
+            "seed": seed,
+            "l1": float(np.mean(np.abs(err))),
+            "l2": float(np.mean(err**2)),
+            "coverage": float(1.0 - np.mean(miss)),
+            "all_covered": bool(not np.any(miss)),
+            "mean_width": float(np.mean(w)),
+            "epsilon_accounted": est.guarantee.epsilon,
+            "seconds": time.perf_counter() - t0,
+        }
 
 
-def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: int, c: float = 3.0,
-                  n_test: int = 20_000) -> list[dict[str, Any]]:
+def coverage_rows(
+    ns: Iterable[int],
+    d: int,
+    epsilons: Iterable[float],
+    seeds: int,
+    c: float = 3.0,
+    n_test: int = 20_000,
+) -> list[dict[str, Any]]:
     """Width multiplier each fit needs: ``c_b* = max_phi |f_hat - f*| / (L_nu e_bar ||U phi||)`` on held-out
     covariates (the widths with multiplier ``c_b`` cover every held-out point iff ``c_b >= c_b*``)."""
     rows = []
@@ -118,17 +145,37 @@ def coverage_rows(ns: Iterable[int], d: int, epsilons: Iterable[float], seeds: i
             e = est.fit(X, y, rng)
             unit_width = e.width_scale / est.c_b * np.linalg.norm(Xt @ e.width_matrix, axis=1)
             need = float(np.max(np.abs(e.predict(Xt) - Xt @ theta) / unit_width))
-            rows.append({"n": n, "d": d, "epsilon": eps, "c": c, "seed": seed, "c_b_needed": need,
-                         "e_bar": e.resolved["e_bar"], "lam": e.resolved["lam"]})
+            rows.append(
+                {
+                    "n": n,
+                    "d": d,
+                    "epsilon": eps,
+                    "c": c,
+                    "seed": seed,
+                    "c_b_needed": need,
+                    "e_bar": e.resolved["e_bar"],
+                    "lam": e.resolved["lam"],
+                }
+            )
     return rows
 
 
 #: The environment of the chen2025-bandit preset (d = 3, K = 10, scales 1, e^-3/2, e^-3 of the features).
-BANDIT_ENV: dict[str, Any] = {"d": 3, "K": 10, "contexts": "gaussian_normalized", "noise": "rademacher",
-                              "context_cov": np.diag(np.exp(-3.0 * np.arange(3) / 2.0) ** 2).tolist()}
+BANDIT_ENV: dict[str, Any] = {
+    "d": 3,
+    "K": 10,
+    "contexts": "gaussian_normalized",
+    "noise": "rademacher",
+    "context_cov": np.diag(np.exp(-3.0 * np.arange(3) / 2.0) ** 2).tolist(),
+}
 #: (algorithm, epsilon) of the bandit coverage study (None: non-private).
 BANDIT_COVERAGE_RUNS: tuple[tuple[str, float | None], ...] = (
-    ("chen-elim", None), ("chen-jdp", 1.0), ("chen-jdp", 0.3), ("chen-ldp", 1.0), ("chen-ldp", 0.3))
+    ("chen-elim", None),
+    ("chen-jdp", 1.0),
+    ("chen-jdp", 0.3),
+    ("chen-ldp", 1.0),
+    ("chen-ldp", 0.3),
+)
 
 
 def released_boards(alg: Any) -> list[list[Any]]:
@@ -139,8 +186,15 @@ def released_boards(alg: Any) -> list[list[Any]]:
     return [holder.billboard.boards(r, holder.reg.link) for r in range(holder.R)]
 
 
-def bandit_coverage_rows(algorithm: str, params: dict[str, Any], env_args: dict[str, Any], horizon: int,
-                         replications: int, seed: int = 0, n_test: int = 20_000) -> list[dict[str, Any]]:
+def bandit_coverage_rows(
+    algorithm: str,
+    params: dict[str, Any],
+    env_args: dict[str, Any],
+    horizon: int,
+    replications: int,
+    seed: int = 0,
+    n_test: int = 20_000,
+) -> list[dict[str, Any]]:
     """Coverage of the widths the bandit actually used: run ``algorithm`` (``chen-elim``, ``chen-jdp`` or
     ``chen-ldp``) on the synthetic environment ``env_args``, then for every released estimate of every
     replication compute, on ``n_test`` held-out arm features from the environment's feature law,
@@ -167,9 +221,18 @@ def bandit_coverage_rows(algorithm: str, params: dict[str, Any], env_args: dict[
             unit = board.scale / c_b * np.sqrt(np.einsum("ij,ij->i", V, V))
             err = np.abs(f_hat - f_star)
             n_epoch = ends[fitted[j] + 1] - ends[fitted[j]]
-            rows.append({"algorithm": algorithm, "epsilon": float(params.get("epsilon", math.inf)), "c_b": c_b,
-                         "replication": r, "epoch": fitted[j] + 1, "n": n_epoch,
-                         "c_b_needed": float(np.max(err / unit)), "covered": bool(np.all(err <= b + 1e-12))})
+            rows.append(
+                {
+                    "algorithm": algorithm,
+                    "epsilon": float(params.get("epsilon", math.inf)),
+                    "c_b": c_b,
+                    "replication": r,
+                    "epoch": fitted[j] + 1,
+                    "n": n_epoch,
+                    "c_b_needed": float(np.max(err / unit)),
+                    "covered": bool(np.all(err <= b + 1e-12)),
+                }
+            )
     return rows
 
 
@@ -188,7 +251,10 @@ def summarize(path: str, metric: str = "l1") -> str:
         if r["estimator"] not in names:
             names.append(r["estimator"])
     private = [n for n in names if n != "least-squares"]
-    out = ["| " + " | ".join((*cols, *names, "best private")) + " |", "|" + "---|" * (len(cols) + len(names) + 1)]
+    out = [
+        "| " + " | ".join((*cols, *names, "best private")) + " |",
+        "|" + "---|" * (len(cols) + len(names) + 1),
+    ]
     for key, by in cells.items():
         means = {n: float(np.mean(v)) for n, v in by.items()}
         seeds = len(next(iter(by.values())))
@@ -201,13 +267,19 @@ def summarize(path: str, metric: str = "l1") -> str:
 def _grid(quick: bool) -> list[dict[str, Any]]:
     ns = [10_000, 100_000] if quick else [10_000, 100_000, 1_000_000]
     cells: list[dict[str, Any]] = []
-    for p0, eps in itertools.product([1e-1, 1e-2, 1e-3, 1e-4, 1e-5], [0.1, 1.0]):  # Prop 3.1 instance
-        cells.append({"block": "two-point", "n": ns[-1], "d": 1, "epsilon": eps, "c": 0.0, "p0": p0})
+    for p0, eps in itertools.product(
+        [1e-1, 1e-2, 1e-3, 1e-4, 1e-5], [0.1, 1.0]
+    ):  # Prop 3.1 instance
+        cells.append(
+            {"block": "two-point", "n": ns[-1], "d": 1, "epsilon": eps, "c": 0.0, "p0": p0}
+        )
     for n, eps in itertools.product(ns, [0.01, 0.03]):  # strong privacy, small d, ill-conditioned
         cells.append({"block": "strong-privacy", "n": n, "d": 2, "epsilon": eps, "c": 6.0})
-    for n, eps, c in itertools.product(ns, [0.1, 1.0], [0.0, 3.0, 6.0]):  # conditioning sweep, d = 4
+    for n, eps, c in itertools.product(
+        ns, [0.1, 1.0], [0.0, 3.0, 6.0]
+    ):  # conditioning sweep, d = 4
         cells.append({"block": "conditioning", "n": n, "d": 4, "epsilon": eps, "c": c})
-    for d in ([2, 10] if quick else [2, 5, 10, 20]):  # dimension sweep
+    for d in [2, 10] if quick else [2, 5, 10, 20]:  # dimension sweep
         cells.append({"block": "dimension", "n": ns[-1], "d": d, "epsilon": 1.0, "c": 3.0})
     return cells
 
@@ -217,16 +289,31 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("out", help="CSV file to write")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--coverage", action="store_true", help="width multipliers needed at bandit epoch sizes")
-    ap.add_argument("--bandit-coverage", type=int, metavar="T", default=0,
-                    help="coverage of the estimates released in bandit runs of horizon T (the chen2025-bandit "
-                         "environment, c_b = 0.1, --seeds replications)")
+    ap.add_argument(
+        "--coverage", action="store_true", help="width multipliers needed at bandit epoch sizes"
+    )
+    ap.add_argument(
+        "--bandit-coverage",
+        type=int,
+        metavar="T",
+        default=0,
+        help="coverage of the estimates released in bandit runs of horizon T (the chen2025-bandit "
+        "environment, c_b = 0.1, --seeds replications)",
+    )
     args = ap.parse_args(argv)
     rows: Iterable[dict[str, Any]]
     if args.bandit_coverage:
-        rows = (row for alg, eps in BANDIT_COVERAGE_RUNS
-                for row in bandit_coverage_rows(alg, {"c_b": 0.1, **({} if eps is None else {"epsilon": eps})},
-                                                BANDIT_ENV, args.bandit_coverage, args.seeds))
+        rows = (
+            row
+            for alg, eps in BANDIT_COVERAGE_RUNS
+            for row in bandit_coverage_rows(
+                alg,
+                {"c_b": 0.1, **({} if eps is None else {"epsilon": eps})},
+                BANDIT_ENV,
+                args.bandit_coverage,
+                args.seeds,
+            )
+        )
     elif args.coverage:
         rows = coverage_rows([1024, 4096, 16_384, 65_536], 3, [0.3, 1.0, math.inf], args.seeds)
     else:
@@ -246,5 +333,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-
-

@@ -39,6 +39,8 @@ def link_constants(link: str | Link) -> LinkConstants:
     grid = np.linspace(-1.0, 1.0, 2001)
     vals = lk.mu(grid)
     if np.max(np.abs(vals)) > 1.0 + 1e-12:
-        raise ValidationError(f"link must map [-1, 1] into [-1, 1] (Chen et al. 2025, Assumption 1); "
-                              f"{lk.name!r} reaches {np.max(np.abs(vals)):.4g}")
+        raise ValidationError(
+            f"link must map [-1, 1] into [-1, 1] (Chen et al. 2025, Assumption 1); "
+            f"{lk.name!r} reaches {np.max(np.abs(vals)):.4g}"
+        )
     return LinkConstants(lk, L_nu=lk.lipschitz(1.0), mu=lk.kappa(1.0))

@@ -13,8 +13,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["EllipsoidProjector", "clip_rows", "proj_ellipsoid", "psd_apply", "psd_project", "row_norms",
-           "sym_polar"]
+__all__ = [
+    "EllipsoidProjector",
+    "clip_rows",
+    "proj_ellipsoid",
+    "psd_apply",
+    "psd_project",
+    "row_norms",
+    "sym_polar",
+]
 
 
 def psd_apply(S: np.ndarray, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -57,7 +64,9 @@ def clip_rows(G: np.ndarray, bound: float | np.ndarray) -> np.ndarray:
     m = np.max(np.abs(G), axis=-1, initial=0.0)
     unit = G / np.where(m > 0.0, m, 1.0)[..., None]
     nrm = m * np.sqrt(np.einsum("...i,...i->...", unit, unit))
-    c = np.divide(b, nrm, out=np.ones_like(nrm), where=nrm > b)  # only longer rows: c < 1, no overflow
+    c = np.divide(
+        b, nrm, out=np.ones_like(nrm), where=nrm > b
+    )  # only longer rows: c < 1, no overflow
     out: np.ndarray = G * c[..., None]
     return out
 

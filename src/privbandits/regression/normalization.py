@@ -85,12 +85,18 @@ def normalization_moment(U: np.ndarray, Phi: np.ndarray) -> np.ndarray:
     return 0.5 * (out + np.swapaxes(out, -1, -2))
 
 
-def population_sigma(U: np.ndarray, Phi: np.ndarray, lam: float, weights: np.ndarray | None = None) -> np.ndarray:
+def population_sigma(
+    U: np.ndarray, Phi: np.ndarray, lam: float, weights: np.ndarray | None = None
+) -> np.ndarray:
     """``Sigma_lambda(U)`` of Eq. (1) for the empirical (or weighted discrete) law of the rows of ``Phi``."""
     V = Phi @ U
     nrm = row_norms(V)
     w = np.divide(1.0, nrm, out=np.zeros_like(nrm), where=nrm > 0.0)
-    p = np.full(Phi.shape[0], 1.0 / Phi.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    p = (
+        np.full(Phi.shape[0], 1.0 / Phi.shape[0])
+        if weights is None
+        else np.asarray(weights, dtype=float)
+    )
     S: np.ndarray = (V * (w * p)[:, None]).T @ V + lam * U
     return 0.5 * (S + S.T)
 
@@ -145,7 +151,9 @@ def normalization_encode(U: np.ndarray, Phi: np.ndarray) -> np.ndarray:
     return out
 
 
-def normalization_messages(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def normalization_messages(
+    U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator
+) -> np.ndarray:
     """The users' local messages of the LDP normalization phase: ``SymPriv_{sqrt(2)||U||}(X_i)`` each.
 
     ``Phi`` is ``(N, d)`` or ``(R, N, d)``; the result has one ``(d, d)`` message per row.
@@ -153,13 +161,18 @@ def normalization_messages(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np
     This is the user-side code path (one message per row of ``Phi``, encoded by
     :func:`normalization_encode`); ``sigma`` is the noise multiplier ``sigma_{alpha,beta}``.
     """
-    X = normalization_encode(U, Phi.reshape(-1, Phi.shape[-1])).reshape(Phi.shape[:-1] + (Phi.shape[-1],) * 2)
-    flat = privatize_symmetric_rows(X.reshape((-1,) + X.shape[-2:]), sigma * SQRT2 * float(np.linalg.norm(U, 2)), rng)
+    X = normalization_encode(U, Phi.reshape(-1, Phi.shape[-1])).reshape(
+        Phi.shape[:-1] + (Phi.shape[-1],) * 2
+    )
+    flat = privatize_symmetric_rows(
+        X.reshape((-1,) + X.shape[-2:]), sigma * SQRT2 * float(np.linalg.norm(U, 2)), rng
+    )
     return flat.reshape(X.shape)
 
 
-def normalization_release(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator,
-                          mode: str = "jdp") -> tuple[np.ndarray, float, float]:
+def normalization_release(
+    U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.random.Generator, mode: str = "jdp"
+) -> tuple[np.ndarray, float, float]:
     """The noisy batch average of one spectral step, as the server receives it.
 
     ``mode="jdp"``: ``SymPriv_Delta(M)`` with ``Delta = sqrt(2)||U||/N`` (Algorithm 1, lines 3-6);
@@ -170,8 +183,11 @@ def normalization_release(U: np.ndarray, Phi: np.ndarray, sigma: float, rng: np.
     if mode == "jdp":
         Delta = normalization_sensitivity(U, Phi.shape[-2])
         M = normalization_moment(U, Phi)
-        noisy = privatize_symmetric(M, sigma * Delta, rng) if M.ndim == 2 else privatize_symmetric_rows(
-            M, sigma * Delta, rng)
+        noisy = (
+            privatize_symmetric(M, sigma * Delta, rng)
+            if M.ndim == 2
+            else privatize_symmetric_rows(M, sigma * Delta, rng)
+        )
         return noisy, Delta, sigma * Delta
     sens = SQRT2 * float(np.linalg.norm(U, 2))
     return normalization_messages(U, Phi, sigma, rng).mean(axis=-3), sens, sigma * sens
@@ -226,7 +242,9 @@ def learn_normalization(
     for k, Phi in enumerate(batches):
         M, sens, std = normalization_release(U, Phi, sigma, rng, mode)
         if ledger is not None and batch_indices is not None:
-            ledger.record(Release(f"normalization batch {k}", batch_indices[k], sens, std, mode == "ldp"))
+            ledger.record(
+                Release(f"normalization batch {k}", batch_indices[k], sens, std, mode == "ldp")
+            )
         res.sigma_hats.append(psd_project(M) + lam * U)
         U = spectral_step(U, M, lam)
         res.iterates.append(U)

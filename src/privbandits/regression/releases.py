@@ -68,8 +68,10 @@ def noise_multiplier(epsilon: float, delta: float, calibration: str = "analytic"
         return 0.0
     if calibration == "classic":
         if eps >= 1.0:
-            raise ValidationError(f"epsilon must lie in (0, 1) for the classic Gaussian calibration, got {eps:g}; "
-                                  "use calibration='analytic' for epsilon >= 1")
+            raise ValidationError(
+                f"epsilon must lie in (0, 1) for the classic Gaussian calibration, got {eps:g}; "
+                "use calibration='analytic' for epsilon >= 1"
+            )
         return gaussian_sigma_classic(eps, dlt)
     return gaussian_sigma_analytic(eps, dlt)
 
@@ -163,23 +165,31 @@ class Ledger:
         """
         dlt = check_delta(delta)
         if not self.releases:
-            return PrivacyGuarantee(model=model, epsilon=0.0, delta=0.0, notes=notes or "no release")
+            return PrivacyGuarantee(
+                model=model, epsilon=0.0, delta=0.0, notes=notes or "no release"
+            )
         eps = [r.epsilon(dlt) for r in self.releases]
         if any(math.isinf(e) for e in eps):
             return NON_PRIVATE
         g = compose_parallel([ApproxDP(e, dlt) for e in eps])
         how = f"{len(self.releases)} Gaussian releases on disjoint samples, exact epsilon each, parallel composition"
-        return PrivacyGuarantee(model=model, epsilon=g.epsilon, delta=g.delta,
-                                notes=f"{notes}; {how}" if notes else how)
+        return PrivacyGuarantee(
+            model=model, epsilon=g.epsilon, delta=g.delta, notes=f"{notes}; {how}" if notes else how
+        )
 
     def shared_guarantee(self, delta: float, model: str, notes: str = "") -> PrivacyGuarantee:
         """Guarantee of releases that all read the same samples: zCDP composition, CKS conversion."""
         dlt = check_delta(delta)
         if any(r.std == 0.0 and r.sensitivity > 0.0 for r in self.releases):
             return NON_PRIVATE
-        rho = math.fsum(gaussian_zcdp(r.std, r.sensitivity).rho for r in self.releases if r.sensitivity > 0.0)
+        rho = math.fsum(
+            gaussian_zcdp(r.std, r.sensitivity).rho for r in self.releases if r.sensitivity > 0.0
+        )
         eps = zcdp_to_approx_dp(rho, dlt) if rho > 0.0 else 0.0
-        how = (f"{len(self.releases)} Gaussian releases on the same samples, {rho:.6g}-zCDP composed and "
-               "converted (Canonne, Kamath & Steinke 2020)")
-        return PrivacyGuarantee(model=model, epsilon=eps, delta=dlt, notes=f"{notes}; {how}" if notes else how,
-                                rho=rho)
+        how = (
+            f"{len(self.releases)} Gaussian releases on the same samples, {rho:.6g}-zCDP composed and "
+            "converted (Canonne, Kamath & Steinke 2020)"
+        )
+        return PrivacyGuarantee(
+            model=model, epsilon=eps, delta=dlt, notes=f"{notes}; {how}" if notes else how, rho=rho
+        )

@@ -89,8 +89,9 @@ GRADIENT_NORM = 2.0
 GRADIENT_SENSITIVITY = 2.0 * GRADIENT_NORM
 
 
-def reweighted_gradient(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray,
-                        link: LinkConstants) -> np.ndarray:
+def reweighted_gradient(
+    U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray, link: LinkConstants
+) -> np.ndarray:
     """Per-sample gradients ``g_i = (U phi_i / ||U phi_i||)(nu(clip(<U phi_i, w>)) - clip(y_i))``.
 
     Chen et al. (2025), Algorithm 7, line 5 (the gradient of ``L_U``; Algorithm 8 in the local
@@ -126,14 +127,31 @@ def reweighted_gradient(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.nda
     return clip_rows(V * (inv * resid)[..., None], GRADIENT_NORM)
 
 
-def gradient_messages(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray, link: LinkConstants,
-                      sigma: float, rng: np.random.Generator) -> np.ndarray:
+def gradient_messages(
+    U: np.ndarray,
+    w: np.ndarray,
+    Phi: np.ndarray,
+    y: np.ndarray,
+    link: LinkConstants,
+    sigma: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """The users' local messages of the LDP gradient phase: ``Priv_4(g_i)`` each (Algorithm 8)."""
-    return privatize_vector(reweighted_gradient(U, w, Phi, y, link), sigma * GRADIENT_SENSITIVITY, rng)
+    return privatize_vector(
+        reweighted_gradient(U, w, Phi, y, link), sigma * GRADIENT_SENSITIVITY, rng
+    )
 
 
-def gradient_release(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarray, link: LinkConstants,
-                     sigma: float, rng: np.random.Generator, mode: str = "jdp") -> tuple[np.ndarray, float, float]:
+def gradient_release(
+    U: np.ndarray,
+    w: np.ndarray,
+    Phi: np.ndarray,
+    y: np.ndarray,
+    link: LinkConstants,
+    sigma: float,
+    rng: np.random.Generator,
+    mode: str = "jdp",
+) -> tuple[np.ndarray, float, float]:
     """The noisy batch gradient of one step of Algorithm 7, as the server receives it.
 
     ``mode="jdp"``: ``Priv_{4/B}`` of the batch mean; ``mode="ldp"``: the mean of the users' messages
@@ -143,15 +161,25 @@ def gradient_release(U: np.ndarray, w: np.ndarray, Phi: np.ndarray, y: np.ndarra
     """
     if mode == "jdp":
         sens = GRADIENT_SENSITIVITY / Phi.shape[-2]
-        g = privatize_vector(reweighted_gradient(U, w, Phi, y, link).mean(axis=-2), sigma * sens, rng)
+        g = privatize_vector(
+            reweighted_gradient(U, w, Phi, y, link).mean(axis=-2), sigma * sens, rng
+        )
         return g, sens, sigma * sens
     g = gradient_messages(U, w, Phi, y, link, sigma, rng).mean(axis=-2)
     return g, GRADIENT_SENSITIVITY, sigma * GRADIENT_SENSITIVITY
 
 
 def reweighted_gd(
-    U: np.ndarray, lam: float, batches: list[tuple[np.ndarray, np.ndarray]], link: LinkConstants, sigma: float,
-    rng: np.random.Generator, *, mode: str = "jdp", reg_coef: str = "L_nu", ledger: Ledger | None = None,
+    U: np.ndarray,
+    lam: float,
+    batches: list[tuple[np.ndarray, np.ndarray]],
+    link: LinkConstants,
+    sigma: float,
+    rng: np.random.Generator,
+    *,
+    mode: str = "jdp",
+    reg_coef: str = "L_nu",
+    ledger: Ledger | None = None,
     batch_indices: list[np.ndarray] | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Private batched projected gradient descent on ``L_U`` (Algorithm 7; local twin of Algorithm 8).
@@ -169,14 +197,23 @@ def reweighted_gd(
     for m, (Phi, y) in enumerate(batches):
         g, sens, std = gradient_release(U, w, Phi, y, link, sigma, rng, mode)
         if ledger is not None and batch_indices is not None:
-            ledger.record(Release(f"gradient batch {m}", batch_indices[m], sens, std, mode == "ldp"))
+            ledger.record(
+                Release(f"gradient batch {m}", batch_indices[m], sens, std, mode == "ldp")
+            )
         w = project(w - eta * (g + c_reg * (U @ w)))
         iterates.append(w)
     return w, iterates
 
 
-def normalization_level(N: int, d: int, K: int, failure_prob: float, sigma: float, mode: str = "jdp",
-                        shape: str = "paper") -> float:
+def normalization_level(
+    N: int,
+    d: int,
+    K: int,
+    failure_prob: float,
+    sigma: float,
+    mode: str = "jdp",
+    shape: str = "paper",
+) -> float:
     """``eps_N`` of Proposition 4.3 (reconstructed; see the module docstring)."""
     L = math.log(d * K / failure_prob)
     noise = sigma * (math.sqrt(d) + math.sqrt(2.0 * math.log(K / failure_prob)))
@@ -186,14 +223,22 @@ def normalization_level(N: int, d: int, K: int, failure_prob: float, sigma: floa
     return math.sqrt(L / N) + L / N + noise
 
 
-def deviation_bound(lam: float, M: int, B: int, d: int, failure_prob: float, sigma: float, link: LinkConstants,
-                    mode: str = "jdp") -> float:
+def deviation_bound(
+    lam: float,
+    M: int,
+    B: int,
+    d: int,
+    failure_prob: float,
+    sigma: float,
+    link: LinkConstants,
+    mode: str = "jdp",
+) -> float:
     """``eps``: a high-probability bound on ``||w_M - w_dagger||`` (Theorem 4.4, reconstructed)."""
     rho = 1.0 - 1.0 / (4.0 * link.kappa)
     L = math.log(4.0 * M / failure_prob)
     noise = 4.0 * sigma * (math.sqrt(d) + math.sqrt(2.0 * L))
     noise /= B if mode == "jdp" else math.sqrt(B)
-    return 2.0 * (1.0 + lam) * rho ** M + (2.0 / link.mu) * (4.0 * math.sqrt(2.0 * L / B) + noise)
+    return 2.0 * (1.0 + lam) * rho**M + (2.0 / link.mu) * (4.0 * math.sqrt(2.0 * L / B) + noise)
 
 
 @dataclass(frozen=True)
@@ -244,21 +289,43 @@ class ReweightedRegression:
     Theorems 4.4 and 4.5.
     """
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, *, mode: str = "jdp", link: str | Link = "identity",
-                 failure_prob: float = 0.05, K: int = 5, c_lam: float | None = None, lam_shape: str = "paper",
-                 c_b: float = 1.0, split: float = 0.5, reg_coef: str = "L_nu", calibration: str = "analytic",
-                 on_bound: str = "clip") -> None:
-        self.epsilon = check_in_range("epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True)
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        *,
+        mode: str = "jdp",
+        link: str | Link = "identity",
+        failure_prob: float = 0.05,
+        K: int = 5,
+        c_lam: float | None = None,
+        lam_shape: str = "paper",
+        c_b: float = 1.0,
+        split: float = 0.5,
+        reg_coef: str = "L_nu",
+        calibration: str = "analytic",
+        on_bound: str = "clip",
+    ) -> None:
+        self.epsilon = check_in_range(
+            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
+        )
         self.delta = check_delta(delta)
         self.mode = check_choice("mode", mode, ("jdp", "ldp"))
         self.link = link_constants(link)
-        self.failure_prob = check_in_range("failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False,
-                                           high_inclusive=False)
+        self.failure_prob = check_in_range(
+            "failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
         self.K = check_int("K", K, 1, 64)
-        self.c_lam = (1.0 if self.mode == "jdp" else 2.0) if c_lam is None else check_positive("c_lam", c_lam)
+        self.c_lam = (
+            (1.0 if self.mode == "jdp" else 2.0)
+            if c_lam is None
+            else check_positive("c_lam", c_lam)
+        )
         self.lam_shape = check_choice("lam_shape", lam_shape, ("paper", "bernstein"))
         self.c_b = check_positive("c_b", c_b)
-        self.split = check_in_range("split", split, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+        self.split = check_in_range(
+            "split", split, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
         self.reg_coef = check_choice("reg_coef", reg_coef, ("L_nu", "mu"))
         self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
         self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
@@ -281,23 +348,31 @@ class ReweightedRegression:
     def lam(self, n: int, d: int) -> float:
         """``lambda = c_lam eps_N`` for ``n`` samples in dimension ``d``."""
         p = self.plan(n)
-        return self.c_lam * normalization_level(max(p.N, 1), d, self.K, self.failure_prob, self.sigma, self.mode,
-                                                self.lam_shape)
+        return self.c_lam * normalization_level(
+            max(p.N, 1), d, self.K, self.failure_prob, self.sigma, self.mode, self.lam_shape
+        )
 
     def e_bar(self, n: int, d: int) -> float:
         """``e_bar = 4 kappa lambda + eps`` (``4 lambda + eps`` with ``reg_coef="mu"``); data-independent."""
         p = self.plan(n)
         lam = self.lam(n, d)
         bias = (4.0 * self.link.kappa if self.reg_coef == "L_nu" else 4.0) * lam
-        return bias + deviation_bound(lam, p.M, max(p.B, 1), d, self.failure_prob, self.sigma, self.link, self.mode)
+        return bias + deviation_bound(
+            lam, p.M, max(p.B, 1), d, self.failure_prob, self.sigma, self.link, self.mode
+        )
 
     def _guarantee(self, ledger: Ledger) -> PrivacyGuarantee:
         if self.sigma == 0.0:
             return NON_PRIVATE
-        return ledger.guarantee(self.delta, self.model, f"re-weighted regression ({self.mode}), "
-                                f"{self.calibration} Gaussian calibration")
+        return ledger.guarantee(
+            self.delta,
+            self.model,
+            f"re-weighted regression ({self.mode}), {self.calibration} Gaussian calibration",
+        )
 
-    def fit(self, X: object, y: object, rng: np.random.Generator | int | None = None) -> RegressionEstimate:
+    def fit(
+        self, X: object, y: object, rng: np.random.Generator | int | None = None
+    ) -> RegressionEstimate:
         """Fit on ``(X, y)``: rows of ``X`` are covariates ``phi_i``, ``y`` the responses.
 
         Samples are used in the given order (the data must be exchangeable, e.g. i.i.d.); returns
@@ -309,25 +384,74 @@ class ReweightedRegression:
         n, d = data.X.shape
         p = self.plan(n)
         ledger = Ledger(n)
-        resolved: dict[str, Any] = {"sigma": self.sigma, "mode": self.mode, "n1": p.n1, "N": p.N, "n2": p.n2,
-                                    "M": p.M, "B": p.B, "K": self.K, "c_b": self.c_b, "L_nu": self.link.L_nu,
-                                    "mu": self.link.mu, "calibration": self.calibration}
+        resolved: dict[str, Any] = {
+            "sigma": self.sigma,
+            "mode": self.mode,
+            "n1": p.n1,
+            "N": p.N,
+            "n2": p.n2,
+            "M": p.M,
+            "B": p.B,
+            "K": self.K,
+            "c_b": self.c_b,
+            "L_nu": self.link.L_nu,
+            "mu": self.link.mu,
+            "calibration": self.calibration,
+        }
         if p.N < 1 or p.B < 1:
             resolved["trivial"] = True
-            return RegressionEstimate(np.zeros(d), self.link, None, math.inf, self._guarantee(ledger), ledger,
-                                      resolved, data.n_clipped_x + data.n_clipped_y)
+            return RegressionEstimate(
+                np.zeros(d),
+                self.link,
+                None,
+                math.inf,
+                self._guarantee(ledger),
+                ledger,
+                resolved,
+                data.n_clipped_x + data.n_clipped_y,
+            )
         lam = self.lam(n, d)
         idx1 = [np.arange(k * p.N, (k + 1) * p.N) for k in range(self.K)]
-        norm = learn_normalization([data.X[i] for i in idx1], lam, self.sigma, gen, mode=self.mode, ledger=ledger,
-                                   batch_indices=idx1)
+        norm = learn_normalization(
+            [data.X[i] for i in idx1],
+            lam,
+            self.sigma,
+            gen,
+            mode=self.mode,
+            ledger=ledger,
+            batch_indices=idx1,
+        )
         U = norm.U
         idx2 = [np.arange(p.n1 + m * p.B, p.n1 + (m + 1) * p.B) for m in range(p.M)]
-        w, _ = reweighted_gd(U, lam, [(data.X[i], data.y[i]) for i in idx2], self.link, self.sigma, gen,
-                             mode=self.mode, reg_coef=self.reg_coef, ledger=ledger, batch_indices=idx2)
+        w, _ = reweighted_gd(
+            U,
+            lam,
+            [(data.X[i], data.y[i]) for i in idx2],
+            self.link,
+            self.sigma,
+            gen,
+            mode=self.mode,
+            reg_coef=self.reg_coef,
+            ledger=ledger,
+            batch_indices=idx2,
+        )
         e_bar = self.e_bar(n, d)
-        resolved.update(lam=lam, e_bar=e_bar, eps=e_bar - (4.0 * self.link.kappa if self.reg_coef == "L_nu" else 4.0)
-                        * lam, norm_U=float(np.linalg.norm(U, 2)), trivial=False)
+        resolved.update(
+            lam=lam,
+            e_bar=e_bar,
+            eps=e_bar - (4.0 * self.link.kappa if self.reg_coef == "L_nu" else 4.0) * lam,
+            norm_U=float(np.linalg.norm(U, 2)),
+            trivial=False,
+        )
         if not np.all(np.isfinite(U)):
             raise ValidationError("the normalization matrix is not finite; increase c_lam")
-        return RegressionEstimate(U @ w, self.link, U, self.c_b * self.link.L_nu * e_bar, self._guarantee(ledger),
-                                  ledger, resolved, data.n_clipped_x + data.n_clipped_y)
+        return RegressionEstimate(
+            U @ w,
+            self.link,
+            U,
+            self.c_b * self.link.L_nu * e_bar,
+            self._guarantee(ledger),
+            ledger,
+            resolved,
+            data.n_clipped_x + data.n_clipped_y,
+        )

@@ -32,8 +32,18 @@ from typing import Any
 
 from privbandits.core.errors import ConfigError
 
-__all__ = ["ROLES", "AuthError", "RateLimiter", "Token", "TokenSet", "authenticate", "load_tokens", "parse_tokens",
-           "read_tokens_file", "report_budget"]
+__all__ = [
+    "ROLES",
+    "AuthError",
+    "RateLimiter",
+    "Token",
+    "TokenSet",
+    "authenticate",
+    "load_tokens",
+    "parse_tokens",
+    "read_tokens_file",
+    "report_budget",
+]
 
 ROLES = ("client", "admin", "shuffler")
 _TOKEN_KEYS = ("name", "role", "token", "sha256", "device_epsilon", "rate", "burst")
@@ -111,8 +121,11 @@ def authenticate(tokens: TokenSet, header: str | None, roles: tuple[str, ...]) -
     if tok is None:
         raise AuthError(401, "unknown token")
     if tok.role not in roles and not (tok.role == "admin" and "client" in roles):
-        raise AuthError(403, f"token {tok.name!r} has role {tok.role!r}; this endpoint needs "
-                             f"{' or '.join(repr(r) for r in roles)}")
+        raise AuthError(
+            403,
+            f"token {tok.name!r} has role {tok.role!r}; this endpoint needs "
+            f"{' or '.join(repr(r) for r in roles)}",
+        )
     return tok
 
 
@@ -149,12 +162,16 @@ def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
             raise ConfigError(f"{where}: must be a table")
         unknown = sorted(set(e) - set(_TOKEN_KEYS))
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_TOKEN_KEYS)}")
+            raise ConfigError(
+                f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_TOKEN_KEYS)}"
+            )
         role = e.get("role")
         if role not in ROLES:
             raise ConfigError(f"{where}.role: must be one of {', '.join(ROLES)}, got {role!r}")
         if ("token" in e) == ("sha256" in e):
-            raise ConfigError(f"{where}: give exactly one of 'token' (the secret) or 'sha256' (its hash)")
+            raise ConfigError(
+                f"{where}: give exactly one of 'token' (the secret) or 'sha256' (its hash)"
+            )
         if "token" in e:
             if not isinstance(e["token"], str) or len(e["token"]) < 16:
                 raise ConfigError(f"{where}.token: must be a string of at least 16 characters")
@@ -169,10 +186,20 @@ def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
         dev = e.get("device_epsilon")
         rate = e.get("rate")
         burst = e.get("burst")
-        out.append(Token(name, role, digest,
-                         None if dev is None else float(_num(f"{where}.device_epsilon", "device_epsilon", dev)),
-                         None if rate is None else float(_num(f"{where}.rate", "rate", rate)),
-                         None if burst is None else int(_num(f"{where}.burst", "burst", burst, integer=True))))
+        out.append(
+            Token(
+                name,
+                role,
+                digest,
+                None
+                if dev is None
+                else float(_num(f"{where}.device_epsilon", "device_epsilon", dev)),
+                None if rate is None else float(_num(f"{where}.rate", "rate", rate)),
+                None
+                if burst is None
+                else int(_num(f"{where}.burst", "burst", burst, integer=True)),
+            )
+        )
     return TokenSet(out)
 
 

@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FieldError", "canonical", "decode_array", "encode_array", "parse_array", "reject_unknown", "sha256_json"]
+__all__ = [
+    "FieldError",
+    "canonical",
+    "decode_array",
+    "encode_array",
+    "parse_array",
+    "reject_unknown",
+    "sha256_json",
+]
 
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
@@ -43,9 +51,13 @@ def reject_unknown(obj: dict[str, Any], allowed: tuple[str, ...], where: str = "
     extra = sorted(str(k) for k in obj if k not in allowed)
     if extra:
         more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
-        name = extra[0][:100].encode("utf-8", "backslashreplace").decode("utf-8")  # printable, even a lone surrogate
-        raise FieldError(f"{where}{name}", f"unknown field{more}; this object holds only "
-                                                    f"{', '.join(allowed) or 'no field'}")
+        name = (
+            extra[0][:100].encode("utf-8", "backslashreplace").decode("utf-8")
+        )  # printable, even a lone surrogate
+        raise FieldError(
+            f"{where}{name}",
+            f"unknown field{more}; this object holds only {', '.join(allowed) or 'no field'}",
+        )
 
 
 def _encode_value(v: Any) -> Any:
@@ -105,9 +117,17 @@ def parse_array(field: str, value: Any, shape: tuple[int, ...], kind: str = "f")
     try:
         arr = np.array(value)
     except (ValueError, TypeError):
-        raise FieldError(field, f"must be a nested list of numbers of shape {want} (ragged or malformed)") from None
+        raise FieldError(
+            field, f"must be a nested list of numbers of shape {want} (ragged or malformed)"
+        ) from None
     if arr.dtype.kind not in "iuf":
-        got = "a string" if arr.dtype.kind == "U" else "booleans" if arr.dtype.kind == "b" else "non-numbers"
+        got = (
+            "a string"
+            if arr.dtype.kind == "U"
+            else "booleans"
+            if arr.dtype.kind == "b"
+            else "non-numbers"
+        )
         raise FieldError(field, f"must hold numbers (shape {want}), got {got}")
     if arr.shape != tuple(shape):
         raise FieldError(field, f"has shape {list(arr.shape)}, expected {want}")

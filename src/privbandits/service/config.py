@@ -36,7 +36,13 @@ from privbandits.envs.base import Environment
 from privbandits.experiments.config import parse_config
 from privbandits.experiments.units import build_env
 
-__all__ = ["SERVICE_KEYS", "ServiceConfig", "build_problem", "load_service_config", "parse_service_config"]
+__all__ = [
+    "SERVICE_KEYS",
+    "ServiceConfig",
+    "build_problem",
+    "load_service_config",
+    "parse_service_config",
+]
 
 #: ``[service]`` keys with their defaults (None: derived, see the module docstring).
 SERVICE_KEYS: dict[str, Any] = {
@@ -92,8 +98,13 @@ class ServiceConfig:
 
     def to_json(self) -> dict[str, Any]:
         """The configuration as stored beside the database (compared on restart)."""
-        return {"algorithm": self.algorithm, "params": self.params, "env": self.env,
-                "horizon": self.horizon, "seed": self.seed}
+        return {
+            "algorithm": self.algorithm,
+            "params": self.params,
+            "env": self.env,
+            "horizon": self.horizon,
+            "seed": self.seed,
+        }
 
 
 def _int(source: str, key: str, value: Any, lo: int) -> int:
@@ -103,7 +114,12 @@ def _int(source: str, key: str, value: Any, lo: int) -> int:
 
 
 def _float(source: str, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ConfigError(f"{source}: service.{key} must be a finite number > 0, got {value!r}")
     return float(value)
 
@@ -116,22 +132,32 @@ def parse_service_config(raw: dict[str, Any], source: str = "<config>") -> Servi
         raise ConfigError(f"{source}: [service] must be a table, got {service!r}")
     unknown = sorted(set(service) - set(SERVICE_KEYS))
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) in [service]: {', '.join(unknown)}; "
-                          f"allowed: {', '.join(SERVICE_KEYS)}")
+        raise ConfigError(
+            f"{source}: unknown key(s) in [service]: {', '.join(unknown)}; "
+            f"allowed: {', '.join(SERVICE_KEYS)}"
+        )
     exp = parse_config(raw, source=source)
     if len(exp.algorithms) != 1:
-        raise ConfigError(f"{source}: a served configuration has exactly one [[algorithms]] entry, got "
-                          f"{len(exp.algorithms)} ({', '.join(e.label for e in exp.algorithms)})")
+        raise ConfigError(
+            f"{source}: a served configuration has exactly one [[algorithms]] entry, got "
+            f"{len(exp.algorithms)} ({', '.join(e.label for e in exp.algorithms)})"
+        )
     entry = exp.algorithms[0]
     if len(entry.variants) != 1:
-        raise ConfigError(f"{source}: algorithms[0] ({entry.name}) expands to {len(entry.variants)} parameter "
-                          "variants through [grid]; a server runs one: set each parameter in params")
+        raise ConfigError(
+            f"{source}: algorithms[0] ({entry.name}) expands to {len(entry.variants)} parameter "
+            "variants through [grid]; a server runs one: set each parameter in params"
+        )
     if str(exp.env.get("kind", "synthetic")) == "convex":
-        raise ConfigError(f"{source}: env.kind = 'convex' (continuous actions) cannot be served; "
-                          "serve a contextual (finite-action) problem")
+        raise ConfigError(
+            f"{source}: env.kind = 'convex' (continuous actions) cannot be served; "
+            "serve a contextual (finite-action) problem"
+        )
     seed = service.get("seed", exp.seeds[0])
     if "seed" not in service and len(exp.seeds) != 1:
-        raise ConfigError(f"{source}: seeds lists {len(exp.seeds)} seeds; a server uses one: set service.seed")
+        raise ConfigError(
+            f"{source}: seeds lists {len(exp.seeds)} seeds; a server uses one: set service.seed"
+        )
     dev = service.get("device_epsilon")
     return ServiceConfig(
         algorithm=entry.name,
@@ -161,7 +187,9 @@ def load_service_config(path: str | Path) -> ServiceConfig:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p.name}: invalid TOML: {exc}") from None
-    raw.setdefault("name", p.stem if p.stem.replace("-", "").replace("_", "").isalnum() else "service")
+    raw.setdefault(
+        "name", p.stem if p.stem.replace("-", "").replace("_", "").isalnum() else "service"
+    )
     return parse_service_config(raw, source=p.name)
 
 

@@ -43,26 +43,45 @@ class RangeRule:
         """Raise :class:`FieldError` (naming ``field``) when ``value`` is outside the set."""
         limit = self.bound * (1.0 + _RTOL)
         if self.kind == "l2":
-            norms = np.sqrt((value.reshape(-1, value.shape[-1]) ** 2).sum(axis=1)) if value.size else np.zeros(0)
+            norms = (
+                np.sqrt((value.reshape(-1, value.shape[-1]) ** 2).sum(axis=1))
+                if value.size
+                else np.zeros(0)
+            )
             worst = float(norms.max()) if norms.size else 0.0
             if worst > limit:
-                raise FieldError(field, f"l2 norm {worst:.6g} is above the mechanism's output radius "
-                                        f"{self.bound:.6g}")
+                raise FieldError(
+                    field,
+                    f"l2 norm {worst:.6g} is above the mechanism's output radius {self.bound:.6g}",
+                )
         else:
             worst = float(np.abs(value).max()) if value.size else 0.0
             if worst > limit:
-                raise FieldError(field, f"entry of absolute value {worst:.6g} is outside the mechanism's output "
-                                        f"range [-{self.bound:.6g}, {self.bound:.6g}]")
-        if self.symmetric and value.ndim >= 2 and not np.array_equal(value, np.swapaxes(value, -1, -2)):
-            raise FieldError(field, "must be a symmetric matrix (the mechanism's noise is symmetric)")
+                raise FieldError(
+                    field,
+                    f"entry of absolute value {worst:.6g} is outside the mechanism's output "
+                    f"range [-{self.bound:.6g}, {self.bound:.6g}]",
+                )
+        if (
+            self.symmetric
+            and value.ndim >= 2
+            and not np.array_equal(value, np.swapaxes(value, -1, -2))
+        ):
+            raise FieldError(
+                field, "must be a symmetric matrix (the mechanism's noise is symmetric)"
+            )
 
     def describe(self) -> dict[str, Any]:
         """JSON description for ``GET /v1/model``."""
         return {"kind": self.kind, "bound": self.bound, "symmetric": self.symmetric}
 
 
-def output_rules(mechanism: str, resolved: Mapping[str, Any], context_bound: float,
-                 reward_range: tuple[float, float]) -> dict[str, RangeRule]:
+def output_rules(
+    mechanism: str,
+    resolved: Mapping[str, Any],
+    context_bound: float,
+    reward_range: tuple[float, float],
+) -> dict[str, RangeRule]:
     """Range rules by field name for reports of ``mechanism`` (empty: range not declared).
 
     Parameters
@@ -78,7 +97,9 @@ def output_rules(mechanism: str, resolved: Mapping[str, Any], context_bound: flo
     c_r = max(abs(float(reward_range[0])), abs(float(reward_range[1])))
     rules: dict[str, RangeRule] = {}
     if "l2-ball" in mechanism:
-        radii = [float(resolved[k]) for k in ("radius", "radius_warm", "radius_joint") if k in resolved]
+        radii = [
+            float(resolved[k]) for k in ("radius", "radius_warm", "radius_joint") if k in resolved
+        ]
         rules["z"] = RangeRule("l2", max(radii))
     if "ols" in mechanism and any(k in resolved for k in ("s_W", "s_W_warm")):
         s_W = max(float(resolved[k]) for k in ("s_W", "s_W_warm") if k in resolved)

@@ -92,32 +92,56 @@ class ReportFormat:
     def from_description(cls, report: Any, K: Any) -> ReportFormat | None:
         """The format described by ``GET /v1/model``'s ``report`` (None if there is none or it is
         not a report format: the shuffler of a server that publishes none checks structure only)."""
-        if not isinstance(report, dict) or not isinstance(report.get("fields"), dict) or not isinstance(K, int):
+        if (
+            not isinstance(report, dict)
+            or not isinstance(report.get("fields"), dict)
+            or not isinstance(K, int)
+        ):
             return None
         fields = []
         for name, f in report["fields"].items():
             if not isinstance(f, dict) or not isinstance(f.get("shape"), list):
                 return None
-            fields.append(FieldSchema(str(name), tuple(int(s) for s in f["shape"]),
-                                      "i" if f.get("dtype") == "int64" else "f"))
+            fields.append(
+                FieldSchema(
+                    str(name),
+                    tuple(int(s) for s in f["shape"]),
+                    "i" if f.get("dtype") == "int64" else "f",
+                )
+            )
         rules = {}
         for name, r in (report.get("output_range") or {}).items():
-            if isinstance(r, dict) and r.get("kind") in ("l2", "abs") and isinstance(r.get("bound"), (int, float)):
-                rules[str(name)] = RangeRule(str(r["kind"]), float(r["bound"]), bool(r.get("symmetric", False)))
+            if (
+                isinstance(r, dict)
+                and r.get("kind") in ("l2", "abs")
+                and isinstance(r.get("bound"), (int, float))
+            ):
+                rules[str(name)] = RangeRule(
+                    str(r["kind"]), float(r["bound"]), bool(r.get("symmetric", False))
+                )
         return cls(str(report.get("mechanism", "")), tuple(fields), K, rules)
 
     def describe(self) -> dict[str, Any]:
         """The ``report`` entry of ``GET /v1/model``."""
-        return {"mechanism": self.mechanism,
-                "fields": {f.name: f.describe() for f in self.fields},
-                "json_schema": self.json_schema(),
-                "output_range": ({k: r.describe() for k, r in self.rules.items()} if self.rules else None)}
+        return {
+            "mechanism": self.mechanism,
+            "fields": {f.name: f.describe() for f in self.fields},
+            "json_schema": self.json_schema(),
+            "output_range": (
+                {k: r.describe() for k, r in self.rules.items()} if self.rules else None
+            ),
+        }
 
     def json_schema(self) -> dict[str, Any]:
         """JSON Schema (draft 2020-12) of one report: the fields' shapes and number types; the
         service also checks finiteness and the output range, which JSON Schema cannot express."""
         fields = {f.name: f.json_schema() for f in self.fields}
-        obj = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
+        obj = {
+            "type": "object",
+            "properties": fields,
+            "required": list(fields),
+            "additionalProperties": False,
+        }
         return {"$schema": "https://json-schema.org/draft/2020-12/schema", **obj}
 
     def sealed_size(self) -> int:
@@ -141,17 +165,29 @@ class ReportFormat:
             raise FieldError(where, f"must be an object with the fields {names}")
         extra = sorted(str(k) for k in set(report) - set(names))
         if extra:
-            raise FieldError(f"{where}.{extra[0]}", f"unknown field; a {self.mechanism!r} report has exactly "
-                                                    f"the fields {names}")
+            raise FieldError(
+                f"{where}.{extra[0]}",
+                f"unknown field; a {self.mechanism!r} report has exactly the fields {names}",
+            )
         out = {}
         for f in self.fields:
             if f.name not in report:
-                raise FieldError(f"{where}.{f.name}", f"missing; a {self.mechanism!r} report has the fields {names}")
+                raise FieldError(
+                    f"{where}.{f.name}",
+                    f"missing; a {self.mechanism!r} report has the fields {names}",
+                )
             arr = parse_array(f"{where}.{f.name}", report[f.name], f.shape, f.kind)
-            if f.kind == "i" and f.name == "action" and arr.size and (arr.min() < -1 or arr.max() >= self.K):
+            if (
+                f.kind == "i"
+                and f.name == "action"
+                and arr.size
+                and (arr.min() < -1 or arr.max() >= self.K)
+            ):
                 bad = int(arr.min()) if arr.min() < -1 else int(arr.max())
-                raise FieldError(f"{where}.{f.name}", f"must be an arm index in [0, {self.K - 1}] (or -1: "
-                                                      f"no report), got {bad}")
+                raise FieldError(
+                    f"{where}.{f.name}",
+                    f"must be an arm index in [0, {self.K - 1}] (or -1: no report), got {bad}",
+                )
             rule = self.rules.get(f.name)
             if rule is not None:
                 rule.check(f"{where}.{f.name}", arr)

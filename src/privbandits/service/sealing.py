@@ -57,7 +57,9 @@ def seal(report: Any, public_key: str, size: int | None = None) -> dict[str, str
     data = json.dumps(report, separators=(",", ":"), allow_nan=False).encode()
     if size is not None:
         if len(data) > size:
-            raise SealingError(f"the report's JSON text has {len(data)} bytes, more than the padded size {size}")
+            raise SealingError(
+                f"the report's JSON text has {len(data)} bytes, more than the padded size {size}"
+            )
         data += b" " * (size - len(data))
     return {"sealed": base64.b64encode(box.encrypt(data)).decode()}
 
@@ -79,11 +81,15 @@ def check_envelope(sealed: Any, size: int | None = None) -> bytes:
     except ValueError:
         raise SealingError("sealed: not valid base64") from None
     if len(raw) <= SEAL_OVERHEAD:
-        raise SealingError(f"sealed: {len(raw)} bytes is too short for a sealed box ({SEAL_OVERHEAD} bytes of "
-                           "envelope and the report)")
+        raise SealingError(
+            f"sealed: {len(raw)} bytes is too short for a sealed box ({SEAL_OVERHEAD} bytes of "
+            "envelope and the report)"
+        )
     if size is not None and len(raw) != SEAL_OVERHEAD + size:
-        raise SealingError(f"sealed: {len(raw)} bytes; a sealed report of this model's format has exactly "
-                           f"{SEAL_OVERHEAD + size} bytes (its JSON padded to {size} bytes)")
+        raise SealingError(
+            f"sealed: {len(raw)} bytes; a sealed report of this model's format has exactly "
+            f"{SEAL_OVERHEAD + size} bytes (its JSON padded to {size} bytes)"
+        )
     return raw
 
 
@@ -107,7 +113,9 @@ def open_sealed(sealed: Any, private_key: str) -> Any:
     try:
         data = public.SealedBox(public.PrivateKey(base64.b64decode(private_key))).decrypt(raw)
     except CryptoError:
-        raise SealingError("sealed: does not open with the server's key (sealed for another key, or corrupted)") from None
+        raise SealingError(
+            "sealed: does not open with the server's key (sealed for another key, or corrupted)"
+        ) from None
     try:
         return json.loads(data)
     except ValueError:

@@ -83,9 +83,14 @@ def _select(checks: Iterable[str] | None) -> list[Check]:
     return [by_name[c] for c in checks]
 
 
-def named_checks(algorithm: AlgorithmLike, *, params: dict[str, Any] | None = None,
-                 envs: tuple[str, ...] | None = None, checks: Iterable[str] | None = None,
-                 quick: bool = False) -> list[tuple[Case, Check]]:
+def named_checks(
+    algorithm: AlgorithmLike,
+    *,
+    params: dict[str, Any] | None = None,
+    envs: tuple[str, ...] | None = None,
+    checks: Iterable[str] | None = None,
+    quick: bool = False,
+) -> list[tuple[Case, Check]]:
     """Every (case, check) pair of ``algorithm`` that applies.
 
     Parameters
@@ -113,15 +118,21 @@ def named_checks(algorithm: AlgorithmLike, *, params: dict[str, Any] | None = No
                     seen.add(case.index)
                     out.append((Case(case.cls, case.params, "", case.index), check))
             continue
-        for case in (cases[:1] if quick else cases):
+        for case in cases[:1] if quick else cases:
             if check.applies(case):
                 out.append((case, check))
     return out
 
 
-def check_algorithm(algorithm: AlgorithmLike, *, params: dict[str, Any] | None = None,
-                    envs: tuple[str, ...] | None = None, checks: Iterable[str] | None = None,
-                    quick: bool = False, raise_on_failure: bool = True) -> list[CheckResult]:
+def check_algorithm(
+    algorithm: AlgorithmLike,
+    *,
+    params: dict[str, Any] | None = None,
+    envs: tuple[str, ...] | None = None,
+    checks: Iterable[str] | None = None,
+    quick: bool = False,
+    raise_on_failure: bool = True,
+) -> list[CheckResult]:
     """Run the conformance checks on one algorithm (see :func:`named_checks` for the arguments).
 
     Returns
@@ -136,14 +147,22 @@ def check_algorithm(algorithm: AlgorithmLike, *, params: dict[str, Any] | None =
         device method of the contract that is missing is reported as a failure naming it).
     """
     results = []
-    for case, check in named_checks(algorithm, params=params, envs=envs, checks=checks, quick=quick):
+    for case, check in named_checks(
+        algorithm, params=params, envs=envs, checks=checks, quick=quick
+    ):
         try:
             check(case)
         except SkipCheck as exc:
             results.append(CheckResult(case.id, check.name, "skipped", str(exc)))
         except NotImplementedError as exc:
-            results.append(CheckResult(case.id, check.name, "failed",
-                                       f"the device does not implement its contract: {exc}"))
+            results.append(
+                CheckResult(
+                    case.id,
+                    check.name,
+                    "failed",
+                    f"the device does not implement its contract: {exc}",
+                )
+            )
         except AssertionError as exc:
             results.append(CheckResult(case.id, check.name, "failed", str(exc) or repr(exc)))
         else:
@@ -173,8 +192,9 @@ class _PytestCheck:
         return self.check.name
 
 
-def parametrize_with_checks(algorithms: Sequence[AlgorithmLike], *, checks: Iterable[str] | None = None,
-                            quick: bool = False) -> Any:
+def parametrize_with_checks(
+    algorithms: Sequence[AlgorithmLike], *, checks: Iterable[str] | None = None, quick: bool = False
+) -> Any:
     """A ``pytest.mark.parametrize`` over every (case, check) of ``algorithms``.
 
     The decorated test takes two arguments, ``case`` and ``check``, and calls ``check(case)``;

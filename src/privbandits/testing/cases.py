@@ -44,8 +44,12 @@ ENV_KINDS: tuple[str, ...] = ("single", "multi", "finite", "convex")
 #: The baseline of the common-random-numbers check on each environment kind.
 BASELINE: dict[str, str] = {"convex": "two-point-bco"}
 #: Reward noise matching each link (means must be valid for the reward model).
-NOISE_FOR_LINK: dict[str, str] = {"identity": "gaussian", "logistic": "bernoulli", "probit": "bernoulli",
-                                  "poisson": "poisson"}
+NOISE_FOR_LINK: dict[str, str] = {
+    "identity": "gaussian",
+    "logistic": "bernoulli",
+    "probit": "bernoulli",
+    "poisson": "poisson",
+}
 
 
 @dataclass(frozen=True)
@@ -121,8 +125,11 @@ def env_kinds(cls: type[Algorithm]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-def cases_of(alg: str | type[Algorithm] | Algorithm, params: dict[str, Any] | None = None,
-             envs: tuple[str, ...] | None = None) -> list[Case]:
+def cases_of(
+    alg: str | type[Algorithm] | Algorithm,
+    params: dict[str, Any] | None = None,
+    envs: tuple[str, ...] | None = None,
+) -> list[Case]:
     """Every (parameter set, environment) case of one algorithm.
 
     ``alg`` is a registry name, a class or an instance (its ``get_params()`` are the parameters);
@@ -141,7 +148,9 @@ def cases_of(alg: str | type[Algorithm] | Algorithm, params: dict[str, Any] | No
 
 def registry_cases(kinds: tuple[str, ...] | None = None) -> list[Case]:
     """Every (registered algorithm, test parameters, environment) case."""
-    return [c for cls in available().values() for c in cases_of(cls) if kinds is None or c.env in kinds]
+    return [
+        c for cls in available().values() for c in cases_of(cls) if kinds is None or c.env in kinds
+    ]
 
 
 def invalid_values(rule: Constraint) -> list[Any]:

@@ -73,8 +73,18 @@ T_CMP, R_CMP, SEEDS_CMP = 300, 3, (0, 1, 2023)
 #: Horizon and replications of the other runs.
 T_RUN, R_RUN = 200, 2
 #: Attributes that only exist after reset (the constructor must not create them).
-STATE_ATTRS = ("kernel", "_calibration", "spec", "R", "streams", "client", "server", "shuffler", "core",
-               "collector")
+STATE_ATTRS = (
+    "kernel",
+    "_calibration",
+    "spec",
+    "R",
+    "streams",
+    "client",
+    "server",
+    "shuffler",
+    "core",
+    "collector",
+)
 #: Family-wise error rate of the statistical checks (Bonferroni over coordinates and moments).
 STAT_ALPHA = 1e-6
 #: Users of the encode / randomize consistency check.
@@ -93,14 +103,31 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _run(case: Case, alg: Algorithm | None = None, env: Any = None, *, horizon: int = T_RUN,
-         replications: int = R_RUN, seed: int = 0, engine: str = "auto") -> SimulationResult:
+def _run(
+    case: Case,
+    alg: Algorithm | None = None,
+    env: Any = None,
+    *,
+    horizon: int = T_RUN,
+    replications: int = R_RUN,
+    seed: int = 0,
+    engine: str = "auto",
+) -> SimulationResult:
     with _quiet():
-        return simulate(case.make() if alg is None else alg, case.make_env() if env is None else env, horizon,
-                        replications=replications, seed=seed, engine=engine, checkpoints=10)
+        return simulate(
+            case.make() if alg is None else alg,
+            case.make_env() if env is None else env,
+            horizon,
+            replications=replications,
+            seed=seed,
+            engine=engine,
+            checkpoints=10,
+        )
 
 
-def _reset(case: Case, alg: Algorithm, horizon: int = T_RUN, seed: int = 0, R: int = R_RUN) -> tuple[Any, EnvSpec]:
+def _reset(
+    case: Case, alg: Algorithm, horizon: int = T_RUN, seed: int = 0, R: int = R_RUN
+) -> tuple[Any, EnvSpec]:
     """Reset a fresh environment and ``alg`` on it (as simulate does); returns (env, spec)."""
     env = case.make_env()
     streams = make_streams(seed)
@@ -129,20 +156,28 @@ def check_parameter_contract(case: Case) -> None:
     """Every parameter has a constraint, ``get_params`` round-trips, the constructor is cheap, the
     class attributes describe the algorithm."""
     cls = case.cls
-    assert isinstance(cls.name, str) and cls.name, "give the algorithm a registry name (class attribute `name`)"
+    assert isinstance(cls.name, str) and cls.name, (
+        "give the algorithm a registry name (class attribute `name`)"
+    )
     assert cls.trust_model in TRUST_MODELS, f"trust_model must be one of {TRUST_MODELS}"
     expected = {"local": LocalAlgorithm, "shuffle": ShuffleAlgorithm}.get(cls.trust_model, Curator)
     assert issubclass(cls, expected), f"trust_model={cls.trust_model!r} needs a {expected.__name__}"
     if cls.trust_model == "local":
-        assert not issubclass(cls, ShuffleAlgorithm), "a shuffle algorithm declares trust_model='shuffle'"
+        assert not issubclass(cls, ShuffleAlgorithm), (
+            "a shuffle algorithm declares trust_model='shuffle'"
+        )
     assert isinstance(cls.paper, str) and cls.paper, "cite the paper (class attribute `paper`)"
-    assert cls.settings and set(cls.settings) <= set(SETTINGS), f"settings {cls.settings} not in {SETTINGS}"
+    assert cls.settings and set(cls.settings) <= set(SETTINGS), (
+        f"settings {cls.settings} not in {SETTINGS}"
+    )
     assert cls.links, "declare the supported links (('*',) = any)"
     for link in cls.links:
         if link != "*":
             assert get_link(link).name == link, f"link {link!r} is an alias; use the canonical name"
     assert cls.test_envs and set(cls.test_envs) <= {"synthetic", "finite", "convex"}, cls.test_envs
-    assert isinstance(cls.test_params, tuple) and cls.test_params, "test_params is a non-empty tuple of dicts"
+    assert isinstance(cls.test_params, tuple) and cls.test_params, (
+        "test_params is a non-empty tuple of dicts"
+    )
     for p in cls.test_params:
         assert isinstance(p, dict) and set(p) <= set(cls.param_names()), (p, cls.param_names())
     if "finite" in cls.test_envs:
@@ -151,10 +186,16 @@ def check_parameter_contract(case: Case) -> None:
     assert not missing, f"parameters without a declared constraint: {sorted(missing)}"
     alg = case.make()
     params = alg.get_params()
-    assert tuple(params) == cls.param_names(), "get_params() must list the constructor parameters in order"
+    assert tuple(params) == cls.param_names(), (
+        "get_params() must list the constructor parameters in order"
+    )
     for key, value in case.params.items():  # the validated value is what was passed (normalized)
         got = params[key]
-        assert got == value or (isinstance(value, (int, float)) and math.isclose(got, value)), (key, got, value)
+        assert got == value or (isinstance(value, (int, float)) and math.isclose(got, value)), (
+            key,
+            got,
+            value,
+        )
     again = cls(**params)
     assert again.get_params() == params, "get_params() must round-trip through the constructor"
     json.dumps(params)  # stored with every result
@@ -163,7 +204,9 @@ def check_parameter_contract(case: Case) -> None:
     present = [a for a in STATE_ATTRS if a in vars(alg)]
     assert not present, f"the constructor creates run state {present}; create it in reset()"
     arrays = [k for k, v in vars(alg).items() if isinstance(v, np.ndarray) and k not in params]
-    assert not arrays, f"the constructor allocates arrays {arrays}; allocate in reset()/build_kernel()"
+    assert not arrays, (
+        f"the constructor allocates arrays {arrays}; allocate in reset()/build_kernel()"
+    )
 
 
 def check_invalid_parameters(case: Case) -> None:
@@ -188,7 +231,9 @@ def check_invalid_parameters(case: Case) -> None:
             failures.append(f"an unknown keyword's error does not name it: {exc}")
         unlisted = [p for p in cls.param_names() if p not in str(exc)]
         if unlisted:
-            failures.append(f"an unknown keyword's error does not list the parameters {unlisted}: {exc}")
+            failures.append(
+                f"an unknown keyword's error does not list the parameters {unlisted}: {exc}"
+            )
     else:
         failures.append("the unknown keyword not_a_parameter was accepted")
     assert not failures, "\n".join(failures)
@@ -202,7 +247,9 @@ def check_guarantee(case: Case) -> None:
     for attr in ("guarantee", "calibration"):
         with contextlib.suppress(NotResetError):
             getattr(alg, attr)
-            raise AssertionError(f"{attr} must raise NotResetError before reset (it depends on the problem)")
+            raise AssertionError(
+                f"{attr} must raise NotResetError before reset (it depends on the problem)"
+            )
     env = case.make_env()
     spec = env.reset(R_RUN, make_streams(0), T_RUN)
     with _quiet():
@@ -214,13 +261,17 @@ def check_guarantee(case: Case) -> None:
     g = alg.guarantee
     assert isinstance(g, PrivacyGuarantee) and isinstance(alg.calibration, Calibration)
     assert g.model == case.cls.trust_model, (g.model, case.cls.trust_model)
-    assert g == before == alg.guarantee_for(spec), "guarantee_for(spec) must equal the run's guarantee"
+    assert g == before == alg.guarantee_for(spec), (
+        "guarantee_for(spec) must equal the run's guarantee"
+    )
     assert alg.calibrate(spec) == alg.calibration, "calibrate(spec) must be pure"
     if case.cls.trust_model == "none":
         assert not g.is_private
     else:
         assert g.is_private and math.isfinite(g.epsilon), g
-        assert alg.calibration.requested is not None, "a private calibration records the requested (eps, delta)"
+        assert alg.calibration.requested is not None, (
+            "a private calibration records the requested (eps, delta)"
+        )
     json.dumps(alg.resolved_params())
     json.dumps(alg.calibration.as_dict())
     assert res.resolved_params == alg.resolved_params() and res.guarantee == g
@@ -270,7 +321,9 @@ def _determinism(case: Case, engine: str) -> str:
     for key, arr in _arrays(a).items():
         np.testing.assert_array_equal(_arrays(b)[key], arr, err_msg=f"{key} ({a.engine})")
     c = _run(case, seed=12, engine=engine)
-    assert not np.array_equal(a.reward, c.reward), f"a different seed must give a different run ({a.engine})"
+    assert not np.array_equal(a.reward, c.reward), (
+        f"a different seed must give a different run ({a.engine})"
+    )
     return a.engine
 
 
@@ -292,7 +345,9 @@ def check_reference_equals_compiled(case: Case) -> None:
             b = _arrays(com)
             assert set(a) == set(b), "both drivers must record the same quantities"
             for key in a:
-                np.testing.assert_allclose(b[key], a[key], rtol=0, atol=1e-9, err_msg=f"{key}, seed {seed}")
+                np.testing.assert_allclose(
+                    b[key], a[key], rtol=0, atol=1e-9, err_msg=f"{key}, seed {seed}"
+                )
         if aggregate:
             agg = _run(case, engine="aggregate", horizon=T_CMP, replications=R_CMP, seed=seed)
             assert agg.engine == "aggregate"
@@ -329,7 +384,9 @@ def check_trust_boundary(case: Case, engine: str = "reference") -> None:
         probe = case.make()
         _reset(case, probe, T)
         if not supports_batches(probe):
-            raise SkipCheck(f"{case.name} has no batch client (its compiled path has no role objects)")
+            raise SkipCheck(
+                f"{case.name} has no batch client (its compiled path has no role objects)"
+            )
     log = spy_on_roles(alg)
     _run(case, alg, engine=engine, horizon=T)
     kinds = {kind for kind, _t, _m in log.server_received}
@@ -338,7 +395,9 @@ def check_trust_boundary(case: Case, engine: str = "reference") -> None:
     if isinstance(alg, ShuffleAlgorithm):
         assert kinds == {"receive_batch"} and types == {ShuffledBatch}, (kinds, types)
         assert set(log.shuffler_released) == {ShuffledBatch}
-        assert log.shuffler_assigned and all(issubclass(t, PublicState) for t in log.shuffler_assigned)
+        assert log.shuffler_assigned and all(
+            issubclass(t, PublicState) for t in log.shuffler_assigned
+        )
         # each user's report is forwarded at most once; later rounds of a multi-round protocol
         # (round >= 1) are the same users answering again
         assert sum(b.n_users for _k, _t, b in log.server_received if b.round == 0) <= T
@@ -349,10 +408,13 @@ def check_trust_boundary(case: Case, engine: str = "reference") -> None:
         assert len(log.server_received) == T
         for _k, _t, msg in log.server_received:
             assert msg.mechanism and all(np.shape(v)[0] == R_RUN for v in msg.payload.values())
-    assert log.client_public and all(issubclass(t, PublicState) for t in log.client_public), \
-        sorted({t.__name__ for t in log.client_public})
+    assert log.client_public and all(issubclass(t, PublicState) for t in log.client_public), sorted(
+        {t.__name__ for t in log.client_public}
+    )
     assert set(log.client_sent) == {PrivatizedMessage}, log.client_sent
-    assert not _reachable(alg.client, (Server, Shuffler, Algorithm)), "the client holds a server-side object"
+    assert not _reachable(alg.client, (Server, Shuffler, Algorithm)), (
+        "the client holds a server-side object"
+    )
     if engine == "reference":
         check_raw_output_rejected(case)
 
@@ -376,6 +438,7 @@ def check_raw_output_rejected(case: Case) -> None:
     """A client that sends the raw rewards, or (a compiled kernel) a message of another randomizer,
     is stopped with :class:`TrustBoundaryError` before the server sees it."""
     _private(case)
+
     def leak(a: Algorithm) -> None:
         a.client.randomize = lambda t, public, X, actions, rewards, rng: np.array(rewards)  # type: ignore[attr-defined]
 
@@ -386,7 +449,9 @@ def check_raw_output_rejected(case: Case) -> None:
     except TrustBoundaryError:
         pass
     else:
-        raise AssertionError("a client that returned the raw rewards was not stopped (TrustBoundaryError)")
+        raise AssertionError(
+            "a client that returned the raw rewards was not stopped (TrustBoundaryError)"
+        )
     probe = case.make()
     _reset(case, probe)
     if not isinstance(probe.kernel, LocalKernel):
@@ -448,25 +513,33 @@ def _device(case: Case, R: int = R_RUN, seed: int = 0) -> _Device:
     else:
         a = protocol.device_choose(alg.client, spec, 0, public, X, rng)
         y, _ = env.step(a)
-    return _Device(alg, alg.client, spec, public, np.asarray(X), np.asarray(a), np.asarray(y, dtype=float), rng)
+    return _Device(
+        alg, alg.client, spec, public, np.asarray(X), np.asarray(a), np.asarray(y, dtype=float), rng
+    )
 
 
 def _space(dev: _Device) -> PublicSpace:
     space = dev.client.public_space()
     if space is None:
-        raise NotImplementedError(f"{type(dev.client).__name__} does not declare its public-state space "
-                                  "(Client.public_space)")
+        raise NotImplementedError(
+            f"{type(dev.client).__name__} does not declare its public-state space "
+            "(Client.public_space)"
+        )
     return space
 
 
-def _expect_error(what: str, errors: tuple[type[BaseException], ...], fn: Callable[[], Any]) -> str | None:
+def _expect_error(
+    what: str, errors: tuple[type[BaseException], ...], fn: Callable[[], Any]
+) -> str | None:
     try:
         fn()
     except errors:
         return None
     except Exception as exc:
         return f"{what}: raised {type(exc).__name__} ({exc}), expected {' or '.join(e.__name__ for e in errors)}"
-    return f"{what}: accepted (a device must refuse it with {' or '.join(e.__name__ for e in errors)})"
+    return (
+        f"{what}: accepted (a device must refuse it with {' or '.join(e.__name__ for e in errors)})"
+    )
 
 
 def check_memory_safe_inputs(case: Case) -> None:
@@ -483,7 +556,10 @@ def check_memory_safe_inputs(case: Case) -> None:
     nan = X.copy()
     nan.reshape(-1)[0] = np.nan
     cases: list[tuple[str, Callable[[], Any]]] = [
-        ("contexts with d + 1 features (randomize)", lambda: c.randomize(t, public, wide, a, y, rng)),
+        (
+            "contexts with d + 1 features (randomize)",
+            lambda: c.randomize(t, public, wide, a, y, rng),
+        ),
         ("contexts with d + 1 features (choose)", lambda: c.choose(t, public, wide, rng)),
         ("contexts of the other setting's shape", lambda: c.randomize(t, public, other, a, y, rng)),
         ("action K", lambda: c.randomize(t, public, X, np.full(R, K), y, rng)),
@@ -506,12 +582,18 @@ def check_public_space_validation(case: Case) -> None:
     base = {k: np.array(v) for k, v in good.items()}
     if space.fields:
         first = space.fields[0]
-        bad.append((f"field {first.name!r} missing", {k: v for k, v in base.items() if k != first.name}))
+        bad.append(
+            (f"field {first.name!r} missing", {k: v for k, v in base.items() if k != first.name})
+        )
     bad.append(("an unknown field", {**base, "not_a_field": np.zeros(1)}))
     for f in space.fields:
         v = base[f.name]
-        bad.append((f"{f.name!r} with an extra row", {**base, f.name: np.concatenate([v, v[:1]]) if v.ndim else
-                                                      np.zeros(2)}))
+        bad.append(
+            (
+                f"{f.name!r} with an extra row",
+                {**base, f.name: np.concatenate([v, v[:1]]) if v.ndim else np.zeros(2)},
+            )
+        )
         if f.kind == "f" and v.size:
             w = v.astype(float).copy()
             w.reshape(-1)[0] = np.nan
@@ -534,14 +616,26 @@ def check_public_space_validation(case: Case) -> None:
     failures = []
     for what, state in bad:
         public = PublicState(state)
-        failures += [f for f in (
-            _expect_error(f"{what} (randomize)", (PublicStateError,), lambda: c.randomize(0, public, X, a, y, rng)),
-            _expect_error(f"{what} (choose)", (PublicStateError,), lambda: c.choose(0, public, X, rng)),
-        ) if f]
+        failures += [
+            f
+            for f in (
+                _expect_error(
+                    f"{what} (randomize)",
+                    (PublicStateError,),
+                    lambda: c.randomize(0, public, X, a, y, rng),
+                ),
+                _expect_error(
+                    f"{what} (choose)", (PublicStateError,), lambda: c.choose(0, public, X, rng)
+                ),
+            )
+            if f
+        ]
     assert not failures, "\n".join(failures)
 
 
-def check_adversarial_server(case: Case, *, n: int = 48, rounds: int = 2, climb: int = 15, seed: int = 0) -> None:
+def check_adversarial_server(
+    case: Case, *, n: int = 48, rounds: int = 2, climb: int = 15, seed: int = 0
+) -> None:
     """The device's own guarantee against any server: over public states drawn from the declared
     space (random and extreme members, plus a hill climb) and neighbouring users (contexts at the
     norm bound, any arms, rewards far outside the range), the whitened distance of the encoded
@@ -561,7 +655,8 @@ def check_adversarial_server(case: Case, *, n: int = 48, rounds: int = 2, climb:
         f"an adversarial server pulls two neighbouring users' encoded messages {worst.reached:.6g} apart "
         f"({worst.norm}, in noise units), above the accounted sensitivity {worst.bound:.6g}: public state "
         f"{worst.summary()}; users ({worst.pair[0].label}) vs ({worst.pair[1].label}).  The device must clip "
-        "its pre-noise message whatever the public state says")
+        "its pre-noise message whatever the public state says"
+    )
 
 
 def check_encode_randomize(case: Case, *, n: int = N_NOISE, seed: int = 0) -> None:
@@ -573,7 +668,9 @@ def check_encode_randomize(case: Case, *, n: int = N_NOISE, seed: int = 0) -> No
     c, spec = dev.client, dev.spec
     state = space.validate(dev.public, dims_of(spec, n))
     X, a, y = dev.X, dev.a, dev.y
-    if not dev.convex:  # rewards outside the range: the clip of encode must be the clip of randomize
+    if (
+        not dev.convex
+    ):  # rewards outside the range: the clip of encode must be the clip of randomize
         lo, hi = spec.reward_range
         y = np.where(dev.rng.random(n) < 0.5, hi + 10 * (hi - lo), lo - 10 * (hi - lo))
     e = np.asarray(c.encode(0, state, X, a, y), dtype=float)
@@ -582,9 +679,13 @@ def check_encode_randomize(case: Case, *, n: int = N_NOISE, seed: int = 0) -> No
     takes_rewards = "rewards" in inspect.signature(c.noise).parameters
     noise = c.noise(0, state, X, a, rewards=y) if takes_rewards else c.noise(0, state, X, a)  # type: ignore[call-arg]
     msg = protocol.check_message(c.randomize(0, state, X, a, y, np.random.default_rng(seed + 1)))
-    flat = np.concatenate([np.asarray(v, dtype=float).reshape(n, -1) for v in msg.payload.values()], axis=1)
-    assert flat.shape == e.shape, (f"encode returned {e.shape}, the message flattens to {flat.shape} "
-                                   "(encode must follow the payload's field order and sizes)")
+    flat = np.concatenate(
+        [np.asarray(v, dtype=float).reshape(n, -1) for v in msg.payload.values()], axis=1
+    )
+    assert flat.shape == e.shape, (
+        f"encode returned {e.shape}, the message flattens to {flat.shape} "
+        "(encode must follow the payload's field order and sizes)"
+    )
     var = np.broadcast_to(np.asarray(noise.variance, dtype=float), e.shape)
     diff = flat - e
     exact = var <= 0
@@ -599,16 +700,20 @@ def check_encode_randomize(case: Case, *, n: int = N_NOISE, seed: int = 0) -> No
     q = float(normal.isf(STAT_ALPHA / (4 * m)))
     mean = z.mean(axis=0)
     bad = np.abs(mean) > q / math.sqrt(n)
-    assert not bad.any(), (f"randomize - encode has mean {mean[bad][:4]} (in noise standard deviations) on "
-                           f"{int(bad.sum())} coordinates, z-bound {q / math.sqrt(n):.3g}: the message is "
-                           "biased against encode (a clip or a field missing from encode?)")
+    assert not bad.any(), (
+        f"randomize - encode has mean {mean[bad][:4]} (in noise standard deviations) on "
+        f"{int(bad.sum())} coordinates, z-bound {q / math.sqrt(n):.3g}: the message is "
+        "biased against encode (a clip or a field missing from encode?)"
+    )
     s2 = z.var(axis=0, ddof=1)
     m4 = ((z - mean) ** 4).mean(axis=0)
     se = np.sqrt(np.maximum(m4 - s2**2, 1e-12) / n)
     bad = np.abs(s2 - 1.0) > q * se
-    assert not bad.any(), (f"randomize - encode has variance {s2[bad][:4]} x the declared one on "
-                           f"{int(bad.sum())} coordinates (z-bound x{q:.3g} standard errors): the noise "
-                           "added is not the noise declared")
+    assert not bad.any(), (
+        f"randomize - encode has variance {s2[bad][:4]} x the declared one on "
+        f"{int(bad.sum())} coordinates (z-bound x{q:.3g} standard errors): the noise "
+        "added is not the noise declared"
+    )
 
 
 # -- the catalogue ---------------------------------------------------------------------------------

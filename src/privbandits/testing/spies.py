@@ -40,8 +40,12 @@ def after_reset(alg: Algorithm, hook: Callable[[Algorithm], None]) -> None:
     alg.reset = reset  # type: ignore[method-assign]
 
 
-def _wrap(obj: Any, method: str, before: Callable[..., None] | None = None,
-          after: Callable[[Any], None] | None = None) -> None:
+def _wrap(
+    obj: Any,
+    method: str,
+    before: Callable[..., None] | None = None,
+    after: Callable[[Any], None] | None = None,
+) -> None:
     orig = getattr(obj, method)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -62,16 +66,39 @@ def spy_on_roles(alg: Algorithm) -> BoundaryLog:
 
     def install(a: Algorithm) -> None:
         server, client = a.server, a.client  # type: ignore[attr-defined]
-        _wrap(server, "receive", before=lambda t, m: log.server_received.append(("receive", type(m), m)))
-        _wrap(server, "receive_batch",
-              before=lambda t, b: log.server_received.append(("receive_batch", type(b), b)))
-        _wrap(client, "choose", before=lambda t, public, *rest: log.client_public.append(type(public)))
-        _wrap(client, "randomize", before=lambda t, public, *rest: log.client_public.append(type(public)),
-              after=lambda out: log.client_sent.append(type(out)))
-        if isinstance(client, BatchClient):  # the batch path: the same channels, a block of users at once
-            _wrap(client, "choose_batch", before=lambda t, public, *rest: log.client_public.append(type(public)))
-            _wrap(client, "randomize_batch", before=lambda t, public, *rest: log.client_public.append(type(public)),
-                  after=lambda out: log.client_sent.extend(type(m) for m in out))
+        _wrap(
+            server,
+            "receive",
+            before=lambda t, m: log.server_received.append(("receive", type(m), m)),
+        )
+        _wrap(
+            server,
+            "receive_batch",
+            before=lambda t, b: log.server_received.append(("receive_batch", type(b), b)),
+        )
+        _wrap(
+            client, "choose", before=lambda t, public, *rest: log.client_public.append(type(public))
+        )
+        _wrap(
+            client,
+            "randomize",
+            before=lambda t, public, *rest: log.client_public.append(type(public)),
+            after=lambda out: log.client_sent.append(type(out)),
+        )
+        if isinstance(
+            client, BatchClient
+        ):  # the batch path: the same channels, a block of users at once
+            _wrap(
+                client,
+                "choose_batch",
+                before=lambda t, public, *rest: log.client_public.append(type(public)),
+            )
+            _wrap(
+                client,
+                "randomize_batch",
+                before=lambda t, public, *rest: log.client_public.append(type(public)),
+                after=lambda out: log.client_sent.extend(type(m) for m in out),
+            )
         if isinstance(a, ShuffleAlgorithm):
             _wrap(a.shuffler, "release", after=lambda out: log.shuffler_released.append(type(out)))
             _wrap(a.shuffler, "assign", after=lambda out: log.shuffler_assigned.append(type(out)))
@@ -80,14 +107,18 @@ def spy_on_roles(alg: Algorithm) -> BoundaryLog:
     return log
 
 
-def record_chunks(env: Environment) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def record_chunks(
+    env: Environment,
+) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """Record a copy of every chunk ``env`` draws from now on: ``(t0, X, means, rewards, best)``."""
     seen: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     orig = env.next_chunk
 
     def next_chunk() -> Any:
         ch = orig()
-        seen.append((ch.t0, np.array(ch.X), np.array(ch.means), np.array(ch.rewards), np.array(ch.best)))
+        seen.append(
+            (ch.t0, np.array(ch.X), np.array(ch.means), np.array(ch.rewards), np.array(ch.best))
+        )
         return ch
 
     env.next_chunk = next_chunk  # type: ignore[method-assign]

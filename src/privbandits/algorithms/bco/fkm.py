@@ -61,11 +61,17 @@ class FKM(Curator):
     name = "fkm"
     links = ("*",)
     paper = "Flaxman, Kalai & McMahan 2005"
-    constraints: ClassVar = {"rho": Optional(Positive), "eta": Optional(Positive), "horizon": Optional(Int(2))}
+    constraints: ClassVar = {
+        "rho": Optional(Positive),
+        "eta": Optional(Positive),
+        "horizon": Optional(Int(2)),
+    }
     test_params: ClassVar = ({}, {"rho": 0.3, "eta": 0.01})
     test_envs: ClassVar = ("convex",)
 
-    def __init__(self, rho: float | None = None, eta: float | None = None, horizon: int | None = None) -> None:
+    def __init__(
+        self, rho: float | None = None, eta: float | None = None, horizon: int | None = None
+    ) -> None:
         pass
 
     def calibrate(self, spec: Any) -> Calibration:
@@ -75,10 +81,16 @@ class FKM(Curator):
         lo, hi = cs.loss_range
         B = max(abs(lo), abs(hi))
         L, D, d, r = cs.lipschitz, cs.domain.diameter, cs.d, cs.domain.inner_radius
-        rho = self.rho if self.rho is not None else min(r, math.sqrt(D * d * B / (3.0 * L)) * T ** -0.25)
+        rho = (
+            self.rho
+            if self.rho is not None
+            else min(r, math.sqrt(D * d * B / (3.0 * L)) * T**-0.25)
+        )
         rho = min(rho, r)
         eta = self.eta if self.eta is not None else D * rho / (d * B * math.sqrt(T))
-        return Calibration(NON_PRIVATE, {"T": T, "rho": rho, "xi": rho / r, "eta": eta, "loss_bound": B})
+        return Calibration(
+            NON_PRIVATE, {"T": T, "rho": rho, "xi": rho / r, "eta": eta, "loss_bound": B}
+        )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
@@ -97,13 +109,17 @@ class FKM(Curator):
         self._queried = (self.y + self.rho_v * self.u)[:, None, :]
         return self._queried.copy()
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
         pts = check_points(self.name, actions, self.R, 1, self.spec.domain)  # type: ignore[attr-defined]
         m = check_losses(self.name, rewards, self.R, 1)[:, 0]
         if self._queried is None or not np.array_equal(pts, self._queried):
-            raise ValidationError(f"{self.name}: update must receive the losses at the points this run queried "
-                                  "last (select)")
+            raise ValidationError(
+                f"{self.name}: update must receive the losses at the points this run queried "
+                "last (select)"
+            )
         g = (self.spec.d / self.rho_v) * m[:, None] * self.u
         self.y = self.spec.domain.project(self.y - self.eta_v * g, self.xi_v)  # type: ignore[attr-defined]
 

@@ -93,8 +93,15 @@ class TwoPointClient(Client):
         std (Gaussian) or scale (Laplace) at the honest gap ``2 rho``.
     """
 
-    def __init__(self, spec: ConvexSpec, clip_per_gap: float, clip: bool, scale_per_gap: float, mechanism: str,
-                 bound: float) -> None:
+    def __init__(
+        self,
+        spec: ConvexSpec,
+        clip_per_gap: float,
+        clip: bool,
+        scale_per_gap: float,
+        mechanism: str,
+        bound: float,
+    ) -> None:
         self.spec = spec
         self.clip_per_gap, self.clip, self.scale_per_gap = clip_per_gap, clip, scale_per_gap
         self.mechanism, self.bound = mechanism, bound
@@ -123,8 +130,9 @@ class TwoPointClient(Client):
         """``R`` from the user's own loss parameters ``(R, d)`` (checked; they are not read)."""
         return int(check_loss_parameters("LDP-TwoPoint", contexts, R, self.spec.param_dim).shape[0])
 
-    def _inputs(self, public: PublicState, contexts: object, actions: object,
-                rewards: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _inputs(
+        self, public: PublicState, contexts: object, actions: object, rewards: object
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Validated losses ``(R, 2)``, query points ``(R, 2, d)`` and gaps ``(R,)``.
 
         The message is computed from the public points (validated against the declared space);
@@ -146,34 +154,58 @@ class TwoPointClient(Client):
                 i = int(np.argmax(over))
                 raise DataBoundError(
                     f"a loss difference {a[i]:g} exceeds G ||x_1 - x_2|| = {self.clip_per_gap * gaps[i]:g} and "
-                    "clip=False: the losses are not G-Lipschitz as declared (turn clipping on)")
+                    "clip=False: the losses are not G-Lipschitz as declared (turn clipping on)"
+                )
         out = np.empty(v.shape[0])
         encode_differences(v, gaps, self.clip_per_gap, self.clip, out)
         return out
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """The clipped loss difference ``(R, 1)`` (before noise)."""
         v, _, gaps = self._inputs(public, contexts, actions, rewards)
         return self._encode(v, gaps)[:, None]
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """Std ``sigma ||x_1 - x_2||`` (Gaussian) or scale ``s ||x_1 - x_2||`` (Laplace) per user."""
         R = self._users(contexts)
         if actions is not None:
             check_points("LDP-TwoPoint", actions, R, 2, self.spec.domain)
         scale = (self.scale_per_gap * self._gaps(self._points(public, R)))[:, None]
-        return DeviceNoise.laplace(scale) if self.mechanism == "laplace" else DeviceNoise.gaussian(scale)
+        return (
+            DeviceNoise.laplace(scale)
+            if self.mechanism == "laplace"
+            else DeviceNoise.gaussian(scale)
+        )
 
     # -- the round ----------------------------------------------------------------------------
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         return np.array(self._points(public, self._users(contexts)), dtype=float)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         v, pts, gaps = self._inputs(public, contexts, actions, rewards)
         out = self._encode(v, gaps)
-        add_difference_noise(rng, pts, gaps, self.scale_per_gap, self.mechanism == "laplace", np.empty(self.d), out)
+        add_difference_noise(
+            rng, pts, gaps, self.scale_per_gap, self.mechanism == "laplace", np.empty(self.d), out
+        )
         return PrivatizedMessage({"difference": out}, f"ldp-twopoint/{self.mechanism}")
 
 
@@ -189,17 +221,25 @@ class TwoPointServer(Server):
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         if not isinstance(message, PrivatizedMessage):
-            raise TrustBoundaryError(f"the server only accepts PrivatizedMessage objects, got {type(message).__name__}")
+            raise TrustBoundaryError(
+                f"the server only accepts PrivatizedMessage objects, got {type(message).__name__}"
+            )
         if message.mechanism != self.mechanism or set(message.payload) != {"difference"}:
-            raise TrustBoundaryError(f"expected a {self.mechanism!r} message with field 'difference', got "
-                                     f"{message.mechanism!r} with {tuple(message.payload)}")
+            raise TrustBoundaryError(
+                f"expected a {self.mechanism!r} message with field 'difference', got "
+                f"{message.mechanism!r} with {tuple(message.payload)}"
+            )
         raw = np.asarray(message.payload["difference"])
         if raw.dtype.kind not in "fiu" or raw.shape != (self.state.R,):
-            raise TrustBoundaryError(f"expected one real difference per replication, shape ({self.state.R},), got "
-                                     f"dtype {raw.dtype} and shape {raw.shape}")
+            raise TrustBoundaryError(
+                f"expected one real difference per replication, shape ({self.state.R},), got "
+                f"dtype {raw.dtype} and shape {raw.shape}"
+            )
         m = raw.astype(float)
         if not np.isfinite(m).all():
-            raise TrustBoundaryError("a privatized difference is NaN or infinite; the server refuses the message")
+            raise TrustBoundaryError(
+                "a privatized difference is NaN or infinite; the server refuses the message"
+            )
         self.state.step(t, m)
 
     def estimate(self) -> np.ndarray | None:
@@ -234,41 +274,76 @@ class LDPTwoPoint(LocalAlgorithm):
     links = ("*",)
     paper = "Zheng et al. 2020 (Alg. 2)"
     constraints: ClassVar = {
-        "epsilon": Epsilon, "delta": Delta, "mechanism": Choice("gaussian", "laplace"),
-        "preset": Choice("strict", "paper"), "schedule": Choice(*SCHEDULES), "step": Choice("scale_aware", "paper"),
-        "rho": Optional(Positive), "sc_modulus": Optional(Positive), "eta_scale": Positive, "clip": Bool(),
+        "epsilon": Epsilon,
+        "delta": Delta,
+        "mechanism": Choice("gaussian", "laplace"),
+        "preset": Choice("strict", "paper"),
+        "schedule": Choice(*SCHEDULES),
+        "step": Choice("scale_aware", "paper"),
+        "rho": Optional(Positive),
+        "sc_modulus": Optional(Positive),
+        "eta_scale": Positive,
+        "clip": Bool(),
         "horizon": Optional(Int(2)),
     }
     # clip=False is left out: the device then refuses users whose losses are not G-Lipschitz, which
     # the conformance suite's adversarial users are by design (its own tests cover it)
-    test_params: ClassVar = ({}, {"mechanism": "laplace", "schedule": "strongly_convex"},
-                             {"preset": "paper", "step": "paper"})
+    test_params: ClassVar = (
+        {},
+        {"mechanism": "laplace", "schedule": "strongly_convex"},
+        {"preset": "paper", "step": "paper"},
+    )
     test_envs: ClassVar = ("convex",)
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 0.01, mechanism: str = "gaussian",
-                 preset: str = "strict", schedule: str = "convex", step: str = "scale_aware",
-                 rho: float | None = None, sc_modulus: float | None = None, eta_scale: float = 1.0,
-                 clip: bool = True, horizon: int | None = None) -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 0.01,
+        mechanism: str = "gaussian",
+        preset: str = "strict",
+        schedule: str = "convex",
+        step: str = "scale_aware",
+        rho: float | None = None,
+        sc_modulus: float | None = None,
+        eta_scale: float = 1.0,
+        clip: bool = True,
+        horizon: int | None = None,
+    ) -> None:
         pass
 
     def calibrate(self, spec: Any) -> Calibration:
         """Noise of the message, its accounted guarantee, and Algorithm 4's constants."""
         cs = convex_spec(self.name, spec)
         eps, delta = self.epsilon, self.delta
-        pre = two_point_schedule(self.name, cs, schedule=self.schedule, step=self.step, rho=self.rho,
-                                 sc_modulus=self.sc_modulus, eta_scale=self.eta_scale, horizon=self.horizon,
-                                 sigma=0.0)
+        pre = two_point_schedule(
+            self.name,
+            cs,
+            schedule=self.schedule,
+            step=self.step,
+            rho=self.rho,
+            sc_modulus=self.sc_modulus,
+            eta_scale=self.eta_scale,
+            horizon=self.horizon,
+            sigma=0.0,
+        )
         rho, G = float(pre["rho"]), cs.lipschitz
         sens = 4.0 * rho * G
-        note = (f"LDP-TwoPoint (Zheng et al. 2020, Alg. 2), preset={self.preset}, difference clipped to "
-                "+-G ||x_1 - x_2|| (+-2 rho G at the honest gap), noise proportional to the gap")
+        note = (
+            f"LDP-TwoPoint (Zheng et al. 2020, Alg. 2), preset={self.preset}, difference clipped to "
+            "+-G ||x_1 - x_2|| (+-2 rho G at the honest gap), noise proportional to the gap"
+        )
         if not self.clip:
             note += "; clip=False: conditional on G-Lipschitz losses"
         if self.mechanism == "laplace":
             b = sens / eps
-            scale, sigma = b, math.sqrt(2.0) * b / (2.0 * rho)  # sigma: std of the noise per unit of 2 rho
+            scale, sigma = (
+                b,
+                math.sqrt(2.0) * b / (2.0 * rho),
+            )  # sigma: std of the noise per unit of 2 rho
             per_gap, whitened = b / (2.0 * rho), sens / b
-            guarantee = laplace_message_guarantee((("two-point difference", sens, b),), note + "; Laplace variant")
+            guarantee = laplace_message_guarantee(
+                (("two-point difference", sens, b),), note + "; Laplace variant"
+            )
         else:
             if self.preset == "paper":
                 sigma = 2.0 * G * math.sqrt(2.0 * math.log(1.25 / delta)) / eps
@@ -276,13 +351,30 @@ class LDPTwoPoint(LocalAlgorithm):
                 sigma = tight_sigma(eps, delta, sens) / (2.0 * rho)
             scale = sigma
             per_gap, whitened = sigma, sens / (2.0 * rho * sigma)
-            guarantee = gaussian_message_guarantee((("two-point difference", sens, 2.0 * rho * sigma),), delta, note)
-        consts = two_point_schedule(self.name, cs, schedule=self.schedule, step=self.step, rho=self.rho,
-                                    sc_modulus=self.sc_modulus, eta_scale=self.eta_scale, horizon=self.horizon,
-                                    sigma=sigma)
-        resolved = {**consts, "sensitivity": sens, "difference_bound": 2.0 * rho * G, "noise_scale": scale,
-                    "clip_per_gap": G, "noise_per_gap": per_gap, "whitened_sensitivity": whitened,
-                    "mechanism": self.mechanism}
+            guarantee = gaussian_message_guarantee(
+                (("two-point difference", sens, 2.0 * rho * sigma),), delta, note
+            )
+        consts = two_point_schedule(
+            self.name,
+            cs,
+            schedule=self.schedule,
+            step=self.step,
+            rho=self.rho,
+            sc_modulus=self.sc_modulus,
+            eta_scale=self.eta_scale,
+            horizon=self.horizon,
+            sigma=sigma,
+        )
+        resolved = {
+            **consts,
+            "sensitivity": sens,
+            "difference_bound": 2.0 * rho * G,
+            "noise_scale": scale,
+            "clip_per_gap": G,
+            "noise_per_gap": per_gap,
+            "whitened_sensitivity": whitened,
+            "mechanism": self.mechanism,
+        }
         return Calibration(guarantee, resolved, self.preset, (eps, delta))
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
@@ -290,5 +382,11 @@ class LDPTwoPoint(LocalAlgorithm):
         res = self.calibration.resolved
         state = TwoPointState(self.spec.domain, self.R, res, streams.policy)  # type: ignore[attr-defined]
         self.server = TwoPointServer(state, self.mechanism)
-        self.client = TwoPointClient(convex_spec(self.name, spec), float(res["clip_per_gap"]), self.clip,
-                                     float(res["noise_per_gap"]), self.mechanism, float(res["whitened_sensitivity"]))
+        self.client = TwoPointClient(
+            convex_spec(self.name, spec),
+            float(res["clip_per_gap"]),
+            self.clip,
+            float(res["noise_per_gap"]),
+            self.mechanism,
+            float(res["whitened_sensitivity"]),
+        )

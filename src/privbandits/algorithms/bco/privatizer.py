@@ -34,7 +34,13 @@ import numpy as np
 
 from privbandits.privacy.samplers import add_gaussian, clip_scalar, laplace_draw
 
-__all__ = ["MIN_GAP", "add_difference_noise", "encode_differences", "privatize_difference", "query_gaps"]
+__all__ = [
+    "MIN_GAP",
+    "add_difference_noise",
+    "encode_differences",
+    "privatize_difference",
+    "query_gaps",
+]
 
 #: Smallest query gap ``||x_1 - x_2||`` the device randomizes at; below it the message is 0.
 MIN_GAP = 1e-150
@@ -62,8 +68,9 @@ def query_gaps(points: np.ndarray, gaps: np.ndarray) -> None:  # pragma: no cove
 
 
 @nb.njit(cache=True)
-def encode_differences(values: np.ndarray, gaps: np.ndarray, clip_per_gap: float, clip: bool,
-                       out: np.ndarray) -> None:  # pragma: no cover - compiled
+def encode_differences(
+    values: np.ndarray, gaps: np.ndarray, clip_per_gap: float, clip: bool, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(values[i, 0] - values[i, 1], -c g_i, c g_i)`` with ``c = clip_per_gap``
     (unclipped without ``clip``); 0 where the gap is 0."""
     if values.shape[1] != 2 or gaps.shape[0] != values.shape[0] or out.shape[0] != values.shape[0]:
@@ -81,14 +88,27 @@ def encode_differences(values: np.ndarray, gaps: np.ndarray, clip_per_gap: float
 
 
 @nb.njit(cache=True)
-def add_difference_noise(rng: np.random.Generator, points: np.ndarray, gaps: np.ndarray, scale_per_gap: float,
-                         laplace: bool, noise: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+def add_difference_noise(
+    rng: np.random.Generator,
+    points: np.ndarray,
+    gaps: np.ndarray,
+    scale_per_gap: float,
+    laplace: bool,
+    noise: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """``out[i] += n_i^T (x_{i,1} - x_{i,2})``, ``n_i ~ N(0, s^2 I_d)`` (one normal per coordinate,
     user by user), or ``out[i] += Lap(s g_i)`` with ``laplace``; ``s = scale_per_gap``.  Users with a
     zero gap get nothing and draw nothing.  ``noise`` is a ``(d,)`` work array."""
-    if (points.shape[1] != 2 or points.shape[0] != out.shape[0] or gaps.shape[0] != out.shape[0]
-            or noise.shape[0] != points.shape[2]):
-        raise ValueError("add_difference_noise: points must be (R, 2, d), gaps and out (R,), noise (d,)")
+    if (
+        points.shape[1] != 2
+        or points.shape[0] != out.shape[0]
+        or gaps.shape[0] != out.shape[0]
+        or noise.shape[0] != points.shape[2]
+    ):
+        raise ValueError(
+            "add_difference_noise: points must be (R, 2, d), gaps and out (R,), noise (d,)"
+        )
     d = points.shape[2]
     for i in range(out.shape[0]):
         g = gaps[i]
@@ -107,9 +127,17 @@ def add_difference_noise(rng: np.random.Generator, points: np.ndarray, gaps: np.
 
 
 @nb.njit(cache=True)
-def privatize_difference(rng: np.random.Generator, values: np.ndarray, points: np.ndarray, clip_per_gap: float,
-                         clip: bool, scale_per_gap: float, laplace: bool, noise: np.ndarray,
-                         out: np.ndarray) -> None:  # pragma: no cover - compiled
+def privatize_difference(
+    rng: np.random.Generator,
+    values: np.ndarray,
+    points: np.ndarray,
+    clip_per_gap: float,
+    clip: bool,
+    scale_per_gap: float,
+    laplace: bool,
+    noise: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """The whole randomizer on already validated arrays: values ``(R, 2)``, points ``(R, 2, d)``,
     ``noise`` ``(d,)``, ``out`` ``(R,)`` (:func:`query_gaps`, :func:`encode_differences`, then
     :func:`add_difference_noise`)."""

@@ -17,8 +17,15 @@ from privbandits.core.public_space import PublicField
 from privbandits.core.spec import EnvSpec
 from privbandits.envs.contexts import unit_sphere
 
-__all__ = ["DOMAIN_RTOL", "check_loss_parameters", "check_losses", "check_points", "convex_spec", "directions",
-           "query_points_field"]
+__all__ = [
+    "DOMAIN_RTOL",
+    "check_loss_parameters",
+    "check_losses",
+    "check_points",
+    "convex_spec",
+    "directions",
+    "query_points_field",
+]
 
 #: Relative slack of the domain check (float rounding puts a feasible point at ``size (1 + 2e-16)``).
 DOMAIN_RTOL = 1e-9
@@ -27,9 +34,11 @@ DOMAIN_RTOL = 1e-9
 def convex_spec(name: str, spec: EnvSpec) -> ConvexSpec:
     """``spec`` as a :class:`ConvexSpec`, or a clear error naming the algorithm."""
     if not isinstance(spec, ConvexSpec):
-        raise ValidationError(f"{name} is a bandit-convex-optimization algorithm (continuous actions): it runs on a "
-                              f"loss environment (ConvexLossEnv, config kind 'convex'), got a {type(spec).__name__} "
-                              "problem")
+        raise ValidationError(
+            f"{name} is a bandit-convex-optimization algorithm (continuous actions): it runs on a "
+            f"loss environment (ConvexLossEnv, config kind 'convex'), got a {type(spec).__name__} "
+            "problem"
+        )
     return spec
 
 
@@ -76,7 +85,9 @@ def check_loss_parameters(name: str, contexts: object, R: int | None, p: int = 0
     width_ok = X.ndim == 2 and (X.shape[1] == p if p > 0 else X.shape[1] >= 1)
     if not width_ok or (R is not None and X.shape[0] != R):
         want = f"({'R' if R is None else R}, {p if p > 0 else 'p >= 1'})"
-        raise ValidationError(f"{name}: the users' loss parameters must have shape {want}, got shape {X.shape}")
+        raise ValidationError(
+            f"{name}: the users' loss parameters must have shape {want}, got shape {X.shape}"
+        )
     X = np.ascontiguousarray(X, dtype=np.float64)
     if not np.isfinite(X).all():
         raise DataBoundError(f"{name}: the users' loss parameters contain NaN or infinite values")
@@ -94,14 +105,18 @@ def check_points(name: str, points: object, R: int, k: int, domain: Domain) -> n
     """
     P = _real(name, "the query points", points)
     if P.shape != (R, k, domain.d):
-        raise ValidationError(f"{name}: the query points must have shape (R={R}, {k}, d={domain.d}), got shape "
-                              f"{P.shape}")
+        raise ValidationError(
+            f"{name}: the query points must have shape (R={R}, {k}, d={domain.d}), got shape "
+            f"{P.shape}"
+        )
     P = np.ascontiguousarray(P, dtype=np.float64)
     if not np.isfinite(P).all():
         raise ValidationError(f"{name}: the query points contain NaN or infinite values")
     if not np.all(domain.contains(P, rtol=DOMAIN_RTOL)):
-        raise ValidationError(f"{name}: a query point lies outside the decision set ({domain.kind} of size "
-                              f"{domain.size:g})")
+        raise ValidationError(
+            f"{name}: a query point lies outside the decision set ({domain.kind} of size "
+            f"{domain.size:g})"
+        )
     return P
 
 
@@ -121,10 +136,14 @@ def check_losses(name: str, losses: object, R: int | None, k: int) -> np.ndarray
     n = v.shape[0] if v.ndim >= 1 else -1
     if v.ndim != 2 or v.shape[1] != k or (R is not None and n != R):
         want = f"({'R' if R is None else R}, {k})"
-        raise ValidationError(f"{name}: the losses at the {k} query point(s) must have shape {want}: one row per "
-                              f"user, one loss per point; got shape {v.shape}")
+        raise ValidationError(
+            f"{name}: the losses at the {k} query point(s) must have shape {want}: one row per "
+            f"user, one loss per point; got shape {v.shape}"
+        )
     v = np.ascontiguousarray(v, dtype=np.float64)
     if not np.isfinite(v).all():
-        raise DataBoundError(f"{name}: a user's losses at the query points must be finite "
-                             f"({int(v.size - np.count_nonzero(np.isfinite(v)))} NaN or infinite values)")
+        raise DataBoundError(
+            f"{name}: a user's losses at the query points must be finite "
+            f"({int(v.size - np.count_nonzero(np.isfinite(v)))} NaN or infinite values)"
+        )
     return v

@@ -41,37 +41,61 @@ __all__ = ["TwoPointBCO", "TwoPointState", "two_point_schedule"]
 SCHEDULES: tuple[str, ...] = ("convex", "strongly_convex")
 
 
-def two_point_schedule(name: str, spec: ConvexSpec, *, schedule: str, step: str, rho: float | None,
-                       sc_modulus: float | None, eta_scale: float, horizon: int | None,
-                       sigma: float) -> dict[str, Any]:
+def two_point_schedule(
+    name: str,
+    spec: ConvexSpec,
+    *,
+    schedule: str,
+    step: str,
+    rho: float | None,
+    sc_modulus: float | None,
+    eta_scale: float,
+    horizon: int | None,
+    sigma: float,
+) -> dict[str, Any]:
     """Resolved constants of Algorithm 4: ``rho``, ``xi``, and ``eta`` (convex) or ``mu`` (strongly
     convex) for a noise-vector std ``sigma`` (0 when non-private)."""
     T = horizon if horizon is not None else max(spec.horizon, 2)
     r = spec.domain.inner_radius
     rho_v = rho if rho is not None else math.log(T) / T
     if not 0.0 < rho_v < r:
-        raise ValidationError(f"{name}: rho={rho_v:g} must lie in (0, r) with r={r:g} the inner radius of the domain "
-                              "(both query points must stay feasible)")
-    out: dict[str, Any] = {"T": T, "rho": rho_v, "xi": rho_v / r, "schedule": schedule, "step": step,
-                           "eta_scale": eta_scale, "sigma": sigma}
+        raise ValidationError(
+            f"{name}: rho={rho_v:g} must lie in (0, r) with r={r:g} the inner radius of the domain "
+            "(both query points must stay feasible)"
+        )
+    out: dict[str, Any] = {
+        "T": T,
+        "rho": rho_v,
+        "xi": rho_v / r,
+        "schedule": schedule,
+        "step": step,
+        "eta_scale": eta_scale,
+        "sigma": sigma,
+    }
     if schedule == "strongly_convex":
         mu = sc_modulus if sc_modulus is not None else spec.sc_modulus
         if mu <= 0.0:
-            raise ValidationError(f"{name}: schedule='strongly_convex' needs sc_modulus > 0 (the problem declares "
-                                  f"mu={spec.sc_modulus:g}); pass sc_modulus or use schedule='convex'")
+            raise ValidationError(
+                f"{name}: schedule='strongly_convex' needs sc_modulus > 0 (the problem declares "
+                f"mu={spec.sc_modulus:g}); pass sc_modulus or use schedule='convex'"
+            )
         out.update(mu=mu, eta=None)
     elif step == "paper":
         out.update(mu=None, eta=eta_scale / math.sqrt(T))
     else:
         G, D, d = spec.lipschitz, spec.domain.diameter, spec.d
-        out.update(mu=None, eta=eta_scale * D / (d * math.sqrt(G * G + sigma * sigma) * math.sqrt(T)))
+        out.update(
+            mu=None, eta=eta_scale * D / (d * math.sqrt(G * G + sigma * sigma) * math.sqrt(T))
+        )
     return out
 
 
 class TwoPointState:
     """The iterate of Algorithm 4 for ``R`` replications (server side of LDP-TwoPoint)."""
 
-    def __init__(self, domain: Domain, R: int, consts: dict[str, Any], rng: np.random.Generator) -> None:
+    def __init__(
+        self, domain: Domain, R: int, consts: dict[str, Any], rng: np.random.Generator
+    ) -> None:
         self.domain, self.R, self.rng = domain, R, rng
         self.d = domain.d
         self.rho, self.xi = float(consts["rho"]), float(consts["xi"])
@@ -91,7 +115,9 @@ class TwoPointState:
         if u is None:
             u = self.u
         if u is None:
-            raise ValidationError("two-point BCO: a difference arrived before the round's points were queried")
+            raise ValidationError(
+                "two-point BCO: a difference arrived before the round's points were queried"
+            )
         eta = self.eta if self.mu is None else self.eta_scale / (self.mu * (t + 1))
         g = (self.d / (2.0 * self.rho)) * np.asarray(D, dtype=float)[:, None] * u
         self.x = self.domain.project(self.x - eta * g, self.xi)
@@ -127,27 +153,54 @@ class TwoPointBCO(Curator):
     name = "two-point-bco"
     links = ("*",)
     paper = "Agarwal, Dekel & Xiao 2010 (Zheng et al. 2020, Alg. 4)"
-    constraints: ClassVar = {"schedule": Choice(*SCHEDULES), "step": Choice("scale_aware", "paper"),
-                             "rho": Optional(Positive), "sc_modulus": Optional(Positive), "eta_scale": Positive,
-                             "horizon": Optional(Int(2))}
+    constraints: ClassVar = {
+        "schedule": Choice(*SCHEDULES),
+        "step": Choice("scale_aware", "paper"),
+        "rho": Optional(Positive),
+        "sc_modulus": Optional(Positive),
+        "eta_scale": Positive,
+        "horizon": Optional(Int(2)),
+    }
     test_params: ClassVar = ({}, {"schedule": "strongly_convex"}, {"step": "paper", "rho": 0.05})
     test_envs: ClassVar = ("convex",)
 
-    def __init__(self, schedule: str = "convex", step: str = "scale_aware", rho: float | None = None,
-                 sc_modulus: float | None = None, eta_scale: float = 1.0, horizon: int | None = None) -> None:
+    def __init__(
+        self,
+        schedule: str = "convex",
+        step: str = "scale_aware",
+        rho: float | None = None,
+        sc_modulus: float | None = None,
+        eta_scale: float = 1.0,
+        horizon: int | None = None,
+    ) -> None:
         pass
 
     def calibrate(self, spec: Any) -> Calibration:
         """Non-private; records the resolved ``rho``, ``xi`` and step."""
         cs = convex_spec(self.name, spec)
-        return Calibration(NON_PRIVATE, two_point_schedule(
-            self.name, cs, schedule=self.schedule, step=self.step, rho=self.rho, sc_modulus=self.sc_modulus,
-            eta_scale=self.eta_scale, horizon=self.horizon, sigma=0.0))
+        return Calibration(
+            NON_PRIVATE,
+            two_point_schedule(
+                self.name,
+                cs,
+                schedule=self.schedule,
+                step=self.step,
+                rho=self.rho,
+                sc_modulus=self.sc_modulus,
+                eta_scale=self.eta_scale,
+                horizon=self.horizon,
+                sigma=0.0,
+            ),
+        )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
-        self.state = TwoPointState(self.spec.domain, self.R, self.calibration.resolved,  # type: ignore[attr-defined]
-                                   streams.policy)
+        self.state = TwoPointState(
+            self.spec.domain,
+            self.R,
+            self.calibration.resolved,  # type: ignore[attr-defined]
+            streams.policy,
+        )
         self._queried: np.ndarray | None = None
         self._u: np.ndarray | None = None
 
@@ -160,15 +213,19 @@ class TwoPointBCO(Curator):
         self._queried, self._u = pts, self.state.u
         return pts.copy()
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         """Algorithm 4's step with the losses observed at ``actions``, which must be the points this
         run queried last (their direction is the step's)."""
         check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
         pts = check_points(self.name, actions, self.R, 2, self.spec.domain)  # type: ignore[attr-defined]
         losses = check_losses(self.name, rewards, self.R, 2)
         if self._queried is None or not np.array_equal(pts, self._queried):
-            raise ValidationError(f"{self.name}: update must receive the losses at the points this run queried "
-                                  "last (select)")
+            raise ValidationError(
+                f"{self.name}: update must receive the losses at the points this run queried "
+                "last (select)"
+            )
         self.state.step(t, losses[:, 0] - losses[:, 1], self._u)
 
     def estimate(self) -> np.ndarray | None:

@@ -14,5 +14,16 @@ from privbandits.algorithms.chen.spanner import barycentric_spanner
 from privbandits.algorithms.chen.squarecb import SquareCB, SquareCBJDP, igw_probabilities
 from privbandits.algorithms.chen.squarecb_ldp import SquareCBLDP
 
-__all__ = ["Board", "ChenElimination", "ChenJDP", "ChenLDP", "SquareCB", "SquareCBJDP", "SquareCBLDP",
-           "barycentric_spanner", "igw_probabilities", "planning_support", "surviving"]
+__all__ = [
+    "Board",
+    "ChenElimination",
+    "ChenJDP",
+    "ChenLDP",
+    "SquareCB",
+    "SquareCBJDP",
+    "SquareCBLDP",
+    "barycentric_spanner",
+    "igw_probabilities",
+    "planning_support",
+    "surviving",
+]

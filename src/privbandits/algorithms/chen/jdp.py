@@ -60,24 +60,45 @@ COMMON_CONSTRAINTS = {
 def check_problem(name: str, spec: EnvSpec) -> None:
     """The model of Chen et al. (2025), Section 1.2: features in the unit ball, ``||theta*|| <= 1``."""
     if spec.context_bound > 1.0 or spec.theta_bound > 1.0:
-        raise ValidationError(f"{name} needs context_bound <= 1 and theta_bound <= 1 (features and parameter in "
-                              f"the unit ball), got context_bound={spec.context_bound:g}, "
-                              f"theta_bound={spec.theta_bound:g}")
+        raise ValidationError(
+            f"{name} needs context_bound <= 1 and theta_bound <= 1 (features and parameter in "
+            f"the unit ball), got context_bound={spec.context_bound:g}, "
+            f"theta_bound={spec.theta_bound:g}"
+        )
 
 
-def epoch_regressor(alg: Any, spec: EnvSpec, epsilon: float, delta: float, gaussian: str) -> ReweightedRegression:
+def epoch_regressor(
+    alg: Any, spec: EnvSpec, epsilon: float, delta: float, gaussian: str
+) -> ReweightedRegression:
     """The per-epoch estimator of ``alg`` (its ``mode``, ``first_epoch``, ``failure_prob``, ...) on ``spec``."""
     J = len(epoch_ends(spec.horizon, alg.first_epoch))
     fp = (1.0 / max(spec.horizon, 2)) if alg.failure_prob is None else alg.failure_prob
-    return ReweightedRegression(epsilon, delta, mode=alg.mode, link=spec.link, failure_prob=fp / J, K=alg.K_norm,
-                                c_lam=alg.c_lam, lam_shape=alg.lam_shape, c_b=alg.c_b, calibration=gaussian)
+    return ReweightedRegression(
+        epsilon,
+        delta,
+        mode=alg.mode,
+        link=spec.link,
+        failure_prob=fp / J,
+        K=alg.K_norm,
+        c_lam=alg.c_lam,
+        lam_shape=alg.lam_shape,
+        c_b=alg.c_b,
+        calibration=gaussian,
+    )
 
 
 def resolved_constants(alg: Any, spec: EnvSpec, reg: ReweightedRegression) -> dict[str, Any]:
     """The constants a run of ``alg`` on ``spec`` resolves (stored with every result)."""
     ends = epoch_ends(spec.horizon, alg.first_epoch)
-    return {"sigma": reg.sigma, "epoch_ends": [int(e) for e in ends], "failure_prob_per_epoch": reg.failure_prob,
-            "c_b": alg.c_b, "c_lam": reg.c_lam, "L_nu": reg.link.L_nu, "mu": reg.link.mu}
+    return {
+        "sigma": reg.sigma,
+        "epoch_ends": [int(e) for e in ends],
+        "failure_prob_per_epoch": reg.failure_prob,
+        "c_b": alg.c_b,
+        "c_lam": reg.c_lam,
+        "L_nu": reg.link.L_nu,
+        "mu": reg.link.mu,
+    }
 
 
 @register
@@ -109,12 +130,23 @@ class ChenElimination(Curator):
     links = ("identity", "logistic", "probit")
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 (non-private)"
     constraints = COMMON_CONSTRAINTS
-    test_params = ({"first_epoch": 32, "min_fit": 30}, {"first_epoch": 16, "min_fit": 16, "c_b": 0.1})
+    test_params = (
+        {"first_epoch": 32, "min_fit": 30},
+        {"first_epoch": 16, "min_fit": 16, "c_b": 0.1},
+    )
     mode = "jdp"
 
-    def __init__(self, c_b: float = 1.0, first_epoch: int = 1024, min_fit: int = 1000, K_norm: int = 5,
-                 c_lam: float | None = None, lam_shape: str = "paper", failure_prob: float | None = None,
-                 spanner_C: float = 2.0) -> None:
+    def __init__(
+        self,
+        c_b: float = 1.0,
+        first_epoch: int = 1024,
+        min_fit: int = 1000,
+        K_norm: int = 5,
+        c_lam: float | None = None,
+        lam_shape: str = "paper",
+        failure_prob: float | None = None,
+        spanner_C: float = 2.0,
+    ) -> None:
         pass
 
     # -- privacy --------------------------------------------------------------------------------
@@ -152,7 +184,9 @@ class ChenElimination(Curator):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         return self.billboard.choose(contexts, self.reg.link, self.spanner_C, self.streams.policy)
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         i = t - self.start
         self.X[:, i] = contexts[np.arange(self.R), actions]
         self.y[:, i] = np.clip(rewards, -1.0, 1.0)
@@ -171,7 +205,9 @@ class ChenElimination(Curator):
             if est.resolved.get("trivial") or est.width_matrix is None:
                 continue
             if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
-                raise PrivacyError(f"{self.name}: a release accounts to {est.guarantee}, above the claim {claim}")
+                raise PrivacyError(
+                    f"{self.name}: a release accounts to {est.guarantee}, above the claim {claim}"
+                )
             self.billboard.post(r, est.theta, est.width_matrix, est.width_scale)
 
     @property
@@ -201,12 +237,25 @@ class ChenJDP(ChenElimination):
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 2 (JDP)"
     constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
-    test_params = ({"first_epoch": 32, "min_fit": 30},
-                   {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"})
+    test_params = (
+        {"first_epoch": 32, "min_fit": 30},
+        {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"},
+    )
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_b: float = 1.0, first_epoch: int = 1024,
-                 min_fit: int = 1000, K_norm: int = 5, c_lam: float | None = None, lam_shape: str = "paper",
-                 failure_prob: float | None = None, spanner_C: float = 2.0, gaussian: str = "analytic") -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        c_b: float = 1.0,
+        first_epoch: int = 1024,
+        min_fit: int = 1000,
+        K_norm: int = 5,
+        c_lam: float | None = None,
+        lam_shape: str = "paper",
+        failure_prob: float | None = None,
+        spanner_C: float = 2.0,
+        gaussian: str = "analytic",
+    ) -> None:
         noise_multiplier(epsilon, delta, gaussian)  # classic with epsilon >= 1 raises here
 
     def _epsilon(self) -> float:
@@ -219,8 +268,14 @@ class ChenJDP(ChenElimination):
         return str(self.gaussian)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = gaussian_guarantee(self.trust_model, self.epsilon, self.delta, self.gaussian,
-                               "every user in one Gaussian release, disjoint epochs and batches: parallel "
-                               "composition; actions by the billboard lemma")
-        return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
-
+        g = gaussian_guarantee(
+            self.trust_model,
+            self.epsilon,
+            self.delta,
+            self.gaussian,
+            "every user in one Gaussian release, disjoint epochs and batches: parallel "
+            "composition; actions by the billboard lemma",
+        )
+        return Calibration(
+            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+        )

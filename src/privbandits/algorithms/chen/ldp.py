@@ -87,15 +87,19 @@ def ldp_public_space(epochs: int) -> PublicSpace:
     projected descent), ``board_U`` (R, epochs, d, d) as ``U``, ``board_scale`` (R, epochs) >= 0.
     """
     J = int(epochs)
-    return PublicSpace((
-        PublicField("slot", ("R",), kind="i", values=(IDLE, NORMALIZE, GRADIENT)),
-        PublicField("U", ("R", "d", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND, symmetric=True),
-        PublicField("w", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
-        PublicField("n_boards", ("R",), kind="i", low=0, high=J),
-        PublicField("board_theta", ("R", J, "d"), norm=1.0),
-        PublicField("board_U", ("R", J, "d", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND, symmetric=True),
-        PublicField("board_scale", ("R", J), low=0.0),
-    ))
+    return PublicSpace(
+        (
+            PublicField("slot", ("R",), kind="i", values=(IDLE, NORMALIZE, GRADIENT)),
+            PublicField("U", ("R", "d", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND, symmetric=True),
+            PublicField("w", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
+            PublicField("n_boards", ("R",), kind="i", low=0, high=J),
+            PublicField("board_theta", ("R", J, "d"), norm=1.0),
+            PublicField(
+                "board_U", ("R", J, "d", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND, symmetric=True
+            ),
+            PublicField("board_scale", ("R", J), low=0.0),
+        )
+    )
 
 
 class ChenLDPClient(Client):
@@ -120,7 +124,9 @@ class ChenLDPClient(Client):
         Number of epochs: the most estimates the billboard can hold.
     """
 
-    def __init__(self, sigma: float, link: LinkConstants, spanner_C: float, spec: EnvSpec, epochs: int) -> None:
+    def __init__(
+        self, sigma: float, link: LinkConstants, spanner_C: float, spec: EnvSpec, epochs: int
+    ) -> None:
         self.sigma, self.link, self.spanner_C, self.spec = sigma, link, spanner_C, spec
         self._space = ldp_public_space(epochs)
         self._check = PublicCheck(self._space, spec)
@@ -136,18 +142,29 @@ class ChenLDPClient(Client):
             raise PrivacyError("chen-ldp without noise (sigma = 0) has no local guarantee")
         return DeviceSensitivity("l2", 1.0 / self.sigma)
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """Gaussian, per user: ``sigma sqrt(2) ||U||`` on ``X`` (normalization slot), ``4 sigma`` on
         ``g`` (gradient slot), 0 elsewhere."""
         X, _, _ = check_device_inputs(self.spec, contexts, actions)
         pub = self._public(public, X.shape[0])
         s_X, s_g = self._scales(pub)
         d = self.spec.d
-        return DeviceNoise.gaussian(np.concatenate([np.repeat(s_X[:, None], d * d, axis=1),
-                                                    np.repeat(s_g[:, None], d, axis=1)], axis=1))
+        return DeviceNoise.gaussian(
+            np.concatenate(
+                [np.repeat(s_X[:, None], d * d, axis=1), np.repeat(s_g[:, None], d, axis=1)], axis=1
+            )
+        )
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """The clipped fields ``X`` (flattened) and ``g`` of every user, ``(R, d^2 + d)``."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None and y is not None
@@ -157,8 +174,9 @@ class ChenLDPClient(Client):
     def _public(self, public: PublicState, R: int) -> PublicState:
         return self._check(public, R)
 
-    def _fields(self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _fields(
+        self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The message before noise: ``X`` (R, d, d) and ``g`` (R, d), every clip applied."""
         R, d = contexts.shape[0], self.spec.d
         phi = contexts[np.arange(R), actions]
@@ -169,7 +187,9 @@ class ChenLDPClient(Client):
             X[rows] = normalization_encode(pub["U"][rows], phi[rows])
         rows = np.flatnonzero(slot == GRADIENT)
         if rows.size:
-            g[rows] = reweighted_gradient(pub["U"][rows], pub["w"][rows], phi[rows], rewards[rows], self.link)
+            g[rows] = reweighted_gradient(
+                pub["U"][rows], pub["w"][rows], phi[rows], rewards[rows], self.link
+            )
         return X, g
 
     def _scales(self, pub: PublicState) -> tuple[np.ndarray, np.ndarray]:
@@ -183,14 +203,31 @@ class ChenLDPClient(Client):
         return s_X, s_g
 
     # -- the round ----------------------------------------------------------------------------
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
         pub = self._public(public, X.shape[0])
-        return choose_planned(X, pub["board_theta"], pub["board_U"], pub["board_scale"], pub["n_boards"],
-                              self.link, self.spanner_C, rng)
+        return choose_planned(
+            X,
+            pub["board_theta"],
+            pub["board_U"],
+            pub["board_scale"],
+            pub["n_boards"],
+            self.link,
+            self.spanner_C,
+            rng,
+        )
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None and y is not None
         pub = self._public(public, X.shape[0])
@@ -213,7 +250,9 @@ class ChenLDPClient(Client):
 class ChenLDPServer(Server):
     """Untrusted server: runs the epoch's Algorithm 8 schedule on the users' messages only."""
 
-    def __init__(self, R: int, spec: EnvSpec, reg: ReweightedRegression, ends: np.ndarray, min_fit: int) -> None:
+    def __init__(
+        self, R: int, spec: EnvSpec, reg: ReweightedRegression, ends: np.ndarray, min_fit: int
+    ) -> None:
         self.R, self.d, self.reg, self.ends, self.min_fit = R, spec.d, reg, ends, min_fit
         J = len(ends)
         self.billboard = Billboard(R, J, self.d)
@@ -247,7 +286,14 @@ class ChenLDPServer(Server):
         return IDLE
 
     def public_state(self) -> PublicState:
-        return PublicState({"slot": np.full(self.R, self.slot()), "U": self.U, "w": self.w, **self.billboard.public()})
+        return PublicState(
+            {
+                "slot": np.full(self.R, self.slot()),
+                "U": self.U,
+                "w": self.w,
+                **self.billboard.public(),
+            }
+        )
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         msg = check_payload(message, MECHANISM, {"X": (self.d, self.d), "g": (self.d,)}, self.R)
@@ -303,12 +349,25 @@ class ChenLDP(LocalAlgorithm):
     links = ("identity", "logistic", "probit")
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 8 (LDP)"
     constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
-    test_params = ({"first_epoch": 32, "min_fit": 30},
-                   {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"})
+    test_params = (
+        {"first_epoch": 32, "min_fit": 30},
+        {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"},
+    )
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_b: float = 1.0, first_epoch: int = 1024,
-                 min_fit: int = 1000, K_norm: int = 5, c_lam: float | None = None, lam_shape: str = "paper",
-                 failure_prob: float | None = None, spanner_C: float = 2.0, gaussian: str = "analytic") -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        c_b: float = 1.0,
+        first_epoch: int = 1024,
+        min_fit: int = 1000,
+        K_norm: int = 5,
+        c_lam: float | None = None,
+        lam_shape: str = "paper",
+        failure_prob: float | None = None,
+        spanner_C: float = 2.0,
+        gaussian: str = "analytic",
+    ) -> None:
         noise_multiplier(epsilon, delta, gaussian)  # classic with epsilon >= 1 raises here
 
     mode = "ldp"
@@ -321,10 +380,17 @@ class ChenLDP(LocalAlgorithm):
         return resolved_constants(self, spec, self.regressor(spec))
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = gaussian_guarantee("local", self.epsilon, self.delta, self.gaussian,
-                               "one Gaussian message per user: SymPriv of X at sensitivity sqrt(2)||U_k|| or Priv "
-                               "of g at sensitivity 4")
-        return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
+        g = gaussian_guarantee(
+            "local",
+            self.epsilon,
+            self.delta,
+            self.gaussian,
+            "one Gaussian message per user: SymPriv of X at sensitivity sqrt(2)||U_k|| or Priv "
+            "of g at sensitivity 4",
+        )
+        return Calibration(
+            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+        )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
@@ -333,5 +399,3 @@ class ChenLDP(LocalAlgorithm):
         ends = epoch_ends(spec.horizon, self.first_epoch)
         self.client = ChenLDPClient(reg.sigma, reg.link, self.spanner_C, spec, len(ends))
         self.server = ChenLDPServer(self.R, spec, reg, ends, self.min_fit)
-
-

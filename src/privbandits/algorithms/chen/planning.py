@@ -67,16 +67,33 @@ def planning_support(F: np.ndarray, boards: Sequence[Board], C: float = 2.0) -> 
     return S[barycentric_spanner(F[S], C)]
 
 
-def choose_planned(contexts: np.ndarray, theta: np.ndarray, U: np.ndarray, scale: np.ndarray, n_boards: np.ndarray,
-                   link: LinkConstants, C: float, rng: np.random.Generator) -> np.ndarray:
+def choose_planned(
+    contexts: np.ndarray,
+    theta: np.ndarray,
+    U: np.ndarray,
+    scale: np.ndarray,
+    n_boards: np.ndarray,
+    link: LinkConstants,
+    C: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """One round of Algorithm 4 in every replication (compiled,
     :func:`privbandits.algorithms.chen.planning_kernel.select_planned`): each replication's action
     uniform over the C-spanner of its survivors, from the packed released estimates
     ``theta (R, J, d)``, ``U (R, J, d, d)``, ``scale (R, J)``, ``n_boards (R,)``."""
     out = np.empty(contexts.shape[0], dtype=np.int64)
-    select_planned(np.ascontiguousarray(contexts, dtype=float), np.ascontiguousarray(theta, dtype=float),
-                   np.ascontiguousarray(U, dtype=float), np.ascontiguousarray(scale, dtype=float),
-                   np.ascontiguousarray(n_boards, dtype=np.int64), link.link.code, float(C), SPANNER_TOL, rng, out)
+    select_planned(
+        np.ascontiguousarray(contexts, dtype=float),
+        np.ascontiguousarray(theta, dtype=float),
+        np.ascontiguousarray(U, dtype=float),
+        np.ascontiguousarray(scale, dtype=float),
+        np.ascontiguousarray(n_boards, dtype=np.int64),
+        link.link.code,
+        float(C),
+        SPANNER_TOL,
+        rng,
+        out,
+    )
     return out
 
 
@@ -102,7 +119,10 @@ class Billboard:
 
     def boards(self, r: int, link: LinkConstants) -> list[Board]:
         """Replication ``r``'s released estimates as :class:`Board` objects (the numpy form)."""
-        return [Board(self.theta[r, j], self.U[r, j], float(self.scale[r, j]), link) for j in range(int(self.count[r]))]
+        return [
+            Board(self.theta[r, j], self.U[r, j], float(self.scale[r, j]), link)
+            for j in range(int(self.count[r]))
+        ]
 
     def latest(self) -> np.ndarray:
         """The last released ``theta`` of every replication (zero before the first), ``(R, d)``."""
@@ -114,8 +134,15 @@ class Billboard:
 
     def public(self) -> dict[str, np.ndarray]:
         """The arrays as the public state publishes them (``n_boards``, ``board_theta``, ``board_U``, ``board_scale``)."""
-        return {"n_boards": self.count, "board_theta": self.theta, "board_U": self.U, "board_scale": self.scale}
+        return {
+            "n_boards": self.count,
+            "board_theta": self.theta,
+            "board_U": self.U,
+            "board_scale": self.scale,
+        }
 
-    def choose(self, contexts: np.ndarray, link: LinkConstants, C: float, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, contexts: np.ndarray, link: LinkConstants, C: float, rng: np.random.Generator
+    ) -> np.ndarray:
         """One round of Algorithm 4 on these estimates (:func:`choose_planned`)."""
         return choose_planned(contexts, self.theta, self.U, self.scale, self.count, link, C, rng)

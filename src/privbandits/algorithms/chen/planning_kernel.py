@@ -32,7 +32,9 @@ SPANNER_TOL = 1e-9
 
 
 @nb.njit(cache=True)
-def spanner_indices(F: np.ndarray, C: float, tol: float, out: np.ndarray) -> int:  # pragma: no cover - compiled
+def spanner_indices(
+    F: np.ndarray, C: float, tol: float, out: np.ndarray
+) -> int:  # pragma: no cover - compiled
     """Sorted distinct indices of a ``C``-approximate barycentric spanner of the rows of ``F`` into
     ``out``; returns their number (one index, 0, when ``F = 0``)."""
     m = F.shape[0]
@@ -57,7 +59,9 @@ def spanner_indices(F: np.ndarray, C: float, tol: float, out: np.ndarray) -> int
         X[:, i] = G[j]
         idx[i] = j
     GT = np.ascontiguousarray(G.T)
-    for _ in range(int(100 * r * math.log(r + 1)) + 100):  # phase 2: swap while a coefficient exceeds C
+    for _ in range(
+        int(100 * r * math.log(r + 1)) + 100
+    ):  # phase 2: swap while a coefficient exceeds C
         coef = np.linalg.solve(X, GT)  # r x m
         flat = np.argmax(np.abs(coef))
         ii, jj = flat // m, flat % m
@@ -75,9 +79,18 @@ def spanner_indices(F: np.ndarray, C: float, tol: float, out: np.ndarray) -> int
 
 
 @nb.njit(cache=True)
-def select_planned(contexts: np.ndarray, theta: np.ndarray, U: np.ndarray, scale: np.ndarray, n_boards: np.ndarray,
-                   code: int, C: float, tol: float, rng: np.random.Generator,
-                   out: np.ndarray) -> None:  # pragma: no cover - compiled
+def select_planned(
+    contexts: np.ndarray,
+    theta: np.ndarray,
+    U: np.ndarray,
+    scale: np.ndarray,
+    n_boards: np.ndarray,
+    code: int,
+    C: float,
+    tol: float,
+    rng: np.random.Generator,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """One round of Algorithm 4 in every replication: ``out[r]`` uniform over the ``C``-spanner of
     the actions of ``contexts[r]`` (K, d) that survive the ``n_boards[r]`` released estimates."""
     R, K, d = contexts.shape
@@ -88,7 +101,9 @@ def select_planned(contexts: np.ndarray, theta: np.ndarray, U: np.ndarray, scale
     for r in range(R):
         F = contexts[r]
         keep[:] = True
-        for j in range(n_boards[r]):  # an estimate that would leave no action is skipped (as surviving)
+        for j in range(
+            n_boards[r]
+        ):  # an estimate that would leave no action is skipped (as surviving)
             lcb = -np.inf
             for a in range(K):
                 z = 0.0

@@ -31,11 +31,16 @@ from privbandits.regression.releases import noise_multiplier
 __all__ = ["PRIVACY_CONSTRAINTS", "gaussian_guarantee"]
 
 #: Constraints of ``epsilon``, ``delta`` and ``gaussian`` (see the module docstring).
-PRIVACY_CONSTRAINTS: dict[str, Constraint] = {"epsilon": Epsilon, "delta": Delta,
-                                              "gaussian": Choice("analytic", "classic")}
+PRIVACY_CONSTRAINTS: dict[str, Constraint] = {
+    "epsilon": Epsilon,
+    "delta": Delta,
+    "gaussian": Choice("analytic", "classic"),
+}
 
 
-def gaussian_guarantee(model: str, epsilon: float, delta: float, gaussian: str, how: str) -> PrivacyGuarantee:
+def gaussian_guarantee(
+    model: str, epsilon: float, delta: float, gaussian: str, how: str
+) -> PrivacyGuarantee:
     """The accounted guarantee of one Gaussian release per user at the multiplier of ``(epsilon, delta)``.
 
     Parameters
@@ -47,5 +52,9 @@ def gaussian_guarantee(model: str, epsilon: float, delta: float, gaussian: str, 
         What each user's release is (for the guarantee's notes).
     """
     sigma = noise_multiplier(epsilon, delta, gaussian)
-    return PrivacyGuarantee(model=model, epsilon=gaussian_epsilon(sigma, delta), delta=delta,
-                            notes=f"{how} (multiplier {sigma:.6g}, {gaussian})")
+    return PrivacyGuarantee(
+        model=model,
+        epsilon=gaussian_epsilon(sigma, delta),
+        delta=delta,
+        notes=f"{how} (multiplier {sigma:.6g}, {gaussian})",
+    )

@@ -39,7 +39,9 @@ def barycentric_spanner(F: np.ndarray, C: float = 2.0, tol: float = 1e-9) -> np.
         j = int(np.argmax(vals))
         X[:, i] = G[j]
         idx[i] = j
-    for _ in range(int(100 * r * math.log(r + 1)) + 100):  # phase 2: swap while a coefficient exceeds C
+    for _ in range(
+        int(100 * r * math.log(r + 1)) + 100
+    ):  # phase 2: swap while a coefficient exceeds C
         coef = np.linalg.solve(X, G.T)  # r x m
         ii, jj = np.unravel_index(int(np.argmax(np.abs(coef))), coef.shape)
         if abs(coef[ii, jj]) <= C:

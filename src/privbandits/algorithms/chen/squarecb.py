@@ -35,12 +35,21 @@ from privbandits.core.spec import EnvSpec
 from privbandits.regression import ImproperBatchSGD
 from privbandits.regression.releases import noise_multiplier
 
-__all__ = ["SQUARECB_CONSTRAINTS", "SquareCB", "SquareCBJDP", "igw_probabilities", "igw_sample",
-           "squarecb_epoch_ends"]
+__all__ = [
+    "SQUARECB_CONSTRAINTS",
+    "SquareCB",
+    "SquareCBJDP",
+    "igw_probabilities",
+    "igw_sample",
+    "squarecb_epoch_ends",
+]
 
 #: Constraints of the parameters every SquareCB variant shares.
-SQUARECB_CONSTRAINTS = {"c_gamma": Positive, "m0": Int(1, 30),
-                        "failure_prob": Optional(Real(0.0, 1.0, low_open=True, high_open=True))}
+SQUARECB_CONSTRAINTS = {
+    "c_gamma": Positive,
+    "m0": Int(1, 30),
+    "failure_prob": Optional(Real(0.0, 1.0, low_open=True, high_open=True)),
+}
 
 
 def igw_probabilities(scores: np.ndarray, gamma: float) -> np.ndarray:
@@ -89,7 +98,9 @@ class SquareCB(Curator):
     constraints = SQUARECB_CONSTRAINTS
     test_params = ({"m0": 4}, {"m0": 3, "c_gamma": 0.5})
 
-    def __init__(self, c_gamma: float = 1.0, m0: int = 9, failure_prob: float | None = None) -> None:
+    def __init__(
+        self, c_gamma: float = 1.0, m0: int = 9, failure_prob: float | None = None
+    ) -> None:
         pass
 
     def oracle(self) -> ImproperBatchSGD:
@@ -103,7 +114,11 @@ class SquareCB(Curator):
 
     def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
         ends = squarecb_epoch_ends(spec.horizon, self.m0)
-        return {"epoch_ends": [int(e) for e in ends], "sigma": self.oracle().sigma, "c_gamma": self.c_gamma}
+        return {
+            "epoch_ends": [int(e) for e in ends],
+            "sigma": self.oracle().sigma,
+            "c_gamma": self.c_gamma,
+        }
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         return Calibration(NON_PRIVATE_CALIBRATION.guarantee, self._resolved(spec))
@@ -122,10 +137,14 @@ class SquareCB(Curator):
         out = np.empty(self.R, dtype=np.int64)
         u = self.streams.policy.random(self.R)
         for r in range(self.R):
-            out[r] = igw_sample(np.clip(contexts[r] @ self.theta[r], -1.0, 1.0), self.gamma, float(u[r]))
+            out[r] = igw_sample(
+                np.clip(contexts[r] @ self.theta[r], -1.0, 1.0), self.gamma, float(u[r])
+            )
         return out
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         i = t - self.start
         self.X[:, i] = contexts[np.arange(self.R), actions]
         self.y[:, i] = np.clip(rewards, -1.0, 1.0)
@@ -135,7 +154,9 @@ class SquareCB(Curator):
             for r in range(self.R):
                 est = self.orc.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
                 if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
-                    raise PrivacyError(f"{self.name}: a release accounts to {est.guarantee}, above {claim}")
+                    raise PrivacyError(
+                        f"{self.name}: a release accounts to {est.guarantee}, above {claim}"
+                    )
                 self.theta[r] = est.theta
             self.gamma = self.c_gamma * math.sqrt(self.spec.K / self.rate(n, self.spec.horizon))
             self.epoch += 1
@@ -165,15 +186,29 @@ class SquareCBJDP(SquareCB):
     constraints = {**SQUARECB_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_gamma: float = 1.0, m0: int = 9,
-                 failure_prob: float | None = None, gaussian: str = "analytic") -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        c_gamma: float = 1.0,
+        m0: int = 9,
+        failure_prob: float | None = None,
+        gaussian: str = "analytic",
+    ) -> None:
         noise_multiplier(epsilon, delta, gaussian)
 
     def oracle(self) -> ImproperBatchSGD:
         return ImproperBatchSGD(self.epsilon, self.delta, calibration=self.gaussian)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = gaussian_guarantee("joint", self.epsilon, self.delta, self.gaussian,
-                               "each user in one output-perturbed estimate, disjoint epochs; actions by the "
-                               "billboard lemma")
-        return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
+        g = gaussian_guarantee(
+            "joint",
+            self.epsilon,
+            self.delta,
+            self.gaussian,
+            "each user in one output-perturbed estimate, disjoint epochs; actions by the "
+            "billboard lemma",
+        )
+        return Calibration(
+            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+        )

@@ -66,8 +66,15 @@ from privbandits.regression import ImproperBatchSGD
 from privbandits.regression.dimfree import SQ_GRADIENT_SENSITIVITY, improper_sgd_gradients
 from privbandits.regression.releases import Ledger, Release, noise_multiplier
 
-__all__ = ["PUBLIC_BOUND", "SquareCBLDP", "SquareCBLDPClient", "SquareCBLDPServer", "ldp_rate", "message_guarantee",
-           "squarecb_ldp_public_space"]
+__all__ = [
+    "PUBLIC_BOUND",
+    "SquareCBLDP",
+    "SquareCBLDPClient",
+    "SquareCBLDPServer",
+    "ldp_rate",
+    "message_guarantee",
+    "squarecb_ldp_public_space",
+]
 
 #: Slot codes of the public schedule.
 IDLE, GRADIENT = 0, 2
@@ -86,22 +93,35 @@ def ldp_rate(n: int, sigma: float) -> float:
 def message_guarantee(sigma: float, delta: float) -> PrivacyGuarantee:
     """The accountant's guarantee of one user's message: a Gaussian release of sensitivity 8 at std ``8 sigma``."""
     ledger = Ledger(1)
-    ledger.record(Release("gradient message", np.zeros(1, dtype=np.int64), SQ_GRADIENT_SENSITIVITY,
-                          sigma * SQ_GRADIENT_SENSITIVITY, per_user=True))
-    return ledger.guarantee(delta, "local", f"one Gaussian message per user (multiplier {sigma:.6g}): "
-                                            "2(clip(<phi, theta>) - y) phi at sensitivity 8")
+    ledger.record(
+        Release(
+            "gradient message",
+            np.zeros(1, dtype=np.int64),
+            SQ_GRADIENT_SENSITIVITY,
+            sigma * SQ_GRADIENT_SENSITIVITY,
+            per_user=True,
+        )
+    )
+    return ledger.guarantee(
+        delta,
+        "local",
+        f"one Gaussian message per user (multiplier {sigma:.6g}): "
+        "2(clip(<phi, theta>) - y) phi at sensitivity 8",
+    )
 
 
 def squarecb_ldp_public_space() -> PublicSpace:
     """Every public state a ``squarecb-ldp`` device accepts: ``slot`` (R,) in {IDLE, GRADIENT},
     ``theta_sgd`` and ``theta_hat`` (R, d) with entries in ``[-PUBLIC_BOUND, PUBLIC_BOUND]`` (the
     oracle is improper: no norm bound), ``gamma`` (R,) >= 0."""
-    return PublicSpace((
-        PublicField("slot", ("R",), kind="i", values=(IDLE, GRADIENT)),
-        PublicField("theta_sgd", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
-        PublicField("theta_hat", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
-        PublicField("gamma", ("R",), low=0.0),
-    ))
+    return PublicSpace(
+        (
+            PublicField("slot", ("R",), kind="i", values=(IDLE, GRADIENT)),
+            PublicField("theta_sgd", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
+            PublicField("theta_hat", ("R", "d"), low=-PUBLIC_BOUND, high=PUBLIC_BOUND),
+            PublicField("gamma", ("R",), low=0.0),
+        )
+    )
 
 
 class SquareCBLDPClient(Client):
@@ -134,14 +154,22 @@ class SquareCBLDPClient(Client):
             raise PrivacyError("squarecb-ldp without noise (sigma = 0) has no local guarantee")
         return DeviceSensitivity("l2", 1.0 / self.sigma)
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """Gaussian, per user: ``8 sigma`` on every coordinate in a gradient slot, 0 otherwise."""
         X, _, _ = check_device_inputs(self.spec, contexts, actions)
         s = self._scales(self._public(public, X.shape[0]))
         return DeviceNoise.gaussian(np.repeat(s[:, None], self.spec.d, axis=1))
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """The clipped gradient of every user, ``(R, d)``."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None and y is not None
@@ -150,8 +178,9 @@ class SquareCBLDPClient(Client):
     def _public(self, public: PublicState, R: int) -> PublicState:
         return self._check(public, R)
 
-    def _gradients(self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                   rewards: np.ndarray) -> np.ndarray:
+    def _gradients(
+        self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> np.ndarray:
         R = contexts.shape[0]
         phi = contexts[np.arange(R), actions]
         g = np.zeros((R, self.spec.d))
@@ -165,7 +194,9 @@ class SquareCBLDPClient(Client):
         return np.where(pub["slot"] == GRADIENT, self.sigma * SQ_GRADIENT_SENSITIVITY, 0.0)
 
     # -- the round ----------------------------------------------------------------------------
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
         R = X.shape[0]
         pub = self._public(public, R)
@@ -176,8 +207,15 @@ class SquareCBLDPClient(Client):
             out[r] = igw_sample(np.clip(X[r] @ theta[r], -1.0, 1.0), float(gamma[r]), float(u[r]))
         return out
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None and y is not None
         pub = self._public(public, X.shape[0])
@@ -194,8 +232,17 @@ class SquareCBLDPClient(Client):
 class SquareCBLDPServer(Server):
     """Untrusted server: runs each epoch's Algorithm 6 on the users' messages and posts the estimates."""
 
-    def __init__(self, R: int, spec: EnvSpec, oracle: ImproperBatchSGD, ends: np.ndarray, c_gamma: float) -> None:
-        self.R, self.d, self.A, self.oracle, self.ends, self.c_gamma = R, spec.d, spec.K, oracle, ends, c_gamma
+    def __init__(
+        self, R: int, spec: EnvSpec, oracle: ImproperBatchSGD, ends: np.ndarray, c_gamma: float
+    ) -> None:
+        self.R, self.d, self.A, self.oracle, self.ends, self.c_gamma = (
+            R,
+            spec.d,
+            spec.K,
+            oracle,
+            ends,
+            c_gamma,
+        )
         self.theta_hat = np.zeros((R, self.d))
         self.gamma = np.zeros(R)
         self.t = 0
@@ -215,8 +262,12 @@ class SquareCBLDPServer(Server):
         return GRADIENT if self.t - self.start < self.K * self.N else IDLE
 
     def public_state(self) -> PublicState:
-        return PublicState(slot=np.full(self.R, self.slot()), theta_sgd=self.theta_sgd, theta_hat=self.theta_hat,
-                           gamma=self.gamma)
+        return PublicState(
+            slot=np.full(self.R, self.slot()),
+            theta_sgd=self.theta_sgd,
+            theta_hat=self.theta_hat,
+            gamma=self.gamma,
+        )
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         msg = check_payload(message, MECHANISM, {"g": self.acc.shape[1:]}, self.R)
@@ -228,7 +279,9 @@ class SquareCBLDPServer(Server):
         self.t += 1
         if self.t == self.ends[self.epoch]:
             self.theta_hat = self.theta_sgd.copy()
-            self.gamma = np.full(self.R, self.c_gamma * math.sqrt(self.A / ldp_rate(self.n, self.oracle.sigma)))
+            self.gamma = np.full(
+                self.R, self.c_gamma * math.sqrt(self.A / ldp_rate(self.n, self.oracle.sigma))
+            )
             self.epoch += 1
             if self.epoch < len(self.ends):
                 self._start_epoch(self.t)
@@ -256,11 +309,20 @@ class SquareCBLDP(LocalAlgorithm):
     #: Algorithm 6 is improper: no projection, the estimate carries the users' isotropic noise.
     improper_estimate: ClassVar[bool] = True
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 6 (LDP)"
-    constraints = {**{key: SQUARECB_CONSTRAINTS[key] for key in ("c_gamma", "m0")}, **PRIVACY_CONSTRAINTS}
+    constraints = {
+        **{key: SQUARECB_CONSTRAINTS[key] for key in ("c_gamma", "m0")},
+        **PRIVACY_CONSTRAINTS,
+    }
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
 
-    def __init__(self, epsilon: float = 1.0, delta: float = 1e-5, c_gamma: float = 1.0, m0: int = 9,
-                 gaussian: str = "analytic") -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        c_gamma: float = 1.0,
+        m0: int = 9,
+        gaussian: str = "analytic",
+    ) -> None:
         noise_multiplier(epsilon, delta, gaussian)  # classic with epsilon >= 1 raises here
 
     def oracle(self) -> ImproperBatchSGD:
@@ -271,16 +333,25 @@ class SquareCBLDP(LocalAlgorithm):
         orc = self.oracle()
         ends = squarecb_epoch_ends(spec.horizon, self.m0)
         steps = [orc.steps(int(n)) for n in np.diff(ends, prepend=0)]
-        return {"epoch_ends": [int(e) for e in ends], "sigma": orc.sigma, "c_gamma": self.c_gamma,
-                "K": [int(K) for K, _ in steps], "eta": [float(eta) for _, eta in steps]}
+        return {
+            "epoch_ends": [int(e) for e in ends],
+            "sigma": orc.sigma,
+            "c_gamma": self.c_gamma,
+            "K": [int(K) for K, _ in steps],
+            "eta": [float(eta) for _, eta in steps],
+        }
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         g = message_guarantee(noise_multiplier(self.epsilon, self.delta, self.gaussian), self.delta)
-        return Calibration(g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta))
+        return Calibration(
+            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+        )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
         check_problem(self.name, spec)  # the sensitivity 8 needs ||phi|| <= 1
         orc = self.oracle()
         self.client = SquareCBLDPClient(orc.sigma, spec)
-        self.server = SquareCBLDPServer(self.R, spec, orc, squarecb_epoch_ends(spec.horizon, self.m0), self.c_gamma)
+        self.server = SquareCBLDPServer(
+            self.R, spec, orc, squarecb_epoch_ends(spec.horizon, self.m0), self.c_gamma
+        )

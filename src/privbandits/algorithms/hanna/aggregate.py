@@ -24,7 +24,9 @@ from privbandits.algorithms.hanna.elimination import BatchPlan
 __all__ = ["AggregateLaplaceSums", "laplace_sum_noise"]
 
 
-def laplace_sum_noise(rng: np.random.Generator, counts: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def laplace_sum_noise(
+    rng: np.random.Generator, counts: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
     """Sum of ``counts[j, k]`` i.i.d. ``Lap(scale[j])`` draws for every entry (0 where the count is 0).
 
     Parameters

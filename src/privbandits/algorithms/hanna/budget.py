@@ -48,12 +48,28 @@ def default_delta(T: int) -> float:
 
 
 @functools.lru_cache(maxsize=8192)
-def _params(epsilon: float, delta: float, n: int, r_lo: float, r_hi: float, shuffle_bound: str, bound: str,
-            paper_sensitivity: bool) -> LaplaceShuffleParams:
+def _params(
+    epsilon: float,
+    delta: float,
+    n: int,
+    r_lo: float,
+    r_hi: float,
+    shuffle_bound: str,
+    bound: str,
+    paper_sensitivity: bool,
+) -> LaplaceShuffleParams:
     with warnings.catch_warnings():  # the calibration warns once, with the accounted guarantee
         warnings.simplefilter("ignore", UserWarning)
-        return laplace_shuffle_params(epsilon, delta, n, r_lo, r_hi, shuffle_bound=shuffle_bound, bound=bound,
-                                      paper_sensitivity=paper_sensitivity)
+        return laplace_shuffle_params(
+            epsilon,
+            delta,
+            n,
+            r_lo,
+            r_hi,
+            shuffle_bound=shuffle_bound,
+            bound=bound,
+            paper_sensitivity=paper_sensitivity,
+        )
 
 
 @functools.lru_cache(maxsize=8192)
@@ -100,21 +116,33 @@ class ShuffleBudget:
     def params(self, n: int) -> LaplaceShuffleParams:
         """Parameters of a batch of ``n`` users (``eps0^(i)`` depends only on the public ``n_i``)."""
         sw = self.switches
-        return _params(self.epsilon, self.delta, int(n), self.r_lo, self.r_hi, sw.shuffle_bound, self.bound,
-                       sw.paper_sensitivity)
+        return _params(
+            self.epsilon,
+            self.delta,
+            int(n),
+            self.r_lo,
+            self.r_hi,
+            sw.shuffle_bound,
+            self.bound,
+            sw.paper_sensitivity,
+        )
 
     def scales(self, n: np.ndarray) -> np.ndarray:
         """Laplace scale ``s_i = Delta / eps0^(i)`` for each batch size in ``n`` (what users add;
         a batch cut by the horizon has a size outside :attr:`ranges` and is never released)."""
         n = np.asarray(n, dtype=np.int64)
-        return np.array([self.params(int(k)).scale for k in n.ravel()], dtype=float).reshape(n.shape)
+        return np.array([self.params(int(k)).scale for k in n.ravel()], dtype=float).reshape(
+            n.shape
+        )
 
     def check_released(self, n: np.ndarray) -> None:
         """Refuse to release a batch whose size the calibration does not account."""
         for k in np.ravel(n):
             if not any(lo <= int(k) <= hi for lo, hi in self.ranges):
-                raise ValidationError(f"batch size n={int(k)} is outside the calibrated batch sizes "
-                                      f"{list(self.ranges)}; its privacy is not accounted")
+                raise ValidationError(
+                    f"batch size n={int(k)} is outside the calibrated batch sizes "
+                    f"{list(self.ranges)}; its privacy is not accounted"
+                )
 
     def scale_for(self, plan: BatchPlan) -> np.ndarray:
         """Laplace scale of each row of a completed (released) batch, from its public ``n_i``."""

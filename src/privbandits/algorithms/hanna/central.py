@@ -125,9 +125,15 @@ class HannaCentral(BatchedCurator):
     twin = "pe-batched"
     trust_model = "central"
     paper = "Hanna et al. 2022 (Alg. 1)"
-    constraints: ClassVar = {"epsilon": Epsilon, **ELIMINATION_CONSTRAINTS,
-                             "paper_sensitivity": SWITCH_CONSTRAINTS["paper_sensitivity"]}
-    test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 0.3, "core_set": False, "width_mode": "paper"})
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        **ELIMINATION_CONSTRAINTS,
+        "paper_sensitivity": SWITCH_CONSTRAINTS["paper_sensitivity"],
+    }
+    test_params: ClassVar = (
+        {"epsilon": 1.0},
+        {"epsilon": 0.3, "core_set": False, "width_mode": "paper"},
+    )
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
 
     def __init__(
@@ -151,20 +157,39 @@ class HannaCentral(BatchedCurator):
         scale = sens / self.epsilon
         eps = laplace_epsilon(scale, hi - lo)
         core_set = core_set_name(self.core_set)
-        notes = (f"{sw.describe(shuffle=False)}, core_set={core_set}; Hanna et al. (2022) Alg. 1: "
-                 f"Lap({scale:.6g}) on each core action's sum of rewards clipped to [{lo:g}, {hi:g}] -> "
-                 f"{eps:.6g}-DP per batch; batches hold disjoint users (parallel composition)")
-        resolved = {**sw.as_dict(shuffle=False), "core_set": core_set, "sensitivity": sens,
-                    "laplace_scale": scale, "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
-        return Calibration(to_guarantee(PureDP(eps), "central", "user", notes), resolved, preset=self.preset,
-                           requested=(self.epsilon, 0.0))
+        notes = (
+            f"{sw.describe(shuffle=False)}, core_set={core_set}; Hanna et al. (2022) Alg. 1: "
+            f"Lap({scale:.6g}) on each core action's sum of rewards clipped to [{lo:g}, {hi:g}] -> "
+            f"{eps:.6g}-DP per batch; batches hold disjoint users (parallel composition)"
+        )
+        resolved = {
+            **sw.as_dict(shuffle=False),
+            "core_set": core_set,
+            "sensitivity": sens,
+            "laplace_scale": scale,
+            "q": batch_growth(spec.horizon),
+            "L": n_batches(spec.horizon),
+        }
+        return Calibration(
+            to_guarantee(PureDP(eps), "central", "user", notes),
+            resolved,
+            preset=self.preset,
+            requested=(self.epsilon, 0.0),
+        )
 
     def make_collector(self) -> CentralLaplaceSums:
-        return CentralLaplaceSums(float(self.calibration.resolved["laplace_scale"]), self.spec.reward_range)
+        return CentralLaplaceSums(
+            float(self.calibration.resolved["laplace_scale"]), self.spec.reward_range
+        )
 
     def make_core(self, A: np.ndarray) -> HannaElimination:
         res = self.calibration.resolved
         scale = float(res["laplace_scale"])
-        width = CentralWidth(lambda plan: np.full(len(plan), scale), res["width_mode"], res["core_set"],
-                             self.sigma, self.fail_prob)
+        width = CentralWidth(
+            lambda plan: np.full(len(plan), scale),
+            res["width_mode"],
+            res["core_set"],
+            self.sigma,
+            self.fail_prob,
+        )
         return HannaElimination(A, self.spec, width, self.design_factor, res["core_set"])

@@ -39,7 +39,7 @@ def require_fixed_actions(name: str, spec: EnvSpec) -> None:
     if not spec.fixed_actions:
         raise ValidationError(
             f"algorithm {name!r} needs one fixed finite action set (no per-round contexts): in an experiment "
-            "file set kind = \"finite\" under [env] (Python: privbandits.FiniteActionEnv); got an environment "
+            'file set kind = "finite" under [env] (Python: privbandits.FiniteActionEnv); got an environment '
             "with per-round contexts"
         )
 
@@ -113,7 +113,9 @@ class BatchedCurator(Curator):
         """Create the engine on the public action sets ``A`` (R, K, d) and plan batch 1."""
         X = check_finite_array("contexts", A, ndim=3)
         if X.shape != (self.R, self.spec.K, self.spec.d):
-            raise ValidationError(f"contexts must have shape ({self.R}, {self.spec.K}, {self.spec.d}), got {X.shape}")
+            raise ValidationError(
+                f"contexts must have shape ({self.R}, {self.spec.K}, {self.spec.d}), got {X.shape}"
+            )
         self._A_ref = A
         core = self._core = self.make_core(np.array(X, dtype=float, copy=True))
         self._begin(core.plan_batch())
@@ -148,7 +150,9 @@ class BatchedCurator(Curator):
         nxt = self._slots[np.arange(self.R), self._slot]
         return np.where(core.committed >= 0, core.committed, nxt)
 
-    def update(self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
         core = self._core
         if core is None:
             raise ValidationError(f"algorithm {self.name!r}: update before select")
@@ -158,7 +162,9 @@ class BatchedCurator(Curator):
         a = np.asarray(actions)[rows]
         slot = self._slot[rows]
         if np.any(self._slots[rows, slot] != a) or np.any(self._remaining[rows, slot] <= 0):
-            raise ValidationError("an exploring replication played an action outside its batch schedule")
+            raise ValidationError(
+                "an exploring replication played an action outside its batch schedule"
+            )
         self._remaining[rows, slot] -= 1
         self._left[rows] -= 1
         y = np.asarray(rewards, dtype=float)[rows]

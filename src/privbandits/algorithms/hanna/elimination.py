@@ -74,7 +74,9 @@ def n_batches(T: int) -> int:
     return max(1, math.floor(math.log(T)) - 1)
 
 
-def confidence_log(n_active: np.ndarray, T: int, L: int, fail_prob: float | None = None) -> np.ndarray:
+def confidence_log(
+    n_active: np.ndarray, T: int, L: int, fail_prob: float | None = None
+) -> np.ndarray:
     """``ell_i = ln(4 |A_i| T^2)``, or ``ln(4 |A_i| L / fail_prob)`` when ``fail_prob`` is given.
 
     (Spec sections 4.1 and 4.7: the union bound over ``|A_i|`` actions, two tails each, two error
@@ -233,7 +235,9 @@ class EliminationCore:
         One record per completed batch and replication (stored with the result).
     """
 
-    def __init__(self, A: np.ndarray, spec: EnvSpec, factor: float = 2.0, core_set: str = "greedy") -> None:
+    def __init__(
+        self, A: np.ndarray, spec: EnvSpec, factor: float = 2.0, core_set: str = "greedy"
+    ) -> None:
         A = check_finite_array("actions", A, ndim=3)
         self.A = A
         self.spec = spec
@@ -256,7 +260,9 @@ class EliminationCore:
         self._basis = np.zeros((R, d, d))
 
     # -- hooks ------------------------------------------------------------------------------------
-    def _allocate(self, r: int, i: int, pi: np.ndarray, g: float, n_active: int) -> tuple[np.ndarray, float]:
+    def _allocate(
+        self, r: int, i: int, pi: np.ndarray, g: float, n_active: int
+    ) -> tuple[np.ndarray, float]:
         """Counts (K,) of batch ``i`` for replication ``r`` and the target size ``scale``."""
         raise NotImplementedError
 
@@ -295,7 +301,9 @@ class EliminationCore:
         Rows whose surviving actions span ``{0}`` (``m = 0``, all rewards equal) commit instead
         of planning (Hanna et al. 2022, correction Hanna22-11); the returned plan covers the others.
         """
-        rows = np.flatnonzero(self.exploring()) if rows is None else np.asarray(rows, dtype=np.int64)
+        rows = (
+            np.flatnonzero(self.exploring()) if rows is None else np.asarray(rows, dtype=np.int64)
+        )
         planned: list[int] = []
         for r in rows:
             if self.committed[r] >= 0:
@@ -334,7 +342,9 @@ class EliminationCore:
         )
 
     # -- batch end --------------------------------------------------------------------------------
-    def finish_batch(self, plan: BatchPlan, r_hat: np.ndarray, gamma: np.ndarray | None = None) -> np.ndarray:
+    def finish_batch(
+        self, plan: BatchPlan, r_hat: np.ndarray, gamma: np.ndarray | None = None
+    ) -> np.ndarray:
         """Estimate from the released sums, eliminate, and commit where due (steps 8-12 of the skeleton).
 
         Parameters
@@ -365,7 +375,9 @@ class EliminationCore:
             V = (Yc * n_ia[core, None]).T @ Yc
             b = r_hat[k, core] @ Yc
             try:
-                theta_sub = linalg.cho_solve(linalg.cho_factor(V, lower=True, check_finite=False), b)
+                theta_sub = linalg.cho_solve(
+                    linalg.cho_factor(V, lower=True, check_finite=False), b
+                )
             except np.linalg.LinAlgError:
                 theta_sub = np.linalg.lstsq(V, b, rcond=None)[0]
             self.theta[r] = U @ theta_sub
@@ -377,9 +389,17 @@ class EliminationCore:
             self.batch[r] = i
             self.t_done[r] += int(plan.counts[k].sum())
             self.batch_log.append(
-                {"replication": int(r), "i": i, "n_active": int(plan.active[k].sum()), "m": m,
-                 "core_size": int(core.sum()), "n": int(n_ia.sum()), "g": float(plan.g[k]),
-                 "gamma": float(slack[k]), "survivors": int(survive.sum())}
+                {
+                    "replication": int(r),
+                    "i": i,
+                    "n_active": int(plan.active[k].sum()),
+                    "m": m,
+                    "core_size": int(core.sum()),
+                    "n": int(n_ia.sum()),
+                    "g": float(plan.g[k]),
+                    "gamma": float(slack[k]),
+                    "survivors": int(survive.sum()),
+                }
             )
             if survive.sum() == 1 or self._commit_after(i):
                 # argmax over A_{i+1} (= argmax over A_i); np.argmax breaks ties to the smallest index
@@ -406,7 +426,9 @@ class HannaElimination(EliminationCore):
         self.L = n_batches(spec.horizon)
         self.width = width
 
-    def _allocate(self, r: int, i: int, pi: np.ndarray, g: float, n_active: int) -> tuple[np.ndarray, float]:
+    def _allocate(
+        self, r: int, i: int, pi: np.ndarray, g: float, n_active: int
+    ) -> tuple[np.ndarray, float]:
         qi = self.q**i
         return np.ceil(pi * qi).astype(np.int64), qi
 
@@ -415,5 +437,3 @@ class HannaElimination(EliminationCore):
 
     def _commit_after(self, i: int) -> bool:
         return i >= self.L
-
-

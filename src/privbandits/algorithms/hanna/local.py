@@ -105,12 +105,14 @@ class LocalClient(Client):
     def __init__(self, scale: float, r_lo: float, r_hi: float, spec: EnvSpec) -> None:
         self.scale, self.r_lo, self.r_hi, self.spec = float(scale), float(r_lo), float(r_hi), spec
         pulls = max_pulls(spec)
-        self._space = PublicSpace((
-            PublicField("batch", ("R",), "i", low=1, high=n_batches(spec.horizon) + 1),
-            PublicField("counts", ("R", "K"), "i", low=0, high=pulls),
-            PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
-            PublicField("remaining", ("R", "K"), "i", low=0, high=pulls),
-        ))
+        self._space = PublicSpace(
+            (
+                PublicField("batch", ("R",), "i", low=1, high=n_batches(spec.horizon) + 1),
+                PublicField("counts", ("R", "K"), "i", low=0, high=pulls),
+                PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
+                PublicField("remaining", ("R", "K"), "i", low=0, high=pulls),
+            )
+        )
 
     def public_space(self) -> PublicSpace:
         """The schedule of the running batch: ``batch`` in ``1..L+1``, ``counts`` and ``remaining``
@@ -121,7 +123,9 @@ class LocalClient(Client):
         """``public`` validated against :meth:`public_space` for ``R`` users."""
         return self.checked_public(public, R)
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """An action from the running batch's remaining schedule, or the committed action."""
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
         state = self._public(public, X.shape[0])
@@ -129,22 +133,37 @@ class LocalClient(Client):
         remaining = state["remaining"]
         empty = (committed < 0) & (remaining.sum(axis=1) == 0)
         if empty.any():
-            raise PublicStateError("the public schedule leaves no pull to a user of a running batch "
-                                   f"(replication {int(np.flatnonzero(empty)[0])}); the device refuses it")
+            raise PublicStateError(
+                "the public schedule leaves no pull to a user of a running batch "
+                f"(replication {int(np.flatnonzero(empty)[0])}); the device refuses it"
+            )
         a = draw_from_remaining(remaining, rng)
         return np.where(committed < 0, a, committed)
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """``(R, 2)``: the public action and ``clip(r, r_lo, r_hi)`` of each reporting user;
         ``(-1, 0)`` in the commit phase (nothing about the user is used)."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None and y is not None
         report = self._public(public, X.shape[0])["committed"] < 0
-        return np.stack([np.where(report, a, -1).astype(float),
-                         np.where(report, np.clip(y, self.r_lo, self.r_hi), 0.0)], axis=1)
+        return np.stack(
+            [
+                np.where(report, a, -1).astype(float),
+                np.where(report, np.clip(y, self.r_lo, self.r_hi), 0.0),
+            ],
+            axis=1,
+        )
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """``Lap(scale)`` on the reward of each reporting user; the action is sent as it is."""
         X, _, _ = check_device_inputs(self.spec, contexts, actions, bound=False)
         report = self._public(public, X.shape[0])["committed"] < 0
@@ -156,19 +175,34 @@ class LocalClient(Client):
         """``Delta_1 / b = (r_hi - r_lo) / scale``: the accounted LDP level of one report."""
         return DeviceSensitivity("l1", (self.r_hi - self.r_lo) / self.scale)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         """:meth:`encode` plus ``Lap(scale)`` on the reward of each reporting user, drawn by the
         audited sampler.  Draw order: one uniform per reporting user."""
         enc = self.encode(t, public, contexts, actions, rewards)
         report = enc[:, 0] >= 0
         value = enc[:, 1].copy()
         out = np.empty(int(report.sum()))
-        laplace_randomize(rng, np.ascontiguousarray(value[report]), self.r_lo, self.r_hi,
-                          np.full(out.size, self.scale), out)
+        laplace_randomize(
+            rng,
+            np.ascontiguousarray(value[report]),
+            self.r_lo,
+            self.r_hi,
+            np.full(out.size, self.scale),
+            out,
+        )
         value[report] = out
-        return PrivatizedMessage(payload={"action": enc[:, 0].astype(np.int64), "reward_hat": value},
-                                 mechanism=LOCAL_MECHANISM)
+        return PrivatizedMessage(
+            payload={"action": enc[:, 0].astype(np.int64), "reward_hat": value},
+            mechanism=LOCAL_MECHANISM,
+        )
 
 
 class LocalServer(EliminationServer):
@@ -199,7 +233,9 @@ class LocalServer(EliminationServer):
         if self.core is None:
             raise ValidationError("a report arrived before the action catalogue was installed")
         if action.shape != (self.R,):
-            raise TrustBoundaryError(f"expected one report per replication ({self.R}), got shape {action.shape}")
+            raise TrustBoundaryError(
+                f"expected one report per replication ({self.R}), got shape {action.shape}"
+            )
         rows = np.flatnonzero((action >= 0) & self.core.exploring())
         a = action[rows]
         if np.any(a >= self._remaining.shape[1]) or np.any(self._remaining[rows, a] <= 0):
@@ -241,10 +277,15 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
     paper = "Hanna et al. 2022 (Alg. 2)"
     settings: ClassVar[tuple[str, ...]] = ("single",)
     links: ClassVar[tuple[str, ...]] = ("identity",)
-    constraints: ClassVar = {"epsilon": Epsilon,
-                             **{k: v for k, v in ELIMINATION_CONSTRAINTS.items() if k != "core_set"},
-                             "paper_sensitivity": SWITCH_CONSTRAINTS["paper_sensitivity"]}
-    test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 2.0, "width_mode": "paper", "fail_prob": 0.01})
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        **{k: v for k, v in ELIMINATION_CONSTRAINTS.items() if k != "core_set"},
+        "paper_sensitivity": SWITCH_CONSTRAINTS["paper_sensitivity"],
+    }
+    test_params: ClassVar = (
+        {"epsilon": 1.0},
+        {"epsilon": 2.0, "width_mode": "paper", "fail_prob": 0.01},
+    )
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
     #: Streams of the aggregate path: the users' choices (policy) and the users' noise (client).
     aggregate_streams: ClassVar[tuple[str, str]] = ("policy", "client")
@@ -271,12 +312,24 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
         sens = sw.sensitivity(lo, hi)
         scale = sens / self.epsilon
         eps = laplace_epsilon(scale, hi - lo)
-        notes = (f"{sw.describe(shuffle=False)}; Hanna et al. (2022) Alg. 2: each user sends "
-                 f"clip(r, {lo:g}, {hi:g}) + Lap({scale:.6g}) once -> {eps:.6g}-LDP")
-        resolved = {**sw.as_dict(shuffle=False), "eps0": self.epsilon, "sensitivity": sens,
-                    "laplace_scale": scale, "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
-        return Calibration(to_guarantee(PureDP(eps), "local", "user", notes), resolved, preset=self.preset,
-                           requested=(self.epsilon, 0.0))
+        notes = (
+            f"{sw.describe(shuffle=False)}; Hanna et al. (2022) Alg. 2: each user sends "
+            f"clip(r, {lo:g}, {hi:g}) + Lap({scale:.6g}) once -> {eps:.6g}-LDP"
+        )
+        resolved = {
+            **sw.as_dict(shuffle=False),
+            "eps0": self.epsilon,
+            "sensitivity": sens,
+            "laplace_scale": scale,
+            "q": batch_growth(spec.horizon),
+            "L": n_batches(spec.horizon),
+        }
+        return Calibration(
+            to_guarantee(PureDP(eps), "local", "user", notes),
+            resolved,
+            preset=self.preset,
+            requested=(self.epsilon, 0.0),
+        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         require_fixed_actions(self.name, spec)
@@ -292,7 +345,9 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
         """The elimination engine with the local width (public quantities only)."""
         res = self.calibration.resolved
         scale = float(res["laplace_scale"])
-        width = LocalWidth(lambda plan: np.full(len(plan), scale), res["width_mode"], self.sigma, self.fail_prob)
+        width = LocalWidth(
+            lambda plan: np.full(len(plan), scale), res["width_mode"], self.sigma, self.fail_prob
+        )
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
 
     @property

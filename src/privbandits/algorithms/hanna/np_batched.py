@@ -79,9 +79,16 @@ class NPBatched(BatchedCurator):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Non-private; resolves the width mode and the schedule constants ``q``, ``L``."""
-        width_mode = PRESETS[self.preset]["width_mode"] if self.width_mode is None else self.width_mode
-        resolved = {"preset": self.preset, "width_mode": width_mode, "core_set": core_set_name(self.core_set),
-                    "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
+        width_mode = (
+            PRESETS[self.preset]["width_mode"] if self.width_mode is None else self.width_mode
+        )
+        resolved = {
+            "preset": self.preset,
+            "width_mode": width_mode,
+            "core_set": core_set_name(self.core_set),
+            "q": batch_growth(spec.horizon),
+            "L": n_batches(spec.horizon),
+        }
         return Calibration(NON_PRIVATE, resolved, preset=self.preset)
 
     def make_core(self, A: np.ndarray) -> HannaElimination:

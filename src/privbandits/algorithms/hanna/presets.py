@@ -121,16 +121,21 @@ class Switches:
 
     def describe(self, shuffle: bool = True) -> str:
         """One line for result metadata, e.g. ``preset=strict (sensitivity=range, width_mode=...)``."""
-        parts = [f"sensitivity={'1 [paper]' if self.paper_sensitivity else 'r_hi - r_lo'}",
-                 f"width_mode={self.width_mode}"]
+        parts = [
+            f"sensitivity={'1 [paper]' if self.paper_sensitivity else 'r_hi - r_lo'}",
+            f"width_mode={self.width_mode}",
+        ]
         if shuffle:
             parts.append(f"shuffle_bound={self.shuffle_bound}")
         return f"preset={self.preset} ({', '.join(parts)})"
 
     def as_dict(self, shuffle: bool = True) -> dict[str, Any]:
         """The switches as resolved parameters (``shuffle_bound`` only for the shuffle model)."""
-        out: dict[str, Any] = {"preset": self.preset, "paper_sensitivity": self.paper_sensitivity,
-                               "width_mode": self.width_mode}
+        out: dict[str, Any] = {
+            "preset": self.preset,
+            "paper_sensitivity": self.paper_sensitivity,
+            "width_mode": self.width_mode,
+        }
         if shuffle:
             out["shuffle_bound"] = self.shuffle_bound
         return out
@@ -157,7 +162,9 @@ def resolve_switches(
     base = PRESETS[preset]
     return Switches(
         preset=preset,
-        paper_sensitivity=bool(base["paper_sensitivity"] if paper_sensitivity is None else paper_sensitivity),
+        paper_sensitivity=bool(
+            base["paper_sensitivity"] if paper_sensitivity is None else paper_sensitivity
+        ),
         width_mode=str(base["width_mode"] if width_mode is None else width_mode),
         shuffle_bound=str(base["shuffle_bound"] if shuffle_bound is None else shuffle_bound),
     )

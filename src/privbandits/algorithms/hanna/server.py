@@ -45,13 +45,19 @@ def check_reports(obj: object, kind: type, mechanism: str) -> tuple[np.ndarray, 
         other payload keys (e.g. a raw reward or a client id).
     """
     if not isinstance(obj, kind):
-        raise TrustBoundaryError(f"the server only accepts {kind.__name__} objects, got {type(obj).__name__}; "
-                                 "raw rewards never reach the server in the local and shuffle models")
+        raise TrustBoundaryError(
+            f"the server only accepts {kind.__name__} objects, got {type(obj).__name__}; "
+            "raw rewards never reach the server in the local and shuffle models"
+        )
     msg: Any = obj
     if msg.mechanism != mechanism:
-        raise TrustBoundaryError(f"expected reports of randomizer {mechanism!r}, got {msg.mechanism!r}")
+        raise TrustBoundaryError(
+            f"expected reports of randomizer {mechanism!r}, got {msg.mechanism!r}"
+        )
     if set(msg.payload) != set(REPORT_KEYS):
-        raise TrustBoundaryError(f"report payload keys must be {REPORT_KEYS}, got {tuple(msg.payload)}")
+        raise TrustBoundaryError(
+            f"report payload keys must be {REPORT_KEYS}, got {tuple(msg.payload)}"
+        )
     check_real_arrays(msg.payload, "report")  # finite real values (and integer actions, below)
     action = np.asarray(msg.payload["action"])
     value = np.asarray(msg.payload["reward_hat"], dtype=float)
@@ -87,8 +93,10 @@ class EliminationServer(Server):
     def _public_arrays(self) -> dict[str, np.ndarray]:
         core = self.core
         if core is None:
-            raise TrustBoundaryError("the server has no action catalogue yet: the driver installs it "
-                                     "(start_batches) before the first user arrives")
+            raise TrustBoundaryError(
+                "the server has no action catalogue yet: the driver installs it "
+                "(start_batches) before the first user arrives"
+            )
         exploring = core.exploring()
         counts = np.where(exploring[:, None], core.view(np.arange(self.R)).counts, 0)
         return {"batch": core.batch + 1, "counts": counts, "committed": core.committed.copy()}

@@ -110,10 +110,12 @@ class ShuffleClient(Client):
     def __init__(self, budget: ShuffleBudget, spec: EnvSpec) -> None:
         self.budget = budget
         self.spec = spec
-        self._space = PublicSpace((
-            PublicField("action", ("R",), "i", low=0, high=spec.K - 1),
-            PublicField("n", ("R",), "i", low=0, high=max_pulls(spec)),
-        ))
+        self._space = PublicSpace(
+            (
+                PublicField("action", ("R",), "i", low=0, high=spec.K - 1),
+                PublicField("n", ("R",), "i", low=0, high=max_pulls(spec)),
+            )
+        )
         self._sizes = np.asarray(budget.sizes, dtype=np.int64)
         self._scale_sizes = budget.scales(self._sizes)
         #: the scale of a report whose ``n_i`` is not a calibrated size (None: no batch can complete)
@@ -144,13 +146,21 @@ class ShuffleClient(Client):
         """``public`` validated against :meth:`public_space` for ``R`` users."""
         return self.checked_public(public, R)
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """The action the shuffler assigned to this user (its slot, or the committed action)."""
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
         return np.array(self._public(public, X.shape[0])["action"], dtype=np.int64)
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """``(R, 1)``: ``clip(r, r_lo, r_hi)`` of each user of a batch (``n_i > 0``), 0 in the commit phase."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert y is not None
@@ -158,7 +168,9 @@ class ShuffleClient(Client):
         b = self.budget
         return np.where(report, np.clip(y, b.r_lo, b.r_hi), 0.0)[:, None]
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """``Lap(s)`` of :meth:`scales` for each user of a batch, none in the commit phase."""
         X, _, _ = check_device_inputs(self.spec, contexts, actions, bound=False)
         return DeviceNoise.laplace(self.scales(self._public(public, X.shape[0])["n"])[:, None])
@@ -170,8 +182,15 @@ class ShuffleClient(Client):
         worst = float(np.max((b.r_hi - b.r_lo) / self._scale_sizes)) if self._sizes.size else 0.0
         return DeviceSensitivity("l1", worst)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         """:meth:`encode` plus ``Lap(s)`` (:meth:`scales`) for users of a batch (``n_i > 0``); 0 in
         the commit phase, where nothing is forwarded.  Draw order: one uniform per reporting user."""
         value = self.encode(t, public, contexts, actions, rewards)[:, 0]
@@ -179,7 +198,9 @@ class ShuffleClient(Client):
         report = scale > 0
         out = np.empty(int(report.sum()))
         b = self.budget
-        laplace_randomize(rng, np.ascontiguousarray(value[report]), b.r_lo, b.r_hi, scale[report], out)
+        laplace_randomize(
+            rng, np.ascontiguousarray(value[report]), b.r_lo, b.r_hi, scale[report], out
+        )
         value[report] = out
         return PrivatizedMessage(payload={"reward_hat": value}, mechanism=LAPLACE_MECHANISM)
 
@@ -203,7 +224,9 @@ class HannaShuffler(Shuffler):
         unbounded batch.
     """
 
-    def __init__(self, rng: np.random.Generator, R: int, budget: ShuffleBudget, spec: EnvSpec | None = None) -> None:
+    def __init__(
+        self, rng: np.random.Generator, R: int, budget: ShuffleBudget, spec: EnvSpec | None = None
+    ) -> None:
         super().__init__(rng)
         self.R = R
         self.budget = budget
@@ -212,11 +235,13 @@ class HannaShuffler(Shuffler):
         if spec is not None:
             pulls = max_pulls(spec)
             self._pulls = pulls
-            self._space = PublicSpace((
-                PublicField("batch", ("R",), "i", low=1, high=n_batches(spec.horizon) + 1),
-                PublicField("counts", ("R", "K"), "i", low=0, high=pulls),
-                PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
-            ))
+            self._space = PublicSpace(
+                (
+                    PublicField("batch", ("R",), "i", low=1, high=n_batches(spec.horizon) + 1),
+                    PublicField("counts", ("R", "K"), "i", low=0, high=pulls),
+                    PublicField("committed", ("R",), "i", low=-1, high=spec.K - 1),
+                )
+            )
         self._batch = np.zeros(R, dtype=np.int64)  # index of the batch whose slots were drawn
         self._slots = np.full((R, 1), -1, dtype=np.int64)  # action of each slot (-1 = padding)
         self._reports = np.zeros((R, 1))  # the report answering each slot
@@ -231,15 +256,19 @@ class HannaShuffler(Shuffler):
             public = self._space.validate(public, dims_of(self._spec, self.R))
             total = public["counts"].sum(axis=1)
             if np.any(total > self._pulls):
-                raise PublicStateError(f"the server's schedule plans a batch of {int(total.max())} pulls, more than "
-                                       f"the {self._pulls} any batch of the schedule can have; the shuffler refuses it")
+                raise PublicStateError(
+                    f"the server's schedule plans a batch of {int(total.max())} pulls, more than "
+                    f"the {self._pulls} any batch of the schedule can have; the shuffler refuses it"
+                )
         committed = np.asarray(public["committed"], dtype=np.int64)
         batch = np.asarray(public["batch"], dtype=np.int64)
         exploring = committed < 0
         new = np.flatnonzero(exploring & (batch != self._batch))
         if new.size:
             if np.any(self._n[new] > 0):
-                raise TrustBoundaryError("a new batch was scheduled before the shuffler released the previous one")
+                raise TrustBoundaryError(
+                    "a new batch was scheduled before the shuffler released the previous one"
+                )
             counts = np.asarray(public["counts"], dtype=np.int64)[new]
             slots = assign_actions(counts, self.rng)  # uniform permutation per replication
             width = max(slots.shape[1], self._slots.shape[1])
@@ -256,7 +285,9 @@ class HannaShuffler(Shuffler):
             self._batch[new] = batch[new]
         rows = np.flatnonzero(exploring)
         if np.any(self._pos[rows] >= self._n[rows]):
-            raise TrustBoundaryError("the shuffler has no slot left in the running batch (it was not released)")
+            raise TrustBoundaryError(
+                "the shuffler has no slot left in the running batch (it was not released)"
+            )
         action = committed.copy()
         n_out = np.zeros(self.R, dtype=np.int64)
         action[rows] = self._slots[rows, self._pos[rows]]
@@ -269,14 +300,19 @@ class HannaShuffler(Shuffler):
         """Hold each served user's report beside the slot it answers."""
         if not isinstance(message, PrivatizedMessage):
             raise TrustBoundaryError(
-                f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}")
+                f"the shuffler only accepts PrivatizedMessage objects, got {type(message).__name__}"
+            )
         if message.mechanism != LAPLACE_MECHANISM or set(message.payload) != {"reward_hat"}:
-            raise TrustBoundaryError(f"expected {LAPLACE_MECHANISM!r} reports with the single key 'reward_hat', "
-                                     f"got {message.mechanism!r} with keys {tuple(message.payload)}")
+            raise TrustBoundaryError(
+                f"expected {LAPLACE_MECHANISM!r} reports with the single key 'reward_hat', "
+                f"got {message.mechanism!r} with keys {tuple(message.payload)}"
+            )
         check_real_arrays(message.payload, "message")
         value = np.asarray(message["reward_hat"], dtype=float)
         if value.shape != (self.R,):
-            raise TrustBoundaryError(f"expected one report per replication ({self.R}), got shape {value.shape}")
+            raise TrustBoundaryError(
+                f"expected one report per replication ({self.R}), got shape {value.shape}"
+            )
         rows = np.flatnonzero(self._served)
         self._reports[rows, self._pos[rows] - 1] = value[rows]
         self._got[rows] += 1
@@ -300,8 +336,10 @@ class HannaShuffler(Shuffler):
         full = self.complete()
         self.budget.check_released(self._n[full])
         slots = np.where(full[:, None], self._slots, -1)
-        reports = PrivatizedMessage(payload={"reward_hat": np.where(full[:, None], self._reports, 0.0)},
-                                    mechanism=LAPLACE_MECHANISM)
+        reports = PrivatizedMessage(
+            payload={"reward_hat": np.where(full[:, None], self._reports, 0.0)},
+            mechanism=LAPLACE_MECHANISM,
+        )
         self._n[full] = 0
         return forward_reports(slots, reports, self.rng)
 
@@ -311,7 +349,9 @@ class ShuffleAnalyzer(EliminationServer):
 
     def __init__(self, R: int, d: int) -> None:
         super().__init__(R, d)
-        self.received: list[tuple[str, tuple[str, ...], np.ndarray]] = []  # (type, keys, batch sizes)
+        self.received: list[
+            tuple[str, tuple[str, ...], np.ndarray]
+        ] = []  # (type, keys, batch sizes)
 
     def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
         """``r_hat_ia`` = sum of the reports paired with ``a``; each row must be a complete batch."""
@@ -324,8 +364,10 @@ class ShuffleAnalyzer(EliminationServer):
             return
         plan = self.core.view(rows)
         if not (self.core.exploring()[rows].all() and np.array_equal(cnt[rows], plan.counts)):
-            raise TrustBoundaryError("the server only accepts complete batches: the per-action report counts "
-                                     "must equal the public schedule n_ia")
+            raise TrustBoundaryError(
+                "the server only accepts complete batches: the per-action report counts "
+                "must equal the public schedule n_ia"
+            )
         self.received.append((type(batch).__name__, tuple(batch.payload), plan.n_total))
         self._complete(rows, sums[rows])
 
@@ -366,10 +408,17 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
     paper = "Hanna et al. 2022 (Alg. 3)"
     settings: ClassVar[tuple[str, ...]] = ("single",)
     links: ClassVar[tuple[str, ...]] = ("identity",)
-    constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta),
-                             **{k: v for k, v in ELIMINATION_CONSTRAINTS.items() if k != "core_set"},
-                             **SWITCH_CONSTRAINTS, "bound": Choice(*BOUNDS)}
-    test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 0.5, "delta": 1e-6, "width_mode": "paper"})
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "delta": Optional(Delta),
+        **{k: v for k, v in ELIMINATION_CONSTRAINTS.items() if k != "core_set"},
+        **SWITCH_CONSTRAINTS,
+        "bound": Choice(*BOUNDS),
+    }
+    test_params: ClassVar = (
+        {"epsilon": 1.0},
+        {"epsilon": 0.5, "delta": 1e-6, "width_mode": "paper"},
+    )
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
     #: Streams of the aggregate path: the shuffler's permutation orders a batch; users add the noise.
     aggregate_streams: ClassVar[tuple[str, str]] = ("shuffler", "client")
@@ -395,7 +444,9 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
 
     def budget_for(self, spec: EnvSpec) -> ShuffleBudget:
         """The public per-batch calibration on problem ``spec`` (every reachable batch size)."""
-        sw = resolve_switches(self.preset, self.paper_sensitivity, self.width_mode, self.shuffle_bound)
+        sw = resolve_switches(
+            self.preset, self.paper_sensitivity, self.width_mode, self.shuffle_bound
+        )
         lo, hi = spec.reward_range
         delta = default_delta(spec.horizon) if self.delta is None else self.delta
         ranges = tuple(batch_size_ranges(spec.horizon, spec.K, spec.d))
@@ -410,26 +461,41 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         ends = [(b.params(lo), b.params(hi)) for lo, hi in b.ranges]
         eps0 = [[p.eps0 for p in pair] for pair in ends]
         resolved: dict[str, Any] = {
-            **sw.as_dict(), "bound": self.bound, "delta": b.delta, "delta_rule": rule,
-            "sensitivity": sw.sensitivity(b.r_lo, b.r_hi), "batch_sizes": [list(r) for r in b.ranges],
-            "eps0": eps0, "laplace_scale": [[p.scale for p in pair] for pair in ends],
-            "n_max": b.n_max, "delta_times_n_max": b.delta * b.n_max,
-            "q": batch_growth(spec.horizon), "L": n_batches(spec.horizon)}
+            **sw.as_dict(),
+            "bound": self.bound,
+            "delta": b.delta,
+            "delta_rule": rule,
+            "sensitivity": sw.sensitivity(b.r_lo, b.r_hi),
+            "batch_sizes": [list(r) for r in b.ranges],
+            "eps0": eps0,
+            "laplace_scale": [[p.scale for p in pair] for pair in ends],
+            "n_max": b.n_max,
+            "delta_times_n_max": b.delta * b.n_max,
+            "q": batch_growth(spec.horizon),
+            "L": n_batches(spec.horizon),
+        }
         if ends:
             flat = [e for pair in eps0 for e in pair]
-            how = (f"parallel composition over every batch size the run can produce ({b.ranges[0][0]}..{b.n_max} "
-                   f"users in {len(b.ranges)} batch(es)); eps0^(i) in [{min(flat):.6g}, {max(flat):.6g}]; "
-                   f"amplification by shuffling ({self.bound} bound, FMT21) where valid, else the reports' own "
-                   "LDP level")
+            how = (
+                f"parallel composition over every batch size the run can produce ({b.ranges[0][0]}..{b.n_max} "
+                f"users in {len(b.ranges)} batch(es)); eps0^(i) in [{min(flat):.6g}, {max(flat):.6g}]; "
+                f"amplification by shuffling ({self.bound} bound, FMT21) where valid, else the reports' own "
+                "LDP level"
+            )
         else:
             how = "no batch can complete within the horizon: nothing is released"
-        notes = (f"{sw.describe()}; Hanna et al. (2022) Alg. 3: {how}; delta={b.delta:.3g} ({rule}; "
-                 f"delta * n_max = {b.delta * b.n_max:.3g}, delta << 1/n_i is advised); assumes the server does not "
-                 "see which client played which action (footnote 2)")
+        notes = (
+            f"{sw.describe()}; Hanna et al. (2022) Alg. 3: {how}; delta={b.delta:.3g} ({rule}; "
+            f"delta * n_max = {b.delta * b.n_max:.3g}, delta << 1/n_i is advised); assumes the server does not "
+            "see which client played which action (footnote 2)"
+        )
         local = max((e for pair in eps0 for e in pair), default=None)
-        return Calibration(to_guarantee(b.accounted(), "shuffle", "user", notes, local_epsilon=local), resolved,
-                           preset=self.preset,
-                           requested=(self.epsilon, b.delta))
+        return Calibration(
+            to_guarantee(b.accounted(), "shuffle", "user", notes, local_epsilon=local),
+            resolved,
+            preset=self.preset,
+            requested=(self.epsilon, b.delta),
+        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         require_fixed_actions(self.name, spec)
@@ -438,7 +504,9 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         self.server = ShuffleAnalyzer(self.R, spec.d)
         self.client = ShuffleClient(self.budget, spec)
         self.shuffler = HannaShuffler(streams.shuffler, self.R, self.budget, spec)
-        self.collector = AggregateLaplaceSums(self.budget.scale_for, (self.budget.r_lo, self.budget.r_hi))
+        self.collector = AggregateLaplaceSums(
+            self.budget.scale_for, (self.budget.r_lo, self.budget.r_hi)
+        )
 
     def batch_ends(self, t: int) -> bool:
         """True when some replication's batch has all its reports (the shuffler releases it)."""
@@ -447,8 +515,12 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
     # -- BatchedAlgorithm -------------------------------------------------------------------------
     def make_core(self, A: np.ndarray) -> HannaElimination:
         """The elimination engine with the shuffle width (``s_i`` from the public ``n_i``)."""
-        width = LocalWidth(self.budget.scale_for, self.calibration.resolved["width_mode"], self.sigma,
-                           self.fail_prob)
+        width = LocalWidth(
+            self.budget.scale_for,
+            self.calibration.resolved["width_mode"],
+            self.sigma,
+            self.fail_prob,
+        )
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
 
     @property

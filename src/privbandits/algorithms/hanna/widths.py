@@ -60,33 +60,54 @@ ScaleFn = Callable[[BatchPlan], np.ndarray]
 # ------------------------------------------------------------------------------------------------
 # pure formulas (vectorized over batches)
 # ------------------------------------------------------------------------------------------------
-def central_width_paper(d: int, ell: np.ndarray, qi: np.ndarray, core_size: np.ndarray, s: np.ndarray,
-                        sigma: float = 1.0) -> np.ndarray:
+def central_width_paper(
+    d: int,
+    ell: np.ndarray,
+    qi: np.ndarray,
+    core_size: np.ndarray,
+    s: np.ndarray,
+    sigma: float = 1.0,
+) -> np.ndarray:
     """Alg. 1 step 5 / Lemma 3 with ``|C_i|`` for ``B d``: ``sqrt(4 d ell/q^i) + (2|C_i| d + 2 d ell) s/q^i``."""
     return sigma * np.sqrt(4.0 * d * ell / qi) + (2.0 * core_size * d + 2.0 * d * ell) * s / qi
 
 
-def nocore_uniform_width_paper(g: np.ndarray, ell: np.ndarray, qi: np.ndarray, n_active: np.ndarray,
-                               s: np.ndarray, sigma: float = 1.0) -> np.ndarray:
+def nocore_uniform_width_paper(
+    g: np.ndarray,
+    ell: np.ndarray,
+    qi: np.ndarray,
+    n_active: np.ndarray,
+    s: np.ndarray,
+    sigma: float = 1.0,
+) -> np.ndarray:
     """Uniform-design ablation (Hanna et al. 2022, correction Hanna22-26): ``sqrt(2 g ell / q^i) + (g / q^i) s (|A_i| + ell)``."""
     return sigma * np.sqrt(2.0 * g * ell / qi) + (g / qi) * s * (n_active + ell)
 
 
-def central_width_rigorous(G: np.ndarray, ell: np.ndarray, core_size: np.ndarray, n_min: np.ndarray,
-                           s: np.ndarray, sigma: float = 1.0) -> np.ndarray:
+def central_width_rigorous(
+    G: np.ndarray,
+    ell: np.ndarray,
+    core_size: np.ndarray,
+    n_min: np.ndarray,
+    s: np.ndarray,
+    sigma: float = 1.0,
+) -> np.ndarray:
     """``sqrt(2 G ell) + s (sqrt(8 S ell) + sqrt(2) c ell)`` with ``S = min(|C| G^2, G / n_min)``."""
     S = np.minimum(core_size * G**2, G / n_min)
     c = np.minimum(G, np.sqrt(S))
     return sigma * np.sqrt(2.0 * G * ell) + s * (np.sqrt(8.0 * S * ell) + math.sqrt(2.0) * c * ell)
 
 
-def local_width_paper(d: int, ell: np.ndarray, qi: np.ndarray, n: np.ndarray, s: np.ndarray,
-                      sigma: float = 1.0) -> np.ndarray:
+def local_width_paper(
+    d: int, ell: np.ndarray, qi: np.ndarray, n: np.ndarray, s: np.ndarray, sigma: float = 1.0
+) -> np.ndarray:
     """Alg. 2 step 12 / Lemma 5: ``sqrt(4 d ell/q^i) + (2 d / q^i) s sqrt(n_i ell)``."""
     return sigma * np.sqrt(4.0 * d * ell / qi) + (2.0 * d / qi) * s * np.sqrt(n * ell)
 
 
-def local_width_rigorous(G: np.ndarray, ell: np.ndarray, s: np.ndarray, sigma: float = 1.0) -> np.ndarray:
+def local_width_rigorous(
+    G: np.ndarray, ell: np.ndarray, s: np.ndarray, sigma: float = 1.0
+) -> np.ndarray:
     """``sqrt(2 G ell) + s (sqrt(8 G ell) + sqrt(2) c ell)``, ``c = min(G, sqrt G)`` (``n_i`` terms, ``S <= G``)."""
     c = np.minimum(G, np.sqrt(G))
     return sigma * np.sqrt(2.0 * G * ell) + s * (np.sqrt(8.0 * G * ell) + math.sqrt(2.0) * c * ell)
@@ -147,7 +168,9 @@ class CentralWidth:
             if self.core_set == "nocore-uniform":
                 return nocore_uniform_width_paper(plan.g, ell, qi, plan.n_active, s, self.sigma)
             return central_width_paper(spec.d, ell, qi, plan.core_size, s, self.sigma)
-        return central_width_rigorous(plan.g / qi, ell, plan.core_size, plan.n_min.astype(float), s, self.sigma)
+        return central_width_rigorous(
+            plan.g / qi, ell, plan.core_size, plan.n_min.astype(float), s, self.sigma
+        )
 
 
 @dataclass(frozen=True)

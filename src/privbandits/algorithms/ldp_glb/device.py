@@ -40,15 +40,21 @@ def estimates_space(multi: bool, bound: float) -> PublicSpace:
     """``theta`` (and ``theta_warm`` multi-parameter): each arm's estimate of norm at most ``bound``."""
     if not multi:
         return PublicSpace((PublicField("theta", ("R", 1, "d"), norm=bound),))
-    return PublicSpace((PublicField("theta", ("R", "K", "d"), norm=bound),
-                        PublicField("theta_warm", ("R", "K", "d"), norm=bound)))
+    return PublicSpace(
+        (
+            PublicField("theta", ("R", "K", "d"), norm=bound),
+            PublicField("theta_warm", ("R", "K", "d"), norm=bound),
+        )
+    )
 
 
 def _ols_slot(d: int, s_W: float, s_u: float) -> tuple[np.ndarray, np.ndarray]:
     """Scale and variance of one OLS slot's ``M`` (``d * d``) and ``u`` (``d``) entries."""
     scale_M, scale_u = mirrored_scale(d, s_W, "l2"), np.full(d, s_u)
-    return (np.concatenate([scale_M, scale_u]),
-            np.concatenate([np.full(d * d, s_W * s_W), np.full(d, s_u * s_u)]))
+    return (
+        np.concatenate([scale_M, scale_u]),
+        np.concatenate([np.full(d * d, s_W * s_W), np.full(d, s_u * s_u)]),
+    )
 
 
 def _slots(K: int, d: int, per_slot: np.ndarray, a: np.ndarray | None) -> np.ndarray:
@@ -66,8 +72,9 @@ def _slots(K: int, d: int, per_slot: np.ndarray, a: np.ndarray | None) -> np.nda
     return np.concatenate([out_M.reshape(R, -1), out_u.reshape(R, -1)], axis=1)
 
 
-def ols_message_noise(d: int, K: int, multi: bool, n_warmup: int, main: tuple[float, float],
-                      warm: tuple[float, float]) -> DeviceNoiseFn:
+def ols_message_noise(
+    d: int, K: int, multi: bool, n_warmup: int, main: tuple[float, float], warm: tuple[float, float]
+) -> DeviceNoiseFn:
     """The noise of LDP-OLS's message: ``main = (s_W, s_u)`` (Algorithm 1, and every slot of
     Algorithm 2's main phase), ``warm`` (the public arm's slot of the warm-up)."""
 
@@ -79,15 +86,30 @@ def ols_message_noise(d: int, K: int, multi: bool, n_warmup: int, main: tuple[fl
         warm_phase = t < n_warmup
         scale, var = _ols_slot(d, *(warm if warm_phase else main))
         who = a if warm_phase else None
-        return DeviceNoise("gaussian", np.broadcast_to(_slots(K, d, scale, who), (R, K * (d * d + d))).copy(),
-                           np.broadcast_to(_slots(K, d, var, who), (R, K * (d * d + d))).copy())
+        return DeviceNoise(
+            "gaussian",
+            np.broadcast_to(_slots(K, d, scale, who), (R, K * (d * d + d))).copy(),
+            np.broadcast_to(_slots(K, d, var, who), (R, K * (d * d + d))).copy(),
+        )
 
     return noise
 
 
-def sgd_message_noise(d: int, K: int, multi: bool, n_warmup: int, *, grad_bound: float, unit: float,
-                      radius: float, radius_warm: float, joint: bool, radius_joint: float,
-                      mean_joint: float, ols_warm: tuple[float, float] | None) -> DeviceNoiseFn:
+def sgd_message_noise(
+    d: int,
+    K: int,
+    multi: bool,
+    n_warmup: int,
+    *,
+    grad_bound: float,
+    unit: float,
+    radius: float,
+    radius_warm: float,
+    joint: bool,
+    radius_joint: float,
+    mean_joint: float,
+    ols_warm: tuple[float, float] | None,
+) -> DeviceNoiseFn:
     """The noise of LDP-SGD's message (module docstring).
 
     ``unit``: the whitening unit per ``R`` of mean (``R * mean factor * unit`` is the scale of an
@@ -95,8 +117,17 @@ def sgd_message_noise(d: int, K: int, multi: bool, n_warmup: int, *, grad_bound:
     """
     n_ols = K * (d * d + d) if ols_warm is not None else 0
 
-    def ball(R: int, dim: int, rad: float, mean: float, cols: slice, a: np.ndarray | None,
-             enc: np.ndarray | None, scale: np.ndarray, var: np.ndarray) -> None:
+    def ball(
+        R: int,
+        dim: int,
+        rad: float,
+        mean: float,
+        cols: slice,
+        a: np.ndarray | None,
+        enc: np.ndarray | None,
+        scale: np.ndarray,
+        var: np.ndarray,
+    ) -> None:
         """Fill the l2-ball coordinates ``cols`` (all slots, or user i's slot a[i] only)."""
         width = cols.stop - cols.start
         mask = np.ones((R, width), dtype=bool)

@@ -191,10 +191,17 @@ class LDPOLS(HanAlgorithm):
         device: dict[str, Any] = {
             "public_space": estimates_space(multi, ESTIMATE_BOUND),
             "encode": encode_ols_multi if multi else encode_ols_single,
-            "noise": ols_message_noise(d, K, multi, params.n_warmup, (params.s_W, params.s_u),
-                                       (params.s_W_warm, params.s_u_warm)),
-            "sensitivity": DeviceSensitivity("l2", float(max(res["sensitivity"],
-                                                              res.get("sensitivity_warm", 0.0)))),
+            "noise": ols_message_noise(
+                d,
+                K,
+                multi,
+                params.n_warmup,
+                (params.s_W, params.s_u),
+                (params.s_W_warm, params.s_u_warm),
+            ),
+            "sensitivity": DeviceSensitivity(
+                "l2", float(max(res["sensitivity"], res.get("sensitivity_warm", 0.0)))
+            ),
         }
         theta = np.zeros((R, K_est, d))
         server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), np.zeros((R, d, d + 1)))

@@ -299,7 +299,9 @@ class LDPSGD(HanAlgorithm):
         # r_{eps,d} shrinks the mean (post-processing)
         mean_joint = 1.0
         if multi and res["synthetic_update"] == "joint":
-            mean_joint = float(res["radius_joint"]) / l2_ball_radius(self.epsilon, d * K, float(res["grad_bound"]))
+            mean_joint = float(res["radius_joint"]) / l2_ball_radius(
+                self.epsilon, d * K, float(res["grad_bound"])
+            )
         params = SGDParams(
             K=K,
             d=d,
@@ -340,7 +342,11 @@ class LDPSGD(HanAlgorithm):
         # the device's contract (:mod:`.device`): the estimates the server can publish (the
         # projection ball, holding the initial iterate; the OLS warm-up's solutions are not
         # projected), the l2-ball's noise and its sensitivity in units of the clipping norm
-        ball = ESTIMATE_BOUND if (rho is None or ols_warm) else max(float(rho), 1.0 if res["init"] == "random_unit" else 0.0)
+        ball = (
+            ESTIMATE_BOUND
+            if (rho is None or ols_warm)
+            else max(float(rho), 1.0 if res["init"] == "random_unit" else 0.0)
+        )
         bound, ols_pair = 2.0, None
         if ols_warm:
             ols_pair = (params.s_W_warm, params.s_u_warm)
@@ -348,10 +354,20 @@ class LDPSGD(HanAlgorithm):
         device: dict[str, Any] = {
             "public_space": estimates_space(multi, ball),
             "encode": encode_sgd_multi if multi else encode_sgd_single,
-            "noise": sgd_message_noise(d, K, multi, params.n_warmup, grad_bound=params.R, unit=2.0 / bound,
-                                       radius=params.radius, radius_warm=params.radius_warm, joint=params.joint,
-                                       radius_joint=params.radius_joint, mean_joint=mean_joint,
-                                       ols_warm=ols_pair),
+            "noise": sgd_message_noise(
+                d,
+                K,
+                multi,
+                params.n_warmup,
+                grad_bound=params.R,
+                unit=2.0 / bound,
+                radius=params.radius,
+                radius_warm=params.radius_warm,
+                joint=params.joint,
+                radius_joint=params.radius_joint,
+                mean_joint=mean_joint,
+                ols_warm=ols_pair,
+            ),
             "sensitivity": DeviceSensitivity("l2", float(bound)),
         }
         if not multi:

@@ -8,4 +8,10 @@ from privbandits.algorithms.ldp_onepoint.calibration import (
 )
 from privbandits.algorithms.ldp_onepoint.privatizer import privatize_values
 
-__all__ = ["LDPOnePoint", "OnePointCalibration", "calibrate_onepoint", "inflated_spec", "privatize_values"]
+__all__ = [
+    "LDPOnePoint",
+    "OnePointCalibration",
+    "calibrate_onepoint",
+    "inflated_spec",
+    "privatize_values",
+]

@@ -68,20 +68,26 @@ class BlackBox(Constraint):
         elif isinstance(value, Algorithm):
             cls = type(value)
         else:
-            raise ValidationError(f"{name} must be a registered algorithm name or a Curator instance, "
-                                  f"got {value!r}")
+            raise ValidationError(
+                f"{name} must be a registered algorithm name or a Curator instance, got {value!r}"
+            )
         label = cls.name or cls.__name__
         if not issubclass(cls, Curator) or cls.trust_model != "none":
             raise ValidationError(
                 f"{name}={label!r} cannot be wrapped: the one-point reduction needs a non-private Curator "
                 f"(select(t, contexts) -> arms, update(t, contexts, arms, rewards)); it is a "
-                f"{cls.trust_model!r}-model {'Curator' if issubclass(cls, Curator) else 'role algorithm'}")
+                f"{cls.trust_model!r}-model {'Curator' if issubclass(cls, Curator) else 'role algorithm'}"
+            )
         if "single" not in cls.settings:
-            raise ValidationError(f"{name}={label!r} cannot be wrapped: it must support the 'single' setting "
-                                  f"(one shared arm catalogue), it supports {cls.settings}")
+            raise ValidationError(
+                f"{name}={label!r} cannot be wrapped: it must support the 'single' setting "
+                f"(one shared arm catalogue), it supports {cls.settings}"
+            )
         if "*" not in cls.links and "identity" not in cls.links:
-            raise ValidationError(f"{name}={label!r} cannot be wrapped: the privatized values are real-valued "
-                                  f"rewards (identity link), it supports links {cls.links}")
+            raise ValidationError(
+                f"{name}={label!r} cannot be wrapped: the privatized values are real-valued "
+                f"rewards (identity link), it supports links {cls.links}"
+            )
         return value
 
     def describe(self) -> str:
@@ -95,7 +101,9 @@ class ParamDict(Constraint):
         if value is None:
             return None
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            raise ValidationError(f"{name} must be a mapping of parameter names to values, got {value!r}")
+            raise ValidationError(
+                f"{name} must be a mapping of parameter names to values, got {value!r}"
+            )
         return dict(value)
 
     def describe(self) -> str:
@@ -161,8 +169,12 @@ class LDPOnePoint(LocalAlgorithm):
         {},
         {"base": "exp3", "mechanism": "laplace"},
         {"base": "tsallis-inf", "preset": "paper", "epsilon": 2.0},
-        {"base": "successive-elimination", "base_params": {"alpha": 0.2}, "loss_bound": 2.0,
-         "range_inflation": "none"},
+        {
+            "base": "successive-elimination",
+            "base_params": {"alpha": 0.2},
+            "loss_bound": 2.0,
+            "range_inflation": "none",
+        },
     )
     test_envs: ClassVar = ("finite",)
 
@@ -180,8 +192,10 @@ class LDPOnePoint(LocalAlgorithm):
         horizon: int | None = None,
     ) -> None:
         if base_params and not isinstance(base, str):
-            raise ValidationError("base_params is only used when base is a registered name; configure the "
-                                  "instance passed as base directly")
+            raise ValidationError(
+                "base_params is only used when base is a registered name; configure the "
+                "instance passed as base directly"
+            )
         if isinstance(base, str):  # validates base_params now (the constructor is cheap)
             self._new_base()
 
@@ -200,12 +214,21 @@ class LDPOnePoint(LocalAlgorithm):
     def _privatizer(self, spec: EnvSpec) -> OnePointCalibration:
         if self.loss_bound is not None:
             lo, hi = -self.loss_bound, self.loss_bound
-        elif isinstance(spec, ConvexSpec):  # one-point bandit convex optimization: privatize the loss
+        elif isinstance(
+            spec, ConvexSpec
+        ):  # one-point bandit convex optimization: privatize the loss
             lo, hi = (float(v) for v in spec.loss_range)
         else:
             lo, hi = (float(v) for v in spec.reward_range)
-        return calibrate_onepoint(self.epsilon, self.delta, lo, hi, mechanism=self.mechanism,
-                                  preset=self.preset, clip=self.clip)
+        return calibrate_onepoint(
+            self.epsilon,
+            self.delta,
+            lo,
+            hi,
+            mechanism=self.mechanism,
+            preset=self.preset,
+            clip=self.clip,
+        )
 
     def _horizon(self, spec: EnvSpec) -> int:
         return self.horizon if self.horizon is not None else max(spec.horizon, 2)
@@ -215,14 +238,26 @@ class LDPOnePoint(LocalAlgorithm):
         cal = self._privatizer(spec)
         T = self._horizon(spec)
         inner = inflated_spec(spec, cal, T, self.range_inflation == "auto")
-        base = self.base if isinstance(self.base, str) else (self.base.name or type(self.base).__name__)
-        resolved = {**cal.as_dict(), "T": T, "base": base, "noise_bound": noise_bound(cal, T),
-                    "base_reward_range": list(inner.reward_range), "base_noise_scale": inner.noise_scale}
+        base = (
+            self.base
+            if isinstance(self.base, str)
+            else (self.base.name or type(self.base).__name__)
+        )
+        resolved = {
+            **cal.as_dict(),
+            "T": T,
+            "base": base,
+            "noise_bound": noise_bound(cal, T),
+            "base_reward_range": list(inner.reward_range),
+            "base_noise_scale": inner.noise_scale,
+        }
         return Calibration(cal.guarantee, resolved, self.preset, (self.epsilon, self.delta))
 
     def base_spec(self, spec: EnvSpec) -> EnvSpec:
         """The problem description the black box is reset with on problem ``spec``."""
-        return inflated_spec(spec, self._privatizer(spec), self._horizon(spec), self.range_inflation == "auto")
+        return inflated_spec(
+            spec, self._privatizer(spec), self._horizon(spec), self.range_inflation == "auto"
+        )
 
     # -- roles ---------------------------------------------------------------------------------
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
@@ -233,8 +268,15 @@ class LDPOnePoint(LocalAlgorithm):
         points = spec.d if isinstance(spec, ConvexSpec) else None
         params = (spec.param_dim or spec.d) if isinstance(spec, ConvexSpec) else 1
         self.server = OnePointServer(base, spec.K, self.R, self.mechanism, points, params)
-        self.client = OnePointClient(spec, float(res["clip_lo"]), float(res["clip_hi"]), self.clip,
-                                     float(res["noise_scale"]), self.mechanism, float(res["sensitivity"]))
+        self.client = OnePointClient(
+            spec,
+            float(res["clip_lo"]),
+            float(res["clip_hi"]),
+            self.clip,
+            float(res["noise_scale"]),
+            self.mechanism,
+            float(res["sensitivity"]),
+        )
 
     @property
     def black_box(self) -> Curator:

@@ -68,12 +68,26 @@ class OnePointCalibration:
     guarantee: PrivacyGuarantee
 
     def as_dict(self) -> dict[str, Any]:
-        return {"clip_lo": self.lo, "clip_hi": self.hi, "sensitivity": self.sensitivity,
-                "noise_scale": self.scale, "noise_std": self.std, "mechanism": self.mechanism}
+        return {
+            "clip_lo": self.lo,
+            "clip_hi": self.hi,
+            "sensitivity": self.sensitivity,
+            "noise_scale": self.scale,
+            "noise_std": self.std,
+            "mechanism": self.mechanism,
+        }
 
 
-def calibrate_onepoint(epsilon: float, delta: float, lo: float, hi: float, *, mechanism: str = "gaussian",
-                       preset: str = "strict", clip: bool = True) -> OnePointCalibration:
+def calibrate_onepoint(
+    epsilon: float,
+    delta: float,
+    lo: float,
+    hi: float,
+    *,
+    mechanism: str = "gaussian",
+    preset: str = "strict",
+    clip: bool = True,
+) -> OnePointCalibration:
     """Noise of the one-point randomizer for values clipped into ``[lo, hi]`` (module docstring).
 
     Raises
@@ -82,9 +96,11 @@ def calibrate_onepoint(epsilon: float, delta: float, lo: float, hi: float, *, me
         When the range is not finite (an unbounded loss cannot be privatized by Algorithm 1).
     """
     if not (math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
-        raise ValidationError(f"LDP-OnePoint needs bounded losses: the reward/loss range must be a finite "
-                              f"interval [lo, hi] with lo < hi, got [{lo}, {hi}]; declare reward_range "
-                              "(or loss_bound) for unbounded rewards")
+        raise ValidationError(
+            f"LDP-OnePoint needs bounded losses: the reward/loss range must be a finite "
+            f"interval [lo, hi] with lo < hi, got [{lo}, {hi}]; declare reward_range "
+            "(or loss_bound) for unbounded rewards"
+        )
     sens = hi - lo
     B = max(abs(lo), abs(hi))
     note = f"LDP-OnePoint (Zheng et al. 2020, Alg. 1), preset={preset}, values clipped to [{lo:g}, {hi:g}]"
@@ -123,8 +139,23 @@ def inflated_spec(spec: EnvSpec, cal: OnePointCalibration, T: int, inflate: bool
         lo, hi = lo - w, hi + w
         s0 = math.sqrt(s0 * s0 + cal.std * cal.std)
     if isinstance(spec, ConvexSpec):  # bandit convex optimization: the loss range grows
-        return dataclasses.replace(spec, loss_range=(lo, hi), reward_range=(-hi, -lo),
-                                   reward_bound=max(abs(lo), abs(hi)), noise_scale=s0)
-    return EnvSpec(d=spec.K, K=spec.K, setting="single", horizon=spec.horizon, link=IDENTITY,
-                   context_bound=1.0, reward_bound=max(abs(lo), abs(hi)), reward_range=(lo, hi),
-                   theta_bound=spec.theta_bound, noise_scale=s0, fixed_actions=True)
+        return dataclasses.replace(
+            spec,
+            loss_range=(lo, hi),
+            reward_range=(-hi, -lo),
+            reward_bound=max(abs(lo), abs(hi)),
+            noise_scale=s0,
+        )
+    return EnvSpec(
+        d=spec.K,
+        K=spec.K,
+        setting="single",
+        horizon=spec.horizon,
+        link=IDENTITY,
+        context_bound=1.0,
+        reward_bound=max(abs(lo), abs(hi)),
+        reward_range=(lo, hi),
+        theta_bound=spec.theta_bound,
+        noise_scale=s0,
+        fixed_actions=True,
+    )

@@ -21,8 +21,9 @@ __all__ = ["add_value_noise", "encode_values", "privatize_values"]
 
 
 @nb.njit(cache=True)
-def encode_values(values: np.ndarray, lo: float, hi: float, clip: bool,
-                  out: np.ndarray) -> None:  # pragma: no cover - compiled
+def encode_values(
+    values: np.ndarray, lo: float, hi: float, clip: bool, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(values[i], lo, hi)`` (``values[i]`` without ``clip``)."""
     if out.shape[0] != values.shape[0]:
         raise ValueError("encode_values: values and out must both be (R,)")
@@ -31,8 +32,9 @@ def encode_values(values: np.ndarray, lo: float, hi: float, clip: bool,
 
 
 @nb.njit(cache=True)
-def add_value_noise(rng: np.random.Generator, scale: float, laplace: bool,
-                    out: np.ndarray) -> None:  # pragma: no cover - compiled
+def add_value_noise(
+    rng: np.random.Generator, scale: float, laplace: bool, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """``out[i] += Z_i``, ``Z_i ~ N(0, scale^2)`` or ``Lap(scale)``: one variate per user, in index
     order (so a batch consumes the generator exactly as the users one at a time)."""
     if laplace:
@@ -42,8 +44,16 @@ def add_value_noise(rng: np.random.Generator, scale: float, laplace: bool,
 
 
 @nb.njit(cache=True)
-def privatize_values(rng: np.random.Generator, values: np.ndarray, lo: float, hi: float, clip: bool,
-                     scale: float, laplace: bool, out: np.ndarray) -> None:  # pragma: no cover - compiled
+def privatize_values(
+    rng: np.random.Generator,
+    values: np.ndarray,
+    lo: float,
+    hi: float,
+    clip: bool,
+    scale: float,
+    laplace: bool,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(values[i], lo, hi) + Z_i`` for a vector of users, in place
     (:func:`encode_values` then :func:`add_value_noise`).
 

@@ -60,8 +60,16 @@ class OnePointClient(Client):
         The accounted sensitivity of the value (``hi - lo``).
     """
 
-    def __init__(self, spec: EnvSpec, lo: float, hi: float, clip: bool, scale: float, mechanism: str,
-                 sensitivity: float) -> None:
+    def __init__(
+        self,
+        spec: EnvSpec,
+        lo: float,
+        hi: float,
+        clip: bool,
+        scale: float,
+        mechanism: str,
+        sensitivity: float,
+    ) -> None:
         self.spec = spec
         self.K, self.lo, self.hi, self.clip = spec.K, lo, hi, clip
         self.scale, self.mechanism, self.value_sensitivity = scale, mechanism, sensitivity
@@ -80,20 +88,30 @@ class OnePointClient(Client):
 
     def sensitivity(self) -> DeviceSensitivity:
         """``(hi - lo) / scale``: l2 in units of the Gaussian std, l1 in units of the Laplace scale."""
-        return DeviceSensitivity("l1" if self.mechanism == "laplace" else "l2", self.value_sensitivity / self.scale)
+        return DeviceSensitivity(
+            "l1" if self.mechanism == "laplace" else "l2", self.value_sensitivity / self.scale
+        )
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """The same scale for every user and every public state."""
         R = self._users(contexts)
         self._proposal(public, R)
         scale = np.full((R, 1), self.scale)
-        return DeviceNoise.laplace(scale) if self.mechanism == "laplace" else DeviceNoise.gaussian(scale)
+        return (
+            DeviceNoise.laplace(scale)
+            if self.mechanism == "laplace"
+            else DeviceNoise.gaussian(scale)
+        )
 
     def _users(self, contexts: object, R: int | None = None) -> int:
         """``R`` from the user's own contexts (loss parameters ``(R, d)`` on a loss environment),
         checked against the problem; they do not enter the message."""
         if isinstance(self.spec, ConvexSpec):
-            return int(check_loss_parameters("LDP-OnePoint", contexts, R, self.spec.param_dim).shape[0])
+            return int(
+                check_loss_parameters("LDP-OnePoint", contexts, R, self.spec.param_dim).shape[0]
+            )
         X = check_device_inputs(self.spec, contexts, bound=False)[0]
         if R is not None and X.shape[0] != R:
             raise ValidationError(f"LDP-OnePoint: {X.shape[0]} users' contexts for {R} rewards")
@@ -103,7 +121,9 @@ class OnePointClient(Client):
         """The server's proposal from a validated public state."""
         return np.asarray(self._space.validate(public, dims_of(self.spec, R))[self._key])
 
-    def _values(self, public: PublicState, contexts: object, actions: object, rewards: object) -> np.ndarray:
+    def _values(
+        self, public: PublicState, contexts: object, actions: object, rewards: object
+    ) -> np.ndarray:
         """The user's validated values ``(R,)``: the losses at the query point (loss environment)
         or the rewards of the played arms, with the contexts and actions checked against the
         problem.  The message is the value alone: the proposal is validated, not read."""
@@ -122,7 +142,8 @@ class OnePointClient(Client):
             raise DataBoundError(
                 f"a reward {y.min() if y.min() < self.lo else y.max():g} lies outside the declared range "
                 f"[{self.lo:g}, {self.hi:g}] and clip=False: LDP-OnePoint needs bounded losses "
-                "(turn clipping on or declare a wider range)")
+                "(turn clipping on or declare a wider range)"
+            )
         return y
 
     def _encode(self, y: np.ndarray) -> np.ndarray:
@@ -130,18 +151,33 @@ class OnePointClient(Client):
         encode_values(y, self.lo, self.hi, self.clip, out)
         return out
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """The clipped value ``(R, 1)`` (before noise)."""
         return self._encode(self._values(public, contexts, actions, rewards))[:, None]
 
     # -- the round ----------------------------------------------------------------------------
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         prop = self._proposal(public, self._users(contexts))
         return np.array(prop, dtype=float if self.convex else np.int64)
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         out = self._encode(self._values(public, contexts, actions, rewards))
         add_value_noise(rng, self.scale, self.mechanism == "laplace", out)
         return PrivatizedMessage({"value": out}, f"ldp-onepoint/{self.mechanism}")
@@ -150,14 +186,25 @@ class OnePointClient(Client):
 class OnePointServer(Server):
     """Server side: proposes the black box's arm and feeds it the privatized values only."""
 
-    def __init__(self, base: Curator, K: int, R: int, mechanism: str, points: int | None = None,
-                 params: int = 1) -> None:
+    def __init__(
+        self,
+        base: Curator,
+        K: int,
+        R: int,
+        mechanism: str,
+        points: int | None = None,
+        params: int = 1,
+    ) -> None:
         self.base = base
         self.K, self.R, self.points = K, R, points
         self.mechanism = f"ldp-onepoint/{mechanism}"
         # context-free: the public one-hot catalogue; bandit convex optimization: no public contexts,
         # zero loss parameters of the declared width ``params`` (the users' own stay on their devices)
-        catalogue = np.broadcast_to(np.eye(K), (R, K, K)).copy() if points is None else np.zeros((R, params))
+        catalogue = (
+            np.broadcast_to(np.eye(K), (R, K, K)).copy()
+            if points is None
+            else np.zeros((R, params))
+        )
         catalogue.setflags(write=False)
         self.catalogue = catalogue
         self.t = 0
@@ -172,16 +219,19 @@ class OnePointServer(Server):
                 raise ValidationError(
                     f"base algorithm {name!r} violates the black-box interface: on a loss environment select must "
                     f"return one query point per replication, shape ({self.R}, 1, {self.points}), got dtype "
-                    f"{a.dtype} and shape {a.shape}")
+                    f"{a.dtype} and shape {a.shape}"
+                )
             return a.astype(float)
         if a.shape != (self.R,) or not np.issubdtype(a.dtype, np.integer):
             raise ValidationError(
                 f"base algorithm {name!r} violates the black-box interface: select(t, contexts) must return "
-                f"an integer array of shape ({self.R},), got dtype {a.dtype} and shape {a.shape}")
+                f"an integer array of shape ({self.R},), got dtype {a.dtype} and shape {a.shape}"
+            )
         if a.size and (a.min() < 0 or a.max() >= self.K):
             raise ValidationError(
                 f"base algorithm {name!r} violates the black-box interface: arms must lie in [0, {self.K}), "
-                f"got range [{a.min()}, {a.max()}]")
+                f"got range [{a.min()}, {a.max()}]"
+            )
         return a.astype(np.int64)
 
     def public_state(self) -> PublicState:
@@ -194,20 +244,33 @@ class OnePointServer(Server):
         if not isinstance(message, PrivatizedMessage):
             raise TrustBoundaryError(
                 f"the server only accepts PrivatizedMessage objects, got {type(message).__name__}; "
-                "raw rewards never reach the server in the local model")
+                "raw rewards never reach the server in the local model"
+            )
         if message.mechanism != self.mechanism:
-            raise TrustBoundaryError(f"expected a message of randomizer {self.mechanism!r}, got {message.mechanism!r}")
+            raise TrustBoundaryError(
+                f"expected a message of randomizer {self.mechanism!r}, got {message.mechanism!r}"
+            )
         if set(message.payload) != {"value"}:
-            raise TrustBoundaryError(f"payload keys must be ('value',), got {tuple(message.payload)}")
+            raise TrustBoundaryError(
+                f"payload keys must be ('value',), got {tuple(message.payload)}"
+            )
         raw = np.asarray(message.payload["value"])
         if raw.dtype.kind not in "fiu" or raw.shape != (self.R,):
-            raise TrustBoundaryError(f"expected one real value per replication, shape ({self.R},), got dtype "
-                                     f"{raw.dtype} and shape {raw.shape}")
+            raise TrustBoundaryError(
+                f"expected one real value per replication, shape ({self.R},), got dtype "
+                f"{raw.dtype} and shape {raw.shape}"
+            )
         m = raw.astype(float)
         if not np.isfinite(m).all():
-            raise TrustBoundaryError("a privatized value is NaN or infinite; the server refuses the message")
-        if self._proposal is None:  # a round without a broadcast: the proposal is still the public one
+            raise TrustBoundaryError(
+                "a privatized value is NaN or infinite; the server refuses the message"
+            )
+        if (
+            self._proposal is None
+        ):  # a round without a broadcast: the proposal is still the public one
             self._proposal = self._propose()
-        self.base.update(t, self.catalogue, self._proposal, m if self.points is None else m[:, None])
+        self.base.update(
+            t, self.catalogue, self._proposal, m if self.points is None else m[:, None]
+        )
         self._proposal = None
         self.t = t + 1

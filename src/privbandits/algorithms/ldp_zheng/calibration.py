@@ -86,8 +86,12 @@ def tight_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     return gaussian_sigma_analytic(epsilon, delta, sensitivity) * (1.0 + TIGHT_MARGIN)
 
 
-def classic_sigma(sensitivities: tuple[float, ...], epsilon: float, delta_part: float,
-                  calibration: str = "classic") -> float:
+def classic_sigma(
+    sensitivities: tuple[float, ...],
+    epsilon: float,
+    delta_part: float,
+    calibration: str = "classic",
+) -> float:
     """One std making every part ``i`` an ``(eps_i, delta_part)`` mechanism with ``sum eps_i = epsilon``.
 
     The budget is split in proportion to the parts' l2 sensitivities, ``eps_i = epsilon Delta_i /
@@ -101,27 +105,42 @@ def classic_sigma(sensitivities: tuple[float, ...], epsilon: float, delta_part: 
     if calibration == "classic":
         return total * math.sqrt(2.0 * math.log(1.25 / delta_part)) / epsilon
     if calibration == "analytic":
-        return max(gaussian_sigma_analytic(epsilon * s / total, delta_part, s) for s in sensitivities)
+        return max(
+            gaussian_sigma_analytic(epsilon * s / total, delta_part, s) for s in sensitivities
+        )
     raise ValidationError(f"calibration must be 'classic' or 'analytic', got {calibration!r}")
 
 
-def gaussian_message_guarantee(parts: tuple[tuple[str, float, float], ...], delta: float,
-                               notes: str) -> PrivacyGuarantee:
+def gaussian_message_guarantee(
+    parts: tuple[tuple[str, float, float], ...], delta: float, notes: str
+) -> PrivacyGuarantee:
     """Local per-user guarantee of a message whose parts ``(name, Delta_i, sigma_i)`` are released
     together: one Gaussian mechanism of sensitivity ``mu`` (:func:`joint_sensitivity`) at unit noise.
     """
     mu = joint_sensitivity(tuple((s, sig) for _, s, sig in parts))
     eps = gaussian_epsilon(1.0, delta, mu)
     detail = ", ".join(f"{n}: sensitivity {s:.6g} / std {sig:.6g}" for n, s, sig in parts)
-    return PrivacyGuarantee(model="local", epsilon=eps, delta=delta, unit="user",
-                            notes=f"{notes}; one Gaussian mechanism on the message [{detail}], "
-                                  f"joint sensitivity {mu:.6g} at unit noise (Balle & Wang 2018)")
+    return PrivacyGuarantee(
+        model="local",
+        epsilon=eps,
+        delta=delta,
+        unit="user",
+        notes=f"{notes}; one Gaussian mechanism on the message [{detail}], "
+        f"joint sensitivity {mu:.6g} at unit noise (Balle & Wang 2018)",
+    )
 
 
-def laplace_message_guarantee(parts: tuple[tuple[str, float, float], ...], notes: str) -> PrivacyGuarantee:
+def laplace_message_guarantee(
+    parts: tuple[tuple[str, float, float], ...], notes: str
+) -> PrivacyGuarantee:
     """Pure guarantee of Laplace-noised parts ``(name, L1 sensitivity, scale)``: ``sum_i Delta_i / b_i``
     (basic composition, Dwork & Roth 2014, Thm 3.16)."""
     eps = math.fsum(s / b for _, s, b in parts)
     detail = ", ".join(f"{n}: L1 sensitivity {s:.6g} / scale {b:.6g}" for n, s, b in parts)
-    return PrivacyGuarantee(model="local", epsilon=eps, delta=0.0, unit="user",
-                            notes=f"{notes}; Laplace parts [{detail}], basic composition")
+    return PrivacyGuarantee(
+        model="local",
+        epsilon=eps,
+        delta=0.0,
+        unit="user",
+        notes=f"{notes}; Laplace parts [{detail}], basic composition",
+    )

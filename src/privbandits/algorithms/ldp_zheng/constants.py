@@ -49,7 +49,9 @@ BETA_CODES: dict[str, int] = {"ucb-paper": 0, "ucb-ss": 1, "gloc-order": 2, "glo
 
 
 @nb.njit(cache=True)
-def upsilon(s: float, sigma: float, D: int, T: int, alpha: float) -> float:  # pragma: no cover - compiled
+def upsilon(
+    s: float, sigma: float, D: int, T: int, alpha: float
+) -> float:  # pragma: no cover - compiled
     """``Upsilon_s = sigma sqrt(s) (4 sqrt(D) + 2 ln(2T / alpha))`` (Alg. 3 line 3 / Alg. 5).
 
     A high-probability bound on the operator norm of the accumulated noise ``sum_{r<=s} B_r``
@@ -59,14 +61,17 @@ def upsilon(s: float, sigma: float, D: int, T: int, alpha: float) -> float:  # p
 
 
 @nb.njit(cache=True)
-def regularizer(s: float, sigma: float, D: int, T: int, alpha: float, factor: float) -> float:  # pragma: no cover
+def regularizer(
+    s: float, sigma: float, D: int, T: int, alpha: float, factor: float
+) -> float:  # pragma: no cover
     """``c_s = factor * Upsilon_s`` (paper: ``factor = 2``), added once to the noisy Gram sum."""
     return factor * upsilon(s, sigma, D, T, alpha)
 
 
 @nb.njit(cache=True)
-def beta(code: int, s: float, sigma: float, grad_sigma: float, mu: float, D: int, T: int,
-         alpha: float) -> float:  # pragma: no cover - compiled
+def beta(
+    code: int, s: float, sigma: float, grad_sigma: float, mu: float, D: int, T: int, alpha: float
+) -> float:  # pragma: no cover - compiled
     """Confidence radius ``beta_s`` of formula ``code`` (see :data:`BETA_CODES`).
 
     ``sigma`` is the noise std of the Gram and vector parts, ``grad_sigma`` that of the gradient
@@ -77,10 +82,18 @@ def beta(code: int, s: float, sigma: float, grad_sigma: float, mu: float, D: int
     ups = upsilon(s, sigma, D, T, alpha)
     if code == 0:
         lnT = math.log(T)
-        return 2.0 * sigma * math.sqrt(D * lnT) + (math.sqrt(3.0 * ups) + sigma * math.sqrt(D * s / ups)) * D * lnT
+        return (
+            2.0 * sigma * math.sqrt(D * lnT)
+            + (math.sqrt(3.0 * ups) + sigma * math.sqrt(D * s / ups)) * D * lnT
+        )
     if code == 1:
         first = math.sqrt(2.0 * math.log(2.0 / alpha) + D * math.log(3.0 + s / (D * ups)))
-        last = sigma * math.sqrt(s) * (math.sqrt(D) + math.sqrt(2.0 * math.log(2.0 * T / alpha))) / math.sqrt(ups)
+        last = (
+            sigma
+            * math.sqrt(s)
+            * (math.sqrt(D) + math.sqrt(2.0 * math.log(2.0 * T / alpha)))
+            / math.sqrt(ups)
+        )
         return first + math.sqrt(3.0 * ups) + last
     first = math.sqrt(grad_sigma / mu * math.sqrt(D * s) * math.log(T / alpha))
     return first + math.sqrt(3.0 * ups) + sigma * math.sqrt(D * s / ups)
@@ -92,7 +105,9 @@ def table(fn: Callable[..., float], s: np.ndarray | float, *args: float) -> np.n
     return np.array([fn(float(v), *args) for v in arr.ravel()]).reshape(arr.shape)
 
 
-def zeta_default(T: int, grad_bound: float, grad_sigma: float, D: int, radius: float = 1.0) -> float:
+def zeta_default(
+    T: int, grad_bound: float, grad_sigma: float, D: int, radius: float = 1.0
+) -> float:
     """OGD step ``diam(W) / (RMS noisy-gradient norm * sqrt(T))`` (defaults on the Zheng et al. 2020 documentation page).
 
     With ``W`` the ball of ``radius`` 1, gradient bound ``C`` and gradient noise ``C sigma`` this

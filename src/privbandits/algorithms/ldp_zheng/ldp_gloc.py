@@ -124,11 +124,24 @@ def _encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]
     ``||grad|| <= grad_clip`` (equivalently to clipping the gradient; it also holds for a residual
     that overflows or is NaN).
     """
-    (D, C_B, y_lo, y_hi, clip, scale_V, scale_u, scale_g, laplace, z_bound, link_code, grad_clip,
-     grad_at_z) = params[1]
-    V = out[:D * D].reshape((D, D))
-    u = out[D * D:D * D + D]
-    g = out[D * D + D:D * D + 2 * D]
+    (
+        D,
+        C_B,
+        y_lo,
+        y_hi,
+        clip,
+        scale_V,
+        scale_u,
+        scale_g,
+        laplace,
+        z_bound,
+        link_code,
+        grad_clip,
+        grad_at_z,
+    ) = params[1]
+    V = out[: D * D].reshape((D, D))
+    u = out[D * D : D * D + D]
+    g = out[D * D + D : D * D + 2 * D]
     if X.ndim == 1:  # multi-parameter setting: e_a kron X (resolved at compile time)
         feature_block(X, a, g)
     else:
@@ -169,11 +182,17 @@ def _clip_nan(v, bound):  # type: ignore[no-untyped-def]  # pragma: no cover - c
 def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """User side (Alg. 3 lines 8-9): send ``(x x^T + B, z x + xi, grad + r)`` (:func:`_encode`, then
     the noise).  Noise draw order: ``B``, ``xi``, ``r``."""
-    D, scale_V, scale_u, scale_g, laplace = params[1][0], params[1][5], params[1][6], params[1][7], params[1][8]
+    D, scale_V, scale_u, scale_g, laplace = (
+        params[1][0],
+        params[1][5],
+        params[1][6],
+        params[1][7],
+        params[1][8],
+    )
     _encode(params, public, r, t, X, a, y, out)
-    V = out[:D * D].reshape((D, D))
-    u = out[D * D:D * D + D]
-    g = out[D * D + D:D * D + 2 * D]
+    V = out[: D * D].reshape((D, D))
+    u = out[D * D : D * D + D]
+    g = out[D * D + D : D * D + 2 * D]
     if laplace:
         add_symmetric_laplace(rng, scale_V, V)
         add_laplace(rng, scale_u, u)
@@ -321,10 +340,14 @@ class LDPGLOC(LocalAlgorithm):
         horizon: int | None = None,
     ) -> None:
         if preset == "authors_code" and clip_grad is not None and not clip_grad:
-            raise ValidationError("preset='authors_code' does not project the online iterate, so an unclipped "
-                                  "gradient has no finite sensitivity; clip_grad must be True (or None)")
+            raise ValidationError(
+                "preset='authors_code' does not project the online iterate, so an unclipped "
+                "gradient has no finite sensitivity; clip_grad must be True (or None)"
+            )
         if preset == "authors_code" and mechanism != "gaussian":
-            raise ValidationError("preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'")
+            raise ValidationError(
+                "preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'"
+            )
 
     # -- calibration -------------------------------------------------------------------------
     def calibrate(self, spec: EnvSpec) -> Calibration:
@@ -355,22 +378,28 @@ class LDPGLOC(LocalAlgorithm):
         C = sup_g if self.link_bound is None else self.link_bound
         mu = inf_dg if self.link_min_slope is None else self.link_min_slope
         if mu <= 0.0:
-            raise ValidationError(f"the link's minimal slope on [-{z_bound:g}, {z_bound:g}] must be > 0, got "
-                                  f"{mu:g}; pass link_min_slope explicitly")
+            raise ValidationError(
+                f"the link's minimal slope on [-{z_bound:g}, {z_bound:g}] must be > 0, got "
+                f"{mu:g}; pass link_min_slope explicitly"
+            )
         J = outer_vector_sensitivity(C_B, -z_bound, z_bound)  # (ut(x x^T), z x)
         calib = self.gaussian_calibration or ("analytic" if preset == "strict" else "classic")
         if preset == "authors_code":
             G = 1.0 if self.grad_bound is None else self.grad_bound
             grad_clip, G_acc = G, G
             sigma_code = 6.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / eps
-            sigma = grad_sigma = 6.0 * math.sqrt(2.0 * math.log(3.75 / delta)) / eps  # in Upsilon, beta
+            sigma = grad_sigma = (
+                6.0 * math.sqrt(2.0 * math.log(3.75 / delta)) / eps
+            )  # in Upsilon, beta
             scale_V = scale_u = sigma_code
             scale_g = (2.0 if block else 1.0) * sigma_code
             zeta = self._zeta("paper", T, G, grad_sigma, D, W_radius)
             project, init = False, "random"
-            notes.append("Han et al. code: noise 6 sqrt(2 ln(2.5/delta))/eps on every part, 3.75 form in "
-                         "Upsilon/beta, C dropped from beta, zeta = 1/sqrt(T), random unit init, no "
-                         "projection (z clipped to [-1, 1] and the gradient to norm 1 so that a guarantee exists)")
+            notes.append(
+                "Han et al. code: noise 6 sqrt(2 ln(2.5/delta))/eps on every part, 3.75 form in "
+                "Upsilon/beta, C dropped from beta, zeta = 1/sqrt(T), random unit init, no "
+                "projection (z clipped to [-1, 1] and the gradient to norm 1 so that a guarantee exists)"
+            )
         else:
             G = C if self.grad_bound is None else self.grad_bound
             do_clip = (preset == "strict") if self.clip_grad is None else self.clip_grad
@@ -378,16 +407,24 @@ class LDPGLOC(LocalAlgorithm):
             # data bound of ||(g(z) - y) x|| when the gradient is not clipped
             G_acc = G if do_clip else max(abs(g_hi - lo), abs(hi - g_lo)) * C_B
             if G_acc > G * (1.0 + 1e-12):
-                notes.append(f"gradient not clipped: its norm bound {G_acc:.4g} exceeds the calibrated {G:.4g} "
-                             "(correction Zheng20-7), so epsilon exceeds the target")
+                notes.append(
+                    f"gradient not clipped: its norm bound {G_acc:.4g} exceeds the calibrated {G:.4g} "
+                    "(correction Zheng20-7), so epsilon exceeds the target"
+                )
             project, init = True, "zero"
             if self.mechanism == "laplace":
-                l1_V, l1_u, l1_g = (D + 1) * C_B * C_B, 2.0 * z_bound * C_B * math.sqrt(D), 2.0 * G * math.sqrt(D)
+                l1_V, l1_u, l1_g = (
+                    (D + 1) * C_B * C_B,
+                    2.0 * z_bound * C_B * math.sqrt(D),
+                    2.0 * G * math.sqrt(D),
+                )
                 scale_V = scale_u = (l1_V + l1_u) / (2.0 * eps / 3.0)
                 scale_g = l1_g / (eps / 3.0)
                 sigma, grad_sigma = _SQRT2 * scale_V, _SQRT2 * scale_g
-                notes.append("Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
-                             "Laplace std")
+                notes.append(
+                    "Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
+                    "Laplace std"
+                )
             elif calib == "analytic":
                 rho = 2.0 * G / (C_B * (C_B + z_bound))
                 sigma = tight_sigma(eps, delta, math.hypot(J, 2.0 * G / rho))
@@ -395,32 +432,64 @@ class LDPGLOC(LocalAlgorithm):
                 scale_V = scale_u = sigma
                 scale_g = grad_sigma
             else:  # the paper: three parts at (eps/3, delta/3)
-                sigma = classic_sigma((2.0 * C_B * C_B, 2.0 * C_B * z_bound), 2.0 * eps / 3.0, delta / 3.0)
+                sigma = classic_sigma(
+                    (2.0 * C_B * C_B, 2.0 * C_B * z_bound), 2.0 * eps / 3.0, delta / 3.0
+                )
                 grad_sigma = classic_sigma((2.0 * G,), eps / 3.0, delta / 3.0)
                 scale_V = scale_u = sigma
                 scale_g = grad_sigma
-            zeta = self._zeta("default" if preset == "strict" else "paper", T, G, grad_sigma, D, W_radius)
+            zeta = self._zeta(
+                "default" if preset == "strict" else "paper", T, G, grad_sigma, D, W_radius
+            )
         if self.mechanism == "laplace":
             l1_g_acc = 2.0 * G_acc * math.sqrt(D)
             guarantee = laplace_message_guarantee(
-                (("x x^T", (D + 1) * C_B * C_B, scale_V), ("z x", 2.0 * z_bound * C_B * math.sqrt(D), scale_u),
-                 ("gradient", l1_g_acc, scale_g)), self._notes(notes))
+                (
+                    ("x x^T", (D + 1) * C_B * C_B, scale_V),
+                    ("z x", 2.0 * z_bound * C_B * math.sqrt(D), scale_u),
+                    ("gradient", l1_g_acc, scale_g),
+                ),
+                self._notes(notes),
+            )
         else:
             guarantee = gaussian_message_guarantee(
-                (("x x^T, z x", J, scale_V), ("gradient", 2.0 * G_acc, scale_g)), delta,
-                self._notes(notes + [f"noise: {calib}"]))
+                (("x x^T, z x", J, scale_V), ("gradient", 2.0 * G_acc, scale_g)),
+                delta,
+                self._notes(notes + [f"noise: {calib}"]),
+            )
         resolved = {
-            "D": D, "T": T, "context_bound": C_B, "reward_lo": lo, "reward_hi": hi, "theta_radius": S_W,
-            "blockwise": block, "z_bound": z_bound, "link_bound": C, "link_min_slope": mu,
-            "grad_clip": grad_clip, "grad_bound": G_acc, "mechanism": self.mechanism,
-            "gaussian_calibration": calib, "sensitivity": J, "scale_V": scale_V, "scale_u": scale_u,
-            "scale_g": scale_g, "sigma": sigma, "grad_sigma": grad_sigma, "zeta": zeta, "project": project,
-            "init": init, "c_factor": self.c_factor, "beta_formula": self.beta_formula,
+            "D": D,
+            "T": T,
+            "context_bound": C_B,
+            "reward_lo": lo,
+            "reward_hi": hi,
+            "theta_radius": S_W,
+            "blockwise": block,
+            "z_bound": z_bound,
+            "link_bound": C,
+            "link_min_slope": mu,
+            "grad_clip": grad_clip,
+            "grad_bound": G_acc,
+            "mechanism": self.mechanism,
+            "gaussian_calibration": calib,
+            "sensitivity": J,
+            "scale_V": scale_V,
+            "scale_u": scale_u,
+            "scale_g": scale_g,
+            "sigma": sigma,
+            "grad_sigma": grad_sigma,
+            "zeta": zeta,
+            "project": project,
+            "init": init,
+            "c_factor": self.c_factor,
+            "beta_formula": self.beta_formula,
             "beta_scale": self.beta_scale,
         }
         return Calibration(guarantee, resolved, preset, (eps, delta))
 
-    def _zeta(self, default: str, T: int, G: float, grad_sigma: float, D: int, W_radius: float) -> float:
+    def _zeta(
+        self, default: str, T: int, G: float, grad_sigma: float, D: int, W_radius: float
+    ) -> float:
         rule = default if self.zeta is None else self.zeta
         if rule == "default":
             return zeta_default(T, G, grad_sigma, D, W_radius)
@@ -439,43 +508,91 @@ class LDPGLOC(LocalAlgorithm):
         D, T = int(res["D"]), int(res["T"])
         code = BETA_CODES["gloc-order" if self.beta_formula == "order" else "gloc-conservative"]
         choice = (spec.K, False)
-        client = (D, float(res["context_bound"]), float(res["reward_lo"]), float(res["reward_hi"]), self.clip,
-                  float(res["scale_V"]), float(res["scale_u"]), float(res["scale_g"]),
-                  self.mechanism == "laplace", float(res["z_bound"]), spec.link.code,
-                  -1.0 if res["grad_clip"] is None else float(res["grad_clip"]), bool(res["project"]))
-        ridge = (float(res["sigma"]), D, T, self.alpha, self.c_factor, -1.0, code, self.beta_scale,
-                 float(res["grad_sigma"]), float(res["link_min_slope"]), False)
+        client = (
+            D,
+            float(res["context_bound"]),
+            float(res["reward_lo"]),
+            float(res["reward_hi"]),
+            self.clip,
+            float(res["scale_V"]),
+            float(res["scale_u"]),
+            float(res["scale_g"]),
+            self.mechanism == "laplace",
+            float(res["z_bound"]),
+            spec.link.code,
+            -1.0 if res["grad_clip"] is None else float(res["grad_clip"]),
+            bool(res["project"]),
+        )
+        ridge = (
+            float(res["sigma"]),
+            D,
+            T,
+            self.alpha,
+            self.c_factor,
+            -1.0,
+            code,
+            self.beta_scale,
+            float(res["grad_sigma"]),
+            float(res["link_min_slope"]),
+            False,
+        )
         block = spec.setting == "multi"
         # without the projection onto W (authors_code) the iterate is kept within ESTIMATE_BOUND
         # (post-processing), the space the devices accept
-        ogd = (float(res["zeta"]), float(res["theta_radius"]) if res["project"] else ESTIMATE_BOUND,
-               spec.K if block and res["project"] else 0)
+        ogd = (
+            float(res["zeta"]),
+            float(res["theta_radius"]) if res["project"] else ESTIMATE_BOUND,
+            spec.K if block and res["project"] else 0,
+        )
         (theta, M, beta), server = new_ridge_state(ridge, R, D, 0.0)
         theta_hat = np.zeros((R, D))
-        if res["init"] == "random":  # Han et al.'s code: random unit vectors for theta_hat_1 and theta_tilde_0
+        if (
+            res["init"] == "random"
+        ):  # Han et al.'s code: random unit vectors for theta_hat_1 and theta_tilde_0
             v = self.streams.server.standard_normal((2, R, D))
             v /= np.linalg.norm(v, axis=-1, keepdims=True)
             theta_hat[:] = v[0]
             theta[:] = v[1]
-        message = MessageLayout(f"ldp-gloc/{self.mechanism}", (("V", (D, D)), ("u", (D,)), ("g", (D,))))
+        message = MessageLayout(
+            f"ldp-gloc/{self.mechanism}", (("V", (D, D)), ("u", (D,)), ("g", (D,)))
+        )
         K, d = spec.K, spec.d
         laplace = self.mechanism == "laplace"
         # the device's contract: theta_hat in W (the product of per-arm balls in the multi setting)
         # when the server projects, else within ESTIMATE_BOUND; the accountant's parameter is the
         # sum of L1 sensitivities over scales (Laplace) or the joint l2 sensitivity over the stds
-        W = float(res["theta_radius"]) * (math.sqrt(K) if block else 1.0) if res["project"] else ESTIMATE_BOUND
+        W = (
+            float(res["theta_radius"]) * (math.sqrt(K) if block else 1.0)
+            if res["project"]
+            else ESTIMATE_BOUND
+        )
         if laplace:
             sensitivity = DeviceSensitivity("l1", self.calibration.guarantee.epsilon)
         else:
-            sensitivity = DeviceSensitivity("l2", math.hypot(float(res["sensitivity"]) / float(res["scale_V"]),
-                                                             2.0 * float(res["grad_bound"]) / float(res["scale_g"])))
-        return LocalKernel(choose, _randomize, _update, (choice, client, ridge, ogd), (theta, M, beta, theta_hat),
-                           server, ("theta", "M", "beta", "theta_hat"), message,
-                           estimate=lambda: theta.reshape(R, K, d) if block else theta,
-                           public_space=ridge_space(PublicField("theta_hat", ("R", "D"), norm=W)), encode=_encode,
-                           noise=additive_noise(D, (float(res["scale_V"]), float(res["scale_u"]),
-                                                    float(res["scale_g"])), laplace),
-                           sensitivity=sensitivity)
+            sensitivity = DeviceSensitivity(
+                "l2",
+                math.hypot(
+                    float(res["sensitivity"]) / float(res["scale_V"]),
+                    2.0 * float(res["grad_bound"]) / float(res["scale_g"]),
+                ),
+            )
+        return LocalKernel(
+            choose,
+            _randomize,
+            _update,
+            (choice, client, ridge, ogd),
+            (theta, M, beta, theta_hat),
+            server,
+            ("theta", "M", "beta", "theta_hat"),
+            message,
+            estimate=lambda: theta.reshape(R, K, d) if block else theta,
+            public_space=ridge_space(PublicField("theta_hat", ("R", "D"), norm=W)),
+            encode=_encode,
+            noise=additive_noise(
+                D, (float(res["scale_V"]), float(res["scale_u"]), float(res["scale_g"])), laplace
+            ),
+            sensitivity=sensitivity,
+        )
 
     def _local_kernel(self) -> LocalKernel:
         if not isinstance(self.kernel, LocalKernel):
@@ -486,7 +603,11 @@ class LDPGLOC(LocalAlgorithm):
         """The noisy-OGD iterate ``theta_hat``: ``(R, d)``, or ``(R, K, d)`` in the multi setting."""
         theta_hat = self._local_kernel().public[3]
         spec = self.spec
-        return theta_hat.reshape(self.R, spec.K, spec.d) if spec.setting == "multi" else theta_hat.copy()
+        return (
+            theta_hat.reshape(self.R, spec.K, spec.d)
+            if spec.setting == "multi"
+            else theta_hat.copy()
+        )
 
     def n_shifted(self) -> np.ndarray:
         """Per replication, how often the regularized noisy Gram matrix was shifted (section 4.3.2)."""

@@ -86,8 +86,8 @@ def _encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]
     scaled by ``y``.  Nothing the server sends enters the message.
     """
     D, C_B, y_lo, y_hi, clip = params[1][0], params[1][1], params[1][2], params[1][3], params[1][4]
-    V = out[:D * D].reshape((D, D))
-    u = out[D * D:D * D + D]
+    V = out[: D * D].reshape((D, D))
+    u = out[D * D : D * D + D]
     if X.ndim == 1:  # multi-parameter setting: e_a kron X (resolved at compile time)
         feature_block(X, a, u)
     else:
@@ -110,8 +110,8 @@ def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-unty
     """
     D, scale_V, scale_u, laplace = params[1][0], params[1][5], params[1][6], params[1][7]
     _encode(params, public, r, t, X, a, y, out)
-    V = out[:D * D].reshape((D, D))
-    u = out[D * D:D * D + D]
+    V = out[: D * D].reshape((D, D))
+    u = out[D * D : D * D + D]
     if laplace:
         add_symmetric_laplace(rng, scale_V, V)
         add_laplace(rng, scale_u, u)
@@ -224,7 +224,9 @@ class LDPUCB(LocalAlgorithm):
         horizon: int | None = None,
     ) -> None:
         if preset == "authors_code" and mechanism != "gaussian":
-            raise ValidationError("preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'")
+            raise ValidationError(
+                "preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'"
+            )
 
     # -- calibration -------------------------------------------------------------------------
     def calibrate(self, spec: EnvSpec) -> Calibration:
@@ -262,17 +264,22 @@ class LDPUCB(LocalAlgorithm):
             b = (l1_V + l1_u) / eps
             scale_V = scale_u = b
             sigma = _SQRT2 * b
-            notes.append("Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
-                         "Laplace std")
-            guarantee = laplace_message_guarantee((("x x^T", l1_V, b), ("y x", l1_u, b)),
-                                                  self._notes(notes))
+            notes.append(
+                "Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
+                "Laplace std"
+            )
+            guarantee = laplace_message_guarantee(
+                (("x x^T", l1_V, b), ("y x", l1_u, b)), self._notes(notes)
+            )
         else:
             if preset == "authors_code" and self.reference_code == "zheng2020":
                 # official demo: 4 sqrt(ln(1.25/delta))/eps (README: 4 sqrt(2 ln(1.25/delta))/eps),
                 # one Gaussian mechanism on the message (the official README's form, correction Zheng20-4)
                 sigma = 4.0 * math.sqrt(math.log(1.25 / delta)) / eps
                 bonus, beta_index, c_first = "squared", "current", 0.1
-                notes.append("reference code zheng2020 (demo noise, squared bonus, beta_t, round-1 c = 0.1)")
+                notes.append(
+                    "reference code zheng2020 (demo noise, squared bonus, beta_t, round-1 c = 0.1)"
+                )
             elif split == "joint":
                 if calib == "analytic":
                     sigma = tight_sigma(eps, delta, joint)
@@ -285,15 +292,37 @@ class LDPUCB(LocalAlgorithm):
                 notes.append("reference code han2021 (Gram sum starts at I in the single setting)")
             scale_V = scale_u = sigma
             guarantee = gaussian_message_guarantee(
-                (("x x^T, y x", joint, sigma),), delta,
-                self._notes(notes + [f"noise: {split}/{calib}; parts alone: x x^T {tight_V:.6g}, "
-                                     f"y x {tight_u:.6g}"]))
+                (("x x^T, y x", joint, sigma),),
+                delta,
+                self._notes(
+                    notes
+                    + [
+                        f"noise: {split}/{calib}; parts alone: x x^T {tight_V:.6g}, "
+                        f"y x {tight_u:.6g}"
+                    ]
+                ),
+            )
         resolved = {
-            "D": D, "T": T, "context_bound": C_B, "reward_lo": lo, "reward_hi": hi, "reward_bound": Y,
-            "mechanism": self.mechanism, "noise_split": split, "gaussian_calibration": calib,
-            "sensitivity": joint, "scale_V": scale_V, "scale_u": scale_u, "sigma": sigma,
-            "V0": V0, "bonus": bonus, "beta_index": beta_index, "c_first": c_first,
-            "c_factor": self.c_factor, "beta_formula": self.beta_formula, "beta_scale": self.beta_scale,
+            "D": D,
+            "T": T,
+            "context_bound": C_B,
+            "reward_lo": lo,
+            "reward_hi": hi,
+            "reward_bound": Y,
+            "mechanism": self.mechanism,
+            "noise_split": split,
+            "gaussian_calibration": calib,
+            "sensitivity": joint,
+            "scale_V": scale_V,
+            "scale_u": scale_u,
+            "sigma": sigma,
+            "V0": V0,
+            "bonus": bonus,
+            "beta_index": beta_index,
+            "c_first": c_first,
+            "c_factor": self.c_factor,
+            "beta_formula": self.beta_formula,
+            "beta_scale": self.beta_scale,
         }
         return Calibration(guarantee, resolved, preset, (eps, delta))
 
@@ -308,11 +337,30 @@ class LDPUCB(LocalAlgorithm):
         D, T = int(res["D"]), int(res["T"])
         code = BETA_CODES["ucb-paper" if self.beta_formula == "paper" else "ucb-ss"]
         choice = (spec.K, res["bonus"] == "squared")
-        client = (D, float(res["context_bound"]), float(res["reward_lo"]), float(res["reward_hi"]), self.clip,
-                  float(res["scale_V"]), float(res["scale_u"]), self.mechanism == "laplace")
+        client = (
+            D,
+            float(res["context_bound"]),
+            float(res["reward_lo"]),
+            float(res["reward_hi"]),
+            self.clip,
+            float(res["scale_V"]),
+            float(res["scale_u"]),
+            self.mechanism == "laplace",
+        )
         c_first = -1.0 if res["c_first"] is None else float(res["c_first"])
-        ridge = (float(res["sigma"]), D, T, self.alpha, self.c_factor, c_first, code, self.beta_scale,
-                 0.0, 1.0, res["beta_index"] == "current")
+        ridge = (
+            float(res["sigma"]),
+            D,
+            T,
+            self.alpha,
+            self.c_factor,
+            c_first,
+            code,
+            self.beta_scale,
+            0.0,
+            1.0,
+            res["beta_index"] == "current",
+        )
         public, server = new_ridge_state(ridge, R, D, float(res["V0"]))
         theta = public[0]
         block = spec.setting == "multi"
@@ -321,12 +369,26 @@ class LDPUCB(LocalAlgorithm):
         norm = "l1" if laplace else "l2"
         # the accountant's parameter: sum of L1 sensitivities over scales (Laplace), the joint l2
         # sensitivity over the std (Gaussian); the message does not depend on the public state
-        bound = self.calibration.guarantee.epsilon if laplace else float(res["sensitivity"]) / float(res["scale_V"])
-        return LocalKernel(choose, _randomize, _update, (choice, client, ridge), public, server,
-                           ("theta", "M", "beta"), message,
-                           estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta,
-                           public_space=ridge_space(), encode=_encode,
-                           noise=additive_noise(D, (float(res["scale_V"]), float(res["scale_u"])), laplace), sensitivity=DeviceSensitivity(norm, bound))
+        bound = (
+            self.calibration.guarantee.epsilon
+            if laplace
+            else float(res["sensitivity"]) / float(res["scale_V"])
+        )
+        return LocalKernel(
+            choose,
+            _randomize,
+            _update,
+            (choice, client, ridge),
+            public,
+            server,
+            ("theta", "M", "beta"),
+            message,
+            estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta,
+            public_space=ridge_space(),
+            encode=_encode,
+            noise=additive_noise(D, (float(res["scale_V"]), float(res["scale_u"])), laplace),
+            sensitivity=DeviceSensitivity(norm, bound),
+        )
 
     def n_shifted(self) -> np.ndarray:
         """Per replication, how often the regularized noisy Gram matrix was not positive definite

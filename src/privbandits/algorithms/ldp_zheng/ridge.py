@@ -55,8 +55,15 @@ from privbandits.core.links import LINK_IDENTITY
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.privacy.device import DeviceNoise
 
-__all__ = ["additive_noise", "choose", "new_ridge_state", "ridge_receive", "ridge_refresh", "ridge_regularizer",
-           "ridge_space"]
+__all__ = [
+    "additive_noise",
+    "choose",
+    "new_ridge_state",
+    "ridge_receive",
+    "ridge_refresh",
+    "ridge_regularizer",
+    "ridge_space",
+]
 
 
 def ridge_space(*extra: PublicField) -> PublicSpace:
@@ -66,12 +73,16 @@ def ridge_space(*extra: PublicField) -> PublicSpace:
     needed) and ``beta`` (``(R,)``, non-negative), then ``extra`` fields.  ``D`` is ``d``, or
     ``K d`` in the multi-parameter setting (the symbol ``"D"`` of
     :func:`~privbandits.core.public_space.dims_of`)."""
-    return PublicSpace((
-        PublicField("theta", ("R", "D"), norm=ESTIMATE_BOUND),
-        PublicField("M", ("R", "D", "D"), low=-ESTIMATE_BOUND, high=ESTIMATE_BOUND, symmetric=True),
-        PublicField("beta", ("R",), low=0.0, high=ESTIMATE_BOUND),
-        *extra,
-    ))
+    return PublicSpace(
+        (
+            PublicField("theta", ("R", "D"), norm=ESTIMATE_BOUND),
+            PublicField(
+                "M", ("R", "D", "D"), low=-ESTIMATE_BOUND, high=ESTIMATE_BOUND, symmetric=True
+            ),
+            PublicField("beta", ("R",), low=0.0, high=ESTIMATE_BOUND),
+            *extra,
+        )
+    )
 
 
 def additive_noise(D: int, units: tuple[float, ...], laplace: bool) -> DeviceNoiseFn:
@@ -85,7 +96,9 @@ def additive_noise(D: int, units: tuple[float, ...], laplace: bool) -> DeviceNoi
     """
     norm, f = ("l1", 2.0) if laplace else ("l2", 1.0)
     scale = np.concatenate([mirrored_scale(D, units[0], norm)] + [np.full(D, u) for u in units[1:]])
-    var = np.concatenate([np.full(D * D, f * units[0] ** 2)] + [np.full(D, f * u * u) for u in units[1:]])
+    var = np.concatenate(
+        [np.full(D * D, f * units[0] ** 2)] + [np.full(D, f * u * u) for u in units[1:]]
+    )
     kind = "laplace" if laplace else "gaussian"
 
     def noise(t: int, a: np.ndarray, encoded: np.ndarray | None) -> DeviceNoise:
@@ -108,7 +121,14 @@ def choose(params, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
 @nb.njit(cache=True, inline="always")
 def ridge_regularizer(ridge, n):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``c_n`` added to the noisy Gram sum after ``n`` messages."""
-    sigma, D, T, alpha, c_factor, c_first = ridge[0], ridge[1], ridge[2], ridge[3], ridge[4], ridge[5]
+    sigma, D, T, alpha, c_factor, c_first = (
+        ridge[0],
+        ridge[1],
+        ridge[2],
+        ridge[3],
+        ridge[4],
+        ridge[5],
+    )
     if n == 0 and c_first > 0.0:
         return c_first
     return regularizer(max(n, 1.0), sigma, D, T, alpha, c_factor)
@@ -128,7 +148,13 @@ def _within(M, bound):  # type: ignore[no-untyped-def]  # pragma: no cover - com
 def ridge_refresh(ridge, theta, M, beta, server, r):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Publish ``M = A^{-1}``, ``theta = M u`` and ``beta`` of replication ``r``."""
     sigma, D, T, alpha = ridge[0], ridge[1], ridge[2], ridge[3]
-    beta_code, beta_scale, grad_sigma, mu, beta_current = ridge[6], ridge[7], ridge[8], ridge[9], ridge[10]
+    beta_code, beta_scale, grad_sigma, mu, beta_current = (
+        ridge[6],
+        ridge[7],
+        ridge[8],
+        ridge[9],
+        ridge[10],
+    )
     A, u, n, c, n_shifted, L, W = server
     if not (spd_inverse_into(A[r], M[r], L[r], W[r]) and _within(M[r], ESTIMATE_BOUND)):
         # not positive definite (probability <= alpha), or numerically singular: invert
@@ -164,12 +190,21 @@ def ridge_receive(ridge, theta, M, beta, server, r, msg):  # type: ignore[no-unt
     ridge_refresh(ridge, theta, M, beta, server, r)
 
 
-def new_ridge_state(ridge: tuple, R: int, D: int, V0: float) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+def new_ridge_state(
+    ridge: tuple, R: int, D: int, V0: float
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """Fresh public ``(theta, M, beta)`` and server state before any message (``V_0 = V0 I``)."""
     c0 = ridge_regularizer(ridge, 0.0)
     A = np.broadcast_to((V0 + c0) * np.eye(D), (R, D, D)).copy()
-    server = (A, np.zeros((R, D)), np.zeros(R), np.full(R, c0), np.zeros(R, dtype=np.int64),
-              np.zeros((R, D, D)), np.zeros((R, D, D)))
+    server = (
+        A,
+        np.zeros((R, D)),
+        np.zeros(R),
+        np.full(R, c0),
+        np.zeros(R, dtype=np.int64),
+        np.zeros((R, D, D)),
+        np.zeros((R, D, D)),
+    )
     public = (np.zeros((R, D)), np.zeros((R, D, D)), np.zeros(R))
     for r in range(R):
         ridge_refresh(ridge, *public, server, r)

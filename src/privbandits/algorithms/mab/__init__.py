@@ -20,4 +20,13 @@ from privbandits.algorithms.mab.successive_elimination import SuccessiveEliminat
 from privbandits.algorithms.mab.tsallis_inf import TsallisINF
 from privbandits.algorithms.mab.ucb1 import UCB1
 
-__all__ = ["DPSE", "DPUCB", "EXP3", "UCB1", "AdaPKLUCB", "AdaPUCB", "SuccessiveElimination", "TsallisINF"]
+__all__ = [
+    "DPSE",
+    "DPUCB",
+    "EXP3",
+    "UCB1",
+    "AdaPKLUCB",
+    "AdaPUCB",
+    "SuccessiveElimination",
+    "TsallisINF",
+]

@@ -57,10 +57,15 @@ _ARM, _TARGET, _SUM, _PULLS = 0, 1, 2, 3
 
 
 @nb.njit(cache=True)
-def adap_ucb_index(mu: float, length: float, t_l: float, epsilon: float,
-                   alpha: float) -> float:  # pragma: no cover - compiled
+def adap_ucb_index(
+    mu: float, length: float, t_l: float, epsilon: float, alpha: float
+) -> float:  # pragma: no cover - compiled
     """Eq. (7): ``mu + sqrt(alpha ln(2 t_l) / (2 len)) + alpha ln(t_l) / (eps len)``."""
-    return mu + math.sqrt(alpha * math.log(2.0 * t_l) / (2.0 * length)) + alpha * math.log(t_l) / (epsilon * length)
+    return (
+        mu
+        + math.sqrt(alpha * math.log(2.0 * t_l) / (2.0 * length))
+        + alpha * math.log(t_l) / (epsilon * length)
+    )
 
 
 @nb.njit(cache=True)
@@ -75,8 +80,9 @@ def bernoulli_kl(p: float, q: float) -> float:  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def kl_ucb_index(mu: float, length: float, t_l: float, epsilon: float,
-                 alpha: float) -> float:  # pragma: no cover - compiled
+def kl_ucb_index(
+    mu: float, length: float, t_l: float, epsilon: float, alpha: float
+) -> float:  # pragma: no cover - compiled
     """AdaP-KLUCB index: ``max{q in [mu_breve, 1] : d(mu_breve, q) <= alpha ln(t_l) / len}``."""
     p = min(max(mu + alpha * math.log(t_l) / (epsilon * length), 0.0), 1.0)
     level = alpha * math.log(t_l) / length
@@ -185,15 +191,23 @@ class AdaPUCB(Curator):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """The accounted guarantee of the episode releases (the Laplace scale of a 1-sample episode)."""
-        release = PureDP(laplace_epsilon(1.0 / self.epsilon, 1.0))  # len = 1; eps does not depend on len
+        release = PureDP(
+            laplace_epsilon(1.0 / self.epsilon, 1.0)
+        )  # len = 1; eps does not depend on len
         total = compose_parallel([release])
-        notes = (f"{self.index_name} (Azize & Basu 2022, Alg. 1): per episode the mean of its len rewards clipped "
-                 f"to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}] and mapped to [0, 1], plus "
-                 f"Lap(1/(eps len)) -> {release.epsilon:.6g}-DP each; episodes hold disjoint rewards "
-                 "(Lemma 1, parallel composition); neighbouring: one reward changed")
+        notes = (
+            f"{self.index_name} (Azize & Basu 2022, Alg. 1): per episode the mean of its len rewards clipped "
+            f"to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}] and mapped to [0, 1], plus "
+            f"Lap(1/(eps len)) -> {release.epsilon:.6g}-DP each; episodes hold disjoint rewards "
+            "(Lemma 1, parallel composition); neighbouring: one reward changed"
+        )
         resolved = {"alpha": self.alpha, "laplace_scale_per_sample": 1.0 / self.epsilon}
-        return Calibration(to_guarantee(total, "central", "user", notes), resolved, preset="strict",
-                           requested=(self.epsilon, 0.0))
+        return Calibration(
+            to_guarantee(total, "central", "user", notes),
+            resolved,
+            preset="strict",
+            requested=(self.epsilon, 0.0),
+        )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K

@@ -50,7 +50,9 @@ __all__ = ["DPSE", "epoch_length", "epoch_threshold"]
 
 
 @nb.njit(cache=True)
-def epoch_length(n_arms: float, e: float, epsilon: float, beta: float) -> float:  # pragma: no cover - compiled
+def epoch_length(
+    n_arms: float, e: float, epsilon: float, beta: float
+) -> float:  # pragma: no cover - compiled
     """Pulls per surviving arm in epoch ``e``: ``floor(max{32 ln(8|S|e^2/beta)/Delta_e^2,
     8 ln(4|S|e^2/beta)/(eps Delta_e)}) + 1`` with ``Delta_e = 2^-e``."""
     delta_e = 2.0 ** (-e)
@@ -60,8 +62,9 @@ def epoch_length(n_arms: float, e: float, epsilon: float, beta: float) -> float:
 
 
 @nb.njit(cache=True)
-def epoch_threshold(n_arms: float, e: float, R_e: float, epsilon: float,
-                    beta: float) -> float:  # pragma: no cover - compiled
+def epoch_threshold(
+    n_arms: float, e: float, R_e: float, epsilon: float, beta: float
+) -> float:  # pragma: no cover - compiled
     """Elimination threshold ``2 h_e + 2 c_e``, ``h_e = sqrt(ln(8|S|e^2/beta)/(2 R_e))``,
     ``c_e = ln(4|S|e^2/beta)/(R_e eps)``."""
     h = math.sqrt(math.log(8.0 * n_arms * e * e / beta) / (2.0 * R_e))
@@ -135,8 +138,10 @@ class DPSE(Curator):
     twin = "successive-elimination"
     links = ("*",)
     paper = "Sajed & Sheffet 2019"
-    constraints: ClassVar = {"epsilon": Epsilon,
-                             "beta": Optional(Real(0.0, 1.0, low_open=True, high_open=True))}
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "beta": Optional(Real(0.0, 1.0, low_open=True, high_open=True)),
+    }
     test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 5.0, "beta": 0.5})
     test_envs: ClassVar = ("finite",)
 
@@ -152,13 +157,19 @@ class DPSE(Curator):
         # its epsilon does not depend on R_e, shown at R_1
         release = PureDP(laplace_epsilon(1.0 / (self.epsilon * R_1), 1.0 / R_1))
         total = compose_parallel([release])
-        notes = (f"DP-SE (Sajed & Sheffet 2019): per (epoch, arm) the mean of that epoch's R_e rewards clipped "
-                 f"to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}] and mapped to [0, 1], plus "
-                 f"Lap(1/(eps R_e)) -> {release.epsilon:.6g}-DP each; disjoint rewards (parallel composition); "
-                 "neighbouring: one reward changed")
+        notes = (
+            f"DP-SE (Sajed & Sheffet 2019): per (epoch, arm) the mean of that epoch's R_e rewards clipped "
+            f"to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}] and mapped to [0, 1], plus "
+            f"Lap(1/(eps R_e)) -> {release.epsilon:.6g}-DP each; disjoint rewards (parallel composition); "
+            "neighbouring: one reward changed"
+        )
         resolved = {"beta": beta, "R_1": R_1, "laplace_scale_1": 1.0 / (self.epsilon * R_1)}
-        return Calibration(to_guarantee(total, "central", "user", notes), resolved, preset="strict",
-                           requested=(self.epsilon, 0.0))
+        return Calibration(
+            to_guarantee(total, "central", "user", notes),
+            resolved,
+            preset="strict",
+            requested=(self.epsilon, 0.0),
+        )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
@@ -168,7 +179,9 @@ class DPSE(Curator):
         info[:, 0] = 1.0
         info[:, 1] = res["R_1"]
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)), np.zeros((R, K)), info)
-        return CuratorKernel(_select, _update, (float(self.epsilon), float(res["beta"]), lo, hi), state)
+        return CuratorKernel(
+            _select, _update, (float(self.epsilon), float(res["beta"]), lo, hi), state
+        )
 
     def surviving(self) -> np.ndarray:
         """Which arms are still in the race, ``(R, K)`` boolean."""

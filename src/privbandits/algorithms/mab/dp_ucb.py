@@ -71,8 +71,11 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
     log_t = math.log(max(t + 1.0, 1.0))
     for a in range(K):
         na = n[r, a]
-        scores[r, a] = (tree_prefix_sum(noisy[r, a], int(na)) / na + math.sqrt(2.0 * log_t / na)
-                        + gamma_relax / na)
+        scores[r, a] = (
+            tree_prefix_sum(noisy[r, a], int(na)) / na
+            + math.sqrt(2.0 * log_t / na)
+            + gamma_relax / na
+        )
     return argmax_first(scores[r], n[r])
 
 
@@ -110,13 +113,20 @@ class DPUCB(Curator):
     twin = "ucb1"
     links = ("*",)
     paper = "Mishra & Thakurta 2015 (Alg. 1)"
-    constraints: ClassVar = {"epsilon": Epsilon,
-                             "gamma": Real(0.0, 1.0, low_open=True, high_open=True),
-                             "per_arm_budget": Choice("split", "full")}
-    test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 0.5, "gamma": 0.5, "per_arm_budget": "full"})
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "gamma": Real(0.0, 1.0, low_open=True, high_open=True),
+        "per_arm_budget": Choice("split", "full"),
+    }
+    test_params: ClassVar = (
+        {"epsilon": 1.0},
+        {"epsilon": 0.5, "gamma": 0.5, "per_arm_budget": "full"},
+    )
     test_envs: ClassVar = ("finite",)
 
-    def __init__(self, epsilon: float = 1.0, gamma: float = 0.1, per_arm_budget: str = "split") -> None:
+    def __init__(
+        self, epsilon: float = 1.0, gamma: float = 0.1, per_arm_budget: str = "split"
+    ) -> None:
         pass
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
@@ -125,24 +135,38 @@ class DPUCB(Curator):
         h = max_nodes_per_leaf(T)
         eps0 = self.epsilon / K if self.per_arm_budget == "split" else self.epsilon
         scale = h / eps0
-        node = PureDP(laplace_epsilon(scale, 1.0))            # one node, a [0, 1] leaf
-        tree = compose_basic([node] * h)                        # a leaf enters h nodes
+        node = PureDP(laplace_epsilon(scale, 1.0))  # one node, a [0, 1] leaf
+        tree = compose_basic([node] * h)  # a leaf enters h nodes
         if self.per_arm_budget == "split":
             total = compose_basic([tree] * K)
             how = f"{K} trees composed (basic composition, Mishra & Thakurta 2015)"
         else:
             total = compose_parallel([tree] * K)
-            how = (f"{K} trees composed in parallel (each reward enters the tree of its own arm only; "
-                   "this library's argument, not the paper's)")
+            how = (
+                f"{K} trees composed in parallel (each reward enters the tree of its own arm only; "
+                "this library's argument, not the paper's)"
+            )
         gamma_relax = confidence_relaxation(K, max(T, 2), self.epsilon, self.gamma)
-        notes = (f"DP-UCB (Mishra & Thakurta 2015, Alg. 1): per-arm binary-tree counters over rewards clipped "
-                 f"to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}] and mapped to [0, 1], {h} nodes per "
-                 f"leaf, node noise Lap({scale:.6g}) -> {tree.epsilon:.6g}-DP per tree; {how}; "
-                 "neighbouring: one reward changed")
-        resolved = {"epsilon_0": eps0, "levels": h, "node_scale": scale, "Gamma": gamma_relax,
-                    "gamma": self.gamma, "per_arm_budget": self.per_arm_budget}
-        return Calibration(to_guarantee(total, "central", "user", notes), resolved, preset="strict",
-                           requested=(self.epsilon, 0.0))
+        notes = (
+            f"DP-UCB (Mishra & Thakurta 2015, Alg. 1): per-arm binary-tree counters over rewards clipped "
+            f"to [{spec.reward_range[0]:g}, {spec.reward_range[1]:g}] and mapped to [0, 1], {h} nodes per "
+            f"leaf, node noise Lap({scale:.6g}) -> {tree.epsilon:.6g}-DP per tree; {how}; "
+            "neighbouring: one reward changed"
+        )
+        resolved = {
+            "epsilon_0": eps0,
+            "levels": h,
+            "node_scale": scale,
+            "Gamma": gamma_relax,
+            "gamma": self.gamma,
+            "per_arm_budget": self.per_arm_budget,
+        }
+        return Calibration(
+            to_guarantee(total, "central", "user", notes),
+            resolved,
+            preset="strict",
+            requested=(self.epsilon, 0.0),
+        )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K

@@ -91,13 +91,17 @@ class EXP3(Curator):
         T = self.horizon if self.horizon is not None else spec.horizon
         K = spec.K
         eta = self.eta if self.eta is not None else math.sqrt(2.0 * math.log(K) / (T * K)) / width
-        return Calibration(NON_PRIVATE, {"eta": eta, "loss_offset": hi, "loss_range": width, "T": T})
+        return Calibration(
+            NON_PRIVATE, {"eta": eta, "loss_offset": hi, "loss_range": width, "T": T}
+        )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
         res = self.calibration.resolved
         state = (np.zeros((R, K)), np.full((R, K), 1.0 / K))
-        return CuratorKernel(_select, _update, (float(res["eta"]), float(res["loss_offset"])), state)
+        return CuratorKernel(
+            _select, _update, (float(res["eta"]), float(res["loss_offset"])), state
+        )
 
     def probabilities(self) -> np.ndarray:
         """The arm distribution of the last round played, ``(R, K)``."""

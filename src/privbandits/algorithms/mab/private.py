@@ -49,8 +49,14 @@ def argmax_first(scores: np.ndarray, mask: np.ndarray) -> int:  # pragma: no cov
 
 
 @nb.njit(cache=True)
-def laplace_tree_insert(alpha: np.ndarray, noisy: np.ndarray, s: int, leaf: float, scale: float,
-                        rng: np.random.Generator) -> None:  # pragma: no cover - compiled
+def laplace_tree_insert(
+    alpha: np.ndarray,
+    noisy: np.ndarray,
+    s: int,
+    leaf: float,
+    scale: float,
+    rng: np.random.Generator,
+) -> None:  # pragma: no cover - compiled
     """Insert leaf ``s`` (1-based) of a scalar stream and release the node it completes.
 
     With ``i`` the lowest set bit of ``s``: ``alpha_i = leaf + sum_{j < i} alpha_j`` (exact partial

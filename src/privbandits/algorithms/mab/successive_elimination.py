@@ -33,13 +33,17 @@ __all__ = ["SuccessiveElimination", "elimination_radius"]
 
 
 @nb.njit(cache=True)
-def elimination_radius(s: float, K: int, n: float, alpha: float) -> float:  # pragma: no cover - compiled
+def elimination_radius(
+    s: float, K: int, n: float, alpha: float
+) -> float:  # pragma: no cover - compiled
     """``c_n = s sqrt(2 ln(4 K n^2 / alpha) / n)``."""
     return s * math.sqrt(2.0 * math.log(4.0 * K * n * n / alpha) / n)
 
 
 @nb.njit(cache=True)
-def round_robin_arm(n: np.ndarray, active: np.ndarray, r: int) -> int:  # pragma: no cover - compiled
+def round_robin_arm(
+    n: np.ndarray, active: np.ndarray, r: int
+) -> int:  # pragma: no cover - compiled
     """The surviving arm (``active[r, k] > 0``) with the fewest samples ``n[r, k]``, lowest index
     first: a round-robin cycle over the survivors (successive elimination and DP-SE)."""
     best, arg = np.inf, 0
@@ -100,8 +104,10 @@ class SuccessiveElimination(Curator):
     name = "successive-elimination"
     links = ("*",)
     paper = "Even-Dar et al. 2006"
-    constraints: ClassVar = {"alpha": Real(0.0, 1.0, low_open=True, high_open=True),
-                             "scale": Optional(Positive)}
+    constraints: ClassVar = {
+        "alpha": Real(0.0, 1.0, low_open=True, high_open=True),
+        "scale": Optional(Positive),
+    }
     test_params: ClassVar = ({}, {"alpha": 0.5, "scale": 0.05})
     test_envs: ClassVar = ("finite",)
 
@@ -116,7 +122,9 @@ class SuccessiveElimination(Curator):
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)))
-        return CuratorKernel(_select, _update, (float(self.calibration.resolved["scale"]), self.alpha), state)
+        return CuratorKernel(
+            _select, _update, (float(self.calibration.resolved["scale"]), self.alpha), state
+        )
 
     def surviving(self) -> np.ndarray:
         """Which arms are still in the race, ``(R, K)`` boolean."""

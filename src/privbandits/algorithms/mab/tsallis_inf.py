@@ -36,7 +36,9 @@ __all__ = ["TsallisINF", "tsallis_weights"]
 
 
 @nb.njit(cache=True)
-def tsallis_weights(L: np.ndarray, eta: float, w: np.ndarray) -> None:  # pragma: no cover - compiled
+def tsallis_weights(
+    L: np.ndarray, eta: float, w: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """``w_i = 4 (eta (L_i - x))^{-2}`` with the normalizer ``x`` found by Newton's method.
 
     ``f(x) = sum_i w_i(x) - 1`` is increasing and convex on ``x < min L``; started at
@@ -53,7 +55,7 @@ def tsallis_weights(L: np.ndarray, eta: float, w: np.ndarray) -> None:  # pragma
             wk = 4.0 / (eta * (L[k] - x)) ** 2
             w[k] = wk
             total += wk
-            slope += eta * wk ** 1.5
+            slope += eta * wk**1.5
         if abs(total - 1.0) < 1e-12:
             break
         x -= (total - 1.0) / slope
@@ -109,7 +111,9 @@ class TsallisINF(Curator):
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Non-private; records the loss normalization."""
         hi, width = reward_window(spec)
-        return Calibration(NON_PRIVATE, {"loss_offset": hi, "loss_range": width, "eta_scale": self.eta_scale})
+        return Calibration(
+            NON_PRIVATE, {"loss_offset": hi, "loss_range": width, "eta_scale": self.eta_scale}
+        )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K

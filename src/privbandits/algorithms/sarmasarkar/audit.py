@@ -45,19 +45,29 @@ def gradient_release_spec(under_noised: float | None = None) -> AuditSpec:
         out = np.empty(m)
         g, x = np.empty(d), np.empty(d)
         for k in range(m):
-            noisy_gradient_sum(X, rewards[side], member, 1, 2, theta, LINK_PROBIT, R, sigma, rng, g, x)
+            noisy_gradient_sum(
+                X, rewards[side], member, 1, 2, theta, LINK_PROBIT, R, sigma, rng, g, x
+            )
             out[k] = g[0]
         return out
 
     return AuditSpec(
-        name=variant_name("jdp-glm-gradient", f), claimed_epsilon=float(claim.epsilon),
-        claimed_delta=float(claim.delta), sample=sample,
+        name=variant_name("jdp-glm-gradient", f),
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        sample=sample,
         neighbours="two data points, the first differs: (3 e_1, reward -5) vs (3 e_1, reward +5); the raw "
-                   "gradients 16.5 e_1 and -13.5 e_1 are clipped to +e_1 and -e_1 (distance 2R = the sensitivity)",
+        "gradients 16.5 e_1 and -13.5 e_1 are clipped to +e_1 and -e_1 (distance 2R = the sensitivity)",
         statistic="first coordinate of the noisy gradient sum (the exact log-likelihood-ratio direction)",
         n_samples=200_000,
-        notes="; ".join(p for p in (
-            f"strict DPPGD step of JDP-GLM at rho={rho:.6g} (T_it = 1), sigma_sum = 2R sqrt(T_it/(2 rho)) = "
-            f"{dppgd_sigma(R, 1, rho):.6g}, probit link, theta = 0",
-            variant_note(f, "noise std")) if p),
-        noise_factor=f)
+        notes="; ".join(
+            p
+            for p in (
+                f"strict DPPGD step of JDP-GLM at rho={rho:.6g} (T_it = 1), sigma_sum = 2R sqrt(T_it/(2 rho)) = "
+                f"{dppgd_sigma(R, 1, rho):.6g}, probit link, theta = 0",
+                variant_note(f, "noise std"),
+            )
+            if p
+        ),
+        noise_factor=f,
+    )

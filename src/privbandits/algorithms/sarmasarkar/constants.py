@@ -51,16 +51,21 @@ def w_max_for(link: Link, kappa_star: float) -> float:
     return min(1.0 / kappa_star, sup_dmu / math.e)
 
 
-def lambda_theory(d: int, T: int, epsilon: float, delta: float, zeta: float, kappa_star: float) -> float:
+def lambda_theory(
+    d: int, T: int, epsilon: float, delta: float, zeta: float, kappa_star: float
+) -> float:
     """Eq. (50): ``(5/4) d Lambda_T + 100 sqrt(d) Lambda_delta log T (sqrt(Lambda_T) + sqrt(d)) / (eps kappa*)``."""
     LT, Ld = math.log(T / zeta), math.log(1.0 / delta)
-    return 1.25 * d * LT + 100.0 * math.sqrt(d) * Ld * math.log(T) * (math.sqrt(LT) + math.sqrt(d)) / (
-        epsilon * kappa_star)
+    return 1.25 * d * LT + 100.0 * math.sqrt(d) * Ld * math.log(T) * (
+        math.sqrt(LT) + math.sqrt(d)
+    ) / (epsilon * kappa_star)
 
 
 def lambda_practical(sigma: float, m: int, d: int, T: int, zeta: float, lam0: float) -> float:
     """``lam0 + sigma sqrt(m) (2 sqrt(d) + sqrt(2 ln(8T/zeta)))``: a high-probability bound on the prefix noise norm."""
-    return lam0 + sigma * math.sqrt(m) * (2.0 * math.sqrt(d) + math.sqrt(2.0 * math.log(8.0 * T / zeta)))
+    return lam0 + sigma * math.sqrt(m) * (
+        2.0 * math.sqrt(d) + math.sqrt(2.0 * math.log(8.0 * T / zeta))
+    )
 
 
 def theory_tree_sigma(m: int, epsilon: float, delta: float, kappa_star: float) -> float:
@@ -115,9 +120,24 @@ class JDPConstants:
         return dict(self.__dict__)
 
 
-def jdp_glm_constants(*, d: int, T: int, epsilon: float, delta: float, zeta: float, link: Link, R: float,
-                      S: float, kappa: float, kappa_star: float, mode: str, split: str,
-                      c_thr: float, lam0: float, C: float) -> JDPConstants:
+def jdp_glm_constants(
+    *,
+    d: int,
+    T: int,
+    epsilon: float,
+    delta: float,
+    zeta: float,
+    link: Link,
+    R: float,
+    S: float,
+    kappa: float,
+    kappa_star: float,
+    mode: str,
+    split: str,
+    c_thr: float,
+    lam0: float,
+    C: float,
+) -> JDPConstants:
     """Resolve the constants of Algorithm 2 (see the module docstring).
 
     Practical: each component gets ``(eps/3, delta/3)`` (``split="thirds"``, the paper's split;
@@ -139,13 +159,27 @@ def jdp_glm_constants(*, d: int, T: int, epsilon: float, delta: float, zeta: flo
         lam = lambda_theory(d, T, epsilon, delta, zeta, kappa_star)
         lam_max = (4.0 * math.sqrt(d) + 2.0) / (4.0 * math.sqrt(d) + 1.0) * lam
         lam_min = 4.0 * math.sqrt(d) / (4.0 * math.sqrt(d) + 1.0) * lam
-        gamma = C * (R**2 * S * math.sqrt(d * LT)
-                     + R**2 * S * d**0.25 * math.sqrt(LT) * (d + LT) ** 0.25 * math.sqrt(Ld) / math.sqrt(
-                         epsilon * kappa_star)
-                     + R**4 * S**4 * d * math.sqrt(kappa) * LT * math.sqrt(Ld) / epsilon)
-        beta = C * (R * math.sqrt(d * LT)
-                    + R * S * d**0.25 * math.sqrt(LT) * math.sqrt(Ld) * (d + LT) ** 0.25 / math.sqrt(
-                        epsilon * min(kappa_star, 1.0)))
+        gamma = C * (
+            R**2 * S * math.sqrt(d * LT)
+            + R**2
+            * S
+            * d**0.25
+            * math.sqrt(LT)
+            * (d + LT) ** 0.25
+            * math.sqrt(Ld)
+            / math.sqrt(epsilon * kappa_star)
+            + R**4 * S**4 * d * math.sqrt(kappa) * LT * math.sqrt(Ld) / epsilon
+        )
+        beta = C * (
+            R * math.sqrt(d * LT)
+            + R
+            * S
+            * d**0.25
+            * math.sqrt(LT)
+            * math.sqrt(Ld)
+            * (d + LT) ** 0.25
+            / math.sqrt(epsilon * min(kappa_star, 1.0))
+        )
         thr = 1.0 / (gamma**2 * kappa * R**2)
         sigma = theory_tree_sigma(m, epsilon, delta, kappa_star)
         sigma_V = sigma_H = sigma
@@ -176,11 +210,30 @@ def jdp_glm_constants(*, d: int, T: int, epsilon: float, delta: float, zeta: flo
         zeta_o = zeta / (8.0 * max(n_refresh, 1))
         zeta_t = zeta / (8.0 * count2)
     return JDPConstants(
-        mode=mode, kappa=kappa, kappa_star=kappa_star, w_max=w_max, m=m, sigma_V=sigma_V, sigma_H=sigma_H,
-        lam_V=lam_V, lam_H=lam_H, lam_reg_o=lam_reg_o, lam_reg_tau=lam_reg_tau, lam_min_V=lam_min_V, thr=thr,
-        gamma=gamma, beta=beta, count2_cutoff=count2, n_refresh=n_refresh,
-        rho_o_call=rho_family / max(n_refresh, 1), rho_tau_call=rho_family / count2,
-        zeta_opt_o=zeta_o, zeta_opt_tau=zeta_t, component_epsilon=epsilon / parts, component_delta=delta / parts)
+        mode=mode,
+        kappa=kappa,
+        kappa_star=kappa_star,
+        w_max=w_max,
+        m=m,
+        sigma_V=sigma_V,
+        sigma_H=sigma_H,
+        lam_V=lam_V,
+        lam_H=lam_H,
+        lam_reg_o=lam_reg_o,
+        lam_reg_tau=lam_reg_tau,
+        lam_min_V=lam_min_V,
+        thr=thr,
+        gamma=gamma,
+        beta=beta,
+        count2_cutoff=count2,
+        n_refresh=n_refresh,
+        rho_o_call=rho_family / max(n_refresh, 1),
+        rho_tau_call=rho_family / count2,
+        zeta_opt_o=zeta_o,
+        zeta_opt_tau=zeta_t,
+        component_epsilon=epsilon / parts,
+        component_delta=delta / parts,
+    )
 
 
 def exact_tree_nodes(T: int) -> int:

@@ -71,14 +71,40 @@ from privbandits.privacy.samplers import clip_l2, clip_scalar
 __all__ = ["JDPGLM", "jdp_glm_accounting", "resolve_kappas"]
 
 # indices into the kernel state tuple
-_XS, _YS, _MEM, _AV, _NV, _AH, _NH, _V, _VINV, _H, _HTMP, _HTAU, _HTAU_INV, _TH_O, _TH_T, _N2, _EXPL, _STATS, \
-    _W, _LEAF, _X, _SCORES, _U, _EV = range(24)
+(
+    _XS,
+    _YS,
+    _MEM,
+    _AV,
+    _NV,
+    _AH,
+    _NH,
+    _V,
+    _VINV,
+    _H,
+    _HTMP,
+    _HTAU,
+    _HTAU_INV,
+    _TH_O,
+    _TH_T,
+    _N2,
+    _EXPL,
+    _STATS,
+    _W,
+    _LEAF,
+    _X,
+    _SCORES,
+    _U,
+    _EV,
+) = range(24)
 #: columns of the per-replication diagnostics ``stats``
 STATS_COLUMNS: tuple[str, ...] = ("explore_rounds", "switches", "floor_active", "theta_o_refreshes")
 
 
 @nb.njit(cache=True)
-def _iterations(n_pub: int, rho: float, d: int, zeta_opt: float, max_iters: int) -> int:  # pragma: no cover
+def _iterations(
+    n_pub: int, rho: float, d: int, zeta_opt: float, max_iters: int
+) -> int:  # pragma: no cover
     """Public DPPGD iteration count ``clamp(ceil((n^2 rho + log(1/zeta_opt))/d), 1, max_iters)`` (Lemma U.4)."""
     raw = math.ceil((float(n_pub) ** 2 * rho + math.log(1.0 / zeta_opt)) / d)
     return int(min(max(raw, 1.0), float(max_iters)))
@@ -88,7 +114,12 @@ def _iterations(n_pub: int, rho: float, d: int, zeta_opt: float, max_iters: int)
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Criterion I, else elimination with ``theta_o`` and the optimistic choice with ``H_tau`` (Alg. 2 lines 4-15)."""
     thr, gamma, beta, sqrt_kappa = params[7], params[8], params[9], params[10]
-    V_inv, Ht_inv, th_o, th_t = state[_VINV][r], state[_HTAU_INV][r], state[_TH_O][r], state[_TH_T][r]
+    V_inv, Ht_inv, th_o, th_t = (
+        state[_VINV][r],
+        state[_HTAU_INV][r],
+        state[_TH_O][r],
+        state[_TH_T][r],
+    )
     scores = state[_SCORES][r]
     K, d = X.shape
     qmax = quadratic_forms(V_inv, X, scores)
@@ -103,8 +134,31 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
 @nb.njit(cache=True)
 def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Releases for round ``n + 1`` after ``n`` leaves: ``V``, ``H_t``, the public ``theta_o`` refit, Criterion II."""
-    (link_code, T, lam_V, lam_H, lam_reg_o, lam_reg_tau, _lam_min_V, _thr, gamma, _beta, sqrt_kappa, S, Rb,
-     _sV, _sH, _w_max, count2, rho_o, rho_tau, zeta_o, zeta_tau, max_iters, floor) = params
+    (
+        link_code,
+        T,
+        lam_V,
+        lam_H,
+        lam_reg_o,
+        lam_reg_tau,
+        _lam_min_V,
+        _thr,
+        gamma,
+        _beta,
+        sqrt_kappa,
+        S,
+        Rb,
+        _sV,
+        _sH,
+        _w_max,
+        count2,
+        rho_o,
+        rho_tau,
+        zeta_o,
+        zeta_tau,
+        max_iters,
+        floor,
+    ) = params
     V, V_inv, H, Htmp = state[_V][r], state[_VINV][r], state[_H][r], state[_HTMP][r]
     stats = state[_STATS][r]
     d = V.shape[0]
@@ -121,13 +175,36 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
     th_o = state[_TH_O][r]
     U, ev = state[_U][r], state[_EV][r]
     zero = np.zeros(d)
-    if s & (s - 1) == 0:  # public schedule t = 2^k: refit theta_o on the exploration data (Theta_I = ball(S))
+    if (
+        s & (s - 1) == 0
+    ):  # public schedule t = 2^k: refit theta_o on the exploration data (Theta_I = ball(S))
         T_it = _iterations(n, rho_o, d, zeta_o, max_iters)
         sigma = 2.0 * Rb * math.sqrt(T_it / (2.0 * rho_o))
         L = Rb + lam_reg_o * S / n
         eta = 2.0 * S / (L * math.sqrt(T_it))
-        dppgd(state[_XS][r], state[_YS][r], state[_MEM][r], 1, n, link_code, Rb, lam_reg_o, float(n), T_it, sigma,
-              eta, True, S, zero, U, ev, 0.0, zero, rng, th_o)
+        dppgd(
+            state[_XS][r],
+            state[_YS][r],
+            state[_MEM][r],
+            1,
+            n,
+            link_code,
+            Rb,
+            lam_reg_o,
+            float(n),
+            T_it,
+            sigma,
+            eta,
+            True,
+            S,
+            zero,
+            U,
+            ev,
+            0.0,
+            zero,
+            rng,
+            th_o,
+        )
         stats[3] += 1.0
     Ht = state[_HTAU][r]
     if state[_N2][r] < count2:
@@ -148,8 +225,29 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
             sigma = 2.0 * Rb * math.sqrt(T_it / (2.0 * rho_tau))
             L = Rb + lam_reg_tau * (onrm + rad / math.sqrt(vmin)) / n
             eta = 2.0 * rad / math.sqrt(vmin) / (L * math.sqrt(T_it))
-            dppgd(state[_XS][r], state[_YS][r], state[_MEM][r], 0, n, link_code, Rb, lam_reg_tau, float(n), T_it,
-                  sigma, eta, False, S, th_o, U, ev, rad, th_o.copy(), rng, state[_TH_T][r])
+            dppgd(
+                state[_XS][r],
+                state[_YS][r],
+                state[_MEM][r],
+                0,
+                n,
+                link_code,
+                Rb,
+                lam_reg_tau,
+                float(n),
+                T_it,
+                sigma,
+                eta,
+                False,
+                S,
+                th_o,
+                U,
+                ev,
+                rad,
+                th_o.copy(),
+                rng,
+                state[_TH_T][r],
+            )
             state[_N2][r] += 1
             stats[1] += 1.0
 
@@ -188,7 +286,9 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
         _prepare(params, state, r, t + 1, rng)
 
 
-def resolve_kappas(spec: EnvSpec, S: float, kappa: float | None, kappa_star: float | None) -> tuple[float, float]:
+def resolve_kappas(
+    spec: EnvSpec, S: float, kappa: float | None, kappa_star: float | None
+) -> tuple[float, float]:
     """``kappa`` (upper bound, default ``1/min_{|z| <= S} mu'``) and ``kappa*`` (lower bound, default ``1/sup mu'``)."""
     link = spec.link
     if kappa is None:
@@ -201,8 +301,9 @@ def resolve_kappas(spec: EnvSpec, S: float, kappa: float | None, kappa_star: flo
     return float(kappa), float(kappa_star)
 
 
-def jdp_glm_accounting(c: JDPConstants, T: int, delta: float, R: float, *, extra_notes: str = ""
-                       ) -> tuple[PrivacyGuarantee, dict[str, float]]:
+def jdp_glm_accounting(
+    c: JDPConstants, T: int, delta: float, R: float, *, extra_notes: str = ""
+) -> tuple[PrivacyGuarantee, dict[str, float]]:
     """The accounted ``(epsilon, delta)``-JDP guarantee of JDP-GLM from the noise its constants add.
 
     zCDP per component: V tree ``rho_V = n_nodes (sqrt 2)^2/(2 sigma_V^2)``, H tree
@@ -218,14 +319,19 @@ def jdp_glm_accounting(c: JDPConstants, T: int, delta: float, R: float, *, extra
     rho_H = nodes * gaussian_zcdp(c.sigma_H, math.sqrt(2.0) * c.w_max).rho
     rho_o = c.n_refresh * c.rho_o_call
     rho_tau = c.count2_cutoff * c.rho_tau_call
-    cases = {"inside T_o": rho_V + rho_o, "outside T_o": rho_H + rho_tau,
-             "membership flip": 0.5 * (rho_V + rho_H) + 0.25 * (rho_o + rho_tau)}
+    cases = {
+        "inside T_o": rho_V + rho_o,
+        "outside T_o": rho_H + rho_tau,
+        "membership flip": 0.5 * (rho_V + rho_H) + 0.25 * (rho_o + rho_tau),
+    }
     worst = max(cases, key=lambda k: cases[k])
     rho = cases[worst]
-    notes = (f"JDP-GLM ({c.mode} constants), strict control flow; zCDP: V tree {rho_V:.6g}, H tree {rho_H:.6g}, "
-             f"theta_o family {rho_o:.6g} ({c.n_refresh} public refits), theta_tau family {rho_tau:.6g} "
-             f"(<= {c.count2_cutoff} calls); worst neighbouring change: {worst}; Criterion I/II indicators are "
-             f"post-processing")
+    notes = (
+        f"JDP-GLM ({c.mode} constants), strict control flow; zCDP: V tree {rho_V:.6g}, H tree {rho_H:.6g}, "
+        f"theta_o family {rho_o:.6g} ({c.n_refresh} public refits), theta_tau family {rho_tau:.6g} "
+        f"(<= {c.count2_cutoff} calls); worst neighbouring change: {worst}; Criterion I/II indicators are "
+        f"post-processing"
+    )
     if extra_notes:
         notes = f"{notes}; {extra_notes}"
     g = to_guarantee(ZCDP(rho), model="joint", unit="user", notes=notes, delta=delta, method="cks")
@@ -291,9 +397,11 @@ class JDPGLM(Curator):
         "C": Positive,
         "max_iters": Int(1, 100_000),
     }
-    test_params: ClassVar = ({"epsilon": 4.0, "max_iters": 30},
-                             {"epsilon": 2.0, "delta": 0.05, "mode": "theory", "max_iters": 10, "S": 1.5},
-                             {"epsilon": 8.0, "split": "zcdp", "c_thr": 6.0, "max_iters": 20})
+    test_params: ClassVar = (
+        {"epsilon": 4.0, "max_iters": 30},
+        {"epsilon": 2.0, "delta": 0.05, "mode": "theory", "max_iters": 10, "S": 1.5},
+        {"epsilon": 8.0, "split": "zcdp", "c_thr": 6.0, "max_iters": 20},
+    )
 
     def __init__(
         self,
@@ -318,13 +426,27 @@ class JDPGLM(Curator):
         kappa, kappa_star = resolve_kappas(spec, S, self.kappa, self.kappa_star)
         R = max(1.0, float(spec.reward_range[1]))
         if self.split != "thirds" and self.mode == "theory":
-            raise ValidationError(f"split={self.split!r} applies to mode='practical' only (theory keeps the "
-                                  "paper's three-way split 'thirds')")
-        return jdp_glm_constants(d=spec.d, T=spec.horizon, epsilon=self.epsilon, delta=self.delta,
-                                 zeta=self.delta if self.zeta is None else self.zeta, link=spec.link, R=R, S=S,
-                                 kappa=kappa, kappa_star=kappa_star, mode=self.mode,
-                                 split=self.split, c_thr=self.c_thr, lam0=self.lam0,
-                                 C=self.C)
+            raise ValidationError(
+                f"split={self.split!r} applies to mode='practical' only (theory keeps the "
+                "paper's three-way split 'thirds')"
+            )
+        return jdp_glm_constants(
+            d=spec.d,
+            T=spec.horizon,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            zeta=self.delta if self.zeta is None else self.zeta,
+            link=spec.link,
+            R=R,
+            S=S,
+            kappa=kappa,
+            kappa_star=kappa_star,
+            mode=self.mode,
+            split=self.split,
+            c_thr=self.c_thr,
+            lam0=self.lam0,
+            C=self.C,
+        )
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Constants and the accounted guarantee (strict accounting) on ``spec``."""
@@ -343,23 +465,57 @@ class JDPGLM(Curator):
         V = np.broadcast_to(eye * res["lam_V"], (R, d, d)).copy()
         H = np.broadcast_to(eye * res["lam_H"], (R, d, d)).copy()
         state = (
-            np.zeros((R, T, d)), np.zeros((R, T)), np.zeros((R, T), dtype=np.int8),
-            np.zeros((R, m, d, d)), np.zeros((R, m, d, d)), np.zeros((R, m, d, d)), np.zeros((R, m, d, d)),
-            V, np.broadcast_to(eye / res["lam_V"], (R, d, d)).copy(), H, np.zeros((R, d, d)),
+            np.zeros((R, T, d)),
+            np.zeros((R, T)),
+            np.zeros((R, T), dtype=np.int8),
+            np.zeros((R, m, d, d)),
+            np.zeros((R, m, d, d)),
+            np.zeros((R, m, d, d)),
+            np.zeros((R, m, d, d)),
+            V,
+            np.broadcast_to(eye / res["lam_V"], (R, d, d)).copy(),
+            H,
+            np.zeros((R, d, d)),
             H.copy(),  # H_tau: round 1 switches (H_tau = 0 before it) with no data: theta_tau = theta_o = 0
             np.broadcast_to(eye / res["lam_H"], (R, d, d)).copy(),
-            np.zeros((R, d)), np.zeros((R, d)), np.ones(R, dtype=np.int64), np.zeros(R, dtype=np.int64),
+            np.zeros((R, d)),
+            np.zeros((R, d)),
+            np.ones(R, dtype=np.int64),
+            np.zeros(R, dtype=np.int64),
             np.zeros((R, len(STATS_COLUMNS))),
-            np.zeros((R, d, d)), np.zeros((R, d, d)), np.zeros((R, d)), np.zeros((R, spec.K)),
-            np.broadcast_to(eye, (R, d, d)).copy(), np.ones((R, d)),
+            np.zeros((R, d, d)),
+            np.zeros((R, d, d)),
+            np.zeros((R, d)),
+            np.zeros((R, spec.K)),
+            np.broadcast_to(eye, (R, d, d)).copy(),
+            np.ones((R, d)),
         )
         state[_STATS][:, 1] = 1.0
-        params = (spec.link.code, T, float(res["lam_V"]), float(res["lam_H"]), float(res["lam_reg_o"]),
-                  float(res["lam_reg_tau"]), float(res["lam_min_V"]), float(res["thr"]), float(res["gamma"]),
-                  float(res["beta"]), math.sqrt(float(res["kappa"])), float(res["S"]), float(res["R"]),
-                  float(res["sigma_V"]), float(res["sigma_H"]), float(res["w_max"]), int(res["count2_cutoff"]),
-                  float(res["rho_o_call"]), float(res["rho_tau_call"]), float(res["zeta_opt_o"]),
-                  float(res["zeta_opt_tau"]), int(self.max_iters), 1e-6)
+        params = (
+            spec.link.code,
+            T,
+            float(res["lam_V"]),
+            float(res["lam_H"]),
+            float(res["lam_reg_o"]),
+            float(res["lam_reg_tau"]),
+            float(res["lam_min_V"]),
+            float(res["thr"]),
+            float(res["gamma"]),
+            float(res["beta"]),
+            math.sqrt(float(res["kappa"])),
+            float(res["S"]),
+            float(res["R"]),
+            float(res["sigma_V"]),
+            float(res["sigma_H"]),
+            float(res["w_max"]),
+            int(res["count2_cutoff"]),
+            float(res["rho_o_call"]),
+            float(res["rho_tau_call"]),
+            float(res["zeta_opt_o"]),
+            float(res["zeta_opt_tau"]),
+            int(self.max_iters),
+            1e-6,
+        )
         theta_t = state[_TH_T]
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
 
@@ -373,8 +529,13 @@ class JDPGLM(Curator):
     def released(self) -> dict[str, np.ndarray]:
         """The statistics currently released to the next user: ``V``, ``H_t``, ``H_tau``, ``theta_o``, ``theta_tau``."""
         s = self._state()
-        return {"V": s[_V].copy(), "H": s[_H].copy(), "H_tau": s[_HTAU].copy(), "theta_o": s[_TH_O].copy(),
-                "theta_tau": s[_TH_T].copy()}
+        return {
+            "V": s[_V].copy(),
+            "H": s[_H].copy(),
+            "H_tau": s[_HTAU].copy(),
+            "theta_o": s[_TH_O].copy(),
+            "theta_tau": s[_TH_T].copy(),
+        }
 
     def _state(self) -> tuple[np.ndarray, ...]:
         if not isinstance(self.kernel, CuratorKernel):

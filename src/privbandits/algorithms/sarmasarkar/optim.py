@@ -57,9 +57,20 @@ def dppgd_sigma(R: float, T_it: int, rho: float) -> float:
 
 
 @nb.njit(cache=True)
-def residual_sums(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, theta: np.ndarray,
-                  link_code: int, R: float, hessian: bool, g: np.ndarray, Hs: np.ndarray,
-                  x: np.ndarray) -> None:  # pragma: no cover - compiled
+def residual_sums(
+    Xs: np.ndarray,
+    ys: np.ndarray,
+    member: np.ndarray,
+    family: int,
+    n: int,
+    theta: np.ndarray,
+    link_code: int,
+    R: float,
+    hessian: bool,
+    g: np.ndarray,
+    Hs: np.ndarray,
+    x: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """The residual loop shared by the DPPGD step and the Newton refit (accumulates in place).
 
     ``g += sum_{i < n, member_i = family} clip_R((mu(<x_i, theta>) - y_i) x_i)`` (no clipping when
@@ -88,9 +99,20 @@ def residual_sums(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: in
 
 
 @nb.njit(cache=True)
-def noisy_gradient_sum(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, theta: np.ndarray,
-                       link_code: int, R: float, sigma_sum: float, rng: np.random.Generator, g: np.ndarray,
-                       x: np.ndarray) -> None:  # pragma: no cover - compiled
+def noisy_gradient_sum(
+    Xs: np.ndarray,
+    ys: np.ndarray,
+    member: np.ndarray,
+    family: int,
+    n: int,
+    theta: np.ndarray,
+    link_code: int,
+    R: float,
+    sigma_sum: float,
+    rng: np.random.Generator,
+    g: np.ndarray,
+    x: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """``g = sum_{i < n, member_i = family} clip_R((mu(<x_i, theta>) - y_i) x_i) + N(0, sigma_sum^2 I)``.
 
     One step of the strict DPPGD release (noise drawn by the compiled Gaussian sampler).
@@ -104,8 +126,15 @@ def noisy_gradient_sum(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, famil
 
 
 @nb.njit(cache=True)
-def project_ellipsoid(y: np.ndarray, c: np.ndarray, U: np.ndarray, v: np.ndarray, radius: float, out: np.ndarray,
-                      w: np.ndarray) -> None:  # pragma: no cover - compiled
+def project_ellipsoid(
+    y: np.ndarray,
+    c: np.ndarray,
+    U: np.ndarray,
+    v: np.ndarray,
+    radius: float,
+    out: np.ndarray,
+    w: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """Euclidean projection of ``y`` onto ``{theta : (theta - c)^T V (theta - c) <= radius^2}``.
 
     ``V = U diag(v) U^T`` (eigendecomposition, ``v > 0``).  With ``w = U^T (y - c)``: inside,
@@ -153,8 +182,17 @@ def project_ellipsoid(y: np.ndarray, c: np.ndarray, U: np.ndarray, v: np.ndarray
 
 
 @nb.njit(cache=True)
-def _project(theta: np.ndarray, ball: bool, S: float, c: np.ndarray, U: np.ndarray, v: np.ndarray,
-             radius: float, out: np.ndarray, w: np.ndarray) -> None:  # pragma: no cover - compiled
+def _project(
+    theta: np.ndarray,
+    ball: bool,
+    S: float,
+    c: np.ndarray,
+    U: np.ndarray,
+    v: np.ndarray,
+    radius: float,
+    out: np.ndarray,
+    w: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """Projection onto ``Theta_I = ball(S)`` (``ball``) or ``Theta_II`` (V-ellipsoid around ``c``), into ``out``."""
     if ball:
         s = 0.0
@@ -168,10 +206,29 @@ def _project(theta: np.ndarray, ball: bool, S: float, c: np.ndarray, U: np.ndarr
 
 
 @nb.njit(cache=True)
-def dppgd(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, link_code: int, R: float,
-          lam_reg: float, n_pub: float, T_it: int, sigma_sum: float, eta: float, ball: bool, S: float,
-          c: np.ndarray, U: np.ndarray, v: np.ndarray, radius: float, theta_init: np.ndarray,
-          rng: np.random.Generator, out: np.ndarray) -> None:  # pragma: no cover - compiled
+def dppgd(
+    Xs: np.ndarray,
+    ys: np.ndarray,
+    member: np.ndarray,
+    family: int,
+    n: int,
+    link_code: int,
+    R: float,
+    lam_reg: float,
+    n_pub: float,
+    T_it: int,
+    sigma_sum: float,
+    eta: float,
+    ball: bool,
+    S: float,
+    c: np.ndarray,
+    U: np.ndarray,
+    v: np.ndarray,
+    radius: float,
+    theta_init: np.ndarray,
+    rng: np.random.Generator,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """Strict DPPGD (Sarmasarkar 2026, Lemma U.4; strict variant with public ``T_it`` and ``n_pub``).
 
     Minimizes ``(1/n_pub) [sum_{i in family} l(theta, x_i, y_i) + (lam_reg/2) ||theta||^2]`` over
@@ -199,9 +256,23 @@ def dppgd(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: in
 
 
 @nb.njit(cache=True)
-def newton_mle(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, n: int, link_code: int,
-               lam_reg: float, ball: bool, S: float, c: np.ndarray, U: np.ndarray, v: np.ndarray, radius: float,
-               theta: np.ndarray, iters: int) -> None:  # pragma: no cover - compiled
+def newton_mle(
+    Xs: np.ndarray,
+    ys: np.ndarray,
+    member: np.ndarray,
+    family: int,
+    n: int,
+    link_code: int,
+    lam_reg: float,
+    ball: bool,
+    S: float,
+    c: np.ndarray,
+    U: np.ndarray,
+    v: np.ndarray,
+    radius: float,
+    theta: np.ndarray,
+    iters: int,
+) -> None:  # pragma: no cover - compiled
     """Regularized GLM maximum likelihood on one data family by projected Newton steps (in place).
 
     ``theta <- Pi(theta - Hess^{-1} grad)`` for ``L(theta) = sum_{i in family} l(theta, x_i, y_i)
@@ -231,7 +302,9 @@ def newton_mle(Xs: np.ndarray, ys: np.ndarray, member: np.ndarray, family: int, 
 
 
 @nb.njit(cache=True)
-def floor_pd_inverse(A: np.ndarray, floor: float, out_inv: np.ndarray) -> bool:  # pragma: no cover - compiled
+def floor_pd_inverse(
+    A: np.ndarray, floor: float, out_inv: np.ndarray
+) -> bool:  # pragma: no cover - compiled
     """``A <- U max(Lambda, floor) U^T`` in place and ``out_inv = A^{-1}``; returns whether the floor was active.
 
     Pure post-processing of a released symmetric matrix (Sarmasarkar 2026, noisy matrices may be
@@ -257,7 +330,9 @@ def floor_pd_inverse(A: np.ndarray, floor: float, out_inv: np.ndarray) -> bool: 
 
 
 @nb.njit(cache=True)
-def max_eig_diff(A: np.ndarray, B: np.ndarray, factor: float) -> float:  # pragma: no cover - compiled
+def max_eig_diff(
+    A: np.ndarray, B: np.ndarray, factor: float
+) -> float:  # pragma: no cover - compiled
     """``eigmax(A - factor B)`` (largest eigenvalue of the symmetrized difference)."""
     D = A - factor * B
     return np.linalg.eigvalsh(0.5 * (D + D.T))[-1]

@@ -30,8 +30,17 @@ __all__ = ["pgd_rounded_sums"]
 
 
 @nb.njit(cache=True)
-def pgd_rounded_sums(X: np.ndarray, y: np.ndarray, theta: np.ndarray, code: int, ridge: float, Delta: float,
-                     g: float, rng: np.random.Generator, out: np.ndarray) -> None:  # pragma: no cover - compiled
+def pgd_rounded_sums(
+    X: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    code: int,
+    ridge: float,
+    Delta: float,
+    g: float,
+    rng: np.random.Generator,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """Sum over users of the rounded, encoded, clipped ``P_GD`` gradients.
 
     Parameters

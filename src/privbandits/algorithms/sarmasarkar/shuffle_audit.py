@@ -43,8 +43,15 @@ __all__ = ["AUDIT_EPSILON", "AUDIT_SPEC", "shuffle_glm_matrix_spec"]
 #: epsilon of the audited algorithm (its matrix summation runs at (epsilon/2, delta/2)).
 AUDIT_EPSILON = 2.0
 #: The small public problem of the audit: d = 2, two arms, T = 64 (warm-up of 16 users).
-AUDIT_SPEC = EnvSpec(d=2, K=2, horizon=64, link=get_link("probit"), context_bound=1.0, reward_range=(0.0, 1.0),
-                     theta_bound=1.0)
+AUDIT_SPEC = EnvSpec(
+    d=2,
+    K=2,
+    horizon=64,
+    link=get_link("probit"),
+    context_bound=1.0,
+    reward_range=(0.0, 1.0),
+    theta_bound=1.0,
+)
 
 
 def shuffle_glm_matrix_spec(under_noised: float | None = None) -> AuditSpec:
@@ -77,15 +84,23 @@ def shuffle_glm_matrix_spec(under_noised: float | None = None) -> AuditSpec:
         return V[:, 0, 0] - V[:, 1, 1]
 
     return AuditSpec(
-        name=variant_name("client:shuffle-glm", f), claimed_epsilon=float(claim.epsilon),
-        claimed_delta=float(claim.delta), sample=sample,
+        name=variant_name("client:shuffle-glm", f),
+        claimed_epsilon=float(claim.epsilon),
+        claimed_delta=float(claim.delta),
+        sample=sample,
         neighbours=f"warm-up batch of n={n} users, user 1 holds x = e_1 vs x = e_2 (every arm), the others x = 0",
         statistic="V_11 - V_22 of the released warm-up matrix V (client randomize -> shuffler release -> server)",
         n_samples=1_000_000,  # 200 000 misses the half-noise variant (audited 0.83 < 1)
-        notes="; ".join(p for p in (
-            f"ShuffleGLM at epsilon={AUDIT_EPSILON:g}, delta=1e-5 on d=2, T=64: the warm-up summation runs at "
-            f"(epsilon/2, delta/2) with b={params.b}, g={params.g:.4g} (binomial noise std "
-            f"{params.binomial_noise_std:.4g}); the claim is that summation's shuffle guarantee {claim} "
-            "(epsilon computed from the binomial pmf); no local claim exists for one user's message",
-            variant_note(f, "requested epsilon", f"the algorithm built at epsilon={eps:g}")) if p),
-        noise_factor=f)
+        notes="; ".join(
+            p
+            for p in (
+                f"ShuffleGLM at epsilon={AUDIT_EPSILON:g}, delta=1e-5 on d=2, T=64: the warm-up summation runs at "
+                f"(epsilon/2, delta/2) with b={params.b}, g={params.g:.4g} (binomial noise std "
+                f"{params.binomial_noise_std:.4g}); the claim is that summation's shuffle guarantee {claim} "
+                "(epsilon computed from the binomial pmf); no local claim exists for one user's message",
+                variant_note(f, "requested epsilon", f"the algorithm built at epsilon={eps:g}"),
+            )
+            if p
+        ),
+        noise_factor=f,
+    )

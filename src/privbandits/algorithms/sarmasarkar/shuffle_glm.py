@@ -85,8 +85,15 @@ from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.randomizers import binomial_bit_counts
 
-__all__ = ["ShuffleGLM", "ShuffleGLMClient", "ShuffleGLMServer", "ShuffleGLMShuffler", "eliminate", "public_space",
-           "scale_weights"]
+__all__ = [
+    "ShuffleGLM",
+    "ShuffleGLMClient",
+    "ShuffleGLMServer",
+    "ShuffleGLMShuffler",
+    "eliminate",
+    "public_space",
+    "scale_weights",
+]
 
 #: Frank-Wolfe step cap of the clients' designs (the default of :func:`g_optimal_design`).
 DESIGN_MAX_ITER = 10_000
@@ -100,7 +107,9 @@ def _norms_sq(X: np.ndarray, Minv: np.ndarray) -> np.ndarray:
     return np.maximum(np.sum((X @ Minv) * X, axis=-1), 0.0)
 
 
-def eliminate(X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list[float], n_policies: int) -> np.ndarray:
+def eliminate(
+    X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list[float], n_policies: int
+) -> np.ndarray:
     """Sequential elimination of Algorithm 1, lines 11-12: the surviving arms (boolean mask).
 
     For ``j = 1 .. n_policies``: drop ``x`` with ``UCB_j(x) < max_{y in A} LCB_j(y)`` (over the
@@ -119,14 +128,19 @@ def eliminate(X: np.ndarray, thetas: np.ndarray, Minvs: np.ndarray, widths: list
     return alive
 
 
-def scale_weights(X: np.ndarray, theta1: np.ndarray, Vinv: np.ndarray, plan: ShufflePlan, link: Link) -> np.ndarray:
+def scale_weights(
+    X: np.ndarray, theta1: np.ndarray, Vinv: np.ndarray, plan: ShufflePlan, link: Link
+) -> np.ndarray:
     """``w(x) = min(mu'(<x, theta_hat_1>) / beta(x), 1/kappa*)``, ``beta(x) = exp(R min(2S, gamma sqrt(kappa) ||x||_{V^-1}))``
     (eqs. 10-11; the clip makes the matrix sensitivity ``1/kappa*`` deterministic).
 
     ``X`` has shape ``(..., K, d)``, ``theta1`` ``(..., d)``, ``Vinv`` ``(..., d, d)`` (leading axes
     broadcast); the weights have shape ``(..., K)``.
     """
-    beta = np.exp(plan.R * np.minimum(2.0 * plan.S, plan.gamma * np.sqrt(plan.kappa) * np.sqrt(_norms_sq(X, Vinv))))
+    beta = np.exp(
+        plan.R
+        * np.minimum(2.0 * plan.S, plan.gamma * np.sqrt(plan.kappa) * np.sqrt(_norms_sq(X, Vinv)))
+    )
     z = np.einsum("...kd,...d->...k", X, theta1)
     return np.minimum(np.asarray(link.dmu(z), dtype=float) / beta, 1.0 / plan.kappa_star)
 
@@ -142,13 +156,17 @@ def public_space(plan: ShufflePlan) -> PublicSpace:
     """
     M, big = plan.n_batches, MINV_MAX
     batches = tuple(range(M))
-    return PublicSpace((
-        PublicField("batch", ("R",), "i", values=batches),
-        PublicField("theta", ("R", M, "d"), norm=plan.S),
-        PublicField("Minv", ("R", M, "d", "d"), low=-big, high=big, symmetric=True, psd_floor=0.0),
-        PublicField("gd_batch", ("R",), "i", values=batches),
-        PublicField("theta_gd", ("R", "d"), norm=plan.S),
-    ))
+    return PublicSpace(
+        (
+            PublicField("batch", ("R",), "i", values=batches),
+            PublicField("theta", ("R", M, "d"), norm=plan.S),
+            PublicField(
+                "Minv", ("R", M, "d", "d"), low=-big, high=big, symmetric=True, psd_floor=0.0
+            ),
+            PublicField("gd_batch", ("R",), "i", values=batches),
+            PublicField("theta_gd", ("R", "d"), norm=plan.S),
+        )
+    )
 
 
 def _counts_mean(w: np.ndarray, params: SumParams) -> np.ndarray:
@@ -161,7 +179,9 @@ def _counts_noise(w: np.ndarray, params: SumParams) -> DeviceNoise:
     with ``q`` the fractional part of ``w g / Delta`` (unit scale: the sensitivity is in counts)."""
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
     q = u - np.floor(u)
-    return DeviceNoise("unbiased", np.ones(w.shape), q * (1.0 - q) + params.b * params.p * (1.0 - params.p))
+    return DeviceNoise(
+        "unbiased", np.ones(w.shape), q * (1.0 - q) + params.b * params.p * (1.0 - params.p)
+    )
 
 
 class ShuffleGLMClient(BatchClient):
@@ -218,29 +238,51 @@ class ShuffleGLMClient(BatchClient):
     def _batch_of(public: PublicState, key: str = "batch") -> int:
         k = np.asarray(public[key], dtype=np.int64)
         if k.size == 0 or np.any(k != k.reshape(-1)[0]):
-            raise PublicStateError(f"public state field {key!r}: every replication follows the same public "
-                                   "batch schedule; the device refuses differing batch indices")
+            raise PublicStateError(
+                f"public state field {key!r}: every replication follows the same public "
+                "batch schedule; the device refuses differing batch indices"
+            )
         return int(k.reshape(-1)[0])
 
-    def _block(self, contexts: object, actions: object = None, rewards: object = None, *, bound: bool = True
-               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    def _block(
+        self,
+        contexts: object,
+        actions: object = None,
+        rewards: object = None,
+        *,
+        bound: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """The inputs of a block of ``n`` users (``(n, R, K, d)``, ``(n, R)``, ``(n, R)``) checked
         as ``n R`` users (:func:`~privbandits.privacy.inputs.check_device_inputs`)."""
         X = np.asarray(contexts)
         if X.ndim != 4:
-            raise ValidationError(f"a block of users' contexts must have shape (n, R, K, d), got {X.shape}")
+            raise ValidationError(
+                f"a block of users' contexts must have shape (n, R, K, d), got {X.shape}"
+            )
         n, R = X.shape[:2]
-        given = {"actions": None if actions is None else np.asarray(actions),
-                 "rewards": None if rewards is None else np.asarray(rewards)}
+        given = {
+            "actions": None if actions is None else np.asarray(actions),
+            "rewards": None if rewards is None else np.asarray(rewards),
+        }
         for name, v in given.items():
             if v is not None and v.shape != (n, R):
-                raise ValidationError(f"a block's {name} have shape {v.shape}, expected (n, R) = {(n, R)}")
+                raise ValidationError(
+                    f"a block's {name} have shape {v.shape}, expected (n, R) = {(n, R)}"
+                )
         flat = [None if v is None else v.reshape(n * R) for v in given.values()]
-        Xf, a, y = check_device_inputs(self.spec, X.reshape((n * R,) + X.shape[2:]), flat[0], flat[1], bound=bound)
-        return (Xf.reshape(X.shape), None if a is None else a.reshape(n, R), None if y is None else y.reshape(n, R))
+        Xf, a, y = check_device_inputs(
+            self.spec, X.reshape((n * R,) + X.shape[2:]), flat[0], flat[1], bound=bound
+        )
+        return (
+            Xf.reshape(X.shape),
+            None if a is None else a.reshape(n, R),
+            None if y is None else y.reshape(n, R),
+        )
 
     # -- choice ----------------------------------------------------------------------------------
-    def candidates(self, public: PublicState, X: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(
+        self, public: PublicState, X: np.ndarray, r: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Indices of the arms surviving elimination and the arms the design is computed on."""
         k = self._batch_of(public)
         if k == 0:
@@ -250,7 +292,9 @@ class ShuffleGLMClient(BatchClient):
         w = scale_weights(X[idx], thetas[0], Minvs[0], self.plan, self.spec.link)
         return idx, np.sqrt(w)[:, None] * X[idx]
 
-    def choose(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """Draw ``x_t ~ pi^G`` on the (scaled, surviving) arms; returns the unscaled arm's index."""
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
         state = self._public(public, X.shape[0])
@@ -262,7 +306,9 @@ class ShuffleGLMClient(BatchClient):
             out[r] = idx[min(i, idx.size - 1)]
         return out
 
-    def choose_batch(self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def choose_batch(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """:meth:`choose` for the users of rounds ``t .. t + n - 1`` of one batch at once.
 
         ``contexts`` has shape ``(n, R, K, d)``; the policy is the batch's published one, so every
@@ -284,11 +330,20 @@ class ShuffleGLMClient(BatchClient):
             Z = np.sqrt(w)[..., None] * X
         u = rng.random((n, R))
         out = np.empty(n * R, dtype=np.int64)
-        missed = design_draws(np.ascontiguousarray(Z.reshape(n * R, K, d)), np.ascontiguousarray(alive.reshape(n * R, K)),
-                              u.reshape(-1), float(self.plan.design_factor), DESIGN_MAX_ITER, out)
+        missed = design_draws(
+            np.ascontiguousarray(Z.reshape(n * R, K, d)),
+            np.ascontiguousarray(alive.reshape(n * R, K)),
+            u.reshape(-1),
+            float(self.plan.design_factor),
+            DESIGN_MAX_ITER,
+            out,
+        )
         if missed:
-            warnings.warn(f"g_optimal_design reached max_iter={DESIGN_MAX_ITER} on {missed} action sets; widths "
-                          "that assume g <= 2d are unsupported (widths using the achieved g stay valid)", stacklevel=2)
+            warnings.warn(
+                f"g_optimal_design reached max_iter={DESIGN_MAX_ITER} on {missed} action sets; widths "
+                "that assume g <= 2d are unsupported (widths using the achieved g stay valid)",
+                stacklevel=2,
+            )
         return out.reshape(n, R)
 
     # -- the matrix message (Algorithm 1, lines 4 and 15-16) ------------------------------------
@@ -307,20 +362,32 @@ class ShuffleGLMClient(BatchClient):
         w, _ = cheu.encode_rank_one(x, self._weights(public, x), params.Delta)
         return w, params
 
-    def encode(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-               rewards: np.ndarray) -> np.ndarray:
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
         """``(R, d (d + 1) / 2)``: the expected message, ``clip(w g / Delta, 0, 2 g) + b p`` counts
         per label, of the encoded matrix input (no state is kept)."""
         X, a, _ = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None
-        w, params = self._matrix_input(self._public(public, X.shape[0]), X[np.arange(X.shape[0]), a])
+        w, params = self._matrix_input(
+            self._public(public, X.shape[0]), X[np.arange(X.shape[0]), a]
+        )
         return _counts_mean(w, params)
 
-    def noise(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray) -> DeviceNoise:
+    def noise(
+        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
+    ) -> DeviceNoise:
         """Unbiased: randomized rounding plus ``Bin(b, p) - b p`` per label, in counts (:func:`_counts_noise`)."""
         X, a, _ = check_device_inputs(self.spec, contexts, actions)
         assert a is not None
-        w, params = self._matrix_input(self._public(public, X.shape[0]), X[np.arange(X.shape[0]), a])
+        w, params = self._matrix_input(
+            self._public(public, X.shape[0]), X[np.arange(X.shape[0]), a]
+        )
         return _counts_noise(w, params)
 
     def sensitivity(self) -> DeviceSensitivity:
@@ -337,8 +404,15 @@ class ShuffleGLMClient(BatchClient):
         self._users += x.shape[0]
         self._held = None
 
-    def randomize(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                  rewards: np.ndarray, rng: np.random.Generator) -> PrivatizedMessage:
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
         """``R2(w_t x_t x_t^T)`` (Algorithm 1, lines 4 and 15-16) of the encoded input of :meth:`encode`;
         keeps ``(x_t, clip(r_t))`` on the device."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
@@ -349,8 +423,15 @@ class ShuffleGLMClient(BatchClient):
         self._hold(state, x[None], np.clip(y, self.plan.r_lo, self.plan.r_hi)[None])
         return cheu.local_randomizer(w, params, rng)
 
-    def randomize_batch(self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray,
-                        rewards: np.ndarray, rng: np.random.Generator) -> list[PrivatizedMessage]:
+    def randomize_batch(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> list[PrivatizedMessage]:
         """:meth:`randomize` for the users of rounds ``t .. t + n - 1`` of one batch: one message per user.
 
         ``contexts`` ``(n, R, K, d)``, ``actions`` and ``rewards`` ``(n, R)``.  The randomizer's
@@ -365,7 +446,10 @@ class ShuffleGLMClient(BatchClient):
         w, params = self._matrix_input(state, x)
         self._hold(state, x, np.clip(y, self.plan.r_lo, self.plan.r_hi))
         counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
-        return [PrivatizedMessage(payload={"count": counts[i]}, mechanism=params.mechanism) for i in range(n)]
+        return [
+            PrivatizedMessage(payload={"count": counts[i]}, mechanism=params.mechanism)
+            for i in range(n)
+        ]
 
     # -- P_GD rounds (Algorithm 7, lines 6-8) ---------------------------------------------------
     def _gd_state(self, public: object) -> tuple[PublicState, SumParams, np.ndarray, np.ndarray]:
@@ -377,10 +461,14 @@ class ShuffleGLMClient(BatchClient):
         k = self._batch_of(state, "gd_batch")
         params = self.plan.vector[k]
         if k != self._batch or params is None or self._users != params.n:
-            raise PublicStateError(f"a P_GD round for batch {k} reached users who are not that batch's")
+            raise PublicStateError(
+                f"a P_GD round for batch {k} reached users who are not that batch's"
+            )
         if self._held is None:  # the batch's users in order: (R, n, d) and (R, n)
-            self._held = (np.ascontiguousarray(np.concatenate(self._x).transpose(1, 0, 2)),
-                          np.ascontiguousarray(np.concatenate(self._r).T))
+            self._held = (
+                np.ascontiguousarray(np.concatenate(self._x).transpose(1, 0, 2)),
+                np.ascontiguousarray(np.concatenate(self._r).T),
+            )
         return state, params, self._held[0], self._held[1]
 
     def _gd_input(self, public: object) -> tuple[np.ndarray, SumParams]:
@@ -402,25 +490,46 @@ class ShuffleGLMClient(BatchClient):
         """The noise of each ``P_GD`` message, arrays ``(n, R, d)`` (:func:`_counts_noise`)."""
         w, params = self._gd_input(public)
         noise = _counts_noise(w, params)
-        return DeviceNoise(noise.kind, noise.scale.transpose(1, 0, 2), noise.variance.transpose(1, 0, 2))
+        return DeviceNoise(
+            noise.kind, noise.scale.transpose(1, 0, 2), noise.variance.transpose(1, 0, 2)
+        )
 
     def respond_sensitivity(self) -> DeviceSensitivity:
         """l2 distance in counts of one user's ``P_GD`` message: ``max_k 2 L_k g_k / L_k = 2 max_k g_k``."""
         vec = [p for p in self.plan.vector if p is not None]
-        return DeviceSensitivity("l2", max((p.sensitivity * p.g / p.Delta for p in vec), default=0.0))
+        return DeviceSensitivity(
+            "l2", max((p.sensitivity * p.g / p.Delta for p in vec), default=0.0)
+        )
 
-    def respond(self, t: int, public: PublicState, rng: np.random.Generator) -> list[PrivatizedMessage]:
+    def respond(
+        self, t: int, public: PublicState, rng: np.random.Generator
+    ) -> list[PrivatizedMessage]:
         """One ``P_GD`` round (Algorithm 7, lines 6-8): each user of the batch sends ``R1`` of
         ``clip_L((mu(<x_i, theta_s>) - r_i) x_i + (lambda_max / n) theta_s)``."""
         state, params, Xb, rb = self._gd_state(public)
         theta = state["theta_gd"]  # (R, d), in the ball of radius S
-        if self.path == "aggregate":  # simulation fast path: the round's release, exact in distribution
+        if (
+            self.path == "aggregate"
+        ):  # simulation fast path: the round's release, exact in distribution
             x_hat = np.empty(theta.shape, dtype=np.int64)
-            pgd_rounded_sums(Xb, rb, np.ascontiguousarray(theta), self.spec.link.code,
-                             self.plan.lam_max / params.n, params.Delta, params.g, rng, x_hat)
+            pgd_rounded_sums(
+                Xb,
+                rb,
+                np.ascontiguousarray(theta),
+                self.spec.link.code,
+                self.plan.lam_max / params.n,
+                params.Delta,
+                params.g,
+                rng,
+                x_hat,
+            )
             release = cheu.release_from_rounded(x_hat, params, rng)
-            return [PrivatizedMessage(payload={"ones": release["ones"], "users": np.full(theta.shape[0], params.n)},
-                                      mechanism=params.mechanism)]
+            return [
+                PrivatizedMessage(
+                    payload={"ones": release["ones"], "users": np.full(theta.shape[0], params.n)},
+                    mechanism=params.mechanism,
+                )
+            ]
         w, _ = self._gd_input(state)
         return cheu.randomize_users(w, params, rng)
 
@@ -439,7 +548,9 @@ class ShuffleGLMShuffler(Shuffler):
     def collect(self, t: int, message: object) -> None:
         """Hold a message of the Cheu et al. summation (no other randomizer is accepted)."""
         if isinstance(message, PrivatizedMessage) and not message.mechanism.startswith("cheu-"):
-            raise TrustBoundaryError(f"expected a Cheu et al. summation message, got {message.mechanism!r}")
+            raise TrustBoundaryError(
+                f"expected a Cheu et al. summation message, got {message.mechanism!r}"
+            )
         super().collect(t, message)
 
     def release(self, t: int) -> ShuffledBatch:
@@ -449,12 +560,17 @@ class ShuffleGLMShuffler(Shuffler):
         matrix = self._pending[0].mechanism == "cheu-matrix-sum"
         self._round = 0 if matrix else self._round + 1
         first = self._pending[0]
-        if "ones" in first.payload:  # aggregate path: the round's histogram, drawn exactly in distribution
+        if (
+            "ones" in first.payload
+        ):  # aggregate path: the round's histogram, drawn exactly in distribution
             if len(self._pending) != 1 or set(first.payload) != {"ones", "users"}:
                 raise TrustBoundaryError("an aggregate release must be the round's only message")
             users = np.asarray(first["users"], dtype=np.int64)
-            batch = ShuffledBatch(payload={"ones": np.asarray(first["ones"], dtype=np.int64)},
-                                  mechanism=first.mechanism, n_users=int(users.reshape(-1)[0]))
+            batch = ShuffledBatch(
+                payload={"ones": np.asarray(first["ones"], dtype=np.int64)},
+                mechanism=first.mechanism,
+                n_users=int(users.reshape(-1)[0]),
+            )
         else:
             batch = cheu.shuffle(self._pending, self.rng)
         self._pending = []
@@ -471,7 +587,9 @@ class ShuffleGLMServer(Server):
         self.k = 0  # batch being collected
         self.theta = np.zeros((R, M, d))  # published theta_hat_j
         self.Minv = np.broadcast_to(np.eye(d), (R, M, d, d)).copy()  # published (floored) inverses
-        self.matrices: list[np.ndarray] = []  # V, H_2, ...: the released noisy matrices (+ lambda I)
+        self.matrices: list[
+            np.ndarray
+        ] = []  # V, H_2, ...: the released noisy matrices (+ lambda I)
         self.floor_active = 0
         self.published = 0  # number of published estimates theta_hat_j
         self.gd_round = 0  # P_GD rounds done for batch k (running when > 0 or just started)
@@ -483,8 +601,15 @@ class ShuffleGLMServer(Server):
     def public_state(self) -> PublicState:
         """Batch index, published policies and (during ``P_GD``) the iterate ``theta_s``."""
         R = self.R
-        return PublicState({"batch": np.full(R, self.k, dtype=np.int64), "theta": self.theta, "Minv": self.Minv,
-                            "gd_batch": np.full(R, self.k, dtype=np.int64), "theta_gd": self._theta_gd})
+        return PublicState(
+            {
+                "batch": np.full(R, self.k, dtype=np.int64),
+                "theta": self.theta,
+                "Minv": self.Minv,
+                "gd_batch": np.full(R, self.k, dtype=np.int64),
+                "theta_gd": self._theta_gd,
+            }
+        )
 
     def wants_round(self) -> bool:
         """True while the open batch's ``P_GD`` needs another round of its users' messages."""
@@ -493,12 +618,16 @@ class ShuffleGLMServer(Server):
     def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
         """Analyze a release: the batch's matrix sum, or one ``P_GD`` round's gradient sum."""
         if not isinstance(batch, ShuffledBatch):
-            raise TrustBoundaryError(f"the server only accepts a ShuffledBatch, got {type(batch).__name__}")
+            raise TrustBoundaryError(
+                f"the server only accepts a ShuffledBatch, got {type(batch).__name__}"
+            )
         if self.k >= self.plan.n_batches:
             raise TrustBoundaryError("a batch arrived after the last scheduled batch")
         if set(batch.payload) not in ({"ones"}, {"label_multi", "bit_multi"}):
-            raise TrustBoundaryError("a Cheu et al. release holds 'ones' (the per-label histogram) or "
-                                     f"'label_multi' and 'bit_multi' (the shuffled bits), got {sorted(batch.payload)}")
+            raise TrustBoundaryError(
+                "a Cheu et al. release holds 'ones' (the per-label histogram) or "
+                f"'label_multi' and 'bit_multi' (the shuffled bits), got {sorted(batch.payload)}"
+            )
         check_real_arrays(batch.payload, "batch", integer=True, R=self.Minv.shape[0])
         self.received.append((batch.mechanism, batch.round, batch.n_users))
         if self._gd:
@@ -515,7 +644,9 @@ class ShuffleGLMServer(Server):
         self.floor_active += int(np.count_nonzero(vals.min(axis=1) < EIG_FLOOR))
         vals = np.maximum(vals, EIG_FLOOR)
         inv = np.einsum("rij,rj,rkj->rik", vecs, 1.0 / vals, vecs)
-        self.Minv[:, self.k] = (inv + np.swapaxes(inv, -1, -2)) / 2  # exactly symmetric, as devices require
+        self.Minv[:, self.k] = (
+            inv + np.swapaxes(inv, -1, -2)
+        ) / 2  # exactly symmetric, as devices require
         if p.vector[self.k] is None:
             self.k += 1
             return
@@ -596,29 +727,58 @@ class ShuffleGLM(ShuffleAlgorithm):
     paper = "Sarmasarkar 2026 (Alg. 1)"
     settings: ClassVar[tuple[str, ...]] = ("single",)
     links: ClassVar[tuple[str, ...]] = ("logistic", "probit")
-    constraints: ClassVar = {"epsilon": Epsilon, "delta": Optional(Delta), "n_batches": Optional(Int(2, 20)),
-                             "zeta": Real(0.0, 1.0, low_open=True, high_open=True), "max_iters": Int(1, 100_000),
-                             "path": Choice("messages", "aggregate"),
-                             "gamma": Optional(Real(0.0, None, low_open=True)), "mode": Choice(*MODES)}
-    test_params: ClassVar = ({"epsilon": 4.0}, {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
-                             {"epsilon": 2.0, "path": "aggregate"}, {"epsilon": 2.0, "mode": "theory", "max_iters": 5})
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "delta": Optional(Delta),
+        "n_batches": Optional(Int(2, 20)),
+        "zeta": Real(0.0, 1.0, low_open=True, high_open=True),
+        "max_iters": Int(1, 100_000),
+        "path": Choice("messages", "aggregate"),
+        "gamma": Optional(Real(0.0, None, low_open=True)),
+        "mode": Choice(*MODES),
+    }
+    test_params: ClassVar = (
+        {"epsilon": 4.0},
+        {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
+        {"epsilon": 2.0, "path": "aggregate"},
+        {"epsilon": 2.0, "mode": "theory", "max_iters": 5},
+    )
 
     server: ShuffleGLMServer
     client: ShuffleGLMClient
     shuffler: ShuffleGLMShuffler
 
-    def __init__(self, epsilon: float = 1.0, delta: float | None = None, n_batches: int | None = None,
-                 zeta: float = 0.02, max_iters: int = 500, path: str = "messages",
-                 gamma: float | None = None, mode: str = "practical") -> None:
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float | None = None,
+        n_batches: int | None = None,
+        zeta: float = 0.02,
+        max_iters: int = 500,
+        path: str = "messages",
+        gamma: float | None = None,
+        mode: str = "practical",
+    ) -> None:
         pass
 
     def plan_for(self, spec: EnvSpec) -> ShufflePlan:
         """The public plan on problem ``spec``."""
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
-        return shuffle_plan(T=spec.horizon, d=spec.d, epsilon=self.epsilon, delta=delta, link=spec.link,
-                            S=spec.theta_bound, C_B=spec.context_bound, reward_range=spec.reward_range,
-                            M=self.n_batches, zeta=self.zeta, max_iters=self.max_iters, gamma=self.gamma,
-                            mode=self.mode)
+        return shuffle_plan(
+            T=spec.horizon,
+            d=spec.d,
+            epsilon=self.epsilon,
+            delta=delta,
+            link=spec.link,
+            S=spec.theta_bound,
+            C_B=spec.context_bound,
+            reward_range=spec.reward_range,
+            M=self.n_batches,
+            zeta=self.zeta,
+            max_iters=self.max_iters,
+            gamma=self.gamma,
+            mode=self.mode,
+        )
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Plan and the guarantee accounted from its noise (:func:`plan_guarantee`; max over the disjoint batches)."""

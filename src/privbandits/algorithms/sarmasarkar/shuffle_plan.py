@@ -136,8 +136,18 @@ def pgd_iterations(n: int, rho: float, d: int, zeta: float, max_iters: int) -> i
     return int(min(max(1, math.ceil((n * n * rho + math.log(1.0 / zeta)) / d)), max_iters))
 
 
-def theory_constants(*, T: int, d: int, M: int, epsilon: float, delta: float, R: float, S: float,
-                     kappa: float, kappa_star: float) -> dict[str, float]:
+def theory_constants(
+    *,
+    T: int,
+    d: int,
+    M: int,
+    epsilon: float,
+    delta: float,
+    R: float,
+    S: float,
+    kappa: float,
+    kappa_star: float,
+) -> dict[str, float]:
     """The literal constants of Section 5 / Appendix E.1 (theory mode).
 
     Returns ``sigma_tilde`` (eq. 22 with the constant 8 of eq. 23), ``nu`` (eq. 22, constant 1),
@@ -147,17 +157,34 @@ def theory_constants(*, T: int, d: int, M: int, epsilon: float, delta: float, R:
     logT = math.log(max(T, 2))
     sigma = 8.0 * R * math.log(max(d * d, 1) / delta) / (kappa_star * epsilon)
     nu = R * S * S / epsilon * math.sqrt(d * math.log(T * d / delta) ** 3)
-    lam = 20.0 * d * R * logT + sigma * (2.0 * math.sqrt(math.log(2.0 * d * M * T / delta)) + 4.0 * math.sqrt(d))
+    lam = 20.0 * d * R * logT + sigma * (
+        2.0 * math.sqrt(math.log(2.0 * d * M * T / delta)) + 4.0 * math.sqrt(d)
+    )
     spread = sigma * (4.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 * M * T / delta)))
     lam_max, lam_min = lam + spread, lam - spread
-    gamma = (24.0 * R * S * math.sqrt(logT + d) + R * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
-             + math.sqrt(4.0 * R * S * nu))
-    B1 = (math.sqrt(kappa) * math.exp(3.0 * S) * d * d * gamma * gamma * batch_exponent(T, M) / S) ** (2.0 / 3.0)
-    return {"sigma_tilde": sigma, "nu": nu, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min,
-            "gamma": gamma, "B1": B1}
+    gamma = (
+        24.0 * R * S * math.sqrt(logT + d)
+        + R * (logT + d) / math.sqrt(lam_min)
+        + 2.0 * S * math.sqrt(lam_max)
+        + math.sqrt(4.0 * R * S * nu)
+    )
+    B1 = (
+        math.sqrt(kappa) * math.exp(3.0 * S) * d * d * gamma * gamma * batch_exponent(T, M) / S
+    ) ** (2.0 / 3.0)
+    return {
+        "sigma_tilde": sigma,
+        "nu": nu,
+        "lambda": lam,
+        "lambda_max": lam_max,
+        "lambda_min": lam_min,
+        "gamma": gamma,
+        "B1": B1,
+    }
 
 
-def pgd_theory_rounds(n: int, d: int, epsilon: float, delta: float, max_iters: int) -> tuple[int, float, float, float]:
+def pgd_theory_rounds(
+    n: int, d: int, epsilon: float, delta: float, max_iters: int
+) -> tuple[int, float, float, float]:
     """``P_GD`` of Algorithm 7 at ``(epsilon, delta)``: ``(T_it, eps_it, delta_it, delta_slack)``.
 
     ``T_it = clamp(floor(eps^2 n^2 / (d log^3(n d / delta))), 1, max_iters)``,
@@ -166,7 +193,9 @@ def pgd_theory_rounds(n: int, d: int, epsilon: float, delta: float, max_iters: i
     ``log(1/delta_slack)``; when the composed epsilon exceeds ``epsilon``, ``eps_it`` is lowered
     by bisection to the largest value whose composition is ``epsilon``.
     """
-    T_it = int(min(max(1, math.floor(epsilon**2 * n * n / (d * math.log(n * d / delta) ** 3))), max_iters))
+    T_it = int(
+        min(max(1, math.floor(epsilon**2 * n * n / (d * math.log(n * d / delta) ** 3))), max_iters)
+    )
     delta_it = delta / (T_it + 1)
     eps_it = epsilon / (2.0 * math.sqrt(2.0 * T_it * math.log(1.0 / delta)))
 
@@ -288,11 +317,13 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
     """
     if plan.mode == "practical":
         rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
-        notes = (f"Sarmasarkar (2026) Alg. 1, practical constants: per batch the Cheu et al. matrix sum and "
-                 f"{plan.T_it} P_GD rounds, calibrated binomial noise treated as Gaussian of its variance "
-                 "(APPROXIMATE: not the Cheu et al. theorem, and the composition over P_GD rounds is not the "
-                 "binomial-pmf computation of a single summation); per-user rho by batch "
-                 f"{[round(r, 6) for r in rhos]}, batches disjoint (max)")
+        notes = (
+            f"Sarmasarkar (2026) Alg. 1, practical constants: per batch the Cheu et al. matrix sum and "
+            f"{plan.T_it} P_GD rounds, calibrated binomial noise treated as Gaussian of its variance "
+            "(APPROXIMATE: not the Cheu et al. theorem, and the composition over P_GD rounds is not the "
+            "binomial-pmf computation of a single summation); per-user rho by batch "
+            f"{[round(r, 6) for r in rhos]}, batches disjoint (max)"
+        )
         g = to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs")
         return dataclasses.replace(g, approximate=True), rhos
     parts: list[tuple[float, float]] = []  # (epsilon, delta) per batch; inf: no finite epsilon
@@ -308,26 +339,55 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
         pieces = [ApproxDP(gm.epsilon, gm.delta)]
         if gv is not None:
             approximate |= gv.approximate
-            pieces.append(compose_advanced(ApproxDP(gv.epsilon, gv.delta), plan.T_it[k], plan.pgd_slack[k]))
+            pieces.append(
+                compose_advanced(ApproxDP(gv.epsilon, gv.delta), plan.T_it[k], plan.pgd_slack[k])
+            )
         c = compose_basic(pieces)
         parts.append((c.epsilon, c.delta))
     eps_by_batch = [e for e, _ in parts]
     if not all(math.isfinite(e) for e in eps_by_batch):
-        return PrivacyGuarantee(model="none", epsilon=math.inf, delta=0.0, unit="user",
-                                notes="theory constants: some summation call has no finite epsilon"), eps_by_batch
-    notes = (f"Sarmasarkar (2026) Alg. 1, theory constants: per batch Lemma T.2 (matrix sum, eq. 122 at the b "
-             f"used) + {plan.T_it} P_GD rounds of Lemma T.1 under advanced composition (Algorithm 7); epsilon by "
-             f"batch {[round(e, 6) for e in eps_by_batch]}, batches disjoint (max); a call outside Lemma T.1 "
-             "is accounted from the binomial pmf"
-             + ("; some call is accounted by the Gaussian approximation (APPROXIMATE)" if approximate else ""))
-    g = to_guarantee(ApproxDP(max(eps_by_batch), max(d for _, d in parts)), "shuffle", "user", notes)
+        return PrivacyGuarantee(
+            model="none",
+            epsilon=math.inf,
+            delta=0.0,
+            unit="user",
+            notes="theory constants: some summation call has no finite epsilon",
+        ), eps_by_batch
+    notes = (
+        f"Sarmasarkar (2026) Alg. 1, theory constants: per batch Lemma T.2 (matrix sum, eq. 122 at the b "
+        f"used) + {plan.T_it} P_GD rounds of Lemma T.1 under advanced composition (Algorithm 7); epsilon by "
+        f"batch {[round(e, 6) for e in eps_by_batch]}, batches disjoint (max); a call outside Lemma T.1 "
+        "is accounted from the binomial pmf"
+        + (
+            "; some call is accounted by the Gaussian approximation (APPROXIMATE)"
+            if approximate
+            else ""
+        )
+    )
+    g = to_guarantee(
+        ApproxDP(max(eps_by_batch), max(d for _, d in parts)), "shuffle", "user", notes
+    )
     return dataclasses.replace(g, approximate=approximate), eps_by_batch
 
 
-def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S: float, C_B: float,
-                 reward_range: tuple[float, float], M: int | None = None, zeta: float = 0.02,
-                 max_iters: int = 500, design_factor: float = 2.0, gamma: float | None = None,
-                 mode: str = "practical", warmup: int | None = None) -> ShufflePlan:
+def shuffle_plan(
+    *,
+    T: int,
+    d: int,
+    epsilon: float,
+    delta: float,
+    link: Link,
+    S: float,
+    C_B: float,
+    reward_range: tuple[float, float],
+    M: int | None = None,
+    zeta: float = 0.02,
+    max_iters: int = 500,
+    design_factor: float = 2.0,
+    gamma: float | None = None,
+    mode: str = "practical",
+    warmup: int | None = None,
+) -> ShufflePlan:
     """The plan of Algorithm 1 on a problem (see the module docstring for the formulas of each mode).
 
     ``gamma`` overrides the confidence radius of eq. (26) (a hyperparameter, as in the paper's
@@ -347,11 +407,22 @@ def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S:
     logT = math.log(max(T, 2))
     if mode == "theory":
         if epsilon / 2.0 > CHEU_MAX_EPSILON:
-            raise ValidationError(f"epsilon={epsilon:g}: theory mode runs the Cheu et al. summation at epsilon/2, "
-                                  f"which Lemma T.2 covers up to {CHEU_MAX_EPSILON:g}; use epsilon <= "
-                                  f"{2 * CHEU_MAX_EPSILON:g} or mode='practical'")
-        th = theory_constants(T=T, d=d, M=M, epsilon=epsilon, delta=delta, R=r_hi, S=S, kappa=kappa,
-                              kappa_star=kappa_star)
+            raise ValidationError(
+                f"epsilon={epsilon:g}: theory mode runs the Cheu et al. summation at epsilon/2, "
+                f"which Lemma T.2 covers up to {CHEU_MAX_EPSILON:g}; use epsilon <= "
+                f"{2 * CHEU_MAX_EPSILON:g} or mode='practical'"
+            )
+        th = theory_constants(
+            T=T,
+            d=d,
+            M=M,
+            epsilon=epsilon,
+            delta=delta,
+            R=r_hi,
+            S=S,
+            kappa=kappa,
+            kappa_star=kappa_star,
+        )
         B1 = max(1, min(T, round(th["B1"]))) if warmup is None else check_int("warmup", warmup, 1)
     else:
         B1 = practical_warmup(T, M, d) if warmup is None else check_int("warmup", warmup, 1)
@@ -362,25 +433,52 @@ def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S:
     for k, n in enumerate(lengths):
         Delta = C_B**2 if k == 0 else C_B**2 / kappa_star
         if mode == "theory":
-            matrix.append(theory_params(n, d, epsilon / 2.0, delta / 2.0, Delta, kind="matrix", psd_inputs=True))
+            matrix.append(
+                theory_params(
+                    n, d, epsilon / 2.0, delta / 2.0, Delta, kind="matrix", psd_inputs=True
+                )
+            )
         else:
-            matrix.append(calibrated_params(n, d, Delta, delta=delta / 2.0, rho=rho, kind="matrix", psd_inputs=True,
-                                            conversion="bs"))
+            matrix.append(
+                calibrated_params(
+                    n,
+                    d,
+                    Delta,
+                    delta=delta / 2.0,
+                    rho=rho,
+                    kind="matrix",
+                    psd_inputs=True,
+                    conversion="bs",
+                )
+            )
     sigma_out = max(p.noise_std_bound for p in matrix)
     if mode == "theory":
-        B_noise = th["lambda_max"] - th["lambda"]  # eq. (23)'s high-probability bound on the noise norm
-        lam, lam_max, lam_min, gamma_26 = th["lambda"], th["lambda_max"], th["lambda_min"], th["gamma"]
+        B_noise = (
+            th["lambda_max"] - th["lambda"]
+        )  # eq. (23)'s high-probability bound on the noise norm
+        lam, lam_max, lam_min, gamma_26 = (
+            th["lambda"],
+            th["lambda_max"],
+            th["lambda_min"],
+            th["gamma"],
+        )
     else:
         B_noise = sigma_out * (2.0 * math.sqrt(d) + 2.0 * math.sqrt(math.log(2.0 * M / zeta)))
         lam = 1.0 + B_noise
         lam_max, lam_min = lam + B_noise, 1.0
-        gamma_26 = r_hi * S * math.sqrt(logT + d) + r_hi * (logT + d) / math.sqrt(lam_min) + 2.0 * S * math.sqrt(lam_max)
+        gamma_26 = (
+            r_hi * S * math.sqrt(logT + d)
+            + r_hi * (logT + d) / math.sqrt(lam_min)
+            + 2.0 * S * math.sqrt(lam_max)
+        )
     gamma = gamma_26 if gamma is None else check_positive("gamma", gamma)
     vector: list[SumParams | None] = []
     T_it, eta, L, slack, eps_it = [], [], [], [], []
     for k, n in enumerate(lengths):
         if mode == "theory":
-            Lk = r_hi * S + S + S * lam_max / n  # E.4's Lipschitz bound (the tight one is R + lambda_max S / n)
+            Lk = (
+                r_hi * S + S + S * lam_max / n
+            )  # E.4's Lipschitz bound (the tight one is R + lambda_max S / n)
         else:
             Lk = (r_hi - r_lo) * C_B + lam_max * S / n
         L.append(Lk)
@@ -392,30 +490,83 @@ def shuffle_plan(*, T: int, d: int, epsilon: float, delta: float, link: Link, S:
             continue
         if mode == "theory":
             it, e_it, d_it, sl = pgd_theory_rounds(n, d, epsilon / 2.0, delta / 2.0, max_iters)
-            eta.append(2.0 * S / (r_hi * S * math.sqrt(it)))  # main text: eta = 2S / (R S sqrt(T_it))
+            eta.append(
+                2.0 * S / (r_hi * S * math.sqrt(it))
+            )  # main text: eta = 2S / (R S sqrt(T_it))
             vector.append(theory_params(n, d, e_it, d_it, Lk, kind="vector"))
             slack.append(sl)
             eps_it.append(e_it)
         else:
             it = pgd_iterations(n, rho, d, zeta, max_iters)
             eta.append(2.0 * S / (Lk * math.sqrt(it)))
-            vector.append(calibrated_params(n, d, Lk, delta=delta / 2.0, rho=rho / it, kind="vector",
-                                            conversion="bs"))
+            vector.append(
+                calibrated_params(
+                    n, d, Lk, delta=delta / 2.0, rho=rho / it, kind="vector", conversion="bs"
+                )
+            )
             slack.append(0.0)
         T_it.append(it)
     resolved: dict[str, Any] = {
-        "mode": mode, "n_batches": len(lengths), "batch_lengths": lengths, "alpha": batch_exponent(T, M),
-        "rho_per_part": rho, "lambda": lam, "lambda_max": lam_max, "lambda_min": lam_min, "gamma": gamma,
-        "gamma_eq26": gamma_26, "kappa": kappa, "kappa_star": kappa_star, "B_noise": B_noise, "sigma_out": sigma_out,
-        "matrix_b": [p.b for p in matrix], "matrix_g": [p.g for p in matrix],
+        "mode": mode,
+        "n_batches": len(lengths),
+        "batch_lengths": lengths,
+        "alpha": batch_exponent(T, M),
+        "rho_per_part": rho,
+        "lambda": lam,
+        "lambda_max": lam_max,
+        "lambda_min": lam_min,
+        "gamma": gamma,
+        "gamma_eq26": gamma_26,
+        "kappa": kappa,
+        "kappa_star": kappa_star,
+        "B_noise": B_noise,
+        "sigma_out": sigma_out,
+        "matrix_b": [p.b for p in matrix],
+        "matrix_g": [p.g for p in matrix],
         "matrix_noise_std": [p.binomial_noise_std for p in matrix],
-        "pgd_iterations": T_it, "pgd_step": eta, "pgd_clip": L,
-        "pgd_b": [None if v is None else v.b for v in vector], "zeta": zeta, "design_factor": design_factor,
-        "widths": "analysis-consistent (gamma sqrt(kappa) for V, gamma for H_j)"}
+        "pgd_iterations": T_it,
+        "pgd_step": eta,
+        "pgd_clip": L,
+        "pgd_b": [None if v is None else v.b for v in vector],
+        "zeta": zeta,
+        "design_factor": design_factor,
+        "widths": "analysis-consistent (gamma sqrt(kappa) for V, gamma for H_j)",
+    }
     if mode == "theory":
-        resolved.update(sigma_tilde=th["sigma_tilde"], nu=th["nu"], B1_eq6=th["B1"], warmup_only=len(lengths) == 1,
-                        pgd_eps_it=eps_it, pgd_slack=slack)
-    return ShufflePlan(T=T, d=d, M=M, lengths=lengths, ends=ends, matrix=matrix, vector=vector, T_it=T_it,
-                       eta=eta, L=L, lam=lam, lam_max=lam_max, lam_min=lam_min, gamma=gamma, kappa=kappa,
-                       kappa_star=kappa_star, B_noise=B_noise, S=S, C_B=C_B, R=r_hi, r_lo=r_lo, r_hi=r_hi,
-                       rho_target=rho, design_factor=design_factor, mode=mode, pgd_slack=slack, resolved=resolved)
+        resolved.update(
+            sigma_tilde=th["sigma_tilde"],
+            nu=th["nu"],
+            B1_eq6=th["B1"],
+            warmup_only=len(lengths) == 1,
+            pgd_eps_it=eps_it,
+            pgd_slack=slack,
+        )
+    return ShufflePlan(
+        T=T,
+        d=d,
+        M=M,
+        lengths=lengths,
+        ends=ends,
+        matrix=matrix,
+        vector=vector,
+        T_it=T_it,
+        eta=eta,
+        L=L,
+        lam=lam,
+        lam_max=lam_max,
+        lam_min=lam_min,
+        gamma=gamma,
+        kappa=kappa,
+        kappa_star=kappa_star,
+        B_noise=B_noise,
+        S=S,
+        C_B=C_B,
+        R=r_hi,
+        r_lo=r_lo,
+        r_hi=r_hi,
+        rho_target=rho,
+        design_factor=design_factor,
+        mode=mode,
+        pgd_slack=slack,
+        resolved=resolved,
+    )

@@ -27,8 +27,15 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
 @nb.njit(cache=True)
-def tree_insert(alpha: np.ndarray, noisy: np.ndarray, t: int, leaf: np.ndarray, sigma: float,
-                rng: np.random.Generator, W: np.ndarray) -> None:  # pragma: no cover - compiled
+def tree_insert(
+    alpha: np.ndarray,
+    noisy: np.ndarray,
+    t: int,
+    leaf: np.ndarray,
+    sigma: float,
+    rng: np.random.Generator,
+    W: np.ndarray,
+) -> None:  # pragma: no cover - compiled
     """Insert leaf ``t`` (1-based) and release the node it completes.
 
     With ``i`` the lowest set bit of ``t``: ``alpha_i = leaf + sum_{j < i} alpha_j``, lower levels

@@ -12,13 +12,30 @@ from privbandits.envs.datasets.choice import ChoiceEnv, ChoicePricingEnv
 from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
 from privbandits.envs.datasets.registry import Dataset, DatasetEntry, get, names, register
 from privbandits.envs.datasets.supervised import (
-           SupervisedData,
-           fetch_sklearn,
-           load_file,
-           load_sklearn,
+    SupervisedData,
+    fetch_sklearn,
+    load_file,
+    load_sklearn,
 )
 from privbandits.envs.datasets.tabular import DataFormatError, Table, numeric_columns, read_table
 
-__all__ = ["AutoLoanEnv", "ChoiceEnv", "ChoiceOfferEnv", "ChoicePricingEnv", "DataFormatError", "Dataset", "DatasetEntry", "SupervisedData", "SupervisedEnv", "Table",
-           "fetch_sklearn", "get", "load_file", "load_sklearn", "names", "numeric_columns", "read_table",
-           "register"]
+__all__ = [
+    "AutoLoanEnv",
+    "ChoiceEnv",
+    "ChoiceOfferEnv",
+    "ChoicePricingEnv",
+    "DataFormatError",
+    "Dataset",
+    "DatasetEntry",
+    "SupervisedData",
+    "SupervisedEnv",
+    "Table",
+    "fetch_sklearn",
+    "get",
+    "load_file",
+    "load_sklearn",
+    "names",
+    "numeric_columns",
+    "read_table",
+    "register",
+]

@@ -49,19 +49,36 @@ from privbandits.envs.datasets.logit import fit_logistic
 from privbandits.envs.datasets.registry import register
 from privbandits.envs.datasets.tabular import DataFormatError, Table, numeric_columns, read_table
 
-__all__ = ["CPRM_FILE", "NUMERIC_COLUMNS", "REQUIRED_COLUMNS", "AutoLoanData", "AutoLoanEnv",
-           "impute_price", "load_cprm_auto_loan", "make_synthetic_auto_loan", "price_grid",
-           "write_synthetic_auto_loan"]
+__all__ = [
+    "CPRM_FILE",
+    "NUMERIC_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "AutoLoanData",
+    "AutoLoanEnv",
+    "impute_price",
+    "load_cprm_auto_loan",
+    "make_synthetic_auto_loan",
+    "price_grid",
+    "write_synthetic_auto_loan",
+]
 
 #: File name of the data set as distributed (and as the authors' scripts read it).
 CPRM_FILE = "CPRM_AutoLOan_OnlineAutoLoanData.csv"
 #: Numeric feature columns, in the order of the feature vector.
-NUMERIC_COLUMNS: tuple[str, ...] = ("Primary_FICO", "Term", "Amount_Approved", "onemonth", "Competition_rate")
+NUMERIC_COLUMNS: tuple[str, ...] = (
+    "Primary_FICO",
+    "Term",
+    "Amount_Approved",
+    "onemonth",
+    "Competition_rate",
+)
 #: Every column the pipeline reads.
 REQUIRED_COLUMNS: tuple[str, ...] = ("apply", *NUMERIC_COLUMNS, "CarType", "mp")
-_REQUEST = ("the CPRM-12-001 On-Line Auto Lending data set is distributed on request by the Center for "
-            "Pricing and Revenue Management, Columbia Business School (www8.gsb.columbia.edu/cprm/research/"
-            "datasets)")
+_REQUEST = (
+    "the CPRM-12-001 On-Line Auto Lending data set is distributed on request by the Center for "
+    "Pricing and Revenue Management, Columbia Business School (www8.gsb.columbia.edu/cprm/research/"
+    "datasets)"
+)
 #: Price grids: the paper's [0, 25000] and the authors' code's [0, -25000], 25 prices each.
 PRICE_GRIDS: dict[str, tuple[float, float]] = {"paper": (0.0, 25000.0), "code": (0.0, -25000.0)}
 
@@ -99,10 +116,17 @@ class AutoLoanData:
     def describe(self) -> dict[str, Any]:
         """n, d, K, acceptance rate and the imputed prices' range."""
         p = impute_price(self)
-        return {"name": "auto-loan", "source": self.source, "n": self.n, "d": 2 * (len(NUMERIC_COLUMNS) + 1 +
-                len(np.unique(self.car_type))), "K": 25, "apply_rate": round(float(self.apply.mean()), 6),
-                "n_dropped": self.n_dropped, "price_min": round(float(p.min()), 2),
-                "price_max": round(float(p.max()), 2)}
+        return {
+            "name": "auto-loan",
+            "source": self.source,
+            "n": self.n,
+            "d": 2 * (len(NUMERIC_COLUMNS) + 1 + len(np.unique(self.car_type))),
+            "K": 25,
+            "apply_rate": round(float(self.apply.mean()), 6),
+            "n_dropped": self.n_dropped,
+            "price_min": round(float(p.min()), 2),
+            "price_max": round(float(p.max()), 2),
+        }
 
 
 def load_cprm_auto_loan(path: str | Path, na: str = "error") -> AutoLoanData:
@@ -128,28 +152,43 @@ def load_cprm_auto_loan(path: str | Path, na: str = "error") -> AutoLoanData:
     if p.is_dir():
         p = p / CPRM_FILE
     if not p.is_file():
-        raise MissingDataError(f"auto-loan data: {str(p)!r} does not exist; {_REQUEST}; pass the path of "
-                               f"{CPRM_FILE} (or run on the synthetic stand-in without a path)")
+        raise MissingDataError(
+            f"auto-loan data: {str(p)!r} does not exist; {_REQUEST}; pass the path of "
+            f"{CPRM_FILE} (or run on the synthetic stand-in without a path)"
+        )
     table = read_table(p)
     table.require(list(REQUIRED_COLUMNS))
-    values, kept = numeric_columns(table, [*NUMERIC_COLUMNS, "mp", "apply"], na=na, also_required=["CarType"])
+    values, kept = numeric_columns(
+        table, [*NUMERIC_COLUMNS, "mp", "apply"], na=na, also_required=["CarType"]
+    )
     numeric, mp, apply = values[:, :5], values[:, 5], values[:, 6]
     _check_values(table, numeric, mp, apply, kept)
     car = np.array([str(c).strip() for c in table.data["CarType"][kept]])
     return AutoLoanData(numeric, car, mp, apply, str(p), int(table.n_rows - kept.size))
 
 
-def _check_values(table: Table, numeric: np.ndarray, mp: np.ndarray, apply: np.ndarray, rows: np.ndarray) -> None:
-    checks = [("apply", ~np.isin(apply, (0.0, 1.0)), "must be 0 or 1"),
-              ("Term", numeric[:, 1] <= 0, "must be a positive number of months"),
-              ("Amount_Approved", numeric[:, 2] <= 0, "must be positive"),
-              ("mp", mp <= 0, "must be positive (the monthly payment)")]
+def _check_values(
+    table: Table, numeric: np.ndarray, mp: np.ndarray, apply: np.ndarray, rows: np.ndarray
+) -> None:
+    checks = [
+        ("apply", ~np.isin(apply, (0.0, 1.0)), "must be 0 or 1"),
+        ("Term", numeric[:, 1] <= 0, "must be a positive number of months"),
+        ("Amount_Approved", numeric[:, 2] <= 0, "must be positive"),
+        ("mp", mp <= 0, "must be positive (the monthly payment)"),
+    ]
     for col, bad, what in checks:
         if bad.any():
             i = int(np.argmax(bad))
-            value = {"apply": apply, "Term": numeric[:, 1], "Amount_Approved": numeric[:, 2], "mp": mp}[col][i]
-            raise DataFormatError(f"{table.path!r}: column {col!r}, {table.row_name(int(rows[i]))}: {value:g} {what} "
-                                  f"({int(bad.sum())} rows)")
+            value = {
+                "apply": apply,
+                "Term": numeric[:, 1],
+                "Amount_Approved": numeric[:, 2],
+                "mp": mp,
+            }[col][i]
+            raise DataFormatError(
+                f"{table.path!r}: column {col!r}, {table.row_name(int(rows[i]))}: {value:g} {what} "
+                f"({int(bad.sum())} rows)"
+            )
 
 
 def make_synthetic_auto_loan(n: int = 20000, seed: int = 0) -> AutoLoanData:
@@ -183,8 +222,14 @@ def make_synthetic_auto_loan(n: int = 20000, seed: int = 0) -> AutoLoanData:
     r = rate / 1200.0
     mp = amount * r / (1.0 - (1.0 + r) ** -term)
     c_car = np.select([car == "N", car == "R"], [0.2, -0.3], 0.0)
-    s = (-0.9 - 0.8 * (rate - comp) - 0.3 * (fico - 720.0) / 50.0 + 0.2 * (term - 54.0) / 12.0
-         - 0.3 * np.log(amount / 22026.0) + c_car)
+    s = (
+        -0.9
+        - 0.8 * (rate - comp)
+        - 0.3 * (fico - 720.0) / 50.0
+        + 0.2 * (term - 54.0) / 12.0
+        - 0.3 * np.log(amount / 22026.0)
+        + c_car
+    )
     apply = (rng.random(n) < special.expit(s)).astype(float)
     numeric = np.column_stack([fico, term, amount, onemonth, comp])
     return AutoLoanData(numeric, car, mp, apply, f"synthetic stand-in (n={n}, seed={seed})")
@@ -208,18 +253,22 @@ def impute_price(data: AutoLoanData) -> np.ndarray:
     the present value of ``Term`` monthly payments minus the amount lent (Appendix F)."""
     term, amount, onemonth = data.numeric[:, 1], data.numeric[:, 2], data.numeric[:, 3]
     q = 1.0 / (1.0 + onemonth / 100.0)
-    return data.mp * q * (1.0 - q ** term) / (1.0 - q) - amount
+    return data.mp * q * (1.0 - q**term) / (1.0 - q) - amount
 
 
 def price_grid(spec: Any = "paper", K: int = 25) -> np.ndarray:
     """``K`` evenly spaced prices: ``"paper"`` [0, 25000], ``"code"`` [0, -25000], or an explicit list."""
     if isinstance(spec, str):
         if spec not in PRICE_GRIDS:
-            raise ValidationError(f"price_grid must be one of {sorted(PRICE_GRIDS)} or a list of prices, got {spec!r}")
+            raise ValidationError(
+                f"price_grid must be one of {sorted(PRICE_GRIDS)} or a list of prices, got {spec!r}"
+            )
         return np.linspace(*PRICE_GRIDS[spec], check_int("K", K, 2))
     grid = np.asarray(spec, dtype=float)
     if grid.ndim != 1 or grid.size < 2 or not np.isfinite(grid).all():
-        raise ValidationError(f"price_grid must be a list of at least 2 finite prices, got {spec!r}")
+        raise ValidationError(
+            f"price_grid must be a list of at least 2 finite prices, got {spec!r}"
+        )
     return grid
 
 
@@ -246,13 +295,27 @@ class AutoLoanEnv(DataGLMEnv):
         Inverse L2 strength of the fit (1, scikit-learn's default).
     """
 
-    def __init__(self, path: str | None = None, n: int = 20000, seed: int = 0, price_grid: Any = "paper",
-                 K: int = 25, feedback: str = "bernoulli", order: str = "permutation", na: str = "error",
-                 C: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        n: int = 20000,
+        seed: int = 0,
+        price_grid: Any = "paper",
+        K: int = 25,
+        feedback: str = "bernoulli",
+        order: str = "permutation",
+        na: str = "error",
+        C: float = 1.0,
+    ) -> None:
         data = make_synthetic_auto_loan(n, seed) if path is None else load_cprm_auto_loan(path, na)
         levels = np.unique(data.car_type)
-        x = np.column_stack([data.numeric, (data.car_type[:, None] == levels[None, :]).astype(float),
-                             np.ones(data.n)])
+        x = np.column_stack(
+            [
+                data.numeric,
+                (data.car_type[:, None] == levels[None, :]).astype(float),
+                np.ones(data.n),
+            ]
+        )
         p = impute_price(data)
         z = np.concatenate([x, p[:, None] * x], axis=1)
         self._lo, self._hi = z.min(axis=0), z.max(axis=0)
@@ -263,9 +326,13 @@ class AutoLoanEnv(DataGLMEnv):
         lo, hi = self.prices.min(), self.prices.max()
         self.price_in_grid = float(np.mean((p >= lo) & (p <= hi)))
         if self.price_in_grid < 0.5:
-            warnings.warn(f"auto-loan: only {100 * self.price_in_grid:.1f}% of the imputed prices (range "
-                          f"[{p.min():.0f}, {p.max():.0f}]) lie inside the price grid [{lo:g}, {hi:g}]; the "
-                          f"fitted model is extrapolated to the grid's prices", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"auto-loan: only {100 * self.price_in_grid:.1f}% of the imputed prices (range "
+                f"[{p.min():.0f}, {p.max():.0f}]) lie inside the price grid [{lo:g}, {hi:g}]; the "
+                f"fitted model is extrapolated to the grid's prices",
+                UserWarning,
+                stacklevel=2,
+            )
         self.data, self.car_levels, self.C = data, tuple(str(v) for v in levels), float(C)
         self.path, self.price_grid_spec = path, price_grid
         self.feature_names = [*NUMERIC_COLUMNS, *(f"CarType={v}" for v in self.car_levels), "const"]
@@ -274,8 +341,11 @@ class AutoLoanEnv(DataGLMEnv):
         rng_ = np.where(self._hi > self._lo, self._hi - self._lo, 1.0)
         u = self._scale(np.concatenate([x, np.zeros_like(x)], axis=1))
         v = np.concatenate([np.zeros_like(x), x], axis=1) / rng_
-        sq = ((u * u).sum(1)[:, None] + 2 * (u * v).sum(1)[:, None] * self.prices[None, :]
-              + (v * v).sum(1)[:, None] * self.prices[None, :] ** 2)
+        sq = (
+            (u * u).sum(1)[:, None]
+            + 2 * (u * v).sum(1)[:, None] * self.prices[None, :]
+            + (v * v).sum(1)[:, None] * self.prices[None, :] ** 2
+        )
         bound = float(np.sqrt(max(sq.max(), 0.0)))
         super().__init__(Z.shape[1], self.prices.size, bound, feedback, order)
         self.apply_rate = float(data.apply.mean())
@@ -290,26 +360,47 @@ class AutoLoanEnv(DataGLMEnv):
     def features(self, rows: np.ndarray) -> np.ndarray:
         x = self._x[rows][..., None, :]  # (..., 1, d_x)
         P = self.prices[:, None]  # (K, 1)
-        z = np.concatenate([np.broadcast_to(x, rows.shape + (self.prices.size, x.shape[-1])), P * x], axis=-1)
+        z = np.concatenate(
+            [np.broadcast_to(x, rows.shape + (self.prices.size, x.shape[-1])), P * x], axis=-1
+        )
         return self._scale(z)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         fit = self.fit.describe()
-        fit.update(accuracy=round(self.accuracy, 6), majority_accuracy=round(max(self.apply_rate, 1 - self.apply_rate), 6))
-        grid = self.price_grid_spec if isinstance(self.price_grid_spec, str) else [float(v) for v in self.prices]
-        out.update(dataset="auto-loan", source=self.data.source, n_dropped=self.data.n_dropped,
-                   apply_rate=round(self.apply_rate, 6), price_grid=grid,
-                   imputed_price_range=[round(v, 2) for v in self.p_range],
-                   imputed_prices_in_grid=round(self.price_in_grid, 6), car_levels=list(self.car_levels),
-                   features=self.feature_names, fit=fit, C=self.C if np.isfinite(self.C) else "inf")
+        fit.update(
+            accuracy=round(self.accuracy, 6),
+            majority_accuracy=round(max(self.apply_rate, 1 - self.apply_rate), 6),
+        )
+        grid = (
+            self.price_grid_spec
+            if isinstance(self.price_grid_spec, str)
+            else [float(v) for v in self.prices]
+        )
+        out.update(
+            dataset="auto-loan",
+            source=self.data.source,
+            n_dropped=self.data.n_dropped,
+            apply_rate=round(self.apply_rate, 6),
+            price_grid=grid,
+            imputed_price_range=[round(v, 2) for v in self.p_range],
+            imputed_prices_in_grid=round(self.price_in_grid, 6),
+            car_levels=list(self.car_levels),
+            features=self.feature_names,
+            fit=fit,
+            C=self.C if np.isfinite(self.C) else "inf",
+        )
         return out
 
 
-register("auto-loan", lambda path=None, na="error", **kw: EnvDataset(AutoLoanEnv(path, na=na, **kw)),
-         kind="pricing", availability="path",
-         source="CPRM-12-001 On-Line Auto Lending, Center for Pricing and Revenue Management, Columbia Business "
-                "School (on request); without a path: a synthetic stand-in with its schema",
-         licence="CPRM data licence (by request, not redistributable); the stand-in is generated",
-         summary="US online auto-loan applications priced on a 25-price grid (Han et al. 2021, Appendix F; "
-                 "env kind \"auto-loan\"); --path reads the CSV, no path gives the SYNTHETIC stand-in")
+register(
+    "auto-loan",
+    lambda path=None, na="error", **kw: EnvDataset(AutoLoanEnv(path, na=na, **kw)),
+    kind="pricing",
+    availability="path",
+    source="CPRM-12-001 On-Line Auto Lending, Center for Pricing and Revenue Management, Columbia Business "
+    "School (on request); without a path: a synthetic stand-in with its schema",
+    licence="CPRM data licence (by request, not redistributable); the stand-in is generated",
+    summary="US online auto-loan applications priced on a 25-price grid (Han et al. 2021, Appendix F; "
+    'env kind "auto-loan"); --path reads the CSV, no path gives the SYNTHETIC stand-in',
+)

@@ -129,8 +129,10 @@ class SupervisedEnv(Environment):
         else:
             Rm = check_finite_array("reward_matrix", reward_matrix, ndim=2)
             if Rm.shape != (K, K):
-                raise ValidationError(f"reward_matrix must have shape ({K}, {K}) (label x arm) for the "
-                                      f"{K} classes {list(self.data.class_names)}, got {Rm.shape}")
+                raise ValidationError(
+                    f"reward_matrix must have shape ({K}, {K}) (label x arm) for the "
+                    f"{K} classes {list(self.data.class_names)}, got {Rm.shape}"
+                )
         lo, hi = float(Rm.min()), float(Rm.max())
         if not lo < hi:
             raise ValidationError(f"reward_matrix must not be constant (every entry is {lo})")
@@ -140,22 +142,36 @@ class SupervisedEnv(Environment):
         self._fit = self._least_squares()
 
     @staticmethod
-    def _load(dataset: str | None, path: str | None, label: str | None, features: Sequence[str] | None,
-              na: str, data_home: str | None) -> SupervisedData:
+    def _load(
+        dataset: str | None,
+        path: str | None,
+        label: str | None,
+        features: Sequence[str] | None,
+        na: str,
+        data_home: str | None,
+    ) -> SupervisedData:
         if (dataset is None) == (path is None):
-            raise ValidationError("dataset or path: give exactly one (a registered name, or a CSV or Parquet "
-                                  f"file), got dataset={dataset!r}, path={path!r}")
+            raise ValidationError(
+                "dataset or path: give exactly one (a registered name, or a CSV or Parquet "
+                f"file), got dataset={dataset!r}, path={path!r}"
+            )
         if path is not None:
             if label is None:
-                raise ValidationError(f"label is required with path={path!r}: the name of its class column")
+                raise ValidationError(
+                    f"label is required with path={path!r}: the name of its class column"
+                )
             return load_file(path, label, features, na)
         for key, value in (("label", label), ("features", features)):
             if value is not None:
-                raise ValidationError(f"{key} applies to path = ... files only, not to dataset={dataset!r}")
+                raise ValidationError(
+                    f"{key} applies to path = ... files only, not to dataset={dataset!r}"
+                )
         entry = get(str(dataset))
         if entry.kind != "supervised":
-            raise ValidationError(f"dataset {dataset!r} is a {entry.kind!r} data set; this environment needs a "
-                                  f"supervised (classification) one")
+            raise ValidationError(
+                f"dataset {dataset!r} is a {entry.kind!r} data set; this environment needs a "
+                f"supervised (classification) one"
+            )
         data = entry.load(data_home=data_home) if entry.availability == "network" else entry.load()
         if not isinstance(data, SupervisedData):
             raise ValidationError(f"dataset {dataset!r} did not load as a classification data set")
@@ -192,10 +208,20 @@ class SupervisedEnv(Environment):
         best_arm, arm, linear = policy_benchmarks(self.contexts, self.data.y, self.reward_matrix)
         out = super().describe()
         out.update(
-            data=data, dataset=self.dataset, path=self.path, encoding=self.encoding, order=self.order,
-            intercept=self.intercept, **self._proj, **self._norm,
-            reward_matrix=None if np.array_equal(self.reward_matrix, np.eye(self.K)) else self.reward_matrix.tolist(),
-            best_arm_reward=best_arm, best_arm=self.data.class_names[arm], linear_policy_reward=linear,
+            data=data,
+            dataset=self.dataset,
+            path=self.path,
+            encoding=self.encoding,
+            order=self.order,
+            intercept=self.intercept,
+            **self._proj,
+            **self._norm,
+            reward_matrix=None
+            if np.array_equal(self.reward_matrix, np.eye(self.K))
+            else self.reward_matrix.tolist(),
+            best_arm_reward=best_arm,
+            best_arm=self.data.class_names[arm],
+            linear_policy_reward=linear,
             best_mean_reward=float(self.reward_matrix.max(axis=1)[self.data.y].mean()),
             least_squares_theta_norm=float(np.linalg.norm(self._fit, axis=1).max()),
             theta_bound=self._theta_bound,
@@ -214,7 +240,9 @@ class SupervisedEnv(Environment):
     def _reset(self) -> None:
         n = self.data.n
         if self.order == "permuted":
-            self._perm = np.stack([self.streams.instance.permutation(n) for _ in range(self.R)], axis=1)
+            self._perm = np.stack(
+                [self.streams.instance.permutation(n) for _ in range(self.R)], axis=1
+            )
         elif self.order == "pass":
             self._perm = np.broadcast_to(np.arange(n)[:, None], (n, self.R))
 

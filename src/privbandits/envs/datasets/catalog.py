@@ -44,7 +44,13 @@ def describe_rows(name: str, **options: Any) -> list[tuple[str, str]]:
     data = entry.load(**opts)
     desc = data.describe()
     if not isinstance(desc, dict):
-        raise ValidationError(f"data set {name!r}: describe() must return a dict, got {type(desc).__name__}")
-    rows = [("registry name", entry.name), ("kind", entry.kind), ("availability", entry.availability)]
+        raise ValidationError(
+            f"data set {name!r}: describe() must return a dict, got {type(desc).__name__}"
+        )
+    rows = [
+        ("registry name", entry.name),
+        ("kind", entry.kind),
+        ("availability", entry.availability),
+    ]
     rows += [(str(k), _fmt(v)) for k, v in desc.items()]
     return rows

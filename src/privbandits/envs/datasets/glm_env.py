@@ -46,8 +46,9 @@ class DataGLMEnv(Environment):
     n_rows: int
     theta: np.ndarray
 
-    def __init__(self, d: int, K: int, context_bound: float, feedback: str = "bernoulli",
-                 order: str = "iid") -> None:
+    def __init__(
+        self, d: int, K: int, context_bound: float, feedback: str = "bernoulli", order: str = "iid"
+    ) -> None:
         self.feedback = check_choice("feedback", feedback, ("bernoulli", "expected"))
         self.order = check_choice("order", order, ORDERS)
         noise = "bernoulli" if feedback == "bernoulli" else "none"
@@ -73,14 +74,21 @@ class DataGLMEnv(Environment):
             arm_sum += m.sum(axis=0)
             best_sum += float(m.max(axis=1).sum())
         arm = arm_sum / self.n_rows
-        return {"best_fixed_arm": int(np.argmax(arm)), "best_fixed_arm_reward": round(float(arm.max()), 6),
-                "best_policy_reward": round(best_sum / self.n_rows, 6),
-                "uniform_reward": round(float(arm.mean()), 6)}
+        return {
+            "best_fixed_arm": int(np.argmax(arm)),
+            "best_fixed_arm_reward": round(float(arm.max()), 6),
+            "best_policy_reward": round(best_sum / self.n_rows, 6),
+            "uniform_reward": round(float(arm.mean()), 6),
+        }
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
-        out.update(n_rows=self.n_rows, feedback=self.feedback, order=self.order,
-                   theta_norm=round(self.theta_bound, 6))
+        out.update(
+            n_rows=self.n_rows,
+            feedback=self.feedback,
+            order=self.order,
+            theta_norm=round(self.theta_bound, 6),
+        )
         return out
 
     @property
@@ -104,7 +112,7 @@ class DataGLMEnv(Environment):
                 self._perm = np.stack([rng.permutation(self.n_rows) for _ in range(self.R)], axis=1)
                 self._next = 0
             take = min(left, self.n_rows - self._next)
-            parts.append(self._perm[self._next:self._next + take])
+            parts.append(self._perm[self._next : self._next + take])
             self._next += take
             left -= take
         return np.concatenate(parts, axis=0)
@@ -139,6 +147,11 @@ class EnvDataset:
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"n": self.env.n_rows, "d": self.env.d, "K": self.env.K}
         out.update(self.env.policy_values())
-        out.update({k: v for k, v in self.env.describe().items() if k not in ("env", "d", "K", "link", "setting",
-                                                                                "noise_scale")})
+        out.update(
+            {
+                k: v
+                for k, v in self.env.describe().items()
+                if k not in ("env", "d", "K", "link", "setting", "noise_scale")
+            }
+        )
         return out

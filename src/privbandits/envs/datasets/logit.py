@@ -52,10 +52,15 @@ class LogitFit:
 
     def describe(self) -> dict[str, Any]:
         """JSON-serializable summary."""
-        return {"loglik": round(self.loglik, 4), "null_loglik": round(self.null_loglik, 4),
-                "mcfadden_r2": round(self.mcfadden_r2, 6), "n": self.n,
-                "C": self.C if np.isfinite(self.C) else "inf", "converged": self.converged,
-                "theta": [round(float(v), 6) for v in self.theta]}
+        return {
+            "loglik": round(self.loglik, 4),
+            "null_loglik": round(self.null_loglik, 4),
+            "mcfadden_r2": round(self.mcfadden_r2, 6),
+            "n": self.n,
+            "C": self.C if np.isfinite(self.C) else "inf",
+            "converged": self.converged,
+            "theta": [round(float(v), 6) for v in self.theta],
+        }
 
 
 def _loss(theta: np.ndarray, Z: np.ndarray, y: np.ndarray, lam: float) -> tuple[float, np.ndarray]:
@@ -90,7 +95,9 @@ def fit_logistic(Z: np.ndarray, y: np.ndarray, C: float = float("inf")) -> Logit
     Z = np.asarray(Z, dtype=float)
     y = np.asarray(y, dtype=float)
     if Z.ndim != 2 or y.shape != (Z.shape[0],) or Z.shape[0] == 0:
-        raise ValidationError(f"fit_logistic: Z must be (n, d) and y (n,) with n >= 1, got {Z.shape} and {y.shape}")
+        raise ValidationError(
+            f"fit_logistic: Z must be (n, d) and y (n,) with n >= 1, got {Z.shape} and {y.shape}"
+        )
     if not np.isin(y, (0.0, 1.0)).all():
         raise ValidationError("fit_logistic: labels y must be 0 or 1")
     if not (C > 0):
@@ -102,11 +109,19 @@ def fit_logistic(Z: np.ndarray, y: np.ndarray, C: float = float("inf")) -> Logit
     s = Z @ theta
     loglik = -float(np.sum(np.logaddexp(0.0, s) - y * s))
     ybar = float(y.mean())
-    null = 0.0 if ybar in (0.0, 1.0) else float(len(y) * (ybar * np.log(ybar) + (1 - ybar) * np.log1p(-ybar)))
-    return LogitFit(theta=theta, loglik=loglik, null_loglik=null, n=len(y), C=float(C), converged=converged)
+    null = (
+        0.0
+        if ybar in (0.0, 1.0)
+        else float(len(y) * (ybar * np.log(ybar) + (1 - ybar) * np.log1p(-ybar)))
+    )
+    return LogitFit(
+        theta=theta, loglik=loglik, null_loglik=null, n=len(y), C=float(C), converged=converged
+    )
 
 
-def _newton(Z: np.ndarray, y: np.ndarray, lam: float, max_iter: int = 100) -> tuple[np.ndarray, bool]:
+def _newton(
+    Z: np.ndarray, y: np.ndarray, lam: float, max_iter: int = 100
+) -> tuple[np.ndarray, bool]:
     """Minimize :func:`_loss` by damped Newton steps; returns the point and whether it converged."""
     n, d = Z.shape
     theta = np.zeros(d)

@@ -24,7 +24,9 @@ PROJECTIONS = ("none", "pca", "random")
 NORM_POLICIES = ("max", "clip")
 
 
-def project(Z: np.ndarray, d: int | None, method: str, seed: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
+def project(
+    Z: np.ndarray, d: int | None, method: str, seed: int = 0
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Reduce centred features ``Z`` (n, p) to ``d`` columns.
 
     Parameters
@@ -50,15 +52,17 @@ def project(Z: np.ndarray, d: int | None, method: str, seed: int = 0) -> tuple[n
     n, p = Z.shape
     if method == "none":
         if d is not None and d != p:
-            raise ValidationError(f"d {d} differs from the data's {p} features; set projection = \"pca\" or "
-                                  f"\"random\" to reduce them, or omit d")
+            raise ValidationError(
+                f'd {d} differs from the data\'s {p} features; set projection = "pca" or '
+                f'"random" to reduce them, or omit d'
+            )
         return Z.copy(), {"projection": "none", "d_projected": p}
     if d is None:
         raise ValidationError(f"d is required with projection={method!r} (the target dimension)")
     if method == "pca":
         d = check_int("d", d, 1, min(n, p))
         _, s, Vt = np.linalg.svd(Z - Z.mean(axis=0), full_matrices=False)
-        var = s ** 2
+        var = s**2
         ratio = float(var[:d].sum() / var.sum()) if var.sum() > 0 else 1.0
         return Z @ Vt[:d].T, {"projection": "pca", "d_projected": d, "explained_variance": ratio}
     d = check_int("d", d, 1)
@@ -73,8 +77,9 @@ def _row_norms(Z: np.ndarray) -> np.ndarray:
     return m * np.linalg.norm(Z / safe[:, None], axis=1)
 
 
-def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
-                quantile: float = 0.95) -> tuple[np.ndarray, dict[str, Any]]:
+def bound_norms(
+    Z: np.ndarray, policy: str, bound: float = 1.0, quantile: float = 0.95
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Scale contexts so every row has ``||x||_2 <= bound``.
 
     Parameters
@@ -107,10 +112,14 @@ def bound_norms(Z: np.ndarray, policy: str, bound: float = 1.0,
         q = check_in_range("clip_quantile", quantile, 0.0, 1.0, low_inclusive=False)
         ref = float(np.quantile(norms, q))
     if ref <= 0:
-        raise ValidationError(f"every context is zero after preprocessing (the {policy} norm is {ref * m}); "
-                              f"the features carry no information")
+        raise ValidationError(
+            f"every context is zero after preprocessing (the {policy} norm is {ref * m}); "
+            f"the features carry no information"
+        )
     with np.errstate(over="ignore"):
-        scale = (bound / ref) / m  # the common factor of the unclipped rows (inf for a subnormal ref)
+        scale = (
+            bound / ref
+        ) / m  # the common factor of the unclipped rows (inf for a subnormal ref)
         out = (Zs / ref) * bound  # overflows only in rows far beyond the quantile (projected below)
     over = norms > ref  # the clipped rows (compared before rounding)
     n_clipped = int(over.sum()) if policy == "clip" else 0

@@ -76,17 +76,31 @@ class DatasetEntry:
         try:
             sig.bind(**options)
         except TypeError as exc:
-            accepted = [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-            raise ValidationError(f"data set {self.name!r}: {exc} (options given: {sorted(options) or 'none'}; "
-                                  f"accepted: {', '.join(accepted) or 'none'})") from None
+            accepted = [
+                n
+                for n, p in sig.parameters.items()
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            ]
+            raise ValidationError(
+                f"data set {self.name!r}: {exc} (options given: {sorted(options) or 'none'}; "
+                f"accepted: {', '.join(accepted) or 'none'})"
+            ) from None
         return self.loader(**options)
 
 
 _REGISTRY: dict[str, DatasetEntry] = {}
 
 
-def register(name: str, loader: Callable[..., Dataset], *, kind: str, source: str, licence: str,
-             summary: str, availability: str = "bundled") -> DatasetEntry:
+def register(
+    name: str,
+    loader: Callable[..., Dataset],
+    *,
+    kind: str,
+    source: str,
+    licence: str,
+    summary: str,
+    availability: str = "bundled",
+) -> DatasetEntry:
     """Register ``loader`` under ``name`` (names are unique; re-registering the same loader is a no-op).
 
     Returns
@@ -94,12 +108,16 @@ def register(name: str, loader: Callable[..., Dataset], *, kind: str, source: st
     DatasetEntry
     """
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
-        raise ValidationError(f"data set name must be a non-empty string of letters, digits and _ - ., got {name!r}")
+        raise ValidationError(
+            f"data set name must be a non-empty string of letters, digits and _ - ., got {name!r}"
+        )
     check_choice("availability", availability, AVAILABILITY)
     entry = DatasetEntry(name, loader, kind, source, licence, summary, availability)
     old = _REGISTRY.get(name)
     if old is not None and old.loader is not loader:
-        raise ValidationError(f"data set name {name!r} registered twice (by {old.loader!r} and {loader!r})")
+        raise ValidationError(
+            f"data set name {name!r} registered twice (by {old.loader!r} and {loader!r})"
+        )
     _REGISTRY[name] = entry
     return entry
 
@@ -111,7 +129,9 @@ def get(name: str) -> DatasetEntry:
     except (KeyError, TypeError):
         close = difflib.get_close_matches(str(name), sorted(_REGISTRY), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UnknownNameError(f"unknown data set {name!r}{hint}; registered: {', '.join(sorted(_REGISTRY))}") from None
+        raise UnknownNameError(
+            f"unknown data set {name!r}{hint}; registered: {', '.join(sorted(_REGISTRY))}"
+        ) from None
 
 
 def names(kind: str | None = None) -> list[str]:

@@ -19,7 +19,9 @@ from privbandits.envs.datasets.tabular import DataFormatError, numeric_columns, 
 __all__ = ["SupervisedData", "fetch_sklearn", "load_file", "load_sklearn", "policy_benchmarks"]
 
 
-def policy_benchmarks(Z: np.ndarray, y: np.ndarray, reward_matrix: np.ndarray) -> tuple[float, int, float]:
+def policy_benchmarks(
+    Z: np.ndarray, y: np.ndarray, reward_matrix: np.ndarray
+) -> tuple[float, int, float]:
     """Rewards of the best fixed policies on the data (the comparators a bandit algorithm can reach).
 
     Parameters
@@ -92,19 +94,31 @@ class SupervisedData:
     def __post_init__(self) -> None:
         X, y = np.asarray(self.X, float), np.asarray(self.y)
         if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
-            raise ValidationError(f"data set {self.name!r}: features must be an (n >= 2, p >= 1) matrix, got shape {X.shape}")
+            raise ValidationError(
+                f"data set {self.name!r}: features must be an (n >= 2, p >= 1) matrix, got shape {X.shape}"
+            )
         if not np.isfinite(X).all():
             i, j = np.argwhere(~np.isfinite(X))[0]
-            raise ValidationError(f"data set {self.name!r}: feature {self.feature_names[j]!r} of row {i + 1} is {X[i, j]}")
+            raise ValidationError(
+                f"data set {self.name!r}: feature {self.feature_names[j]!r} of row {i + 1} is {X[i, j]}"
+            )
         if y.shape != (X.shape[0],) or not np.issubdtype(y.dtype, np.integer):
-            raise ValidationError(f"data set {self.name!r}: labels must be {X.shape[0]} class indices, got {y.shape} {y.dtype}")
+            raise ValidationError(
+                f"data set {self.name!r}: labels must be {X.shape[0]} class indices, got {y.shape} {y.dtype}"
+            )
         K = len(self.class_names)
         if K < 2:
-            raise ValidationError(f"data set {self.name!r}: needs at least 2 classes, found {K} ({list(self.class_names)})")
+            raise ValidationError(
+                f"data set {self.name!r}: needs at least 2 classes, found {K} ({list(self.class_names)})"
+            )
         if y.min() < 0 or y.max() >= K:
-            raise ValidationError(f"data set {self.name!r}: class indices must lie in [0, {K}), got [{y.min()}, {y.max()}]")
+            raise ValidationError(
+                f"data set {self.name!r}: class indices must lie in [0, {K}), got [{y.min()}, {y.max()}]"
+            )
         if len(self.feature_names) != X.shape[1]:
-            raise ValidationError(f"data set {self.name!r}: {len(self.feature_names)} feature names for {X.shape[1]} columns")
+            raise ValidationError(
+                f"data set {self.name!r}: {len(self.feature_names)} feature names for {X.shape[1]} columns"
+            )
         X.setflags(write=False)
         y.setflags(write=False)
         object.__setattr__(self, "X", X)
@@ -139,12 +153,20 @@ class SupervisedData:
         counts = self.class_counts()
         best_arm, arm, linear = policy_benchmarks(self.standardized(), self.y, np.eye(self.K))
         out: dict[str, Any] = {
-            "name": self.name, "n": self.n, "d": self.p, "K": self.K,
-            "classes": list(self.class_names), "class_counts": counts.tolist(),
+            "name": self.name,
+            "n": self.n,
+            "d": self.p,
+            "K": self.K,
+            "classes": list(self.class_names),
+            "class_counts": counts.tolist(),
             "class_balance": float(counts.min() / counts.max()),
-            "best_arm_reward": best_arm, "best_arm": self.class_names[arm],
+            "best_arm_reward": best_arm,
+            "best_arm": self.class_names[arm],
             "linear_policy_reward": linear,
-            "na": self.na, "n_dropped": self.n_dropped, "source": self.source, "licence": self.licence,
+            "na": self.na,
+            "n_dropped": self.n_dropped,
+            "source": self.source,
+            "licence": self.licence,
         }
         if self.path is not None:
             out["path"] = self.path
@@ -156,13 +178,26 @@ class SupervisedData:
 
 _UCI = "CC BY 4.0 (UCI Machine Learning Repository)"
 _BUNDLED: dict[str, tuple[str, str, str]] = {
-    "digits": ("load_digits", "UCI Optical Recognition of Handwritten Digits (test part), as bundled with "
-               "scikit-learn", "1797 8x8 images of handwritten digits, 64 pixel features, 10 classes"),
-    "wine": ("load_wine", "UCI Wine (Forina et al.), as bundled with scikit-learn",
-             "178 wines, 13 chemical features, 3 cultivars"),
-    "breast_cancer": ("load_breast_cancer", "UCI Breast Cancer Wisconsin (Diagnostic), as bundled with scikit-learn",
-                      "569 tumours, 30 cell-nucleus features, malignant or benign"),
-    "iris": ("load_iris", "Fisher's Iris (UCI), as bundled with scikit-learn", "150 flowers, 4 features, 3 species"),
+    "digits": (
+        "load_digits",
+        "UCI Optical Recognition of Handwritten Digits (test part), as bundled with scikit-learn",
+        "1797 8x8 images of handwritten digits, 64 pixel features, 10 classes",
+    ),
+    "wine": (
+        "load_wine",
+        "UCI Wine (Forina et al.), as bundled with scikit-learn",
+        "178 wines, 13 chemical features, 3 cultivars",
+    ),
+    "breast_cancer": (
+        "load_breast_cancer",
+        "UCI Breast Cancer Wisconsin (Diagnostic), as bundled with scikit-learn",
+        "569 tumours, 30 cell-nucleus features, malignant or benign",
+    ),
+    "iris": (
+        "load_iris",
+        "Fisher's Iris (UCI), as bundled with scikit-learn",
+        "150 flowers, 4 features, 3 species",
+    ),
 }
 
 
@@ -170,7 +205,9 @@ def _sklearn_datasets() -> Any:
     try:
         import sklearn.datasets as skd
     except ImportError:
-        raise MissingDataError("the scikit-learn data sets need scikit-learn (pip install 'privbandits[data]')") from None
+        raise MissingDataError(
+            "the scikit-learn data sets need scikit-learn (pip install 'privbandits[data]')"
+        ) from None
     return skd
 
 
@@ -179,13 +216,21 @@ def _from_bunch(name: str, bunch: Any, source: str, licence: str) -> SupervisedD
     raw = np.asarray(bunch.target)
     values, y = np.unique(raw, return_inverse=True)
     tn = getattr(bunch, "target_names", None)
-    if tn is not None and len(tn) == len(values) and np.issubdtype(values.dtype, np.integer) \
-            and np.array_equal(values, np.arange(len(values))):
+    if (
+        tn is not None
+        and len(tn) == len(values)
+        and np.issubdtype(values.dtype, np.integer)
+        and np.array_equal(values, np.arange(len(values)))
+    ):
         classes = tuple(str(t) for t in tn)
     else:
         classes = tuple(str(v) for v in values)
     fnames = getattr(bunch, "feature_names", None)
-    features = tuple(str(f) for f in fnames) if fnames is not None else tuple(f"x{j}" for j in range(X.shape[1]))
+    features = (
+        tuple(str(f) for f in fnames)
+        if fnames is not None
+        else tuple(f"x{j}" for j in range(X.shape[1]))
+    )
     return SupervisedData(name, X, y.astype(np.int64), features, classes, source, licence)
 
 
@@ -205,13 +250,18 @@ def load_sklearn(name: str) -> SupervisedData:
 # -- scikit-learn's fetchers (network on first use) ----------------------------------------------
 
 _FETCHED: dict[str, tuple[Callable[[Any, str | None], Any], str, str]] = {
-    "covtype": (lambda skd, home: skd.fetch_covtype(data_home=home),
-                "UCI Covertype (Blackard & Dean), via sklearn.datasets.fetch_covtype",
-                "581012 forest cells, 54 cartographic features, 7 cover types (download ~11 MB)"),
-    "letter": (lambda skd, home: skd.fetch_openml("letter", version=1, as_frame=False, parser="liac-arff",
-                                                  data_home=home),
-               "UCI Letter Recognition (Frey & Slate), via sklearn.datasets.fetch_openml('letter')",
-               "20000 letter images, 16 features, 26 classes (download ~700 kB)"),
+    "covtype": (
+        lambda skd, home: skd.fetch_covtype(data_home=home),
+        "UCI Covertype (Blackard & Dean), via sklearn.datasets.fetch_covtype",
+        "581012 forest cells, 54 cartographic features, 7 cover types (download ~11 MB)",
+    ),
+    "letter": (
+        lambda skd, home: skd.fetch_openml(
+            "letter", version=1, as_frame=False, parser="liac-arff", data_home=home
+        ),
+        "UCI Letter Recognition (Frey & Slate), via sklearn.datasets.fetch_openml('letter')",
+        "20000 letter images, 16 features, 26 classes (download ~700 kB)",
+    ),
 }
 
 
@@ -224,7 +274,9 @@ def fetch_sklearn(name: str, data_home: str | None = None) -> SupervisedData:
         The download failed (no network): the message says how to obtain the data offline.
     """
     if name not in _FETCHED:
-        raise ValidationError(f"downloadable data set must be one of {sorted(_FETCHED)}, got {name!r}")
+        raise ValidationError(
+            f"downloadable data set must be one of {sorted(_FETCHED)}, got {name!r}"
+        )
     fetch, source, _ = _FETCHED[name]
     skd = _sklearn_datasets()
     try:
@@ -235,11 +287,13 @@ def fetch_sklearn(name: str, data_home: str | None = None) -> SupervisedData:
             f"data set {name!r} is not in the scikit-learn cache ({home!r}) and could not be downloaded "
             f"({type(exc).__name__}: {exc}); connect to the network once (it is cached afterwards), pass "
             f"data_home = the directory of a cached copy, or export the data to CSV and use path = ... with "
-            f"label = ...") from None
+            f"label = ..."
+        ) from None
     return _from_bunch(name, bunch, source, _UCI)
 
 
 # -- user files ----------------------------------------------------------------------------------
+
 
 def _label_indices(path: str, label: str, cells: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
     """Class indices and names of a label column (numeric labels sorted numerically)."""
@@ -252,13 +306,22 @@ def _label_indices(path: str, label: str, cells: np.ndarray) -> tuple[np.ndarray
         uniq, inv = np.unique(text.astype(str), return_inverse=True)
         names = tuple(str(u) for u in uniq)
     if len(names) < 2:
-        raise DataFormatError(f"{path!r}: label column {label!r} has a single value ({names[0]!r}); a "
-                              f"classification data set needs at least 2 classes")
+        raise DataFormatError(
+            f"{path!r}: label column {label!r} has a single value ({names[0]!r}); a "
+            f"classification data set needs at least 2 classes"
+        )
     return inv.astype(np.int64), names
 
 
-def load_file(path: str, label: str, features: Sequence[str] | None = None, na: str = "error",
-              fmt: str | None = None, name: str | None = None, delimiter: str | None = None) -> SupervisedData:
+def load_file(
+    path: str,
+    label: str,
+    features: Sequence[str] | None = None,
+    na: str = "error",
+    fmt: str | None = None,
+    name: str | None = None,
+    delimiter: str | None = None,
+) -> SupervisedData:
     """A classification data set from a CSV or Parquet file.
 
     Parameters
@@ -298,25 +361,56 @@ def load_file(path: str, label: str, features: Sequence[str] | None = None, na: 
     y, classes = _label_indices(table.path, label, table.data[label][kept])
     from pathlib import Path
 
-    return SupervisedData(name or Path(path).name, X, y, tuple(feats), classes, f"user file {table.path}",
-                          "as given by the file's owner", n_dropped=table.n_rows - len(kept), na=na,
-                          path=table.path, extra={"label": label})
+    return SupervisedData(
+        name or Path(path).name,
+        X,
+        y,
+        tuple(feats),
+        classes,
+        f"user file {table.path}",
+        "as given by the file's owner",
+        n_dropped=table.n_rows - len(kept),
+        na=na,
+        path=table.path,
+        extra={"label": label},
+    )
 
 
 def _register_all() -> None:
     for key, (_, source, summary) in _BUNDLED.items():
-        register(key, _bundled_loader(key), kind="supervised", source=source, licence=_UCI, summary=summary)
+        register(
+            key,
+            _bundled_loader(key),
+            kind="supervised",
+            source=source,
+            licence=_UCI,
+            summary=summary,
+        )
     for key, (_, source, summary) in _FETCHED.items():
-        register(key, _fetched_loader(key), kind="supervised", source=source, licence=_UCI, summary=summary,
-                 availability="network")
-    register("file", load_file, kind="supervised", source="a CSV or Parquet file (path = ..., label = ...)",
-             licence="the file's", summary="any classification table: numeric features and a label column",
-             availability="path")
+        register(
+            key,
+            _fetched_loader(key),
+            kind="supervised",
+            source=source,
+            licence=_UCI,
+            summary=summary,
+            availability="network",
+        )
+    register(
+        "file",
+        load_file,
+        kind="supervised",
+        source="a CSV or Parquet file (path = ..., label = ...)",
+        licence="the file's",
+        summary="any classification table: numeric features and a label column",
+        availability="path",
+    )
 
 
 def _bundled_loader(key: str) -> Callable[[], SupervisedData]:
     def load() -> SupervisedData:
         return load_sklearn(key)
+
     load.__doc__ = f"scikit-learn's bundled {key!r} data set."
     return load
 
@@ -324,6 +418,7 @@ def _bundled_loader(key: str) -> Callable[[], SupervisedData]:
 def _fetched_loader(key: str) -> Callable[..., SupervisedData]:
     def load(data_home: str | None = None) -> SupervisedData:
         return fetch_sklearn(key, data_home)
+
     load.__doc__ = f"scikit-learn's downloadable {key!r} data set."
     return load
 

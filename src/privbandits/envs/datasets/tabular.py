@@ -27,7 +27,14 @@ import numpy as np
 from privbandits.core.errors import MissingDataError, ValidationError
 from privbandits.core.validation import check_choice
 
-__all__ = ["MISSING_TOKENS", "NA_POLICIES", "DataFormatError", "Table", "numeric_columns", "read_table"]
+__all__ = [
+    "MISSING_TOKENS",
+    "NA_POLICIES",
+    "DataFormatError",
+    "Table",
+    "numeric_columns",
+    "read_table",
+]
 
 #: Cell values read as missing (case-insensitive, surrounding blanks ignored).
 MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none"})
@@ -89,11 +96,15 @@ class Table:
             glued = [d for d in (";", "\t", "|") if len(self.columns) == 1 and d in self.columns[0]]
             if glued:
                 shown = "\\t" if glued[0] == "\t" else glued[0]
-                hint += (f"; the header is one column holding {glued[0]!r}-separated names: the file is not "
-                         f"comma-separated, set delimiter = \"{shown}\"")
-            raise DataFormatError(f"{self.path!r}: missing {what}{'s' if len(missing) > 1 else ''} "
-                                  f"{', '.join(repr(m) for m in missing)}{hint}; the file has columns "
-                                  f"{', '.join(repr(c) for c in self.columns)}")
+                hint += (
+                    f"; the header is one column holding {glued[0]!r}-separated names: the file is not "
+                    f'comma-separated, set delimiter = "{shown}"'
+                )
+            raise DataFormatError(
+                f"{self.path!r}: missing {what}{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)}{hint}; the file has columns "
+                f"{', '.join(repr(c) for c in self.columns)}"
+            )
 
     def column(self, name: str) -> np.ndarray:
         """The raw cells of column ``name``."""
@@ -128,15 +139,21 @@ def read_table(path: str | Path, *, fmt: str | None = None, delimiter: str | Non
     kind = fmt if fmt is not None else _SUFFIXES.get(p.suffix.lower(), "csv")
     check_choice("fmt", kind, ("csv", "tsv", "parquet"))
     if p.stat().st_size == 0:
-        raise DataFormatError(f"{str(p)!r} is empty (0 bytes); expected a header row and at least one data row")
+        raise DataFormatError(
+            f"{str(p)!r} is empty (0 bytes); expected a header row and at least one data row"
+        )
     if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
-        raise ValidationError(f"delimiter must be a single character such as ',' ';' or '\\t', got {delimiter!r}")
+        raise ValidationError(
+            f"delimiter must be a single character such as ',' ';' or '\\t', got {delimiter!r}"
+        )
     if kind == "parquet":
         table = _read_parquet(p)
     else:
         table = _read_csv(p, delimiter or ("\t" if kind == "tsv" else _detect_delimiter(p)))
     if table.n_rows == 0:
-        raise DataFormatError(f"{str(p)!r} has a header ({', '.join(table.columns)}) but no data rows")
+        raise DataFormatError(
+            f"{str(p)!r} has a header ({', '.join(table.columns)}) but no data rows"
+        )
     return table
 
 
@@ -160,7 +177,9 @@ def _check_header(path: str, header: Sequence[str]) -> tuple[str, ...]:
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise DataFormatError(f"{path!r}: column name {name!r} appears more than once in the header")
+            raise DataFormatError(
+                f"{path!r}: column name {name!r} appears more than once in the header"
+            )
         seen.add(name)
     return names
 
@@ -175,8 +194,10 @@ def _read_csv(p: Path, delimiter: str) -> Table:
                 rows.append(r)
                 lines.append(reader.line_num)  # the file line the row ends on (1-based)
     except UnicodeDecodeError as exc:
-        raise DataFormatError(f"{path!r} is not UTF-8 text (byte {exc.start}); is it a binary file? "
-                              f"(Parquet files need the suffix .parquet)") from None
+        raise DataFormatError(
+            f"{path!r} is not UTF-8 text (byte {exc.start}); is it a binary file? "
+            f"(Parquet files need the suffix .parquet)"
+        ) from None
     except csv.Error as exc:
         raise DataFormatError(f"{path!r} is not valid CSV: {exc}") from None
     except OSError as exc:  # permissions, I/O errors
@@ -184,19 +205,25 @@ def _read_csv(p: Path, delimiter: str) -> Table:
     keep = [k for k, r in enumerate(rows) if any(c.strip() for c in r)]  # blank lines carry no data
     rows, lines = [rows[k] for k in keep], [lines[k] for k in keep]
     if not rows:
-        raise DataFormatError(f"{path!r} holds only blank lines; expected a header row and data rows")
+        raise DataFormatError(
+            f"{path!r} holds only blank lines; expected a header row and data rows"
+        )
     header = _check_header(path, rows[0])
     H = len(header)
     for i, row in enumerate(rows[1:], 1):
         if len(row) != H:
-            raise DataFormatError(f"{path!r}: data row {i} (line {lines[i]}) has {len(row)} fields, the header "
-                                  f"has {H} ({', '.join(header)})")
+            raise DataFormatError(
+                f"{path!r}: data row {i} (line {lines[i]}) has {len(row)} fields, the header "
+                f"has {H} ({', '.join(header)})"
+            )
     cells = np.empty((len(rows) - 1, H), dtype=object)
     for i, row in enumerate(rows[1:]):
         for j, c in enumerate(row):
             s = c.strip()
             cells[i, j] = None if s.lower() in MISSING_TOKENS else s
-    return Table(path, header, {name: cells[:, j] for j, name in enumerate(header)}, tuple(lines[1:]))
+    return Table(
+        path, header, {name: cells[:, j] for j, name in enumerate(header)}, tuple(lines[1:])
+    )
 
 
 def _read_parquet(p: Path) -> Table:
@@ -204,8 +231,9 @@ def _read_parquet(p: Path) -> Table:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise DataFormatError(f"{path!r}: reading Parquet files needs pyarrow "
-                              f"(pip install 'privbandits[parquet]')") from None
+        raise DataFormatError(
+            f"{path!r}: reading Parquet files needs pyarrow (pip install 'privbandits[parquet]')"
+        ) from None
     try:
         t = pq.read_table(p)
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for damaged files
@@ -239,8 +267,9 @@ def _to_float(cell: object) -> float | None:
 MAX_ABS_VALUE = 1e150
 
 
-def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
-                    also_required: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+def numeric_columns(
+    table: Table, names: Sequence[str], *, na: str = "error", also_required: Sequence[str] = ()
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``(n_kept, len(names))`` float matrix of columns ``names`` and the kept row indices.
 
     Parameters
@@ -271,14 +300,19 @@ def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
         for i, cell in enumerate(table.data[name]):
             v = _to_float(cell)
             if v is None:
-                raise DataFormatError(f"{table.path!r}: column {name!r}, {table.row_name(i)}: {cell!r} is not a number")
+                raise DataFormatError(
+                    f"{table.path!r}: column {name!r}, {table.row_name(i)}: {cell!r} is not a number"
+                )
             if math.isinf(v):
-                raise DataFormatError(f"{table.path!r}: column {name!r}, {table.row_name(i)}: value {cell!r} is infinite")
+                raise DataFormatError(
+                    f"{table.path!r}: column {name!r}, {table.row_name(i)}: value {cell!r} is infinite"
+                )
             if abs(v) > MAX_ABS_VALUE:
                 raise DataFormatError(
                     f"{table.path!r}: column {name!r}, {table.row_name(i)}: value {cell!r} is beyond +-{MAX_ABS_VALUE:g}; "
                     "squares and norms of such values overflow to infinity (the feature would be lost): rescale "
-                    "the column or drop it")
+                    "the column or drop it"
+                )
             out[i, j] = v
         missing |= np.isnan(out[:, j])
     for name in also_required:
@@ -286,19 +320,26 @@ def numeric_columns(table: Table, names: Sequence[str], *, na: str = "error",
     if missing.any() and na == "error":
         i = int(np.argmax(missing))
         cols = [c for c in (*names, *also_required) if _is_missing(table.data[c][i])]
-        raise DataFormatError(f"{table.path!r}: column {cols[0]!r}, {table.row_name(i)}: missing value "
-                              f"({int(missing.sum())} rows have missing values); clean the file or pass "
-                              f"na = \"drop\" to drop those rows (the count is reported)")
+        raise DataFormatError(
+            f"{table.path!r}: column {cols[0]!r}, {table.row_name(i)}: missing value "
+            f"({int(missing.sum())} rows have missing values); clean the file or pass "
+            f'na = "drop" to drop those rows (the count is reported)'
+        )
     kept = np.flatnonzero(~missing)
     if kept.size == 0:
         every = (*names, *also_required)
         empty = [c for c in every if all(_is_missing(x) for x in table.data[c])]
-        which = (f"column{'s' if len(empty) > 1 else ''} {', '.join(repr(c) for c in empty)} "
-                 f"{'are' if len(empty) > 1 else 'is'} empty (every value missing): leave "
-                 f"{'them' if len(empty) > 1 else 'it'} out of the features" if empty else
-                 f"every one of the {n} data rows has a missing value in some of "
-                 f"{', '.join(repr(c) for c in every)}")
-        raise DataFormatError(f"{table.path!r}: {which}; no row is left after dropping rows with missing values")
+        which = (
+            f"column{'s' if len(empty) > 1 else ''} {', '.join(repr(c) for c in empty)} "
+            f"{'are' if len(empty) > 1 else 'is'} empty (every value missing): leave "
+            f"{'them' if len(empty) > 1 else 'it'} out of the features"
+            if empty
+            else f"every one of the {n} data rows has a missing value in some of "
+            f"{', '.join(repr(c) for c in every)}"
+        )
+        raise DataFormatError(
+            f"{table.path!r}: {which}; no row is left after dropping rows with missing values"
+        )
     return out[kept], kept
 
 

@@ -95,76 +95,126 @@ def _projection_sampler(mech: Any, pair: tuple[np.ndarray, np.ndarray]) -> Stati
     return sample
 
 
-def _mechanism_spec(name: str, nominal: Any, f: float, pair: tuple[np.ndarray, np.ndarray], pair_text: str,
-                    n_samples: int, notes: str, noise_what: str = "noise scale", noise_extra: str = "",
-                    ) -> AuditSpec:
+def _mechanism_spec(
+    name: str,
+    nominal: Any,
+    f: float,
+    pair: tuple[np.ndarray, np.ndarray],
+    pair_text: str,
+    n_samples: int,
+    notes: str,
+    noise_what: str = "noise scale",
+    noise_extra: str = "",
+) -> AuditSpec:
     mech = nominal if f == 1.0 else nominal.under_noised(f)
     g = nominal.guarantee
-    return AuditSpec(name=variant_name(name, f), claimed_epsilon=float(g.epsilon), claimed_delta=float(g.delta),
-                     sample=_projection_sampler(mech, pair), neighbours=pair_text,
-                     statistic="projection of the output on the unit vector along D' - D (a monotone "
-                               "function of the exact log-likelihood ratio)",
-                     n_samples=n_samples, notes=_join(notes, variant_note(f, noise_what, noise_extra)),
-                     noise_factor=f)
+    return AuditSpec(
+        name=variant_name(name, f),
+        claimed_epsilon=float(g.epsilon),
+        claimed_delta=float(g.delta),
+        sample=_projection_sampler(mech, pair),
+        neighbours=pair_text,
+        statistic="projection of the output on the unit vector along D' - D (a monotone "
+        "function of the exact log-likelihood ratio)",
+        n_samples=n_samples,
+        notes=_join(notes, variant_note(f, noise_what, noise_extra)),
+        noise_factor=f,
+    )
 
 
 def gaussian_classic(under_noised: float | None = None) -> AuditSpec:
     """Gaussian mechanism, classic calibration (Dwork & Roth Thm A.1), eps=0.9, delta=1e-5, d=3."""
     f = factor_of(under_noised)
     m = GaussianMechanism(sensitivity=1.0, epsilon=0.9, delta=1e-5, calibration="classic")
-    return _mechanism_spec("gaussian-classic", m, f, m.neighbouring_pair(3),
-                           "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)", 500_000,
-                           f"requested (0.9, 1e-05) (inside Thm A.1's epsilon < 1), sigma={m.sigma:.6g}; the "
-                           "claim is the exact (Balle & Wang) epsilon of that noise")
+    return _mechanism_spec(
+        "gaussian-classic",
+        m,
+        f,
+        m.neighbouring_pair(3),
+        "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)",
+        500_000,
+        f"requested (0.9, 1e-05) (inside Thm A.1's epsilon < 1), sigma={m.sigma:.6g}; the "
+        "claim is the exact (Balle & Wang) epsilon of that noise",
+    )
 
 
 def gaussian_analytic(under_noised: float | None = None) -> AuditSpec:
     """Analytic Gaussian mechanism (Balle & Wang 2018), eps=1, delta=1e-5, d=3."""
     f = factor_of(under_noised)
     m = GaussianMechanism(sensitivity=1.0, epsilon=1.0, delta=1e-5, calibration="analytic")
-    return _mechanism_spec("gaussian-analytic", m, f, m.neighbouring_pair(3),
-                           "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)", 500_000,
-                           f"sigma={m.sigma:.6g}")
+    return _mechanism_spec(
+        "gaussian-analytic",
+        m,
+        f,
+        m.neighbouring_pair(3),
+        "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)",
+        500_000,
+        f"sigma={m.sigma:.6g}",
+    )
 
 
 def symmetric_gaussian(under_noised: float | None = None) -> AuditSpec:
     """Symmetric-matrix Gaussian mechanism for x x^T, ||x|| <= 1 (Han et al. 2021), eps=0.9, delta=1e-5, d=2."""
     f = factor_of(under_noised)
     m = SymmetricGaussianMechanism.for_outer_product(1.0, 0.9, 1e-5, 2)
-    return _mechanism_spec("symmetric-gaussian", m, f, m.neighbouring_pair(),
-                           "M = 0 vs M' = Delta E_11 (2x2; upper-triangle distance = the sensitivity "
-                           f"{m.sensitivity:g})", 500_000,
-                           f"classic calibration at L2 sensitivity {m.sensitivity:g} (outer products of "
-                           f"norm-1 vectors), sigma={m.sigma:.6g}")
+    return _mechanism_spec(
+        "symmetric-gaussian",
+        m,
+        f,
+        m.neighbouring_pair(),
+        "M = 0 vs M' = Delta E_11 (2x2; upper-triangle distance = the sensitivity "
+        f"{m.sensitivity:g})",
+        500_000,
+        f"classic calibration at L2 sensitivity {m.sensitivity:g} (outer products of "
+        f"norm-1 vectors), sigma={m.sigma:.6g}",
+    )
 
 
 def laplace(under_noised: float | None = None) -> AuditSpec:
     """Laplace mechanism on a reward in [-1, 1] (L1 sensitivity 2), eps=1."""
     f = factor_of(under_noised)
     m = LaplaceMechanism.for_range(-1.0, 1.0, 1.0)
-    return _mechanism_spec("laplace", m, f, (np.array(-1.0), np.array(1.0)),
-                           "r = -1 vs r' = +1 (the two ends of the reward range)", 100_000,
-                           f"scale={m.scale:.6g}")
+    return _mechanism_spec(
+        "laplace",
+        m,
+        f,
+        (np.array(-1.0), np.array(1.0)),
+        "r = -1 vs r' = +1 (the two ends of the reward range)",
+        100_000,
+        f"scale={m.scale:.6g}",
+    )
 
 
 def laplace_vector(under_noised: float | None = None) -> AuditSpec:
     """Vector Laplace mechanism in R^4 at L1 sensitivity 2, eps=1."""
     f = factor_of(under_noised)
     m = LaplaceMechanism(sensitivity=2.0, epsilon=1.0)
-    return _mechanism_spec("laplace-vector", m, f, m.neighbouring_pair(4),
-                           "x = 0 vs x' = Delta_1 e_1 in R^4 (the whole L1 sensitivity on one coordinate)",
-                           100_000, f"scale={m.scale:.6g} per coordinate")
+    return _mechanism_spec(
+        "laplace-vector",
+        m,
+        f,
+        m.neighbouring_pair(4),
+        "x = 0 vs x' = Delta_1 e_1 in R^4 (the whole L1 sensitivity on one coordinate)",
+        100_000,
+        f"scale={m.scale:.6g} per coordinate",
+    )
 
 
 def l2_ball(under_noised: float | None = None) -> AuditSpec:
     """l2-ball mechanism (Duchi et al. 2018; Han et al. 2021), eps=1, d=5, bound 1."""
     f = factor_of(under_noised)
     m = L2BallMechanism(epsilon=1.0, d=5, bound=1.0)
-    return _mechanism_spec("l2-ball", m, f, m.neighbouring_pair(),
-                           "x = R e_1 vs x' = -R e_1 (opposite ends of the input ball, R = 1)", 100_000,
-                           f"radius={m.radius:.6g}; the log-likelihood ratio is +-eps by the sign of z_1",
-                           "noise scale", "the temperature 1/epsilon, as in L2BallMechanism: the sampler runs "
-                           "at epsilon/factor")
+    return _mechanism_spec(
+        "l2-ball",
+        m,
+        f,
+        m.neighbouring_pair(),
+        "x = R e_1 vs x' = -R e_1 (opposite ends of the input ball, R = 1)",
+        100_000,
+        f"radius={m.radius:.6g}; the log-likelihood ratio is +-eps by the sign of z_1",
+        "noise scale",
+        "the temperature 1/epsilon, as in L2BallMechanism: the sampler runs at epsilon/factor",
+    )
 
 
 @dataclass(frozen=True)
@@ -181,15 +231,21 @@ class _RandomizedResponse:
 
     @property
     def guarantee(self) -> Any:
-        return PureDP(randomizers.randomized_response_epsilon(
-            randomizers.randomized_response_keep_probability(self.epsilon)))
+        return PureDP(
+            randomizers.randomized_response_epsilon(
+                randomizers.randomized_response_keep_probability(self.epsilon)
+            )
+        )
 
     def under_noised(self, factor: float) -> _RandomizedResponse:
-        return _RandomizedResponse(self.epsilon, self.noise_factor * check_positive("factor", factor))
+        return _RandomizedResponse(
+            self.epsilon, self.noise_factor * check_positive("factor", factor)
+        )
 
     def sample(self, value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return randomizers.randomized_response(np.asarray(value, dtype=np.uint8), self.epsilon / self.noise_factor,
-                                               rng)
+        return randomizers.randomized_response(
+            np.asarray(value, dtype=np.uint8), self.epsilon / self.noise_factor, rng
+        )
 
 
 @dataclass(frozen=True)
@@ -210,10 +266,14 @@ class _SymmetricLaplace:
 
     @property
     def guarantee(self) -> Any:
-        return PureDP(laplace_epsilon(laplace_scale(self.epsilon, self.sensitivity), self.sensitivity))
+        return PureDP(
+            laplace_epsilon(laplace_scale(self.epsilon, self.sensitivity), self.sensitivity)
+        )
 
     def under_noised(self, factor: float) -> _SymmetricLaplace:
-        return dataclasses.replace(self, noise_factor=self.noise_factor * check_positive("factor", factor))
+        return dataclasses.replace(
+            self, noise_factor=self.noise_factor * check_positive("factor", factor)
+        )
 
     def sample(self, value: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         M = np.asarray(value, dtype=float)
@@ -227,22 +287,33 @@ def symmetric_laplace(under_noised: float | None = None) -> AuditSpec:
     m = _SymmetricLaplace(outer_product_l1_sensitivity(d, 1.0), 1.0, d)
     x1 = np.zeros((d, d))
     x1[0, 0] = m.sensitivity
-    return _mechanism_spec("symmetric-laplace", m, f, (np.zeros((d, d)), x1),
-                           f"M = 0 vs M' = Delta_1 E_11 (2x2; the whole L1 sensitivity {m.sensitivity:g} of "
-                           "the upper triangle on one entry)", 100_000,
-                           f"scale={m.scale:.6g} per upper-triangle entry, mirrored")
+    return _mechanism_spec(
+        "symmetric-laplace",
+        m,
+        f,
+        (np.zeros((d, d)), x1),
+        f"M = 0 vs M' = Delta_1 E_11 (2x2; the whole L1 sensitivity {m.sensitivity:g} of "
+        "the upper triangle on one entry)",
+        100_000,
+        f"scale={m.scale:.6g} per upper-triangle entry, mirrored",
+    )
 
 
 def randomized_response(under_noised: float | None = None) -> AuditSpec:
     """Binary randomized response (Warner 1965), eps=1."""
     f = factor_of(under_noised)
     m = _RandomizedResponse(1.0)
-    return _mechanism_spec("randomized-response", m, f, (np.array(0.0), np.array(1.0)),
-                           "bit 0 vs bit 1", 100_000,
-                           "privbandits.privacy.randomizers.randomized_response, keep probability "
-                           "e^eps / (1 + e^eps)",
-                           "noise scale", "the temperature 1/epsilon: the bit is kept w.p. "
-                           "e^(eps/f) / (1 + e^(eps/f))")
+    return _mechanism_spec(
+        "randomized-response",
+        m,
+        f,
+        (np.array(0.0), np.array(1.0)),
+        "bit 0 vs bit 1",
+        100_000,
+        "privbandits.privacy.randomizers.randomized_response, keep probability e^eps / (1 + e^eps)",
+        "noise scale",
+        "the temperature 1/epsilon: the bit is kept w.p. e^(eps/f) / (1 + e^(eps/f))",
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,7 +321,9 @@ def randomized_response(under_noised: float | None = None) -> AuditSpec:
 # --------------------------------------------------------------------------------------------
 def _cheu_spec(kind: str, f: float) -> AuditSpec:
     n, d, Delta, eps, delta, conversion = 4, 2, 1.0, 1.0, 1e-5, "cks"
-    nominal = calibrated_params(n, d, Delta, delta=delta, epsilon=eps, kind=kind, conversion=conversion)
+    nominal = calibrated_params(
+        n, d, Delta, delta=delta, epsilon=eps, kind=kind, conversion=conversion
+    )
     theory = theory_params(n, d, eps, delta, Delta, kind=kind)
     b = max(1, round(nominal.b * f * f)) if f != 1.0 else nominal.b
     params = dataclasses.replace(nominal, b=b)
@@ -267,15 +340,21 @@ def _cheu_spec(kind: str, f: float) -> AuditSpec:
         est = run(data, params, client, shuffler, path="messages").estimate
         return est.reshape(m, -1)[:, 0]
 
-    what = "v_1 = Delta e_1 vs v_1' = -Delta e_1" if kind == "vector" else "X_1 = Delta E_11 vs X_1' = -Delta E_11"
+    what = (
+        "v_1 = Delta e_1 vs v_1' = -Delta e_1"
+        if kind == "vector"
+        else "X_1 = Delta E_11 vs X_1' = -Delta E_11"
+    )
     return AuditSpec(
-        name=variant_name(f"cheu-{kind}-sum", f), claimed_epsilon=float(g.epsilon), claimed_delta=float(g.delta),
+        name=variant_name(f"cheu-{kind}-sum", f),
+        claimed_epsilon=float(g.epsilon),
+        claimed_delta=float(g.delta),
         sample=sample,
         neighbours=f"n={n} users, user 1 differs: {what} (Delta={Delta:g}); the others send 0 (their "
-                   "randomized rounding is then deterministic: no noise to hide in)",
+        "randomized rounding is then deterministic: no noise to hide in)",
         statistic="analyzer output of coordinate (1) / entry (1,1) after the message path: a sufficient "
-                  "statistic of the shuffler's release (the other labels have the same law under both "
-                  "inputs)",
+        "statistic of the shuffler's release (the other labels have the same law under both "
+        "inputs)",
         n_samples=500_000,
         notes=_join(
             f"Cheu et al. (2022) {kind} summation, calibrated mode at (eps={eps:g}, delta={delta:g}) with the "
@@ -287,8 +366,10 @@ def _cheu_spec(kind: str, f: float) -> AuditSpec:
             "labelled bits) -> analyze.  Theory mode (eq. 122, Lemma T.1) would use "
             f"b={theory.b} (noise std {theory.binomial_noise_std:.4g}): even its half-noise variant is far "
             "inside epsilon=1 and could not be flagged, so the audit uses the calibrated mode",
-            variant_note(f, "binomial noise std", f"b={b}")),
-        noise_factor=f)
+            variant_note(f, "binomial noise std", f"b={b}"),
+        ),
+        noise_factor=f,
+    )
 
 
 def cheu_vector_sum(under_noised: float | None = None) -> AuditSpec:
@@ -327,12 +408,14 @@ def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
         return np.log(np.exp(ell).sum(axis=1))
 
     return AuditSpec(
-        name=variant_name("laplace-shuffle", f), claimed_epsilon=float(g.epsilon), claimed_delta=float(g.delta),
+        name=variant_name("laplace-shuffle", f),
+        claimed_epsilon=float(g.epsilon),
+        claimed_delta=float(g.delta),
         sample=sample,
         neighbours=f"n={n} clients, one action; client 1 has reward +1 vs -1, every other client -1 "
-                   "(the others are clones of the second input: the worst case for amplification)",
+        "(the others are clones of the second input: the worst case for amplification)",
         statistic="exact log-likelihood ratio of the shuffled multiset of reports, "
-                  "log sum_j Lap(y_j; +1, b) / Lap(y_j; -1, b) (up to a constant)",
+        "log sum_j Lap(y_j; +1, b) / Lap(y_j; -1, b) (up to a constant)",
         n_samples=30_000,
         notes=_join(
             "Hanna et al. (2022) Alg. 3: reports drawn by the clients' laplace_randomizer (the statistic is "
@@ -340,8 +423,10 @@ def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
             f"numerical amplification bound (FMT21 Thm 3.2), scale={nominal.scale:.6g}.  The closed-form "
             f"bound (Thm 3.1) is looser (here it allows only eps0={closed.eps0:.4g}); where it amplifies, even "
             "its half-noise variant stays inside its claim (documentation: Privacy audit)",
-            variant_note(f, "Laplace scale", f"local epsilon {nominal.eps0 / f:.4g}")),
-        noise_factor=f)
+            variant_note(f, "Laplace scale", f"local epsilon {nominal.eps0 / f:.4g}"),
+        ),
+        noise_factor=f,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,39 +434,55 @@ def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
 # --------------------------------------------------------------------------------------------
 def _tree_spec(kind: str, f: float) -> AuditSpec:
     T, d, B, eps, delta, conversion = 4, 2, 1.0, 1.0, 1e-5, "cks"
-    nominal = TreeAggregator.calibrated(T, d, leaf_bound=B, rng=np.random.default_rng(0), delta=delta,
-                                        epsilon=eps, kind=kind, conversion=conversion)
+    nominal = TreeAggregator.calibrated(
+        T,
+        d,
+        leaf_bound=B,
+        rng=np.random.default_rng(0),
+        delta=delta,
+        epsilon=eps,
+        kind=kind,
+        conversion=conversion,
+    )
     g = nominal.guarantee(delta, method=conversion)
     sigma = nominal.sigma * f
     shape = (d,) if kind == "vector" else (d, d)
     leaf = np.zeros(shape)
     leaf[(0,) * len(shape)] = B
-    powers = {1 << k for k in range(max_nodes_per_leaf(T))}  # nodes holding leaf 1 complete at t = 2^k
+    powers = {
+        1 << k for k in range(max_nodes_per_leaf(T))
+    }  # nodes holding leaf 1 complete at t = 2^k
 
     def sample(side: int, m: int, rng: np.random.Generator) -> np.ndarray:
         tree = TreeAggregator(T, d, sigma=sigma, leaf_bound=B, rng=rng, replications=m, kind=kind)
         stat = np.zeros(m)
         zero = np.zeros((m,) + shape)
         for t in range(1, T + 1):
-            tree.add(np.broadcast_to(leaf if side == 0 else -leaf, (m,) + shape) if t == 1 else zero)
+            tree.add(
+                np.broadcast_to(leaf if side == 0 else -leaf, (m,) + shape) if t == 1 else zero
+            )
             if t in powers:  # node [1, 2^k] = prefix(2^k) - prefix(0)
                 stat += tree.prefix_sum().reshape(m, -1)[:, 0]
         return stat
 
     what = "B e_1 vs -B e_1" if kind == "vector" else "B E_11 vs -B E_11"
     return AuditSpec(
-        name=variant_name(f"tree-{kind}", f), claimed_epsilon=float(g.epsilon), claimed_delta=float(g.delta),
+        name=variant_name(f"tree-{kind}", f),
+        claimed_epsilon=float(g.epsilon),
+        claimed_delta=float(g.delta),
         sample=sample,
         neighbours=f"stream of T={T} leaves, leaf 1 changed: {what} (B={B:g}, distance = the sensitivity "
-                   f"{nominal.sensitivity:g}); the other leaves are 0",
+        f"{nominal.sensitivity:g}); the other leaves are 0",
         statistic=f"sum over the {len(powers)} released nodes containing leaf 1 of entry (1) / (1,1), read off "
-                  "the prefix sums (node [1, 2^k] = prefix(2^k)): the exact log-likelihood-ratio direction",
+        "the prefix sums (node [1, 2^k] = prefix(2^k)): the exact log-likelihood-ratio direction",
         n_samples=500_000,
         notes=_join(
             f"binary-tree {kind} prefix sums, calibrated to (eps={eps:g}, delta={delta:g}) via zCDP with the "
             f"{conversion.upper()} conversion, sigma={nominal.sigma:.6g}",
-            variant_note(f, "node noise std")),
-        noise_factor=f)
+            variant_note(f, "node noise std"),
+        ),
+        noise_factor=f,
+    )
 
 
 def tree_vector(under_noised: float | None = None) -> AuditSpec:

@@ -64,15 +64,22 @@ def _draw(spec: AuditSpec, side: int, n: int, rng: np.random.Generator, chunk: i
         m = min(chunk, left)
         t = np.asarray(spec.sample(side, m, rng), dtype=float).reshape(-1)
         if t.size != m:
-            raise ValidationError(f"the sampler of {spec.name!r} returned {t.size} statistics, expected {m}")
+            raise ValidationError(
+                f"the sampler of {spec.name!r} returned {t.size} statistics, expected {m}"
+            )
         out.append(t)
         left -= m
     return check_finite_array("statistics", np.concatenate(out))
 
 
 def audit_spec(
-    spec: AuditSpec, *, n_samples: int | None = None, alpha: float = 0.05, seed: int = 0,
-    chunk: int = DEFAULT_CHUNK, selection_alpha: float | None = None,
+    spec: AuditSpec,
+    *,
+    n_samples: int | None = None,
+    alpha: float = 0.05,
+    seed: int = 0,
+    chunk: int = DEFAULT_CHUNK,
+    selection_alpha: float | None = None,
 ) -> AuditResult:
     """Run the audit described by ``spec`` (see the module docstring for the method).
 
@@ -101,24 +108,39 @@ def audit_spec(
     # streams keyed by (seed, base name): independent across mechanisms, common to a mechanism and its
     # under-noised variants
     key = zlib.crc32(spec.name.split("[")[0].encode())
-    rng0, rng1 = (np.random.Generator(np.random.PCG64(s))
-                  for s in np.random.SeedSequence(seed, spawn_key=(key,)).spawn(2))
+    rng0, rng1 = (
+        np.random.Generator(np.random.PCG64(s))
+        for s in np.random.SeedSequence(seed, spawn_key=(key,)).spawn(2)
+    )
     t0 = _draw(spec, 0, N, rng0, chunk)
     t1 = _draw(spec, 1, N, rng1, chunk)
     h = N // 2
-    sel = a / 100.0 if selection_alpha is None else check_in_range(
-        "selection_alpha", selection_alpha, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    sel = (
+        a / 100.0
+        if selection_alpha is None
+        else check_in_range(
+            "selection_alpha", selection_alpha, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
+    )
     test, _ = select_threshold_test(t0[:h], t1[:h], spec.claimed_delta, sel)
     ev = evaluate_threshold_test(test, t0[h:], t1[h:], spec.claimed_delta, a)
     lb = ev["eps_lb"]
-    outcome = (f"test ({h} train / {N - h} held out per input): {test.describe()}, "
-               f"FPR={ev['fpr']:.4g} (<= {ev['fpr_upper']:.4g}), FNR={ev['fnr']:.4g} "
-               f"(<= {ev['fnr_upper']:.4g}), plug-in eps={ev['eps_hat']:.4g}, confidence {1 - a:g}")
+    outcome = (
+        f"test ({h} train / {N - h} held out per input): {test.describe()}, "
+        f"FPR={ev['fpr']:.4g} (<= {ev['fpr_upper']:.4g}), FNR={ev['fnr']:.4g} "
+        f"(<= {ev['fnr_upper']:.4g}), plug-in eps={ev['eps_hat']:.4g}, confidence {1 - a:g}"
+    )
     notes = _join(f"pair: {spec.neighbours}", f"statistic: {spec.statistic}", outcome, spec.notes)
-    return AuditResult(mechanism=spec.name, claimed_epsilon=float(spec.claimed_epsilon),
-                       claimed_delta=float(spec.claimed_delta), audited_epsilon_lb=lb, n_samples=N,
-                       passed=bool(lb <= spec.claimed_epsilon), notes=notes,
-                       max_certifiable=float(epsilon_lower_bound(0, N - h, 0, N - h, spec.claimed_delta, a)))
+    return AuditResult(
+        mechanism=spec.name,
+        claimed_epsilon=float(spec.claimed_epsilon),
+        claimed_delta=float(spec.claimed_delta),
+        audited_epsilon_lb=lb,
+        n_samples=N,
+        passed=bool(lb <= spec.claimed_epsilon),
+        notes=notes,
+        max_certifiable=float(epsilon_lower_bound(0, N - h, 0, N - h, spec.claimed_delta, a)),
+    )
 
 
 def audit(
@@ -171,12 +193,16 @@ def audit(
     elif callable(mechanism_factory):
         release = mechanism_factory
     else:
-        raise ValidationError("mechanism_factory must have a sample(value, rng) method or be callable, got "
-                              f"{type(mechanism_factory).__name__}")
+        raise ValidationError(
+            "mechanism_factory must have a sample(value, rng) method or be callable, got "
+            f"{type(mechanism_factory).__name__}"
+        )
     if claimed_epsilon is None or claimed_delta is None:
         g = getattr(mechanism_factory, "guarantee", None)
         if g is None:
-            raise ValidationError("give claimed_epsilon and claimed_delta, or a mechanism with a .guarantee")
+            raise ValidationError(
+                "give claimed_epsilon and claimed_delta, or a mechanism with a .guarantee"
+            )
         claimed_epsilon = g.epsilon if claimed_epsilon is None else claimed_epsilon
         claimed_delta = g.delta if claimed_delta is None else claimed_delta
     eps_c = check_in_range("claimed_epsilon", claimed_epsilon, 0.0, None, allow_inf=True)
@@ -200,10 +226,18 @@ def audit(
         batch = np.broadcast_to(inputs[side], (n,) + x0.shape).copy()
         return stat(release(batch, rng))
 
-    label = name or str(getattr(mechanism_factory, "name", getattr(mechanism_factory, "__name__", "mechanism")))
-    spec = AuditSpec(name=label, claimed_epsilon=eps_c, claimed_delta=dlt_c, sample=sample,
-                     neighbours=f"D={_fmt(x0)}, D'={_fmt(x1)}",
-                     statistic="user-supplied" if user_statistic else "projection on D' - D", n_samples=n_samples)
+    label = name or str(
+        getattr(mechanism_factory, "name", getattr(mechanism_factory, "__name__", "mechanism"))
+    )
+    spec = AuditSpec(
+        name=label,
+        claimed_epsilon=eps_c,
+        claimed_delta=dlt_c,
+        sample=sample,
+        neighbours=f"D={_fmt(x0)}, D'={_fmt(x1)}",
+        statistic="user-supplied" if user_statistic else "projection on D' - D",
+        n_samples=n_samples,
+    )
     return audit_spec(spec, alpha=alpha, seed=seed, chunk=chunk)
 
 
@@ -216,8 +250,13 @@ def _fmt(x: np.ndarray) -> str:
 
 
 def audit_mechanism(
-    name: str, under_noised: float | None = None, n_samples: int | None = None, seed: int = 0, *,
-    alpha: float = 0.05, catalog: Mapping[str, Callable[..., AuditSpec]] | None = None,
+    name: str,
+    under_noised: float | None = None,
+    n_samples: int | None = None,
+    seed: int = 0,
+    *,
+    alpha: float = 0.05,
+    catalog: Mapping[str, Callable[..., AuditSpec]] | None = None,
 ) -> AuditResult:
     """Audit a registered mechanism (``privbandits audit NAME``).
 
@@ -247,10 +286,17 @@ def audit_mechanism(
 
 
 def run_all(
-    under_noised: float | None = None, n_samples: int | None = None, seed: int = 0, *, alpha: float = 0.05,
-    names: Sequence[str] | None = None, catalog: Mapping[str, Callable[..., AuditSpec]] | None = None,
+    under_noised: float | None = None,
+    n_samples: int | None = None,
+    seed: int = 0,
+    *,
+    alpha: float = 0.05,
+    names: Sequence[str] | None = None,
+    catalog: Mapping[str, Callable[..., AuditSpec]] | None = None,
 ) -> list[AuditResult]:
     """Audit every entry of ``catalog`` (or ``names``), in catalog order (``privbandits audit --all``)."""
     cat = AUDITABLE if catalog is None else catalog
-    return [audit_mechanism(nm, under_noised, n_samples, seed, alpha=alpha, catalog=cat)
-            for nm in (names or list(cat))]
+    return [
+        audit_mechanism(nm, under_noised, n_samples, seed, alpha=alpha, catalog=cat)
+        for nm in (names or list(cat))
+    ]

@@ -88,13 +88,21 @@ class AuditResult:
 
     def row(self) -> dict[str, Any]:
         """The result as a flat dict (one table row)."""
-        return {"mechanism": self.mechanism, "claimed_epsilon": self.claimed_epsilon,
-                "claimed_delta": self.claimed_delta, "audited_epsilon_lb": self.audited_epsilon_lb,
-                "n_samples": self.n_samples, "passed": self.passed, "max_certifiable": self.max_certifiable,
-                "notes": self.notes}
+        return {
+            "mechanism": self.mechanism,
+            "claimed_epsilon": self.claimed_epsilon,
+            "claimed_delta": self.claimed_delta,
+            "audited_epsilon_lb": self.audited_epsilon_lb,
+            "n_samples": self.n_samples,
+            "passed": self.passed,
+            "max_certifiable": self.max_certifiable,
+            "notes": self.notes,
+        }
 
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "VIOLATION"
-        return (f"{self.mechanism}: claimed ({self.claimed_epsilon:.4g}, {self.claimed_delta:.3g}), "
-                f"audited epsilon >= {self.audited_epsilon_lb:.4g} (N={self.n_samples}; this test can certify "
-                f"at most {self.max_certifiable:.4g}) -> {verdict}")
+        return (
+            f"{self.mechanism}: claimed ({self.claimed_epsilon:.4g}, {self.claimed_delta:.3g}), "
+            f"audited epsilon >= {self.audited_epsilon_lb:.4g} (N={self.n_samples}; this test can certify "
+            f"at most {self.max_certifiable:.4g}) -> {verdict}"
+        )

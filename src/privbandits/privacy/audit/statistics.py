@@ -59,7 +59,10 @@ def _check_counts(k: Any, n: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def clopper_pearson(
-    k: int | np.ndarray, n: int | np.ndarray, confidence: float = 0.95, alternative: str = "two-sided"
+    k: int | np.ndarray,
+    n: int | np.ndarray,
+    confidence: float = 0.95,
+    alternative: str = "two-sided",
 ) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Exact (Clopper-Pearson) confidence bounds on a binomial proportion, vectorized.
 
@@ -87,7 +90,9 @@ def clopper_pearson(
     Clopper & Pearson (1934), "The use of confidence or fiducial limits illustrated in the case of
     the binomial", Biometrika 26(4).
     """
-    conf = check_in_range("confidence", confidence, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    conf = check_in_range(
+        "confidence", confidence, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+    )
     alternative = check_choice("alternative", alternative, ("two-sided", "less", "greater"))
     scalar = np.ndim(k) == 0 and np.ndim(n) == 0
     kk, nn = _check_counts(k, n)
@@ -201,7 +206,11 @@ def _candidates(pooled_sorted: np.ndarray, max_candidates: int) -> np.ndarray:
 
 
 def select_threshold_test(
-    t0: np.ndarray, t1: np.ndarray, delta: float = 0.0, alpha: float = 0.05, *,
+    t0: np.ndarray,
+    t1: np.ndarray,
+    delta: float = 0.0,
+    alpha: float = 0.05,
+    *,
     max_candidates: int = MAX_CANDIDATES,
 ) -> tuple[ThresholdTest, float]:
     """Pick the test maximizing the Clopper-Pearson-penalized bound (1) on training draws.
@@ -224,7 +233,9 @@ def select_threshold_test(
     t1 = np.sort(check_finite_array("t1", t1, ndim=1))
     if t0.size == 0 or t1.size == 0:
         raise ValidationError("need at least one training draw under each neighbouring input")
-    cands = _candidates(np.sort(np.concatenate([t0, t1])), check_int("max_candidates", max_candidates, 2))
+    cands = _candidates(
+        np.sort(np.concatenate([t0, t1])), check_int("max_candidates", max_candidates, 2)
+    )
     best: tuple[float, ThresholdTest] | None = None
     for (side, order), (fp, n_null, fn, n_alt) in _rates(t0, t1, cands).items():
         eps = np.asarray(epsilon_lower_bound(fp, n_null, fn, n_alt, delta, alpha))
@@ -247,12 +258,20 @@ def evaluate_threshold_test(
     """
     t0 = np.sort(check_finite_array("t0", t0, ndim=1))
     t1 = np.sort(check_finite_array("t1", t1, ndim=1))
-    fp, n_null, fn, n_alt = (int(np.asarray(x).reshape(-1)[0]) for x in
-                             _rates(t0, t1, np.array([test.threshold]))[(test.side, test.order)])
+    fp, n_null, fn, n_alt = (
+        int(np.asarray(x).reshape(-1)[0])
+        for x in _rates(t0, t1, np.array([test.threshold]))[(test.side, test.order)]
+    )
     _, fpr_u = clopper_pearson(fp, n_null, 1.0 - alpha / 2.0, "less")
     _, fnr_u = clopper_pearson(fn, n_alt, 1.0 - alpha / 2.0, "less")
     fpr, fnr = fp / n_null, fn / n_alt
     num = 1.0 - delta - fnr
     eps_hat = math.log(num / fpr) if (num > 0 and fpr > 0) else (math.inf if num > 0 else 0.0)
-    return {"eps_lb": float(epsilon_lower_bound(fp, n_null, fn, n_alt, delta, alpha)), "eps_hat": eps_hat,
-            "fpr": fpr, "fnr": fnr, "fpr_upper": float(fpr_u), "fnr_upper": float(fnr_u)}
+    return {
+        "eps_lb": float(epsilon_lower_bound(fp, n_null, fn, n_alt, delta, alpha)),
+        "eps_hat": eps_hat,
+        "fpr": fpr,
+        "fnr": fnr,
+        "fpr_upper": float(fpr_u),
+        "fnr_upper": float(fnr_u),
+    }

@@ -19,5 +19,16 @@ from privbandits.service.device.simulate import (
     simulate_users,
 )
 
-__all__ = ["Assignment", "DeviceClient", "ModelSnapshot", "Pin", "ServiceError", "ShuffleDevice", "ShuffleRun",
-           "SimulatedRun", "simulate_clients", "simulate_shuffle_users", "simulate_users"]
+__all__ = [
+    "Assignment",
+    "DeviceClient",
+    "ModelSnapshot",
+    "Pin",
+    "ServiceError",
+    "ShuffleDevice",
+    "ShuffleRun",
+    "SimulatedRun",
+    "simulate_clients",
+    "simulate_shuffle_users",
+    "simulate_users",
+]

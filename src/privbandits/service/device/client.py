@@ -85,17 +85,25 @@ class Pin:
         device rebuilt it) does not meet the pin."""
         g = alg.calibration.guarantee
         if self.algorithm is not None and alg.name != self.algorithm:
-            raise ValidationError(f"the server serves {alg.name!r}; this device is pinned to {self.algorithm!r}")
+            raise ValidationError(
+                f"the server serves {alg.name!r}; this device is pinned to {self.algorithm!r}"
+            )
         if self.trust_model is not None and alg.trust_model != self.trust_model:
-            raise ValidationError(f"the server serves a {alg.trust_model}-model algorithm ({alg.name}); this device is "
-                                  f"pinned to the {self.trust_model} model")
+            raise ValidationError(
+                f"the server serves a {alg.trust_model}-model algorithm ({alg.name}); this device is "
+                f"pinned to the {self.trust_model} model"
+            )
         eps, delta = float(g.epsilon), float(g.delta)
         if self.epsilon is not None and not eps <= self.epsilon * (1 + 1e-9):
-            raise ValidationError(f"the served {alg.name} accounts epsilon={eps:.6g} per user, weaker than the pinned "
-                                  f"epsilon={self.epsilon:.6g}: refusing to report")
+            raise ValidationError(
+                f"the served {alg.name} accounts epsilon={eps:.6g} per user, weaker than the pinned "
+                f"epsilon={self.epsilon:.6g}: refusing to report"
+            )
         if self.delta is not None and not delta <= self.delta * (1 + 1e-9):
-            raise ValidationError(f"the served {alg.name} accounts delta={delta:.3g} per user, weaker than the pinned "
-                                  f"delta={self.delta:.3g}: refusing to report")
+            raise ValidationError(
+                f"the served {alg.name} accounts delta={delta:.3g} per user, weaker than the pinned "
+                f"delta={self.delta:.3g}: refusing to report"
+            )
 
 
 def _decode_public(public: dict[str, Any]) -> PublicState:
@@ -113,8 +121,12 @@ def local_algorithm(info: dict[str, Any], seed: int | None = None) -> Algorithm:
     from privbandits.service.config import ServiceConfig, build_problem
 
     cfg = info["config"]
-    sc = ServiceConfig(algorithm=cfg["algorithm"], params=dict(cfg["params"]), env=dict(cfg["env"]),
-                       horizon=int(cfg["horizon"]))
+    sc = ServiceConfig(
+        algorithm=cfg["algorithm"],
+        params=dict(cfg["params"]),
+        env=dict(cfg["env"]),
+        horizon=int(cfg["horizon"]),
+    )
     alg, _, _ = build_problem(sc, 0 if seed is None else seed)
     return alg
 
@@ -140,10 +152,20 @@ class DeviceClient:
         The guarantee the app requires (checked before any report or raw context is sent).
     """
 
-    def __init__(self, base_url: str, token: str, *, algorithm: Algorithm | None = None,
-                 rng_policy: np.random.Generator | None = None, rng_client: np.random.Generator | None = None,
-                 http: Any = None, timeout: float = 10.0, retries: int = 8, backoff: float = 0.05,
-                 pin: Pin | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        algorithm: Algorithm | None = None,
+        rng_policy: np.random.Generator | None = None,
+        rng_client: np.random.Generator | None = None,
+        http: Any = None,
+        timeout: float = 10.0,
+        retries: int = 8,
+        backoff: float = 0.05,
+        pin: Pin | None = None,
+    ) -> None:
         import httpx
 
         self.base_url = base_url.rstrip("/")
@@ -156,7 +178,9 @@ class DeviceClient:
         self.pin = pin
 
     # -- transport --------------------------------------------------------------------------
-    def _request(self, method: str, path: str, body: Any = None, key: str | None = None) -> dict[str, Any]:
+    def _request(
+        self, method: str, path: str, body: Any = None, key: str | None = None
+    ) -> dict[str, Any]:
         import httpx
 
         headers = dict(self.headers)
@@ -207,13 +231,19 @@ class DeviceClient:
             self.pin.check(alg)
         local = isinstance(alg, LocalAlgorithm) and not isinstance(alg, ShuffleAlgorithm)
         if kind is LocalAlgorithm and not local:
-            raise ValidationError(f"{alg.name}: choose/report on the device are for local-model algorithms "
-                                  "(shuffle model: ShuffleDevice; curators: select/report_reward)")
+            raise ValidationError(
+                f"{alg.name}: choose/report on the device are for local-model algorithms "
+                "(shuffle model: ShuffleDevice; curators: select/report_reward)"
+            )
         if not isinstance(alg, kind):
-            raise ValidationError(f"{alg.name} runs in the {alg.trust_model} model, not as a {kind.__name__}")
+            raise ValidationError(
+                f"{alg.name} runs in the {alg.trust_model} model, not as a {kind.__name__}"
+            )
         mine = (model.info.get("guarantee") or {}).get("text")
         if str(alg.guarantee) != mine:
-            raise ValidationError(f"the device's calibration ({alg.guarantee}) differs from the server's ({mine})")
+            raise ValidationError(
+                f"the device's calibration ({alg.guarantee}) differs from the server's ({mine})"
+            )
         return alg
 
     # -- local model ------------------------------------------------------------------------
@@ -223,22 +253,39 @@ class DeviceClient:
         alg = self._checked(model, LocalAlgorithm)
         assert isinstance(alg, LocalAlgorithm)
         X = np.asarray(contexts)[None]
-        return int(device_choose(alg.client, alg.spec, model.version, model.public, X, self.rng_policy)[0])
+        return int(
+            device_choose(alg.client, alg.spec, model.version, model.public, X, self.rng_policy)[0]
+        )
 
-    def privatize(self, contexts: np.ndarray, action: int, reward: float, model: ModelSnapshot) -> dict[str, Any]:
+    def privatize(
+        self, contexts: np.ndarray, action: int, reward: float, model: ModelSnapshot
+    ) -> dict[str, Any]:
         """The request body: the local randomizer's output and the model version, nothing else
         (:func:`privbandits.engine.protocol.device_randomize`)."""
         alg = self._checked(model, LocalAlgorithm)
         assert isinstance(alg, LocalAlgorithm)
-        msg = device_randomize(alg.client, alg.spec, model.version, model.public, np.asarray(contexts)[None],
-                               np.array([action]), np.array([reward]), self.rng_client)
-        return {"model_version": model.version, "report": {k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()}}
+        msg = device_randomize(
+            alg.client,
+            alg.spec,
+            model.version,
+            model.public,
+            np.asarray(contexts)[None],
+            np.array([action]),
+            np.array([reward]),
+            self.rng_client,
+        )
+        return {
+            "model_version": model.version,
+            "report": {k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()},
+        }
 
     def send(self, body: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """``POST /v1/reports`` with one idempotency key for every retry."""
         return self._request("POST", "/v1/reports", body, key or uuid.uuid4().hex)
 
-    def report(self, contexts: np.ndarray, action: int, reward: float, model: ModelSnapshot) -> dict[str, Any]:
+    def report(
+        self, contexts: np.ndarray, action: int, reward: float, model: ModelSnapshot
+    ) -> dict[str, Any]:
         """Privatize on the device and send; returns the server's answer."""
         return self.send(self.privatize(contexts, action, reward, model))
 
@@ -248,11 +295,17 @@ class DeviceClient:
         the local or shuffle model: the raw contexts never leave it)."""
         if self.pin is not None:
             self._checked(ModelSnapshot(0, PublicState({}), self.fetch_model().info), Curator)
-        ans = self._request("POST", "/v1/actions", {"contexts": np.asarray(contexts, dtype=float).tolist()},
-                            key or uuid.uuid4().hex)
+        ans = self._request(
+            "POST",
+            "/v1/actions",
+            {"contexts": np.asarray(contexts, dtype=float).tolist()},
+            key or uuid.uuid4().hex,
+        )
         return int(ans["action"]), str(ans["ticket"])
 
-    def report_reward(self, ticket: str, reward: float, model_version: int, key: str | None = None) -> dict[str, Any]:
+    def report_reward(
+        self, ticket: str, reward: float, model_version: int, key: str | None = None
+    ) -> dict[str, Any]:
         """Curator: the raw reward of the user holding ``ticket``."""
         body = {"model_version": model_version, "ticket": ticket, "reward": float(reward)}
         return self._request("POST", "/v1/reports", body, key or uuid.uuid4().hex)

@@ -78,7 +78,9 @@ class ShuffleDevice(DeviceClient):
         the reports.  Without it the device trusts the relayed key.
     """
 
-    def __init__(self, base_url: str, token: str, *, server_key: str | None = None, **kw: Any) -> None:
+    def __init__(
+        self, base_url: str, token: str, *, server_key: str | None = None, **kw: Any
+    ) -> None:
         super().__init__(base_url, token, **kw)
         self.server_key = server_key
 
@@ -86,8 +88,10 @@ class ShuffleDevice(DeviceClient):
         """The key reports are sealed to: the relayed ``public_key``, checked against ``server_key``."""
         relayed = str(model.info["public_key"])
         if self.server_key is not None and relayed != self.server_key:
-            raise ValidationError("the model relayed by the shuffler carries a public key other than the server's: "
-                                  "refusing to seal reports to it")
+            raise ValidationError(
+                "the model relayed by the shuffler carries a public key other than the server's: "
+                "refusing to seal reports to it"
+            )
         return relayed
 
     def assignment(self, wait: float = 30.0) -> Assignment:
@@ -107,8 +111,9 @@ class ShuffleDevice(DeviceClient):
                 continue
             return Assignment(int(ans["model_version"]), _decode_public(ans["public"]))
 
-    def privatize_sealed(self, contexts: np.ndarray, reward: float, model: ModelSnapshot,
-                         assigned: Assignment) -> dict[str, Any]:
+    def privatize_sealed(
+        self, contexts: np.ndarray, reward: float, model: ModelSnapshot, assigned: Assignment
+    ) -> dict[str, Any]:
         """The request body: the model version and the sealed report, nothing else.
 
         The report is the algorithm's randomizer output for the assigned action (with that
@@ -120,18 +125,48 @@ class ShuffleDevice(DeviceClient):
         alg = self._checked(model, ShuffleAlgorithm)
         assert isinstance(alg, ShuffleAlgorithm)
         a = assigned.action
-        msg = device_randomize(alg.client, alg.spec, assigned.version, assigned.public, np.asarray(contexts)[None],
-                               np.array([a]), np.array([reward]), self.rng_client)
+        msg = device_randomize(
+            alg.client,
+            alg.spec,
+            assigned.version,
+            assigned.public,
+            np.asarray(contexts)[None],
+            np.array([a]),
+            np.array([reward]),
+            self.rng_client,
+        )
         report: dict[str, Any] = {"action": a}
         report.update({k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()})
         # padded to the longest report of the device's own format: every sealed report has one size
-        fmt = ReportFormat(msg.mechanism, (FieldSchema("action", (), "i"), *(
-            FieldSchema(k, tuple(np.asarray(v).shape[1:]), "i" if np.asarray(v).dtype.kind in "iub" else "f")
-            for k, v in msg.payload.items())), 0)
-        return {"model_version": assigned.version,
-                "report": sealing.seal(report, self.sealing_key(model), size=fmt.sealed_size())}
+        fmt = ReportFormat(
+            msg.mechanism,
+            (
+                FieldSchema("action", (), "i"),
+                *(
+                    FieldSchema(
+                        k,
+                        tuple(np.asarray(v).shape[1:]),
+                        "i" if np.asarray(v).dtype.kind in "iub" else "f",
+                    )
+                    for k, v in msg.payload.items()
+                ),
+            ),
+            0,
+        )
+        return {
+            "model_version": assigned.version,
+            "report": sealing.seal(report, self.sealing_key(model), size=fmt.sealed_size()),
+        }
 
-    def report_sealed(self, contexts: np.ndarray, reward: float, model: ModelSnapshot, assigned: Assignment,
-                      key: str | None = None) -> dict[str, Any]:
+    def report_sealed(
+        self,
+        contexts: np.ndarray,
+        reward: float,
+        model: ModelSnapshot,
+        assigned: Assignment,
+        key: str | None = None,
+    ) -> dict[str, Any]:
         """Privatize and seal on the device, send to the shuffler; returns its answer."""
-        return self.send(self.privatize_sealed(contexts, reward, model, assigned), key or uuid.uuid4().hex)
+        return self.send(
+            self.privatize_sealed(contexts, reward, model, assigned), key or uuid.uuid4().hex
+        )

@@ -37,7 +37,14 @@ from privbandits.engine import protocol
 from privbandits.service.device.client import DeviceClient, local_algorithm
 from privbandits.service.device.shuffle import ShuffleDevice
 
-__all__ = ["ClientsSummary", "ShuffleRun", "SimulatedRun", "simulate_clients", "simulate_shuffle_users", "simulate_users"]
+__all__ = [
+    "ClientsSummary",
+    "ShuffleRun",
+    "SimulatedRun",
+    "simulate_clients",
+    "simulate_shuffle_users",
+    "simulate_users",
+]
 
 #: Simulated rewards are posted to the dashboard in groups of this many users.
 REWARD_GROUP = 25
@@ -57,16 +64,31 @@ class ClientsSummary:
         """A short human-readable summary."""
         r = np.asarray(self.rewards)
         k = max(1, len(r) // 10)
-        trend = (f"; mean reward first {k} users {r[:k].mean():.3f}, last {k} users {r[-k:].mean():.3f}"
-                 if len(r) else "")
+        trend = (
+            f"; mean reward first {k} users {r[:k].mean():.3f}, last {k} users {r[-k:].mean():.3f}"
+            if len(r)
+            else ""
+        )
         errs = f"; {len(self.errors)} error(s), first: {self.errors[0]}" if self.errors else ""
-        return (f"{self.users} simulated users, {self.reported} reports accepted in {self.seconds:.1f} s "
-                f"({self.users / max(self.seconds, 1e-9):.0f} users/s){trend}{errs}")
+        return (
+            f"{self.users} simulated users, {self.reported} reports accepted in {self.seconds:.1f} s "
+            f"({self.users / max(self.seconds, 1e-9):.0f} users/s){trend}{errs}"
+        )
 
 
-def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: int = 0, workers: int = 4,
-                     shuffler_url: str | None = None, post_rewards: bool = True, timeout: float = 30.0,
-                     http: Any = None, wait: float = 120.0) -> ClientsSummary:
+def simulate_clients(
+    server_url: str,
+    tokens: Sequence[str],
+    n: int,
+    *,
+    seed: int = 0,
+    workers: int = 4,
+    shuffler_url: str | None = None,
+    post_rewards: bool = True,
+    timeout: float = 30.0,
+    http: Any = None,
+    wait: float = 120.0,
+) -> ClientsSummary:
     """Run ``n`` simulated users against ``server_url`` (see the module docstring).
 
     Parameters
@@ -116,8 +138,10 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
     env.reset(1, make_streams(seed), int(cfg["horizon"]))
     shuffle = info.get("trust_model") == "shuffle"
     if shuffle and shuffler_url is None:
-        raise ValidationError(f"{info['algorithm']} is a shuffle-model algorithm: give the shuffler's URL "
-                              "(shuffler_url / --shuffler); its reports never go to the server directly")
+        raise ValidationError(
+            f"{info['algorithm']} is a shuffle-model algorithm: give the shuffler's URL "
+            "(shuffler_url / --shuffler); its reports never go to the server directly"
+        )
     env_lock, out_lock = threading.Lock(), threading.Lock()
     summary = ClientsSummary(users=n, reported=0, seconds=0.0)
     pending: list[float] = []
@@ -146,12 +170,30 @@ def simulate_clients(server_url: str, tokens: Sequence[str], n: int, *, seed: in
                 i = next(next_user, None)
             if i is None:
                 break
-            extra = {"server_key": info["public_key"]} if shuffle else {}  # the key read from the server itself
-            dev = cls(base, tokens[i % len(tokens)], algorithm=alg, rng_policy=rng_policy, rng_client=rng_client,
-                      http=http, **extra)
+            extra = (
+                {"server_key": info["public_key"]} if shuffle else {}
+            )  # the key read from the server itself
+            dev = cls(
+                base,
+                tokens[i % len(tokens)],
+                algorithm=alg,
+                rng_policy=rng_policy,
+                rng_client=rng_client,
+                http=http,
+                **extra,
+            )
             try:
-                r = _one_user(dev, alg, env, env_lock, isinstance(alg, Curator), isinstance(alg, ShuffleAlgorithm))
-            except Exception as exc:  # one failed user must not stop the others; reported in the summary
+                r = _one_user(
+                    dev,
+                    alg,
+                    env,
+                    env_lock,
+                    isinstance(alg, Curator),
+                    isinstance(alg, ShuffleAlgorithm),
+                )
+            except (
+                Exception
+            ) as exc:  # one failed user must not stop the others; reported in the summary
                 with out_lock:
                     summary.errors.append(f"user {i}: {exc}")
                 continue
@@ -186,12 +228,15 @@ def _wait_until_up(http: Any, url: str, wait: float) -> None:
         except httpx.TransportError:
             pass
         if time.monotonic() > deadline:
-            raise ValidationError(f"{url} did not answer GET /v1/status within {wait:g} s: is it running?")
+            raise ValidationError(
+                f"{url} did not answer GET /v1/status within {wait:g} s: is it running?"
+            )
         time.sleep(0.2)
 
 
-def _one_user(dev: Any, alg: Any, env: Any, env_lock: threading.Lock, curator: bool,
-              shuffle: bool) -> tuple[float, bool]:
+def _one_user(
+    dev: Any, alg: Any, env: Any, env_lock: threading.Lock, curator: bool, shuffle: bool
+) -> tuple[float, bool]:
     """One simulated user: ``(reward, reported)``."""
     if curator:
         with env_lock:  # the curator's choice needs the user's contexts: keep the round atomic
@@ -228,9 +273,16 @@ class SimulatedRun:
     last_answer: dict[str, Any]
 
 
-def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int, *, http: Any = None,
-                   on_round: Callable[[int, dict[str, Any]], None] | None = None,
-                   post_rewards_every: int = 0) -> SimulatedRun:
+def simulate_users(
+    base_url: str,
+    tokens: Sequence[str],
+    seed: int,
+    rounds: int,
+    *,
+    http: Any = None,
+    on_round: Callable[[int, dict[str, Any]], None] | None = None,
+    post_rewards_every: int = 0,
+) -> SimulatedRun:
     """``rounds`` simulated users, one after another, each with its own token (cycled).
 
     Uses the streams of ``simulate(alg, env, horizon, seed=seed, engine="reference")``: the
@@ -248,8 +300,15 @@ def simulate_users(base_url: str, tokens: Sequence[str], seed: int, rounds: int,
             probe.http.close()
 
 
-def _drive_users(probe: DeviceClient, base_url: str, tokens: Sequence[str], seed: int, rounds: int,
-                 on_round: Callable[[int, dict[str, Any]], None] | None, post_rewards_every: int) -> SimulatedRun:
+def _drive_users(
+    probe: DeviceClient,
+    base_url: str,
+    tokens: Sequence[str],
+    seed: int,
+    rounds: int,
+    on_round: Callable[[int, dict[str, Any]], None] | None,
+    post_rewards_every: int,
+) -> SimulatedRun:
     from privbandits.experiments.units import build_env
 
     info = probe.fetch_model().info
@@ -260,14 +319,25 @@ def _drive_users(probe: DeviceClient, base_url: str, tokens: Sequence[str], seed
     alg = local_algorithm(info)
     alg.reset(spec, 1, streams)  # as simulate: the algorithm is reset on the run's streams
     curator = isinstance(alg, Curator)
-    devices = [DeviceClient(base_url, tok, algorithm=alg, rng_policy=streams.policy, rng_client=streams.client,
-                            http=probe.http) for tok in tokens]
+    devices = [
+        DeviceClient(
+            base_url,
+            tok,
+            algorithm=alg,
+            rng_policy=streams.policy,
+            rng_client=streams.client,
+            http=probe.http,
+        )
+        for tok in tokens
+    ]
     regret, reward, actions = np.zeros(rounds), np.zeros(rounds), np.zeros(rounds, dtype=np.int64)
     answer: dict[str, Any] = {}
     for t in range(rounds):
         X = env.next_round()
         if t == 0:
-            protocol.start(alg, X)  # a batched elimination installs the public catalogue, as the reference driver
+            protocol.start(
+                alg, X
+            )  # a batched elimination installs the public catalogue, as the reference driver
         dev = devices[t % len(devices)]
         if curator:
             a, ticket = dev.select(X[0])
@@ -281,7 +351,7 @@ def _drive_users(probe: DeviceClient, base_url: str, tokens: Sequence[str], seed
         regret[t], reward[t], actions[t] = float(reg[0]), float(r[0]), a
         if post_rewards_every and ((t + 1) % post_rewards_every == 0 or t == rounds - 1):
             start = (t // post_rewards_every) * post_rewards_every
-            dev.post_simulated_rewards(reward[start:t + 1].tolist())
+            dev.post_simulated_rewards(reward[start : t + 1].tolist())
         if on_round is not None:
             on_round(t, answer)
     return SimulatedRun(regret, reward, actions, answer)
@@ -298,9 +368,17 @@ class ShuffleRun:
     answers: list[dict[str, Any]] = field(default_factory=list)
 
 
-def simulate_shuffle_users(shuffler_url: str, tokens: Sequence[str], seed: int, rounds: int, *,
-                           http: Any = None, algorithm: Algorithm | None = None, server_key: str | None = None,
-                           on_round: Callable[[int, float], None] | None = None) -> ShuffleRun:
+def simulate_shuffle_users(
+    shuffler_url: str,
+    tokens: Sequence[str],
+    seed: int,
+    rounds: int,
+    *,
+    http: Any = None,
+    algorithm: Algorithm | None = None,
+    server_key: str | None = None,
+    on_round: Callable[[int, float], None] | None = None,
+) -> ShuffleRun:
     """``rounds`` simulated users, one after another, through the shuffler at ``shuffler_url``.
 
     Each user: reads the model and its assignment from the shuffler, plays the assigned action
@@ -319,8 +397,17 @@ def simulate_shuffle_users(shuffler_url: str, tokens: Sequence[str], seed: int, 
     spec = env.reset(1, streams, int(cfg["horizon"]))
     alg = algorithm if algorithm is not None else local_algorithm(info)
     alg.reset(spec, 1, streams)
-    devices = [ShuffleDevice(shuffler_url, tok, algorithm=alg, rng_client=streams.client, http=probe.http,
-                             server_key=server_key) for tok in tokens]
+    devices = [
+        ShuffleDevice(
+            shuffler_url,
+            tok,
+            algorithm=alg,
+            rng_client=streams.client,
+            http=probe.http,
+            server_key=server_key,
+        )
+        for tok in tokens
+    ]
     reward, regret = np.zeros(rounds), np.zeros(rounds)
     actions = np.zeros(rounds, dtype=np.int64)
     answers: list[dict[str, Any]] = []

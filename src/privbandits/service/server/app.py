@@ -57,16 +57,31 @@ class _Metrics:
     def __init__(self, service: Service) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("privbandits_requests", "HTTP requests by endpoint and status",
-                                ["endpoint", "status"], registry=r)
-        self.latency = Histogram("privbandits_request_seconds", "Request latency by endpoint", ["endpoint"],
-                                 registry=r, buckets=(.0005, .001, .002, .005, .01, .02, .05, .1, .25, 1.0))
-        Gauge("privbandits_model_version", "Model version", registry=r).set_function(lambda: service.model.version)
-        Gauge("privbandits_reports_received", "Users counted by the model",
-              registry=r).set_function(lambda: service.model.rounds)
-        Gauge("privbandits_events", "Accepted requests stored", registry=r).set_function(lambda: service.seq)
-        Gauge("privbandits_guarantee_epsilon", "Accounted epsilon per user",
-              registry=r).set_function(lambda: float(service.model.guarantee.epsilon))
+        self.requests = Counter(
+            "privbandits_requests",
+            "HTTP requests by endpoint and status",
+            ["endpoint", "status"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "privbandits_request_seconds",
+            "Request latency by endpoint",
+            ["endpoint"],
+            registry=r,
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+        )
+        Gauge("privbandits_model_version", "Model version", registry=r).set_function(
+            lambda: service.model.version
+        )
+        Gauge(
+            "privbandits_reports_received", "Users counted by the model", registry=r
+        ).set_function(lambda: service.model.rounds)
+        Gauge("privbandits_events", "Accepted requests stored", registry=r).set_function(
+            lambda: service.seq
+        )
+        Gauge(
+            "privbandits_guarantee_epsilon", "Accounted epsilon per user", registry=r
+        ).set_function(lambda: float(service.model.guarantee.epsilon))
 
 
 class _Observe:
@@ -98,7 +113,9 @@ class _Observe:
 async def _json_body(request: Request, limit: int) -> dict[str, Any]:
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise Refusal(413, f"request body of {int(length)} bytes exceeds the limit of {limit} bytes", "body")
+        raise Refusal(
+            413, f"request body of {int(length)} bytes exceeds the limit of {limit} bytes", "body"
+        )
     data = b""
     async for chunk in request.stream():
         data += chunk
@@ -121,8 +138,14 @@ def _only(body: dict[str, Any], *allowed: str) -> None:
         raise Refusal(exc.status, str(exc), exc.field) from None
 
 
-def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: Any = time.monotonic,
-               extra_routes: Callable[[FastAPI, Service], None] | None = None) -> FastAPI:
+def create_app(
+    config: ServiceConfig,
+    store: Store,
+    tokens: TokenSet,
+    *,
+    clock: Any = time.monotonic,
+    extra_routes: Callable[[FastAPI, Service], None] | None = None,
+) -> FastAPI:
     """The FastAPI application serving ``config``'s algorithm from ``store`` (see the module docstring).
 
     Parameters
@@ -148,7 +171,9 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
     def auth(request: Request, *roles: str) -> Any:
         return service.authorize(request.headers.get("authorization"), roles)
 
-    async def submit(request: Request, kind: str, role: str, key_field: str = "idempotency_key") -> Response:
+    async def submit(
+        request: Request, kind: str, role: str, key_field: str = "idempotency_key"
+    ) -> Response:
         try:
             tok = auth(request, role)
             body = await _json_body(request, limit)
@@ -158,7 +183,9 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
             answer, replayed = service.submit(kind, tok, key, body)
         except Refusal as exc:
             return _error(exc)
-        return JSONResponse(answer, headers={"Idempotency-Replayed": "true" if replayed else "false"})
+        return JSONResponse(
+            answer, headers={"Idempotency-Replayed": "true" if replayed else "false"}
+        )
 
     @app.get("/v1/model")
     async def get_model(request: Request) -> Response:
@@ -214,13 +241,17 @@ def create_app(config: ServiceConfig, store: Store, tokens: TokenSet, *, clock: 
             body = await _json_body(request, limit)
             _only(body, "confirm")
             if body.get("confirm") is not True:
-                raise Refusal(422, 'confirm: send {"confirm": true} to delete every stored report', "confirm")
+                raise Refusal(
+                    422, 'confirm: send {"confirm": true} to delete every stored report', "confirm"
+                )
             service.reset()
         except Refusal as exc:
             return _error(exc)
         return JSONResponse({"reset": True, "model_version": service.model.version})
 
-    app.include_router(dashboard_router())  # GET /: the dashboard page (privbandits.service.server.dashboard)
+    app.include_router(
+        dashboard_router()
+    )  # GET /: the dashboard page (privbandits.service.server.dashboard)
     if extra_routes is not None:
         extra_routes(app, service)
     app.add_middleware(_Observe, metrics=metrics)

@@ -13,17 +13,38 @@ __all__ = ["serve"]
 
 
 def serve(
-    config: Annotated[Path, typer.Argument(help="Experiment TOML with exactly one algorithms entry and an "
-                                                "optional service table (see the deployment guide).")],
-    tokens: Annotated[Path, typer.Option("--tokens", help="Tokens file (TOML: a tokens array of tables with name, "
-                                                          "role, token or sha256; see the deployment guide).")],
+    config: Annotated[
+        Path,
+        typer.Argument(
+            help="Experiment TOML with exactly one algorithms entry and an "
+            "optional service table (see the deployment guide)."
+        ),
+    ],
+    tokens: Annotated[
+        Path,
+        typer.Option(
+            "--tokens",
+            help="Tokens file (TOML: a tokens array of tables with name, "
+            "role, token or sha256; see the deployment guide).",
+        ),
+    ],
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
-    db: Annotated[Optional[str], typer.Option("--db", help="Database: a SQLite file path or sqlite:///path "
-                                                           "(default: <config stem>.service.db beside the "
-                                                           "config), or postgresql://user@host:port/db.")] = None,
-    ssl_keyfile: Annotated[Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")] = None,
-    ssl_certfile: Annotated[Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")] = None,
+    db: Annotated[
+        Optional[str],
+        typer.Option(
+            "--db",
+            help="Database: a SQLite file path or sqlite:///path "
+            "(default: <config stem>.service.db beside the "
+            "config), or postgresql://user@host:port/db.",
+        ),
+    ] = None,
+    ssl_keyfile: Annotated[
+        Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")
+    ] = None,
+    ssl_certfile: Annotated[
+        Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
 ) -> None:
     """Serve CONFIG's algorithm over HTTP: the server role of a local- or shuffle-DP algorithm, or a
@@ -33,7 +54,9 @@ def serve(
     except ImportError:
         from privbandits.core.errors import ValidationError
 
-        raise ValidationError("serve needs the serve extra: pip install 'privbandits[serve]'") from None
+        raise ValidationError(
+            "serve needs the serve extra: pip install 'privbandits[serve]'"
+        ) from None
     from privbandits.service.auth import load_tokens
     from privbandits.service.config import load_service_config
     from privbandits.service.server.app import create_app
@@ -45,7 +68,12 @@ def serve(
     store = open_store(url)
     app = create_app(cfg, store, toks)
     svc = app.state.service
-    typer.echo(f"serving {cfg.algorithm} ({svc.model.alg.trust_model} model, {svc.model.guarantee}) on "
-               f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database {store.url.split('@')[-1]}; "
-               f"restored {svc.restored_events} stored request(s), model version {svc.model.version}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, **tls_options(ssl_keyfile, ssl_certfile))
+    typer.echo(
+        f"serving {cfg.algorithm} ({svc.model.alg.trust_model} model, {svc.model.guarantee}) on "
+        f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database {store.url.split('@')[-1]}; "
+        f"restored {svc.restored_events} stored request(s), model version {svc.model.version}",
+        err=True,
+    )
+    uvicorn.run(
+        app, host=host, port=port, log_level=log_level, **tls_options(ssl_keyfile, ssl_certfile)
+    )

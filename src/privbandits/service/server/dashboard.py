@@ -23,7 +23,11 @@ __all__ = ["dashboard_router", "page_html"]
 def page_html(poll_ms: int = 1000) -> str:
     """The dashboard page, polling ``v1/status`` every ``poll_ms`` milliseconds (100 .. 60000)."""
     poll_ms = check_int("poll_ms", poll_ms, 100, 60_000)
-    text = resources.files("privbandits.service.server").joinpath("dashboard_page.html").read_text(encoding="utf-8")
+    text = (
+        resources.files("privbandits.service.server")
+        .joinpath("dashboard_page.html")
+        .read_text(encoding="utf-8")
+    )
     return text.replace("__POLL_MS__", str(poll_ms))
 
 

@@ -63,14 +63,20 @@ def _kind(alg: Algorithm) -> str:
         return "local"
     if isinstance(alg, Curator):
         return "curator"
-    raise ValidationError(f"{type(alg).__name__} is not a Curator, LocalAlgorithm or ShuffleAlgorithm")
+    raise ValidationError(
+        f"{type(alg).__name__} is not a Curator, LocalAlgorithm or ShuffleAlgorithm"
+    )
 
 
 def _schema_of(payload: Any, lead: int) -> tuple[FieldSchema, ...]:
     out = []
     for name, arr in payload.items():
         a = np.asarray(arr)
-        out.append(FieldSchema(name, tuple(int(s) for s in a.shape[lead:]), "i" if a.dtype.kind in "iub" else "f"))
+        out.append(
+            FieldSchema(
+                name, tuple(int(s) for s in a.shape[lead:]), "i" if a.dtype.kind in "iub" else "f"
+            )
+        )
     return tuple(out)
 
 
@@ -106,8 +112,10 @@ def _probe_message(config: ServiceConfig, kind: str) -> tuple[str, tuple[FieldSc
     except _Found as found:
         mechanism, schema = found.value
         return str(mechanism), schema
-    raise ValidationError(f"algorithm {config.algorithm!r} sent no message in {T} probe rounds; "
-                          "its report format cannot be determined")
+    raise ValidationError(
+        f"algorithm {config.algorithm!r} sent no message in {T} probe rounds; "
+        "its report format cannot be determined"
+    )
 
 
 def warm_up(config: ServiceConfig, rounds: int = 2) -> None:
@@ -115,7 +123,9 @@ def warm_up(config: ServiceConfig, rounds: int = 2) -> None:
     compiled steps are loaded before the first request (and the first answer is not slow)."""
     alg, env, _ = build_problem(config, config.seed + 1)
     T = min(rounds, config.horizon)
-    drive_reference(alg, env, T, Recorder(alg.estimate, env.theta_star, 1, np.array([T])), lambda _: None)
+    drive_reference(
+        alg, env, T, Recorder(alg.estimate, env.theta_star, 1, np.array([T])), lambda _: None
+    )
 
 
 def _arrays(obj: Any) -> list[np.ndarray]:
@@ -143,14 +153,20 @@ class ServedModel:
         alg, env, spec = build_problem(config, config.seed)
         self.alg, self.spec = alg, spec
         self.kind = _kind(alg)
-        if isinstance(alg, BatchedAlgorithm):  # the public action catalogue, as the reference driver
+        if isinstance(
+            alg, BatchedAlgorithm
+        ):  # the public action catalogue, as the reference driver
             start(alg, env.next_round())
         if self.kind == "shuffle" and _overrides(alg.server, "wants_round"):
-            raise ValidationError(f"{alg.name}: multi-round shuffle protocols (Server.wants_round) cannot be served; "
-                                  "serve a single-round shuffle algorithm")
+            raise ValidationError(
+                f"{alg.name}: multi-round shuffle protocols (Server.wants_round) cannot be served; "
+                "serve a single-round shuffle algorithm"
+            )
         self.version = 0
         self.rounds = 0
-        self.tickets: dict[str, tuple[int, np.ndarray, int, str]] = {}  # ticket -> (t, X, a, owner token)
+        self.tickets: dict[
+            str, tuple[int, np.ndarray, int, str]
+        ] = {}  # ticket -> (t, X, a, owner token)
         cal = alg.calibration
         self.guarantee = cal.guarantee
         mechanism = ""
@@ -163,8 +179,12 @@ class ServedModel:
             else:
                 mechanism, schema = _probe_message(config, self.kind)
         #: The report format (one reader of it, shared with the shuffler and the device).
-        self.format = ReportFormat(mechanism, schema, spec.K,
-                                   output_rules(mechanism, cal.resolved, spec.context_bound, spec.reward_range))
+        self.format = ReportFormat(
+            mechanism,
+            schema,
+            spec.K,
+            output_rules(mechanism, cal.resolved, spec.context_bound, spec.reward_range),
+        )
         self.mechanism = mechanism
 
     # -- description ------------------------------------------------------------------------
@@ -176,12 +196,20 @@ class ServedModel:
             "trust_model": self.alg.trust_model,
             "role": self.kind,
             "params": _jsonable(self.alg.get_params()),
-            "calibration": {"preset": self.alg.calibration.preset,
-                            "resolved": _jsonable(dict(self.alg.calibration.resolved))},
+            "calibration": {
+                "preset": self.alg.calibration.preset,
+                "resolved": _jsonable(dict(self.alg.calibration.resolved)),
+            },
             "guarantee": _guarantee_json(g),
-            "problem": {"d": self.spec.d, "K": self.spec.K, "setting": self.spec.setting,
-                        "horizon": self.spec.horizon, "link": self.spec.link.name,
-                        "context_bound": self.spec.context_bound, "reward_range": list(self.spec.reward_range)},
+            "problem": {
+                "d": self.spec.d,
+                "K": self.spec.K,
+                "setting": self.spec.setting,
+                "horizon": self.spec.horizon,
+                "link": self.spec.link.name,
+                "context_bound": self.spec.context_bound,
+                "reward_range": list(self.spec.reward_range),
+            },
             "report": self.format.describe(),
         }
 
@@ -220,7 +248,11 @@ class ServedModel:
         streams = self.alg.streams
         for role in ("server", "policy", "shuffler"):
             st = getattr(streams, role).bit_generator.state
-            h.update(repr((st["bit_generator"], st["state"], st.get("has_uint32"), st.get("uinteger"))).encode())
+            h.update(
+                repr(
+                    (st["bit_generator"], st["state"], st.get("has_uint32"), st.get("uinteger"))
+                ).encode()
+            )
         return h.hexdigest()
 
     # -- validation -------------------------------------------------------------------------
@@ -232,29 +264,47 @@ class ServedModel:
     def check_version(self, model_version: Any, max_staleness: int) -> int:
         """The report's ``model_version`` (int, not newer than the model, at most ``max_staleness`` old)."""
         if isinstance(model_version, bool) or not isinstance(model_version, int):
-            raise FieldError("model_version", f"must be an integer (the version of the model the report was "
-                                              f"computed from), got {model_version!r}")
+            raise FieldError(
+                "model_version",
+                f"must be an integer (the version of the model the report was "
+                f"computed from), got {model_version!r}",
+            )
         if model_version > self.version:
-            raise FieldError("model_version", f"{model_version} is newer than the server's model version "
-                                              f"{self.version}", status=409)
+            raise FieldError(
+                "model_version",
+                f"{model_version} is newer than the server's model version {self.version}",
+                status=409,
+            )
         if self.version - model_version > max_staleness:
-            raise FieldError("model_version", f"{model_version} is stale: the model is at version {self.version} "
-                                              f"and reports may be at most {max_staleness} versions old; fetch "
-                                              "GET /v1/model", status=409)
+            raise FieldError(
+                "model_version",
+                f"{model_version} is stale: the model is at version {self.version} "
+                f"and reports may be at most {max_staleness} versions old; fetch "
+                "GET /v1/model",
+                status=409,
+            )
         return model_version
 
     def check_capacity(self, n: int = 1) -> None:
         """Refuse users beyond the horizon the accounting covers."""
         if self.rounds + n > self.spec.horizon:
-            raise FieldError("report", f"the configured horizon T={self.spec.horizon} is exhausted "
-                                       f"({self.rounds} users counted); the accounted guarantee covers "
-                                       f"{self.spec.horizon} users", status=409)
+            raise FieldError(
+                "report",
+                f"the configured horizon T={self.spec.horizon} is exhausted "
+                f"({self.rounds} users counted); the accounted guarantee covers "
+                f"{self.spec.horizon} users",
+                status=409,
+            )
 
     # -- state changes (deterministic) --------------------------------------------------------
     def apply_report(self, fields: dict[str, np.ndarray]) -> None:
         """Local model: ``Server.receive(t, PrivatizedMessage)`` with ``t = rounds``."""
         assert isinstance(self.alg, LocalAlgorithm) and self.kind == "local"
-        deliver(self.alg, self.rounds, PrivatizedMessage({k: v[None] for k, v in fields.items()}, self.mechanism))
+        deliver(
+            self.alg,
+            self.rounds,
+            PrivatizedMessage({k: v[None] for k, v in fields.items()}, self.mechanism),
+        )
         self.rounds += 1
         self.version += 1
 
@@ -265,7 +315,9 @@ class ServedModel:
         n = len(reports)
         if not n:
             return
-        payload = {f.name: np.stack([r[f.name] for r in reports], axis=0)[None] for f in self.format.fields}
+        payload = {
+            f.name: np.stack([r[f.name] for r in reports], axis=0)[None] for f in self.format.fields
+        }
         batch = ShuffledBatch(payload=payload, mechanism=self.mechanism, n_users=n)
         deliver_batch(self.alg, self.rounds + n - 1, batch)
         self.rounds += n
@@ -279,9 +331,11 @@ class ServedModel:
         assert isinstance(self.alg, LocalAlgorithm)
         return schedule_of({k: np.asarray(v)[0] for k, v in self.alg.server.public_state().items()})
 
-    def complete_batch(self, valid: list[tuple[int, dict[str, np.ndarray]]], n_items: int
-                       ) -> tuple[list[tuple[int, dict[str, np.ndarray]]], list[tuple[int, str]],
-                                  list[dict[str, np.ndarray]]]:
+    def complete_batch(
+        self, valid: list[tuple[int, dict[str, np.ndarray]]], n_items: int
+    ) -> tuple[
+        list[tuple[int, dict[str, np.ndarray]]], list[tuple[int, str]], list[dict[str, np.ndarray]]
+    ]:
         """The batch the server role receives from the valid reports of a shuffled batch of
         ``n_items`` reports: ``(kept, extra, fill)``.
 
@@ -305,11 +359,18 @@ class ServedModel:
         counts, committed = sched
         n_i = sum(counts)
         if committed >= 0 or n_i == 0:
-            raise FieldError("reports", f"model version {self.version} has no open batch (the schedule has "
-                                        "committed to an action): no batch is accepted", status=409)
+            raise FieldError(
+                "reports",
+                f"model version {self.version} has no open batch (the schedule has "
+                "committed to an action): no batch is accepted",
+                status=409,
+            )
         if n_items != n_i:
-            raise FieldError("reports", f"the batch holds {n_items} reports; the protocol's batch of model version "
-                                        f"{self.version} has n_i = {n_i} (n_ia = {counts})")
+            raise FieldError(
+                "reports",
+                f"the batch holds {n_items} reports; the protocol's batch of model version "
+                f"{self.version} has n_i = {n_i} (n_ia = {counts})",
+            )
         seen = [0] * len(counts)
         kept: list[tuple[int, dict[str, np.ndarray]]] = []
         extra: list[tuple[int, str]] = []
@@ -317,8 +378,13 @@ class ServedModel:
             a = int(np.asarray(r["action"]).reshape(-1)[0]) if "action" in r else -1
             if not 0 <= a < len(counts) or seen[a] >= counts[a]:
                 have = counts[a] if 0 <= a < len(counts) else 0
-                extra.append((i, f"action {a} has {have} slot(s) in this batch and they are answered: "
-                                 "one report too many"))
+                extra.append(
+                    (
+                        i,
+                        f"action {a} has {have} slot(s) in this batch and they are answered: "
+                        "one report too many",
+                    )
+                )
                 continue
             seen[a] += 1
             kept.append((i, r))
@@ -350,7 +416,11 @@ class ServedModel:
 
     def parse_reward(self, reward: Any) -> float:
         """A curator report's raw reward (a finite number)."""
-        if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
+        if (
+            isinstance(reward, bool)
+            or not isinstance(reward, (int, float))
+            or not math.isfinite(reward)
+        ):
             raise FieldError("reward", f"must be a finite number, got {reward!r}")
         return float(reward)
 
@@ -358,8 +428,12 @@ class ServedModel:
         """Curator: ``Curator.update(t, X, a, r)`` for the contexts and action of ``owner``'s ticket."""
         assert isinstance(self.alg, Curator)
         if not self.holds_ticket(ticket, owner):
-            raise FieldError("ticket", f"unknown or already reported ticket {ticket[:40]!r}; request an action with "
-                                       "POST /v1/actions first", status=409)
+            raise FieldError(
+                "ticket",
+                f"unknown or already reported ticket {ticket[:40]!r}; request an action with "
+                "POST /v1/actions first",
+                status=409,
+            )
         _, X, a, _ = self.tickets.pop(ticket)
         self.alg.update(self.rounds, X[None], np.array([a], dtype=np.int64), np.array([reward]))
         self.rounds += 1
@@ -373,8 +447,14 @@ def _overrides(obj: object, name: str) -> bool:
 
 
 def _guarantee_json(g: Any) -> dict[str, Any]:
-    return {"model": g.model, "epsilon": _num(g.epsilon), "delta": _num(g.delta), "unit": g.unit,
-            "notes": g.notes, "text": str(g)}
+    return {
+        "model": g.model,
+        "epsilon": _num(g.epsilon),
+        "delta": _num(g.delta),
+        "unit": g.unit,
+        "notes": g.notes,
+        "text": str(g),
+    }
 
 
 def _num(x: Any) -> Any:

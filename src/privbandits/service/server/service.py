@@ -43,9 +43,16 @@ _KEY_MAX = 200
 class Refusal(Exception):
     """A request refused with HTTP ``status``: ``field`` names what was wrong (or None)."""
 
-    def __init__(self, status: int, message: str, field: str | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, field: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
-        self.status, self.message, self.field, self.retry_after = status, message, field, retry_after
+        self.status, self.message, self.field, self.retry_after = (
+            status,
+            message,
+            field,
+            retry_after,
+        )
 
     def body(self) -> dict[str, Any]:
         return {"error": {"status": self.status, "field": self.field, "message": self.message}}
@@ -66,7 +73,9 @@ class Service:
         Monotonic clock of the rate limiter (tests pass a fake one).
     """
 
-    def __init__(self, config: ServiceConfig, store: Store, tokens: TokenSet, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, config: ServiceConfig, store: Store, tokens: TokenSet, clock: Any = time.monotonic
+    ) -> None:
         self.config, self.store, self.tokens = config, store, tokens
         self.lock = threading.RLock()
         self.limiter = RateLimiter(clock)
@@ -82,13 +91,21 @@ class Service:
 
     # -- state ----------------------------------------------------------------------------------
     def _keys(self) -> None:
-        rows = self.store._execute(self.store._q("SELECT value FROM meta WHERE key = ?"), ("sealing_key",))
+        rows = self.store._execute(
+            self.store._q("SELECT value FROM meta WHERE key = ?"), ("sealing_key",)
+        )
         if rows:
             self.private_key = rows[0][0]
         else:
             self.private_key, _ = keygen()
-            self.store._transaction([(self.store._q("INSERT INTO meta (key, value) VALUES (?, ?)"),
-                                      ("sealing_key", self.private_key))])
+            self.store._transaction(
+                [
+                    (
+                        self.store._q("INSERT INTO meta (key, value) VALUES (?, ?)"),
+                        ("sealing_key", self.private_key),
+                    )
+                ]
+            )
         from nacl import public
 
         pk = public.PrivateKey(base64.b64decode(self.private_key)).public_key
@@ -108,10 +125,14 @@ class Service:
                 self._count_quarantined(ev.body)
                 self.seq = ev.seq
             last = self.store.latest_model()
-            if last is not None and (last.version != self.model.version or last.digest != self.model.digest()):
-                raise StoreError(f"replaying the stored events gives model version {self.model.version} with digest "
-                                 f"{self.model.digest()[:12]}, but the database records version {last.version} with "
-                                 f"digest {last.digest[:12]}: the database is inconsistent")
+            if last is not None and (
+                last.version != self.model.version or last.digest != self.model.digest()
+            ):
+                raise StoreError(
+                    f"replaying the stored events gives model version {self.model.version} with digest "
+                    f"{self.model.digest()[:12]}, but the database records version {last.version} with "
+                    f"digest {last.digest[:12]}: the database is inconsistent"
+                )
             self.restored_events = self.seq
 
     def _apply(self, kind: str, body: dict[str, Any], token: str) -> dict[str, Any]:
@@ -123,8 +144,11 @@ class Service:
         if kind == "batch":
             reports = list(body["reports"]) + list(body.get("fill", []))
             m.apply_batch([m.parse_report(r, f"reports[{i}]") for i, r in enumerate(reports)])
-            return {"applied": len(body["reports"]), "quarantined": len(body.get("quarantined", [])),
-                    "filled": len(body.get("fill", []))}
+            return {
+                "applied": len(body["reports"]),
+                "quarantined": len(body.get("quarantined", [])),
+                "filled": len(body.get("fill", [])),
+            }
         if kind == "select":
             return {"action": m.select(body["ticket"], m.parse_contexts(body["contexts"]), token)}
         if kind == "raw":
@@ -139,39 +163,59 @@ class Service:
             tok = authenticate(self.tokens, header, roles)
         except AuthError as exc:
             raise Refusal(exc.status, exc.message, "Authorization") from None
-        wait = self.limiter.allow(tok.name, tok.rate or self.config.rate, tok.burst or self.config.burst)
+        wait = self.limiter.allow(
+            tok.name, tok.rate or self.config.rate, tok.burst or self.config.burst
+        )
         if wait > 0:
             self.refused["rate"] += 1
-            raise Refusal(429, f"rate limit of token {tok.name!r} exceeded "
-                               f"({tok.rate or self.config.rate:g} requests/s, burst {tok.burst or self.config.burst}); "
-                               f"retry in {wait:.3f} s", "Authorization", retry_after=wait)
+            raise Refusal(
+                429,
+                f"rate limit of token {tok.name!r} exceeded "
+                f"({tok.rate or self.config.rate:g} requests/s, burst {tok.burst or self.config.burst}); "
+                f"retry in {wait:.3f} s",
+                "Authorization",
+                retry_after=wait,
+            )
         return tok
 
     def report_budget(self, tok: Token) -> int | None:
         """Accepted reports this device may post in total (None: unlimited)."""
-        return report_budget(float(self.model.guarantee.epsilon), tok.device_epsilon or self.config.device_epsilon)
+        return report_budget(
+            float(self.model.guarantee.epsilon), tok.device_epsilon or self.config.device_epsilon
+        )
 
     def _check_budget(self, tok: Token) -> None:
         n_max = self.report_budget(tok)
         if n_max is not None and self.per_token[tok.name] >= n_max:
             g = self.model.guarantee
             self.refused["budget"] += 1
-            raise Refusal(429, f"report budget of device {tok.name!r} exhausted: each report spends the accounted "
-                               f"epsilon={float(g.epsilon):.6g} (delta={float(g.delta):.3g}) and the device's budget "
-                               f"allows {n_max} report(s) (device_epsilon="
-                               f"{tok.device_epsilon or self.config.device_epsilon or float(g.epsilon):.6g})",
-                          "Authorization")
+            raise Refusal(
+                429,
+                f"report budget of device {tok.name!r} exhausted: each report spends the accounted "
+                f"epsilon={float(g.epsilon):.6g} (delta={float(g.delta):.3g}) and the device's budget "
+                f"allows {n_max} report(s) (device_epsilon="
+                f"{tok.device_epsilon or self.config.device_epsilon or float(g.epsilon):.6g})",
+                "Authorization",
+            )
 
     @staticmethod
-    def idempotency_key(header: str | None, body: dict[str, Any], field: str = "idempotency_key") -> str:
+    def idempotency_key(
+        header: str | None, body: dict[str, Any], field: str = "idempotency_key"
+    ) -> str:
         key = header if header is not None else body.get(field)
         if not isinstance(key, str) or not key or len(key) > _KEY_MAX:
-            raise Refusal(422, f"an idempotency key is required: send the header 'Idempotency-Key' (or the field "
-                               f"'{field}'), a string of 1 to {_KEY_MAX} characters", "Idempotency-Key")
+            raise Refusal(
+                422,
+                f"an idempotency key is required: send the header 'Idempotency-Key' (or the field "
+                f"'{field}'), a string of 1 to {_KEY_MAX} characters",
+                "Idempotency-Key",
+            )
         return key
 
     # -- requests -------------------------------------------------------------------------------
-    def submit(self, kind: str, tok: Token, key: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def submit(
+        self, kind: str, tok: Token, key: str, request: dict[str, Any]
+    ) -> tuple[dict[str, Any], bool]:
         """Validate, apply and store one request; ``(answer, replayed)``.
 
         ``kind`` is ``report`` (local model, or a curator's raw reward: stored as ``raw``),
@@ -183,8 +227,12 @@ class Service:
             if old is not None:
                 if old.body_hash != body_hash:
                     self.refused["idempotency"] += 1
-                    raise Refusal(409, f"Idempotency-Key {key!r} was already used by this token for a different "
-                                       "request; use a new key for a new request", "Idempotency-Key")
+                    raise Refusal(
+                        409,
+                        f"Idempotency-Key {key!r} was already used by this token for a different "
+                        "request; use a new key for a new request",
+                        "Idempotency-Key",
+                    )
                 self.replayed += 1
                 return old.response, True
             try:
@@ -202,19 +250,40 @@ class Service:
                 self.rebuild()
                 raise Refusal(422, f"the server role refused the request: {exc}") from None
             m = self.model
-            answer = {"accepted": True, "model_version": m.version, "rounds": m.rounds, "seq": self.seq + 1, **extra}
+            answer = {
+                "accepted": True,
+                "model_version": m.version,
+                "rounds": m.rounds,
+                "seq": self.seq + 1,
+                **extra,
+            }
             if kind == "select":
                 answer["ticket"] = body["ticket"]
             event = Event(self.seq + 1, kind, tok.name, key, body, body_hash, answer)
-            row = ModelRow(m.version, self.seq + 1, m.rounds, m.digest()) if m.version != before else None
-            bad = [Quarantined(self.seq + 1, str(body.get("batch_id", "")), int(q["index"]), str(q["field"]),
-                               str(q["message"])) for q in body.get("quarantined", [])]
+            row = (
+                ModelRow(m.version, self.seq + 1, m.rounds, m.digest())
+                if m.version != before
+                else None
+            )
+            bad = [
+                Quarantined(
+                    self.seq + 1,
+                    str(body.get("batch_id", "")),
+                    int(q["index"]),
+                    str(q["field"]),
+                    str(q["message"]),
+                )
+                for q in body.get("quarantined", [])
+            ]
             try:
                 self.store.append(event, row, bad)
             except Exception as exc:
                 self.rebuild()  # the store did not commit: back to the acknowledged state
-                raise Refusal(503, f"the database did not accept the request ({type(exc).__name__}: {exc}); "
-                                   "nothing was counted, retry with the same Idempotency-Key") from None
+                raise Refusal(
+                    503,
+                    f"the database did not accept the request ({type(exc).__name__}: {exc}); "
+                    "nothing was counted, retry with the same Idempotency-Key",
+                ) from None
             self.seq += 1
             if kind in ("report", "raw"):
                 self.per_token[tok.name] += 1
@@ -225,18 +294,31 @@ class Service:
         for q in body.get("quarantined", []):
             self.quarantined[str(q["field"]).split(".")[-1].split("[")[0]] += 1
 
-    def _validate(self, kind: str, tok: Token, key: str, req: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _validate(
+        self, kind: str, tok: Token, key: str, req: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
         m, cfg = self.model, self.config
         if kind == "report" and m.kind == "shuffle":
-            raise FieldError("report", f"{m.alg.name} is a shuffle-model algorithm: reports reach the server only "
-                                       "in shuffled batches (POST /v1/batches from the shuffler)", status=409)
+            raise FieldError(
+                "report",
+                f"{m.alg.name} is a shuffle-model algorithm: reports reach the server only "
+                "in shuffled batches (POST /v1/batches from the shuffler)",
+                status=409,
+            )
         if kind == "batch" and m.kind != "shuffle":
-            raise FieldError("reports", f"{m.alg.name} is not a shuffle-model algorithm; post single reports to "
-                                        "POST /v1/reports", status=409)
+            raise FieldError(
+                "reports",
+                f"{m.alg.name} is not a shuffle-model algorithm; post single reports to "
+                "POST /v1/reports",
+                status=409,
+            )
         if kind == "select" and m.kind != "curator":
-            raise FieldError("contexts", f"{m.alg.name} runs in the {m.alg.trust_model} model: the user chooses the "
-                                         "action on the device from GET /v1/model; no raw context is accepted",
-                             status=409)
+            raise FieldError(
+                "contexts",
+                f"{m.alg.name} runs in the {m.alg.trust_model} model: the user chooses the "
+                "action on the device from GET /v1/model; no raw context is accepted",
+                status=409,
+            )
         if kind == "select":
             reject_unknown(req, ("contexts",))
             self._check_budget(tok)
@@ -257,10 +339,17 @@ class Service:
         if m.kind == "curator":
             held = req.get("ticket")
             if not isinstance(held, str) or not m.holds_ticket(held, tok.name):
-                raise FieldError("ticket", f"unknown or already reported ticket {str(held)[:40]!r}; request an action "
-                                           "with POST /v1/actions first (a ticket belongs to the token that asked)",
-                                 status=409)
-            return "raw", {"model_version": version, "ticket": held, "reward": m.parse_reward(req.get("reward"))}
+                raise FieldError(
+                    "ticket",
+                    f"unknown or already reported ticket {str(held)[:40]!r}; request an action "
+                    "with POST /v1/actions first (a ticket belongs to the token that asked)",
+                    status=409,
+                )
+            return "raw", {
+                "model_version": version,
+                "ticket": held,
+                "reward": m.parse_reward(req.get("reward")),
+            }
         report = req.get("report")
         m.parse_report(report)
         return "report", {"model_version": version, "report": report}
@@ -276,7 +365,10 @@ class Service:
         reports = req.get("reports")
         if not isinstance(reports, list) or len(reports) < cfg.min_batch:
             n = len(reports) if isinstance(reports, list) else reports
-            raise FieldError("reports", f"must be a list of at least min_batch={cfg.min_batch} reports, got {n!r}")
+            raise FieldError(
+                "reports",
+                f"must be a list of at least min_batch={cfg.min_batch} reports, got {n!r}",
+            )
         m.check_capacity(len(reports))
         valid: list[tuple[int, Any]] = []
         plain: dict[int, Any] = {}
@@ -289,48 +381,82 @@ class Service:
                     try:
                         r = open_sealed(item["sealed"], self.private_key)
                     except PrivbanditsError as exc:
-                        raise FieldError(f"reports[{i}].sealed", str(exc).removeprefix("sealed: ")) from None
+                        raise FieldError(
+                            f"reports[{i}].sealed", str(exc).removeprefix("sealed: ")
+                        ) from None
                 valid.append((i, m.parse_report(r, f"reports[{i}]")))
                 plain[i] = r
             except FieldError as exc:
                 quarantined.append({"index": i, "field": exc.field, "message": exc.message})
         kept, extra, fill = m.complete_batch(valid, len(reports))
-        quarantined += [{"index": i, "field": f"reports[{i}].action", "message": why} for i, why in extra]
+        quarantined += [
+            {"index": i, "field": f"reports[{i}].action", "message": why} for i, why in extra
+        ]
         quarantined.sort(key=lambda q: int(q["index"]))
-        return {"batch_id": bid, "model_version": version, "reports": [plain[i] for i, _ in kept],
-                "fill": [{k: v.tolist() for k, v in f.items()} for f in fill], "quarantined": quarantined}
+        return {
+            "batch_id": bid,
+            "model_version": version,
+            "reports": [plain[i] for i, _ in kept],
+            "fill": [{k: v.tolist() for k, v in f.items()} for f in fill],
+            "quarantined": quarantined,
+        }
 
     # -- views ----------------------------------------------------------------------------------
     def model_view(self) -> dict[str, Any]:
         """``GET /v1/model``."""
         with self.lock:
             m = self.model
-            return {"model_version": m.version, "rounds": m.rounds, **m.describe(), "public": m.public_json(),
-                    "config": {k: v for k, v in self.config.to_json().items() if k != "seed"},
-                    "public_key": self.public_key, "max_staleness": self.config.max_staleness,
-                    "min_batch": self.config.min_batch}
+            return {
+                "model_version": m.version,
+                "rounds": m.rounds,
+                **m.describe(),
+                "public": m.public_json(),
+                "config": {k: v for k, v in self.config.to_json().items() if k != "seed"},
+                "public_key": self.public_key,
+                "max_staleness": self.config.max_staleness,
+                "min_batch": self.config.min_batch,
+            }
 
     def status_view(self) -> dict[str, Any]:
         """``GET /v1/status``."""
         with self.lock:
             m = self.model
             g = m.describe()["guarantee"]
-            return {"algorithm": m.alg.name, "trust_model": m.alg.trust_model, "model_version": m.version,
-                    "reports_received": m.rounds, "horizon": m.spec.horizon, "guarantee": g,
-                    "events": self.seq, "restored_events": self.restored_events,
-                    "replayed_requests": self.replayed, "refused": dict(self.refused),
-                    "quarantined": {"reports": sum(self.quarantined.values()), "by_field": dict(self.quarantined)},
-                    "uptime_s": time.time() - self.started, "database": self.store.url.split("@")[-1],
-                    "simulated_rewards": {"count": self.simulated_rewards, "recent": list(self.recent_rewards)}}
+            return {
+                "algorithm": m.alg.name,
+                "trust_model": m.alg.trust_model,
+                "model_version": m.version,
+                "reports_received": m.rounds,
+                "horizon": m.spec.horizon,
+                "guarantee": g,
+                "events": self.seq,
+                "restored_events": self.restored_events,
+                "replayed_requests": self.replayed,
+                "refused": dict(self.refused),
+                "quarantined": {
+                    "reports": sum(self.quarantined.values()),
+                    "by_field": dict(self.quarantined),
+                },
+                "uptime_s": time.time() - self.started,
+                "database": self.store.url.split("@")[-1],
+                "simulated_rewards": {
+                    "count": self.simulated_rewards,
+                    "recent": list(self.recent_rewards),
+                },
+            }
 
     def add_simulated_rewards(self, rewards: Any) -> int:
         """Rewards of simulated users, for the dashboard only (never stored, never used by the model)."""
         if not isinstance(rewards, list) or not rewards or len(rewards) > 10_000:
-            raise Refusal(422, "rewards: must be a non-empty list of at most 10000 finite numbers", "rewards")
+            raise Refusal(
+                422, "rewards: must be a non-empty list of at most 10000 finite numbers", "rewards"
+            )
         vals = []
         for i, r in enumerate(rewards):
             if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r):
-                raise Refusal(422, f"rewards[{i}]: must be a finite number, got {r!r}", f"rewards[{i}]")
+                raise Refusal(
+                    422, f"rewards[{i}]: must be a finite number, got {r!r}", f"rewards[{i}]"
+                )
             vals.append(float(r))
         with self.lock:
             self.recent_rewards.extend(vals)
@@ -340,12 +466,23 @@ class Service:
     def export(self) -> dict[str, Any]:
         """``GET /v1/admin/export``: configuration, every event and model update."""
         with self.lock:
-            return {"config": self.config.to_json(),
-                    "events": [{"seq": e.seq, "kind": e.kind, "token": e.token, "idempotency_key": e.idem_key,
-                                "body": e.body, "response": e.response} for e in self.store.events()],
-                    "models": [vars(r) for r in self.store.models()],
-                    "quarantine": [vars(q) for q in self.store.quarantined()],
-                    "digest": self.model.digest()}
+            return {
+                "config": self.config.to_json(),
+                "events": [
+                    {
+                        "seq": e.seq,
+                        "kind": e.kind,
+                        "token": e.token,
+                        "idempotency_key": e.idem_key,
+                        "body": e.body,
+                        "response": e.response,
+                    }
+                    for e in self.store.events()
+                ],
+                "models": [vars(r) for r in self.store.models()],
+                "quarantine": [vars(q) for q in self.store.quarantined()],
+                "digest": self.model.digest(),
+            }
 
     def reset(self) -> None:
         """``POST /v1/admin/reset``: delete every event and model update and start afresh."""

@@ -33,7 +33,16 @@ from urllib.parse import parse_qs, urlsplit
 
 from privbandits.core.errors import PrivbanditsError
 
-__all__ = ["Event", "ModelRow", "PostgresStore", "Quarantined", "SQLiteStore", "Store", "StoreError", "open_store"]
+__all__ = [
+    "Event",
+    "ModelRow",
+    "PostgresStore",
+    "Quarantined",
+    "SQLiteStore",
+    "Store",
+    "StoreError",
+    "open_store",
+]
 
 
 class StoreError(PrivbanditsError):
@@ -118,45 +127,87 @@ class Store(ABC):
         text = json.dumps(config, sort_keys=True)
         rows = self._execute(self._q("SELECT value FROM meta WHERE key = ?"), ("config",))
         if not rows:
-            self._transaction([(self._q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("config", text))])
+            self._transaction(
+                [(self._q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("config", text))]
+            )
         elif rows[0][0] != text:
-            raise StoreError(f"the database {self.url} holds the model of another configuration "
-                             f"({rows[0][0][:200]}); use a new database or reset it (POST /v1/admin/reset)")
+            raise StoreError(
+                f"the database {self.url} holds the model of another configuration "
+                f"({rows[0][0][:200]}); use a new database or reset it (POST /v1/admin/reset)"
+            )
 
     def events(self) -> Iterator[Event]:
         """Every stored event in acceptance order."""
-        rows = self._execute("SELECT seq, kind, token, idem_key, body, body_hash, response FROM events ORDER BY seq")
+        rows = self._execute(
+            "SELECT seq, kind, token, idem_key, body, body_hash, response FROM events ORDER BY seq"
+        )
         for seq, kind, token, key, body, bh, resp in rows:
             yield Event(int(seq), kind, token, key, json.loads(body), bh, json.loads(resp))
 
     def find(self, token: str, idem_key: str) -> Event | None:
         """The event ``token`` sent with ``idem_key``, if any."""
-        rows = self._execute(self._q("SELECT seq, kind, token, idem_key, body, body_hash, response FROM events "
-                                     "WHERE token = ? AND idem_key = ?"), (token, idem_key))
+        rows = self._execute(
+            self._q(
+                "SELECT seq, kind, token, idem_key, body, body_hash, response FROM events "
+                "WHERE token = ? AND idem_key = ?"
+            ),
+            (token, idem_key),
+        )
         if not rows:
             return None
         seq, kind, tok, key, body, bh, resp = rows[0]
         return Event(int(seq), kind, tok, key, json.loads(body), bh, json.loads(resp))
 
-    def append(self, event: Event, model: ModelRow | None, quarantined: list[Quarantined] | None = None) -> None:
+    def append(
+        self, event: Event, model: ModelRow | None, quarantined: list[Quarantined] | None = None
+    ) -> None:
         """Store ``event``, (if the model changed) ``model`` and the reports of the event quarantined
         in one transaction."""
         now = time.time()
-        stmts: list[tuple[str, tuple[Any, ...]]] = [(self._q("INSERT INTO events (seq, kind, token, idem_key, body, body_hash, response, created) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-                  (event.seq, event.kind, event.token, event.idem_key, json.dumps(event.body, separators=(",", ":")),
-                   event.body_hash, json.dumps(event.response, separators=(",", ":")), now))]
+        stmts: list[tuple[str, tuple[Any, ...]]] = [
+            (
+                self._q(
+                    "INSERT INTO events (seq, kind, token, idem_key, body, body_hash, response, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (
+                    event.seq,
+                    event.kind,
+                    event.token,
+                    event.idem_key,
+                    json.dumps(event.body, separators=(",", ":")),
+                    event.body_hash,
+                    json.dumps(event.response, separators=(",", ":")),
+                    now,
+                ),
+            )
+        ]
         if model is not None:
-            stmts.append((self._q("INSERT INTO models (version, seq, rounds, digest, created) VALUES (?, ?, ?, ?, ?)"),
-                          (model.version, model.seq, model.rounds, model.digest, now)))
+            stmts.append(
+                (
+                    self._q(
+                        "INSERT INTO models (version, seq, rounds, digest, created) VALUES (?, ?, ?, ?, ?)"
+                    ),
+                    (model.version, model.seq, model.rounds, model.digest, now),
+                )
+            )
         for q in quarantined or []:
-            stmts.append((self._q("INSERT INTO quarantine (seq, batch_id, idx, field, message, created) "
-                                  "VALUES (?, ?, ?, ?, ?, ?)"), (q.seq, q.batch_id, q.index, q.field, q.message, now)))
+            stmts.append(
+                (
+                    self._q(
+                        "INSERT INTO quarantine (seq, batch_id, idx, field, message, created) "
+                        "VALUES (?, ?, ?, ?, ?, ?)"
+                    ),
+                    (q.seq, q.batch_id, q.index, q.field, q.message, now),
+                )
+            )
         self._transaction(stmts)
 
     def latest_model(self) -> ModelRow | None:
         """The last model update, if any."""
-        rows = self._execute("SELECT version, seq, rounds, digest FROM models ORDER BY version DESC LIMIT 1")
+        rows = self._execute(
+            "SELECT version, seq, rounds, digest FROM models ORDER BY version DESC LIMIT 1"
+        )
         if not rows:
             return None
         version, seq, rounds, digest = rows[0]
@@ -169,12 +220,16 @@ class Store(ABC):
 
     def quarantined(self) -> list[Quarantined]:
         """Every quarantined report in acceptance order."""
-        rows = self._execute("SELECT seq, batch_id, idx, field, message FROM quarantine ORDER BY seq, idx")
+        rows = self._execute(
+            "SELECT seq, batch_id, idx, field, message FROM quarantine ORDER BY seq, idx"
+        )
         return [Quarantined(int(s), str(b), int(i), str(f), str(m)) for s, b, i, f, m in rows]
 
     def wipe(self) -> None:
         """Delete every event, model update and quarantined report (the configuration stays)."""
-        self._transaction([("DELETE FROM events", ()), ("DELETE FROM models", ()), ("DELETE FROM quarantine", ())])
+        self._transaction(
+            [("DELETE FROM events", ()), ("DELETE FROM models", ()), ("DELETE FROM quarantine", ())]
+        )
 
 
 class SQLiteStore(Store):
@@ -189,7 +244,9 @@ class SQLiteStore(Store):
         try:
             if path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+            self.conn = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         except sqlite3.Error as exc:
@@ -223,7 +280,9 @@ class PostgresStore(Store):
         try:
             import psycopg
         except ImportError:  # pragma: no cover - depends on the install
-            raise StoreError("PostgreSQL needs psycopg 3: pip install 'privbandits[serve]'") from None
+            raise StoreError(
+                "PostgreSQL needs psycopg 3: pip install 'privbandits[serve]'"
+            ) from None
         try:
             self.conn = psycopg.connect(url, autocommit=True)
         except psycopg.Error as exc:
@@ -250,11 +309,17 @@ def open_store(url: str | Path) -> Store:
         return PostgresStore(text)
     if text.startswith("sqlite://"):
         parts = urlsplit(text)
-        path = parts.path[1:] if parts.path.startswith("/") and text.startswith("sqlite:///") else parts.path
+        path = (
+            parts.path[1:]
+            if parts.path.startswith("/") and text.startswith("sqlite:///")
+            else parts.path
+        )
         if text.startswith("sqlite:////"):
             path = parts.path
         sync = parse_qs(parts.query).get("synchronous", ["NORMAL"])[0]
         return SQLiteStore(path or ":memory:", sync)
     if "://" in text:
-        raise StoreError(f"unsupported database URL {text!r}: use a file path, sqlite:///path or postgresql://...")
+        raise StoreError(
+            f"unsupported database URL {text!r}: use a file path, sqlite:///path or postgresql://..."
+        )
     return SQLiteStore(text)

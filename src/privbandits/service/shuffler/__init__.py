@@ -13,4 +13,10 @@ from privbandits.service.shuffler.app import (
     report_budget,
 )
 
-__all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size", "report_budget"]
+__all__ = [
+    "Forwarder",
+    "ShufflerSettings",
+    "create_shuffler_app",
+    "protocol_batch_size",
+    "report_budget",
+]

@@ -55,7 +55,13 @@ from privbandits.service.reports import ReportFormat, schedule_of
 from privbandits.service.sealing import SealingError, check_envelope
 from privbandits.service.shuffler.store import CutBatch, ShufflerStore, report_digest
 
-__all__ = ["Forwarder", "ShufflerSettings", "create_shuffler_app", "protocol_batch_size", "report_budget"]
+__all__ = [
+    "Forwarder",
+    "ShufflerSettings",
+    "create_shuffler_app",
+    "protocol_batch_size",
+    "report_budget",
+]
 
 log = logging.getLogger("privbandits.shuffler")
 
@@ -130,8 +136,12 @@ class ShufflerSettings:
             raise ValidationError("tokens must hold at least one client token, got none")
         if not self.shuffler_token:
             raise ValidationError("shuffler_token must be a non-empty string")
-        if self.device_epsilon is not None and not (math.isfinite(self.device_epsilon) and self.device_epsilon > 0):
-            raise ValidationError(f"device_epsilon must be a finite number > 0, got {self.device_epsilon!r}")
+        if self.device_epsilon is not None and not (
+            math.isfinite(self.device_epsilon) and self.device_epsilon > 0
+        ):
+            raise ValidationError(
+                f"device_epsilon must be a finite number > 0, got {self.device_epsilon!r}"
+            )
         if not (0.01 <= float(self.poll_seconds) <= 60):
             raise ValidationError(f"poll_seconds must be in [0.01, 60], got {self.poll_seconds!r}")
         self.server_url = self.server_url.rstrip("/")
@@ -150,7 +160,9 @@ class Forwarder:
         HTTP client used to reach the server.
     """
 
-    def __init__(self, store: ShufflerStore, settings: ShufflerSettings, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self, store: ShufflerStore, settings: ShufflerSettings, client: httpx.AsyncClient
+    ) -> None:
         self.store = store
         self.settings = settings
         self.client = client
@@ -178,8 +190,10 @@ class Forwarder:
             self.blocked = None
             return None
         if need is not None and need < m:
-            self.blocked = (f"the protocol's batch of model version {model.get('model_version')} has {need} users, "
-                            f"fewer than min_batch={m}: nothing is forwarded")
+            self.blocked = (
+                f"the protocol's batch of model version {model.get('model_version')} has {need} users, "
+                f"fewer than min_batch={m}: nothing is forwarded"
+            )
             return None
         self.blocked = None
         if need is None:
@@ -195,15 +209,24 @@ class Forwarder:
         server answers how many of the batch's reports it quarantined (counts only: which ones
         would tell the shuffler whose report failed).
         """
-        res = await self.client.post(f"{self.settings.server_url}/v1/batches", content=batch.body,
-                                     headers={**self._auth, "Content-Type": "application/json"})
+        res = await self.client.post(
+            f"{self.settings.server_url}/v1/batches",
+            content=batch.body,
+            headers={**self._auth, "Content-Type": "application/json"},
+        )
         if res.status_code >= 400:  # a repeated batch_id is answered 200 (the server's idempotency)
             reason = f"server refused batch {batch.batch_id}: {res.status_code} {res.text[:500]}"
             if res.status_code >= 500 or res.status_code in (408, 429):
                 raise httpx.HTTPStatusError(reason, request=res.request, response=res)
-            if await asyncio.to_thread(self.store.failed, batch, reason, self.settings.max_attempts):
-                log.error("batch %s moved to the dead letters after %d refusals: %s", batch.batch_id,
-                          self.settings.max_attempts, reason)
+            if await asyncio.to_thread(
+                self.store.failed, batch, reason, self.settings.max_attempts
+            ):
+                log.error(
+                    "batch %s moved to the dead letters after %d refusals: %s",
+                    batch.batch_id,
+                    self.settings.max_attempts,
+                    reason,
+                )
             self.last_error = reason
             return False
         try:
@@ -221,7 +244,9 @@ class Forwarder:
             sent = 0
             for batch in self.store.outbox():
                 sent += await self._send(batch)
-            model = self.model if self.model is not None and not sent else await self.refresh_model()
+            model = (
+                self.model if self.model is not None and not sent else await self.refresh_model()
+            )
             while True:
                 version = int(model["model_version"])
                 size = self.batch_size(model, self.store.pending(version))
@@ -270,14 +295,24 @@ def _check_report(body: Any, header_key: str | None = None) -> tuple[int, str, A
         raise Refused(422, f"{exc}: a shuffled report carries nothing else", exc.field) from None
     version = body.get("model_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise Refused(422, f"model_version must be a non-negative integer, got {version!r}", "model_version")
+        raise Refused(
+            422, f"model_version must be a non-negative integer, got {version!r}", "model_version"
+        )
     key = header_key if header_key is not None else body.get("idempotency_key")
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
-        raise Refused(422, f"idempotency_key (or the Idempotency-Key header) must be a string of 1..{MAX_KEY_CHARS} "
-                           f"characters, got {str(key)[:40]!r}", "idempotency_key")
+        raise Refused(
+            422,
+            f"idempotency_key (or the Idempotency-Key header) must be a string of 1..{MAX_KEY_CHARS} "
+            f"characters, got {str(key)[:40]!r}",
+            "idempotency_key",
+        )
     report = body.get("report")
     if not isinstance(report, dict) or not report:
-        raise Refused(422, "report must be a JSON object: the privatized payload or {\"sealed\": base64}", "report")
+        raise Refused(
+            422,
+            'report must be a JSON object: the privatized payload or {"sealed": base64}',
+            "report",
+        )
     return version, key, report
 
 
@@ -340,8 +375,11 @@ def _int_array(value: int) -> dict[str, Any]:
     return {"dtype": "int64", "shape": [1], "data": [int(value)]}
 
 
-def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
-                        transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
+def create_shuffler_app(
+    settings: ShufflerSettings,
+    store: ShufflerStore,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
     """The shuffler's FastAPI application.
 
     Parameters
@@ -368,14 +406,22 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    app = FastAPI(title="privbandits shuffler", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="privbandits shuffler",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.settings = settings
 
     @app.exception_handler(HTTPException)
     async def refused(request: Request, exc: HTTPException) -> JSONResponse:
         field = exc.field if isinstance(exc, Refused) else None
-        return JSONResponse({"error": {"status": exc.status_code, "field": field, "message": str(exc.detail)}},
-                            status_code=exc.status_code)
+        return JSONResponse(
+            {"error": {"status": exc.status_code, "field": field, "message": str(exc.detail)}},
+            status_code=exc.status_code,
+        )
 
     async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
         fwd: Forwarder = app.state.forwarder
@@ -410,20 +456,31 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         else:
             slot = await asyncio.to_thread(store.assign_slot, version, counts)
             if slot is None:
-                raise Refused(409, f"every action slot of the batch of model version {version} is assigned; "
-                                   "retry when the batch has been forwarded")
+                raise Refused(
+                    409,
+                    f"every action slot of the batch of model version {version} is assigned; "
+                    "retry when the batch has been forwarded",
+                )
             action, n = slot
-        return {"model_version": version,
-                "public": {"action": _int_array(action), "n": _int_array(n)}}
+        return {
+            "model_version": version,
+            "public": {"action": _int_array(action), "n": _int_array(n)},
+        }
 
     @app.post("/v1/reports", status_code=202)
     async def post_report(request: Request, token: ClientToken) -> JSONResponse:
         size = int(request.headers.get("content-length") or 0)
         if size > MAX_REPORT_BYTES:
-            raise Refused(413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
+            raise Refused(
+                413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body"
+            )
         raw = await request.body()
         if len(raw) > MAX_REPORT_BYTES:
-            raise Refused(413, f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body")
+            raise Refused(
+                413,
+                f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}",
+                "body",
+            )
         try:
             body = json.loads(raw, parse_constant=lambda c: float("nan"))
         except ValueError as e:
@@ -432,47 +489,81 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
         model = await current_model(request.app, at_least=version)
         try:
             check_report_format(report, report_format(model))
-        except FieldError as exc:  # never queued: counted and kept (without its sender) for the operator
+        except (
+            FieldError
+        ) as exc:  # never queued: counted and kept (without its sender) for the operator
             await asyncio.to_thread(store.quarantine, version, exc.field, exc.message, len(raw))
-            raise Refused(exc.status, f"{exc}; the report was quarantined, not forwarded", exc.field) from None
+            raise Refused(
+                exc.status, f"{exc}; the report was quarantined, not forwarded", exc.field
+            ) from None
         current = int(model["model_version"])
         if version != current:
-            raise Refused(409, f"stale model_version {version}: the current model version is {current}; "
-                               "fetch GET /v1/model and randomize again", "model_version")
+            raise Refused(
+                409,
+                f"stale model_version {version}: the current model version is {current}; "
+                "fetch GET /v1/model and randomize again",
+                "model_version",
+            )
         fwd: Forwarder = request.app.state.forwarder
         if protocol_batch_size(model) == 0:
-            raise Refused(409, f"model version {current} has no open batch (the schedule has committed "
-                               "to an action): there is nothing to report", "model_version")
+            raise Refused(
+                409,
+                f"model version {current} has no open batch (the schedule has committed "
+                "to an action): there is nothing to report",
+                "model_version",
+            )
         digest = report_digest(token.name, key)
         budget = report_budget(model, token.device_epsilon or settings.device_epsilon)
         try:
-            outcome = await asyncio.to_thread(store.add, digest, version, report, protocol_batch_size(model),
-                                              token.name, budget)
+            outcome = await asyncio.to_thread(
+                store.add, digest, version, report, protocol_batch_size(model), token.name, budget
+            )
         except ValueError as e:
             raise Refused(422, f"report is not valid JSON data: {e}", "report") from None
         if outcome == "full":
-            raise Refused(409, f"the batch of model version {version} is complete; "
-                               "fetch GET /v1/model for the next one", "model_version")
+            raise Refused(
+                409,
+                f"the batch of model version {version} is complete; "
+                "fetch GET /v1/model for the next one",
+                "model_version",
+            )
         if outcome == "budget":
             g = model.get("guarantee", {})
-            raise Refused(429, f"report budget of device {token.name!r} exhausted: each report spends the accounted "
-                               f"epsilon={g.get('epsilon')} and the device's budget allows {budget} report(s)",
-                          "Authorization")
+            raise Refused(
+                429,
+                f"report budget of device {token.name!r} exhausted: each report spends the accounted "
+                f"epsilon={g.get('epsilon')} and the device's budget allows {budget} report(s)",
+                "Authorization",
+            )
         if outcome == "queued":
             wake.set()
-        return JSONResponse({"accepted": True, "duplicate": outcome == "duplicate", "forwarding": fwd.blocked is None},
-                            status_code=202)
+        return JSONResponse(
+            {
+                "accepted": True,
+                "duplicate": outcome == "duplicate",
+                "forwarding": fwd.blocked is None,
+            },
+            status_code=202,
+        )
 
     @app.get("/v1/status")
     async def status(request: Request) -> dict[str, Any]:
         fwd: Forwarder = request.app.state.forwarder
         model = fwd.model or {}
-        return {"role": "shuffler", "server_url": settings.server_url, "min_batch": settings.min_batch,
-                "model_version": model.get("model_version"),
-                "protocol_batch_size": protocol_batch_size(model) if model else None,
-                "pending": store.pending_versions(), "outbox": len(store.outbox()),
-                **store.counters(), "blocked": fwd.blocked, "last_error": fwd.last_error,
-                "quarantined": store.quarantined(), "dead_letters": store.dead_letters()}
+        return {
+            "role": "shuffler",
+            "server_url": settings.server_url,
+            "min_batch": settings.min_batch,
+            "model_version": model.get("model_version"),
+            "protocol_batch_size": protocol_batch_size(model) if model else None,
+            "pending": store.pending_versions(),
+            "outbox": len(store.outbox()),
+            **store.counters(),
+            "blocked": fwd.blocked,
+            "last_error": fwd.last_error,
+            "quarantined": store.quarantined(),
+            "dead_letters": store.dead_letters(),
+        }
 
     @app.post("/v1/admin/requeue")
     async def requeue(request: Request, _: AdminToken) -> dict[str, Any]:
@@ -497,18 +588,24 @@ def create_shuffler_app(settings: ShufflerSettings, store: ShufflerStore,
     async def metrics() -> str:
         c = store.counters()
         lines = []
-        for name, help_ in (("reports_received", "Reports acknowledged (retries not counted)."),
-                            ("reports_forwarded", "Reports forwarded to the server in shuffled batches."),
-                            ("batches_forwarded", "Shuffled batches the server acknowledged."),
-                            ("reports_quarantined", "Reports that failed the shuffler's checks (never queued)."),
-                            ("server_quarantined", "Forwarded reports the server quarantined."),
-                            ("batches_dead", "Batches moved to the dead letters after repeated refusals.")):
-            lines += [f"# HELP privbandits_shuffler_{name}_total {help_}",
-                      f"# TYPE privbandits_shuffler_{name}_total counter",
-                      f"privbandits_shuffler_{name}_total {c[name]}"]
-        lines += ["# HELP privbandits_shuffler_pending_reports Reports waiting for a complete batch.",
-                  "# TYPE privbandits_shuffler_pending_reports gauge",
-                  f"privbandits_shuffler_pending_reports {store.pending()}"]
+        for name, help_ in (
+            ("reports_received", "Reports acknowledged (retries not counted)."),
+            ("reports_forwarded", "Reports forwarded to the server in shuffled batches."),
+            ("batches_forwarded", "Shuffled batches the server acknowledged."),
+            ("reports_quarantined", "Reports that failed the shuffler's checks (never queued)."),
+            ("server_quarantined", "Forwarded reports the server quarantined."),
+            ("batches_dead", "Batches moved to the dead letters after repeated refusals."),
+        ):
+            lines += [
+                f"# HELP privbandits_shuffler_{name}_total {help_}",
+                f"# TYPE privbandits_shuffler_{name}_total counter",
+                f"privbandits_shuffler_{name}_total {c[name]}",
+            ]
+        lines += [
+            "# HELP privbandits_shuffler_pending_reports Reports waiting for a complete batch.",
+            "# TYPE privbandits_shuffler_pending_reports gauge",
+            f"privbandits_shuffler_pending_reports {store.pending()}",
+        ]
         return "\n".join(lines) + "\n"
 
     return app

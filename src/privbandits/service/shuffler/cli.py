@@ -20,29 +20,61 @@ def shuffler_secret(tokens_file: Path) -> str:
     authenticate its batches.
     """
     raw = read_tokens_file(tokens_file)
-    found = [e.get("token") for e in raw.get("tokens", []) if isinstance(e, dict) and e.get("role") == "shuffler"]
+    found = [
+        e.get("token")
+        for e in raw.get("tokens", [])
+        if isinstance(e, dict) and e.get("role") == "shuffler"
+    ]
     secrets = [s for s in found if isinstance(s, str) and s]
     if len(secrets) != 1:
-        raise ConfigError(f"{tokens_file.name}: the shuffler needs exactly one [[tokens]] entry with role = "
-                          f"\"shuffler\" and its secret in 'token' (found {len(secrets)}); the server's tokens "
-                          "file may hold only its sha256")
+        raise ConfigError(
+            f"{tokens_file.name}: the shuffler needs exactly one [[tokens]] entry with role = "
+            f"\"shuffler\" and its secret in 'token' (found {len(secrets)}); the server's tokens "
+            "file may hold only its sha256"
+        )
     return secrets[0]
 
 
 def serve_shuffler(
-    config: Annotated[Path, typer.Argument(help="The served configuration (the same file as the server's).")],
-    server: Annotated[str, typer.Option("--server", help="Base URL of the server, e.g. http://127.0.0.1:8000.")],
-    tokens: Annotated[Path, typer.Option("--tokens", help="Tokens file: the client tokens the shuffler accepts "
-                                                          "and its own shuffler token (in plain text).")],
-    min_batch: Annotated[Optional[int], typer.Option("--min-batch", help="Smallest batch forwarded (>= 2; "
-                                                                         "default: the config's service.min_batch, "
-                                                                         "at least 2).")] = None,
+    config: Annotated[
+        Path, typer.Argument(help="The served configuration (the same file as the server's).")
+    ],
+    server: Annotated[
+        str, typer.Option("--server", help="Base URL of the server, e.g. http://127.0.0.1:8000.")
+    ],
+    tokens: Annotated[
+        Path,
+        typer.Option(
+            "--tokens",
+            help="Tokens file: the client tokens the shuffler accepts "
+            "and its own shuffler token (in plain text).",
+        ),
+    ],
+    min_batch: Annotated[
+        Optional[int],
+        typer.Option(
+            "--min-batch",
+            help="Smallest batch forwarded (>= 2; "
+            "default: the config's service.min_batch, "
+            "at least 2).",
+        ),
+    ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8001,
-    db: Annotated[Optional[Path], typer.Option("--db", help="SQLite file of the pending reports (default: "
-                                                            "<config stem>.shuffler.db beside the config).")] = None,
-    ssl_keyfile: Annotated[Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")] = None,
-    ssl_certfile: Annotated[Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")] = None,
+    db: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--db",
+            help="SQLite file of the pending reports (default: "
+            "<config stem>.shuffler.db beside the config).",
+        ),
+    ] = None,
+    ssl_keyfile: Annotated[
+        Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")
+    ] = None,
+    ssl_certfile: Annotated[
+        Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
 ) -> None:
     """Run the shuffler of a shuffle-model algorithm in front of SERVER: it stores the clients' sealed
@@ -52,7 +84,9 @@ def serve_shuffler(
     except ImportError:
         from privbandits.core.errors import ValidationError
 
-        raise ValidationError("serve-shuffler needs the serve extra: pip install 'privbandits[serve]'") from None
+        raise ValidationError(
+            "serve-shuffler needs the serve extra: pip install 'privbandits[serve]'"
+        ) from None
     from privbandits.algorithms.registry import get as get_algorithm
     from privbandits.service.auth import load_tokens
     from privbandits.service.config import load_service_config
@@ -63,16 +97,30 @@ def serve_shuffler(
     cfg = load_service_config(config)
     cls = get_algorithm(cfg.algorithm)
     if cls.trust_model != "shuffle":
-        raise ConfigError(f"{config.name}: {cfg.algorithm} runs in the {cls.trust_model} model; a shuffler serves "
-                          "shuffle-model algorithms only")
-    settings = ShufflerSettings(server, shuffler_secret(tokens), load_tokens(tokens),
-                                min_batch=max(2, cfg.min_batch) if min_batch is None else min_batch,
-                                device_epsilon=cfg.device_epsilon)
+        raise ConfigError(
+            f"{config.name}: {cfg.algorithm} runs in the {cls.trust_model} model; a shuffler serves "
+            "shuffle-model algorithms only"
+        )
+    settings = ShufflerSettings(
+        server,
+        shuffler_secret(tokens),
+        load_tokens(tokens),
+        min_batch=max(2, cfg.min_batch) if min_batch is None else min_batch,
+        device_epsilon=cfg.device_epsilon,
+    )
     path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
     store = ShufflerStore(path)
     pending = store.pending()
-    typer.echo(f"shuffler for {cfg.algorithm} on {'https' if ssl_certfile else 'http'}://{host}:{port} -> {server}; "
-               f"min batch {settings.min_batch}; queue {path} ({pending} pending report(s), "
-               f"{len(store.outbox())} batch(es) to forward)", err=True)
-    uvicorn.run(create_shuffler_app(settings, store), host=host, port=port, log_level=log_level,
-                **tls_options(ssl_keyfile, ssl_certfile))
+    typer.echo(
+        f"shuffler for {cfg.algorithm} on {'https' if ssl_certfile else 'http'}://{host}:{port} -> {server}; "
+        f"min batch {settings.min_batch}; queue {path} ({pending} pending report(s), "
+        f"{len(store.outbox())} batch(es) to forward)",
+        err=True,
+    )
+    uvicorn.run(
+        create_shuffler_app(settings, store),
+        host=host,
+        port=port,
+        log_level=log_level,
+        **tls_options(ssl_keyfile, ssl_certfile),
+    )

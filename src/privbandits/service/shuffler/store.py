@@ -62,8 +62,17 @@ CREATE TABLE IF NOT EXISTS dead_letters (batch_id TEXT PRIMARY KEY, model_versio
                                          attempts INTEGER NOT NULL, created REAL NOT NULL) WITHOUT ROWID;
 """
 
-_COUNTERS = ("reports_received", "batches_cut", "batches_forwarded", "reports_forwarded", "closed_below",
-             "reports_quarantined", "batches_dead", "server_quarantined", "server_filled")
+_COUNTERS = (
+    "reports_received",
+    "batches_cut",
+    "batches_forwarded",
+    "reports_forwarded",
+    "closed_below",
+    "reports_quarantined",
+    "batches_dead",
+    "server_quarantined",
+    "server_filled",
+)
 
 
 def report_digest(token: str, idempotency_key: str) -> str:
@@ -100,7 +109,9 @@ class ShufflerStore:
         ``n -> perm``, the order of a cut batch; default the OS's cryptographic generator.
     """
 
-    def __init__(self, path: str | Path, synchronous: str = "FULL", permutation: Permutation | None = None) -> None:
+    def __init__(
+        self, path: str | Path, synchronous: str = "FULL", permutation: Permutation | None = None
+    ) -> None:
         sync = check_choice("synchronous", str(synchronous).upper(), ("FULL", "NORMAL"))
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +120,9 @@ class ShufflerStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={sync}")
         self._db.executescript(_SCHEMA)
-        self._db.executemany("INSERT OR IGNORE INTO counters VALUES (?, 0)", [(c,) for c in _COUNTERS])
+        self._db.executemany(
+            "INSERT OR IGNORE INTO counters VALUES (?, 0)", [(c,) for c in _COUNTERS]
+        )
         self._permutation = permutation or system_permutation
 
     def close(self) -> None:
@@ -118,8 +131,15 @@ class ShufflerStore:
             self._db.close()
 
     # -- intake -------------------------------------------------------------------------------
-    def add(self, digest: str, model_version: int, report: Any, cap: int | None = None,
-            device: str | None = None, budget: int | None = None) -> str:
+    def add(
+        self,
+        digest: str,
+        model_version: int,
+        report: Any,
+        cap: int | None = None,
+        device: str | None = None,
+        budget: int | None = None,
+    ) -> str:
         """Queue one report; returns ``"queued"``, ``"duplicate"``, ``"full"`` or ``"budget"``.
 
         ``"duplicate"``: ``digest`` was acknowledged before (nothing queued again).  ``"full"``:
@@ -137,19 +157,30 @@ class ShufflerStore:
                 if self._db.execute("SELECT 1 FROM seen WHERE digest = ?", (digest,)).fetchone():
                     self._db.execute("ROLLBACK")
                     return "duplicate"
-                if cap is not None and (version < self._counter("closed_below") or self._db.execute(
-                        "SELECT COUNT(*) FROM pending WHERE model_version = ?", (version,)).fetchone()[0] >= cap):
+                if cap is not None and (
+                    version < self._counter("closed_below")
+                    or self._db.execute(
+                        "SELECT COUNT(*) FROM pending WHERE model_version = ?", (version,)
+                    ).fetchone()[0]
+                    >= cap
+                ):
                     self._db.execute("ROLLBACK")
                     return "full"
                 if device is not None and budget is not None:
-                    row = self._db.execute("SELECT n FROM spent WHERE device = ?", (device,)).fetchone()
+                    row = self._db.execute(
+                        "SELECT n FROM spent WHERE device = ?", (device,)
+                    ).fetchone()
                     if row is not None and int(row[0]) >= budget:
                         self._db.execute("ROLLBACK")
                         return "budget"
-                    self._db.execute("INSERT INTO spent VALUES (?, 1) ON CONFLICT (device) DO UPDATE SET n = n + 1",
-                                     (device,))
+                    self._db.execute(
+                        "INSERT INTO spent VALUES (?, 1) ON CONFLICT (device) DO UPDATE SET n = n + 1",
+                        (device,),
+                    )
                 self._db.execute("INSERT INTO seen VALUES (?)", (digest,))
-                self._db.execute("INSERT INTO pending (model_version, report) VALUES (?, ?)", (version, text))
+                self._db.execute(
+                    "INSERT INTO pending (model_version, report) VALUES (?, ?)", (version, text)
+                )
                 self._bump("reports_received", 1)
                 self._db.execute("COMMIT")
             except BaseException:
@@ -164,14 +195,17 @@ class ShufflerStore:
             if model_version is None:
                 row = self._db.execute("SELECT COUNT(*) FROM pending").fetchone()
             else:
-                row = self._db.execute("SELECT COUNT(*) FROM pending WHERE model_version = ?",
-                                       (model_version,)).fetchone()
+                row = self._db.execute(
+                    "SELECT COUNT(*) FROM pending WHERE model_version = ?", (model_version,)
+                ).fetchone()
         return int(row[0])
 
     def pending_versions(self) -> dict[int, int]:
         """``model_version -> number of pending reports``."""
         with self._lock:
-            rows = self._db.execute("SELECT model_version, COUNT(*) FROM pending GROUP BY model_version").fetchall()
+            rows = self._db.execute(
+                "SELECT model_version, COUNT(*) FROM pending GROUP BY model_version"
+            ).fetchall()
         return {int(v): int(c) for v, c in rows}
 
     def cut(self, model_version: int, size: int, close: bool = False) -> CutBatch | None:
@@ -186,24 +220,32 @@ class ShufflerStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                rows = self._db.execute("SELECT id, report FROM pending WHERE model_version = ? ORDER BY id LIMIT ?",
-                                        (model_version, size)).fetchall()
+                rows = self._db.execute(
+                    "SELECT id, report FROM pending WHERE model_version = ? ORDER BY id LIMIT ?",
+                    (model_version, size),
+                ).fetchall()
                 if len(rows) < size:
                     self._db.execute("ROLLBACK")
                     return None
                 perm = self._permutation(size)
                 if sorted(perm) != list(range(size)):
-                    raise ValidationError(f"permutation must hold each of 0..{size - 1} once, got {perm!r}")
+                    raise ValidationError(
+                        f"permutation must hold each of 0..{size - 1} once, got {perm!r}"
+                    )
                 batch_id = secrets.token_hex(16)
                 reports = ",".join(rows[i][1] for i in perm)
                 body = f'{{"batch_id":"{batch_id}","model_version":{int(model_version)},"reports":[{reports}]}}'
-                cur = self._db.execute("INSERT INTO outbox (batch_id, model_version, size, body) VALUES (?, ?, ?, ?)",
-                                       (batch_id, model_version, size, body))
+                cur = self._db.execute(
+                    "INSERT INTO outbox (batch_id, model_version, size, body) VALUES (?, ?, ?, ?)",
+                    (batch_id, model_version, size, body),
+                )
                 self._db.executemany("DELETE FROM pending WHERE id = ?", [(r[0],) for r in rows])
                 self._bump("batches_cut", 1)
                 if close:
-                    self._db.execute("UPDATE counters SET value = MAX(value, ?) WHERE name = 'closed_below'",
-                                     (int(model_version) + 1,))
+                    self._db.execute(
+                        "UPDATE counters SET value = MAX(value, ?) WHERE name = 'closed_below'",
+                        (int(model_version) + 1,),
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -213,7 +255,9 @@ class ShufflerStore:
     def outbox(self) -> list[CutBatch]:
         """Cut batches not yet acknowledged by the server, oldest first."""
         with self._lock:
-            rows = self._db.execute("SELECT seq, batch_id, model_version, size, body FROM outbox ORDER BY seq").fetchall()
+            rows = self._db.execute(
+                "SELECT seq, batch_id, model_version, size, body FROM outbox ORDER BY seq"
+            ).fetchall()
         return [CutBatch(int(s), str(b), int(v), int(n), str(t)) for s, b, v, n, t in rows]
 
     def forwarded(self, batch: CutBatch, quarantined: int = 0, filled: int = 0) -> None:
@@ -237,17 +281,34 @@ class ShufflerStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute("INSERT INTO attempts VALUES (?, 1, ?) ON CONFLICT (batch_id) DO UPDATE "
-                                 "SET n = n + 1, last_error = excluded.last_error", (batch.batch_id, reason[:2000]))
-                n = int(self._db.execute("SELECT n FROM attempts WHERE batch_id = ?",
-                                         (batch.batch_id,)).fetchone()[0])
+                self._db.execute(
+                    "INSERT INTO attempts VALUES (?, 1, ?) ON CONFLICT (batch_id) DO UPDATE "
+                    "SET n = n + 1, last_error = excluded.last_error",
+                    (batch.batch_id, reason[:2000]),
+                )
+                n = int(
+                    self._db.execute(
+                        "SELECT n FROM attempts WHERE batch_id = ?", (batch.batch_id,)
+                    ).fetchone()[0]
+                )
                 dead = n >= max_attempts
                 if dead:
-                    cur = self._db.execute("DELETE FROM outbox WHERE batch_id = ?", (batch.batch_id,))
+                    cur = self._db.execute(
+                        "DELETE FROM outbox WHERE batch_id = ?", (batch.batch_id,)
+                    )
                     if cur.rowcount:
-                        self._db.execute("INSERT OR REPLACE INTO dead_letters VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                         (batch.batch_id, batch.model_version, batch.size, batch.body,
-                                          reason[:2000], n, time.time()))
+                        self._db.execute(
+                            "INSERT OR REPLACE INTO dead_letters VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (
+                                batch.batch_id,
+                                batch.model_version,
+                                batch.size,
+                                batch.body,
+                                reason[:2000],
+                                n,
+                                time.time(),
+                            ),
+                        )
                         self._bump("batches_dead", 1)
                     self._db.execute("DELETE FROM attempts WHERE batch_id = ?", (batch.batch_id,))
                 self._db.execute("COMMIT")
@@ -260,21 +321,37 @@ class ShufflerStore:
         """Batches given up on (without their bodies): ``batch_id``, ``model_version``, ``size``,
         ``reason``, ``attempts``, ``created``."""
         with self._lock:
-            rows = self._db.execute("SELECT batch_id, model_version, size, reason, attempts, created "
-                                    "FROM dead_letters ORDER BY created").fetchall()
-        return [{"batch_id": b, "model_version": int(v), "size": int(n), "reason": r, "attempts": int(a),
-                 "created": float(c)} for b, v, n, r, a, c in rows]
+            rows = self._db.execute(
+                "SELECT batch_id, model_version, size, reason, attempts, created "
+                "FROM dead_letters ORDER BY created"
+            ).fetchall()
+        return [
+            {
+                "batch_id": b,
+                "model_version": int(v),
+                "size": int(n),
+                "reason": r,
+                "attempts": int(a),
+                "created": float(c),
+            }
+            for b, v, n, r, a, c in rows
+        ]
 
     def requeue(self, batch_id: str) -> bool:
         """Put a dead letter back in the outbox (an operator fixed the cause); False if unknown."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                row = self._db.execute("SELECT batch_id, model_version, size, body FROM dead_letters "
-                                       "WHERE batch_id = ?", (batch_id,)).fetchone()
+                row = self._db.execute(
+                    "SELECT batch_id, model_version, size, body FROM dead_letters "
+                    "WHERE batch_id = ?",
+                    (batch_id,),
+                ).fetchone()
                 if row is not None:
-                    self._db.execute("INSERT INTO outbox (batch_id, model_version, size, body) VALUES (?, ?, ?, ?)",
-                                     row)
+                    self._db.execute(
+                        "INSERT INTO outbox (batch_id, model_version, size, body) VALUES (?, ?, ?, ?)",
+                        row,
+                    )
                     self._db.execute("DELETE FROM dead_letters WHERE batch_id = ?", (batch_id,))
                 self._db.execute("COMMIT")
             except BaseException:
@@ -288,19 +365,26 @@ class ShufflerStore:
         the field and the reason, and its size in bytes; nothing about its sender."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("INSERT INTO quarantine (model_version, field, reason, size, created) "
-                             "VALUES (?, ?, ?, ?, ?)", (int(model_version), field[:200], reason[:500], int(size),
-                                                         time.time()))
+            self._db.execute(
+                "INSERT INTO quarantine (model_version, field, reason, size, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (int(model_version), field[:200], reason[:500], int(size), time.time()),
+            )
             self._bump("reports_quarantined", 1)
             self._db.execute("COMMIT")
 
     def quarantined(self, limit: int = 20) -> list[dict[str, Any]]:
         """The last ``limit`` quarantined reports, newest first."""
         with self._lock:
-            rows = self._db.execute("SELECT model_version, field, reason, size, created FROM quarantine "
-                                    "ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
-        return [{"model_version": int(v), "field": f, "reason": r, "size": int(n), "created": float(c)}
-                for v, f, r, n, c in rows]
+            rows = self._db.execute(
+                "SELECT model_version, field, reason, size, created FROM quarantine "
+                "ORDER BY id DESC LIMIT ?",
+                (int(limit),),
+            ).fetchall()
+        return [
+            {"model_version": int(v), "field": f, "reason": r, "size": int(n), "created": float(c)}
+            for v, f, r, n, c in rows
+        ]
 
     # -- action slots (Hanna et al. 2022, Algorithm 3) -----------------------------------------------
     def assign_slot(self, model_version: int, counts: list[int]) -> tuple[int, int] | None:
@@ -318,18 +402,28 @@ class ShufflerStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if not self._db.execute("SELECT 1 FROM slots WHERE model_version = ?", (version,)).fetchone():
+                if not self._db.execute(
+                    "SELECT 1 FROM slots WHERE model_version = ?", (version,)
+                ).fetchone():
                     canonical = [a for a, c in enumerate(n) for _ in range(c)]
                     perm = self._permutation(total)
-                    self._db.executemany("INSERT INTO slots (model_version, pos, action) VALUES (?, ?, ?)",
-                                         [(version, i, canonical[j]) for i, j in enumerate(perm)])
+                    self._db.executemany(
+                        "INSERT INTO slots (model_version, pos, action) VALUES (?, ?, ?)",
+                        [(version, i, canonical[j]) for i, j in enumerate(perm)],
+                    )
                     self._db.execute("DELETE FROM slots WHERE model_version < ?", (version,))
-                row = self._db.execute("SELECT pos, action FROM slots WHERE model_version = ? AND handed = 0 "
-                                       "ORDER BY pos LIMIT 1", (version,)).fetchone()
+                row = self._db.execute(
+                    "SELECT pos, action FROM slots WHERE model_version = ? AND handed = 0 "
+                    "ORDER BY pos LIMIT 1",
+                    (version,),
+                ).fetchone()
                 if row is None:
                     self._db.execute("ROLLBACK")
                     return None
-                self._db.execute("UPDATE slots SET handed = 1 WHERE model_version = ? AND pos = ?", (version, row[0]))
+                self._db.execute(
+                    "UPDATE slots SET handed = 1 WHERE model_version = ? AND pos = ?",
+                    (version, row[0]),
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -341,7 +435,9 @@ class ShufflerStore:
         self._db.execute("UPDATE counters SET value = value + ? WHERE name = ?", (by, name))
 
     def _counter(self, name: str) -> int:
-        return int(self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+        return int(
+            self._db.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0]
+        )
 
     def counters(self) -> dict[str, int]:
         """Totals since the store was created (reports received, batches cut/forwarded, ...)."""
