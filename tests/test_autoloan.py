@@ -136,17 +136,37 @@ def test_stand_in_marginals() -> None:
     assert abs(np.median(np.log(amount)) - 10.0) < 5 * 0.4 * 1.26 / np.sqrt(
         n
     )  # median of N(10, 0.4)
-    for x, lo, hi in ((onemonth, 1.0, 2.0), (comp, 3.5, 7.5)):
+    for x, lo, hi in ((onemonth, 0.1, 0.3), (comp, 3.5, 7.5)):
         assert lo <= x.min() and x.max() <= hi
         assert abs(x.mean() - (lo + hi) / 2) < 5 * (hi - lo) / np.sqrt(12 * n)
     for level, p in (("N", 0.5), ("U", 0.3), ("R", 0.2)):
         assert abs(np.mean(d.car_type == level) - p) < 5 * np.sqrt(p * (1 - p) / n)
     assert 0.2 <= d.apply.mean() <= 0.4
-    # the monthly payment repays the amount at an APR 0.5 point above the competitor's rate on average
+    # the monthly payment repays the amount at an APR of 12 onemonth + U[0.5, 12]: mean spread 6.25
     r = np.array(
         [_annuity_rate(mp, a, t) for mp, a, t in zip(d.mp[:400], amount[:400], term[:400])]
     )
-    assert abs((1200 * r - comp[:400]).mean() - 0.5) < 5 * 0.5 / np.sqrt(400)
+    spread = 1200 * r - 12 * onemonth[:400]
+    assert 0.5 - 1e-6 <= spread.min() and spread.max() <= 12 + 1e-6
+    assert abs(spread.mean() - 6.25) < 5 * 11.5 / np.sqrt(12 * 400)
+
+
+def test_stand_in_prices_lie_in_the_paper_range_and_the_best_price_depends_on_the_customer() -> (
+    None
+):
+    """Appendix F: prices lie in [0, 25000]; the best grid price must not be the same for everyone
+    (on the old stand-in every imputed price was negative and price 0 was always the best arm)."""
+    d = make_synthetic_auto_loan(20000, 0)
+    p = impute_price(d)
+    assert p.min() >= 0.0 and p.max() <= 25000.0 + 1e-6
+    env = AutoLoanEnv()
+    assert env.price_in_grid == 1.0
+    from scipy import special
+
+    probs = special.expit(env.features(np.arange(env.n_rows)) @ env.theta)
+    best = np.bincount(probs.argmax(axis=1), minlength=env.prices.size) / env.n_rows
+    assert best.max() < 0.9  # no price is best for (almost) every customer
+    assert (best > 0.05).sum() >= 2
 
 
 def _annuity_rate(mp: float, amount: float, term: float) -> float:
@@ -211,10 +231,11 @@ def test_fit_matches_scikit_learn() -> None:
 
 
 def test_warns_when_the_grid_misses_the_imputed_prices() -> None:
+    # the stand-in's prices lie in [0, 25000]: the authors' code's grid [0, -25000] misses them all
     with pytest.warns(UserWarning, match=r"0\.0% of the imputed prices"):
-        AutoLoanEnv(n=500)
-    d = _env(price_grid="code").describe()
-    assert d["imputed_prices_in_grid"] > 0.9 and d["price_grid"] == "code"
+        AutoLoanEnv(n=500, price_grid="code")
+    d = _env().describe()
+    assert d["imputed_prices_in_grid"] == 1.0 and d["price_grid"] == "paper"
 
 
 def test_rewards_have_the_population_model_means() -> None:

@@ -29,7 +29,8 @@ given when it is below one half.
 The data cannot be downloaded here: :func:`load_cprm_auto_loan` reads the CSV from a path, and
 :func:`make_synthetic_auto_loan` generates a SYNTHETIC stand-in with the same schema and the
 marginals below, deterministically from a seed, at run time (nothing is committed); its numbers
-are not the paper's.
+are not the paper's; its imputed prices lie in the paper's range [0, 25000] and its best price
+depends on the customer.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ _REQUEST = (
 )
 #: Price grids: the paper's [0, 25000] and the authors' code's [0, -25000], 25 prices each.
 PRICE_GRIDS: dict[str, tuple[float, float]] = {"paper": (0.0, 25000.0), "code": (0.0, -25000.0)}
+#: Upper end of the paper's price range (the stand-in's imputed prices lie in [0, MAX_PRICE]).
+MAX_PRICE = 25000.0
 
 
 @dataclass(frozen=True)
@@ -194,14 +197,22 @@ def _check_values(
 def make_synthetic_auto_loan(n: int = 20000, seed: int = 0) -> AutoLoanData:
     """A SYNTHETIC stand-in for CPRM-12-001 with its schema (not the paper's data).
 
-    Marginals: ``Primary_FICO`` integer ``clip(N(720, 50), 550, 850)``; ``Term`` uniform on
-    {36, 48, 60, 72}; ``Amount_Approved`` ``clip(exp(N(10, 0.4)), 5000, 100000)``; ``onemonth``
-    ``U[1, 2]``; ``Competition_rate`` ``U[3.5, 7.5]``; ``CarType`` N / U / R with probabilities
-    0.5 / 0.3 / 0.2; offered APR ``rate = Competition_rate + N(0.5, 0.5)``; ``mp`` the annuity
-    payment of ``Amount_Approved`` at ``rate / 1200`` per month over ``Term`` months; ``apply ~
-    Bernoulli(sigma(s))`` with the hidden score ``s = -0.9 - 0.8 (rate - Competition_rate)
-    - 0.3 (FICO - 720) / 50 + 0.2 (Term - 54) / 12 - 0.3 log(Amount / 22026) + c_CarType``,
-    ``c = (0.2, 0, -0.3)`` for N / U / R: about 25 % applications accepted.
+    Built so that the paper's statements hold on it: every imputed price (:func:`impute_price`)
+    lies in [0, 25000], the range of the paper's price grid, and the best price depends on the
+    customer.  Marginals: ``Primary_FICO`` integer ``clip(N(720, 50), 550, 850)``; ``Term``
+    uniform on {36, 48, 60, 72}; ``onemonth`` ``U[0.1, 0.3]`` (read by the paper's formula as a
+    per-month discount rate in percent); ``Competition_rate`` ``U[3.5, 7.5]``; ``CarType`` N / U /
+    R with probabilities 0.5 / 0.3 / 0.2; offered APR ``rate = 12 onemonth + U[0.5, 12]`` (above the
+    discount rate, so the payments' present value exceeds the amount and the price is positive);
+    ``mp`` the annuity payment of the amount at ``rate / 1200`` per month over ``Term`` months;
+    ``Amount_Approved`` ``clip(exp(N(10, 0.4)), 5000, 60000)``, lowered where needed so that the
+    imputed price is at most 25000 (the price is proportional to the amount at fixed rates).
+    ``apply ~ Bernoulli(sigma(s))`` with the hidden score ``s = a(x) + b(x) (p / 10^4 - 0.5)``,
+    ``a(x) = -0.9 - 0.3 (FICO - 720) / 50 + 0.2 (Term - 54) / 12 - 0.3 log(Amount / 22026) -
+    0.1 (Competition_rate - 5.5) + c_CarType``, ``c = (0.2, 0, -0.3)`` for N / U / R, and a price
+    sensitivity that depends on the customer, ``b(x) = -0.8 + 1.2 (FICO - 720) / 50 + 0.8 [N]``:
+    the acceptance probability falls with the price for some customers and rises for others, so
+    the best price of the grid (the lowest or the highest) varies from customer to customer.
 
     Parameters
     ----------
@@ -214,22 +225,29 @@ def make_synthetic_auto_loan(n: int = 20000, seed: int = 0) -> AutoLoanData:
     rng = np.random.default_rng(check_int("seed", seed, 0))
     fico = np.clip(np.rint(rng.normal(720.0, 50.0, n)), 550, 850)
     term = rng.choice(np.array([36.0, 48.0, 60.0, 72.0]), n)
-    amount = np.clip(np.exp(rng.normal(10.0, 0.4, n)), 5000.0, 100000.0)
-    onemonth = rng.uniform(1.0, 2.0, n)
+    amount = np.clip(np.exp(rng.normal(10.0, 0.4, n)), 5000.0, 60000.0)
+    onemonth = rng.uniform(0.1, 0.3, n)
     comp = rng.uniform(3.5, 7.5, n)
     car = rng.choice(np.array(["N", "U", "R"]), n, p=[0.5, 0.3, 0.2])
-    rate = comp + rng.normal(0.5, 0.5, n)
+    rate = 12.0 * onemonth + rng.uniform(0.5, 12.0, n)
     r = rate / 1200.0
-    mp = amount * r / (1.0 - (1.0 + r) ** -term)
+    q = 1.0 / (1.0 + onemonth / 100.0)
+    annuity = r / (1.0 - (1.0 + r) ** -term)  # payment per unit lent
+    margin = annuity * q * (1.0 - q**term) / (1.0 - q) - 1.0  # price per unit lent (> 0)
+    amount = np.minimum(amount, MAX_PRICE / margin)
+    mp = amount * annuity
+    price = amount * margin
     c_car = np.select([car == "N", car == "R"], [0.2, -0.3], 0.0)
-    s = (
+    a = (
         -0.9
-        - 0.8 * (rate - comp)
         - 0.3 * (fico - 720.0) / 50.0
         + 0.2 * (term - 54.0) / 12.0
         - 0.3 * np.log(amount / 22026.0)
+        - 0.1 * (comp - 5.5)
         + c_car
     )
+    b = -0.8 + 1.2 * (fico - 720.0) / 50.0 + 0.8 * (car == "N")
+    s = a + b * (price / 1e4 - 0.5)
     apply = (rng.random(n) < special.expit(s)).astype(float)
     numeric = np.column_stack([fico, term, amount, onemonth, comp])
     return AutoLoanData(numeric, car, mp, apply, f"synthetic stand-in (n={n}, seed={seed})")
