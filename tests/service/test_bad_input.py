@@ -315,7 +315,9 @@ def test_curator_endpoints_refuse_in_the_local_model_and_vice_versa(sgd: Any) ->
             '{"model_version": 0, "ticket": "' + ok["ticket"] + '", "reward": Infinity}'
         ).encode()
         resp = tc.post(
-            "/v1/reports", content=raw, headers={**auth(CLIENT), "Idempotency-Key": "r2"}
+            "/v1/reports",
+            content=raw,
+            headers={**auth(CLIENT), "Idempotency-Key": "r2", "Content-Type": "application/json"},
         )
         assert resp.status_code == 422 and resp.json()["error"]["field"] == "reward"
         assert "finite" in resp.json()["error"]["message"]

@@ -362,7 +362,9 @@ def test_tokens_malformed_json_and_size_limit() -> None:
         assert post(client, 1, token="nope").status_code == 401
         assert post(client, 1, token="a-shuffler-secret").status_code == 403
         res = client.post(
-            "/v1/reports", content=b"{not json", headers={"Authorization": f"Bearer {CLIENT}"}
+            "/v1/reports",
+            content=b"{not json",
+            headers={"Authorization": f"Bearer {CLIENT}", "Content-Type": "application/json"},
         )
         assert res.status_code == 400 and "malformed JSON" in res.json()["error"]["message"]
         big = post(client, 2, report={"sealed": base64.b64encode(b"x" * 100_000).decode()})

@@ -10,6 +10,7 @@ endpoint                    token       what it does
 ``POST /v1/actions``        client      curators only: raw contexts in, the chosen action out
 ``POST /v1/batches``        shuffler    shuffle model: one shuffled batch of (optionally sealed)
                                         reports
+``GET /v1/health``          none        200 if the database accepts a write, 503 if not (no details)
 ``GET /v1/status``          none        reports received, model version, guarantee, simulated
                                         rewards (JSON)
 ``POST /v1/simulation/      client      rewards of *simulated* users, for the dashboard only
@@ -26,11 +27,11 @@ request field or header.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -39,6 +40,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from privbandits.service.auth import TokenSet
 from privbandits.service.codec import FieldError, reject_unknown
 from privbandits.service.config import ServiceConfig
+from privbandits.service.http import read_json
 from privbandits.service.server.dashboard import dashboard_router
 from privbandits.service.server.service import Refusal, Service
 from privbandits.service.server.store import Store
@@ -111,22 +113,18 @@ class _Observe:
 
 
 async def _json_body(request: Request, limit: int) -> dict[str, Any]:
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        raise Refusal(
-            413, f"request body of {int(length)} bytes exceeds the limit of {limit} bytes", "body"
-        )
-    data = b""
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > limit:
-            raise Refusal(413, f"request body exceeds the limit of {limit} bytes", "body")
+    """The request's JSON object, read strictly (:func:`privbandits.service.http.read_json`)."""
     try:
-        body = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Refusal(400, f"malformed JSON: {exc}", "body") from None
-    if not isinstance(body, dict):
-        raise Refusal(422, f"the body must be a JSON object, got {type(body).__name__}", "body")
+        body = await read_json(request, limit)
+    except FieldError as exc:
+        raise Refusal(exc.status, str(exc), exc.field) from None
+    version = body.get("model_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version < 0:
+        raise Refusal(
+            422,
+            f"model_version: must be a non-negative integer (a version of the model), got {version}",
+            "model_version",
+        )
     return body
 
 
@@ -180,7 +178,8 @@ def create_app(
             key = service.idempotency_key(request.headers.get("idempotency-key"), body, key_field)
             if key_field == "idempotency_key":
                 body.pop("idempotency_key", None)
-            answer, replayed = service.submit(kind, tok, key, body)
+            # off the event loop: a database write that waits on a lock never blocks other requests
+            answer, replayed = await anyio.to_thread.run_sync(service.submit, kind, tok, key, body)
         except Refusal as exc:
             return _error(exc)
         return JSONResponse(
@@ -193,7 +192,7 @@ def create_app(
             auth(request, "client", "shuffler")
         except Refusal as exc:
             return _error(exc)
-        return JSONResponse(service.model_view())
+        return JSONResponse(await anyio.to_thread.run_sync(service.model_view))
 
     @app.post("/v1/reports")
     async def post_report(request: Request) -> Response:
@@ -206,6 +205,17 @@ def create_app(
     @app.post("/v1/batches")
     async def post_batch(request: Request) -> Response:
         return await submit(request, "batch", "shuffler", key_field="batch_id")
+
+    @app.get("/v1/health")
+    async def get_health() -> Response:
+        problem = await anyio.to_thread.run_sync(service.health, abandon_on_cancel=True)
+        if problem is not None:
+            return JSONResponse(
+                {"status": "unavailable", "reason": problem},
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+        return JSONResponse({"status": "ok"})
 
     @app.get("/v1/status")
     async def get_status() -> Response:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 from collections.abc import AsyncIterator
@@ -50,7 +49,8 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_int
 from privbandits.service.auth import AuthError, Token, TokenSet, authenticate
 from privbandits.service.auth import report_budget as budget_for
-from privbandits.service.codec import FieldError, reject_unknown
+from privbandits.service.codec import FieldError, canonical, reject_unknown
+from privbandits.service.http import read_json
 from privbandits.service.reports import ReportFormat, schedule_of
 from privbandits.service.sealing import SealingError, check_envelope
 from privbandits.service.shuffler.store import CutBatch, ShufflerStore, report_digest
@@ -284,6 +284,14 @@ class Refused(HTTPException):
         self.field = field
 
 
+async def _read(request: Request, limit: int) -> dict[str, Any]:
+    """The request's JSON object, read strictly (:func:`privbandits.service.http.read_json`)."""
+    try:
+        return await read_json(request, limit)
+    except FieldError as exc:
+        raise Refused(exc.status, str(exc), exc.field) from None
+
+
 def _check_report(body: Any, header_key: str | None = None) -> tuple[int, str, Any]:
     """``(model_version, idempotency_key, report)`` of a report request, or a 422 naming the field
     (the report's content is checked against the model's format by :func:`check_report_format`)."""
@@ -469,22 +477,7 @@ def create_shuffler_app(
 
     @app.post("/v1/reports", status_code=202)
     async def post_report(request: Request, token: ClientToken) -> JSONResponse:
-        size = int(request.headers.get("content-length") or 0)
-        if size > MAX_REPORT_BYTES:
-            raise Refused(
-                413, f"report body of {size} bytes exceeds the limit of {MAX_REPORT_BYTES}", "body"
-            )
-        raw = await request.body()
-        if len(raw) > MAX_REPORT_BYTES:
-            raise Refused(
-                413,
-                f"report body of {len(raw)} bytes exceeds the limit of {MAX_REPORT_BYTES}",
-                "body",
-            )
-        try:
-            body = json.loads(raw, parse_constant=lambda c: float("nan"))
-        except ValueError as e:
-            raise Refused(400, f"malformed JSON: {e}", "body") from None
+        body = await _read(request, MAX_REPORT_BYTES)
         version, key, report = _check_report(body, request.headers.get("idempotency-key"))
         model = await current_model(request.app, at_least=version)
         try:
@@ -492,7 +485,13 @@ def create_shuffler_app(
         except (
             FieldError
         ) as exc:  # never queued: counted and kept (without its sender) for the operator
-            await asyncio.to_thread(store.quarantine, version, exc.field, exc.message, len(raw))
+            await asyncio.to_thread(
+                store.quarantine,
+                version,
+                exc.field,
+                exc.message,
+                len(canonical(body, allow_nan=True)),
+            )
             raise Refused(
                 exc.status, f"{exc}; the report was quarantined, not forwarded", exc.field
             ) from None
@@ -500,8 +499,8 @@ def create_shuffler_app(
         if version != current:
             raise Refused(
                 409,
-                f"stale model_version {version}: the current model version is {current}; "
-                "fetch GET /v1/model and randomize again",
+                f"{'future' if version > current else 'stale'} model_version {version}: the "
+                f"current model version is {current}; fetch GET /v1/model and randomize again",
                 "model_version",
             )
         fwd: Forwarder = request.app.state.forwarder
@@ -568,12 +567,7 @@ def create_shuffler_app(
     @app.post("/v1/admin/requeue")
     async def requeue(request: Request, _: AdminToken) -> dict[str, Any]:
         """Put a dead-lettered batch back in the outbox: ``{"batch_id": ...}``."""
-        try:
-            body = json.loads(await request.body())
-        except ValueError as e:
-            raise Refused(400, f"malformed JSON: {e}", "body") from None
-        if not isinstance(body, dict):
-            raise Refused(422, "the request body must be a JSON object", "body")
+        body = await _read(request, MAX_REPORT_BYTES)
         try:
             reject_unknown(body, ("batch_id",))
         except FieldError as exc:
