@@ -15,6 +15,7 @@ from privbandits.algorithms import (  # noqa: F401  (registration side effects) 
     phased_elimination,
     rs_glinucb,
     sarmasarkar,
+    shariff,
     uniform,
 )
 from privbandits.algorithms.base import (
