@@ -78,12 +78,18 @@ class FakeServer:
         self.app = app
 
 
-def make(server: FakeServer, store: ShufflerStore, min_batch: int = 3, **kw: Any) -> TestClient:
+def make(
+    server: FakeServer,
+    store: ShufflerStore,
+    min_batch: int = 3,
+    clients: tuple[str, ...] = (),
+    **kw: Any,
+) -> TestClient:
     settings = ShufflerSettings(
         server_url="http://server",
         shuffler_token=SHUFFLER,
         tokens=TokenSet.from_secrets(
-            client=[CLIENT, CLIENT_B], shuffler=["a-shuffler-secret"], admin=[ADMIN]
+            client=[CLIENT, CLIENT_B, *clients], shuffler=["a-shuffler-secret"], admin=[ADMIN]
         ),
         min_batch=min_batch,
         poll_seconds=0.05,
@@ -434,8 +440,14 @@ class ScheduleServer(FakeServer):
 def test_assignment_hands_out_the_schedule_once() -> None:
     server, store = ScheduleServer([2, 0, 3]), ShufflerStore(":memory:")
     auth = {"Authorization": f"Bearer {CLIENT}"}
-    with make(server, store, min_batch=2) as client:
-        got = [client.get("/v1/assignment", headers=auth).json() for _ in range(5)]
+    devices = [f"device-token-{i:04d}" for i in range(6)]
+    with make(server, store, min_batch=2, clients=tuple(devices)) as client:
+        got = [
+            client.get("/v1/assignment", headers={"Authorization": f"Bearer {t}"}).json()
+            for t in devices[:5]
+        ]
+        again = client.get("/v1/assignment", headers={"Authorization": f"Bearer {devices[0]}"})
+        assert again.json() == got[0]  # a token asking again keeps its slot
         assert client.get("/v1/assignment", headers=auth).status_code == 409
         assert client.get("/v1/assignment").status_code == 401
     assert Counter(g["public"]["action"]["data"][0] for g in got) == {0: 2, 2: 3}
@@ -668,6 +680,6 @@ def test_assignments_are_distinct_slots_across_tokens() -> None:
         )
         assert got == [0, 1]
         assert (
-            client.get("/v1/assignment", headers={"Authorization": f"Bearer {CLIENT}"}).status_code
+            client.get("/v1/assignment", headers={"Authorization": f"Bearer {ADMIN}"}).status_code
             == 409
         )

@@ -37,7 +37,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -119,6 +120,14 @@ class ShufflerSettings:
     max_attempts : int
         Refusals of one batch by the server before it is moved to the dead letters (a server
         that cannot be reached is retried without limit: the batch is not at fault).
+    lease_seconds : float
+        How long an action slot handed out by ``GET /v1/assignment`` stays reserved for its
+        device; unused past that it is reclaimed and handed to another device.
+    stall_seconds : float
+        A batch that gets no new report for this long while it is incomplete is *stalled*: an
+        alert line is logged and ``GET /v1/status`` shows it.
+    clock : callable
+        Wall-clock time in seconds (leases are stored, so they outlive a restart).
     """
 
     server_url: str
@@ -128,8 +137,17 @@ class ShufflerSettings:
     device_epsilon: float | None = None
     poll_seconds: float = 1.0
     max_attempts: int = 5
+    lease_seconds: float = 60.0
+    stall_seconds: float = 300.0
+    clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
+        for name in ("lease_seconds", "stall_seconds"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.01 <= v <= 86_400:
+                raise ValidationError(
+                    f"{name} must be a number of seconds in [0.01, 86400], got {v!r}"
+                )
         self.min_batch = check_int("min_batch", self.min_batch, 2)
         self.max_attempts = check_int("max_attempts", self.max_attempts, 1, 1000)
         if not len(self.tokens):
@@ -169,6 +187,8 @@ class Forwarder:
         self.model: dict[str, Any] | None = None
         self.blocked: str | None = None  # why no batch can be forwarded (a configuration problem)
         self.last_error: str | None = None
+        self.stalled: dict[str, Any] | None = None  # the incomplete batch that gets no report
+        self._progress: tuple[int, int, float] | None = None  # (version, pending, since)
         self._lock = asyncio.Lock()
 
     @property
@@ -261,12 +281,55 @@ class Forwarder:
                 if not ok:
                     return sent
 
+    def check_stall(self) -> dict[str, Any] | None:
+        """Whether the open batch is *stalled*: incomplete and without a new report for
+        ``stall_seconds``.  Logs one alert line when a batch becomes stalled; returns (and keeps
+        in :attr:`stalled`) what the status shows, else None."""
+        model = self.model
+        need = protocol_batch_size(model) if model is not None else None
+        if model is None or not need:
+            self._progress, self.stalled = None, None
+            return None
+        version = int(model["model_version"])
+        pending = self.store.pending(version)
+        now = self.settings.clock()
+        if self._progress is None or self._progress[:2] != (version, pending):
+            self._progress, self.stalled = (version, pending, now), None
+            return None
+        since = self._progress[2]
+        if pending >= need or now - since < self.settings.stall_seconds:
+            return self.stalled
+        if self.stalled is None:
+            slots = self.store.slot_state(version, now)
+            self.stalled = {
+                "model_version": version,
+                "reports": pending,
+                "batch_size": need,
+                "seconds_without_report": round(now - since, 1),
+                "slots": slots,
+            }
+            log.warning(
+                "ALERT batch stalled: model version %d has %d of %d reports and no new report "
+                "for %.0f s (action slots: %d free, %d leased, %d used)",
+                version,
+                pending,
+                need,
+                now - since,
+                slots["free"],
+                slots["leased"],
+                slots["used"],
+            )
+        else:
+            self.stalled["seconds_without_report"] = round(now - since, 1)
+        return self.stalled
+
     async def run(self, wake: asyncio.Event) -> None:
         """Forward until cancelled: on every new report (``wake``) and every ``poll_seconds``."""
         while True:
             try:
                 await self.step()
                 self.last_error = None
+                await asyncio.to_thread(self.check_stall)
             except (httpx.HTTPError, ValueError, KeyError) as e:
                 if str(e) != self.last_error:  # log each new failure once, not every poll
                     log.warning("forwarding failed (will retry): %s", e)
@@ -446,12 +509,16 @@ def create_shuffler_app(
         return await current_model(request.app)
 
     @app.get("/v1/assignment")
-    async def get_assignment(request: Request, _: ClientToken) -> dict[str, Any]:
+    async def get_assignment(request: Request, token: ClientToken) -> dict[str, Any]:
         """What this user receives from the shuffler (the Shuffler role's ``assign``).
 
         With a batched-elimination schedule (Hanna et al. 2022, Algorithm 3): the next slot of the
         batch's uniformly permuted action slots, ``{"action": [a], "n": [n_i]}`` (``n = 0`` and the
         committed action after the commit); otherwise the server's public state unchanged.
+
+        The slot is leased to the token for ``lease_seconds``: asked again before its report, the
+        same token gets the same slot (a retried request or a lost answer takes no second slot);
+        a slot left unused is reclaimed when its lease expires.
         """
         model = await current_model(request.app)
         version = int(model["model_version"])
@@ -462,12 +529,19 @@ def create_shuffler_app(
         if committed >= 0:
             action, n = committed, 0
         else:
-            slot = await asyncio.to_thread(store.assign_slot, version, counts)
+            slot = await asyncio.to_thread(
+                store.assign_slot,
+                version,
+                counts,
+                token.name,
+                settings.lease_seconds,
+                settings.clock(),
+            )
             if slot is None:
                 raise Refused(
                     409,
                     f"every action slot of the batch of model version {version} is assigned; "
-                    "retry when the batch has been forwarded",
+                    "retry when the batch has been forwarded or a lease has expired",
                 )
             action, n = slot
         return {
@@ -559,6 +633,7 @@ def create_shuffler_app(
             "outbox": len(store.outbox()),
             **store.counters(),
             "blocked": fwd.blocked,
+            "stalled": fwd.stalled,
             "last_error": fwd.last_error,
             "quarantined": store.quarantined(),
             "dead_letters": store.dead_letters(),

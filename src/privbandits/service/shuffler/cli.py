@@ -76,6 +76,22 @@ def serve_shuffler(
         Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+    lease_seconds: Annotated[
+        float,
+        typer.Option(
+            "--lease-seconds",
+            help="How long an action slot of GET /v1/assignment stays reserved for its "
+            "device before it is reclaimed.",
+        ),
+    ] = 60.0,
+    stall_seconds: Annotated[
+        float,
+        typer.Option(
+            "--stall-seconds",
+            help="An incomplete batch without a new report for this long logs an alert "
+            "and shows as stalled on GET /v1/status.",
+        ),
+    ] = 300.0,
 ) -> None:
     """Run the shuffler of a shuffle-model algorithm in front of SERVER: it stores the clients' sealed
     reports durably and forwards only complete, uniformly permuted batches without client metadata."""
@@ -107,6 +123,8 @@ def serve_shuffler(
         load_tokens(tokens),
         min_batch=max(2, cfg.min_batch) if min_batch is None else min_batch,
         device_epsilon=cfg.device_epsilon,
+        lease_seconds=lease_seconds,
+        stall_seconds=stall_seconds,
     )
     path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
     store = ShufflerStore(path)

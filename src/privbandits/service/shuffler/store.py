@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import secrets
 import sqlite3
 import threading
@@ -51,6 +52,9 @@ CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, batch_id TEXT UNIQUE
                                    model_version INTEGER NOT NULL, size INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS slots (model_version INTEGER NOT NULL, pos INTEGER NOT NULL, action INTEGER NOT NULL,
                                   handed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (model_version, pos));
+CREATE TABLE IF NOT EXISTS leases (model_version INTEGER NOT NULL, pos INTEGER NOT NULL, holder TEXT NOT NULL,
+                                   expires REAL NOT NULL, used INTEGER NOT NULL DEFAULT 0,
+                                   PRIMARY KEY (model_version, pos)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS spent (device TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY, model_version INTEGER NOT NULL, field TEXT NOT NULL,
@@ -78,6 +82,11 @@ _COUNTERS = (
 def report_digest(token: str, idempotency_key: str) -> str:
     """One-way digest of a report's sender token and idempotency key (the only trace kept)."""
     return hashlib.sha256(f"{len(token)}:{token}:{idempotency_key}".encode()).hexdigest()
+
+
+def _holder(device: str) -> str:
+    """The one-way name of a device in the slot leases."""
+    return hashlib.sha256(f"lease:{device}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -178,6 +187,11 @@ class ShufflerStore:
                         (device,),
                     )
                 self._db.execute("INSERT INTO seen VALUES (?)", (digest,))
+                if device is not None:  # the device's action slot of this batch is used
+                    self._db.execute(
+                        "UPDATE leases SET used = 1 WHERE model_version = ? AND holder = ? AND used = 0",
+                        (version, _holder(device)),
+                    )
                 self._db.execute(
                     "INSERT INTO pending (model_version, report) VALUES (?, ?)", (version, text)
                 )
@@ -387,18 +401,33 @@ class ShufflerStore:
         ]
 
     # -- action slots (Hanna et al. 2022, Algorithm 3) -----------------------------------------------
-    def assign_slot(self, model_version: int, counts: list[int]) -> tuple[int, int] | None:
-        """Hand out the next action slot of the batch of ``model_version``: ``(action, n_i)``.
+    def assign_slot(
+        self,
+        model_version: int,
+        counts: list[int],
+        device: str | None = None,
+        lease_seconds: float | None = None,
+        now: float | None = None,
+    ) -> tuple[int, int] | None:
+        """Hand out an action slot of the batch of ``model_version``: ``(action, n_i)``.
 
         On the first call for a version the batch's slot list (action ``a`` repeated ``n_ia``
         times, ``counts[a] = n_ia``) is put in a uniformly random order and stored; each call
         hands the next slot, so the users of the batch receive a uniformly random assignment of
         the public schedule (Hanna et al. 2022, Algorithm 3, the shuffler's assignment).  ``None``
-        when every slot of the batch was handed out.
+        when every slot of the batch is handed out.
+
+        With a ``device`` the slot is *leased* to it for ``lease_seconds`` (from ``now``, a wall
+        clock time): asked again before it reported, the device gets the same slot (and the lease
+        is renewed); its accepted report (:meth:`add`) uses the slot; a lease that expires unused
+        is reclaimed and handed to the next device, so a lost answer or a device that never
+        reports does not hold the batch back.
         """
         version = check_int("model_version", model_version, 0)
         n = [check_int(f"counts[{a}]", c, 0) for a, c in enumerate(counts)]
         total = sum(n)
+        t = time.time() if now is None else float(now)
+        holder = None if device is None else _holder(device)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -412,23 +441,77 @@ class ShufflerStore:
                         [(version, i, canonical[j]) for i, j in enumerate(perm)],
                     )
                     self._db.execute("DELETE FROM slots WHERE model_version < ?", (version,))
-                row = self._db.execute(
-                    "SELECT pos, action FROM slots WHERE model_version = ? AND handed = 0 "
-                    "ORDER BY pos LIMIT 1",
-                    (version,),
-                ).fetchone()
+                    self._db.execute("DELETE FROM leases WHERE model_version < ?", (version,))
+                self._reclaim(version, t)
+                row = None
+                if holder is not None:
+                    row = self._db.execute(
+                        "SELECT s.pos, s.action FROM leases l JOIN slots s ON "
+                        "s.model_version = l.model_version AND s.pos = l.pos "
+                        "WHERE l.model_version = ? AND l.holder = ? AND l.used = 0",
+                        (version, holder),
+                    ).fetchone()
                 if row is None:
-                    self._db.execute("ROLLBACK")
-                    return None
-                self._db.execute(
-                    "UPDATE slots SET handed = 1 WHERE model_version = ? AND pos = ?",
-                    (version, row[0]),
-                )
+                    row = self._db.execute(
+                        "SELECT pos, action FROM slots WHERE model_version = ? AND handed = 0 "
+                        "ORDER BY pos LIMIT 1",
+                        (version,),
+                    ).fetchone()
+                    if row is None:
+                        self._db.execute("ROLLBACK")
+                        return None
+                    self._db.execute(
+                        "UPDATE slots SET handed = 1 WHERE model_version = ? AND pos = ?",
+                        (version, row[0]),
+                    )
+                if holder is not None:
+                    expires = t + (math.inf if lease_seconds is None else float(lease_seconds))
+                    self._db.execute(
+                        "INSERT INTO leases (model_version, pos, holder, expires) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (model_version, pos) DO UPDATE SET expires = excluded.expires",
+                        (version, row[0], holder, min(expires, 1e300)),
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
         return int(row[1]), total
+
+    def _reclaim(self, version: int, now: float) -> None:
+        """Free the slots of ``version`` whose lease expired unused (inside a transaction)."""
+        self._db.execute(
+            "UPDATE slots SET handed = 0 WHERE model_version = ? AND pos IN "
+            "(SELECT pos FROM leases WHERE model_version = ? AND used = 0 AND expires < ?)",
+            (version, version, now),
+        )
+        self._db.execute(
+            "DELETE FROM leases WHERE model_version = ? AND used = 0 AND expires < ?",
+            (version, now),
+        )
+
+    def slot_state(self, model_version: int, now: float | None = None) -> dict[str, int]:
+        """Action slots of the batch of ``model_version``: ``total``, ``free``, ``leased``
+        (handed, lease running), ``used`` (the device reported) and ``expired`` (leases past
+        their time, reclaimed at the next assignment)."""
+        t = time.time() if now is None else float(now)
+        with self._lock:
+            total, handed = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(handed), 0) FROM slots WHERE model_version = ?",
+                (model_version,),
+            ).fetchone()
+            used, expired = self._db.execute(
+                "SELECT COALESCE(SUM(used), 0), COALESCE(SUM(used = 0 AND expires < ?), 0) "
+                "FROM leases WHERE model_version = ?",
+                (t, model_version),
+            ).fetchone()
+        total, handed, used, expired = int(total), int(handed), int(used), int(expired)
+        return {
+            "total": total,
+            "free": total - handed,
+            "leased": handed - used - expired,
+            "used": used,
+            "expired": expired,
+        }
 
     # -- counters -----------------------------------------------------------------------------
     def _bump(self, name: str, by: int) -> None:
