@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from privbandits.core.errors import PrivbanditsError, ValidationError
+from privbandits.experiments.overrides import option_flags, option_help
 from privbandits.experiments.store import DEFAULT_DB
 from privbandits.service.cli import register_commands
 
@@ -62,28 +63,19 @@ SchedulerOpt = Annotated[
         help="Dask scheduler address, e.g. tcp://host:8786 (needs the cluster extra).",
     ),
 ]
+# options overriding a key of the experiment file: flags and help from the key's declaration
 HorizonOpt = Annotated[
-    Optional[int], typer.Option("--horizon", "-T", help="Override the horizon T.")
+    Optional[int], typer.Option(*option_flags("horizon"), help=option_help("horizon"))
 ]
 ReplicationsOpt = Annotated[
-    Optional[int], typer.Option("--replications", "-R", help="Override replications.")
+    Optional[int], typer.Option(*option_flags("replications"), help=option_help("replications"))
 ]
-SeedOpt = Annotated[
-    Optional[int], typer.Option("--seed", help="Run a single root seed instead of the config's.")
-]
+SeedOpt = Annotated[Optional[int], typer.Option(*option_flags("seeds"), help=option_help("seeds"))]
 PresetOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--preset",
-        help="Calibration preset for every algorithm that has one: strict, paper or authors_code.",
-    ),
+    Optional[str], typer.Option(*option_flags("preset"), help=option_help("preset"))
 ]
 EngineOpt = Annotated[
-    Optional[str],
-    typer.Option(
-        "--engine",
-        help="Driver: auto (default: the fastest available), reference, compiled or aggregate.",
-    ),
+    Optional[str], typer.Option(*option_flags("engine"), help=option_help("engine"))
 ]
 QuickOpt = Annotated[
     bool, typer.Option("--quick", help="Apply the overrides in the config's quick table.")

@@ -16,6 +16,36 @@ class ValidationError(PrivbanditsError, ValueError):
     """A parameter or input is outside its allowed range, has the wrong shape or type."""
 
 
+class ParameterError(ValidationError):
+    """A named parameter has a value outside its allowed values.
+
+    The parameter travels as data, so that a caller can map the error back to where the value came
+    from (e.g. a configuration file's key path) without reading the message.
+
+    Attributes
+    ----------
+    key : str
+        The parameter's name.
+    value : object
+        The value received.
+    allowed : str
+        The allowed values in words (e.g. ``"(0, inf)"``), ``""`` when the check is about the type.
+    """
+
+    def __init__(self, message: str, *, key: str, value: object = None, allowed: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+
+    def __reduce__(self) -> tuple[object, ...]:  # keep the data across processes
+        return (_parameter_error, (str(self), self.key, self.value, self.allowed))
+
+
+def _parameter_error(message: str, key: str, value: object, allowed: str) -> ParameterError:
+    return ParameterError(message, key=key, value=value, allowed=allowed)
+
+
 class ConfigError(ValidationError):
     """An experiment configuration is invalid (unknown key, bad value, missing field)."""
 

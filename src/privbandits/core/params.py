@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.core.errors import ValidationError
+from privbandits.core.errors import ParameterError
 from privbandits.core.validation import check_choice, check_in_range, check_int
 
 __all__ = [
@@ -115,7 +115,12 @@ class Bool(Constraint):
 
     def check(self, name: str, value: Any) -> bool:
         if not isinstance(value, (bool, np.bool_)):
-            raise ValidationError(f"{name} must be True or False, got {value!r}")
+            raise ParameterError(
+                f"{name} must be True or False, got {value!r}",
+                key=name,
+                value=value,
+                allowed="True or False",
+            )
         return bool(value)
 
     def describe(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.core.errors import DataBoundError, ValidationError
+from privbandits.core.errors import DataBoundError, ParameterError, ValidationError
 
 __all__ = [
     "check_choice",
@@ -36,12 +36,17 @@ def _is_real(value: Any) -> bool:
 
 def _real(name: str, value: Any) -> float:
     if not _is_real(value):
-        raise ValidationError(
-            f"{name} must be a real number, got {value!r} of type {type(value).__name__}"
+        raise ParameterError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}",
+            key=name,
+            value=value,
+            allowed="a real number",
         )
     x = float(value)
     if math.isnan(x):
-        raise ValidationError(f"{name} must be a real number, got NaN")
+        raise ParameterError(
+            f"{name} must be a real number, got NaN", key=name, value=value, allowed="a real number"
+        )
     return x
 
 
@@ -72,13 +77,18 @@ def check_in_range(
     """
     x = _real(name, value)
     if math.isinf(x) and not (allow_inf and x > 0):
-        raise ValidationError(f"{name} must be finite, got {x}")
+        raise ParameterError(f"{name} must be finite, got {x}", key=name, value=value)
     lo_ok = low is None or (x >= low if low_inclusive else x > low)
     hi_ok = high is None or (x <= high if high_inclusive else x < high)
     if not (lo_ok and hi_ok):
         lb = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low:g}"
         hb = "inf)" if high is None else f"{high:g}" + ("]" if high_inclusive else ")")
-        raise ValidationError(f"{name} must lie in {lb}, {hb}, got {x:g}")
+        raise ParameterError(
+            f"{name} must lie in {lb}, {hb}, got {x:g}",
+            key=name,
+            value=value,
+            allowed=f"{lb}, {hb}",
+        )
     return x
 
 
@@ -110,18 +120,28 @@ def check_probability(name: str, value: Any) -> float:
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
     """An integer in [low, high] (bools are rejected; integral floats such as 1e6 are accepted)."""
     if isinstance(value, bool):
-        raise ValidationError(f"{name} must be an integer, got {value!r}")
+        raise ParameterError(
+            f"{name} must be an integer, got {value!r}", key=name, value=value, allowed="an integer"
+        )
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)
     if not isinstance(value, (int, np.integer)):
-        raise ValidationError(
-            f"{name} must be an integer, got {value!r} of type {type(value).__name__}"
+        raise ParameterError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}",
+            key=name,
+            value=value,
+            allowed="an integer",
         )
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
         lb = "-inf" if low is None else str(low)
         hb = "inf" if high is None else str(high)
-        raise ValidationError(f"{name} must be an integer in [{lb}, {hb}], got {v}")
+        raise ParameterError(
+            f"{name} must be an integer in [{lb}, {hb}], got {v}",
+            key=name,
+            value=value,
+            allowed=f"[{lb}, {hb}]",
+        )
     return v
 
 
@@ -129,8 +149,11 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """A string from a fixed set of choices."""
     options = tuple(choices)
     if value not in options:
-        raise ValidationError(
-            f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}"
+        raise ParameterError(
+            f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}",
+            key=name,
+            value=value,
+            allowed=", ".join(map(repr, options)),
         )
     return str(value)
 

@@ -1,6 +1,7 @@
-"""The experiment TOML reference, generated from the validator's schema.
+"""The experiment TOML reference, generated from the experiment schema.
 
-The key lists come from :mod:`privbandits.experiments.config` (the lists the validator accepts),
+The bandit experiment's keys, types, defaults and descriptions come from their declarations in
+:mod:`privbandits.experiments.schema` (the declarations the validator reads),
 the ``[env]`` keys from the environments' constructors and the algorithm parameters from the
 registry, so a key the validator accepts cannot be missing here.  Every key of the fixed tables
 needs a description in :data:`KEY_DOCS`; :func:`undocumented_keys` lists the ones that have none
@@ -9,273 +10,17 @@ needs a description in :data:`KEY_DOCS`; :func:`undocumented_keys` lists the one
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from typing import Any
 
 from privbandits.docgen.numpydoc import parameter_docs
 
-__all__ = ["KEY_DOCS", "render_toml_reference", "toml_keys", "undocumented_keys"]
+__all__ = ["KEY_DOCS", "key_docs", "render_toml_reference", "toml_keys", "undocumented_keys"]
 
-#: ``"table.key" -> (type, default, description)`` for the fixed tables ("" = the top level).
-#: A default of ``None`` is read from the configuration dataclasses where they have the key.
+#: ``"table.key" -> (type, default, description)`` of the tables declared outside the experiment
+#: schema (regression studies, ``[service]``); the bandit experiment's keys come from
+#: :data:`privbandits.experiments.schema.SCHEMA` (see :func:`key_docs`).
 KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
-    ".kind": (
-        '"bandit" | "regression"',
-        '"bandit"',
-        "What the file describes: a bandit experiment (this page's schema) or a regression-error study "
-        '(`kind = "regression"`, its own schema below; run by `privbandits reproduce`).',
-    ),
-    ".name": (
-        "string",
-        "the file's stem",
-        "Experiment name: the key results are stored and plotted under (letters, digits, `_ . -`).",
-    ),
-    ".description": ("string", '""', "Free text, copied into `report.md`."),
-    ".import": (
-        "list of module names",
-        "[]",
-        "Modules imported before the algorithm names are checked, in this process and in every "
-        'worker (your own algorithms: `import = ["mypkg.algorithms"]`; same as `--import`).',
-    ),
-    ".horizon": (
-        "integer >= 1",
-        "required",
-        "Number of rounds T of every run (`1e4` is accepted for 10000).",
-    ),
-    ".replications": (
-        "integer >= 1",
-        "10",
-        "Replications R of each work unit, simulated together as one batch.",
-    ),
-    ".seeds": (
-        "list of integers >= 0",
-        "[0]",
-        "Root seeds; each seed is one work unit per algorithm variant.  The same seed gives every "
-        "algorithm the same contexts and rewards (common random numbers).",
-    ),
-    ".checkpoints": (
-        "integer in [0, 10000] or table",
-        "50",
-        "Rounds at which cumulative regret is recorded: that many log-spaced points (T is "
-        "always included), or a table `{ log = 50, every = 1000 }`.",
-    ),
-    ".preset": (
-        '"strict" | "paper" | "authors_code"',
-        "each algorithm's own (strict)",
-        "Calibration preset for every algorithm that takes one (see Concepts: calibration presets); "
-        "algorithms without presets ignore it.",
-    ),
-    ".engine": (
-        '"auto" | "reference" | "compiled" | "aggregate"',
-        '"auto"',
-        "Driver of every simulation (see Concepts: engines).",
-    ),
-    ".env": ("table", "required", "The environment: `kind` and its constructor arguments (below)."),
-    ".grid": (
-        "table of lists",
-        "{}",
-        "Global grid: the cartesian product of its lists is applied to every algorithm that takes "
-        "the key (keys no algorithm takes are an error).",
-    ),
-    ".algorithms": (
-        "array of tables `[[algorithms]]`",
-        "required",
-        "The algorithms to run, one `[[algorithms]]` entry each (double brackets).",
-    ),
-    ".quick": (
-        "table",
-        "{}",
-        "Overrides applied by `--quick` (a short run of the same experiment).",
-    ),
-    ".plot": ("table", "{}", "Figure options of `privbandits run` / `reproduce`."),
-    ".report": ("table", "{}", "The paper's claims a reproduction is compared with."),
-    "checkpoints.log": ("integer in [0, 10000]", "50", "Number of log-spaced checkpoints."),
-    "checkpoints.every": ("integer >= 1", "none", "Also record every this many rounds."),
-    "algorithms.name": ("string", "required", "A registered algorithm (`privbandits list`)."),
-    "algorithms.label": (
-        "string",
-        "the name",
-        "Name of the entry in tables, legends and the results store; unique across entries "
-        "(needed when the same algorithm appears twice).",
-    ),
-    "algorithms.params": (
-        "table",
-        "{}",
-        "Constructor arguments fixed for this entry, e.g. `{ epsilon = 1.0, delta = 0.01 }`.",
-    ),
-    "algorithms.grid": (
-        "table of lists",
-        "{}",
-        "Per-entry grid: the cartesian product of its lists; a key here replaces the global "
-        "grid's key for this entry.  A key may not be in both `params` and `grid`.",
-    ),
-    "algorithms.preset": (
-        '"strict" | "paper" | "authors_code"',
-        "the top-level preset",
-        "Calibration preset of this entry (only for algorithms that take one).",
-    ),
-    "quick.horizon": ("integer >= 1", "unchanged", "Horizon under `--quick`."),
-    "quick.replications": ("integer >= 1", "unchanged", "Replications under `--quick`."),
-    "quick.seeds": ("list of integers >= 0", "unchanged", "Seeds under `--quick`."),
-    "quick.checkpoints": ("integer or table", "unchanged", "Checkpoints under `--quick`."),
-    "plot.facet": (
-        "string",
-        None,
-        'One panel per value of this grid parameter (e.g. `"epsilon"`).',
-    ),
-    "plot.band": (
-        '"ci95" | "se" | number >= 0',
-        None,
-        "The shaded band around each mean curve: 95 % interval of the mean, one standard error, or "
-        "that many standard deviations across replications (papers' figures often use 0.5).",
-    ),
-    "plot.logx": ("boolean", None, "Logarithmic t axis."),
-    "plot.logy": ("boolean", None, "Logarithmic regret axis."),
-    "report.title": ("string", None, "Title of `report.md`."),
-    "report.source": ("string", None, "Where the claims come from (paper, figure)."),
-    "report.claimed_order": (
-        "list of strings",
-        None,
-        "Labels (or names) in the paper's order of final regret, lowest first; "
-        "`privbandits reproduce` checks the measured order against it.",
-    ),
-    "report.claims": ("string", None, "The paper's claims in words, copied into `report.md`."),
-    "report.notes": (
-        "string",
-        None,
-        "Our remarks (e.g. why a number differs from the paper's), copied into `report.md`.",
-    ),
-    "report.level": (
-        "number in (0, 0.5)",
-        None,
-        "One-sided significance level of every claim comparison (agree / disagree / inconclusive).",
-    ),
-    "report.slopes": (
-        "table of label = exponent",
-        None,
-        "Theoretical regret exponents (R(T) = O~(T^a)) shown beside the measured log-log slopes.",
-    ),
-    "plot.dpi": (
-        "integer in [20, 1200]",
-        None,
-        "Resolution of the PNG figures (`--dpi` overrides it).",
-    ),
-    ".figures": (
-        "array of tables `[[figures]]`",
-        "one regret-vs-t figure from `[plot]`",
-        "The figures of the report, one `[[figures]]` entry each.",
-    ),
-    ".claims": (
-        "array of tables `[[claims]]`",
-        "[]",
-        "The paper's claims, checked on our numbers in every grid cell.",
-    ),
-    ".paper_numbers": (
-        "array of tables `[[paper_numbers]]`",
-        "[]",
-        "Numbers the paper (or another named source) reports, shown beside ours with the ratio.",
-    ),
-    ".tables": ("array of tables `[[tables]]`", "[]", "Tables that arrange the reported numbers."),
-    "figures.kind": (
-        '"regret_vs_t" | "final_vs_param"',
-        '"regret_vs_t"',
-        "Cumulative regret against t (one panel per `facet` value), or final regret against a "
-        "parameter `x` with error bars.",
-    ),
-    "figures.name": ("string", '"regret" / "final-regret"', "File stem of the PNG and PDF."),
-    "figures.title": (
-        "string",
-        "the report title",
-        "Figure title (d, K, T and the number of runs are added).",
-    ),
-    "figures.facet": ("string", "none", "regret_vs_t: one panel per value of this parameter."),
-    "figures.band": (
-        '"ci95" | "se" | number >= 0',
-        '"ci95"',
-        "regret_vs_t: the band: 95 % interval of the mean, one standard error, or that many "
-        "standard deviations across replications.",
-    ),
-    "figures.x": (
-        "string",
-        "required (final_vs_param)",
-        "final_vs_param: the parameter on the x axis.",
-    ),
-    "figures.series": (
-        "list of labels",
-        "every label with several x values",
-        "final_vs_param: the series drawn as lines.",
-    ),
-    "figures.baselines": (
-        "list of labels",
-        "[]",
-        "final_vs_param: series drawn as horizontal reference lines (e.g. non-private).",
-    ),
-    "figures.errorbars": ('"se" | "ci95"', '"se"', "final_vs_param: error bars of the means."),
-    "figures.logx": ("boolean", "false", "Logarithmic x axis."),
-    "figures.logy": ("boolean", "false", "Logarithmic y axis."),
-    "claims.kind": (
-        '"order" | "tiers" | "within" | "monotone" | "stable" | "slope"',
-        "required",
-        "order: items ascend in final regret; tiers: every item below every `above`; within: "
-        "items[0] within `percent` % of items[1]; monotone: items[0] falls (or rises) with `param`; stable: "
-        "items[0] changes by less than `percent` % between adjacent values of `param`; slope: the log-log "
-        "slope of items[0]'s regret over t in [T/10, T] is near `exponent` (or at most `exponent` + "
-        "`tolerance`).",
-    ),
-    "claims.items": ("list of labels", "required", "The series the claim is about (see `kind`)."),
-    "claims.above": ("list of labels", "required (tiers)", "tiers: the upper tier."),
-    "claims.percent": (
-        "number > 0",
-        "required (within, stable)",
-        "within, stable: the tolerance in percent.",
-    ),
-    "claims.param": ("string", "required (monotone, stable)", "monotone, stable: the parameter."),
-    "claims.direction": (
-        '"decreasing" | "increasing" | "near" | "at_most"',
-        '"decreasing" / "near"',
-        "monotone: the direction; slope: near the exponent or at most exponent + tolerance.",
-    ),
-    "claims.exponent": (
-        "number in [0, 1]",
-        "required (slope)",
-        "slope: the theory's exponent a of O~(T^a).",
-    ),
-    "claims.tolerance": (
-        "number in [0, 1]",
-        "required (slope)",
-        "slope: the allowed deviation from the exponent.",
-    ),
-    "claims.where": (
-        "table",
-        "{}",
-        "Only the grid cells with these values, e.g. `{ epsilon = 1.0 }`.",
-    ),
-    "claims.text": ("string", '""', "The claim in the paper's words."),
-    "paper_numbers.algorithm": ("label", "required", "The series the number is about."),
-    "paper_numbers.where": ("table", "{}", "Grid, parameter or environment values of the cell."),
-    "paper_numbers.metric": (
-        "string",
-        '"final_regret"',
-        "final_regret, final_regret_std or final_regret_se (others are shown without ours).",
-    ),
-    "paper_numbers.value": ("number", "required", "The reported number."),
-    "paper_numbers.source": ("string", '""', 'Where it is printed (e.g. `"Table 2, p. 9"`).'),
-    "paper_numbers.kind": (
-        "string",
-        "required",
-        "Who reported the number: `paper`, `authors' code`, `prototype` or `theory`; only "
-        "`paper` numbers are called the paper's.",
-    ),
-    "paper_numbers.horizon": (
-        "integer",
-        "the file's `horizon`",
-        "The T the number was measured at; a run at another T shows it as not comparable.",
-    ),
-    "tables.title": ("string", '""', "Table heading."),
-    "tables.metric": ("string", '"final_regret"', "Which reported numbers the table shows."),
-    "tables.columns": ("string", "none", "The key whose values are the columns (e.g. epsilon)."),
-    "tables.rows": ("list of labels", "every label with numbers", "Row order."),
     # regression studies (kind = "regression", privbandits.experiments.regression_study)
     "regression.kind": ('"regression"', "required", "Marks the file as a regression study."),
     "regression.name": (
@@ -377,23 +122,20 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
 }
 
 
+def key_docs() -> dict[str, tuple[str, str | None, str]]:
+    """Every documented key: the experiment schema's declarations and :data:`KEY_DOCS`."""
+    from privbandits.experiments.schema import SCHEMA
+
+    docs = {f"{k.table}.{k.name}": (k.type, k.shown_default(), k.doc) for k in SCHEMA}
+    return {**docs, **KEY_DOCS}
+
+
 def _tables() -> dict[str, tuple[str, ...]]:
-    from privbandits.experiments import config, regression_study
+    from privbandits.experiments import regression_study, schema
     from privbandits.service.config import SERVICE_KEYS
 
-    figure_keys = tuple(dict.fromkeys(k for keys in config.FIGURE_KEYS.values() for k in keys))
-    claim_keys = tuple(dict.fromkeys(k for keys in config.CLAIM_KEYS.values() for k in keys))
     return {
-        "": config.TOP_KEYS,
-        "checkpoints": config.CHECKPOINT_KEYS,
-        "algorithms": config.ALGO_KEYS,
-        "quick": config.QUICK_KEYS,
-        "plot": config.PLOT_KEYS,
-        "report": config.REPORT_KEYS,
-        "figures": figure_keys,
-        "claims": claim_keys,
-        "paper_numbers": config.PAPER_NUMBER_KEYS,
-        "tables": config.TABLE_KEYS,
+        **{table: schema.table_keys(table) for table in schema.tables()},
         "regression": regression_study.REGRESSION_TOP_KEYS,
         "blocks": regression_study.BLOCK_KEYS,
         "regression_quick": regression_study.REGRESSION_QUICK_KEYS,
@@ -420,11 +162,12 @@ def toml_keys() -> dict[str, tuple[str, ...]]:
 
 def undocumented_keys() -> list[str]:
     """Keys of the fixed tables without an entry in :data:`KEY_DOCS` (must be empty)."""
+    docs = key_docs()
     return [
         f"{table}.{key}"
         for table, keys in _tables().items()
         for key in keys
-        if f"{table}.{key}" not in KEY_DOCS
+        if f"{table}.{key}" not in docs or not docs[f"{table}.{key}"][2]
     ]
 
 
@@ -433,26 +176,10 @@ def _signature_args(cls: type) -> list[str]:
     return [n for n, p in sig.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def _dataclass_default(table: str, key: str) -> str:
-    from privbandits.experiments.config import PlotConfig, ReportConfig
-
-    cls = {"plot": PlotConfig, "report": ReportConfig}.get(table)
-    for f in dataclasses.fields(cls) if cls is not None else ():
-        if f.name == key and f.default is not dataclasses.MISSING:
-            return _toml_value(f.default)
-    return "none"
-
-
 def _toml_value(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return repr(value)
+    from privbandits.experiments.schema import toml_value
+
+    return toml_value(value)
 
 
 def _cell(text: str) -> str:
@@ -461,11 +188,10 @@ def _cell(text: str) -> str:
 
 def _table_rows(table: str, keys: tuple[str, ...]) -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    docs = key_docs()
     for key in keys:
-        ptype, default, text = KEY_DOCS.get(f"{table}.{key}", ("", "", "(undocumented)"))
-        if default is None:
-            default = _dataclass_default(table, key)
-        rows.append(f"| `{key}` | {_cell(ptype)} | {_cell(default)} | {_cell(text)} |")
+        ptype, default, text = docs.get(f"{table}.{key}", ("", "", "(undocumented)"))
+        rows.append(f"| `{key}` | {_cell(ptype)} | {_cell(default or 'none')} | {_cell(text)} |")
     return rows
 
 
