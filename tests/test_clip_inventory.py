@@ -490,15 +490,15 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "predictions of a released estimate clamped into the link's range: post-processing",
     ),
-    "src/privbandits/regression/experiment.py::covariates::np.maximum(1)#1": (
+    "src/privbandits/experiments/regression_experiment.py::covariates::np.maximum(1)#1": (
         EXEMPT,
         "the regression study's synthetic covariates (the simulated world)",
     ),
-    "src/privbandits/regression/experiment.py::seed_rows::np.clip#1": (
+    "src/privbandits/experiments/regression_experiment.py::seed_rows::np.clip#1": (
         EXEMPT,
         "the regression study's coverage metric of finished estimates",
     ),
-    "src/privbandits/regression/experiment.py::bandit_coverage_rows::np.clip#1": (
+    "src/privbandits/experiments/regression_experiment.py::bandit_coverage_rows::np.clip#1": (
         EXEMPT,
         "the regression study's coverage metric of finished estimates",
     ),

@@ -18,7 +18,7 @@ from privbandits.experiments.regression_study import (
     run_regression_study,
 )
 from privbandits.experiments.store import ResultsStore
-from privbandits.regression.experiment import seed_rows
+from privbandits.experiments.regression_experiment import seed_rows
 
 
 def _raw(**changes: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 import privbandits as pb
 from privbandits.envs.contexts import sample_contexts
 from privbandits.experiments.presets import load_preset
-from privbandits.regression.experiment import BANDIT_ENV, bandit_coverage_rows
+from privbandits.experiments.regression_experiment import BANDIT_ENV, bandit_coverage_rows
 
 ALPHA = 0.05
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from privbandits.experiments.presets import available_presets, load_preset
-from privbandits.regression.experiment import coverage_rows, error_rows
+from privbandits.experiments.regression_experiment import coverage_rows, error_rows
 
 
 def test_error_rows_compare_the_estimators() -> None:

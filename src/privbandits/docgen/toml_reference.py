@@ -43,7 +43,7 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
         "list of strings",
         "all",
         "Estimators compared: `reweighted`, `reweighted-bernstein`, `ssp-ridge`, `dp-gd`, "
-        "`least-squares` (privbandits.regression.experiment.ESTIMATORS).",
+        "`least-squares` (privbandits.experiments.regression_experiment.ESTIMATORS).",
     ),
     "regression.blocks": (
         "array of tables `[[blocks]]`",

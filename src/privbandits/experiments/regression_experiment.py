@@ -8,7 +8,7 @@ estimator (Algorithm 2) against SSP ridge, clipped DP-GD and non-private least s
 one-dimensional instance of Proposition 3.1 (``phi in {0, 1}``, ``P(phi = 1) = p0``).  Responses
 are Rademacher with mean ``<phi, theta*>`` (``theta*`` uniform on the sphere, 0.8 in one dimension).
 
-Run ``python -m privbandits.regression.experiment OUT.csv [--quick]``.
+Run ``python -m privbandits.experiments.regression_experiment OUT.csv [--quick]``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Regression-error studies: a reproduction that is not a bandit run (``kind = "regression"``).
 
 A preset with ``kind = "regression"`` describes blocks of private linear regression problems and the
-estimators of :mod:`privbandits.regression.experiment` compared on each (held-out L1 and L2 error,
+estimators of :mod:`privbandits.experiments.regression_experiment` compared on each (held-out L1 and L2 error,
 coverage and mean of the confidence widths, the accounted epsilon).  ``privbandits reproduce NAME``
 expands it into work units -- one per (block cell, seed), each fitting every estimator on the same
 data -- runs the ones the results database does not hold yet, stores each unit's rows as it finishes
@@ -137,7 +137,7 @@ class RegressionUnit:
 
     def execute(self) -> tuple[list[dict[str, Any]], float]:
         """Fit every estimator; returns the rows and the wall time."""
-        from privbandits.regression.experiment import seed_rows
+        from privbandits.experiments.regression_experiment import seed_rows
 
         t0 = time.perf_counter()
         rows = list(seed_rows(self.cell, self.seed, self.n_test, self.estimators))
@@ -284,7 +284,7 @@ def parse_regression_study(
     ConfigError
         Naming the key path, the value and the allowed range.
     """
-    from privbandits.regression.experiment import ESTIMATORS
+    from privbandits.experiments.regression_experiment import ESTIMATORS
 
     v = _Validator(source)
     raw = dict(raw)
