@@ -94,9 +94,21 @@ def test_preset_matches_the_spec(name: str) -> None:
     assert (cfg.horizon, cfg.replications, cfg.seeds) == (1_000_000, 10, (0,))
     for key, value in env_facts.items():
         assert cfg.env[key] == value, key
-    assert tuple(e.name for e in cfg.algorithms) == algorithms
-    assert tuple(e.label for e in cfg.algorithms) == tuple(LDP_LABELS[a] for a in algorithms)
+    # the strict series as the spec lists them; the presets with a paper-calibration twin of each and
+    # the uniform learning reference list those after them
+    main = cfg.algorithms[: len(algorithms)]
+    assert tuple(e.name for e in main) == algorithms
+    assert tuple(e.label for e in main) == tuple(LDP_LABELS[a] for a in algorithms)
+    rest = cfg.algorithms[len(algorithms) :]
+    extra = {e.label for e in rest}
+    if rest:
+        assert extra == {f"{LDP_LABELS[a]} (paper)" for a in algorithms} | {"uniform"}
+        for e in rest:
+            if e.name != "uniform":
+                assert all(params["preset"] == "paper" for params, _ in e.variants)
     for entry in cfg.algorithms:
+        if entry.name == "uniform":
+            continue
         assert sorted(grid["epsilon"] for _, grid in entry.variants) == [1.0, 5.0]
         for params, _ in entry.variants:
             if entry.name != "ldp-sgd" or "delta" in params:  # LDP-SGD is pure epsilon-LDP
@@ -104,8 +116,10 @@ def test_preset_matches_the_spec(name: str) -> None:
     assert (cfg.plot.facet, cfg.plot.band) == ("epsilon", 0.5)
     rep = cfg.report
     assert cfg.claims and rep.claims.strip()
-    assert all(set(c.items) | set(c.above) <= set(LDP_LABELS.values()) for c in cfg.claims)
-    assert len(cfg.units()) == 2 * len(algorithms)
+    labels = set(LDP_LABELS.values()) | extra
+    assert all(set(c.items) | set(c.above) <= labels for c in cfg.claims)
+    n_private = sum(e.name != "uniform" for e in cfg.algorithms)
+    assert len(cfg.units()) == 2 * n_private + (len(cfg.algorithms) - n_private)
     quick = load_preset(name, Overrides(quick=True))
     assert (quick.horizon, quick.replications) == (10_000, 3)
     ckpts = quick.units()[0].checkpoint_rounds()
@@ -121,6 +135,8 @@ def test_every_variant_is_locally_private_at_its_epsilon(name: str) -> None:
     env = build_env(cfg.env)
     spec = env.reset(2, make_streams(0), cfg.horizon)
     for unit in cfg.units():
+        if unit.algorithm == "uniform":  # the learning check's non-private reference
+            continue
         alg = make(unit.algorithm, **unit.params)
         alg.reset(spec, 2, make_streams(1))
         g = alg.guarantee
@@ -134,7 +150,8 @@ def _final_table(report: str) -> dict[str, tuple[float, float]]:
     rows = {}
     for line in report.splitlines():
         m = re.match(
-            r"\| (LDP-[A-Z]+ \(epsilon=\d\)) \|.*\| ([-\d.e+]+) ± ([-\d.e+]+) \| (\d+) \|", line
+            r"\| ((?:LDP-[A-Z]+(?: \(paper\))? \(epsilon=\d\))|uniform) \|.*\| ([-\d.e+]+) ± ([-\d.e+]+) \| (\d+) \|",
+            line,
         )
         if m:
             rows[m.group(1)] = (float(m.group(2)), float(m.group(3)))
@@ -154,7 +171,11 @@ def test_quick_variant_runs_end_to_end(name: str, tmp_path: Path) -> None:
     text = (out / "report.md").read_text()
     assert text.startswith(f"# {cfg.report.title}")
     table = _final_table(text)
-    assert set(table) == {f"{e.label} (epsilon={v})" for e in cfg.algorithms for v in (1, 5)}
+    assert set(table) == {
+        e.label if e.name == "uniform" else f"{e.label} (epsilon={v})"
+        for e in cfg.algorithms
+        for v in (1, 5)
+    }
     for series in outcome.series:
         assert series.n == 3 and series.checkpoints[-1] == 1000
         mean, std = table[series.name]
@@ -190,6 +211,8 @@ def test_demo_compares_ldp_algorithms_with_their_non_private_twins() -> None:
     env = build_env(cfg.env)
     spec = env.reset(2, make_streams(0), cfg.horizon)
     for unit in cfg.units():
+        if unit.algorithm == "uniform":  # the learning check's non-private reference
+            continue
         alg = make(unit.algorithm, **unit.params)
         alg.reset(spec, 2, make_streams(1))
         assert alg.guarantee.is_private == (unit.algorithm in twins), unit.describe()
