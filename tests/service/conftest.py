@@ -7,6 +7,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -141,8 +142,13 @@ class ServerProcess:
         db: str,
         port: int | None = None,
         tls: tuple[Path, Path] | None = None,
+        init: bool = True,
+        state_dir: Path | None = None,
     ) -> None:
         self.config, self.tokens_file, self.db, self.tls = config, tokens_file, db, tls
+        # the first start creates the deployment (--init), restarts reopen it
+        self.init = init
+        self.state_dir = state_dir or Path(tempfile.mkdtemp(prefix="pbtest-state-"))
         self.port = port or free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -163,7 +169,11 @@ class ServerProcess:
             str(self.port),
             "--host",
             "127.0.0.1",
+            "--state-dir",
+            str(self.state_dir),
         ]
+        if self.init:
+            cmd.append("--init")
         if self.tls is not None:
             cmd += ["--ssl-keyfile", str(self.tls[0]), "--ssl-certfile", str(self.tls[1])]
         self.proc = subprocess.Popen(
@@ -177,7 +187,7 @@ class ServerProcess:
             try:
                 ok = (
                     httpx.get(
-                        self.url + "/v1/status",
+                        self.url + "/v1/health",
                         timeout=1.0,
                         verify=ssl.create_default_context(cafile=str(self.tls[1]))
                         if self.tls
@@ -186,6 +196,7 @@ class ServerProcess:
                     == 200
                 )
                 if ok:
+                    self.init = False
                     return
             except httpx.TransportError:
                 pass

@@ -1,7 +1,8 @@
 """The deployment's commands on the ``privbandits`` command line (registered by :mod:`privbandits.cli`).
 
 ``serve`` (:mod:`.server.cli`), ``serve-shuffler`` (:mod:`.shuffler.cli`), ``make-tokens``
-(:mod:`.tools_cli`) and ``simulate-clients`` (:mod:`.device.cli`); each process's command lives with
+(:mod:`.tools_cli`), ``simulate-clients`` (:mod:`.device.cli`) and ``backup``
+(:mod:`.storage.cli`); each process's command lives with
 its process and none imports another's.
 """
 
@@ -15,6 +16,7 @@ import typer
 from privbandits.service.device.cli import simulate_clients_command
 from privbandits.service.server.cli import serve
 from privbandits.service.shuffler.cli import serve_shuffler
+from privbandits.service.storage.cli import backup_command
 from privbandits.service.tools_cli import make_tokens
 
 __all__ = ["register_commands"]
@@ -26,3 +28,4 @@ def register_commands(app: typer.Typer, guard: Callable[[Any], Any]) -> None:
     app.command("serve-shuffler")(guard(serve_shuffler))
     app.command("make-tokens")(guard(make_tokens))
     app.command("simulate-clients")(guard(simulate_clients_command))
+    app.command("backup")(guard(backup_command))

@@ -46,6 +46,32 @@ def serve(
         Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+    init: Annotated[
+        bool,
+        typer.Option(
+            "--init",
+            help="Start a new deployment on an empty database (recorded in the database and in "
+            "the state directory). Without it the server refuses a missing, empty or other "
+            "deployment's database.",
+        ),
+    ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Worker processes (uvicorn). Several workers share the database through its "
+            "writer lock; use PostgreSQL for more than one (see the deployment guide).",
+        ),
+    ] = 1,
+    state_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--state-dir",
+            help="Directory recording the deployment id (default: <config stem>.state beside "
+            "the config).",
+        ),
+    ] = None,
 ) -> None:
     """Serve CONFIG's algorithm over HTTP: the server role of a local- or shuffle-DP algorithm, or a
     trusted curator for central / joint DP, with every accepted report stored in a database."""
@@ -61,19 +87,72 @@ def serve(
     from privbandits.service.config import load_service_config
     from privbandits.service.server.app import create_app
     from privbandits.service.server.store import open_store
+    from privbandits.service.storage.deployment import (
+        check_database_file,
+        default_state_dir,
+        resolve_deployment,
+    )
 
     cfg = load_service_config(config)
     toks = load_tokens(tokens)
     url = db if db is not None else str(config.with_suffix(".service.db"))
+    sdir = state_dir if state_dir is not None else default_state_dir(config)
+    check_database_file(role="server", url=url, state_dir=sdir, init=init)
     store = open_store(url)
+    try:
+        _, note = resolve_deployment(
+            role="server",
+            url=url,
+            state_dir=sdir,
+            init=init,
+            read_db_id=store.deployment_id,
+            write_db_id=store.set_deployment_id,
+            db_has_data=store.has_data,
+        )
+    except BaseException:
+        store.close()
+        raise
+    tls = tls_options(ssl_keyfile, ssl_certfile)
+    if workers > 1:
+        import json
+        import os
+
+        from privbandits.service.server.workers import ENV
+
+        store.close()
+        os.environ[ENV] = json.dumps(
+            {
+                "config": str(config.resolve()),
+                "tokens": str(tokens.resolve()),
+                "db": url,
+                "state_dir": str(sdir.resolve()),
+            }
+        )
+        typer.echo(
+            f"serving {cfg.algorithm} with {workers} workers on "
+            f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database "
+            f"{url.split('@')[-1]}; {note}",
+            err=True,
+        )
+        uvicorn.run(
+            "privbandits.service.server.workers:app_factory",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level=log_level,
+            **tls,
+        )
+        return
+    from privbandits.service.server.workers import SnapshotOnShutdown
+
     app = create_app(cfg, store, toks)
     svc = app.state.service
     typer.echo(
         f"serving {cfg.algorithm} ({svc.model.alg.trust_model} model, {svc.model.guarantee}) on "
         f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database {store.url.split('@')[-1]}; "
-        f"restored {svc.restored_events} stored request(s), model version {svc.model.version}",
+        f"{note}; restored {svc.restored_events} stored request(s), model version "
+        f"{svc.model.version}",
         err=True,
     )
-    uvicorn.run(
-        app, host=host, port=port, log_level=log_level, **tls_options(ssl_keyfile, ssl_certfile)
-    )
+    uvicorn.run(SnapshotOnShutdown(app, svc), host=host, port=port, log_level=log_level, **tls)

@@ -31,7 +31,17 @@ from privbandits.service.codec import FieldError, canonical, reject_unknown
 from privbandits.service.config import ServiceConfig
 from privbandits.service.sealing import keygen, open_sealed
 from privbandits.service.server.model import ServedModel, warm_up
-from privbandits.service.server.store import Event, ModelRow, Quarantined, Store, StoreError
+from privbandits.service.server.store import (
+    Event,
+    ModelRow,
+    Quarantined,
+    Snapshot,
+    Store,
+    StoreError,
+    StoreLost,
+)
+from privbandits.service.storage.deployment import new_deployment_id
+from privbandits.service.storage.snapshots import SnapshotError, capture, restore
 
 __all__ = ["RECENT", "Refusal", "Service"]
 
@@ -71,10 +81,17 @@ class Service:
         Accepted tokens.
     clock : callable
         Monotonic clock of the rate limiter (tests pass a fake one).
+    snapshot_every : int
+        Store a snapshot of the model state every this many events (0: never on its own).
     """
 
     def __init__(
-        self, config: ServiceConfig, store: Store, tokens: TokenSet, clock: Any = time.monotonic
+        self,
+        config: ServiceConfig,
+        store: Store,
+        tokens: TokenSet,
+        clock: Any = time.monotonic,
+        snapshot_every: int = 10_000,
     ) -> None:
         self.config, self.store, self.tokens = config, store, tokens
         self.lock = threading.RLock()
@@ -84,46 +101,54 @@ class Service:
         self.refused: collections.Counter[str] = collections.Counter()
         self.replayed = 0
         self.started = time.time()
+        self.snapshot_error: str | None = None
+        #: Take a snapshot every this many stored events (0: only on shutdown).
+        self.snapshot_every = snapshot_every
+        #: Why the database is no longer this deployment's (None: it is); then nothing is acknowledged.
+        self.lost: str | None = None
+        self._dirty = False
         store.init(config.to_json())
+        deployment = store.deployment_id()
+        if deployment is None:  # an in-process store (the command line creates it with --init)
+            deployment = new_deployment_id()
+            store.set_deployment_id(deployment)
+        self.deployment_id = deployment
+        store.expected_deployment = deployment
         self._keys()
         self.rebuild()
         warm_up(config)
 
     # -- state ----------------------------------------------------------------------------------
     def _keys(self) -> None:
-        rows = self.store._execute(
-            self.store._q("SELECT value FROM meta WHERE key = ?"), ("sealing_key",)
-        )
-        if rows:
-            self.private_key = rows[0][0]
-        else:
-            self.private_key, _ = keygen()
-            self.store._transaction(
-                [
-                    (
-                        self.store._q("INSERT INTO meta (key, value) VALUES (?, ?)"),
-                        ("sealing_key", self.private_key),
-                    )
-                ]
-            )
+        private_key, _ = keygen()
+        self.private_key = self.store.put_meta("sealing_key", private_key)  # the first one stays
         from nacl import public
 
         pk = public.PrivateKey(base64.b64decode(self.private_key)).public_key
         self.public_key = base64.b64encode(bytes(pk)).decode()
 
     def rebuild(self) -> None:
-        """A fresh server role, then every stored event replayed; the digest must match the store."""
+        """A fresh server role, the newest snapshot written into it (if any) and every stored event
+        after it replayed; the digest must match the store's last model row."""
         with self.lock:
             self.model = ServedModel(self.config)
             self.per_token: collections.Counter[str] = collections.Counter()
             self.quarantined: collections.Counter[str] = collections.Counter()
             self.seq = 0
-            for ev in self.store.events():
-                self._apply(ev.kind, ev.body, ev.token)
-                if ev.kind in ("report", "raw"):
-                    self.per_token[ev.token] += 1
-                self._count_quarantined(ev.body)
-                self.seq = ev.seq
+            self.snapshot_seq = 0
+            snap = self.store.latest_snapshot()
+            if snap is not None:
+                try:
+                    extra = restore(self.model, snap.state)
+                except (SnapshotError, ValueError, KeyError, OSError) as exc:
+                    self.snapshot_error = f"snapshot after event {snap.seq} not used: {exc}"
+                    self.model = ServedModel(self.config)
+                else:
+                    self.per_token.update(extra["per_token"])
+                    self.quarantined.update(extra["quarantined"])
+                    self.seq = self.snapshot_seq = snap.seq
+            self.restored_from_snapshot = self.seq
+            self._catch_up(self.store)
             last = self.store.latest_model()
             if last is not None and (
                 last.version != self.model.version or last.digest != self.model.digest()
@@ -134,6 +159,37 @@ class Service:
                     f"digest {last.digest[:12]}: the database is inconsistent"
                 )
             self.restored_events = self.seq
+
+    def _catch_up(self, store: Store) -> int:
+        """Apply the stored events after ``self.seq`` (written by this process before a restart,
+        or by another worker serving the same database); returns how many."""
+        n = 0
+        for ev in store.events(after=self.seq):
+            self._apply(ev.kind, ev.body, ev.token)
+            if ev.kind in ("report", "raw"):
+                self.per_token[ev.token] += 1
+            self._count_quarantined(ev.body)
+            self.seq = ev.seq
+            n += 1
+        return n
+
+    def snapshot(self) -> bool:
+        """Store a snapshot of the current state (False: the role has no compiled state to
+        snapshot, see :mod:`privbandits.service.storage.snapshots`)."""
+        with self.lock:
+            if self.lost is not None or self.seq == 0:
+                return False
+            blob = capture(
+                self.model,
+                {"per_token": dict(self.per_token), "quarantined": dict(self.quarantined)},
+            )
+            if blob is None:
+                return False
+            self.store.save_snapshot(
+                Snapshot(self.seq, self.model.version, self.model.digest(), blob)
+            )
+            self.snapshot_seq = self.seq
+            return True
 
     def _apply(self, kind: str, body: dict[str, Any], token: str) -> dict[str, Any]:
         """Apply a validated request body of ``token`` to the model; returns extra answer fields."""
@@ -157,6 +213,36 @@ class Service:
         raise StoreError(f"unknown event kind {kind!r} in the database")
 
     # -- checks ---------------------------------------------------------------------------------
+    def check_alive(self) -> None:
+        """503 if the database was deleted, replaced or emptied under the running service."""
+        if self.lost is None:
+            try:
+                self.store.verify()
+            except StoreLost as exc:
+                self.lost = str(exc)
+            except Exception as exc:  # the database cannot be read right now: retry later
+                raise Refusal(
+                    503,
+                    f"the database cannot be read ({type(exc).__name__}); retry later",
+                    "database",
+                    retry_after=1.0,
+                ) from None
+        if self.lost is not None:
+            raise Refusal(503, self.lost, "database")
+
+    def health(self, timeout: float = 0.5) -> str | None:
+        """None if the database accepts a write transaction within ``timeout`` seconds, else why not."""
+        if self.lost is not None:
+            return "the database of this deployment is gone"
+        try:
+            self.store.probe_write(timeout)
+        except StoreLost as exc:
+            self.lost = str(exc)
+            return "the database of this deployment is gone"
+        except Exception:
+            return "the database cannot write"
+        return None
+
     def authorize(self, header: str | None, roles: tuple[str, ...]) -> Token:
         """The token of an ``Authorization: Bearer`` header, if it has one of ``roles``."""
         try:
@@ -223,72 +309,102 @@ class Service:
         """
         body_hash = hashlib.sha256(canonical(request, allow_nan=True).encode()).hexdigest()
         with self.lock:
-            old = self.store.find(tok.name, key)
-            if old is not None:
-                if old.body_hash != body_hash:
-                    self.refused["idempotency"] += 1
-                    raise Refusal(
-                        409,
-                        f"Idempotency-Key {key!r} was already used by this token for a different "
-                        "request; use a new key for a new request",
-                        "Idempotency-Key",
-                    )
-                self.replayed += 1
-                return old.response, True
+            self.check_alive()
             try:
-                kind, body = self._validate(kind, tok, key, request)
-            except FieldError as exc:
-                self.refused[exc.field.split(".")[0].split("[")[0]] += 1
-                raise Refusal(exc.status, str(exc), exc.field) from None
-            before = self.model.version
-            try:
-                extra = self._apply(kind, body, tok.name)
-            except FieldError as exc:
-                self.rebuild()
-                raise Refusal(exc.status, str(exc), exc.field) from None
-            except PrivbanditsError as exc:
-                self.rebuild()
-                raise Refusal(422, f"the server role refused the request: {exc}") from None
-            m = self.model
-            answer = {
-                "accepted": True,
-                "model_version": m.version,
-                "rounds": m.rounds,
-                "seq": self.seq + 1,
-                **extra,
-            }
-            if kind == "select":
-                answer["ticket"] = body["ticket"]
-            event = Event(self.seq + 1, kind, tok.name, key, body, body_hash, answer)
-            row = (
-                ModelRow(m.version, self.seq + 1, m.rounds, m.digest())
-                if m.version != before
-                else None
-            )
-            bad = [
-                Quarantined(
-                    self.seq + 1,
-                    str(body.get("batch_id", "")),
-                    int(q["index"]),
-                    str(q["field"]),
-                    str(q["message"]),
-                )
-                for q in body.get("quarantined", [])
-            ]
-            try:
-                self.store.append(event, row, bad)
+                if self._dirty:  # a write failed after the model changed: back to the database
+                    self.rebuild()
+                    self._dirty = False
+                with self.store.writer() as st:
+                    answer, replayed = self._submit(st, kind, tok, key, request, body_hash)
+            except Refusal:
+                raise
+            except StoreLost as exc:
+                self.lost = str(exc)
+                raise Refusal(503, self.lost, "database") from None
             except Exception as exc:
-                self.rebuild()  # the store did not commit: back to the acknowledged state
+                self._dirty = True  # the store did not commit: rebuild the acknowledged state
+                try:
+                    self.rebuild()
+                    self._dirty = False
+                except Exception:  # the database is still unreachable: rebuilt on the next request
+                    pass
                 raise Refusal(
                     503,
-                    f"the database did not accept the request ({type(exc).__name__}: {exc}); "
-                    "nothing was counted, retry with the same Idempotency-Key",
+                    f"the database did not accept the request ({type(exc).__name__}: "
+                    f"{str(exc)[:300]}); nothing was counted, retry with the same Idempotency-Key",
+                    "database",
+                    retry_after=1.0,
                 ) from None
-            self.seq += 1
-            if kind in ("report", "raw"):
-                self.per_token[tok.name] += 1
-            self._count_quarantined(body)
-            return answer, False
+            if self.snapshot_every and self.seq - self.snapshot_seq >= self.snapshot_every:
+                try:
+                    self.snapshot()
+                except Exception as exc:  # a snapshot only saves start-up time
+                    self.snapshot_error = f"{type(exc).__name__}: {exc}"
+            return answer, replayed
+
+    def _submit(
+        self, st: Store, kind: str, tok: Token, key: str, request: dict[str, Any], body_hash: str
+    ) -> tuple[dict[str, Any], bool]:
+        """:meth:`submit` inside a write session ``st`` holding the deployment's writer lock."""
+        self._catch_up(st)  # events other workers stored since this one last wrote
+        old = st.find(tok.name, key)
+        if old is not None:
+            if old.body_hash != body_hash:
+                self.refused["idempotency"] += 1
+                raise Refusal(
+                    409,
+                    f"Idempotency-Key {key!r} was already used by this token for a different "
+                    "request; use a new key for a new request",
+                    "Idempotency-Key",
+                )
+            self.replayed += 1
+            return old.response, True
+        try:
+            kind, body = self._validate(kind, tok, key, request)
+        except FieldError as exc:
+            self.refused[exc.field.split(".")[0].split("[")[0]] += 1
+            raise Refusal(exc.status, str(exc), exc.field) from None
+        before = self.model.version
+        try:
+            extra = self._apply(kind, body, tok.name)
+        except FieldError as exc:
+            self.rebuild()
+            raise Refusal(exc.status, str(exc), exc.field) from None
+        except PrivbanditsError as exc:
+            self.rebuild()
+            raise Refusal(422, f"the server role refused the request: {exc}") from None
+        m = self.model
+        answer = {
+            "accepted": True,
+            "model_version": m.version,
+            "rounds": m.rounds,
+            "seq": self.seq + 1,
+            **extra,
+        }
+        if kind == "select":
+            answer["ticket"] = body["ticket"]
+        event = Event(self.seq + 1, kind, tok.name, key, body, body_hash, answer)
+        row = (
+            ModelRow(m.version, self.seq + 1, m.rounds, m.digest()) if m.version != before else None
+        )
+        bad = [
+            Quarantined(
+                self.seq + 1,
+                str(body.get("batch_id", "")),
+                int(q["index"]),
+                str(q["field"]),
+                str(q["message"]),
+            )
+            for q in body.get("quarantined", [])
+        ]
+        self._dirty = True  # until the session commits
+        st.append(event, row, bad)
+        self.seq += 1
+        if kind in ("report", "raw"):
+            self.per_token[tok.name] += 1
+        self._count_quarantined(body)
+        self._dirty = False  # (a failed commit sets it again in submit)
+        return answer, False
 
     def _count_quarantined(self, body: dict[str, Any]) -> None:
         for q in body.get("quarantined", []):
@@ -418,32 +534,34 @@ class Service:
             }
 
     def status_view(self) -> dict[str, Any]:
-        """``GET /v1/status``."""
-        with self.lock:
-            m = self.model
-            g = m.describe()["guarantee"]
-            return {
-                "algorithm": m.alg.name,
-                "trust_model": m.alg.trust_model,
-                "model_version": m.version,
-                "reports_received": m.rounds,
-                "horizon": m.spec.horizon,
-                "guarantee": g,
-                "events": self.seq,
-                "restored_events": self.restored_events,
-                "replayed_requests": self.replayed,
-                "refused": dict(self.refused),
-                "quarantined": {
-                    "reports": sum(self.quarantined.values()),
-                    "by_field": dict(self.quarantined),
-                },
-                "uptime_s": time.time() - self.started,
-                "database": self.store.url.split("@")[-1],
-                "simulated_rewards": {
-                    "count": self.simulated_rewards,
-                    "recent": list(self.recent_rewards),
-                },
-            }
+        """``GET /v1/status`` (without the request lock: it answers while a write waits on the
+        database)."""
+        m = self.model
+        g = m.describe()["guarantee"]
+        return {
+            "algorithm": m.alg.name,
+            "trust_model": m.alg.trust_model,
+            "model_version": m.version,
+            "reports_received": m.rounds,
+            "horizon": m.spec.horizon,
+            "guarantee": g,
+            "events": self.seq,
+            "restored_events": self.restored_events,
+            "replayed_requests": self.replayed,
+            "refused": dict(self.refused),
+            "quarantined": {
+                "reports": sum(self.quarantined.values()),
+                "by_field": dict(self.quarantined),
+            },
+            "uptime_s": time.time() - self.started,
+            "database": self.store.url.split("@")[-1],
+            "deployment_id": self.deployment_id,
+            "database_lost": self.lost,
+            "simulated_rewards": {
+                "count": self.simulated_rewards,
+                "recent": list(self.recent_rewards),
+            },
+        }
 
     def add_simulated_rewards(self, rewards: Any) -> int:
         """Rewards of simulated users, for the dashboard only (never stored, never used by the model)."""
