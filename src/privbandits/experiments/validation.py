@@ -763,12 +763,12 @@ class _Validator:
                     f"already used by algorithms[{seen[entry.label]}]; give each entry a distinct label",
                 )
             seen[entry.label] = i
-        for name in global_grid:
-            if not any(name in _accepted(available()[e.name])[0] for e in algorithms):
+        for gkey in global_grid:  # not `name`: that is the experiment's name
+            if not any(gkey in _accepted(available()[e.name])[0] for e in algorithms):
                 raise self.fail(
-                    f"grid.{name}",
-                    global_grid[name],
-                    f"no algorithm of this experiment accepts '{name}'",
+                    f"grid.{gkey}",
+                    global_grid[gkey],
+                    f"no algorithm of this experiment accepts '{gkey}'",
                 )
         plot = self.plot(raw.get("plot", {}))
         report = self.report(raw.get("report", {}), algorithms)
