@@ -982,6 +982,7 @@ def _version(value: bool) -> None:
 
 
 register_commands(app, _guard)  # serve (privbandits.service)
+importlib.import_module("privbandits.commands.tune").register_commands(app, _guard)  # tune
 
 
 @app.callback()

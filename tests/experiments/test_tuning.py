@@ -191,3 +191,31 @@ def test_tuning_runs_on_seeds_disjoint_from_the_evaluation_seeds(tmp_path: Path)
     bad = TuningChoice(cfg.name, (0,), 2000, 2, back.chosen, back.scores)
     with pytest.raises(ValidationError, match="evaluation seeds"):
         tuned_config(cfg, bad)
+
+
+def test_tune_command_stores_the_choice_and_evaluates_side_by_side(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    cfg_file = tmp_path / "tiny.toml"
+    cfg_file.write_text(CONFIG)
+    res = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            str(cfg_file),
+            "--db",
+            str(tmp_path / "r.db"),
+            "-q",
+            "-w",
+            "1",
+            "--evaluate",
+            str(tmp_path / "out"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    choice = read_choice(tmp_path / "tiny-tune.tuned.toml")
+    assert choice.seeds == (10_001,) and set(choice.chosen) == {"central", "PE"}
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| central (tuned) (epsilon=1) |" in report and "| central (epsilon=1) |" in report

@@ -1,0 +1,1 @@
+"""Command groups of the ``privbandits`` command line, one module each."""
