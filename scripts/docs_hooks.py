@@ -1,7 +1,7 @@
 """MkDocs hooks: generate the reference pages from the code at build time (nothing generated is committed).
 
-- ``reference/toml.md``: the experiment TOML reference (:mod:`privbandits.docgen.toml_reference`);
-- ``reference/cli.md``: the command-line reference (:mod:`privbandits.docgen.cli_reference`);
+- ``reference/toml.md``: the experiment TOML reference (``scripts/docgen/toml_reference.py``);
+- ``reference/cli.md``: the command-line reference (``scripts/docgen/cli_reference.py``);
 - ``reference/experiments.md``: the shipped experiment files, verbatim;
 - ``algorithms/<family>.md``: one page per algorithm family of the registry; a hand-written page
   in ``docs/algorithms/`` gets its generated part where it has the family marker;
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # docgen: the page generators
 
+import docgen
+from docgen.algorithm_reference import family_title
 from mkdocs.structure.files import File, Files
-
-from privbandits import docgen
-from privbandits.docgen.algorithm_reference import family_title
 
 
 def _family_pages(docs_dir: Path) -> dict[str, tuple[str, str]]:

@@ -125,7 +125,7 @@ EXEMPT = "exempt"
 EXEMPT_DIRS: dict[str, str] = {
     "src/privbandits/envs/": "the simulated world (rewards, losses, data generation) before any user's device",
     "src/privbandits/experiments/": "plots, worker counts and reports of finished results",
-    "src/privbandits/docgen/": "documentation generation",
+    "scripts/docgen/": "documentation generation",
     "src/privbandits/privacy/audit/": "the auditor's own statistics (confidence intervals, candidate thresholds)",
 }
 

@@ -8,9 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
-from privbandits.algorithms import available
-from privbandits.docgen import (
+from docgen import (
     cli_commands,
     family_of,
     list_families,
@@ -19,8 +17,10 @@ from privbandits.docgen import (
     render_toml_reference,
     toml_keys,
 )
-from privbandits.docgen.numpydoc import parameter_docs, rst_to_markdown
-from privbandits.docgen.toml_reference import undocumented_keys
+from docgen.numpydoc import parameter_docs, rst_to_markdown
+from docgen.toml_reference import undocumented_keys
+
+from privbandits.algorithms import available
 from privbandits.experiments.config import parse_config
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -40,7 +40,7 @@ def test_cli_reference_lists_every_command_and_option() -> None:
 
 def test_toml_reference_lists_every_key() -> None:
     assert undocumented_keys() == [], (
-        "give these configuration keys a description in privbandits.docgen.toml_reference.KEY_DOCS"
+        "give these configuration keys a description in docgen.toml_reference.KEY_DOCS"
     )
     text = render_toml_reference()
     for table, keys in toml_keys().items():

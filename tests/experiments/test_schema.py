@@ -11,10 +11,10 @@ import pickle
 from typing import Any
 
 import pytest
+from docgen.toml_reference import key_docs, undocumented_keys
 
 from privbandits.core.errors import ConfigError, ParameterError
 from privbandits.core.validation import check_in_range
-from privbandits.docgen.toml_reference import key_docs, undocumented_keys
 from privbandits.experiments import schema
 from privbandits.experiments.config import ConfigKeyError, Overrides, parse_config
 from privbandits.experiments.overrides import option_flags, option_help
@@ -89,7 +89,7 @@ def test_only_documented_keys_are_accepted(table: str) -> None:
 
 
 def test_reference_documents_exactly_the_schema() -> None:
-    assert undocumented_keys() == []
+    assert [k for k in undocumented_keys() if k.split(".", 1)[0] in schema.tables()] == []
     documented = {k for k in key_docs() if k.split(".", 1)[0] in schema.tables()}
     assert documented == {f"{k.table}.{k.name}" for k in schema.SCHEMA}
     assert all(k.doc and k.type for k in schema.SCHEMA)

@@ -281,8 +281,8 @@ SCHEMA: tuple[Key, ...] = (
         "",
         "preset",
         _PRESETS_TYPE,
-        "Calibration preset for every algorithm that takes one (see Concepts: calibration "
-        "presets); algorithms without presets ignore it.",
+        "Calibration preset for every algorithm that takes one "
+        "(see Concepts: calibration presets); algorithms without presets ignore it.",
         Choice(*CALIBRATION_PRESETS),
         None,
         "each algorithm's own (strict)",

@@ -7,7 +7,7 @@ import pkgutil
 __all__ = ["api_modules"]
 
 #: Packages left out of the API reference (documentation tooling).
-EXCLUDED: tuple[str, ...] = ("privbandits.docgen",)
+EXCLUDED: tuple[str, ...] = ("docgen",)
 
 
 def api_modules() -> list[str]:

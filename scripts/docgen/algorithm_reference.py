@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from privbandits.docgen.numpydoc import first_paragraph, parameter_docs, rst_to_markdown
+from docgen.numpydoc import first_paragraph, parameter_docs, rst_to_markdown
 
 __all__ = [
     "BASELINE_MODULES",

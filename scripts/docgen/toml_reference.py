@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from privbandits.docgen.numpydoc import parameter_docs
+from docgen.numpydoc import parameter_docs
 
 __all__ = ["KEY_DOCS", "key_docs", "render_toml_reference", "toml_keys", "undocumented_keys"]
 
@@ -305,8 +305,8 @@ def _env_section() -> list[str]:
 
 
 def _params_section() -> list[str]:
+    from docgen.algorithm_reference import family_of
     from privbandits.algorithms import available
-    from privbandits.docgen.algorithm_reference import family_of
 
     out = [
         "## Algorithm parameters (`params` and `grid` keys)",
