@@ -5,8 +5,16 @@ play, and a comparison of it with another algorithm says nothing about learning.
 experiment runs the ``uniform`` baseline, every other series of the same cell (the same
 environment values) is compared with it by the claims' test (one-sided Student t, paired over
 common random numbers): *learns* when its final regret is significantly below uniform's, *no
-learning detected* otherwise (within noise of uniform, or above it), *too few runs* when a series
-has fewer than :data:`~privbandits.experiments.claims.MIN_RUNS` runs.
+learning detected* otherwise (within noise of uniform, or above it) and also when, although
+significantly below, it is still at least :data:`NEAR_UNIFORM` of uniform's at T (the algorithm
+has not left its exploration phase); *too few runs* when a series has fewer than
+:data:`~privbandits.experiments.claims.MIN_RUNS` runs.
+
+The length of the exploration phase is read off the curves: the last checkpoint ``t`` at which
+the series' mean cumulative regret is still at least :data:`NEAR_UNIFORM` of uniform's
+(uniform play's regret grows linearly; an algorithm that explores as uniformly as it does keeps
+the ratio near 1 until it starts exploiting).  When that is ``T`` itself the report says the
+exploration phase lasts at least ``T`` rounds at these constants.
 """
 
 from __future__ import annotations
@@ -14,13 +22,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from privbandits.experiments.claims import Comparison, compare
 from privbandits.experiments.summary import Series, fmt_num
 
-__all__ = ["LearningCheck", "learning_checks", "render_learning"]
+__all__ = [
+    "NEAR_UNIFORM",
+    "LearningCheck",
+    "exploration_rounds",
+    "learning_checks",
+    "render_learning",
+]
 
 #: Registry name of the reference every series is checked against.
 REFERENCE = "uniform"
+#: A series whose mean cumulative regret is at least this fraction of uniform play's is exploring.
+NEAR_UNIFORM = 0.9
+
+
+def exploration_rounds(s: Series, ref: Series) -> int | None:
+    """The last checkpoint at which ``s``'s mean cumulative regret is at least
+    :data:`NEAR_UNIFORM` of ``ref``'s (0 when never; None when the curves share no checkpoints)."""
+    t_s, t_r = np.asarray(s.checkpoints), np.asarray(ref.checkpoints)
+    common, i_s, i_r = np.intersect1d(t_s, t_r, return_indices=True)
+    if common.size == 0:
+        return None
+    mean_s, mean_r = s.curve()[0][i_s], ref.curve()[0][i_r]
+    exploring = (mean_r > 0) & (mean_s >= NEAR_UNIFORM * mean_r)
+    return int(common[exploring][-1]) if exploring.any() else 0
 
 
 @dataclass(frozen=True)
@@ -30,16 +60,37 @@ class LearningCheck:
     series: str
     comparison: Comparison
     horizon: int
+    #: Last checkpoint with regret >= NEAR_UNIFORM of uniform's (see :func:`exploration_rounds`).
+    explores_until: int | None = None
+
+    @property
+    def near_uniform(self) -> bool:
+        """Final mean regret at least :data:`NEAR_UNIFORM` of uniform's."""
+        c = self.comparison
+        return c.mean_worse > 0 and c.mean_better >= NEAR_UNIFORM * c.mean_worse
 
     @property
     def verdict(self) -> str:
         v = self.comparison.verdict
+        if v == "too few runs":
+            return "too few runs" if not self.near_uniform else "no learning detected"
+        return "learns" if v == "agree" and not self.near_uniform else "no learning detected"
+
+    def phase(self) -> str:
+        """The exploration phase's length in words."""
+        n = self.explores_until
+        if n is None:
+            return ""
+        if n >= self.horizon:
+            return (
+                f"the exploration phase lasts at least T = {self.horizon:g} rounds at these constants "
+                f"(regret at least {NEAR_UNIFORM:.0%} of uniform play's at every checkpoint)"
+            )
+        if n == 0:
+            return "its regret is below uniform play's from the first checkpoint on"
         return (
-            "learns"
-            if v == "agree"
-            else "too few runs"
-            if v == "too few runs"
-            else "no learning detected"
+            f"the exploration phase lasts ~{n:g} rounds at these constants (regret at least "
+            f"{NEAR_UNIFORM:.0%} of uniform play's until then)"
         )
 
     def line(self) -> str:
@@ -49,9 +100,15 @@ class LearningCheck:
             f"(t = {c.t:.2f}, df = {c.df:.3g}, t* = {c.t_crit:.2f})"
         )
         if self.verdict == "no learning detected":
+            phase = self.phase()
             return (
-                f"**{self.series}: no learning detected at T = {self.horizon:g}**: {what}; the algorithm "
-                "has not left its exploration phase at this horizon and these constants, or does not learn"
+                f"**{self.series}: no learning detected at T = {self.horizon:g}**: {what}"
+                + (f"; {phase}" if phase else "")
+                + (
+                    f" (within {100 * (1 - NEAR_UNIFORM):.0f} % of uniform play)"
+                    if self.near_uniform
+                    else ""
+                )
             )
         return f"{self.series}: {self.verdict}: {what}"
 
@@ -69,7 +126,14 @@ def learning_checks(series: Sequence[Series], level: float = 0.05) -> list[Learn
             continue
         cands = [r for r in refs if _same_cell(s, r) and r.horizon == s.horizon]
         if len(cands) == 1:
-            out.append(LearningCheck(s.name, compare(s, cands[0], level), s.horizon))
+            out.append(
+                LearningCheck(
+                    s.name,
+                    compare(s, cands[0], level),
+                    s.horizon,
+                    exploration_rounds(s, cands[0]),
+                )
+            )
     return out
 
 
@@ -80,7 +144,7 @@ def render_learning(checks: Sequence[LearningCheck]) -> list[str]:
     flagged = [c for c in checks if c.verdict == "no learning detected"]
     head = (
         f"{len(flagged)} of {len(checks)} series show no learning: their final regret is not significantly "
-        "below uniform play on the same seeds."
+        f"below uniform play on the same seeds, or is still at least {NEAR_UNIFORM:.0%} of it."
         if flagged
         else f"Every one of the {len(checks)} series checked has a final regret significantly below uniform play "
         "on the same seeds (or too few runs to say)."
@@ -89,7 +153,8 @@ def render_learning(checks: Sequence[LearningCheck]) -> list[str]:
         "## Learning check",
         "",
         "Each series against the `uniform` baseline of the same cell (one-sided Student t-test, paired over "
-        f"common random numbers).  {head}",
+        f"common random numbers; a series still at {NEAR_UNIFORM:.0%} of uniform's regret at T counts as not "
+        f"learning).  {head}",
         "",
         *[f"- {c.line()}" for c in checks],
         "",
