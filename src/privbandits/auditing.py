@@ -194,6 +194,20 @@ def shuffle_local_claim(alg: Algorithm, public: PublicState) -> Claim:
     )
 
 
+def gaussian_shuffle_local_claim(alg: Algorithm, public: PublicState) -> Claim:
+    """Local level ``(eps0, delta0)`` of one report of a shuffle algorithm whose randomizer is a
+    Gaussian mechanism (``resolved["eps0"]``, ``resolved["delta0"]``), before amplification."""
+    resolved = alg.calibration.resolved
+    eps0 = float(max(max(v) for v in resolved["eps0"]))
+    delta0 = float(resolved["delta0"])
+    return Claim(
+        eps0,
+        delta0,
+        f"local level ({eps0:.6g}, {delta0:.3g}) of one report (calibration); the shuffle "
+        f"guarantee {alg.guarantee} adds amplification",
+    )
+
+
 def _extremes(spec: EnvSpec) -> tuple[float, float]:
     lo, hi = (float(v) for v in spec.reward_range)
     return hi + 10.0 * (hi - lo), lo - 10.0 * (hi - lo)
@@ -733,6 +747,15 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         _synthetic,
         n_pilot=10_000,
         description="LDP-UCB client (Zheng et al. 2020, Alg. 1): noisy x x^T and x y",
+    ),
+    "client:shuffle-linucb": ClientPathCase(
+        "shuffle-linucb",
+        {"epsilon": 1.0},
+        _synthetic,
+        claim=gaussian_shuffle_local_claim,
+        n_pilot=10_000,
+        description="Shuffle LinUCB client (Chowdhury & Zhou 2022): Gaussian x x^T and x y at the "
+        "local level of one report",
     ),
     "client:ldp-ucb-laplace": ClientPathCase(
         "ldp-ucb",

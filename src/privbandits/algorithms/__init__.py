@@ -3,6 +3,7 @@
 from privbandits.algorithms import (  # noqa: F401  (registration side effects)  # noqa: F401  (registration side effects)
     bco,
     chen,
+    chowdhury,
     glm_ucb,
     gloc,
     greedy,
