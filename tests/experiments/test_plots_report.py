@@ -202,3 +202,40 @@ name = "uniform"
     out = run_pipeline(cfg, tmp_path / "r.db", tmp_path / "out", quiet=True, formats=("png",))
     text = out.report.read_text()
     assert "1 row(s) with missing values dropped from the data" in text
+
+
+def test_many_series_get_distinct_styles_and_one_legend_entry_each() -> None:
+    """Sixteen series over two panels: every (colour, marker) pair distinct, each name once in the
+    legend with the accounted guarantee of each panel (the colours cycle after ten)."""
+    from privbandits.experiments.summary import Series
+    from privbandits.privacy.guarantee import PrivacyGuarantee
+
+    t = np.array([10.0, 100.0])
+    series = [
+        Series(
+            label=f"alg{i}",
+            algorithm=f"alg{i}",
+            grid={"epsilon": eps},
+            params={"epsilon": eps},
+            horizon=100,
+            trust_model="local",
+            preset="strict",
+            guarantee=PrivacyGuarantee("local", eps, 0.0),
+            seeds=(0,),
+            checkpoints=t,
+            regret=np.array([[1.0, 2.0 + i], [1.5, 2.5 + i]]),
+            wall_time=0.0,
+        )
+        for eps in (0.3, 1.0)
+        for i in range(16)
+    ]
+    fig = regret_figure(series, facet="epsilon", band=0)
+    styles = {
+        (ln.get_label(), ln.get_color(), ln.get_marker())
+        for ax in fig.axes
+        for ln in ax.get_lines()
+    }
+    assert len({(c, m) for _, c, m in styles}) == 16 == len({lab for lab, _, _ in styles})
+    (legend,) = fig.legends
+    texts = [x.get_text() for x in legend.get_texts()]
+    assert len(texts) == 16 and texts[0] == "alg0 [ε=0.3 | ε=1]"

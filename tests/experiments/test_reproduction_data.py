@@ -306,8 +306,14 @@ def test_twins_share_a_hue_and_legends_show_the_accounted_guarantee(tmp_path: Pa
     finally:
         Figure.savefig = orig  # type: ignore[method-assign]
     lines = {ln.get_label(): ln for ln in captured[0].axes[0].get_lines()}
-    assert set(lines) == {"LDP-OLS [ε=0.998, δ=0.01]", "greedy", "uniform"}
-    assert lines["greedy"].get_color() == lines["LDP-OLS [ε=0.998, δ=0.01]"].get_color()
+    assert set(lines) == {"LDP-OLS", "greedy", "uniform"}
+    (legend,) = captured[0].legends
+    assert {t.get_text() for t in legend.get_texts()} == {
+        "LDP-OLS [ε=0.998, δ=0.01]",
+        "greedy",
+        "uniform",
+    }
+    assert lines["greedy"].get_color() == lines["LDP-OLS"].get_color()
     assert lines["greedy"].get_linestyle() == "--" and lines["uniform"].get_linestyle() == "-"
     assert lines["uniform"].get_color() != lines["greedy"].get_color()
     np.testing.assert_allclose(np.asarray(lines["uniform"].get_ydata(), dtype=float), [45.0, 90.0])

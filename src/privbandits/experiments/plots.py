@@ -35,6 +35,8 @@ _COLORS = (
     "#bcbd22",
     "#17becf",
 )
+#: Markers cycled with the colours (a prime count against 10 colours: 70 distinct pairs).
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _BASELINE_COLORS = ("#555555", "#000000", "#999999")
 #: Half-widths in standard errors of the mean: one standard error, or the normal 95 % interval.
 ERRORBARS: dict[str, float] = {"se": 1.0, "ci95": 1.959963984540054}
@@ -82,7 +84,9 @@ def _styles(
     members: Sequence[Series], names: Sequence[str], colors: dict[str, str]
 ) -> list[tuple[str, str]]:
     """Colour and line style per series: a private algorithm and its non-private twin share a hue
-    (the twin dashed) when the twin is paired with exactly one private series of the panel."""
+    (the twin dashed) when the twin is paired with exactly one private series of the panel.  The
+    same name has the same colour in every panel; with more names than colours the marker
+    (:func:`_marker`) tells them apart."""
     twin_of: dict[str, list[str]] = {}
     for s, name in zip(members, names):
         twin = _twin(s.algorithm)
@@ -92,9 +96,16 @@ def _styles(
     for s, name in zip(members, names):
         partners = twin_of.get(s.algorithm, [])
         key = partners[0] if len(partners) == 1 and not s.guarantee.is_private else name
-        color = colors.setdefault(key, _COLORS[len(colors) % len(_COLORS)])
-        out.append((color, "-" if s.guarantee.is_private or not partners else "--"))
+        if key not in colors:
+            colors[key] = _COLORS[len(colors) % len(_COLORS)] + f"|{len(colors)}"
+        out.append((colors[key], "-" if s.guarantee.is_private or not partners else "--"))
     return out
+
+
+def _marker(style_color: str) -> tuple[str, str]:
+    """``(colour, marker)`` of a style key ``"#rrggbb|index"``: the index cycles the markers."""
+    color, _, idx = style_color.partition("|")
+    return color, _MARKERS[int(idx or 0) % len(_MARKERS)]
 
 
 def _accounted_note(members: Sequence[Series], x: str) -> str:
@@ -121,6 +132,15 @@ def _twin(algorithm: str) -> str | None:
 
 def _legend_name(s: Series, name: str) -> str:
     return f"{name} [{s.guarantee.short()}]" if s.guarantee.is_private else name
+
+
+def _legend_label(name: str, shorts: Sequence[str]) -> str:
+    """``name [guarantee]``, or ``name [g1 | g2 | ...]`` with one accounted guarantee per panel."""
+    if not shorts:
+        return name
+    if len(shorts) > 4:
+        return f"{name} [{shorts[0]} .. {shorts[-1]}]"
+    return f"{name} [{' | '.join(shorts)}]"
 
 
 def plot_regret(
@@ -199,6 +219,7 @@ def regret_figure(
     fig = Figure(figsize=(5.0 * ncols, 3.8 * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     colors: dict[str, str] = {}
+    guarantees: dict[str, list[str]] = {}
     dashed = False
     for idx, (value, members) in enumerate(panels):
         ax = fig.add_subplot(nrows, ncols, idx + 1)
@@ -206,13 +227,25 @@ def regret_figure(
         for s in members:
             other = {k: v for k, v in s.grid.items() if k != facet}
             names.append(f"{s.label} ({format_values(other)})" if other else s.label)
-        for s, name, (color, style) in zip(members, names, _styles(members, names, colors)):
+        for s, name, (key, style) in zip(members, names, _styles(members, names, colors)):
             dashed = dashed or style == "--"
+            color, marker = _marker(key)
             mean, std = s.curve()
             t = s.checkpoints
             ax.plot(
-                t, mean, color=color, linestyle=style, label=_legend_name(s, name), linewidth=1.6
+                t,
+                mean,
+                color=color,
+                linestyle=style,
+                marker=marker,
+                markevery=max(1, len(t) // 8),
+                markersize=4,
+                label=name,
+                linewidth=1.6,
             )
+            shorts = guarantees.setdefault(name, [])
+            if s.guarantee.is_private and s.guarantee.short() not in shorts:
+                shorts.append(s.guarantee.short())
             w = width(s)
             if w > 0 and s.n > 1:
                 ax.fill_between(
@@ -227,11 +260,14 @@ def regret_figure(
         if value is not None:
             ax.set_title(format_values({facet: value}))  # type: ignore[dict-item]
         ax.grid(True, alpha=0.3, which="both" if (logx or logy) else "major")
+    # one legend entry per drawn name (the same style in every panel), with its accounted
+    # guarantee(s): one per panel when they differ
     seen: dict[str, Any] = {}
     for ax in fig.axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
-    handles, labels = list(seen.values()), list(seen)
+    handles = list(seen.values())
+    labels = [_legend_label(n, guarantees.get(n, [])) for n in seen]
     fig.legend(
         handles,
         labels,
