@@ -138,6 +138,9 @@ def serve(
             "privbandits.service.server.workers:app_factory",
             factory=True,
             workers=workers,
+            # a worker starts by calibrating and compiling the model: give it time before the
+            # supervisor's health check restarts it
+            timeout_worker_healthcheck=300,
             host=host,
             port=port,
             log_level=log_level,
