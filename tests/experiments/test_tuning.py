@@ -219,3 +219,28 @@ def test_tune_command_stores_the_choice_and_evaluates_side_by_side(tmp_path: Pat
     assert choice.seeds == (10_001,) and set(choice.chosen) == {"central", "PE"}
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| central (tuned) (epsilon=1) |" in report and "| central (epsilon=1) |" in report
+
+
+def test_gallery_shows_as_published_and_tuned_verdicts(tmp_path: Path) -> None:
+    from privbandits.experiments.claims import Claim
+    from privbandits.experiments.gallery import GalleryEntry, _is_tuned, write_gallery
+
+    assert _is_tuned(Claim("order", ("a" + TUNED_SUFFIX, "uniform")))
+    assert not _is_tuned(Claim("order", ("a", "uniform")))
+    entry = GalleryEntry(
+        name="x-y",
+        title="X",
+        directory="x/y",
+        figures=(),
+        verdicts={"agree": 1},
+        verdict="claims: 1 agree",
+        ratios={},
+        horizon=100,
+        runs=10,
+        wall_time=1.0,
+        no_learning=("a (epsilon=1)",),
+        tuned_verdict="claims: 1 disagree",
+    )
+    text = write_gallery([entry], tmp_path).read_text()
+    assert "as published: claims: 1 agree; tuned: claims: 1 disagree" in text
+    assert "no learning detected: 1 series" in text

@@ -23,7 +23,7 @@ from privbandits.experiments.pipeline import Outcome, run_reproduction
 from privbandits.experiments.presets import available_presets, load_reproduction
 from privbandits.experiments.regression_study import RegressionOutcome
 
-__all__ = ["GalleryEntry", "preset_dir", "reproduce_all", "write_gallery"]
+__all__ = ["GalleryEntry", "entry_of", "preset_dir", "reproduce_all", "write_gallery"]
 
 #: Presets that are not paper reproductions (left out of ``--all``).
 NOT_REPRODUCTIONS: frozenset[str] = frozenset({"demo"})
@@ -47,6 +47,9 @@ class GalleryEntry:
     size: str = ""  # problem size shown instead of T (a regression study has no horizon)
     not_comparable: int = 0  # reference numbers at another horizon than the run
     no_learning: tuple[str, ...] = ()  # series whose regret is within noise of uniform play
+    #: verdict line of the claims repeated on tuned series ("" when nothing was tuned); ``verdict``
+    #: is then the as-published one
+    tuned_verdict: str = ""
 
 
 def preset_dir(name: str) -> str:
@@ -74,13 +77,16 @@ def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> Galler
         )
     cfg = outcome.config
     figures = tuple(p.relative_to(out).as_posix() for p in outcome.figures if p.suffix == ".png")
+    tuned = [c for c in outcome.checks if _is_tuned(c.claim)]
+    published = [c for c in outcome.checks if not _is_tuned(c.claim)]
     return GalleryEntry(
         name=name,
         title=cfg.report.title or name,
         directory=preset_dir(name),
         figures=figures,
-        verdicts=verdict_counts(outcome.checks),
-        verdict=verdict_line(outcome.checks),
+        verdicts=verdict_counts(published),
+        verdict=verdict_line(published),
+        tuned_verdict=verdict_line(tuned) if tuned else "",
         ratios=ratio_ranges(outcome.paper_rows),
         horizon=cfg.horizon,
         runs=cfg.replications * len(cfg.seeds),
@@ -92,6 +98,18 @@ def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> Galler
             if c.verdict == "no learning detected"
         ),
     )
+
+
+def _is_tuned(claim: Any) -> bool:
+    """A claim repeated on tuned series (:func:`~privbandits.experiments.tuning.tuned_config`)."""
+    from privbandits.experiments.tuning import TUNED_SUFFIX
+
+    return any(i.endswith(TUNED_SUFFIX) for i in (*claim.items, *claim.above))
+
+
+def entry_of(name: str, outcome: Outcome | RegressionOutcome, out: str | Path) -> GalleryEntry:
+    """The gallery entry of one finished reproduction written under ``out``."""
+    return _entry(name, outcome, Path(out))
 
 
 def reproduce_all(
@@ -205,9 +223,9 @@ def write_gallery(
             lines.append(f"| {e.name} | - | - | {e.verdict} | - | - |")
             continue
         ratios = format_ranges(e.ratios, e.not_comparable)
-        verdict = e.verdict + (
-            f"; **no learning detected: {len(e.no_learning)} series**" if e.no_learning else ""
-        )
+        verdict = (
+            f"as published: {e.verdict}; tuned: {e.tuned_verdict}" if e.tuned_verdict else e.verdict
+        ) + (f"; **no learning detected: {len(e.no_learning)} series**" if e.no_learning else "")
         lines.append(
             f"| [{e.name}]({e.directory}/report.md) | {e.size or f'{e.horizon:g}'} | {e.runs} | {verdict} | "
             f"{ratios} | {e.wall_time:.0f} s |"
@@ -220,7 +238,9 @@ def write_gallery(
             f"## {e.title}",
             "",
             f"`privbandits reproduce {e.name}{' --quick' if quick else ''}` — "
-            f"{e.verdict}. [Report]({e.directory}/report.md)",
+            f"{e.verdict}"
+            + (f" (as published); tuned: {e.tuned_verdict}" if e.tuned_verdict else "")
+            + f". [Report]({e.directory}/report.md)",
             "",
         ]
         if e.no_learning:
