@@ -27,6 +27,7 @@ from tests.service.conftest import SHUFFLER, auth, service_raw, tokens
 LOST = "lost-device-token-0"
 WORKER = "worker-device-token"
 OTHER = "other-device-token0"
+OPERATOR = "operator-token-0000"
 LEASE = 30.0
 
 
@@ -53,7 +54,7 @@ def _shuffler(server: Any, store: ShufflerStore, clock: Clock, **kw: Any) -> Tes
     settings = ShufflerSettings(
         "http://server",
         SHUFFLER,
-        TokenSet.from_secrets(client=[LOST, WORKER, OTHER]),
+        TokenSet.from_secrets(client=[LOST, WORKER, OTHER], operator=[OPERATOR]),
         min_batch=2,
         device_epsilon=1e9,
         poll_seconds=0.05,
@@ -134,8 +135,10 @@ def test_an_unused_lease_expires_and_the_batch_still_completes(
     assert full.status_code == 409  # the lost device's slot is still leased
     with caplog.at_level(logging.WARNING, logger="privbandits.shuffler"):
         clock.now += 6.0  # past stall_seconds, within the lease
-        assert _wait(lambda: tc.get("/v1/status").json()["stalled"] is not None)
-    stalled = tc.get("/v1/status").json()["stalled"]
+        assert _wait(
+            lambda: tc.get("/v1/status", headers=auth(OPERATOR)).json()["stalled"] is not None
+        )
+    stalled = tc.get("/v1/status", headers=auth(OPERATOR)).json()["stalled"]
     assert stalled["reports"] == n - 1 and stalled["batch_size"] == n
     assert stalled["slots"]["leased"] == 1 and stalled["slots"]["used"] == n - 1
     assert any("ALERT batch stalled" in r.getMessage() for r in caplog.records)
@@ -144,7 +147,7 @@ def test_an_unused_lease_expires_and_the_batch_still_completes(
     assert _report(dev, n)["accepted"]
     assert _wait(lambda: server.state.service.model.version == 1)
     assert server.state.service.model.rounds == n
-    assert _wait(lambda: tc.get("/v1/status").json()["stalled"] is None)
+    assert _wait(lambda: tc.get("/v1/status", headers=auth(OPERATOR)).json()["stalled"] is None)
 
 
 def test_leases_survive_a_restart_of_the_shuffler(tmp_path: Path) -> None:

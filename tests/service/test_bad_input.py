@@ -223,11 +223,11 @@ def test_retried_report_is_counted_once_and_a_reused_key_is_refused(sgd: Any) ->
     assert first.status_code == again.status_code == 200
     assert first.json() == again.json()
     assert again.headers["Idempotency-Replayed"] == "true"
-    assert sgd.get("/v1/status").json()["reports_received"] == 1
+    assert sgd.get("/v1/status", headers=auth(ADMIN)).json()["reports_received"] == 1
     other = _valid(sgd)
     resp = _post(sgd, other, key="same")
     assert resp.status_code == 409 and resp.json()["error"]["field"] == "Idempotency-Key"
-    assert sgd.get("/v1/status").json()["reports_received"] == 1
+    assert sgd.get("/v1/status", headers=auth(ADMIN)).json()["reports_received"] == 1
     resp = tc_post_without_key(sgd, other)
     assert resp.status_code == 422 and resp.json()["error"]["field"] == "Idempotency-Key"
 
@@ -251,7 +251,7 @@ def test_out_of_range_gaussian_report_and_asymmetric_matrix_are_refused() -> Non
         asym[0, 1] += 1.0
         resp = _post(tc, {**good, "report": {**good["report"], "M": asym.tolist()}}, key="asym")
         assert resp.status_code == 422 and "symmetric" in resp.json()["error"]["message"]
-        assert tc.get("/v1/status").json()["reports_received"] == 0
+        assert tc.get("/v1/status", headers=auth(ADMIN)).json()["reports_received"] == 0
         assert _post(tc, good, key="good").status_code == 200
 
 
@@ -321,4 +321,4 @@ def test_curator_endpoints_refuse_in_the_local_model_and_vice_versa(sgd: Any) ->
         )
         assert resp.status_code == 422 and resp.json()["error"]["field"] == "reward"
         assert "finite" in resp.json()["error"]["message"]
-        assert tc.get("/v1/status").json()["reports_received"] == 0
+        assert tc.get("/v1/status", headers=auth(ADMIN)).json()["reports_received"] == 0

@@ -22,9 +22,10 @@ def test_make_tokens_writes_a_valid_tokens_file(tmp_path: Path) -> None:
     res = runner.invoke(app, ["make-tokens", str(out), "--clients", "5"])
     assert res.exit_code == 0, res.output
     entries = tomllib.loads(out.read_text())["tokens"]
-    assert [e["role"] for e in entries].count("client") == 5 and len(entries) == 7
-    assert len({e["token"] for e in entries}) == 7  # fresh random secrets
-    assert len(load_tokens(out)) == 7 and len(client_secrets(out)) == 5
+    assert [e["role"] for e in entries].count("client") == 5 and len(entries) == 8
+    assert [e["role"] for e in entries].count("operator") == 1
+    assert len({e["token"] for e in entries}) == 8  # fresh random secrets
+    assert len(load_tokens(out)) == 8 and len(client_secrets(out)) == 5
     assert shuffler_secret(out) == next(e["token"] for e in entries if e["role"] == "shuffler")
     assert out.stat().st_mode & 0o077 == 0  # readable by its owner only
     again = runner.invoke(app, ["make-tokens", str(out)])

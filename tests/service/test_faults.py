@@ -99,13 +99,13 @@ def _kill_restart_run(tmp_path: Path, db: str, fresh_db: str) -> None:
         acked_before = dict(acked)
         assert 0 < len(acked_before) < N_REPORTS
         server.start()
-        status = httpx.get(server.url + "/v1/status").json()
+        status = httpx.get(server.url + "/v1/status", headers=auth(ADMIN)).json()
         assert status["restored_events"] >= len(acked_before)
         load.join(timeout=300)
         stop.set()
         assert len(acked) == N_REPORTS
         export = httpx.get(server.url + "/v1/admin/export", headers=auth(ADMIN), timeout=30).json()
-        final = httpx.get(server.url + "/v1/status").json()
+        final = httpx.get(server.url + "/v1/status", headers=auth(ADMIN)).json()
     finally:
         server.stop()
     keys = [e["idempotency_key"] for e in export["events"]]

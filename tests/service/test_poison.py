@@ -134,7 +134,7 @@ def test_poison_report_in_a_batch_of_100_is_quarantined_and_the_model_advances(d
             i += 1
             if last:
                 break
-        status = tc.get("/v1/status").json()
+        status = tc.get("/v1/status", headers=auth(ADMIN)).json()
         assert status["quarantined"]["reports"] == quarantined
         assert status["model_version"] == i
         exp = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()
@@ -148,7 +148,7 @@ def test_poison_report_in_a_batch_of_100_is_quarantined_and_the_model_advances(d
         _replayed(raw, applied).digest() == digest
     )  # exactly the n - 1 good reports and one zero report
     with make_client(raw, db_url) as tc:  # restart: the quarantine is part of the durable state
-        status = tc.get("/v1/status").json()
+        status = tc.get("/v1/status", headers=auth(ADMIN)).json()
         assert status["quarantined"]["reports"] == quarantined
         assert tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["digest"] == digest
 
@@ -208,7 +208,7 @@ def test_a_batch_of_the_wrong_size_is_refused_whole() -> None:
                 headers=auth(SHUFFLER),
             )
             assert resp.status_code == 422 and resp.json()["error"]["field"] == "reports", resp.text
-        assert tc.get("/v1/status").json()["model_version"] == 0
+        assert tc.get("/v1/status", headers=auth(ADMIN)).json()["model_version"] == 0
         assert tc.post(
             "/v1/batches",
             json={"batch_id": "ok", "model_version": version, "reports": batch},

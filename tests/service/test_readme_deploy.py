@@ -30,8 +30,17 @@ def _cli(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess[str]
     )
 
 
-def _status(url: str) -> dict:
-    return httpx.get(url + "/v1/status", timeout=10).json()
+def _operator(tokens: Path) -> str:
+    """The operator token of a tokens file written by ``make-tokens``."""
+    import tomllib
+
+    entries = tomllib.loads(tokens.read_text())["tokens"]
+    return str(next(e["token"] for e in entries if e["role"] == "operator"))
+
+
+def _status(url: str, tokens: Path) -> dict:
+    headers = {"Authorization": f"Bearer {_operator(tokens)}"}
+    return httpx.get(url + "/v1/status", timeout=10, headers=headers).json()
 
 
 def test_ldp_walkthrough_with_1000_clients(tmp_path: Path) -> None:
@@ -45,7 +54,7 @@ def test_ldp_walkthrough_with_1000_clients(tmp_path: Path) -> None:
     try:
         run = _cli("simulate-clients", server.url, "--tokens", str(tokens), "--n", "1000")
         assert run.returncode == 0, run.stderr
-        status = _status(server.url)
+        status = _status(server.url, tokens)
         page = httpx.get(server.url + "/", timeout=10)
     finally:
         server.stop()
@@ -96,9 +105,10 @@ def test_shuffle_walkthrough_forwards_five_batches(tmp_path: Path) -> None:
         )
         assert run.returncode == 0, run.stderr
         deadline = time.monotonic() + 60
-        while _status(server.url)["reports_received"] < 342 and time.monotonic() < deadline:
+        while _status(server.url, tokens)["reports_received"] < 342 and time.monotonic() < deadline:
             time.sleep(0.2)  # the shuffler forwards complete batches asynchronously
-        server_status, shuffler_status = _status(server.url), _status(shuffler_url)
+        server_status = _status(server.url, tokens)
+        shuffler_status = _status(shuffler_url, tokens)
     finally:
         shuffler.terminate()
         shuffler.wait(timeout=30)

@@ -33,7 +33,7 @@ def _refused(resp: Any, field: str) -> None:
 
 
 def test_unknown_fields_are_refused_on_every_local_endpoint(db_url: str) -> None:
-    with make_client(service_raw("ldp-sgd", horizon=50), db_url) as tc:
+    with make_client(service_raw("ldp-sgd", horizon=50, simulation=True), db_url) as tc:
         good = _valid(tc)
         for i, (body, field) in enumerate(
             [
@@ -49,7 +49,7 @@ def test_unknown_fields_are_refused_on_every_local_endpoint(db_url: str) -> None
             _req(tc, "/v1/simulation/rewards", {"rewards": [0.5], "user": "u7"}, CLIENT), "user"
         )
         _refused(_req(tc, "/v1/admin/reset", {"confirm": True, "force": True}, ADMIN), "force")
-        status = tc.get("/v1/status").json()
+        status = tc.get("/v1/status", headers=auth(ADMIN)).json()
         assert status["reports_received"] == 0 and status["simulated_rewards"]["count"] == 0
         assert _req(tc, "/v1/reports", good, CLIENT, "ok").status_code == 200
 
@@ -121,7 +121,7 @@ def test_the_same_idempotency_key_from_two_tokens_stores_two_reports(db_url: str
             ("client-0", "same-key"),
             ("client-1", "same-key"),
         ]
-        assert tc.get("/v1/status").json()["reports_received"] == 2
+        assert tc.get("/v1/status", headers=auth(ADMIN)).json()["reports_received"] == 2
 
 
 def test_report_budgets_are_per_token(db_url: str) -> None:
@@ -170,7 +170,7 @@ def test_curator_tickets_belong_to_the_token_that_asked(db_url: str) -> None:
             "r",
         )
         assert steal.status_code == 409 and steal.json()["error"]["field"] == "ticket"
-        assert tc.get("/v1/status").json()["reports_received"] == 0
+        assert tc.get("/v1/status", headers=auth(ADMIN)).json()["reports_received"] == 0
         own = _req(
             tc,
             "/v1/reports",

@@ -89,6 +89,6 @@ def test_lost_answer_is_retried_with_the_same_key_and_counted_once() -> None:
             and all(b == posts[0][0] for b, _ in posts)
         )
         assert ans["model_version"] == 1
-        status = tc.get("/v1/status").json()
+        status = tc.get("/v1/status", headers=auth(ADMIN)).json()
         assert status["reports_received"] == 1 and status["replayed_requests"] == 2
         assert len(tc.get("/v1/admin/export", headers=auth(ADMIN)).json()["events"]) == 1

@@ -117,7 +117,7 @@ def test_shuffled_sealed_batches_give_the_reference_model() -> None:
             assert again.json() == resp.json()
             assert resp.json()["applied"] == len(reports) and resp.json()["quarantined"] == 0
         public = tc.get("/v1/model", headers=auth(CLIENT)).json()["public"]
-        assert tc.get("/v1/status").json()["model_version"] == len(used)
+        assert tc.get("/v1/status", headers=auth(ADMIN)).json()["model_version"] == len(used)
     for k, v in ref_public.items():
         assert np.array_equal(np.array(public[k]["data"]), np.asarray(v)), k
 
@@ -134,7 +134,7 @@ def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database
         first = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()
         pub1 = tc.get("/v1/model", headers=auth(CLIENT)).json()["public"]
     with make_client(raw, db) as tc:  # a new process on the same database
-        status = tc.get("/v1/status").json()
+        status = tc.get("/v1/status", headers=auth(ADMIN)).json()
         assert status["restored_events"] == 20 and status["model_version"] == 20
         second = tc.get("/v1/admin/export", headers=auth(ADMIN)).json()
         assert second["digest"] == first["digest"] == first["models"][-1]["digest"]
@@ -160,19 +160,20 @@ def test_restart_rebuilds_the_acknowledged_state_and_refuses_a_tampered_database
 def test_admin_reset_status_and_metrics(tmp_path: Path) -> None:
     from privbandits.service.device.client import DeviceClient
 
-    with make_client(service_raw("ldp-sgd", horizon=50), tmp_path / "m.db") as tc:
+    raw = service_raw("ldp-sgd", horizon=50, simulation=True)
+    with make_client(raw, tmp_path / "m.db") as tc:
         dev = DeviceClient("http://testserver", CLIENT, http=tc)
         model = dev.fetch_model()
         X = np.eye(4, 3) * 0.5
         dev.report(X, dev.choose(X, model), 0.1, model)
         dev.post_simulated_rewards([0.5, -0.25])
-        status = tc.get("/v1/status").json()
+        status = tc.get("/v1/status", headers=auth(ADMIN)).json()
         assert status["reports_received"] == 1 and status["simulated_rewards"] == {
             "count": 2,
             "recent": [0.5, -0.25],
         }
         assert status["guarantee"]["model"] == "local"
-        text = tc.get("/metrics").text
+        text = tc.get("/metrics", headers=auth(ADMIN)).text
         assert "privbandits_model_version 1.0" in text
         assert 'privbandits_requests_total{endpoint="/v1/reports",status="200"} 1.0' in text
         resp = tc.post("/v1/admin/reset", json={}, headers=auth(ADMIN))
@@ -220,11 +221,11 @@ def test_tokens_file_errors() -> None:
 def test_simulated_rewards_reach_the_status_page() -> None:
     from privbandits.service.device.simulate import simulate_users
 
-    with make_client(service_raw("ldp-sgd", horizon=30)) as tc:
+    with make_client(service_raw("ldp-sgd", horizon=30, simulation=True)) as tc:
         run = simulate_users(
             "http://testserver", [CLIENT], seed=0, rounds=7, http=tc, post_rewards_every=3
         )
-        sim = tc.get("/v1/status").json()["simulated_rewards"]
+        sim = tc.get("/v1/status", headers=auth(ADMIN)).json()["simulated_rewards"]
     assert sim["count"] == 7 and sim["recent"] == run.reward.tolist()
 
 

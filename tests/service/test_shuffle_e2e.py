@@ -57,7 +57,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     settings = ShufflerSettings(
         server.url,
         SHUFFLER,
-        TokenSet.from_secrets(client=[CLIENT, CLIENT2]),
+        TokenSet.from_secrets(client=[CLIENT, CLIENT2], admin=[ADMIN]),
         min_batch=2,
         device_epsilon=raw["service"]["device_epsilon"],
         poll_seconds=0.05,
@@ -87,14 +87,14 @@ def test_shuffle_dp_through_shuffler_and_server(
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the last complete batch may still be on its way
-            status = http.get(stack["shuffler"] + "/v1/status").json()
+            status = http.get(stack["shuffler"] + "/v1/status", headers=auth(ADMIN)).json()
             if status["outbox"] == 0 and status["reports_forwarded"] + sum(
                 status["pending"].values()
             ) == len(sent):
                 break
             time.sleep(0.05)
         export = http.get(stack["server"] + "/v1/admin/export", headers=auth(ADMIN)).json()
-        server_status = http.get(stack["server"] + "/v1/status").json()
+        server_status = http.get(stack["server"] + "/v1/status", headers=auth(ADMIN)).json()
 
     batches = [e["body"] for e in export["events"]]
     assert [e["kind"] for e in export["events"]] == ["batch"] * len(batches)
@@ -178,8 +178,8 @@ def test_a_poison_report_through_the_shuffler_does_not_stop_the_model(
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            server_status = http.get(stack["server"] + "/v1/status").json()
-            shuffler_status = http.get(stack["shuffler"] + "/v1/status").json()
+            server_status = http.get(stack["server"] + "/v1/status", headers=auth(ADMIN)).json()
+            shuffler_status = http.get(stack["shuffler"] + "/v1/status", headers=auth(ADMIN)).json()
             if server_status["model_version"] >= 2 and shuffler_status["server_quarantined"] == 1:
                 break
             time.sleep(0.05)

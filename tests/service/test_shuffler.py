@@ -231,7 +231,7 @@ def test_protocol_batch_below_min_batch_is_blocked() -> None:
         for i in range(2):
             post(client, i)
         drain(client)
-        status = client.get("/v1/status").json()
+        status = client.get("/v1/status", headers={"Authorization": f"Bearer {ADMIN}"}).json()
     assert server.bodies == [] and "fewer than min_batch=3" in status["blocked"]
 
 
@@ -550,7 +550,7 @@ def test_reports_failing_the_format_are_quarantined_not_queued() -> None:
             202,
             202,
         ]
-        status = client.get("/v1/status").json()
+        status = client.get("/v1/status", headers={"Authorization": f"Bearer {ADMIN}"}).json()
     assert status["reports_quarantined"] == len(bad) and store.pending() == 2
     assert [q["field"] for q in status["quarantined"]] == [f for _, f in reversed(bad)]
     assert CLIENT not in json.dumps(status) and "key-0" not in json.dumps(status)
@@ -572,7 +572,7 @@ def test_refused_batches_go_to_the_dead_letters_and_do_not_block() -> None:
             post(client, i)
         for _ in range(3):
             drain(client)
-        status = client.get("/v1/status").json()
+        status = client.get("/v1/status", headers={"Authorization": f"Bearer {ADMIN}"}).json()
         assert status["outbox"] == 0 and status["batches_dead"] == 1
         dead = status["dead_letters"]
         assert len(dead) == 1 and dead[0]["attempts"] == 3 and "422" in dead[0]["reason"]
@@ -628,7 +628,7 @@ def test_the_servers_quarantine_counts_reach_the_shuffler_status() -> None:
         for i in range(3):
             post(client, i)
         drain(client)
-        status = client.get("/v1/status").json()
+        status = client.get("/v1/status", headers={"Authorization": f"Bearer {ADMIN}"}).json()
     assert status["server_quarantined"] == 1 and status["server_filled"] == 1
 
 

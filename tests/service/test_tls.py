@@ -51,13 +51,13 @@ def test_https_with_a_verified_certificate(tmp_path: Path) -> None:
     try:
         assert server.url.startswith("https://")
         with pytest.raises(httpx.ConnectError):  # an unverified certificate is refused
-            httpx.get(server.url + "/v1/status")
+            httpx.get(server.url + "/v1/health")
         with httpx.Client(verify=ssl.create_default_context(cafile=str(cert))) as http:
             dev = DeviceClient(server.url, CLIENT, http=http)
             model = dev.fetch_model()
             X = np.eye(4, 3) * 0.5
             assert dev.report(X, dev.choose(X, model), 0.2, model)["model_version"] == 1
         with pytest.raises(httpx.HTTPError):  # plain HTTP is not served
-            httpx.get(server.url.replace("https", "http") + "/v1/status", timeout=2.0)
+            httpx.get(server.url.replace("https", "http") + "/v1/health", timeout=2.0)
     finally:
         server.stop()

@@ -9,9 +9,16 @@ A tokens file (TOML) lists the tokens the service accepts::
     device_epsilon = 4.0      # optional: this device's privacy budget (client tokens)
     rate = 10.0               # optional: requests per second (token bucket) ...
     burst = 20                # ... and burst size
+    expires = 2027-01-31T00:00:00Z   # optional: refused from then on (TOML date-time or ISO text)
 
 Roles: ``client`` reads the model and posts reports (and, for a curator, asks for actions);
-``admin`` also exports and resets; ``shuffler`` posts shuffled batches.
+``operator`` reads ``GET /v1/status``, ``GET /metrics`` and the dashboard (nothing else);
+``admin`` may act as a client or an operator, and also exports, resets and reloads the tokens;
+``shuffler`` posts shuffled batches.
+
+**Rotation.**  A :class:`TokenSet` read from a file keeps its path: :meth:`TokenSet.reload` reads
+the file again and swaps the tokens in place (the server and the shuffler call it on ``SIGHUP`` and
+on ``POST /v1/admin/tokens/reload``); a file that does not validate leaves the tokens unchanged.
 
 **Report budget.**  A device's reports compose: with the per-report guarantee ``(eps, delta)``
 accounted by the algorithm, ``n`` reports of one device cost at most ``(n eps, n delta)`` (basic
@@ -22,8 +29,12 @@ the user-level guarantee the algorithm states.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import logging
 import math
+import signal
+import threading
 import time
 import tomllib
 from dataclasses import dataclass
@@ -39,14 +50,17 @@ __all__ = [
     "Token",
     "TokenSet",
     "authenticate",
+    "install_reload_signal",
     "load_tokens",
     "parse_tokens",
     "read_tokens_file",
     "report_budget",
 ]
 
-ROLES = ("client", "admin", "shuffler")
-_TOKEN_KEYS = ("name", "role", "token", "sha256", "device_epsilon", "rate", "burst")
+_log = logging.getLogger("privbandits.tokens")
+
+ROLES = ("client", "admin", "shuffler", "operator")
+_TOKEN_KEYS = ("name", "role", "token", "sha256", "device_epsilon", "rate", "burst", "expires")
 
 
 def _hash(secret: str) -> str:
@@ -63,19 +77,56 @@ class Token:
     device_epsilon: float | None = None
     rate: float | None = None
     burst: int | None = None
+    expires: float | None = None  # Unix time from which the token is refused
+
+    def expired(self, now: float | None = None) -> bool:
+        """Whether the token is past its ``expires`` time."""
+        return self.expires is not None and (time.time() if now is None else now) >= self.expires
 
 
 class TokenSet:
-    """The tokens a service accepts, looked up by the sha256 of the presented secret."""
+    """The tokens a service accepts, looked up by the sha256 of the presented secret.
 
-    def __init__(self, tokens: list[Token]) -> None:
-        self.by_hash: dict[str, Token] = {}
+    ``path``: the tokens file it was read from (:meth:`reload` reads it again).
+    """
+
+    def __init__(self, tokens: list[Token], path: str | Path | None = None) -> None:
+        self.by_hash: dict[str, Token] = self._index(tokens)
+        self.path = None if path is None else Path(path)
+        self.loaded_at = time.time()
+        self.reloads = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _index(tokens: list[Token]) -> dict[str, Token]:
+        by_hash: dict[str, Token] = {}
         names: set[str] = set()
         for t in tokens:
             if t.name in names:
                 raise ConfigError(f"tokens: name {t.name!r} is used twice")
             names.add(t.name)
-            self.by_hash[t.sha256] = t
+            by_hash[t.sha256] = t
+        return by_hash
+
+    def reload(self) -> int:
+        """Read the tokens file again and replace the tokens (rotation without a restart).
+
+        Returns the number of tokens now accepted.
+
+        Raises
+        ------
+        ConfigError
+            If the set was not read from a file, or the file does not validate (the current
+            tokens stay in force).
+        """
+        if self.path is None:
+            raise ConfigError("these tokens were not read from a file: nothing to reload")
+        fresh = parse_tokens(read_tokens_file(self.path), self.path.name)
+        with self._lock:
+            self.by_hash = fresh.by_hash
+            self.loaded_at = time.time()
+            self.reloads += 1
+        return len(self.by_hash)
 
     @classmethod
     def from_secrets(cls, **roles: list[str]) -> TokenSet:
@@ -104,7 +155,7 @@ class AuthError(Exception):
 
 def authenticate(tokens: TokenSet, header: str | None, roles: tuple[str, ...]) -> Token:
     """The token of an ``Authorization: Bearer <secret>`` header if it has one of ``roles`` (an
-    ``admin`` token may act as a ``client``): the one reader of bearer tokens, used by the server
+    ``admin`` token may act as a ``client`` or an ``operator``; an expired token is unknown): the one reader of bearer tokens, used by the server
     and the shuffler.
 
     Raises
@@ -120,7 +171,12 @@ def authenticate(tokens: TokenSet, header: str | None, roles: tuple[str, ...]) -
     tok = tokens.lookup(secret.strip())
     if tok is None:
         raise AuthError(401, "unknown token")
-    if tok.role not in roles and not (tok.role == "admin" and "client" in roles):
+    if tok.expired():
+        when = dt.datetime.fromtimestamp(tok.expires or 0, dt.UTC).isoformat()
+        raise AuthError(401, f"token {tok.name!r} expired at {when}")
+    if tok.role not in roles and not (
+        tok.role == "admin" and ("client" in roles or "operator" in roles)
+    ):
         raise AuthError(
             403,
             f"token {tok.name!r} has role {tok.role!r}; this endpoint needs "
@@ -184,6 +240,7 @@ def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{where}.name: must be a non-empty string")
         dev = e.get("device_epsilon")
+        expires = _expires(f"{where}.expires", e["expires"]) if "expires" in e else None
         rate = e.get("rate")
         burst = e.get("burst")
         out.append(
@@ -198,9 +255,29 @@ def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
                 None
                 if burst is None
                 else int(_num(f"{where}.burst", "burst", burst, integer=True)),
+                expires,
             )
         )
     return TokenSet(out)
+
+
+def _expires(where: str, value: Any) -> float:
+    """Unix time of an ``expires`` value: a TOML date-time or date, or ISO 8601 text (UTC if it
+    states no offset)."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(
+                f"{where}: must be a date-time such as 2027-01-31T00:00:00Z, got {value!r}"
+            ) from None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return value.timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp()
+    raise ConfigError(f"{where}: must be a date-time such as 2027-01-31T00:00:00Z, got {value!r}")
 
 
 def read_tokens_file(path: str | Path) -> dict[str, Any]:
@@ -215,8 +292,10 @@ def read_tokens_file(path: str | Path) -> dict[str, Any]:
 
 
 def load_tokens(path: str | Path) -> TokenSet:
-    """Read a tokens file."""
-    return parse_tokens(read_tokens_file(path), Path(path).name)
+    """Read a tokens file (the set remembers the path, for :meth:`TokenSet.reload`)."""
+    toks = parse_tokens(read_tokens_file(path), Path(path).name)
+    toks.path = Path(path)
+    return toks
 
 
 class RateLimiter:
@@ -236,3 +315,26 @@ class RateLimiter:
             return 0.0
         self.buckets[name] = (level, now)
         return (1.0 - level) / rate
+
+
+def install_reload_signal(tokens: TokenSet, what: str = "server") -> bool:
+    """Reload ``tokens`` from their file on ``SIGHUP`` (token rotation without a restart).
+
+    Returns False where no handler can be installed (not the main thread, or no SIGHUP)."""
+
+    def reload() -> None:
+        try:
+            n = tokens.reload()
+            _log.warning("%s: tokens reloaded on SIGHUP (%d token(s))", what, n)
+        except ConfigError as exc:
+            _log.error("%s: tokens NOT reloaded on SIGHUP, the old ones stay: %s", what, exc)
+
+    if not hasattr(signal, "SIGHUP") or tokens.path is None:
+        return False
+    try:
+        import asyncio
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+    except (RuntimeError, ValueError, NotImplementedError):
+        return False
+    return True

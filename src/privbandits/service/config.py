@@ -16,6 +16,9 @@ key                   default    meaning
 ``device_epsilon``    accounted  privacy budget of one device (client token); each accepted report
                       epsilon    spends the accounted per-report epsilon (basic composition)
 ``min_batch``         1          shuffle model: smallest batch ``POST /v1/batches`` accepts
+``simulation``        false      a simulated deployment: ``POST /v1/simulation/rewards`` is enabled
+``anonymous_rate``    5.0        requests/s per client IP address without a valid token (token bucket)
+``anonymous_burst``   50         burst of that bucket
 ====================  =========  ===================================================================
 """
 
@@ -53,6 +56,9 @@ SERVICE_KEYS: dict[str, Any] = {
     "burst": 100,
     "device_epsilon": None,
     "min_batch": 1,
+    "simulation": False,
+    "anonymous_rate": 5.0,
+    "anonymous_burst": 50,
 }
 
 
@@ -78,6 +84,10 @@ class ServiceConfig:
         Per-token requests per second.
     device_epsilon : float or None
         Per-device privacy budget (None: one report's accounted epsilon, i.e. one report per device).
+    simulation : bool
+        A simulated deployment: ``POST /v1/simulation/rewards`` is enabled (off otherwise).
+    anonymous_rate, anonymous_burst : float, int
+        Token bucket per client IP address for requests without a valid token.
     source : str
         Where the configuration came from (for messages).
     """
@@ -93,6 +103,9 @@ class ServiceConfig:
     burst: int = 100
     device_epsilon: float | None = None
     min_batch: int = 1
+    simulation: bool = False
+    anonymous_rate: float = 5.0
+    anonymous_burst: int = 50
     source: str = "<config>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -122,6 +135,12 @@ def _float(source: str, key: str, value: Any) -> float:
     ):
         raise ConfigError(f"{source}: service.{key} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def _bool(source: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{source}: service.{key} must be true or false, got {value!r}")
+    return value
 
 
 def parse_service_config(raw: dict[str, Any], source: str = "<config>") -> ServiceConfig:
@@ -171,6 +190,9 @@ def parse_service_config(raw: dict[str, Any], source: str = "<config>") -> Servi
         burst=_int(source, "burst", service.get("burst", 100), 1),
         device_epsilon=None if dev is None else _float(source, "device_epsilon", dev),
         min_batch=_int(source, "min_batch", service.get("min_batch", 1), 1),
+        simulation=_bool(source, "simulation", service.get("simulation", False)),
+        anonymous_rate=_float(source, "anonymous_rate", service.get("anonymous_rate", 5.0)),
+        anonymous_burst=_int(source, "anonymous_burst", service.get("anonymous_burst", 50), 1),
         source=source,
         raw=raw,
     )

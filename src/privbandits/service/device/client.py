@@ -315,5 +315,5 @@ class DeviceClient:
         self._request("POST", "/v1/simulation/rewards", {"rewards": [float(r) for r in rewards]})
 
     def model_version(self) -> int:
-        """The server's model version (``GET /v1/status``)."""
-        return int(self._request("GET", "/v1/status")["model_version"])
+        """The server's model version (``GET /v1/model``)."""
+        return int(self._request("GET", "/v1/model")["model_version"])

@@ -34,7 +34,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_int
 from privbandits.engine import protocol
-from privbandits.service.device.client import DeviceClient, local_algorithm
+from privbandits.service.device.client import DeviceClient, ServiceError, local_algorithm
 from privbandits.service.device.shuffle import ShuffleDevice
 
 __all__ = [
@@ -113,7 +113,7 @@ def simulate_clients(
     http : httpx.Client, optional
         The HTTP client to use (default: a new one, closed at the end).
     wait : float
-        Seconds to wait for the server (and shuffler) to answer ``GET /v1/status`` (a server
+        Seconds to wait for the server (and shuffler) to answer ``GET /v1/health`` (a server
         that was just started may still be calibrating).
     """
     import httpx
@@ -143,6 +143,7 @@ def simulate_clients(
             "(shuffler_url / --shuffler); its reports never go to the server directly"
         )
     env_lock, out_lock = threading.Lock(), threading.Lock()
+    rewards_off = threading.Event()
     summary = ClientsSummary(users=n, reported=0, seconds=0.0)
     pending: list[float] = []
     next_user = iter(range(n))
@@ -155,8 +156,13 @@ def simulate_clients(
                 return
             batch = list(pending)
             pending.clear()
-        if post_rewards:
-            dev.post_simulated_rewards(batch)
+        if post_rewards and not rewards_off.is_set():
+            try:
+                dev.post_simulated_rewards(batch)
+            except ServiceError as exc:
+                if exc.status != 404:  # 404: not a simulated deployment, the chart stays off
+                    raise
+                rewards_off.set()
 
     def worker(w: int) -> None:
         rng_policy, rng_client = (np.random.default_rng(s) for s in seeds[w].spawn(2))
@@ -217,19 +223,19 @@ def simulate_clients(
 
 
 def _wait_until_up(http: Any, url: str, wait: float) -> None:
-    """Poll ``url/v1/status`` until it answers 200, at most ``wait`` seconds."""
+    """Poll ``url/v1/health`` until it answers 200, at most ``wait`` seconds."""
     import httpx
 
     deadline = time.monotonic() + wait
     while True:
         try:
-            if http.get(url.rstrip("/") + "/v1/status").status_code == 200:
+            if http.get(url.rstrip("/") + "/v1/health").status_code == 200:
                 return
         except httpx.TransportError:
             pass
         if time.monotonic() > deadline:
             raise ValidationError(
-                f"{url} did not answer GET /v1/status within {wait:g} s: is it running?"
+                f"{url} did not answer GET /v1/health within {wait:g} s: is it running?"
             )
         time.sleep(0.2)
 

@@ -11,15 +11,25 @@ endpoint                    token       what it does
 ``POST /v1/batches``        shuffler    shuffle model: one shuffled batch of (optionally sealed)
                                         reports
 ``GET /v1/health``          none        200 if the database accepts a write, 503 if not (no details)
-``GET /v1/status``          none        reports received, model version, guarantee, simulated
-                                        rewards (JSON)
-``POST /v1/simulation/      client      rewards of *simulated* users, for the dashboard only
-rewards``
-``GET /metrics``            none        Prometheus text format
-``GET /``                   none        the dashboard page (polls ``GET /v1/status``)
+``GET /v1/status``          operator    reports received, model version, guarantee, refusals by
+                                        kind, latency percentiles, database health, shuffled
+                                        batches, budget spent and remaining (JSON)
+``GET /v1/history``         operator    the reports received by model update, from the database
+                                        (the dashboard's chart; survives a reload)
+``POST /v1/simulation/      client      rewards of *simulated* users, for the dashboard only;
+rewards``                               enabled only with ``[service] simulation = true``
+``GET /metrics``            operator    Prometheus text format
+``GET /``                   none        the dashboard page (static; it asks for an operator token
+                                        and polls ``GET /v1/status`` with it)
 ``GET /v1/admin/export``    admin       configuration, every stored event and model update
 ``POST /v1/admin/reset``    admin       delete everything and start afresh (``{"confirm": true}``)
+``POST /v1/admin/tokens/    admin       read the tokens file again (rotation; also on ``SIGHUP``)
+reload``
 ==========================  ==========  ============================================================
+
+An ``admin`` token may also act as a ``client`` or an ``operator``.  Requests without a valid
+token (and the public ``GET /v1/health`` and ``GET /``) are rate limited per client IP address
+(``[service] anonymous_rate`` and ``anonymous_burst``): 429 with ``Retry-After``.
 
 Errors are JSON ``{"error": {"status", "field", "message"}}``; ``field`` names the offending
 request field or header.
@@ -27,8 +37,12 @@ request field or header.
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import logging
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -37,7 +51,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from privbandits.service.auth import TokenSet
+from privbandits.core.errors import ConfigError
+from privbandits.service.auth import RateLimiter, TokenSet, install_reload_signal
 from privbandits.service.codec import FieldError, reject_unknown
 from privbandits.service.config import ServiceConfig
 from privbandits.service.http import read_json
@@ -47,8 +62,13 @@ from privbandits.service.server.store import Store
 
 __all__ = ["create_app"]
 
+log = logging.getLogger("privbandits.server")
 
-def _error(exc: Refusal) -> JSONResponse:
+#: Latencies kept for the percentiles of ``GET /v1/status`` (the most recent requests).
+LATENCY_WINDOW = 4096
+
+
+def _error_response(exc: Refusal) -> JSONResponse:
     headers = {}
     if exc.retry_after is not None:
         headers["Retry-After"] = str(max(1, int(exc.retry_after + 0.999)))
@@ -72,6 +92,14 @@ class _Metrics:
             registry=r,
             buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
         )
+        self.refusals = Counter(
+            "privbandits_refusals",
+            "Refused requests (4xx) by kind (the field or header at fault)",
+            ["kind"],
+            registry=r,
+        )
+        self.recent: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
+        self.refused: collections.Counter[str] = collections.Counter()
         Gauge("privbandits_model_version", "Model version", registry=r).set_function(
             lambda: service.model.version
         )
@@ -108,8 +136,26 @@ class _Observe:
             await self.app(scope, receive, send_status)
         finally:
             endpoint = getattr(scope.get("route"), "path", "other")
+            elapsed = time.perf_counter() - start
             self.metrics.requests.labels(endpoint, str(status[0])).inc()
-            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
+            self.metrics.latency.labels(endpoint).observe(elapsed)
+            if endpoint in ("/v1/reports", "/v1/batches", "/v1/actions"):
+                self.metrics.recent.append(elapsed)
+
+
+def _refusal_kind(exc: Refusal) -> str:
+    """The kind a refusal is counted under: the status class and the field at fault."""
+    field = (exc.field or "request").split(".")[0].split("[")[0]
+    kinds = {401: "auth", 403: "auth", 413: "size", 415: "content_type", 429: "rate_or_budget"}
+    return kinds.get(exc.status, field if len(field) <= 40 else "field")
+
+
+def _percentiles(values: Any) -> dict[str, float | None]:
+    xs = sorted(values)
+    if not xs:
+        return {"p50": None, "p95": None, "p99": None, "n": 0}
+    pick = lambda q: round(1000 * xs[min(len(xs) - 1, int(q * len(xs)))], 3)
+    return {"p50": pick(0.5), "p95": pick(0.95), "p99": pick(0.99), "n": len(xs)}
 
 
 async def _json_body(request: Request, limit: int) -> dict[str, Any]:
@@ -161,13 +207,59 @@ def create_app(
     """
     service = Service(config, store, tokens, clock=clock)
     metrics = _Metrics(service)
-    app = FastAPI(title="privbandits", version="1", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        installed = install_reload_signal(tokens, "server")
+        try:
+            yield
+        finally:
+            if installed:
+                import asyncio
+
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+
+    app = FastAPI(
+        title="privbandits",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
     app.state.service = service
     app.state.metrics = metrics
     limit = config.max_body_bytes
+    anonymous = RateLimiter(clock)
+    batches = {"received": 0, "reports": 0}  # shuffled batches applied since start
+
+    def limit_anonymous(request: Request) -> None:
+        """Count a request without a valid token against its client address (429 when spent)."""
+        host = request.client.host if request.client is not None else "unknown"
+        wait = anonymous.allow(f"ip:{host}", config.anonymous_rate, config.anonymous_burst)
+        if wait > 0:
+            raise Refusal(
+                429,
+                f"too many requests without a valid token from {host} "
+                f"({config.anonymous_rate:g} requests/s, burst {config.anonymous_burst}); "
+                f"retry in {wait:.3f} s",
+                "Authorization",
+                retry_after=wait,
+            )
 
     def auth(request: Request, *roles: str) -> Any:
-        return service.authorize(request.headers.get("authorization"), roles)
+        try:
+            return service.authorize(request.headers.get("authorization"), roles)
+        except Refusal as exc:
+            if exc.status == 401:
+                limit_anonymous(request)
+            raise
+
+    def _error(exc: Refusal) -> JSONResponse:
+        kind = _refusal_kind(exc)
+        metrics.refusals.labels(kind).inc()
+        metrics.refused[kind] += 1
+        return _error_response(exc)
 
     async def submit(
         request: Request, kind: str, role: str, key_field: str = "idempotency_key"
@@ -182,6 +274,9 @@ def create_app(
             answer, replayed = await anyio.to_thread.run_sync(service.submit, kind, tok, key, body)
         except Refusal as exc:
             return _error(exc)
+        if kind == "batch" and not replayed:
+            batches["received"] += 1
+            batches["reports"] += int(answer.get("applied", 0))
         return JSONResponse(
             answer, headers={"Idempotency-Replayed": "true" if replayed else "false"}
         )
@@ -206,25 +301,89 @@ def create_app(
     async def post_batch(request: Request) -> Response:
         return await submit(request, "batch", "shuffler", key_field="batch_id")
 
+    async def db_problem() -> str | None:
+        health = getattr(service, "health", None)
+        if health is None:
+            return None
+        problem: str | None = await anyio.to_thread.run_sync(health, abandon_on_cancel=True)
+        return problem
+
     @app.get("/v1/health")
-    async def get_health() -> Response:
-        problem = await anyio.to_thread.run_sync(service.health, abandon_on_cancel=True)
-        if problem is not None:
+    async def get_health(request: Request) -> Response:
+        try:
+            limit_anonymous(request)
+        except Refusal as exc:
+            return _error(exc)
+        if await db_problem() is not None:  # the reason is on GET /v1/status (operator)
             return JSONResponse(
-                {"status": "unavailable", "reason": problem},
-                status_code=503,
-                headers={"Retry-After": "1"},
+                {"status": "unavailable"}, status_code=503, headers={"Retry-After": "1"}
             )
         return JSONResponse({"status": "ok"})
 
     @app.get("/v1/status")
-    async def get_status() -> Response:
-        return JSONResponse(service.status_view())
+    async def get_status(request: Request) -> Response:
+        try:
+            auth(request, "operator")
+        except Refusal as exc:
+            return _error(exc)
+        view = await anyio.to_thread.run_sync(service.status_view)
+        problem = await db_problem()
+        view["database_health"] = {"ok": problem is None, "problem": problem}
+        view["refused"] = {**view.get("refused", {}), **dict(metrics.refused)}
+        view["latency_ms"] = _percentiles(metrics.recent)
+        view["budget"] = budget_view()
+        view["simulation"] = config.simulation
+        view["batches"] = dict(batches)
+        view["tokens"] = {"reloaded": tokens.reloads, "loaded_at": tokens.loaded_at}
+        return JSONResponse(view)
+
+    def budget_view() -> dict[str, Any]:
+        """Accepted reports per device against each device's report budget (spent, remaining)."""
+        with service.lock:
+            spent = dict(service.per_token)
+        clients = [t for t in tokens.by_hash.values() if t.role in ("client", "admin")]
+        rows: list[dict[str, Any]] = []
+        left: list[int | None] = []
+        for t in sorted(clients, key=lambda t: t.name):
+            cap = service.report_budget(t)
+            n = int(spent.get(t.name, 0))
+            left.append(None if cap is None else max(cap - n, 0))
+            rows.append({"device": t.name, "spent": n, "remaining": left[-1]})
+        return {
+            "devices": len(rows),
+            "spent": sum(spent.get(t.name, 0) for t in clients),
+            "remaining": None if any(c is None for c in left) else sum(c or 0 for c in left),
+            "by_device": rows[:50],
+        }
+
+    @app.get("/v1/history")
+    async def get_history(request: Request) -> Response:
+        try:
+            auth(request, "operator")
+        except Refusal as exc:
+            return _error(exc)
+
+        def rows() -> list[list[int]]:
+            points = [[r.seq, r.rounds, r.version] for r in store.models()]
+            step = max(1, len(points) // 500)  # at most ~500 points
+            out = points[::step]
+            if points and out[-1] != points[-1]:
+                out.append(points[-1])
+            return out
+
+        return JSONResponse({"points": await anyio.to_thread.run_sync(rows)})
 
     @app.post("/v1/simulation/rewards")
     async def post_rewards(request: Request) -> Response:
         try:
             auth(request, "client")
+            if not config.simulation:
+                raise Refusal(
+                    404,
+                    "simulated rewards are disabled: this deployment is not a simulation "
+                    "(set [service] simulation = true in a simulated deployment)",
+                    "simulation",
+                )
             body = await _json_body(request, limit)
             _only(body, "rewards")
             n = service.add_simulated_rewards(body.get("rewards"))
@@ -233,8 +392,26 @@ def create_app(
         return JSONResponse({"accepted": n})
 
     @app.get("/metrics")
-    async def get_metrics() -> Response:
+    async def get_metrics(request: Request) -> Response:
+        try:
+            auth(request, "operator")
+        except Refusal as exc:
+            return _error(exc)
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/v1/admin/tokens/reload")
+    async def reload_tokens(request: Request) -> Response:
+        try:
+            auth(request, "admin")
+            try:
+                n = tokens.reload()
+            except ConfigError as exc:
+                raise Refusal(
+                    422, f"tokens not reloaded, the old ones stay: {exc}", "tokens"
+                ) from None
+        except Refusal as exc:
+            return _error(exc)
+        return JSONResponse({"reloaded": True, "tokens": n})
 
     @app.get("/v1/admin/export")
     async def export(request: Request) -> Response:
@@ -260,7 +437,7 @@ def create_app(
         return JSONResponse({"reset": True, "model_version": service.model.version})
 
     app.include_router(
-        dashboard_router()
+        dashboard_router(before=limit_anonymous, on_refusal=_error)
     )  # GET /: the dashboard page (privbandits.service.server.dashboard)
     if extra_routes is not None:
         extra_routes(app, service)

@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -46,9 +47,16 @@ import httpx
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from privbandits.core.errors import ValidationError
+from privbandits.core.errors import ConfigError, ValidationError
 from privbandits.core.validation import check_int
-from privbandits.service.auth import AuthError, Token, TokenSet, authenticate
+from privbandits.service.auth import (
+    AuthError,
+    RateLimiter,
+    Token,
+    TokenSet,
+    authenticate,
+    install_reload_signal,
+)
 from privbandits.service.auth import report_budget as budget_for
 from privbandits.service.codec import FieldError, canonical, reject_unknown
 from privbandits.service.http import read_json
@@ -128,6 +136,12 @@ class ShufflerSettings:
         alert line is logged and ``GET /v1/status`` shows it.
     clock : callable
         Wall-clock time in seconds (leases are stored, so they outlive a restart).
+    rate, burst : float or None, int
+        Token bucket per client token (requests per second, burst): 429 beyond it (a token's
+        own ``rate`` and ``burst`` in the tokens file take precedence; ``None``: no limit but
+        those; ``serve-shuffler`` passes the configuration's ``[service] rate`` and ``burst``).
+    anonymous_rate, anonymous_burst : float, int
+        Token bucket per client IP address for requests without a valid token.
     """
 
     server_url: str
@@ -140,6 +154,10 @@ class ShufflerSettings:
     lease_seconds: float = 60.0
     stall_seconds: float = 300.0
     clock: Callable[[], float] = time.time
+    rate: float | None = None
+    burst: int = 100
+    anonymous_rate: float = 5.0
+    anonymous_burst: int = 50
 
     def __post_init__(self) -> None:
         for name in ("lease_seconds", "stall_seconds"):
@@ -235,7 +253,9 @@ class Forwarder:
             headers={**self._auth, "Content-Type": "application/json"},
         )
         if res.status_code >= 400:  # a repeated batch_id is answered 200 (the server's idempotency)
-            reason = f"server refused batch {batch.batch_id}: {res.status_code} {res.text[:500]}"
+            # the status code only: the server's message may quote what it found inside an opened
+            # (sealed) report, which the shuffler must never see, keep or show
+            reason = f"server refused batch {batch.batch_id}: HTTP {res.status_code}"
             if res.status_code >= 500 or res.status_code in (408, 429):
                 raise httpx.HTTPStatusError(reason, request=res.request, response=res)
             if await asyncio.to_thread(
@@ -331,19 +351,35 @@ class Forwarder:
                 self.last_error = None
                 await asyncio.to_thread(self.check_stall)
             except (httpx.HTTPError, ValueError, KeyError) as e:
-                if str(e) != self.last_error:  # log each new failure once, not every poll
-                    log.warning("forwarding failed (will retry): %s", e)
-                self.last_error = str(e)
+                why = _describe(e)
+                if why != self.last_error:  # log each new failure once, not every poll
+                    log.warning("forwarding failed (will retry): %s", why)
+                self.last_error = why
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(wake.wait(), self.settings.poll_seconds)
             wake.clear()
 
 
+def _describe(exc: Exception) -> str:
+    """A forwarding failure for the status page and the log: its kind and HTTP status, never a
+    text the server sent back (which could quote the content of an opened report)."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return f"the server answered HTTP {exc.response.status_code} ({exc.request.url.path})"
+    if isinstance(exc, httpx.HTTPError):
+        return f"the server is unreachable: {type(exc).__name__}"
+    return f"unexpected answer from the server ({type(exc).__name__})"
+
+
 class Refused(HTTPException):
     """A refused request: answered ``{"error": {"status", "field", "message"}}`` like the server's."""
 
-    def __init__(self, status: int, message: str, field: str | None = None) -> None:
-        super().__init__(status, message)
+    def __init__(
+        self, status: int, message: str, field: str | None = None, retry_after: float | None = None
+    ) -> None:
+        headers = (
+            None if retry_after is None else {"Retry-After": str(max(1, int(retry_after + 0.999)))}
+        )
+        super().__init__(status, message, headers=headers)
         self.field = field
 
 
@@ -411,28 +447,67 @@ def check_report_format(report: dict[str, Any], fmt: ReportFormat | None) -> Non
         fmt.parse(report, "report")
 
 
-def client_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
-    """The client (or admin) token of a request, from the app's :class:`ShufflerSettings`."""
+def limit_anonymous(request: Request) -> None:
+    """Count a request without a valid token against its client address (429 when spent)."""
+    settings: ShufflerSettings = request.app.state.settings
+    limiter: RateLimiter = request.app.state.limiter
+    host = request.client.host if request.client is not None else "unknown"
+    wait = limiter.allow(f"ip:{host}", settings.anonymous_rate, settings.anonymous_burst)
+    if wait > 0:
+        raise Refused(
+            429,
+            f"too many requests without a valid token from {host}; retry in {wait:.3f} s",
+            "Authorization",
+            retry_after=wait,
+        )
+
+
+def _token(request: Request, authorization: str | None, roles: tuple[str, ...]) -> Token:
     settings: ShufflerSettings = request.app.state.settings
     try:
-        return authenticate(settings.tokens, authorization, ("client",))
+        tok = authenticate(settings.tokens, authorization, roles)
     except AuthError as exc:
+        if exc.status == 401:
+            limit_anonymous(request)
         raise Refused(exc.status, exc.message, "Authorization") from None
+    limiter: RateLimiter = request.app.state.limiter
+    rate, burst = tok.rate or settings.rate, tok.burst or settings.burst
+    if rate is None:
+        return tok
+    wait = limiter.allow(f"token:{tok.name}", rate, burst)
+    if wait > 0:
+        raise Refused(
+            429,
+            f"rate limit of token {tok.name!r} exceeded ({rate:g} requests/s, burst {burst}); "
+            f"retry in {wait:.3f} s",
+            "Authorization",
+            retry_after=wait,
+        )
+    return tok
+
+
+def client_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
+    """The client (or admin) token of a request, from the app's :class:`ShufflerSettings`
+    (rate limited per token; requests without a valid token per client address)."""
+    return _token(request, authorization, ("client",))
 
 
 def admin_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
     """The admin token of a request."""
-    settings: ShufflerSettings = request.app.state.settings
-    try:
-        return authenticate(settings.tokens, authorization, ("admin",))
-    except AuthError as exc:
-        raise Refused(exc.status, exc.message, "Authorization") from None
+    return _token(request, authorization, ("admin",))
+
+
+def operator_token(request: Request, authorization: str | None = Header(default=None)) -> Token:
+    """The operator (or admin) token of a request: status and metrics."""
+    return _token(request, authorization, ("operator",))
 
 
 #: A route parameter: the request's checked client token.
 ClientToken = Annotated[Token, Depends(client_token)]
 #: A route parameter: the request's checked admin token.
 AdminToken = Annotated[Token, Depends(admin_token)]
+#: A route parameter: the request's checked operator token.
+OperatorToken = Annotated[Token, Depends(operator_token)]
 
 
 def report_budget(model: dict[str, Any], device_epsilon: float | None) -> int | None:
@@ -470,9 +545,12 @@ def create_shuffler_app(
             fwd = Forwarder(store, settings, client)
             app.state.forwarder = fwd
             task = asyncio.create_task(fwd.run(wake))
+            installed = install_reload_signal(settings.tokens, "shuffler")
             try:
                 yield
             finally:
+                if installed:
+                    asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -485,6 +563,7 @@ def create_shuffler_app(
         openapi_url=None,
     )
     app.state.settings = settings
+    app.state.limiter = RateLimiter(time.monotonic)
 
     @app.exception_handler(HTTPException)
     async def refused(request: Request, exc: HTTPException) -> JSONResponse:
@@ -492,6 +571,7 @@ def create_shuffler_app(
         return JSONResponse(
             {"error": {"status": exc.status_code, "field": field, "message": str(exc.detail)}},
             status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     async def current_model(app: FastAPI, at_least: int = -1) -> dict[str, Any]:
@@ -619,8 +699,23 @@ def create_shuffler_app(
             status_code=202,
         )
 
+    @app.get("/v1/health")
+    async def health(request: Request) -> dict[str, str]:
+        """Public liveness (no details)."""
+        limit_anonymous(request)
+        return {"status": "ok"}
+
+    @app.post("/v1/admin/tokens/reload")
+    async def reload_tokens(_: AdminToken) -> dict[str, Any]:
+        """Read the tokens file again (rotation; also on ``SIGHUP``)."""
+        try:
+            n = settings.tokens.reload()
+        except ConfigError as exc:
+            raise Refused(422, f"tokens not reloaded, the old ones stay: {exc}", "tokens") from None
+        return {"reloaded": True, "tokens": n}
+
     @app.get("/v1/status")
-    async def status(request: Request) -> dict[str, Any]:
+    async def status(request: Request, _: OperatorToken) -> dict[str, Any]:
         fwd: Forwarder = request.app.state.forwarder
         model = fwd.model or {}
         return {
@@ -654,7 +749,7 @@ def create_shuffler_app(
         return {"requeued": bid}
 
     @app.get("/metrics", response_class=PlainTextResponse)
-    async def metrics() -> str:
+    async def metrics(_: OperatorToken) -> str:
         c = store.counters()
         lines = []
         for name, help_ in (

@@ -125,6 +125,10 @@ def serve_shuffler(
         device_epsilon=cfg.device_epsilon,
         lease_seconds=lease_seconds,
         stall_seconds=stall_seconds,
+        rate=cfg.rate,
+        burst=cfg.burst,
+        anonymous_rate=cfg.anonymous_rate,
+        anonymous_burst=cfg.anonymous_burst,
     )
     path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
     store = ShufflerStore(path)
