@@ -137,3 +137,30 @@ def test_server_takes_shuffled_batches_only_and_is_order_invariant() -> None:
         a.server.receive_batch(
             9, ShuffledBatch({"V": V[:, :, :2], "u": u}, "shuffle-linucb/gaussian")
         )
+
+
+def test_chowdhury2022_preset_matches_the_authors_setting() -> None:
+    from privbandits.experiments.presets import available_presets, load_preset
+
+    assert available_presets()["chowdhury2022-synthetic"].startswith("Chowdhury & Zhou (2022)")
+    cfg = load_preset("chowdhury2022-synthetic")
+    assert (cfg.horizon, cfg.replications) == (20000, 50)
+    A = np.asarray(cfg.env["actions"])
+    theta = np.asarray(cfg.env["theta"])
+    assert A.shape == (100, 5) and np.allclose(A[:, 4], 1.0)
+    assert np.all(np.linalg.norm(A, axis=1) <= math.sqrt(2) * (1 + 1e-9))
+    assert np.allclose(A[:4, :4], np.eye(4)) and np.allclose(A[4, :4], 0.0)
+    mu = A @ theta
+    assert theta[4] == 0.5 and np.linalg.norm(theta[:4]) == pytest.approx(0.5)
+    assert mu.min() >= 0.0 and mu.max() <= 1.0
+    names = [e.name for e in cfg.algorithms]
+    assert names == [
+        "linucb",
+        "jdp-linucb",
+        "shuffle-linucb",
+        "shuffle-linucb",
+        "shuffle-linucb",
+        "ldp-ucb",
+    ]
+    assert {c.kind for c in cfg.claims} == {"order", "slope"}
+    assert {n.kind for n in cfg.paper_numbers} == {"authors' code"}
