@@ -22,7 +22,7 @@ from privbandits.service.server.app import create_app
 from privbandits.service.server.store import open_store
 from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
 from privbandits.service.shuffler.store import ShufflerStore
-from tests.service.conftest import SHUFFLER, auth, service_raw, tokens
+from tests.service.conftest import CLIENT, SHUFFLER, auth, service_raw
 
 LOST = "lost-device-token-0"
 WORKER = "worker-device-token"
@@ -39,15 +39,28 @@ class Clock:
         return self.now
 
 
-def _server() -> Any:
+class LateTransport(httpx.AsyncBaseTransport):
+    """An ASGI transport to an app created later (the server reads the shuffler's status)."""
+
+    app: Any = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await httpx.ASGITransport(app=self.app).handle_async_request(request)
+
+
+def _server(to_shuffler: LateTransport | None = None) -> Any:
     raw = service_raw(
         "hanna-shuffle",
         horizon=300,
         seed=4,
         env={"kind": "finite", "d": 2, "K": 3, "noise_scale": 0.3},
         min_batch=2,
+        shuffler_url="http://shuffler",
     )
-    return create_app(parse_service_config(raw), open_store(":memory:"), tokens())
+    toks = TokenSet.from_secrets(client=[CLIENT], shuffler=[SHUFFLER], operator=[OPERATOR])
+    return create_app(
+        parse_service_config(raw), open_store(":memory:"), toks, shuffler_transport=to_shuffler
+    )
 
 
 def _shuffler(server: Any, store: ShufflerStore, clock: Clock, **kw: Any) -> TestClient:
@@ -79,10 +92,11 @@ def _slot(res: httpx.Response) -> tuple[int, int]:
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    clock = Clock()
-    server = _server()
+    clock, late = Clock(), LateTransport()
+    server = _server(late)
     store = ShufflerStore(tmp_path / "shuffler.db")
     with _shuffler(server, store, clock, stall_seconds=5.0) as tc:
+        late.app = tc.app
         yield {"server": server, "store": store, "tc": tc, "clock": clock, "dir": tmp_path}
 
 
@@ -142,6 +156,9 @@ def test_an_unused_lease_expires_and_the_batch_still_completes(
     assert stalled["reports"] == n - 1 and stalled["batch_size"] == n
     assert stalled["slots"]["leased"] == 1 and stalled["slots"]["used"] == n - 1
     assert any("ALERT batch stalled" in r.getMessage() for r in caplog.records)
+    with TestClient(server) as server_tc:  # the server's status (and dashboard) shows it too
+        seen = server_tc.get("/v1/status", headers=auth(OPERATOR)).json()["shuffler"]
+    assert seen["reachable"] and seen["stalled"]["reports"] == n - 1
     assert server.state.service.model.version == 0
     clock.now += LEASE  # the lease expires: its slot goes to the next device
     assert _report(dev, n)["accepted"]

@@ -19,6 +19,7 @@ key                   default    meaning
 ``simulation``        false      a simulated deployment: ``POST /v1/simulation/rewards`` is enabled
 ``anonymous_rate``    5.0        requests/s per client IP address without a valid token (token bucket)
 ``anonymous_burst``   50         burst of that bucket
+``shuffler_url``      none       shuffle model: the shuffler's URL (its queue on ``GET /v1/status``)
 ====================  =========  ===================================================================
 """
 
@@ -59,6 +60,7 @@ SERVICE_KEYS: dict[str, Any] = {
     "simulation": False,
     "anonymous_rate": 5.0,
     "anonymous_burst": 50,
+    "shuffler_url": None,
 }
 
 
@@ -88,6 +90,8 @@ class ServiceConfig:
         A simulated deployment: ``POST /v1/simulation/rewards`` is enabled (off otherwise).
     anonymous_rate, anonymous_burst : float, int
         Token bucket per client IP address for requests without a valid token.
+    shuffler_url : str or None
+        Shuffle model: the shuffler's base URL; ``GET /v1/status`` then includes its queue.
     source : str
         Where the configuration came from (for messages).
     """
@@ -106,6 +110,7 @@ class ServiceConfig:
     simulation: bool = False
     anonymous_rate: float = 5.0
     anonymous_burst: int = 50
+    shuffler_url: str | None = None
     source: str = "<config>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -135,6 +140,14 @@ def _float(source: str, key: str, value: Any) -> float:
     ):
         raise ConfigError(f"{source}: service.{key} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def _url(source: str, key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{source}: service.{key} must be an http(s) URL, got {value!r}")
+    return value.rstrip("/")
 
 
 def _bool(source: str, key: str, value: Any) -> bool:
@@ -193,6 +206,7 @@ def parse_service_config(raw: dict[str, Any], source: str = "<config>") -> Servi
         simulation=_bool(source, "simulation", service.get("simulation", False)),
         anonymous_rate=_float(source, "anonymous_rate", service.get("anonymous_rate", 5.0)),
         anonymous_burst=_int(source, "anonymous_burst", service.get("anonymous_burst", 50), 1),
+        shuffler_url=_url(source, "shuffler_url", service.get("shuffler_url")),
         source=source,
         raw=raw,
     )

@@ -189,6 +189,7 @@ def create_app(
     *,
     clock: Any = time.monotonic,
     extra_routes: Callable[[FastAPI, Service], None] | None = None,
+    shuffler_transport: Any = None,
 ) -> FastAPI:
     """The FastAPI application serving ``config``'s algorithm from ``store`` (see the module docstring).
 
@@ -204,6 +205,8 @@ def create_app(
         Monotonic clock of the rate limiter.
     extra_routes : callable, optional
         Called with ``(app, service)`` to add routes (e.g. a dashboard page).
+    shuffler_transport : httpx transport, optional
+        For tests: how ``GET /v1/status`` reaches the shuffler (``[service] shuffler_url``).
     """
     service = Service(config, store, tokens, clock=clock)
     metrics = _Metrics(service)
@@ -334,8 +337,39 @@ def create_app(
         view["budget"] = budget_view()
         view["simulation"] = config.simulation
         view["batches"] = dict(batches)
+        if config.shuffler_url is not None:
+            view["shuffler"] = await shuffler_view(request.headers.get("authorization"))
         view["tokens"] = {"reloaded": tokens.reloads, "loaded_at": tokens.loaded_at}
         return JSONResponse(view)
+
+    async def shuffler_view(authorization: str | None) -> dict[str, Any]:
+        """The shuffler's queue, read from its ``GET /v1/status`` with the operator's own token."""
+        import httpx
+
+        keep = (
+            "model_version",
+            "protocol_batch_size",
+            "pending",
+            "outbox",
+            "batches_forwarded",
+            "reports_forwarded",
+            "reports_received",
+            "stalled",
+            "blocked",
+            "last_error",
+        )
+        try:
+            async with httpx.AsyncClient(transport=shuffler_transport, timeout=2.0) as http:
+                res = await http.get(
+                    f"{config.shuffler_url}/v1/status",
+                    headers={"Authorization": authorization or ""},
+                )
+            if res.status_code != 200:
+                return {"reachable": False, "problem": f"HTTP {res.status_code}"}
+            data = res.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            return {"reachable": False, "problem": type(exc).__name__}
+        return {"reachable": True, **{k: data.get(k) for k in keep}}
 
     def budget_view() -> dict[str, Any]:
         """Accepted reports per device against each device's report budget (spent, remaining)."""
