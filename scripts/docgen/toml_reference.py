@@ -119,6 +119,22 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
         "1",
         "Shuffle model: smallest batch `POST /v1/batches` accepts.",
     ),
+    "service.simulation": (
+        "boolean",
+        "false",
+        "A simulated deployment: `POST /v1/simulation/rewards` is enabled (otherwise 404).",
+    ),
+    "service.anonymous_rate": (
+        "number > 0",
+        "5.0",
+        "Requests per second per client IP address without a valid token (beyond: 429).",
+    ),
+    "service.anonymous_burst": ("integer >= 1", "50", "Burst size of that bucket."),
+    "service.shuffler_url": (
+        "http(s) URL",
+        "none",
+        "Shuffle model: the shuffler's URL; `GET /v1/status` and the dashboard show its queue.",
+    ),
 }
 
 
