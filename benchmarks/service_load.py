@@ -87,13 +87,24 @@ device_epsilon = 1000000000.0
 """
 
 
+#: The operator token of the load runs (reads GET /v1/status).
+ADMIN = f"load-admin-{uuid.uuid4().hex}"
+
+
 def _tokens(n: int) -> tuple[str, list[str]]:
     secrets = [f"load-client-{i:06d}-{uuid.uuid4().hex}" for i in range(n)]
     text = "\n".join(
         f'[[tokens]]\nname = "dev-{i}"\nrole = "client"\ntoken = "{s}"\n'
         for i, s in enumerate(secrets)
     )
+    text += f'\n[[tokens]]\nname = "ops"\nrole = "admin"\ntoken = "{ADMIN}"\n'
     return text, secrets
+
+
+def counted(url: str) -> int:
+    """Reports the server counted (``GET /v1/status`` with the operator token)."""
+    res = httpx.get(url + "/v1/status", timeout=10, headers={"Authorization": f"Bearer {ADMIN}"})
+    return int(res.json()["reports_received"])
 
 
 def _reports(url: str, token: str, n: int, seed: int) -> list[dict[str, Any]]:
@@ -125,13 +136,21 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _start_server(
-    workdir: Path, algorithm: str, n_tokens: int, synchronous: str, horizon: int
+    workdir: Path,
+    algorithm: str,
+    n_tokens: int,
+    synchronous: str,
+    horizon: int,
+    db: str | None = None,
+    workers: int = 1,
 ) -> tuple[subprocess.Popen[bytes], str, list[str]]:
+    """``privbandits serve --init`` on a new database (SQLite in ``workdir`` unless ``db``)."""
     (workdir / "load.toml").write_text(_config(algorithm, horizon))
     text, secrets = _tokens(n_tokens)
     (workdir / "tokens.toml").write_text(text)
     port = _free_port()
-    db = f"sqlite:///{workdir / 'load.db'}?synchronous={synchronous}"
+    if db is None:
+        db = f"sqlite:///{workdir / 'load.db'}?synchronous={synchronous}"
     env = dict(os.environ, PYTHONPATH=str(SRC))
     proc = subprocess.Popen(
         [
@@ -146,26 +165,31 @@ def _start_server(
             db,
             "--port",
             str(port),
+            "--init",
+            "--state-dir",
+            str(workdir / "state"),
+            "--workers",
+            str(workers),
         ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(
                 f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}"
             )
         try:
-            if httpx.get(url + "/v1/status", timeout=1).status_code == 200:
+            if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
                 return proc, url, secrets
         except httpx.TransportError:
             pass
         time.sleep(0.1)
     proc.kill()
-    raise RuntimeError("server did not start within 180 s")
+    raise RuntimeError("server did not start within 600 s")
 
 
 async def _blast(
@@ -297,13 +321,13 @@ def run_wrk(
         try:
             bodies = _reports(url, secrets[0], reports, seed=1)
             _run_wrk(url, secrets, bodies, clients, 2, Path(tmp))  # warm-up: connections, caches
-            before = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"]
+            before = counted(url)
             cpu0 = _cpu_seconds(proc.pid)
             requests, errors, first, wall, lat = _run_wrk(
                 url, secrets, bodies, clients, seconds, Path(tmp)
             )
             server_cpu = _cpu_seconds(proc.pid) - cpu0
-            counted = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"] - before
+            n_counted = counted(url) - before
         finally:
             proc.terminate()
             try:
@@ -328,7 +352,7 @@ def run_wrk(
         "max_ms": lat["max"],
         "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
         "client_cpu_ms_per_report": float("nan"),
-        "server_counted": counted,
+        "server_counted": n_counted,
         "expected_count": ok,
         "synchronous": synchronous,
         "loadavg": os.getloadavg(),
@@ -358,7 +382,7 @@ def run(
                 _blast(url, secrets, bodies[warmup:], clients, max_seconds)
             )
             server_cpu, client_cpu = _cpu_seconds(proc.pid) - cpu0, time.process_time() - own0
-            counted = httpx.get(url + "/v1/status", timeout=10).json()["reports_received"]
+            n_counted = counted(url)
         finally:
             proc.terminate()
             try:
@@ -383,7 +407,7 @@ def run(
         "max_ms": float(ms.max()) if ms.size else float("nan"),
         "server_cpu_ms_per_report": 1e3 * server_cpu / max(ok, 1),
         "client_cpu_ms_per_report": 1e3 * client_cpu / max(ok, 1),
-        "server_counted": counted,
+        "server_counted": n_counted,
         "expected_count": ok + warmup,
         "synchronous": synchronous,
         "loadavg": os.getloadavg(),

@@ -6,6 +6,7 @@ replay of the database reproduces every stored digest)."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -41,9 +42,26 @@ pytestmark = pytest.mark.slow
 BUDGET = 12  # reports the first device may post
 
 
+UNIT = Path(__file__).resolve().parents[2] / "deploy" / "privbandits.service"
+
+
+def _unit_command(cfg: Path, tok: Path, db: str, state: Path, port: int) -> list[str]:
+    """The ExecStart line of the documented systemd unit, its paths and URL substituted."""
+    line = next(x for x in UNIT.read_text().splitlines() if x.startswith("ExecStart="))
+    args = shlex.split(line.removeprefix("ExecStart="))
+    assert Path(args[0]).name == "privbandits" and args[1] == "serve", args
+    subst = {"--tokens": str(tok), "--db": db, "--state-dir": str(state), "--port": str(port)}
+    out = [str(cfg)]
+    it = iter(args[3:])
+    for a in it:
+        out += [a, subst.get(a, next(it))] if a.startswith("--") else [a]
+    assert "--workers" in out and out[out.index("--workers") + 1] == "2", out
+    return [sys.executable, "-m", "privbandits.cli", "serve", *out]
+
+
 def _start(cfg: Path, tok: Path, db: str, state: Path, port: int) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "privbandits.cli", "serve", str(cfg), "--tokens", str(tok)]
-    cmd += ["--db", db, "--port", str(port), "--workers", "2", "--init", "--state-dir", str(state)]
+    # the unit runs after a one-off --init (documented in the unit): here both at once
+    cmd = [*_unit_command(cfg, tok, db, state, port), "--init"]
     proc = subprocess.Popen(
         cmd,
         env=dict(os.environ, PYTHONPATH=SRC),
@@ -118,6 +136,11 @@ def test_two_workers_on_postgres_exactly_once(postgres: Any, tmp_path: Path) -> 
             t.join(120)
         with httpx.Client(timeout=30) as http:
             export = http.get(url + "/v1/admin/export", headers=auth(ADMIN)).json()
+            # whichever worker answers, its view includes every worker's reports
+            seen = [
+                http.get(url + "/v1/status", headers=auth(ADMIN)).json()["reports_received"]
+                for _ in range(6)
+            ]
     finally:
         proc.terminate()
         try:
@@ -137,6 +160,7 @@ def test_two_workers_on_postgres_exactly_once(postgres: Any, tmp_path: Path) -> 
     assert len({(e["token"], e["idempotency_key"]) for e in events}) == len(events)
     accepted = {k for k, got in answers.items() if any(c == 200 for c, _ in got)}
     assert len(accepted) == BUDGET + 15
+    assert seen == [BUDGET + 15] * 6, seen
     # one sequence of events: a fresh replay reproduces every stored model digest
     svc = Service(parse_service_config(raw), open_store(db), tokens())
     assert svc.model.rounds == BUDGET + 15 == svc.model.version

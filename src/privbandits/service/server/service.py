@@ -173,6 +173,19 @@ class Service:
             n += 1
         return n
 
+    def refresh(self, timeout: float = 0.2) -> None:
+        """Apply the events other workers stored since this one last read (several workers on one
+        database); skipped if a write holds the lock longer than ``timeout`` seconds."""
+        if not self.lock.acquire(timeout=timeout):
+            return
+        try:
+            if not self._dirty and self.lost is None:
+                self._catch_up(self.store)
+        except Exception:  # a view answers from memory when the database cannot be read
+            pass
+        finally:
+            self.lock.release()
+
     def snapshot(self) -> bool:
         """Store a snapshot of the current state (False: the role has no compiled state to
         snapshot, see :mod:`privbandits.service.storage.snapshots`)."""
@@ -519,7 +532,8 @@ class Service:
 
     # -- views ----------------------------------------------------------------------------------
     def model_view(self) -> dict[str, Any]:
-        """``GET /v1/model``."""
+        """``GET /v1/model`` (current with the events of every worker)."""
+        self.refresh()
         with self.lock:
             m = self.model
             return {
@@ -536,6 +550,7 @@ class Service:
     def status_view(self) -> dict[str, Any]:
         """``GET /v1/status`` (without the request lock: it answers while a write waits on the
         database)."""
+        self.refresh()
         m = self.model
         g = m.describe()["guarantee"]
         return {
