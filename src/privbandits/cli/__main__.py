@@ -1,0 +1,5 @@
+"""``python -m privbandits.cli``: the ``privbandits`` command line."""
+
+from privbandits.cli import main
+
+main()

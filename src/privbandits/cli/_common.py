@@ -1,0 +1,265 @@
+"""Shared options, the error guard and the rendering helpers of the command line."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from privbandits.core.errors import PrivbanditsError
+from privbandits.experiments.overrides import option_flags, option_help
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# -- shared options ----------------------------------------------------------------------------
+DbOpt = Annotated[Path, typer.Option("--db", help="Results database (SQLite).")]
+OutOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--out", help="Output directory for figures and report (default: <db dir>/<experiment>)."
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bar or status messages.")
+]
+WorkersOpt = Annotated[
+    Optional[int],
+    typer.Option(
+        "--workers",
+        "-w",
+        help="Local worker processes (default: min(2, CPUs)); 1 runs in this process.",
+    ),
+]
+SchedulerOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--scheduler",
+        help="Dask scheduler address, e.g. tcp://host:8786 (needs the cluster extra).",
+    ),
+]
+# options overriding a key of the experiment file: flags and help from the key's declaration
+HorizonOpt = Annotated[
+    Optional[int], typer.Option(*option_flags("horizon"), help=option_help("horizon"))
+]
+ReplicationsOpt = Annotated[
+    Optional[int], typer.Option(*option_flags("replications"), help=option_help("replications"))
+]
+SeedOpt = Annotated[Optional[int], typer.Option(*option_flags("seeds"), help=option_help("seeds"))]
+PresetOpt = Annotated[
+    Optional[str], typer.Option(*option_flags("preset"), help=option_help("preset"))
+]
+EngineOpt = Annotated[
+    Optional[str], typer.Option(*option_flags("engine"), help=option_help("engine"))
+]
+QuickOpt = Annotated[
+    bool, typer.Option("--quick", help="Apply the overrides in the config's quick table.")
+]
+ImportOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--import",
+        "-I",
+        help="Import MODULE first (repeatable), so that the algorithms it registers can be named; "
+        "imported again in every worker.",
+    ),
+]
+
+
+def _import(modules: Sequence[str] | None) -> tuple[str, ...]:
+    """Import the ``--import`` modules in this process; returns them for the work units."""
+    from privbandits.algorithms.registry import import_modules
+
+    mods = tuple(modules or ())
+    import_modules(mods)
+    return mods
+
+
+def _out() -> Console:
+    return Console(highlight=False)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _guard(fn: F) -> F:
+    """Turn library errors into one red line and exit code 2; Ctrl-C into exit code 130."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with warnings.catch_warnings():
+                warnings.showwarning = functools.partial(_show_warning, set())
+                return fn(*args, **kwargs)
+        except PrivbanditsError as exc:
+            msg = " ".join(str(exc).split())
+            _err().print(f"error: {msg}", style="bold red", markup=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            _err().print(
+                "interrupted: finished work units are stored; rerun the same command to resume",
+                style="yellow",
+                markup=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _show_warning(
+    shown: set[str],
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Library warnings as one yellow line each (no source line), every distinct text once per command."""
+    text = " ".join(str(message).split())
+    if text in shown:
+        return
+    shown.add(text)
+    _err().print(f"warning: {text}", style="yellow", markup=False, soft_wrap=True)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+def _add_row(table: Table, *cells: str) -> None:
+    """Add a row of plain text (no rich markup: guarantees contain brackets such as "[local, per user]")."""
+    table.add_row(*(Text(str(c)) for c in cells))
+
+
+def _regret_table(series: Sequence[Any], title: str) -> Table:
+    from privbandits.experiments.report import regret_table_rows
+
+    rows = regret_table_rows(series)
+    no_presets = all(row["preset"] == "-" for row in rows)
+    for row, s in zip(rows, series):
+        model = row.pop("trust model")
+        # compact accounted guarantee and trust model (the full statement is in report.md / explain)
+        row["guarantee"] = (
+            f"{s.guarantee.short()} ({model})" if s.guarantee.is_private else "non-private"
+        )
+        del row["wall time (s)"]
+        if no_presets:
+            del row["preset"]
+    table = Table(title=title, title_justify="left")
+    for col in rows[0] if rows else {"algorithm": ""}:
+        table.add_column(
+            col,
+            justify="right" if col in ("final regret", "n") else "left",
+            overflow="fold",
+            ratio=2 if col == "algorithm" else None,
+        )
+    for row in rows:
+        _add_row(table, *row.values())
+    return table
+
+
+def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
+    from privbandits.experiments.regression_study import RegressionOutcome
+
+    out = _out()
+    if isinstance(outcome, RegressionOutcome):  # a regression study: its summary, figure and report
+        study = outcome.config
+        out.print(
+            f"{study.name}: {study.n_cells} cells x {study.replications} seeds "
+            f"({outcome.executed} units run, {outcome.skipped} stored)",
+            markup=False,
+        )
+        for line in outcome.summary:
+            out.print(f"  {line}", markup=False, soft_wrap=True)
+        for path in outcome.figures:
+            out.print(f"figure: {path}", markup=False, soft_wrap=True)
+        if show_report and outcome.report is not None:
+            out.print(f"report: {outcome.report}", markup=False, soft_wrap=True)
+        return
+    cfg = outcome.config
+    n_runs = cfg.replications * len(cfg.seeds)
+    out.print(
+        _regret_table(
+            outcome.series,
+            f"Final cumulative regret at T = {cfg.horizon} (mean ± std over {n_runs} runs per row)",
+        )
+    )
+    styles = {
+        "agree": "green",
+        "disagree": "red",
+        "inconclusive": "yellow",
+        "incomplete": "yellow",
+        "too few runs": "yellow",
+    }
+    for chk in outcome.checks:
+        out.print(f"claim {chk.claim.describe()} ({chk.cell_name}): ", end="", markup=False)
+        out.print(chk.verdict, style=styles[chk.verdict])
+        for line in chk.lines():
+            out.print(f"  {line}", markup=False)
+    for row in outcome.paper_rows:
+        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
+        out.print(
+            f"paper {row.number.source or ''}: {row.number.algorithm} {dict(row.number.where) or ''} "
+            f"{row.number.metric} = {row.number.value:g}, ours / paper = {ratio}",
+            markup=False,
+        )
+    for path in outcome.figures:
+        out.print(f"figure: {path}", markup=False, soft_wrap=True)
+    if show_report and outcome.report is not None:
+        out.print(f"report: {outcome.report}", markup=False, soft_wrap=True)
+
+
+def _overrides(
+    quick: bool = False,
+    horizon: int | None = None,
+    replications: int | None = None,
+    seed: int | None = None,
+    preset: str | None = None,
+    grid: dict[str, list[Any]] | None = None,
+    engine: str | None = None,
+    data: Path | None = None,
+    imports: Sequence[str] = (),
+) -> Any:
+    from privbandits.experiments.config import Overrides
+
+    return Overrides(
+        quick=quick,
+        horizon=horizon,
+        replications=replications,
+        seeds=None if seed is None else [seed],
+        preset=preset,
+        grid=grid,
+        engine=engine,
+        data=None if data is None else str(data),
+        imports=_import(imports),
+    )
+
+
+def _run_config(
+    config: Any, db: Path, out: Path | None, workers: int | None, scheduler: str | None, quiet: bool
+) -> None:
+    from privbandits.experiments.pipeline import run_pipeline
+
+    outcome = run_pipeline(
+        config, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err()
+    )
+    _print_outcome(outcome)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _presets_table(presets: dict[str, str]) -> Table:
+    table = Table(title="Shipped experiments (privbandits reproduce NAME)", title_justify="left")
+    table.add_column("name", overflow="fold")
+    table.add_column("description", overflow="fold")
+    for name, text in presets.items():
+        _add_row(table, name, text)
+    return table
