@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,9 @@ from tests.service.conftest import (
     ADMIN,
     CLIENT,
     SHUFFLER,
-    ServerProcess,
     auth,
     make_client,
     service_raw,
-    toml_text,
 )
 
 OPERATOR = "operator-secret-000"
@@ -143,27 +140,47 @@ def test_rotation_by_the_admin_call(tmp_path: Path) -> None:
         assert tc.get("/v1/model", headers=auth(NEW_CLIENT)).status_code == 200
 
 
-def test_rotation_on_sighup(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", ["server", "shuffler"])
+def test_rotation_on_sighup(tmp_path: Path, which: str) -> None:
+    """``SIGHUP`` makes the running app (its event loop in the main thread, as under uvicorn)
+    read its tokens file again; the handler is removed when the app stops."""
     if not hasattr(signal, "SIGHUP"):
         pytest.skip("no SIGHUP on this platform")
-    cfg, tok = tmp_path / "svc.toml", tmp_path / "tokens.toml"
-    cfg.write_text(toml_text(service_raw("ldp-sgd", horizon=10)))
-    tok.write_text(_tokens_text())
-    server = ServerProcess(cfg, tok, str(tmp_path / "s.db"))
-    server.start()
-    try:
-        assert server.proc is not None
-        assert httpx.get(server.url + "/v1/model", headers=auth(NEW_CLIENT)).status_code == 401
-        tok.write_text(_tokens_text(("dev-new", "client", NEW_CLIENT, "")))
-        os.kill(server.proc.pid, signal.SIGHUP)
-        deadline, code = time.monotonic() + 10, 0
-        while time.monotonic() < deadline and code != 200:
-            code = httpx.get(server.url + "/v1/model", headers=auth(NEW_CLIENT)).status_code
-            time.sleep(0.1)
-        assert code == 200
-        assert server.proc.poll() is None  # SIGHUP reloads, it does not stop the server
-    finally:
-        server.stop()
+    import asyncio
+
+    path = tmp_path / "tokens.toml"
+    path.write_text(_tokens_text())
+    toks = load_tokens(path)
+    if which == "server":
+        raw = service_raw("ldp-sgd", horizon=50)
+        app = create_app(parse_service_config(raw), open_store(":memory:"), toks)
+    else:
+        from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
+        from tests.service.test_shuffler import FakeServer
+
+        settings = ShufflerSettings("http://server", SHUFFLER, toks, poll_seconds=0.05)
+        transport = httpx.ASGITransport(app=FakeServer().app)
+        app = create_shuffler_app(settings, ShufflerStore(":memory:"), transport=transport)
+    new_operator = "operator-secret-rotated"
+
+    async def run() -> list[int]:
+        codes = []
+        async with app.router.lifespan_context(app):
+            http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+            async with http:
+                codes.append((await http.get("/v1/status", headers=auth(new_operator))).status_code)
+                path.write_text(_tokens_text(("watch-2", "operator", new_operator, "")))
+                os.kill(os.getpid(), signal.SIGHUP)
+                for _ in range(100):
+                    await asyncio.sleep(0.02)
+                    if toks.reloads:
+                        break
+                codes.append((await http.get("/v1/status", headers=auth(new_operator))).status_code)
+        return codes
+
+    assert asyncio.run(run()) == [401, 200]
+    assert toks.reloads == 1
+    assert signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None)  # the handler is gone
 
 
 def test_requests_without_a_token_are_rate_limited_per_address(tmp_path: Path) -> None:
