@@ -156,6 +156,9 @@ def test_an_unused_lease_expires_and_the_batch_still_completes(
     assert stalled["reports"] == n - 1 and stalled["batch_size"] == n
     assert stalled["slots"]["leased"] == 1 and stalled["slots"]["used"] == n - 1
     assert any("ALERT batch stalled" in r.getMessage() for r in caplog.records)
+    text = tc.get("/metrics", headers=auth(OPERATOR)).text
+    assert "privbandits_shuffler_batch_stalled 1" in text
+    assert 'privbandits_shuffler_action_slots{state="leased"} 1' in text
     with TestClient(server) as server_tc:  # the server's status (and dashboard) shows it too
         seen = server_tc.get("/v1/status", headers=auth(OPERATOR)).json()["shuffler"]
     assert seen["reachable"] and seen["stalled"]["reports"] == n - 1

@@ -749,7 +749,7 @@ def create_shuffler_app(
         return {"requeued": bid}
 
     @app.get("/metrics", response_class=PlainTextResponse)
-    async def metrics(_: OperatorToken) -> str:
+    async def metrics(request: Request, _: OperatorToken) -> str:
         c = store.counters()
         lines = []
         for name, help_ in (
@@ -770,6 +770,24 @@ def create_shuffler_app(
             "# TYPE privbandits_shuffler_pending_reports gauge",
             f"privbandits_shuffler_pending_reports {store.pending()}",
         ]
+        fwd: Forwarder = request.app.state.forwarder
+        lines += [
+            "# HELP privbandits_shuffler_batch_stalled 1 while the open batch is stalled.",
+            "# TYPE privbandits_shuffler_batch_stalled gauge",
+            f"privbandits_shuffler_batch_stalled {int(fwd.stalled is not None)}",
+        ]
+        version = (fwd.model or {}).get("model_version")
+        if isinstance(version, int):
+            slots = await asyncio.to_thread(store.slot_state, version, settings.clock())
+            lines += [
+                "# HELP privbandits_shuffler_action_slots Action slots of the open batch by state.",
+                "# TYPE privbandits_shuffler_action_slots gauge",
+                *(
+                    f'privbandits_shuffler_action_slots{{state="{k}"}} {v}'
+                    for k, v in slots.items()
+                    if k != "total"
+                ),
+            ]
         return "\n".join(lines) + "\n"
 
     return app
