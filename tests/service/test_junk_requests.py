@@ -174,6 +174,14 @@ CASES: list[tuple[str, Callable[[Req], Req], int | tuple[int, ...], str | None]]
         422,
         "idempotency_key",
     ),
+    ("NUL in a value", body_case(_report(x="a\x00b")), 422, "report.x"),
+    ("NUL in a key", body_case(_with(**{"k\x00": 1})), 422, "k"),
+    (
+        "NUL in the idempotency key",
+        body_case(_with(idempotency_key="k\x00"), {"Idempotency-Key": ""}),
+        422,
+        "idempotency_key",
+    ),
     # -- fields (422 / 409) ------------------------------------------------------------------
     ("unknown field", body_case(_with(extra=1)), 422, "extra"),
     ("unknown field epsilon", body_case(_with(epsilon=100.0)), 422, "epsilon"),
@@ -223,9 +231,9 @@ CASES: list[tuple[str, Callable[[Req], Req], int | tuple[int, ...], str | None]]
 
 
 # -- targets -----------------------------------------------------------------------------------
-def _server() -> tuple[TestClient, Req, Callable[[], int]]:
+def _server(db: str = ":memory:") -> tuple[TestClient, Req, Callable[[], int]]:
     app = create_app(
-        parse_service_config(service_raw("ldp-sgd", horizon=50)), open_store(":memory:"), tokens()
+        parse_service_config(service_raw("ldp-sgd", horizon=50)), open_store(db), tokens()
     )
     tc = TestClient(app)
     dev = DeviceClient(
@@ -272,9 +280,13 @@ def _shuffler() -> tuple[TestClient, Req, Callable[[], int]]:
     return tc, ("POST", "/v1/reports", headers, _dump(body)), store.pending
 
 
-@pytest.fixture(scope="module", params=["server", "shuffler"])
+@pytest.fixture(scope="module", params=["server", "server-postgresql", "shuffler"])
 def target(request: Any) -> Iterator[tuple[TestClient, Req, Callable[[], int]]]:
-    tc, good, stored = _server() if request.param == "server" else _shuffler()
+    if request.param == "server-postgresql":
+        pg = request.getfixturevalue("postgres_module")
+        tc, good, stored = _server(str(pg.create_database("junk")))
+    else:
+        tc, good, stored = _server() if request.param == "server" else _shuffler()
     with tc:
         yield tc, good, stored
         # after the whole corpus: nothing was stored, and a valid request still passes

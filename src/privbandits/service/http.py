@@ -21,8 +21,8 @@ text before parsing (no
 ``RecursionError``)
 JSON syntax, no repeated key      400     ``body`` / the key
 a JSON object                     422     ``body``
-no lone surrogate (``"\\ud800"``)  422     the key path, e.g. ``report.z[0]``
-in a key or a string value
+no lone surrogate (``\\ud800``)    422     the key path, e.g. ``report.z[0]``
+or NUL in a key or string value
 ================================  ======  =======================================================
 
 ``NaN`` and ``Infinity`` literals are read as floats so that the field that holds them is named by
@@ -144,6 +144,8 @@ def _walk(value: Any, path: str) -> None:
             raise FieldError(
                 path or "body", "contains a lone surrogate (not a Unicode character)"
             ) from None
+        if "\x00" in value:
+            raise FieldError(path or "body", "contains a NUL character (\\u0000)")
     elif isinstance(value, dict):
         for k, v in value.items():
             where = f"{path}.{printable(k)}" if path else printable(k)
@@ -153,6 +155,8 @@ def _walk(value: Any, path: str) -> None:
                 raise FieldError(
                     where, "the key contains a lone surrogate (not a Unicode character)"
                 ) from None
+            if "\x00" in k:
+                raise FieldError(where, "the key contains a NUL character (\\u0000)")
             _walk(v, where)
     elif isinstance(value, list):
         for i, v in enumerate(value):
