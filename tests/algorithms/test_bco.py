@@ -312,7 +312,8 @@ def test_readme_loss_environment_example_runs() -> None:
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[2] / "docs" / "add-your-own-algorithm.md"
+    text = page.read_text(encoding="utf-8")
     blocks = [
         b
         for b in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
@@ -321,7 +322,7 @@ def test_readme_loss_environment_example_runs() -> None:
     assert len(blocks) == 1
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(blocks[0], "README.md:ConvexLossEnv", "exec"), {"__name__": "readme_convex"})
+        exec(compile(blocks[0], f"{page}:ConvexLossEnv", "exec"), {"__name__": "readme_convex"})
     rows = [line.split() for line in out.getvalue().strip().splitlines()]
     assert [r[0] for r in rows] == ["fkm", "ldp-onepoint", "two-point-bco", "ldp-twopoint"]
     assert all(0 < float(r[1]) < 2000 * 1.0 for r in rows)  # below the loss range times T

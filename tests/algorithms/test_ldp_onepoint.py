@@ -330,9 +330,9 @@ def test_readme_wrapping_example_runs_verbatim() -> None:
 
     from privbandits.algorithms import registry
 
-    readme = Path(__file__).resolve().parents[2] / "README.md"
+    readme = Path(__file__).resolve().parents[2] / "docs" / "add-your-own-algorithm.md"
     text = readme.read_text(encoding="utf-8")
-    start = text.index("### Make any non-private algorithm locally private (LDP-OnePoint)")
+    start = text.index("## Make any non-private algorithm locally private (LDP-OnePoint)")
     match = re.search(r"```python\n(.*?)```", text[start:], flags=re.DOTALL)
     assert match and "class FollowTheLeader" in match.group(1)
     assert "ftl" not in pb.available()
