@@ -48,7 +48,7 @@ def _curator_round(tc: Any, key: str, secret: str) -> None:
 
 
 def _fill(tc: Any, algorithm: str, start: int, n: int) -> None:
-    body = _valid(tc) if algorithm != "linucb" else None
+    body = _valid(tc) if algorithm.startswith("ldp") else None
     for i in range(start, start + n):
         secret = CLIENT if i % 3 else CLIENT2
         if body is None:
@@ -61,7 +61,7 @@ def _open(raw: dict[str, Any], db: Path) -> Service:
     return Service(parse_service_config(raw), open_store(db), tokens())
 
 
-@pytest.mark.parametrize("algorithm", ["ldp-sgd", "linucb"])
+@pytest.mark.parametrize("algorithm", ["ldp-sgd", "linucb", "jdp-linucb"])
 def test_restore_from_snapshot_plus_tail_equals_full_replay(tmp_path: Path, algorithm: str) -> None:
     raw = service_raw(algorithm, horizon=200)
     db = tmp_path / "svc.db"

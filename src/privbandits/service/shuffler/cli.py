@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from privbandits.core.errors import ConfigError
 from privbandits.service.auth import read_tokens_file
 
-__all__ = ["serve_shuffler", "shuffler_secret"]
+__all__ = ["refuse_when_lost", "serve_shuffler", "shuffler_secret"]
+
+
+def refuse_when_lost(app: Any) -> Any:
+    """``app`` answering 503 (naming why) when the shuffler's database was lost under it
+    (:class:`privbandits.service.shuffler.store.QueueLost`) instead of a 500."""
+    from fastapi.responses import JSONResponse
+
+    from privbandits.service.shuffler.store import QueueLost
+
+    async def lost(request: Any, exc: Exception) -> Any:
+        return JSONResponse(
+            {"error": {"status": 503, "field": "database", "message": str(exc)}}, status_code=503
+        )
+
+    app.add_exception_handler(QueueLost, lost)
+    return app
 
 
 def shuffler_secret(tokens_file: Path) -> str:
@@ -92,6 +108,23 @@ def serve_shuffler(
             "and shows as stalled on GET /v1/status.",
         ),
     ] = 300.0,
+    init: Annotated[
+        bool,
+        typer.Option(
+            "--init",
+            help="Start a new deployment of the shuffler on an empty database (recorded in the "
+            "database and in the state directory). Without it a missing, empty or other "
+            "deployment's database is refused.",
+        ),
+    ] = False,
+    state_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--state-dir",
+            help="Directory recording the deployment id (default: <config stem>.state beside "
+            "the config).",
+        ),
+    ] = None,
 ) -> None:
     """Run the shuffler of a shuffle-model algorithm in front of SERVER: it stores the clients' sealed
     reports durably and forwards only complete, uniformly permuted batches without client metadata."""
@@ -108,6 +141,11 @@ def serve_shuffler(
     from privbandits.service.config import load_service_config
     from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
     from privbandits.service.shuffler.store import ShufflerStore
+    from privbandits.service.storage.deployment import (
+        check_database_file,
+        default_state_dir,
+        resolve_deployment,
+    )
     from privbandits.service.tls import tls_options
 
     cfg = load_service_config(config)
@@ -131,16 +169,32 @@ def serve_shuffler(
         anonymous_burst=cfg.anonymous_burst,
     )
     path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
+    sdir = state_dir if state_dir is not None else default_state_dir(config)
+    check_database_file(role="shuffler", url=str(path), state_dir=sdir, init=init)
     store = ShufflerStore(path)
+    try:
+        deployment, note = resolve_deployment(
+            role="shuffler",
+            url=str(path),
+            state_dir=sdir,
+            init=init,
+            read_db_id=store.deployment_id,
+            write_db_id=store.set_deployment_id,
+            db_has_data=store.has_data,
+        )
+    except BaseException:
+        store.close()
+        raise
+    store.expected_deployment = deployment
     pending = store.pending()
     typer.echo(
         f"shuffler for {cfg.algorithm} on {'https' if ssl_certfile else 'http'}://{host}:{port} -> {server}; "
         f"min batch {settings.min_batch}; queue {path} ({pending} pending report(s), "
-        f"{len(store.outbox())} batch(es) to forward)",
+        f"{len(store.outbox())} batch(es) to forward); {note}",
         err=True,
     )
     uvicorn.run(
-        create_shuffler_app(settings, store),
+        refuse_when_lost(create_shuffler_app(settings, store)),
         host=host,
         port=port,
         log_level=log_level,

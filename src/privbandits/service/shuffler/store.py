@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import secrets
 import sqlite3
 import threading
@@ -38,13 +39,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from privbandits.core.errors import ValidationError
+from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.validation import check_choice, check_int
 from privbandits.service.shuffler.permutation import Permutation, system_permutation
 
-__all__ = ["CutBatch", "ShufflerStore", "report_digest"]
+__all__ = ["CutBatch", "QueueLost", "ShufflerStore", "report_digest"]
+
+
+class QueueLost(PrivbanditsError):
+    """The shuffler's database was deleted, replaced or emptied under the running shuffler."""
+
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS seen (digest TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, model_version INTEGER NOT NULL, report TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS pending_version ON pending (model_version, id);
@@ -133,6 +140,58 @@ class ShufflerStore:
             "INSERT OR IGNORE INTO counters VALUES (?, 0)", [(c,) for c in _COUNTERS]
         )
         self._permutation = permutation or system_permutation
+        self.path = str(path)
+        self._ident = self._stat() if self.path != ":memory:" else None
+        #: The deployment id the process started with (checked by every write; None: not bound).
+        self.expected_deployment: str | None = None
+
+    # -- deployment -----------------------------------------------------------------------------
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def deployment_id(self) -> str | None:
+        """The deployment id the database holds (None: none yet)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'deployment_id'").fetchone()
+        return str(row[0]) if row else None
+
+    def set_deployment_id(self, value: str) -> None:
+        """Record ``value`` as the database's deployment id (once)."""
+        with self._lock:
+            self._db.execute("INSERT INTO meta VALUES ('deployment_id', ?)", (value,))
+
+    def has_data(self) -> bool:
+        """Whether any report was ever acknowledged."""
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM seen LIMIT 1").fetchone() is not None
+
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``, then (bound to a deployment) check that the file is still the one
+        opened and holds the deployment id; raises :class:`QueueLost` otherwise (rolled back)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        if self.expected_deployment is None:
+            return
+        why = None
+        if self._ident is not None:
+            now = self._stat()
+            if now is None:
+                why = "was deleted"
+            elif now != self._ident:
+                why = "was replaced (another file now has its name)"
+        if why is None:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'deployment_id'").fetchone()
+            if row is None or row[0] != self.expected_deployment:
+                why = "holds another deployment or none"
+        if why is not None:
+            self._db.execute("ROLLBACK")
+            raise QueueLost(
+                f"the shuffler's database {self.path!r} {why} under the running shuffler; not "
+                "acknowledging anything (restore it and restart; a restart without it is refused)"
+            )
 
     def close(self) -> None:
         """Close the database connection."""
@@ -161,7 +220,7 @@ class ShufflerStore:
         version = check_int("model_version", model_version, 0)
         text = json.dumps(report, separators=(",", ":"), allow_nan=False)
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 if self._db.execute("SELECT 1 FROM seen WHERE digest = ?", (digest,)).fetchone():
                     self._db.execute("ROLLBACK")
@@ -232,7 +291,7 @@ class ShufflerStore:
         """
         size = check_int("size", size, 1)
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 rows = self._db.execute(
                     "SELECT id, report FROM pending WHERE model_version = ? ORDER BY id LIMIT ?",
@@ -278,7 +337,7 @@ class ShufflerStore:
         """The server acknowledged ``batch`` (``quarantined`` of its reports did not open or parse
         there, ``filled`` slots were answered by zero reports): drop its body from the outbox."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             cur = self._db.execute("DELETE FROM outbox WHERE batch_id = ?", (batch.batch_id,))
             self._db.execute("DELETE FROM attempts WHERE batch_id = ?", (batch.batch_id,))
             if cur.rowcount:
@@ -293,7 +352,7 @@ class ShufflerStore:
         it to the dead letters (True).  Returns whether it was moved."""
         max_attempts = check_int("max_attempts", max_attempts, 1)
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 self._db.execute(
                     "INSERT INTO attempts VALUES (?, 1, ?) ON CONFLICT (batch_id) DO UPDATE "
@@ -354,7 +413,7 @@ class ShufflerStore:
     def requeue(self, batch_id: str) -> bool:
         """Put a dead letter back in the outbox (an operator fixed the cause); False if unknown."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 row = self._db.execute(
                     "SELECT batch_id, model_version, size, body FROM dead_letters "
@@ -378,7 +437,7 @@ class ShufflerStore:
         """Record a report that failed the shuffler's checks (never queued): its model version,
         the field and the reason, and its size in bytes; nothing about its sender."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             self._db.execute(
                 "INSERT INTO quarantine (model_version, field, reason, size, created) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -429,7 +488,7 @@ class ShufflerStore:
         t = time.time() if now is None else float(now)
         holder = None if device is None else _holder(device)
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 if not self._db.execute(
                     "SELECT 1 FROM slots WHERE model_version = ?", (version,)
