@@ -190,3 +190,16 @@ def test_wishart_release_mean(shift: str) -> None:
     assert abs(diag.mean() - mean) < Z * math.sqrt(2 * m * k * Lt2**2 / diag.size)
     assert abs(diag.var() / (2 * m * k * Lt2**2) - 1) < Z * math.sqrt(2 / diag.size)
     assert np.all(np.linalg.eigvalsh(V) >= res["rho_min"] * 0.5)
+
+
+def test_shariff2018_preset() -> None:
+    from privbandits.experiments.presets import available_presets, load_preset
+
+    assert available_presets()["shariff2018-exp2"].startswith("Shariff & Sheffet (2018)")
+    cfg = load_preset("shariff2018-exp2")
+    assert cfg.env["d"] == 5 and cfg.env["K"] == 25 and cfg.env["noise"] == "rademacher"
+    names = [e.name for e in cfg.algorithms]
+    assert names == ["linucb"] + ["jdp-linucb"] * 4
+    noises = [e.variants[0][0].get("noise") for e in cfg.algorithms[1:]]
+    assert noises == ["gaussian", "wishart", "wishart", "gaussian"]
+    assert {c.kind for c in cfg.claims} == {"order", "slope"}
