@@ -8,12 +8,11 @@ commands with one line below (``register_commands(app, guard)``).
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated
 
 import typer
 
-from privbandits.cli import audit, catalogue, experiments, results
+from privbandits.cli import audit, catalogue, experiments, results, tune
 from privbandits.cli._common import _guard, _out
 from privbandits.service.cli import register_commands as register_service_commands
 
@@ -32,7 +31,7 @@ results.register_commands(app, _guard)  # plot, export
 catalogue.register_commands(app, _guard)  # list, datasets, explain
 audit.register_commands(app, _guard)  # audit
 register_service_commands(app, _guard)  # serve (privbandits.service)
-importlib.import_module("privbandits.commands.tune").register_commands(app, _guard)  # tune
+tune.register_commands(app, _guard)  # tune
 
 
 def _version(value: bool) -> None:

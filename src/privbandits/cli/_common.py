@@ -132,6 +132,44 @@ def _show_warning(
 
 
 # -- rendering ---------------------------------------------------------------------------------
+WideOpt = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--wide/--narrow",
+        help="All columns (default: all when the terminal has 120 columns or more, else the "
+        "essential ones, so that tables stay readable at 80 columns).",
+    ),
+]
+#: Terminal width from which tables show all their columns by default.
+WIDE_COLUMNS = 120
+
+
+def _fitted_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    keys: Sequence[str] = (),
+    wide_only: Sequence[str] = (),
+    wide: bool | None = None,
+) -> Table:
+    """A table readable at the terminal's width: ``keys`` columns (names, short codes) never wrap,
+    the others wrap at word boundaries and share the remaining width; ``wide_only`` columns are
+    shown with ``--wide`` or on a terminal of :data:`WIDE_COLUMNS` columns or more."""
+    show_all = wide if wide is not None else _out().width >= WIDE_COLUMNS
+    shown = [i for i, c in enumerate(columns) if show_all or c not in wide_only]
+    table = Table(title=title, title_justify="left")
+    for i in shown:
+        col = columns[i]
+        if col in keys:
+            table.add_column(col, no_wrap=True)
+        else:
+            table.add_column(col, overflow="fold", ratio=1, min_width=8)
+    for row in rows:
+        _add_row(table, *(row[i] for i in shown))
+    return table
+
+
 def _add_row(table: Table, *cells: str) -> None:
     """Add a row of plain text (no rich markup: guarantees contain brackets such as "[local, per user]")."""
     table.add_row(*(Text(str(c)) for c in cells))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
@@ -11,8 +10,10 @@ from rich.table import Table
 
 from privbandits.cli._common import (
     ImportOpt,
+    WideOpt,
     _add_row,
     _cell,
+    _fitted_table,
     _guard,
     _import,
     _out,
@@ -21,27 +22,32 @@ from privbandits.cli._common import (
 from privbandits.core.errors import ValidationError
 
 
-def list_(imports: ImportOpt = None) -> None:
+def list_(imports: ImportOpt = None, wide: WideOpt = None) -> None:
     """List the registered algorithms (paper, trust model, settings, reward links) and the presets."""
     from privbandits.algorithms import available
 
     _import(imports)
     from privbandits.experiments.presets import available_presets
 
-    table = Table(title="Algorithms", title_justify="left")
-    for col in ("name", "paper", "trust model", "settings", "links", "presets"):
-        table.add_column(col, overflow="fold")
-    for name, cls in available().items():
-        has_preset = "preset" in inspect.signature(cls.__init__).parameters
-        _add_row(
-            table,
+    rows = [
+        (
             name,
-            cls.paper,
             cls.trust_model,
+            "yes" if "preset" in cls.param_names() else "-",
             ", ".join(cls.settings),
             ", ".join(cls.links),
-            "strict, paper, authors_code" if has_preset else "-",
+            cls.paper,
         )
+        for name, cls in available().items()
+    ]
+    table = _fitted_table(
+        "Algorithms (calibration presets: strict, paper, authors_code)",
+        ("name", "trust model", "presets", "settings", "links", "paper"),
+        rows,
+        keys=("name", "trust model", "presets"),
+        wide_only=("settings", "links"),
+        wide=wide,
+    )
     out = _out()
     out.print(table)
     out.print(_presets_table(available_presets()))
@@ -66,6 +72,7 @@ def datasets(
         Optional[str],
         typer.Option("--data-home", help="Cache directory of the downloadable data sets."),
     ] = None,
+    wide: WideOpt = None,
 ) -> None:
     """List the registered real data sets, or describe one: n, d, K, class balance, the best fixed
     policies' rewards, source and licence (``describe`` loads the data)."""
@@ -76,11 +83,14 @@ def datasets(
             raise ValidationError(
                 f"datasets list takes no NAME (got {name!r}); use datasets describe {name}"
             )
-        table = Table(title="Data sets (privbandits datasets describe NAME)", title_justify="left")
-        for col in LIST_COLUMNS:
-            table.add_column(col, overflow="fold")
-        for row in list_rows():
-            _add_row(table, *row)
+        table = _fitted_table(
+            "Data sets (privbandits datasets describe NAME: source, licence and statistics)",
+            LIST_COLUMNS,
+            list_rows(),
+            keys=("name", "kind", "availability"),
+            wide_only=("source", "licence"),
+            wide=wide,
+        )
     elif action == "describe":
         if name is None:
             raise ValidationError("datasets describe needs a NAME (see privbandits datasets list)")
