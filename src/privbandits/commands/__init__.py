@@ -1,1 +1,0 @@
-"""Command groups of the ``privbandits`` command line, one module each."""
