@@ -152,3 +152,37 @@ def test_upgrade_from_the_schema_before_migrations(tmp_path: Path) -> None:
         conn.execute("INSERT INTO schema_migrations VALUES (99, 'from the future', 0)")
     with pytest.raises(SchemaError, match="schema version 99"):
         Service(parse_service_config(raw), open_store(old), tokens())
+
+
+def test_snapshot_and_migrations_on_each_backend(db_url: str) -> None:
+    raw = service_raw("ldp-sgd", horizon=100)
+    with make_client(raw, db_url) as tc:
+        _fill(tc, "ldp-sgd", 0, 4)
+        assert tc.app.state.service.snapshot()
+        _fill(tc, "ldp-sgd", 10, 2)
+        digest = tc.app.state.service.model.digest()
+    store = open_store(db_url)
+    assert applied_versions(store) == list(range(1, LATEST + 1))
+    svc = Service(parse_service_config(raw), store, tokens())
+    assert svc.restored_from_snapshot == 4 and svc.restored_events == 6
+    assert svc.model.digest() == digest
+    store.close()
+
+
+def test_a_snapshot_is_taken_on_shutdown(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from privbandits.service.server.app import create_app
+    from privbandits.service.server.workers import SnapshotOnShutdown
+
+    raw = service_raw("ldp-sgd", horizon=100)
+    db = tmp_path / "svc.db"
+    with make_client(raw, db) as tc:
+        _fill(tc, "ldp-sgd", 0, 3)
+    app = create_app(parse_service_config(raw), open_store(db), tokens())
+    svc = app.state.service
+    assert svc.store.latest_snapshot() is None
+    with TestClient(SnapshotOnShutdown(app, svc)) as tc:  # lifespan: startup ... shutdown
+        _fill(tc, "ldp-sgd", 10, 2)
+    snap = svc.store.latest_snapshot()
+    assert snap is not None and snap.seq == 5
