@@ -345,6 +345,20 @@ INVENTORY: dict[str, tuple[str, ...]] = {
     "src/privbandits/regression/normalization.py::normalization_encode::clip_rows#1": (
         "tests/algorithms/test_chen_devices.py::test_normalization_message_is_clipped_to_the_operator_norm",
     ),
+    "src/privbandits/algorithms/chen/ldp_kernel.py::encode::_clip_norm#1": (
+        "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
+        "tests/algorithms/test_chen_compiled.py::test_clip_norm_at_inside_and_beyond_the_bound",
+    ),
+    "src/privbandits/algorithms/chen/ldp_kernel.py::encode::_clip_norm#2": (
+        "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
+        "tests/algorithms/test_chen_compiled.py::test_clip_norm_at_inside_and_beyond_the_bound",
+    ),
+    "src/privbandits/algorithms/chen/ldp_kernel.py::encode::min-max#1": (
+        "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
+    ),
+    "src/privbandits/algorithms/chen/ldp_kernel.py::encode::min-max#2": (
+        "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
+    ),
     # -- post-processing of released (already private) quantities, and public constants -------------
     "src/privbandits/algorithms/bco/fkm.py::FKM.update::.project#1": (
         EXEMPT,
@@ -358,7 +372,7 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "confidence bounds computed from released estimates: post-processing",
     ),
-    "src/privbandits/algorithms/chen/planning_kernel.py::select_planned::min-max#1": (
+    "src/privbandits/algorithms/chen/planning_kernel.py::plan_one::min-max#1": (
         EXEMPT,
         "predicted means of released estimates clamped into the link's range: post-processing",
     ),

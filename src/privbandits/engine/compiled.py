@@ -19,17 +19,32 @@ from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 from privbandits.core.errors import ValidationError
 from privbandits.engine.batches import drive_batches, supports_batches
 from privbandits.engine.recorder import Progress, Recorder
-from privbandits.envs.base import Environment
+from privbandits.envs.base import Chunk, Environment
 from privbandits.privacy.inputs import check_client_inputs
 
-__all__ = ["drive_compiled", "supports_compiled"]
+__all__ = [
+    "ChunkRunner",
+    "chunk_arrays",
+    "compiled_kernel",
+    "drive_compiled",
+    "supports_compiled",
+]
+
+
+def compiled_kernel(alg: Algorithm) -> CuratorKernel | LocalKernel | None:
+    """The compiled steps the compiled driver runs: the algorithm's kernel (shared with its roles),
+    else a kernel it keeps for the compiled driver only (``compiled_kernel``: numpy roles for the
+    reference driver, the same round compiled, tested equal), else None."""
+    k = getattr(alg, "kernel", None)
+    if k is None:
+        k = getattr(alg, "compiled_kernel", None)
+    return k if isinstance(k, (CuratorKernel, LocalKernel)) else None
 
 
 def supports_compiled(alg: Algorithm) -> bool:
     """Whether ``alg`` (after reset) has a compiled kernel the compiled driver can run, or is a
     shuffle algorithm whose client serves a batch's users together (:mod:`privbandits.engine.batches`)."""
-    k = getattr(alg, "kernel", None)
-    return isinstance(k, (CuratorKernel, LocalKernel)) or supports_batches(alg)
+    return compiled_kernel(alg) is not None or supports_batches(alg)
 
 
 def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
@@ -38,26 +53,62 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
     if supports_batches(alg):
         drive_batches(alg, env, T, rec, tick)
         return
-    k = getattr(alg, "kernel", None)
-    if not isinstance(k, (CuratorKernel, LocalKernel)):
-        raise ValidationError(
-            f"algorithm {alg.name!r} has no compiled kernel; use engine='reference'"
-        )
-    streams = alg.streams  # type: ignore[attr-defined]
-    local = isinstance(k, LocalKernel)
-    msg = np.empty(k.message.size) if isinstance(k, LocalKernel) else None
-    bound = alg.spec.context_bound  # type: ignore[attr-defined]
-    run = k.loops.run
+    run = ChunkRunner(alg)
     t = 0
     while t < T:
         ch = env.next_chunk()
         B = min(ch.B, T - t)
-        X = np.ascontiguousarray(ch.X, dtype=float)
-        means = np.ascontiguousarray(ch.means, dtype=float)
-        rewards = np.ascontiguousarray(ch.rewards, dtype=float)
-        best = np.ascontiguousarray(ch.best, dtype=float)
-        if local:
-            check_client_inputs(X[:B], rewards[:B], bound)
+        arrays = chunk_arrays(ch)
+        if run.local:
+            check_client_inputs(arrays[0][:B], arrays[2][:B], run.bound)
+        run(arrays, B, t, rec)
+        env.t = t + B
+        t += B
+        tick(t)
+
+
+def chunk_arrays(ch: Chunk) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The contexts, means, rewards and best means of a chunk as contiguous float arrays."""
+    return (
+        np.ascontiguousarray(ch.X, dtype=float),
+        np.ascontiguousarray(ch.means, dtype=float),
+        np.ascontiguousarray(ch.rewards, dtype=float),
+        np.ascontiguousarray(ch.best, dtype=float),
+    )
+
+
+class ChunkRunner:
+    """Advances one algorithm's compiled kernel over the rounds of environment chunks, stopping at
+    every checkpoint of its recorder (the loop body of :func:`drive_compiled`, shared with the
+    fused driver :mod:`privbandits.engine.fused`).
+
+    The users' own data of a chunk must be checked by the caller first (``local``: the
+    :func:`~privbandits.privacy.inputs.check_client_inputs` of the device, with bound ``bound``).
+    """
+
+    def __init__(self, alg: Algorithm) -> None:
+        k = compiled_kernel(alg)
+        if k is None:
+            raise ValidationError(
+                f"algorithm {alg.name!r} has no compiled kernel; use engine='reference'"
+            )
+        self.k = k
+        self.streams = alg.streams  # type: ignore[attr-defined]
+        self.local = isinstance(k, LocalKernel)
+        self.msg = np.empty(k.message.size) if isinstance(k, LocalKernel) else None
+        self.bound = float(alg.spec.context_bound)  # type: ignore[attr-defined]
+        self.loop = k.loops.run
+
+    def __call__(
+        self,
+        arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        B: int,
+        t: int,
+        rec: Recorder,
+    ) -> None:
+        """Rounds ``t .. t + B - 1`` (the first ``B`` rounds of the chunk ``arrays``)."""
+        X, means, rewards, best = arrays
+        k, streams, run = self.k, self.streams, self.loop
         start = 0
         while start < B:
             nxt = rec.next_t
@@ -76,7 +127,7 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
                     t,
                     streams.policy,
                     streams.client,
-                    msg,
+                    self.msg,
                     rec.cum_regret,
                     rec.cum_reward,
                 )
@@ -99,6 +150,3 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
             if t + stop == rec.next_t:
                 rec.snapshot()
             start = stop
-        env.t = t + B
-        t += B
-        tick(t)

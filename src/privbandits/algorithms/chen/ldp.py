@@ -49,6 +49,7 @@ from privbandits.algorithms.chen.jdp import (
     epoch_regressor,
     resolved_constants,
 )
+from privbandits.algorithms.chen.ldp_kernel import build_ldp_kernel
 from privbandits.algorithms.chen.planning import Billboard, choose_planned
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
@@ -399,3 +400,14 @@ class ChenLDP(LocalAlgorithm):
         ends = epoch_ends(spec.horizon, self.first_epoch)
         self.client = ChenLDPClient(reg.sigma, reg.link, self.spanner_C, spec, len(ends))
         self.server = ChenLDPServer(self.R, spec, reg, ends, self.min_fit)
+        #: The same round as compiled steps, for the compiled driver only
+        #: (:mod:`privbandits.algorithms.chen.ldp_kernel`); the roles above serve every other path.
+        self.compiled_kernel = build_ldp_kernel(
+            reg, ends, self.min_fit, spec.d, self.R, self.spanner_C
+        )
+
+    def estimate(self) -> np.ndarray | None:
+        k = self.compiled_kernel
+        if k.server[5].any():  # the compiled driver advanced this run
+            return k.estimate()
+        return self.server.estimate()

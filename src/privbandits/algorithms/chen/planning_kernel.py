@@ -25,10 +25,126 @@ import numpy as np
 
 from privbandits.core.links import link_mu
 
-__all__ = ["SPANNER_TOL", "select_planned", "spanner_indices"]
+__all__ = ["SPANNER_TOL", "plan_one", "select_planned", "spanner_indices"]
 
 #: Relative singular-value tolerance of the spanner's numerical rank (as ``barycentric_spanner``).
 SPANNER_TOL = 1e-9
+
+
+@nb.njit(cache=True)
+def _lu(A: np.ndarray, piv: np.ndarray) -> None:  # pragma: no cover - compiled
+    """In-place LU factorization with partial pivoting of the square ``A`` (row swaps in ``piv``)."""
+    n = A.shape[0]
+    for k in range(n):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                big, p = abs(A[i, k]), i
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        if A[k, k] != 0.0:
+            for i in range(k + 1, n):
+                A[i, k] /= A[k, k]
+                f = A[i, k]
+                for j in range(k + 1, n):
+                    A[i, j] -= f * A[k, j]
+
+
+@nb.njit(cache=True)
+def _lu_solve(LU: np.ndarray, piv: np.ndarray, b: np.ndarray) -> None:  # pragma: no cover
+    """Solve ``A x = b`` in place from :func:`_lu`'s factors."""
+    n = LU.shape[0]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= LU[i, j] * b[j]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= LU[i, j] * b[j]
+        b[i] = s / LU[i, i]
+
+
+@nb.njit(cache=True)
+def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The right singular vectors of ``F`` (m, d) of the singular values above ``tol`` times the
+    largest, in decreasing order, in the first ``r`` columns of ``Qb`` (d, d); returns ``r`` (0 when
+    ``F = 0``).
+
+    Cyclic Jacobi on the Gram matrix ``F^T F`` (its eigenvectors are the right singular vectors,
+    the basis of ``np.linalg.svd`` up to signs, which the spanner does not depend on); each
+    singular value is measured as ``||F v||`` (accurate for the small ones, so an exactly
+    rank-deficient ``F`` has rank below ``d``).
+    """
+    m, d = F.shape
+    S = np.zeros((d, d))
+    for i in range(d):
+        for j in range(i, d):
+            acc = 0.0
+            for k in range(m):
+                acc += F[k, i] * F[k, j]
+            S[i, j] = acc
+            S[j, i] = acc
+    V = np.eye(d)
+    scale = 0.0
+    for i in range(d):
+        scale += S[i, i]
+    if not scale > 0.0:
+        return 0
+    for _ in range(60):
+        rotated = False
+        for p in range(d - 1):
+            for q in range(p + 1, d):
+                apq = S[p, q]
+                if abs(apq) <= 1e-15 * math.sqrt(abs(S[p, p] * S[q, q])) or abs(apq) < 1e-300:
+                    continue
+                rotated = True
+                tau = (S[q, q] - S[p, p]) / (2.0 * apq)
+                t = (1.0 if tau >= 0.0 else -1.0) / (abs(tau) + math.sqrt(1.0 + tau * tau))
+                c = 1.0 / math.sqrt(1.0 + t * t)
+                sn = t * c
+                for k in range(d):  # S := S J (columns p, q)
+                    skp, skq = S[k, p], S[k, q]
+                    S[k, p] = c * skp - sn * skq
+                    S[k, q] = sn * skp + c * skq
+                for k in range(d):  # S := J^T S (rows p, q)
+                    spk, sqk = S[p, k], S[q, k]
+                    S[p, k] = c * spk - sn * sqk
+                    S[q, k] = sn * spk + c * sqk
+                for k in range(d):  # V := V J
+                    vkp, vkq = V[k, p], V[k, q]
+                    V[k, p] = c * vkp - sn * vkq
+                    V[k, q] = sn * vkp + c * vkq
+        if not rotated:
+            break
+    sv = np.empty(d)
+    for c2 in range(d):
+        sq = 0.0
+        for k in range(m):
+            z = 0.0
+            for i in range(d):
+                z += F[k, i] * V[i, c2]
+            sq += z * z
+        sv[c2] = math.sqrt(sq)
+    order = np.argsort(-sv, kind="mergesort")
+    top = sv[order[0]]
+    if not top > 0.0:
+        return 0
+    r = 0
+    for c2 in range(d):
+        if sv[order[c2]] > tol * top:
+            for i in range(d):
+                Qb[i, r] = V[i, order[c2]]
+            r += 1
+    return r
 
 
 @nb.njit(cache=True)
@@ -36,38 +152,72 @@ def spanner_indices(
     F: np.ndarray, C: float, tol: float, out: np.ndarray
 ) -> int:  # pragma: no cover - compiled
     """Sorted distinct indices of a ``C``-approximate barycentric spanner of the rows of ``F`` into
-    ``out``; returns their number (one index, 0, when ``F = 0``)."""
-    m = F.shape[0]
-    _, s, vt = np.linalg.svd(F, full_matrices=False)
-    if s.size == 0 or s[0] <= 0.0:
+    ``out``; returns their number (one index, 0, when ``F = 0``).
+
+    The construction of :func:`~privbandits.algorithms.chen.spanner.barycentric_spanner` (phase 1:
+    maximize the determinant column by column; phase 2: swap while a coefficient exceeds ``C``),
+    in coordinates of the right singular vectors of ``F`` (:func:`_row_basis`), with small
+    hand-written factorizations instead of LAPACK calls (this runs for every user of every round).
+    """
+    m, d = F.shape
+    Qb = np.empty((d, d))
+    r = _row_basis(F, tol, Qb)
+    if r == 0:
         out[0] = 0
         return 1
-    r = 0
-    for v in s:
-        if v > tol * s[0]:
-            r += 1
-    G = F @ np.ascontiguousarray(vt[:r].T)  # coordinates in span(F): m x r
+    G = np.empty((m, r))  # coordinates in span(F)
+    for k in range(m):
+        for c in range(r):
+            s = 0.0
+            for i in range(d):
+                s += F[k, i] * Qb[i, c]
+            G[k, c] = s
     X = np.eye(r)
+    LU = np.empty((r, r))
+    piv = np.empty(r, dtype=np.int64)
+    z = np.empty(r)
     idx = np.zeros(r, dtype=np.int64)
     for i in range(r):  # phase 1: det(X with column i := g) = det(X) (X^{-1} g)_i
-        row = np.linalg.inv(X)[i].copy()
+        for a in range(r):  # row i of X^{-1}: solve X^T z = e_i
+            for b in range(r):
+                LU[a, b] = X[b, a]
+            z[a] = 0.0
+        z[i] = 1.0
+        _lu(LU, piv)
+        _lu_solve(LU, piv, z)
         best, j = -1.0, 0
         for k in range(m):
-            v = abs(np.dot(G[k], row))
+            v = 0.0
+            for c in range(r):
+                v += G[k, c] * z[c]
+            v = abs(v)
             if v > best:
                 best, j = v, k
-        X[:, i] = G[j]
+        for a in range(r):
+            X[a, i] = G[j, a]
         idx[i] = j
-    GT = np.ascontiguousarray(G.T)
+    coef = np.empty((r, m))
     for _ in range(
         int(100 * r * math.log(r + 1)) + 100
     ):  # phase 2: swap while a coefficient exceeds C
-        coef = np.linalg.solve(X, GT)  # r x m
-        flat = np.argmax(np.abs(coef))
-        ii, jj = flat // m, flat % m
-        if abs(coef[ii, jj]) <= C:
+        LU[:, :] = X
+        _lu(LU, piv)
+        for k in range(m):  # coef = X^{-1} G^T, column by column
+            for a in range(r):
+                z[a] = G[k, a]
+            _lu_solve(LU, piv, z)
+            for a in range(r):
+                coef[a, k] = z[a]
+        best, ii, jj = -1.0, 0, 0
+        for a in range(r):  # first largest |coefficient| in row-major order
+            for k in range(m):
+                v = abs(coef[a, k])
+                if v > best:
+                    best, ii, jj = v, a, k
+        if best <= C:
             break
-        X[:, ii] = G[jj]
+        for a in range(r):
+            X[a, ii] = G[jj, a]
         idx[ii] = jj
     idx.sort()
     n = 0
@@ -76,6 +226,57 @@ def spanner_indices(
             out[n] = idx[k]
             n += 1
     return n
+
+
+@nb.njit(cache=True)
+def plan_one(
+    F: np.ndarray,
+    theta: np.ndarray,
+    U: np.ndarray,
+    scale: np.ndarray,
+    n_boards: int,
+    code: int,
+    C: float,
+    tol: float,
+    rng: np.random.Generator,
+    f: np.ndarray,
+    b: np.ndarray,
+    keep: np.ndarray,
+    buf: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """One replication's round of Algorithm 4: an action uniform over the ``C``-spanner of the
+    actions of ``F`` (K, d) that survive the first ``n_boards`` released estimates ``theta (J, d)``,
+    ``U (J, d, d)``, ``scale (J,)`` (one ``policy`` uniform; ``f``, ``b``, ``keep``, ``buf``:
+    scratch of length K)."""
+    K, d = F.shape
+    keep[:] = True
+    for j in range(n_boards):  # an estimate that would leave no action is skipped (as surviving)
+        lcb = -np.inf
+        for a in range(K):
+            z = 0.0
+            for i in range(d):
+                z += F[a, i] * theta[j, i]
+            f[a] = min(1.0, max(-1.0, link_mu(code, z)))
+            sq = 0.0
+            for c in range(d):
+                v = 0.0
+                for i in range(d):
+                    v += F[a, i] * U[j, i, c]
+                sq += v * v
+            b[a] = min(2.0, scale[j] * math.sqrt(sq))
+            lcb = max(lcb, f[a] - b[a])
+        left = 0
+        for a in range(K):
+            if keep[a] and f[a] + b[a] >= lcb:
+                left += 1
+        if left > 0:
+            for a in range(K):
+                if f[a] + b[a] < lcb:
+                    keep[a] = False
+    S = np.flatnonzero(keep)
+    n = spanner_indices(np.ascontiguousarray(F[S]), C, tol, buf)
+    k = min(int(rng.random() * n), n - 1)
+    return int(S[buf[k]])
 
 
 @nb.njit(cache=True)
@@ -92,41 +293,14 @@ def select_planned(
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """One round of Algorithm 4 in every replication: ``out[r]`` uniform over the ``C``-spanner of
-    the actions of ``contexts[r]`` (K, d) that survive the ``n_boards[r]`` released estimates."""
+    the actions of ``contexts[r]`` (K, d) that survive the ``n_boards[r]`` released estimates
+    (:func:`plan_one` per replication, in replication order)."""
     R, K, d = contexts.shape
     f = np.empty(K)
     b = np.empty(K)
     keep = np.empty(K, dtype=np.bool_)
     buf = np.empty(K, dtype=np.int64)
     for r in range(R):
-        F = contexts[r]
-        keep[:] = True
-        for j in range(
-            n_boards[r]
-        ):  # an estimate that would leave no action is skipped (as surviving)
-            lcb = -np.inf
-            for a in range(K):
-                z = 0.0
-                for i in range(d):
-                    z += F[a, i] * theta[r, j, i]
-                f[a] = min(1.0, max(-1.0, link_mu(code, z)))
-                sq = 0.0
-                for c in range(d):
-                    v = 0.0
-                    for i in range(d):
-                        v += F[a, i] * U[r, j, i, c]
-                    sq += v * v
-                b[a] = min(2.0, scale[r, j] * math.sqrt(sq))
-                lcb = max(lcb, f[a] - b[a])
-            left = 0
-            for a in range(K):
-                if keep[a] and f[a] + b[a] >= lcb:
-                    left += 1
-            if left > 0:
-                for a in range(K):
-                    if f[a] + b[a] < lcb:
-                        keep[a] = False
-        S = np.flatnonzero(keep)
-        n = spanner_indices(np.ascontiguousarray(F[S]), C, tol, buf)
-        k = min(int(rng.random() * n), n - 1)
-        out[r] = S[buf[k]]
+        out[r] = plan_one(
+            contexts[r], theta[r], U[r], scale[r], n_boards[r], code, C, tol, rng, f, b, keep, buf
+        )
