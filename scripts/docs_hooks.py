@@ -5,7 +5,8 @@
 - ``reference/experiments.md``: the shipped experiment files, verbatim;
 - ``algorithms/<family>.md``: one page per algorithm family of the registry; a hand-written page
   in ``docs/algorithms/`` gets its generated part where it has the family marker;
-- ``api/<module>.md``: one mkdocstrings page per public module.
+- ``api/<module>.md``: one mkdocstrings page per public module;
+- ``notebooks/<name>.md``: each ``docs/notebooks/<name>.ipynb``, executed at build time.
 
 The nav entries ``GENERATED:algorithms`` and ``GENERATED:api`` of ``mkdocs.yml`` are replaced by
 the generated pages, so a newly registered algorithm family or a new module appears by itself.
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # docgen: the page gen
 
 import docgen
 from docgen.algorithm_reference import family_title
+from docgen.notebook import notebook_pages
 from mkdocs.structure.files import File, Files
 
 
@@ -130,6 +132,7 @@ def on_files(files: Files, config: Any) -> Files:
     }
     generated.update(dict(_family_pages(docs_dir).values()))
     generated.update(dict(_api_pages().values()))
+    generated.update(notebook_pages(docs_dir))  # executed now: a failing cell fails the build
     for path, content in generated.items():
         existing = files.get_file_from_path(path)
         if existing is not None:
