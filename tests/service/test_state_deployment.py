@@ -202,3 +202,25 @@ def _post_http(http: httpx.Client, url: str, body: dict[str, Any], key: str) -> 
     return http.post(
         url + "/v1/reports", json=body, headers={**auth(CLIENT), "Idempotency-Key": key}
     )
+
+
+def test_the_accounted_guarantee_is_part_of_the_durable_state(tmp_path: Path) -> None:
+    from privbandits.service.config import parse_service_config
+    from privbandits.service.server.service import Service
+    from privbandits.service.server.store import StoreError, open_store
+    from tests.service.conftest import tokens
+
+    raw = service_raw("ldp-sgd", horizon=50)
+    db = tmp_path / "svc.db"
+    with make_client(raw, db) as tc:
+        assert _post(tc, _valid(tc), "a").status_code == 200
+    with sqlite3.connect(db) as conn:
+        (stored,) = conn.execute("SELECT value FROM meta WHERE key = 'guarantee'").fetchone()
+        assert '"epsilon"' in stored
+        # as if another version computed a different epsilon for the same configuration
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'guarantee'",
+            (stored.replace('"epsilon": ', '"epsilon": 2e-9 + '),),
+        )
+    with pytest.raises(StoreError, match="accounted guarantee"):
+        Service(parse_service_config(raw), open_store(db), tokens())

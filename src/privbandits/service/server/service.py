@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import collections
 import hashlib
+import json
 import math
 import secrets
 import threading
@@ -116,9 +117,24 @@ class Service:
         store.expected_deployment = deployment
         self._keys()
         self.rebuild()
+        self._pin_guarantee()
         warm_up(config)
 
     # -- state ----------------------------------------------------------------------------------
+    def _pin_guarantee(self) -> None:
+        """The accounted per-report guarantee is part of the durable state: the devices' spent
+        budgets were counted against it, so a start that computes another one for the same
+        configuration (e.g. a changed calibration) is refused."""
+        now = json.dumps(self.model.describe()["guarantee"], sort_keys=True)
+        stored = self.store.put_meta("guarantee", now)
+        if stored != now:
+            raise StoreError(
+                f"the database records the accounted guarantee {stored[:300]} but this version "
+                f"computes {now[:300]} for the same configuration: the devices' spent report "
+                "budgets were accounted with the recorded one; refusing to start (serve the "
+                "deployment with the version that created it, or start a new deployment)"
+            )
+
     def _keys(self) -> None:
         private_key, _ = keygen()
         self.private_key = self.store.put_meta("sealing_key", private_key)  # the first one stays
