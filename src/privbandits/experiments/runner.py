@@ -11,6 +11,13 @@ Execution backends (the documentation's Concepts: running at scale):
 Whatever the backend, only this (parent) process writes to the results store, one transaction per
 finished unit, so killing a run at any moment leaves complete rows only, and rerunning the same
 configuration executes just the missing units (resume).
+
+Fused runs (local backends, on by default): the missing units that share an environment, a seed, a
+horizon, replications and checkpoints (every algorithm and epsilon of a figure) are executed
+together, the environment drawn once for all of them
+(:func:`~privbandits.experiments.units.execute_group`); each unit's result is bit-identical to its
+own run and is stored in its own transaction.  ``fuse=False`` (or the environment variable
+``PRIVBANDITS_FUSE=0``) runs every unit on its own.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.validation import check_int
 from privbandits.experiments.config import ExperimentConfig
 from privbandits.experiments.store import ResultsStore, StoredResult
-from privbandits.experiments.units import WorkUnit, execute_unit
+from privbandits.experiments.units import WorkUnit, execute_group, execute_unit, fused_groups
 from privbandits.simulate import SimulationResult
 
 __all__ = ["RunReport", "default_workers", "run_experiment", "run_units"]
@@ -115,10 +122,67 @@ class _Progress:
 # ------------------------------------------------------------------------------------------
 # backends
 # ------------------------------------------------------------------------------------------
-def _run_serial(units: Sequence[WorkUnit], on_done: OnDone, progress: _Progress) -> None:
-    for i, unit in enumerate(units):
-        result = _guarded(unit, lambda: execute_unit(unit, lambda t, i=i: progress.rounds(i, t)))  # type: ignore[misc]
-        on_done(i, result)
+def _run_serial(
+    units: Sequence[WorkUnit], groups: list[list[int]], on_done: OnDone, progress: _Progress
+) -> None:
+    for group in groups:
+        members = [units[i] for i in group]
+        results = _execute_group(members, lambda j, t, group=group: progress.rounds(group[j], t))  # type: ignore[misc]
+        _deliver(group, members, results, on_done)
+
+
+GroupResult = list["SimulationResult | PrivbanditsError"]
+
+
+def _execute_group(units: Sequence[WorkUnit], report: Callable[[int, int], None]) -> GroupResult:
+    """The results of a fused group, or, if one of its units fails, every unit run on its own (so
+    the others are still stored and the failure names its own unit): a result or the error of
+    each unit, in order."""
+    try:
+        return list(execute_group(units, report))
+    except PrivbanditsError as exc:
+        if len(units) == 1:
+            return [exc]
+    out: GroupResult = []
+    for j, unit in enumerate(units):
+        try:
+            out.append(execute_unit(unit, lambda t, j=j: report(j, t)))  # type: ignore[misc]
+        except PrivbanditsError as exc:
+            out.append(exc)
+    return out
+
+
+def _deliver(
+    group: Sequence[int], units: Sequence[WorkUnit], results: GroupResult, on_done: OnDone
+) -> None:
+    """Store every finished unit of a group, then raise the first failure (named by its unit)."""
+    failed: tuple[WorkUnit, PrivbanditsError] | None = None
+    for i, unit, result in zip(group, units, results):
+        if isinstance(result, PrivbanditsError):
+            failed = failed or (unit, result)
+        else:
+            on_done(i, result)
+    if failed is not None:
+        unit, exc = failed
+
+        def fail() -> SimulationResult:
+            raise exc
+
+        _guarded(unit, fail)
+
+
+def _guarded_group(units: Sequence[WorkUnit], fn: Callable[[], GroupResult]) -> GroupResult:
+    """``fn()`` for a fused group run in a worker (the death of the worker names every unit of
+    the group)."""
+    try:
+        return fn()
+    except BrokenProcessPool:
+        names = ", ".join(f"{u.describe()} ({u.algorithm})" for u in units)
+        raise PrivbanditsError(
+            f"a worker process died while running the work units {names}, for example out of "
+            "memory; finished units are stored, rerun to resume (try fewer --workers or "
+            "PRIVBANDITS_FUSE=0)"
+        ) from None
 
 
 def _guarded(unit: WorkUnit, fn: Callable[[], SimulationResult]) -> SimulationResult:
@@ -158,14 +222,14 @@ def _exit_with_parent(sentinel: int) -> None:
     os._exit(1)
 
 
-def _worker_execute(index: int, unit: WorkUnit) -> SimulationResult:
+def _worker_execute(indices: list[int], units: list[WorkUnit]) -> GroupResult:
     q = _WORKER_QUEUE
 
-    def report(t: int) -> None:
+    def report(j: int, t: int) -> None:
         if q is not None:
-            q.put_nowait((index, t))
+            q.put_nowait((indices[j], t))
 
-    return execute_unit(unit, report)
+    return _execute_group(units, report)
 
 
 def _terminate_pool(ex: ProcessPoolExecutor) -> None:
@@ -180,28 +244,34 @@ def _terminate_pool(ex: ProcessPoolExecutor) -> None:
 
 
 def _run_pool(
-    units: Sequence[WorkUnit], workers: int, on_done: OnDone, progress: _Progress
+    units: Sequence[WorkUnit],
+    groups: list[list[int]],
+    workers: int,
+    on_done: OnDone,
+    progress: _Progress,
 ) -> None:
     ctx = mp.get_context("spawn")
     progress_queue = ctx.Queue()
     ex = ProcessPoolExecutor(
-        max_workers=min(workers, len(units)),
+        max_workers=min(workers, len(groups)),
         mp_context=ctx,
         initializer=_init_worker,
         initargs=(progress_queue,),
     )
     clean = False
     try:
-        futures: dict[Future[SimulationResult], int] = {
-            ex.submit(_worker_execute, i, u): i for i, u in enumerate(units)
+        futures: dict[Future[GroupResult], int] = {
+            ex.submit(_worker_execute, g, [units[i] for i in g]): k for k, g in enumerate(groups)
         }
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             _drain(progress_queue, progress)
             for fut in sorted(done, key=futures.__getitem__):
-                i = futures[fut]
-                on_done(i, _guarded(units[i], fut.result))
+                group = groups[futures[fut]]
+                members = [units[i] for i in group]
+                results = _guarded_group(members, fut.result)
+                _deliver(group, members, results, on_done)
         clean = True
     finally:
         if clean:
@@ -278,6 +348,7 @@ def run_units(
     scheduler: Any = None,
     quiet: bool = False,
     console: Console | None = None,
+    fuse: bool | None = None,
 ) -> RunReport:
     """Execute the units not yet in ``store`` and store each one as soon as it finishes.
 
@@ -295,6 +366,11 @@ def run_units(
         No progress bar and no messages.
     console : rich.console.Console, optional
         Where the progress bar and messages go.
+    fuse : bool, optional
+        Advance the units that share an environment, seed, horizon, replications and checkpoints
+        together over one environment draw (local backends; results bit-identical, each unit
+        stored on its own).  Default: on, unless the environment variable ``PRIVBANDITS_FUSE``
+        is ``0``.
 
     Returns
     -------
@@ -337,10 +413,19 @@ def run_units(
             pass
         elif scheduler is not None:
             _run_dask(missing, scheduler, on_done, progress)
-        elif n_workers == 1 or len(missing) == 1:
-            _run_serial(missing, on_done, progress)
         else:
-            _run_pool(missing, n_workers, on_done, progress)
+            if fuse is None:
+                fuse = os.environ.get("PRIVBANDITS_FUSE", "1").strip() not in ("0", "false", "no")
+            serial = n_workers == 1 or len(missing) == 1
+            groups = (
+                fused_groups(missing, 1 if serial else n_workers)
+                if fuse
+                else [[i] for i in range(len(missing))]
+            )
+            if serial or len(groups) == 1:
+                _run_serial(missing, groups, on_done, progress)
+            else:
+                _run_pool(missing, groups, n_workers, on_done, progress)
 
     results = store.load(keys=[u.key() for u in units])
     return RunReport(

@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from privbandits.algorithms import make
 from privbandits.algorithms.registry import import_modules
 from privbandits.core.errors import UnknownNameError
+from privbandits.engine.fused import simulate_fused
 from privbandits.envs import (
     ConvexLossEnv,
     FiniteActionEnv,
@@ -32,7 +33,16 @@ from privbandits.envs.datasets.choice import ChoiceEnv, ChoicePricingEnv
 from privbandits.envs.datasets.choice_offer import ChoiceOfferEnv
 from privbandits.simulate import SimulationResult, make_checkpoints, simulate
 
-__all__ = ["ENV_KINDS", "SCHEMA_VERSION", "WorkUnit", "build_env", "canonical_json", "execute_unit"]
+__all__ = [
+    "ENV_KINDS",
+    "SCHEMA_VERSION",
+    "WorkUnit",
+    "build_env",
+    "canonical_json",
+    "execute_group",
+    "execute_unit",
+    "fused_groups",
+]
 
 #: Version of the unit-configuration schema hashed into every key.  Bump it when the meaning of
 #: a stored configuration changes, so old rows are never mistaken for new ones.
@@ -178,4 +188,68 @@ def execute_unit(unit: WorkUnit, progress: Callable[[int], None] | None = None) 
         checkpoints=unit.checkpoint_rounds(),
         progress=progress,
         engine=unit.engine,
+    )
+
+
+def fusion_key(unit: WorkUnit) -> str | None:
+    """What units must share to be advanced together over one environment draw (environment,
+    seed, horizon, replications, checkpoints, imports), or None for a unit that never fuses (an
+    engine other than "auto" or "compiled")."""
+    if unit.engine not in ("auto", "compiled"):
+        return None
+    return canonical_json(
+        {
+            "env": unit.env,
+            "seed": unit.seed,
+            "horizon": unit.horizon,
+            "replications": unit.replications,
+            "checkpoints": unit.checkpoints,
+            "imports": list(unit.imports),
+        }
+    )
+
+
+def fused_groups(units: Sequence[WorkUnit], parts: int = 1) -> list[list[int]]:
+    """Indices of ``units`` grouped by :func:`fusion_key` (in first-seen order; a unit that never
+    fuses is a group of its own), with the largest groups halved until there are at least
+    ``parts`` groups (so that ``parts`` workers all have work) or every group is a single unit."""
+    groups: dict[Any, list[int]] = {}
+    for i, unit in enumerate(units):
+        key = fusion_key(unit)
+        groups.setdefault(key if key is not None else ("alone", i), []).append(i)
+    out = list(groups.values())
+    while len(out) < parts:
+        big = max(range(len(out)), key=lambda g: len(out[g]))
+        if len(out[big]) < 2:
+            break
+        g = out.pop(big)
+        half = (len(g) + 1) // 2
+        out[big:big] = [g[:half], g[half:]]
+    return out
+
+
+def execute_group(
+    units: Sequence[WorkUnit], progress: Callable[[int, int], None] | None = None
+) -> list[SimulationResult]:
+    """Execute units of one fused group (:func:`fused_groups`) together: the environment is drawn
+    once and every unit whose algorithm runs on the compiled driver advances over it
+    (:func:`~privbandits.engine.fused.simulate_fused`); the others run on their own.  Each result
+    is bit-identical to :func:`execute_unit` of its unit.  ``progress(i, rounds_done)`` for the
+    ``i``-th unit."""
+    if len(units) == 1:
+        return [execute_unit(units[0], None if progress is None else (lambda t: progress(0, t)))]
+    first = units[0]
+    if any(fusion_key(u) != fusion_key(first) or fusion_key(u) is None for u in units):
+        raise ValueError("execute_group needs units of one fused group (fused_groups)")
+    import_modules(first.imports)
+    algs = [make(u.algorithm, **u.params) for u in units]
+    return simulate_fused(  # type: ignore[no-any-return]
+        algs,
+        lambda: build_env(first.env),
+        horizon=first.horizon,
+        replications=first.replications,
+        seed=first.seed,
+        checkpoints=first.checkpoint_rounds(),
+        engines=[u.engine for u in units],
+        progress=progress,
     )
