@@ -70,6 +70,7 @@ from privbandits.core.validation import check_int
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.inputs import check_device_inputs
+from privbandits.privacy.ranges import OutputRange
 
 __all__ = [
     "SETTINGS",
@@ -228,6 +229,16 @@ class Algorithm(ABC):
     def resolved_params(self) -> dict[str, Any]:
         """Every constant the current run uses after resolving presets (raises before reset)."""
         return dict(self.calibration.resolved)
+
+    def output_ranges(self) -> dict[str, OutputRange]:
+        """The output set of each field of this run's reports, declared by its mechanism (empty:
+        not declared).  From the typed calibration's
+        :meth:`~privbandits.algorithms.calibration.Constants.output_ranges` by default; raises
+        before :meth:`reset`."""
+        cal, spec = self.calibration, self.spec
+        if cal.constants is None:
+            return {}
+        return cal.constants.output_ranges(spec.context_bound, spec.reward_range)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:

@@ -9,14 +9,64 @@ the resolved constants beside each result.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
+from privbandits.core.errors import ValidationError
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
+from privbandits.privacy.ranges import OutputRange
 
-__all__ = ["NON_PRIVATE_CALIBRATION", "Calibration", "CalibrationWarning", "warn_if_not_strict"]
+__all__ = [
+    "NON_PRIVATE_CALIBRATION",
+    "PRESETS",
+    "Calibration",
+    "CalibrationWarning",
+    "Constants",
+    "warn_if_not_strict",
+]
+
+#: The calibration presets (the documentation's Concepts: calibration presets): ``strict`` is
+#: provably private at the requested level, ``paper`` the paper's formulas as printed,
+#: ``authors_code`` the public reference code's constants.
+PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
+
+C = TypeVar("C", bound="Constants")
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Base of every family's typed calibration: the constants a run uses after resolving
+    presets and defaults on the problem (noise scales, clip norms, budget split, radii).
+
+    A family subclasses it as a frozen dataclass whose fields are named as its paper's
+    specification names them; kernels, the service and the auditor read the attributes.  A
+    subclass whose reports have a bounded output set declares it in :meth:`output_ranges`.
+    """
+
+    #: Fields kept out of :meth:`as_dict` (not constants of the run, e.g. nested objects).
+    hidden: ClassVar[tuple[str, ...]] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The constants as a JSON-serialisable dict (stored with every result)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name in self.hidden:
+                continue
+            v = getattr(self, f.name)
+            if isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """Each report field's output set (empty: the range is not declared)."""
+        return {}
 
 
 class CalibrationWarning(UserWarning):
@@ -32,20 +82,37 @@ class Calibration:
     ----------
     guarantee : PrivacyGuarantee
         The accountant's guarantee for the noise the algorithm adds (per user).
-    resolved : dict
-        Every constant the run uses after resolving presets and defaults on the problem: noise
-        scales, clip norms, budget split, step sizes, radii.  JSON-serializable values.
+    resolved : mapping
+        Every constant the run uses as a JSON-serializable dict; derived from ``constants`` when
+        the family has a typed calibration (the compatibility path of the families that have
+        none yet).
     preset : str
         Calibration preset (``"strict"``, ``"paper"``, ``"authors_code"``; ``"none"`` for
         non-private algorithms).
     requested : tuple of float or None
         The requested ``(epsilon, delta)`` (None for non-private algorithms).
+    constants : Constants or None
+        The family's typed calibration (read with :meth:`typed`).
     """
 
     guarantee: PrivacyGuarantee
-    resolved: dict[str, Any] = field(default_factory=dict)
+    resolved: Mapping[str, Any] = field(default_factory=dict)
     preset: str = "none"
     requested: tuple[float, float] | None = None
+    constants: Constants | None = None
+
+    def __post_init__(self) -> None:
+        if self.constants is not None and not self.resolved:
+            object.__setattr__(self, "resolved", self.constants.as_dict())
+
+    def typed(self, cls: type[C]) -> C:
+        """The family's typed constants, checked to be a ``cls``."""
+        if not isinstance(self.constants, cls):
+            raise ValidationError(
+                f"the calibration holds {type(self.constants).__name__} constants, "
+                f"not {cls.__name__}"
+            )
+        return self.constants
 
     @property
     def meets_request(self) -> bool:
@@ -59,7 +126,7 @@ class Calibration:
     def as_dict(self) -> dict[str, Any]:
         """JSON-serializable summary (stored with every result)."""
         g = self.guarantee
-        return {
+        out = {
             "preset": self.preset,
             "requested": None if self.requested is None else list(self.requested),
             "epsilon": None if math.isinf(g.epsilon) else g.epsilon,
@@ -67,6 +134,9 @@ class Calibration:
             "model": g.model,
             "resolved": dict(self.resolved),
         }
+        if g.ledger is not None:
+            out["ledger"] = g.ledger.to_dict()
+        return out
 
 
 NON_PRIVATE_CALIBRATION = Calibration(NON_PRIVATE)

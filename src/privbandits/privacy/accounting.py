@@ -40,7 +40,9 @@ from privbandits.core.validation import (
     check_nonnegative,
     check_positive,
 )
+from privbandits.privacy.calibration import Bracket, calibrate_noise
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ledger import Event
 
 __all__ = [
     "CONVERSIONS",
@@ -359,9 +361,15 @@ def zcdp_for_approx_dp(epsilon: float, delta: float, method: str = "cks") -> ZCD
     hi = max(2.0 * lo, 1e-300)
     while _cks_epsilon(hi, dlt) <= eps:
         lo, hi = hi, 2.0 * hi
-    root = optimize.brentq(lambda r: _cks_epsilon(r, dlt) - eps, lo, hi, xtol=1e-300, rtol=1e-14)
-    while _cks_epsilon(root, dlt) > eps:  # never optimistic
-        root *= 1.0 - 1e-13
+    root = calibrate_noise(
+        lambda r: _cks_epsilon(r, dlt),
+        eps,
+        Bracket(lo, hi),
+        decreasing=False,
+        xtol=1e-300,
+        rtol=1e-14,
+        rel=1e-13,
+    )
     return ZCDP(max(root, lo))
 
 
@@ -452,6 +460,7 @@ def to_guarantee(
     delta: float | None = None,
     method: str = "cks",
     local_epsilon: float | None = None,
+    ledger: Event | None = None,
 ) -> PrivacyGuarantee:
     """Convert an accounting object into the :class:`PrivacyGuarantee` an algorithm reports.
 
@@ -471,6 +480,8 @@ def to_guarantee(
         zCDP conversion (see :func:`zcdp_to_approx_dp`).
     local_epsilon : float, optional
         Shuffle model: the local level of each report (see :class:`PrivacyGuarantee`).
+    ledger : Event, optional
+        The events composed (:mod:`privbandits.privacy.ledger`).
     """
     if isinstance(g, ZCDP):
         if delta is None:
@@ -487,6 +498,7 @@ def to_guarantee(
             notes=f"{notes}; {how}" if notes else how,
             rho=g.rho,
             local_epsilon=local_epsilon,
+            ledger=ledger,
         )
     if delta is not None:
         raise ValidationError(
@@ -501,4 +513,5 @@ def to_guarantee(
         unit=unit,
         notes=notes,
         local_epsilon=local_epsilon,
+        ledger=ledger,
     )

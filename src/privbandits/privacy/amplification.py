@@ -34,11 +34,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_delta, check_epsilon, check_int
 from privbandits.privacy.accounting import ApproxDP, PureDP
+from privbandits.privacy.calibration import Bracket, calibrate_noise
 
 __all__ = [
     "BOUNDS",
@@ -111,12 +111,15 @@ def closed_form_inverse(epsilon: float, delta: float, n: int) -> float:
     dlt = check_delta(delta)
     n = check_int("n", n, 1)
     hi = max(1.0, eps + math.log(max(n, 8) / 8.0))
-    while closed_form_epsilon(hi, n, dlt) < eps:
-        hi *= 2.0
-    f = lambda x: closed_form_epsilon(x, n, dlt) - eps
-    root = optimize.brentq(f, 1e-300, hi, xtol=1e-300, rtol=1e-14)
-    while closed_form_epsilon(root, n, dlt) > eps:
-        root *= 1.0 - 1e-13
+    root = calibrate_noise(
+        lambda x: closed_form_epsilon(x, n, dlt),
+        eps,
+        Bracket(1e-300, hi, factor=2.0),
+        decreasing=False,
+        xtol=1e-300,
+        rtol=1e-14,
+        rel=1e-13,
+    )
     return float(root)
 
 
@@ -197,12 +200,17 @@ def numerical_epsilon(eps0: float, n: int, delta: float, *, rtol: float = 1e-9) 
         if cf < hi and numerical_delta(e0, n, cf) <= dlt:
             hi = cf
     # delta(eps) is continuous and decreasing: Brent's method, then round up until certified
-    f = lambda e: numerical_delta(e0, n, e) - dlt
-    eps = optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=rtol)
-    step = rtol * eps
-    while eps < hi and f(eps) > 0.0:
-        eps += step
-        step *= 2.0
+    eps = calibrate_noise(
+        lambda e: numerical_delta(e0, n, e),
+        dlt,
+        Bracket(0.0, hi),
+        xtol=1e-300,
+        rtol=rtol,
+        rel=rtol,
+        growth=2.0,
+        additive=True,
+        limit=hi,
+    )
     return min(eps, hi)
 
 
@@ -282,23 +290,35 @@ def local_epsilon_for_target(
     n = check_int("n", n, 1)
     bound = check_choice("bound", bound, BOUNDS)
     if bound == "numerical":
-        g = lambda e0: numerical_delta(e0, n, eps) - dlt
-        lo, hi = eps, 2.0 * eps
-        while g(hi) <= 0.0:
-            lo, hi = hi, 2.0 * hi
-        e0 = optimize.brentq(g, lo, hi, xtol=1e-300, rtol=1e-10)
-        step = 1e-10 * e0
-        while e0 > lo and g(e0) > 0.0:  # round down until certified
-            e0 -= step
-            step *= 2.0
+        loss = lambda e0: numerical_delta(e0, n, eps)
+        lo = eps  # the last level known to meet the target (the bracket slides up to it)
+        while loss(2.0 * lo) <= dlt:
+            lo *= 2.0
+        e0 = calibrate_noise(
+            loss,
+            dlt,
+            Bracket(lo, 2.0 * lo),
+            decreasing=False,
+            xtol=1e-300,
+            rtol=1e-10,
+            rel=1e-10,
+            growth=2.0,
+            additive=True,
+            limit=lo,
+        )
         return max(e0, lo)
     e_max = max_local_epsilon(n, dlt, strict=strict)
     if e_max <= eps:  # includes n <= 16 ln(2/delta), where e_max <= 0
         return eps
     if closed_form_epsilon(e_max, n, dlt) <= eps:
         return e_max
-    f = lambda x: closed_form_epsilon(x, n, dlt) - eps
-    root = optimize.brentq(f, 1e-300, e_max, xtol=1e-300, rtol=1e-14)
-    while closed_form_epsilon(root, n, dlt) > eps:  # round down: never optimistic
-        root *= 1.0 - 1e-13
+    root = calibrate_noise(
+        lambda x: closed_form_epsilon(x, n, dlt),
+        eps,
+        Bracket(1e-300, e_max),
+        decreasing=False,
+        xtol=1e-300,
+        rtol=1e-14,
+        rel=1e-13,
+    )
     return max(float(root), eps)

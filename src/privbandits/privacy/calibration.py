@@ -17,10 +17,12 @@ Lemma 2.2, with corrections Han21-1 and Han21-2 (documentation).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from scipy import optimize, special
 
-from privbandits.core.errors import ValidationError
+from privbandits.core.errors import PrivacyError, ValidationError
 from privbandits.core.validation import (
     check_choice,
     check_delta,
@@ -32,6 +34,9 @@ from privbandits.core.validation import (
 
 __all__ = [
     "CALIBRATIONS",
+    "Bracket",
+    "calibrate_noise",
+    "certify",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_sigma",
@@ -55,6 +60,177 @@ def _check_dim(d: object, name: str = "d") -> int:
 def _gamma_ratio(d: int) -> float:
     """``Gamma((d+1)/2) / Gamma(d/2)`` via lgamma (finite for d in the millions)."""
     return math.exp(math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
+
+
+# --------------------------------------------------------------------------------------------
+# the one calibration search
+# --------------------------------------------------------------------------------------------
+#: Relative step of :func:`certify`: a root found to floating-point tolerance is moved by this
+#: factor at a time until the guarantee holds.
+NUDGE: float = 1e-12
+_MAX_STEPS = 100_000
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """Where :func:`calibrate_noise` looks for the root, and how it widens the interval.
+
+    Attributes
+    ----------
+    lo, hi : float
+        Ends of the interval in the search variable.
+    factor : float
+        While ``hi`` is on the wrong side of the root it is multiplied by ``factor`` (> 1);
+        1 = never widened by a factor.
+    step : float
+        While an end is on the wrong side of the root it is moved outward by ``step`` (both
+        ends; for a log-scale search variable); 0 = never widened by a step.
+    """
+
+    lo: float
+    hi: float
+    factor: float = 1.0
+    step: float = 0.0
+
+
+def certify(
+    loss: Callable[[float], float],
+    target: float,
+    x: float,
+    *,
+    decreasing: bool,
+    rel: float = NUDGE,
+    growth: float = 1.0,
+    additive: bool = False,
+    limit: float | None = None,
+) -> float:
+    """Move ``x`` away from the root until ``loss(x) <= target`` holds (never optimistic).
+
+    A root search ends within a floating-point tolerance of the exact root, possibly on its
+    wrong side.  This is the one place that steps it back: up (a noise scale, when ``loss``
+    decreases in ``x``) or down (a local level or a zCDP budget, when ``loss`` increases).
+
+    Parameters
+    ----------
+    loss : callable
+        The privacy loss (an epsilon or a delta) as a function of the parameter; monotone.
+    target : float
+        The requested loss.
+    x : float
+        The starting point (a root or a closed-form value).
+    decreasing : bool
+        Whether ``loss`` decreases in ``x`` (then ``x`` moves up), else it moves down.
+    rel : float
+        First step, relative to ``x``.
+    growth : float
+        Factor applied to the step after each move (1 = constant step).
+    additive : bool
+        Steps of ``rel * x_start`` (growing by ``growth``) instead of multiplying ``x`` by
+        ``1 +- rel``.
+    limit : float, optional
+        A value known to meet the target: the walk stops there and returns it.
+    """
+    sign = 1.0 if decreasing else -1.0
+    s = rel * x if additive else rel
+    for _ in range(_MAX_STEPS):
+        if limit is not None and (x >= limit if decreasing else x <= limit):
+            return limit
+        if not loss(x) > target:
+            return x
+        x = x + sign * s if additive else x * (1.0 + sign * s)
+        s *= growth
+    raise PrivacyError(f"no parameter meets the target {target!r} near {x!r}")
+
+
+def calibrate_noise(
+    loss: Callable[[float], float],
+    target: float,
+    bracket: Bracket,
+    *,
+    decreasing: bool = True,
+    param: Callable[[float], float] | None = None,
+    xtol: float = 1e-300,
+    rtol: float = 4.0 * 2.220446049250313e-16,
+    rel: float = NUDGE,
+    growth: float = 1.0,
+    additive: bool = False,
+    limit: float | None = None,
+) -> float:
+    """The parameter at which a monotone privacy loss just meets ``target``.
+
+    The one calibration search of the library: the smallest noise scale whose epsilon (or
+    delta) is at most the target when ``loss`` decreases in the parameter, the largest local
+    level or zCDP budget whose loss is at most the target when it increases.  The bracket is
+    widened until it holds the root, the root is found by Brent's method (``scipy.optimize.
+    brentq``), stepped to the safe side by :func:`certify`, and the guarantee is checked once
+    more before the value is returned.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(parameter)``: the privacy loss, monotone in the parameter.
+    target : float
+        The requested loss.
+    bracket : Bracket
+        Starting interval in the search variable, and how to widen it.
+    decreasing : bool
+        Whether ``loss`` decreases in the parameter.
+    param : callable, optional
+        The parameter as a function of the search variable (e.g. ``math.exp`` to search a noise
+        scale on a log scale); identity by default.
+    xtol, rtol : float
+        Tolerances of Brent's method.
+    rel, growth, additive, limit
+        The safe-side step (:func:`certify`).
+
+    Returns
+    -------
+    float
+        The parameter, with ``loss(parameter) <= target`` checked.
+
+    Raises
+    ------
+    PrivacyError
+        When no bracket holds the root or the final check fails.
+    """
+    to_param = param if param is not None else (lambda u: u)
+
+    def gap(u: float) -> float:
+        return loss(to_param(u)) - target
+
+    lo, hi = bracket.lo, bracket.hi
+    # the side of the root each end must reach: decreasing loss -> gap(lo) >= 0 >= gap(hi)
+    for _ in range(_MAX_STEPS):
+        g_hi = gap(hi)
+        if not (g_hi > 0 if decreasing else g_hi <= 0):
+            break
+        if bracket.factor == 1.0 and bracket.step == 0.0:
+            raise PrivacyError(f"the bracket [{lo!r}, {hi!r}] does not hold the root")
+        hi = hi * bracket.factor if bracket.factor != 1.0 else hi + bracket.step
+    else:
+        raise PrivacyError("no bracket holds the root")
+    if bracket.step != 0.0:
+        for _ in range(_MAX_STEPS):
+            g_lo = gap(lo)
+            if not (g_lo < 0 if decreasing else g_lo > 0):
+                break
+            lo -= bracket.step
+        else:
+            raise PrivacyError("no bracket holds the root")
+    root = to_param(optimize.brentq(gap, lo, hi, xtol=xtol, rtol=rtol))
+    x = certify(
+        loss,
+        target,
+        root,
+        decreasing=decreasing,
+        rel=rel,
+        growth=growth,
+        additive=additive,
+        limit=limit,
+    )
+    if loss(x) > target:
+        raise PrivacyError(f"the calibrated parameter {x!r} does not meet the target {target!r}")
+    return x
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,19 +280,14 @@ def gaussian_sigma_analytic(
     if s == 0.0:
         return 0.0
 
-    def f(log_sig: float) -> float:
-        return gaussian_delta(eps, math.exp(log_sig), 1.0) - dlt
-
-    lo, hi = -10.0, 10.0
-    while f(lo) < 0:
-        lo -= 10.0
-    while f(hi) > 0:
-        hi += 10.0
-    root = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=rtol)
-    sig = math.exp(root)
-    # brentq's tolerance may land a hair below the exact root; step up until delta holds
-    while gaussian_delta(eps, sig, 1.0) > dlt:
-        sig *= 1.0 + 1e-12
+    sig = calibrate_noise(
+        lambda sigma: gaussian_delta(eps, sigma, 1.0),
+        dlt,
+        Bracket(-10.0, 10.0, step=10.0),
+        param=math.exp,
+        xtol=1e-14,
+        rtol=rtol,
+    )
     return s * sig
 
 
@@ -153,14 +324,13 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
         return math.inf
     if gaussian_delta(0.0, sig, s) <= dlt:
         return 0.0
-    hi = 1.0
-    while gaussian_delta(hi, sig, s) > dlt:
-        hi *= 2.0
-    eps = optimize.brentq(
-        lambda e: gaussian_delta(e, sig, s) - dlt, 0.0, hi, xtol=1e-14, rtol=1e-13
+    eps = calibrate_noise(
+        lambda e: gaussian_delta(e, sig, s),
+        dlt,
+        Bracket(0.0, 1.0, factor=2.0),
+        xtol=1e-14,
+        rtol=1e-13,
     )
-    while gaussian_delta(eps, sig, s) > dlt:  # round up so the statement is never optimistic
-        eps *= 1.0 + 1e-12
     return float(eps)
 
 

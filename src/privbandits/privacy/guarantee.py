@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from privbandits.core.validation import check_choice, check_in_range
+from privbandits.privacy.ledger import Event
 
 __all__ = ["NON_PRIVATE", "TRUST_MODELS", "PrivacyGuarantee"]
 
@@ -35,6 +36,9 @@ class PrivacyGuarantee:
     local_epsilon : float or None
         Shuffle model: the (largest) local level ``eps0`` of each report before amplification,
         i.e. what a user is guaranteed if the shuffler is not trusted.
+    ledger : Event or None
+        The tree of privacy events the accountant composed
+        (:mod:`privbandits.privacy.ledger`); the notes are rendered from it when none are given.
     approximate : bool
         True when ``(epsilon, delta)`` rests on an approximation rather than a proof (e.g. the
         Gaussian approximation of binomial noise in the calibrated Cheu et al. summation,
@@ -49,9 +53,12 @@ class PrivacyGuarantee:
     rho: float | None = field(default=None)
     approximate: bool = False
     local_epsilon: float | None = None
+    ledger: Event | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_choice("model", self.model, TRUST_MODELS)
+        if not self.notes and self.ledger is not None:
+            object.__setattr__(self, "notes", self.ledger.summary())
         check_in_range("epsilon", self.epsilon, 0.0, None, allow_inf=True)
         check_in_range("delta", self.delta, 0.0, 1.0, high_inclusive=False)
 

@@ -37,6 +37,7 @@ from privbandits.privacy.calibration import (
     gaussian_sigma_classic,
 )
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
+from privbandits.privacy.ledger import Composed, Event, Gaussian, SelfComposed
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_symmetric_gaussian,
@@ -174,7 +175,11 @@ class Ledger:
         g = compose_parallel([ApproxDP(e, dlt) for e in eps])
         how = f"{len(self.releases)} Gaussian releases on disjoint samples, exact epsilon each, parallel composition"
         return PrivacyGuarantee(
-            model=model, epsilon=g.epsilon, delta=g.delta, notes=f"{notes}; {how}" if notes else how
+            model=model,
+            epsilon=g.epsilon,
+            delta=g.delta,
+            notes=f"{notes}; {how}" if notes else how,
+            ledger=self._events("disjoint", notes),
         )
 
     def shared_guarantee(self, delta: float, model: str, notes: str = "") -> PrivacyGuarantee:
@@ -191,5 +196,23 @@ class Ledger:
             "converted (Canonne, Kamath & Steinke 2020)"
         )
         return PrivacyGuarantee(
-            model=model, epsilon=eps, delta=dlt, notes=f"{notes}; {how}" if notes else how, rho=rho
+            model=model,
+            epsilon=eps,
+            delta=dlt,
+            notes=f"{notes}; {how}" if notes else how,
+            rho=rho,
+            ledger=self._events("zcdp", notes),
         )
+
+    def _events(self, rule: str, what: str) -> Composed:
+        """The releases as a privacy ledger (:mod:`privbandits.privacy.ledger`); identical
+        releases are grouped into one self-composed event."""
+        counts: dict[tuple[str, float, float], int] = {}
+        for r in self.releases:
+            key = (r.name, float(r.std), float(r.sensitivity))
+            counts[key] = counts.get(key, 0) + 1
+        events: list[Event] = []
+        for (name, std, sens), n in counts.items():
+            g = Gaussian(std, sens, name, "given")
+            events.append(g if n == 1 else SelfComposed(g, n, rule))
+        return Composed(tuple(events), rule, what)

@@ -2,11 +2,12 @@
 
 A report outside its mechanism's output set cannot have come from the randomizer (it is a
 malformed or malicious report), and the server's estimate would absorb it unbounded, so the
-service refuses it.  Rules are derived from the algorithm's calibration:
+service refuses it.  Each mechanism declares its set (:meth:`privbandits.algorithms.base.
+Algorithm.output_ranges`, from the family's typed calibration); for example:
 
-* ``han2021-l2-ball`` (Han et al. 2021, section 3.2; Duchi, Jordan & Wainwright 2018): every
+* the l2-ball mechanism (Han et al. 2021, section 3.2; Duchi, Jordan & Wainwright 2018): every
   vector has l2 norm equal to the mechanism's radius (at most the largest radius of the run);
-* ``han2021-ols-gaussian`` (Han et al. 2021, eq. 3.3): ``M = x x^T + W`` is symmetric with
+* the OLS Gaussian randomizer (Han et al. 2021, eq. 3.3): ``M = x x^T + W`` is symmetric with
   ``|M_ij| <= C_B^2 + z s_W`` and ``|u_i| <= c_r C_B + z s_u`` where ``z = 12`` standard deviations
   (a genuine report exceeds the bound with probability below ``1e-30`` per entry);
 * any other mechanism: finite values of the declared shape (its range is not declared: listed as
@@ -21,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.privacy.ranges import Z_TAIL, OutputRange
 from privbandits.service.codec import FieldError
 
 __all__ = ["Z_TAIL", "RangeRule", "output_rules"]
 
-#: Standard deviations of the Gaussian tail bound of Gaussian-mechanism outputs.
-Z_TAIL = 12.0
 _RTOL = 1e-9
 
 
@@ -76,34 +76,13 @@ class RangeRule:
         return {"kind": self.kind, "bound": self.bound, "symmetric": self.symmetric}
 
 
-def output_rules(
-    mechanism: str,
-    resolved: Mapping[str, Any],
-    context_bound: float,
-    reward_range: tuple[float, float],
-) -> dict[str, RangeRule]:
-    """Range rules by field name for reports of ``mechanism`` (empty: range not declared).
+def output_rules(ranges: Mapping[str, OutputRange]) -> dict[str, RangeRule]:
+    """Range rules by field name for the output sets a mechanism declares (empty: not declared).
 
     Parameters
     ----------
-    mechanism : str
-        The randomizer's name (``PrivatizedMessage.mechanism``).
-    resolved : mapping
-        The run's resolved calibration (noise scales, radii).
-    context_bound, reward_range
-        ``C_B`` and ``[r_lo, r_hi]`` of the problem.
+    ranges : mapping
+        ``field -> OutputRange``, as :meth:`privbandits.algorithms.base.Algorithm.output_ranges`
+        returns them.
     """
-    C_B = float(context_bound)
-    c_r = max(abs(float(reward_range[0])), abs(float(reward_range[1])))
-    rules: dict[str, RangeRule] = {}
-    if "l2-ball" in mechanism:
-        radii = [
-            float(resolved[k]) for k in ("radius", "radius_warm", "radius_joint") if k in resolved
-        ]
-        rules["z"] = RangeRule("l2", max(radii))
-    if "ols" in mechanism and any(k in resolved for k in ("s_W", "s_W_warm")):
-        s_W = max(float(resolved[k]) for k in ("s_W", "s_W_warm") if k in resolved)
-        s_u = max(float(resolved[k]) for k in ("s_u", "s_u_warm") if k in resolved)
-        rules["M"] = RangeRule("abs", C_B * C_B + Z_TAIL * s_W, symmetric=True)
-        rules["u"] = RangeRule("abs", c_r * C_B + Z_TAIL * s_u)
-    return rules
+    return {name: RangeRule(r.kind, r.bound, r.symmetric) for name, r in ranges.items()}

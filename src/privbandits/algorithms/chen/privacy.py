@@ -26,6 +26,7 @@ from __future__ import annotations
 from privbandits.core.params import Choice, Constraint, Delta, Epsilon
 from privbandits.privacy.calibration import gaussian_epsilon
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ledger import Gaussian
 from privbandits.regression.releases import noise_multiplier
 
 __all__ = ["PRIVACY_CONSTRAINTS", "gaussian_guarantee"]
@@ -56,5 +57,5 @@ def gaussian_guarantee(
         model=model,
         epsilon=gaussian_epsilon(sigma, delta),
         delta=delta,
-        notes=f"{how} (multiplier {sigma:.6g}, {gaussian})",
+        ledger=Gaussian(sigma, 1.0, how, gaussian),
     )

@@ -27,25 +27,20 @@ from typing import ClassVar
 import numpy as np
 
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.hanna.calibration import CentralConstants, calibrate_laplace
 from privbandits.algorithms.hanna.curator import BatchedCurator
 from privbandits.algorithms.hanna.elimination import (
     BatchPlan,
     HannaElimination,
-    batch_growth,
-    n_batches,
 )
 from privbandits.algorithms.hanna.presets import (
     ELIMINATION_CONSTRAINTS,
     SWITCH_CONSTRAINTS,
-    core_set_name,
-    resolve_switches,
 )
 from privbandits.algorithms.hanna.widths import CentralWidth
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Epsilon
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.accounting import PureDP, to_guarantee
-from privbandits.privacy.mechanisms import laplace_epsilon
 from privbandits.privacy.samplers import add_laplace
 
 __all__ = ["CentralLaplaceSums", "HannaCentral"]
@@ -151,45 +146,28 @@ class HannaCentral(BatchedCurator):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Laplace scale ``s = Delta / eps`` and the accounted ``(r_hi - r_lo) / s``-DP."""
-        sw = resolve_switches(self.preset, self.paper_sensitivity, self.width_mode)
-        lo, hi = spec.reward_range
-        sens = sw.sensitivity(lo, hi)
-        scale = sens / self.epsilon
-        eps = laplace_epsilon(scale, hi - lo)
-        core_set = core_set_name(self.core_set)
-        notes = (
-            f"{sw.describe(shuffle=False)}, core_set={core_set}; Hanna et al. (2022) Alg. 1: "
-            f"Lap({scale:.6g}) on each core action's sum of rewards clipped to [{lo:g}, {hi:g}] -> "
-            f"{eps:.6g}-DP per batch; batches hold disjoint users (parallel composition)"
-        )
-        resolved = {
-            **sw.as_dict(shuffle=False),
-            "core_set": core_set,
-            "sensitivity": sens,
-            "laplace_scale": scale,
-            "q": batch_growth(spec.horizon),
-            "L": n_batches(spec.horizon),
-        }
-        return Calibration(
-            to_guarantee(PureDP(eps), "central", "user", notes),
-            resolved,
-            preset=self.preset,
-            requested=(self.epsilon, 0.0),
+        return calibrate_laplace(
+            "central",
+            self.epsilon,
+            self.preset,
+            self.paper_sensitivity,
+            self.width_mode,
+            spec,
+            self.core_set,
         )
 
     def make_collector(self) -> CentralLaplaceSums:
-        return CentralLaplaceSums(
-            float(self.calibration.resolved["laplace_scale"]), self.spec.reward_range
-        )
+        c = self.calibration.typed(CentralConstants)
+        return CentralLaplaceSums(c.laplace_scale, self.spec.reward_range)
 
     def make_core(self, A: np.ndarray) -> HannaElimination:
-        res = self.calibration.resolved
-        scale = float(res["laplace_scale"])
+        c = self.calibration.typed(CentralConstants)
+        scale = c.laplace_scale
         width = CentralWidth(
             lambda plan: np.full(len(plan), scale),
-            res["width_mode"],
-            res["core_set"],
+            c.width_mode,
+            c.core_set,
             self.sigma,
             self.fail_prob,
         )
-        return HannaElimination(A, self.spec, width, self.design_factor, res["core_set"])
+        return HannaElimination(A, self.spec, width, self.design_factor, c.core_set)

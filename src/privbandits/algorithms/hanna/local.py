@@ -32,18 +32,17 @@ import numpy as np
 from privbandits.algorithms.base import Client, LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
+from privbandits.algorithms.hanna.calibration import LocalConstants, calibrate_laplace
 from privbandits.algorithms.hanna.curator import require_fixed_actions
 from privbandits.algorithms.hanna.elimination import (
     BatchPlan,
     HannaElimination,
-    batch_growth,
     max_pulls,
     n_batches,
 )
 from privbandits.algorithms.hanna.presets import (
     ELIMINATION_CONSTRAINTS,
     SWITCH_CONSTRAINTS,
-    resolve_switches,
 )
 from privbandits.algorithms.hanna.server import EliminationServer, ServerHeldEngine, check_reports
 from privbandits.algorithms.hanna.widths import LocalWidth
@@ -54,10 +53,8 @@ from privbandits.core.params import Epsilon
 from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.accounting import PureDP, to_guarantee
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.inputs import check_device_inputs
-from privbandits.privacy.mechanisms import laplace_epsilon
 from privbandits.privacy.samplers import laplace_randomize
 
 __all__ = ["LOCAL_MECHANISM", "HannaLocal", "LocalClient", "LocalServer", "draw_from_remaining"]
@@ -307,35 +304,15 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Laplace scale ``s = Delta / eps0`` and the accounted ``(r_hi - r_lo) / s``-LDP."""
-        sw = resolve_switches(self.preset, self.paper_sensitivity, self.width_mode)
-        lo, hi = spec.reward_range
-        sens = sw.sensitivity(lo, hi)
-        scale = sens / self.epsilon
-        eps = laplace_epsilon(scale, hi - lo)
-        notes = (
-            f"{sw.describe(shuffle=False)}; Hanna et al. (2022) Alg. 2: each user sends "
-            f"clip(r, {lo:g}, {hi:g}) + Lap({scale:.6g}) once -> {eps:.6g}-LDP"
-        )
-        resolved = {
-            **sw.as_dict(shuffle=False),
-            "eps0": self.epsilon,
-            "sensitivity": sens,
-            "laplace_scale": scale,
-            "q": batch_growth(spec.horizon),
-            "L": n_batches(spec.horizon),
-        }
-        return Calibration(
-            to_guarantee(PureDP(eps), "local", "user", notes),
-            resolved,
-            preset=self.preset,
-            requested=(self.epsilon, 0.0),
+        return calibrate_laplace(
+            "local", self.epsilon, self.preset, self.paper_sensitivity, self.width_mode, spec
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         require_fixed_actions(self.name, spec)
         super().reset(spec, replications, streams)
         lo, hi = spec.reward_range
-        scale = float(self.calibration.resolved["laplace_scale"])
+        scale = self.calibration.typed(LocalConstants).laplace_scale
         self.server = LocalServer(self.R, spec.d)
         self.client = LocalClient(scale, lo, hi, spec)
         self.collector = AggregateLaplaceSums(lambda plan: np.full(len(plan), scale), (lo, hi))
@@ -343,10 +320,10 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
     # -- BatchedAlgorithm -------------------------------------------------------------------------
     def make_core(self, A: np.ndarray) -> HannaElimination:
         """The elimination engine with the local width (public quantities only)."""
-        res = self.calibration.resolved
-        scale = float(res["laplace_scale"])
+        c = self.calibration.typed(LocalConstants)
+        scale = c.laplace_scale
         width = LocalWidth(
-            lambda plan: np.full(len(plan), scale), res["width_mode"], self.sigma, self.fail_prob
+            lambda plan: np.full(len(plan), scale), c.width_mode, self.sigma, self.fail_prob
         )
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
 

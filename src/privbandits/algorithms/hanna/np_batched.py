@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.hanna.calibration import NonPrivateConstants
 from privbandits.algorithms.hanna.curator import BatchedCurator
 from privbandits.algorithms.hanna.elimination import HannaElimination, batch_growth, n_batches
 from privbandits.algorithms.hanna.presets import ELIMINATION_CONSTRAINTS, PRESETS, core_set_name
@@ -82,16 +83,16 @@ class NPBatched(BatchedCurator):
         width_mode = (
             PRESETS[self.preset]["width_mode"] if self.width_mode is None else self.width_mode
         )
-        resolved = {
-            "preset": self.preset,
-            "width_mode": width_mode,
-            "core_set": core_set_name(self.core_set),
-            "q": batch_growth(spec.horizon),
-            "L": n_batches(spec.horizon),
-        }
-        return Calibration(NON_PRIVATE, resolved, preset=self.preset)
+        constants = NonPrivateConstants(
+            self.preset,
+            width_mode,
+            core_set_name(self.core_set),
+            batch_growth(spec.horizon),
+            n_batches(spec.horizon),
+        )
+        return Calibration(NON_PRIVATE, preset=self.preset, constants=constants)
 
     def make_core(self, A: np.ndarray) -> HannaElimination:
-        res = self.calibration.resolved
-        width = NonPrivateWidth(res["width_mode"], self.sigma, self.fail_prob)
-        return HannaElimination(A, self.spec, width, self.design_factor, res["core_set"])
+        c = self.calibration.typed(NonPrivateConstants)
+        width = NonPrivateWidth(c.width_mode, self.sigma, self.fail_prob)
+        return HannaElimination(A, self.spec, width, self.design_factor, c.core_set)

@@ -44,6 +44,7 @@ from privbandits.algorithms.base import Client, ShuffleAlgorithm, Shuffler
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
 from privbandits.algorithms.hanna.budget import ShuffleBudget, default_delta
+from privbandits.algorithms.hanna.calibration import ShuffleConstants
 from privbandits.algorithms.hanna.curator import require_fixed_actions
 from privbandits.algorithms.hanna.elimination import (
     HannaElimination,
@@ -71,7 +72,7 @@ from privbandits.core.params import Choice, Delta, Epsilon, Optional
 from privbandits.core.public_space import PublicField, PublicSpace, PublicStateError, dims_of
 from privbandits.core.rng import Streams
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.accounting import to_guarantee
+from privbandits.privacy.accounting import ApproxDP, to_guarantee
 from privbandits.privacy.amplification import BOUNDS
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.inputs import check_device_inputs
@@ -81,6 +82,7 @@ from privbandits.privacy.laplace_shuffle import (
     forward_reports,
     per_action_sums,
 )
+from privbandits.privacy.ledger import Accounted, Amplified, Event, Laplace, SelfComposed
 from privbandits.privacy.samplers import laplace_randomize
 
 __all__ = ["HannaShuffle", "HannaShuffler", "ShuffleAnalyzer", "ShuffleClient"]
@@ -459,42 +461,57 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         rule = "1/T^2 (default)" if self.delta is None else "given"
         # per batch i: the parameters at its smallest and largest possible size
         ends = [(b.params(lo), b.params(hi)) for lo, hi in b.ranges]
-        eps0 = [[p.eps0 for p in pair] for pair in ends]
-        resolved: dict[str, Any] = {
-            **sw.as_dict(),
-            "bound": self.bound,
-            "delta": b.delta,
-            "delta_rule": rule,
-            "sensitivity": sw.sensitivity(b.r_lo, b.r_hi),
-            "batch_sizes": [list(r) for r in b.ranges],
-            "eps0": eps0,
-            "laplace_scale": [[p.scale for p in pair] for pair in ends],
-            "n_max": b.n_max,
-            "delta_times_n_max": b.delta * b.n_max,
-            "q": batch_growth(spec.horizon),
-            "L": n_batches(spec.horizon),
-        }
+        eps0 = tuple((lo.eps0, hi.eps0) for lo, hi in ends)
+        constants = ShuffleConstants(
+            sw.preset,
+            sw.paper_sensitivity,
+            sw.width_mode,
+            sw.shuffle_bound,
+            self.bound,
+            b.delta,
+            rule,
+            sw.sensitivity(b.r_lo, b.r_hi),
+            tuple((int(lo), int(hi)) for lo, hi in b.ranges),
+            eps0,
+            tuple((lo.scale, hi.scale) for lo, hi in ends),
+            b.n_max,
+            b.delta * b.n_max,
+            batch_growth(spec.horizon),
+            n_batches(spec.horizon),
+        )
+        head = (
+            f"{sw.describe()}; Hanna et al. (2022) Alg. 3; delta={b.delta:.3g} ({rule}; "
+            f"delta * n_max = {b.delta * b.n_max:.3g}, delta << 1/n_i is advised); assumes the "
+            "server does not see which client played which action (footnote 2)"
+        )
+        ledger: Event
         if ends:
-            flat = [e for pair in eps0 for e in pair]
-            how = (
-                f"parallel composition over every batch size the run can produce ({b.ranges[0][0]}..{b.n_max} "
-                f"users in {len(b.ranges)} batch(es)); eps0^(i) in [{min(flat):.6g}, {max(flat):.6g}]; "
-                f"amplification by shuffling ({self.bound} bound, FMT21) where valid, else the reports' own "
-                "LDP level"
+            # the worst calibrated batch size: each user is in one batch (parallel composition)
+            worst = max(b.sizes, key=lambda n: b.batch_guarantee(n).epsilon)
+            p, g = b.params(worst), b.batch_guarantee(worst)
+            report = Laplace(p.scale, b.r_hi - b.r_lo, "each user's clipped reward")
+            batch: Event = (
+                Amplified(report, p.n, self.bound, g.epsilon, g.delta)
+                if isinstance(g, ApproxDP)
+                else report  # amplification does not help: the reports' own LDP level
+            )
+            ledger = SelfComposed(
+                batch,
+                len(b.sizes),
+                "disjoint",
+                what=f"{head}: the worst of {len(b.sizes)} calibrated batch sizes "
+                f"({b.ranges[0][0]}..{b.n_max} users in {len(b.ranges)} batch(es))",
             )
         else:
-            how = "no batch can complete within the horizon: nothing is released"
-        notes = (
-            f"{sw.describe()}; Hanna et al. (2022) Alg. 3: {how}; delta={b.delta:.3g} ({rule}; "
-            f"delta * n_max = {b.delta * b.n_max:.3g}, delta << 1/n_i is advised); assumes the server does not "
-            "see which client played which action (footnote 2)"
-        )
+            ledger = Accounted(
+                "no batch can complete within the horizon: nothing is released", 0.0, how=head
+            )
         local = max((e for pair in eps0 for e in pair), default=None)
         return Calibration(
-            to_guarantee(b.accounted(), "shuffle", "user", notes, local_epsilon=local),
-            resolved,
+            to_guarantee(b.accounted(), "shuffle", "user", local_epsilon=local, ledger=ledger),
             preset=self.preset,
             requested=(self.epsilon, b.delta),
+            constants=constants,
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
@@ -517,7 +534,7 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         """The elimination engine with the shuffle width (``s_i`` from the public ``n_i``)."""
         width = LocalWidth(
             self.budget.scale_for,
-            self.calibration.resolved["width_mode"],
+            self.calibration.typed(ShuffleConstants).width_mode,
             self.sigma,
             self.fail_prob,
         )

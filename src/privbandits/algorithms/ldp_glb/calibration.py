@@ -54,8 +54,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from privbandits.algorithms.calibration import PRESETS, Constants
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import (
     check_choice,
@@ -64,15 +65,18 @@ from privbandits.core.validation import (
     check_int,
     check_positive,
 )
-from privbandits.privacy.mechanisms import (
+from privbandits.privacy.calibration import (
+    certify,
     gaussian_epsilon,
     gaussian_sigma_analytic,
     gaussian_sigma_classic,
 )
+from privbandits.privacy.ranges import Z_TAIL, OutputRange
 
 __all__ = [
     "GAUSSIAN_CALIBRATIONS",
     "PRESETS",
+    "OLSConstants",
     "OLSNoise",
     "default_s0",
     "ols_epsilon",
@@ -86,7 +90,6 @@ __all__ = [
     "sigma_strict",
 ]
 
-PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 #: Gaussian calibrations of LDP-OLS (and of LDP-SGD's OLS warm-up): ``analytic`` = the message as
 #: one Gaussian mechanism at the requested level (tight, default of ``strict``); ``classic`` = the
 #: classic formulas (two parts at (eps/2, delta/2) with the classic multiplier).
@@ -224,11 +227,12 @@ def ols_noise(
             f"preset={preset!r} uses the literal constants of the paper / the authors' code"
         )
     if preset == "strict" and gaussian_calibration == "analytic":
-        sigma = _STRICT_RATIO * gaussian_sigma_analytic(eps, dlt, 1.0)
-        while (
-            ols_epsilon(2 * C_B**2 * sigma, 2 * c_r * C_B * sigma, dlt, C_B, c_r) > eps
-        ):  # float rounding
-            sigma *= 1.0 + 1e-12
+        sigma = certify(  # the closed form may be a rounding error short of the target
+            lambda sg: ols_epsilon(2 * C_B**2 * sg, 2 * c_r * C_B * sg, dlt, C_B, c_r),
+            eps,
+            _STRICT_RATIO * gaussian_sigma_analytic(eps, dlt, 1.0),
+            decreasing=True,
+        )
         return OLSNoise(
             2.0 * C_B**2 * sigma,
             2.0 * c_r * C_B * sigma,
@@ -323,3 +327,93 @@ def default_s0(horizon: int, K: int, total_cap: int = 3000) -> int:
     """Default warm-up pulls per arm ``max(1, floor(min(3000, floor(T/10)) / K))`` (Han et al. 2021, Algorithm 2)."""
     T, K = check_int("horizon", horizon, 1), check_int("K", K, 1)
     return max(1, min(total_cap, T // 10) // K)
+
+
+@dataclass(frozen=True)
+class OLSConstants(Constants):
+    """The resolved calibration of LDP-OLS (Han et al. 2021, Algorithms 1-2 with eq. 3.3).
+
+    Attributes
+    ----------
+    gaussian_calibration : {"analytic", "classic"}
+    s_W, s_u : float
+        Stds of the entries of ``W`` and of ``xi`` (main phase, or the only one).
+    sigma_unit : float
+        The multiplier entering ``c_tilde``.
+    sensitivity : float
+        l2 sensitivity of one message in noise units (:func:`ols_sensitivity`).
+    c_tilde, shift_scale, c_shift, shift_offset : float
+        ``shift(t) = c_shift sqrt(t + shift_offset)``, ``c_shift = shift_scale c_tilde``.
+    s0, n_warmup : int
+        Warm-up pulls per arm and in total (0 in the single-parameter setting).
+    multi : bool
+        Algorithm 2 (multi-parameter setting): the fields below are set.
+    warmup_order : str or None
+    h : float or None
+        Algorithm 2's ``h``.
+    s_W_warm, s_u_warm, sensitivity_warm : float or None
+        The warm-up slot's stds and sensitivity.
+    """
+
+    gaussian_calibration: str
+    s_W: float
+    s_u: float
+    sigma_unit: float
+    sensitivity: float
+    c_tilde: float
+    shift_scale: float
+    c_shift: float
+    shift_offset: float
+    s0: int
+    n_warmup: int
+    multi: bool = False
+    warmup_order: str | None = None
+    h: float | None = None
+    s_W_warm: float | None = None
+    s_u_warm: float | None = None
+    sensitivity_warm: float | None = None
+
+    hidden: ClassVar[tuple[str, ...]] = ("multi",)
+    _MULTI: ClassVar[tuple[str, ...]] = (
+        "warmup_order",
+        "h",
+        "s_W_warm",
+        "s_u_warm",
+        "sensitivity_warm",
+    )
+
+    def as_dict(self) -> dict[str, Any]:
+        out = super().as_dict()
+        if not self.multi:
+            for key in self._MULTI:
+                out.pop(key)
+        return out
+
+    @property
+    def warm(self) -> tuple[float, float]:
+        """``(s_W, s_u)`` of the warm-up slot (the main phase's in the single setting)."""
+        if self.s_W_warm is None or self.s_u_warm is None:
+            return self.s_W, self.s_u
+        return self.s_W_warm, self.s_u_warm
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """``M = x x^T + W`` is symmetric with ``|M_ij| <= C_B^2 + z s_W`` and
+        ``|u_i| <= c_r C_B + z s_u`` (``z`` = :data:`~privbandits.privacy.ranges.Z_TAIL` stds)."""
+        return ols_output_ranges(
+            max(self.s_W, self.warm[0]), max(self.s_u, self.warm[1]), context_bound, reward_range
+        )
+
+
+def ols_output_ranges(
+    s_W: float, s_u: float, context_bound: float, reward_range: tuple[float, float]
+) -> dict[str, OutputRange]:
+    """Output set of the OLS randomizer ``psi^OLS`` (Han et al. 2021, eq. 3.3) at stds ``s_W, s_u``:
+    entries within ``Z_TAIL`` standard deviations of the largest clipped input."""
+    C_B = float(context_bound)
+    c_r = max(abs(float(reward_range[0])), abs(float(reward_range[1])))
+    return {
+        "M": OutputRange("abs", C_B * C_B + Z_TAIL * s_W, symmetric=True),
+        "u": OutputRange("abs", c_r * C_B + Z_TAIL * s_u),
+    }

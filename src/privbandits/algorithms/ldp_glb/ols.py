@@ -10,7 +10,12 @@ import numpy as np
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
-from privbandits.algorithms.ldp_glb.calibration import ols_epsilon, ols_noise, ols_sensitivity
+from privbandits.algorithms.ldp_glb.calibration import (
+    OLSConstants,
+    ols_epsilon,
+    ols_noise,
+    ols_sensitivity,
+)
 from privbandits.algorithms.ldp_glb.device import estimates_space, ols_message_noise
 from privbandits.algorithms.ldp_glb.kernels import (
     OLSParams,
@@ -27,6 +32,7 @@ from privbandits.algorithms.registry import register
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ApproxDP, to_guarantee
 from privbandits.privacy.device import DeviceSensitivity
+from privbandits.privacy.ledger import Composed, Event, Gaussian
 
 __all__ = ["LDPOLS", "OLS_MECHANISM"]
 
@@ -137,53 +143,70 @@ class LDPOLS(HanAlgorithm):
         eps = ols_epsilon(main.s_W, main.s_u, self.delta, C_B, c_r)
         if multi:
             eps = max(eps, ols_epsilon(warm.s_W, warm.s_u, self.delta, C_B, c_r))
-        resolved = {
-            "gaussian_calibration": gc,
-            "s_W": main.s_W,
-            "s_u": main.s_u,
-            "sigma_unit": main.sigma_unit,
-            "sensitivity": mu,
-            **self._shift(spec, main.sigma_unit),
-            **self._warmup(spec),
-        }
-        what = "Algorithm 1 + OLS: the message (x x^T + W, r x + xi)"
-        if multi:
-            resolved.update(s_W_warm=warm.s_W, s_u_warm=warm.s_u, sensitivity_warm=mu_warm)
-            what = (
-                "Algorithm 2 + OLS: the K-slot message (two slots differ at most; sensitivity of "
-                "one slot) "
-                f"and the warm-up slot (s_W={warm.s_W:.6g}, s_u={warm.s_u:.6g}), worst phase"
-            )
-        notes = (
-            f"preset={self.preset}; gaussian_calibration={gc} ({main.rule}); {what} as one "
-            f"Gaussian mechanism: s_W={main.s_W:.6g}, s_u={main.s_u:.6g}, l2 sensitivity "
-            f"{mu:.6g} in noise units, "
-            "exact epsilon (Balle & Wang 2018)"
+        shift, warmup = self._shift(spec, main.sigma_unit), self._warmup(spec)
+        constants = OLSConstants(
+            gc,
+            main.s_W,
+            main.s_u,
+            main.sigma_unit,
+            mu,
+            shift["c_tilde"],
+            shift["shift_scale"],
+            shift["c_shift"],
+            shift["shift_offset"],
+            warmup["s0"],
+            warmup["n_warmup"],
+            multi,
+            warmup.get("warmup_order"),
+            warmup.get("h"),
+            warm.s_W if multi else None,
+            warm.s_u if multi else None,
+            mu_warm if multi else None,
         )
-        guarantee = to_guarantee(ApproxDP(eps, self.delta), "local", "user", notes)
-        return Calibration(guarantee, resolved, self.preset, (self.epsilon, self.delta))
+        # the message as one Gaussian mechanism: unit noise, sensitivity mu in noise units
+        message = Gaussian(1.0, mu, f"the OLS message (s_W={main.s_W:.6g}, s_u={main.s_u:.6g})", gc)
+        if multi:
+            warm_message = Gaussian(
+                1.0, mu_warm, f"the warm-up slot (s_W={warm.s_W:.6g}, s_u={warm.s_u:.6g})", gc
+            )
+            ledger: Event = Composed(
+                (warm_message, message),
+                "disjoint",
+                f"preset={self.preset}; Algorithm 2 + OLS ({main.rule}): each user is in one "
+                "public phase, the K-slot message has the sensitivity of one slot",
+            )
+        else:
+            ledger = Composed(
+                (message,),
+                "disjoint",
+                f"preset={self.preset}; Algorithm 1 + OLS ({main.rule}): one message per user",
+            )
+        guarantee = to_guarantee(ApproxDP(eps, self.delta), "local", "user", ledger=ledger)
+        return Calibration(
+            guarantee, preset=self.preset, requested=(self.epsilon, self.delta), constants=constants
+        )
 
     def build_kernel(self) -> LocalKernel:
-        spec, R, res = self.spec, self.R, self.calibration.resolved
+        spec, R, c = self.spec, self.R, self.calibration.typed(OLSConstants)
         d, K, multi = spec.d, spec.K, spec.setting == "multi"
         K_est = K if multi else 1
         params = OLSParams(
             K=K,
             d=d,
-            n_warmup=int(res["n_warmup"]),
-            s0=max(1, int(res["s0"])),
+            n_warmup=c.n_warmup,
+            s0=max(1, c.s0),
             blocks=self.warmup_order == "blocks",
             h=math.inf if self.h is None else float(self.h),
             link=spec.link.code,
             C_B=float(spec.context_bound),
             r_lo=float(spec.reward_range[0]),
             r_hi=float(spec.reward_range[1]),
-            s_W=float(res["s_W"]),
-            s_u=float(res["s_u"]),
-            s_W_warm=float(res.get("s_W_warm", res["s_W"])),
-            s_u_warm=float(res.get("s_u_warm", res["s_u"])),
-            c_shift=float(res["c_shift"]),
-            offset=float(res["shift_offset"]),
+            s_W=c.s_W,
+            s_u=c.s_u,
+            s_W_warm=c.warm[0],
+            s_u_warm=c.warm[1],
+            c_shift=c.c_shift,
+            offset=c.shift_offset,
             bound=ESTIMATE_BOUND,
         )
         # the device's contract (:mod:`.device`): the message is one Gaussian mechanism whose
@@ -199,9 +222,7 @@ class LDPOLS(HanAlgorithm):
                 (params.s_W, params.s_u),
                 (params.s_W_warm, params.s_u_warm),
             ),
-            "sensitivity": DeviceSensitivity(
-                "l2", float(max(res["sensitivity"], res.get("sensitivity_warm", 0.0)))
-            ),
+            "sensitivity": DeviceSensitivity("l2", max(c.sensitivity, c.sensitivity_warm or 0.0)),
         }
         theta = np.zeros((R, K_est, d))
         server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), np.zeros((R, d, d + 1)))

@@ -13,6 +13,7 @@ from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
 from privbandits.algorithms.ldp_glb.calibration import (
     ols_epsilon,
     ols_noise,
+    ols_output_ranges,
     ols_sensitivity,
     sgd_defaults,
 )
@@ -33,8 +34,10 @@ from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ApproxDP, PureDP, to_guarantee
+from privbandits.privacy.calibration import l2_ball_radius
 from privbandits.privacy.device import DeviceSensitivity
-from privbandits.privacy.mechanisms import l2_ball_radius
+from privbandits.privacy.ledger import Composed, Event, Gaussian, PureLocal
+from privbandits.privacy.ranges import OutputRange
 
 __all__ = ["INITS", "JOINT_RADII", "LDPSGD", "SGD_WARMUPS", "SYNTHETIC_UPDATES"]
 
@@ -231,8 +234,13 @@ class LDPSGD(HanAlgorithm):
                 f"preset={self.preset}; Algorithm 1 + SGD: l2-ball at epsilon={eps:g} (radius "
                 f"{resolved['radius']:.6g} in d={d}, R={R_g:g}), exact"
             )
+            ledger: Event = PureLocal(
+                "l2-ball (Duchi et al. 2018) on the clipped gradient",
+                eps,
+                {"radius": resolved["radius"], "d": d, "R": R_g},
+            )
             return Calibration(
-                to_guarantee(PureDP(eps), "local", "user", notes),
+                to_guarantee(PureDP(eps), "local", "user", notes, ledger=ledger),
                 resolved,
                 self.preset,
                 (eps, self.delta),
@@ -277,15 +285,44 @@ class LDPSGD(HanAlgorithm):
             )
             g: PureDP | ApproxDP = ApproxDP(max(eps_main, eps_warm), self.delta)
             wh = f"OLS warm-up ({warm.rule}; one Gaussian mechanism, epsilon {eps_warm:.6g})"
+            mu = ols_sensitivity(warm.s_W, warm.s_u, spec.context_bound, spec.reward_bound)
+            warm_event: Event = Gaussian(1.0, mu, "the OLS warm-up message", gc)
         else:
             eps_warm = eps if (self.warmup_full_budget or not half) else eps / 2.0
             resolved.update(epsilon_warm=eps_warm, radius_warm=l2_ball_radius(eps_warm, d, R_g))
             g = PureDP(max(eps_main, eps_warm))
             wh = f"warm-up slot at epsilon={eps_warm:g}"
+            warm_event = PureLocal(
+                "l2-ball warm-up slot", eps_warm, {"radius": resolved["radius_warm"]}
+            )
         notes = f"preset={self.preset}; Algorithm 2 + SGD: main = {main}; {wh}; worst phase"
-        return Calibration(
-            to_guarantee(g, "local", "user", notes), resolved, self.preset, (eps, self.delta)
+        main_event = PureLocal(
+            main, eps_main, {"radius": r_joint or resolved["radius"], "d": d, "K": K}
         )
+        ledger = Composed((warm_event, main_event), "disjoint", "public phases")
+        return Calibration(
+            to_guarantee(g, "local", "user", notes, ledger=ledger),
+            resolved,
+            self.preset,
+            (eps, self.delta),
+        )
+
+    def output_ranges(self) -> dict[str, OutputRange]:
+        """Every l2-ball report has norm equal to its radius (at most the largest radius of the
+        run); with the OLS warm-up, its message's entries are bounded as LDP-OLS's."""
+        spec, res = self.spec, self.calibration.resolved
+        radii = [float(res[k]) for k in ("radius", "radius_warm", "radius_joint") if k in res]
+        out = {"z": OutputRange("l2", max(radii))}
+        if "s_W_warm" in res:
+            out.update(
+                ols_output_ranges(
+                    float(res["s_W_warm"]),
+                    float(res["s_u_warm"]),
+                    spec.context_bound,
+                    spec.reward_range,
+                )
+            )
+        return out
 
     def build_kernel(self) -> LocalKernel:
         spec, R, res = self.spec, self.R, self.calibration.resolved

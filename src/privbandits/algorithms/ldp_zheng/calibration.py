@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import math
 
+from privbandits.algorithms.calibration import PRESETS
 from privbandits.core.errors import ValidationError
+from privbandits.privacy.calibration import gaussian_epsilon, gaussian_sigma_analytic
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.mechanisms import gaussian_epsilon, gaussian_sigma_analytic
+from privbandits.privacy.ledger import Composed, Gaussian, Laplace
 
 __all__ = [
     "MECHANISMS",
@@ -43,7 +45,6 @@ __all__ = [
     "tight_sigma",
 ]
 
-PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
 MECHANISMS: tuple[str, ...] = ("gaussian", "laplace")
 #: Public reference code an ``authors_code`` LDP-UCB run imitates: Han et al.'s re-implementation
 #: (github.com/liangzp/LDP-Bandit, the baseline of the Han et al. 2021 figures) or Zheng et al.'s
@@ -127,6 +128,7 @@ def gaussian_message_guarantee(
         unit="user",
         notes=f"{notes}; one Gaussian mechanism on the message [{detail}], "
         f"joint sensitivity {mu:.6g} at unit noise (Balle & Wang 2018)",
+        ledger=Gaussian(1.0, mu, f"the message [{detail}] in noise units"),
     )
 
 
@@ -143,4 +145,5 @@ def laplace_message_guarantee(
         delta=0.0,
         unit="user",
         notes=f"{notes}; Laplace parts [{detail}], basic composition",
+        ledger=Composed(tuple(Laplace(b, sens, n) for n, sens, b in parts), "basic", notes),
     )

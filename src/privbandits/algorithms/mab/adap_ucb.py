@@ -40,12 +40,14 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.mab.calibration import AdaPConstants
 from privbandits.algorithms.mab.private import argmax_first, unit_reward
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Epsilon, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import PureDP, compose_parallel, to_guarantee
 from privbandits.privacy.calibration import laplace_epsilon
+from privbandits.privacy.ledger import Laplace, SelfComposed
 from privbandits.privacy.samplers import laplace_draw
 
 __all__ = ["AdaPKLUCB", "AdaPUCB", "adap_ucb_index", "bernoulli_kl", "kl_ucb_index"]
@@ -201,12 +203,17 @@ class AdaPUCB(Curator):
             f"Lap(1/(eps len)) -> {release.epsilon:.6g}-DP each; episodes hold disjoint rewards "
             "(Lemma 1, parallel composition); neighbouring: one reward changed"
         )
-        resolved = {"alpha": self.alpha, "laplace_scale_per_sample": 1.0 / self.epsilon}
+        ledger = SelfComposed(
+            Laplace(1.0 / self.epsilon, 1.0, "an episode mean of one reward in [0, 1]"),
+            spec.K,
+            "disjoint",
+            what="episodes hold disjoint rewards (every episode's release has the same epsilon)",
+        )
         return Calibration(
-            to_guarantee(total, "central", "user", notes),
-            resolved,
+            to_guarantee(total, "central", "user", notes, ledger=ledger),
             preset="strict",
             requested=(self.epsilon, 0.0),
+            constants=AdaPConstants(self.alpha, 1.0 / self.epsilon),
         )
 
     def build_kernel(self) -> CuratorKernel:

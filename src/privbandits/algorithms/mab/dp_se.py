@@ -37,6 +37,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.mab.calibration import DPSEConstants
 from privbandits.algorithms.mab.private import unit_reward
 from privbandits.algorithms.mab.successive_elimination import round_robin_arm
 from privbandits.algorithms.registry import register
@@ -44,6 +45,7 @@ from privbandits.core.params import Epsilon, Optional, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import PureDP, compose_parallel, to_guarantee
 from privbandits.privacy.calibration import laplace_epsilon
+from privbandits.privacy.ledger import Laplace, SelfComposed
 from privbandits.privacy.samplers import laplace_draw
 
 __all__ = ["DPSE", "epoch_length", "epoch_threshold"]
@@ -163,25 +165,29 @@ class DPSE(Curator):
             f"Lap(1/(eps R_e)) -> {release.epsilon:.6g}-DP each; disjoint rewards (parallel composition); "
             "neighbouring: one reward changed"
         )
-        resolved = {"beta": beta, "R_1": R_1, "laplace_scale_1": 1.0 / (self.epsilon * R_1)}
+        scale_1 = 1.0 / (self.epsilon * R_1)
+        ledger = SelfComposed(
+            Laplace(scale_1, 1.0 / R_1, "an (epoch, arm) mean of R_1 rewards in [0, 1]"),
+            K,
+            "disjoint",
+            what="releases on disjoint rewards (every epoch's has the same epsilon)",
+        )
         return Calibration(
-            to_guarantee(total, "central", "user", notes),
-            resolved,
+            to_guarantee(total, "central", "user", notes, ledger=ledger),
             preset="strict",
             requested=(self.epsilon, 0.0),
+            constants=DPSEConstants(beta, R_1, scale_1),
         )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
-        res = self.calibration.resolved
+        c = self.calibration.typed(DPSEConstants)
         lo, hi = (float(v) for v in self.spec.reward_range)
         info = np.zeros((R, 3))
         info[:, 0] = 1.0
-        info[:, 1] = res["R_1"]
+        info[:, 1] = c.R_1
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)), np.zeros((R, K)), info)
-        return CuratorKernel(
-            _select, _update, (float(self.epsilon), float(res["beta"]), lo, hi), state
-        )
+        return CuratorKernel(_select, _update, (float(self.epsilon), c.beta, lo, hi), state)
 
     def surviving(self) -> np.ndarray:
         """Which arms are still in the race, ``(R, K)`` boolean."""

@@ -35,6 +35,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.mab.calibration import DPUCBConstants
 from privbandits.algorithms.mab.private import (
     argmax_first,
     laplace_tree_insert,
@@ -46,6 +47,7 @@ from privbandits.core.params import Choice, Epsilon, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import PureDP, compose_basic, compose_parallel, to_guarantee
 from privbandits.privacy.calibration import laplace_epsilon
+from privbandits.privacy.ledger import Laplace, SelfComposed
 from privbandits.privacy.tree import max_nodes_per_leaf
 
 __all__ = ["DPUCB", "confidence_relaxation"]
@@ -153,28 +155,25 @@ class DPUCB(Curator):
             f"leaf, node noise Lap({scale:.6g}) -> {tree.epsilon:.6g}-DP per tree; {how}; "
             "neighbouring: one reward changed"
         )
-        resolved = {
-            "epsilon_0": eps0,
-            "levels": h,
-            "node_scale": scale,
-            "Gamma": gamma_relax,
-            "gamma": self.gamma,
-            "per_arm_budget": self.per_arm_budget,
-        }
+        constants = DPUCBConstants(eps0, h, scale, gamma_relax, self.gamma, self.per_arm_budget)
+        # a leaf enters h nodes of its arm's tree; the K trees by the per-arm rule
+        tree_events = SelfComposed(Laplace(scale, 1.0, "a tree node (reward in [0, 1])"), h)
+        rule = "basic" if self.per_arm_budget == "split" else "disjoint"
+        ledger = SelfComposed(tree_events, K, rule, what="the K arms' counters")
         return Calibration(
-            to_guarantee(total, "central", "user", notes),
-            resolved,
+            to_guarantee(total, "central", "user", notes, ledger=ledger),
             preset="strict",
             requested=(self.epsilon, 0.0),
+            constants=constants,
         )
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
-        res = self.calibration.resolved
-        h = int(res["levels"])
+        c = self.calibration.typed(DPUCBConstants)
+        h = c.levels
         lo, hi = (float(v) for v in self.spec.reward_range)
         state = (np.zeros((R, K)), np.zeros((R, K, h)), np.zeros((R, K, h)), np.zeros((R, K)))
-        params = (float(res["node_scale"]), float(res["Gamma"]), lo, hi)
+        params = (c.node_scale, c.Gamma, lo, hi)
         return CuratorKernel(_select, _update, params, state)
 
     def counts(self) -> np.ndarray:

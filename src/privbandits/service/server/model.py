@@ -183,7 +183,7 @@ class ServedModel:
             mechanism,
             schema,
             spec.K,
-            output_rules(mechanism, cal.resolved, spec.context_bound, spec.reward_range),
+            output_rules(alg.output_ranges()),
         )
         self.mechanism = mechanism
 
