@@ -105,7 +105,7 @@ class LearningCheck:
                 f"**{self.series}: no learning detected at T = {self.horizon:g}**: {what}"
                 + (f"; {phase}" if phase else "")
                 + (
-                    f" (within {100 * (1 - NEAR_UNIFORM):.0f} % of uniform play)"
+                    f" (final regret {c.mean_better / c.mean_worse:.0%} of uniform play's)"
                     if self.near_uniform
                     else ""
                 )
