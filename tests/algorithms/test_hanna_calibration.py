@@ -33,7 +33,7 @@ from privbandits.core.spec import EnvSpec
 from privbandits.envs import FiniteActionEnv
 from privbandits.privacy.accounting import compose_parallel
 from privbandits.privacy.amplification import amplified_guarantee, local_epsilon_for_target
-from privbandits.privacy.mechanisms import laplace_sum_deviation
+from privbandits.privacy.sensitivity import laplace_sum_deviation
 from privbandits.simulate import simulate
 
 T6 = 10**6

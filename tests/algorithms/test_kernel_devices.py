@@ -45,8 +45,8 @@ from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.public_space import PublicStateError, dims_of
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
+from privbandits.privacy.calibration import l2_ball_radius
 from privbandits.privacy.device import whitened_distance
-from privbandits.privacy.mechanisms import l2_ball_radius
 
 #: Family-wise level of each statistical check.
 ALPHA = 1e-4

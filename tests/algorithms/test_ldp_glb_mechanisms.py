@@ -37,7 +37,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.links import LOGISTIC
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.mechanisms import gaussian_sigma_analytic, l2_ball_radius
+from privbandits.privacy.calibration import gaussian_sigma_analytic, l2_ball_radius
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian, l2_ball
 
 # spec 2.4 reference table: (eps, delta) -> (paper sigma_priv, strict sigma', code sigma)

@@ -18,7 +18,7 @@ from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
 from privbandits.envs import SyntheticEnv
-from privbandits.privacy.mechanisms import gaussian_epsilon, l2_ball_radius
+from privbandits.privacy.calibration import gaussian_epsilon, l2_ball_radius
 from privbandits.simulate import simulate
 
 SINGLE = EnvSpec(d=2, K=10, setting="single", horizon=1000)

@@ -29,7 +29,7 @@ from privbandits.algorithms.ldp_zheng.constants import (
 from privbandits.core.links import get_link
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.mechanisms import gaussian_epsilon, gaussian_sigma_analytic
+from privbandits.privacy.calibration import gaussian_epsilon, gaussian_sigma_analytic
 from privbandits.privacy.samplers import add_symmetric_gaussian
 
 UCB_PAPER, UCB_SS, GLOC_ORDER = (

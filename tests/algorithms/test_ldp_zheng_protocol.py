@@ -27,7 +27,7 @@ from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
 from privbandits.envs.synthetic import SyntheticEnv
-from privbandits.privacy.mechanisms import gaussian_epsilon
+from privbandits.privacy.calibration import gaussian_epsilon
 from privbandits.simulate import simulate
 
 ALGS = [

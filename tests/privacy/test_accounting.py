@@ -27,8 +27,8 @@ from privbandits.privacy.accounting import (
     zcdp_for_approx_dp,
     zcdp_to_approx_dp,
 )
+from privbandits.privacy.calibration import gaussian_epsilon, gaussian_sigma, gaussian_sigma_classic
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.mechanisms import gaussian_epsilon, gaussian_sigma, gaussian_sigma_classic
 
 eps_st = st.floats(1e-3, 20.0, allow_nan=False)
 delta_st = st.floats(1e-12, 0.5, allow_nan=False)

@@ -17,26 +17,29 @@ from hypothesis import strategies as st
 
 from privbandits.core.errors import DataBoundError, ValidationError
 from privbandits.privacy.accounting import ApproxDP, PureDP
-from privbandits.privacy.mechanisms import (
-    GaussianMechanism,
-    L2BallMechanism,
-    LaplaceMechanism,
-    SymmetricGaussianMechanism,
+from privbandits.privacy.calibration import (
     gaussian_delta,
     gaussian_epsilon,
     gaussian_sigma,
     gaussian_sigma_analytic,
     gaussian_sigma_classic,
     l2_ball_epsilon,
-    l2_ball_mechanism,
     l2_ball_radius,
     l2_ball_side_probability,
     laplace_epsilon,
     laplace_scale,
+)
+from privbandits.privacy.mechanisms import (
+    GaussianMechanism,
+    L2BallMechanism,
+    LaplaceMechanism,
+    SymmetricGaussianMechanism,
+)
+from privbandits.privacy.noise import l2_ball_mechanism, sample_symmetric_gaussian
+from privbandits.privacy.sensitivity import (
     laplace_sum_deviation,
     outer_product_l1_sensitivity,
     outer_product_sensitivity,
-    sample_symmetric_gaussian,
 )
 
 N = 200_000

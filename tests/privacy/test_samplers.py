@@ -102,7 +102,7 @@ def test_symmetric_noise_matrices_accept_any_dimension_from_one(kind: str) -> No
 def test_l2_ball_mechanism_keeps_leading_axes_and_counts_clipped_inputs() -> None:
     """Inputs of shape (..., d): every output has norm l2_ball_radius(eps, d, R) whatever the
     leading axes; the count of clipped inputs is of norms above R (1.2 R is clipped, 0.5 R not)."""
-    from privbandits.privacy.mechanisms import l2_ball_radius
+    from privbandits.privacy.calibration import l2_ball_radius
     from privbandits.privacy.noise import l2_ball_mechanism
 
     R, eps, d = 2.0, 1.0, 3

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.linalg import sherman_morrison_row
 from privbandits.algorithms.registry import register
@@ -66,6 +67,14 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
         theta[r, i] = s
 
 
+@dataclass(frozen=True)
+class LinUCBConstants(Constants):
+    """LinUCB: the reward noise scale ``sigma`` and the parameter bound ``S``."""
+
+    sigma: float
+    S: float
+
+
 @register
 class LinUCB(Curator):
     """OFUL: optimism with the self-normalized confidence ellipsoid.
@@ -109,12 +118,12 @@ class LinUCB(Curator):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         sigma = spec.noise_scale if self.sigma is None else self.sigma
-        return Calibration(NON_PRIVATE, {"sigma": sigma, "S": spec.theta_bound})
+        return Calibration(NON_PRIVATE, constants=LinUCBConstants(sigma, spec.theta_bound))
 
     def build_kernel(self) -> CuratorKernel:
-        d, R, res = self.spec.d, self.R, self.calibration.resolved
+        d, R, c = self.spec.d, self.R, self.calibration.typed(LinUCBConstants)
         V_inv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
         theta = np.zeros((R, d))
         state = (V_inv, np.zeros((R, d)), theta, np.zeros(R), np.zeros((R, self.spec.K)))
-        params = (self.lam, self.delta, self.alpha, float(res["sigma"]), float(res["S"]))
+        params = (self.lam, self.delta, self.alpha, float(c.sigma), float(c.S))
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)

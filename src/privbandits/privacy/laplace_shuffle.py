@@ -46,8 +46,8 @@ from privbandits.privacy.amplification import (
     closed_form_inverse,
     local_epsilon_for_target,
 )
+from privbandits.privacy.calibration import laplace_epsilon
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.mechanisms import laplace_epsilon
 from privbandits.privacy.samplers import laplace_randomize
 
 __all__ = [

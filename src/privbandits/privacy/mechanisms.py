@@ -9,10 +9,9 @@ algorithm kernels call; :mod:`privbandits.privacy.noise` holds the numpy-facing 
 has an ``under_noised(factor)`` variant (``factor`` times the noise scale, claimed guarantee
 unchanged): a deliberately broken mechanism the privacy audit must flag.
 
-The calibration formulas (:mod:`privbandits.privacy.calibration`), the sensitivities
-(:mod:`privbandits.privacy.sensitivity`) and the batched samplers (:mod:`privbandits.privacy.noise`)
-are re-exported here, so ``from privbandits.privacy.mechanisms import gaussian_sigma`` keeps
-working.
+The calibration formulas are in :mod:`privbandits.privacy.calibration`, the sensitivities in
+:mod:`privbandits.privacy.sensitivity` and the batched samplers in :mod:`privbandits.privacy.noise`
+(import them from there).
 
 References
 ----------
@@ -50,9 +49,6 @@ from privbandits.privacy.calibration import (
     gaussian_delta,
     gaussian_epsilon,
     gaussian_sigma,
-    gaussian_sigma_analytic,
-    gaussian_sigma_classic,
-    l2_ball_epsilon,
     l2_ball_radius,
     l2_ball_side_probability,
     laplace_epsilon,
@@ -66,38 +62,14 @@ from privbandits.privacy.noise import (
     sample_symmetric_gaussian,
 )
 from privbandits.privacy.sensitivity import (
-    laplace_sum_deviation,
-    outer_product_l1_sensitivity,
     outer_product_sensitivity,
 )
 
 __all__ = [
-    # re-exported: calibration and inverse accounting
-    "CALIBRATIONS",
-    # mechanism objects
     "GaussianMechanism",
     "L2BallMechanism",
     "LaplaceMechanism",
     "SymmetricGaussianMechanism",
-    "gaussian_delta",
-    "gaussian_epsilon",
-    "gaussian_sigma",
-    "gaussian_sigma_analytic",
-    "gaussian_sigma_classic",
-    "l2_ball_epsilon",
-    "l2_ball_mechanism",
-    "l2_ball_radius",
-    "l2_ball_side_probability",
-    "laplace_epsilon",
-    "laplace_scale",
-    "laplace_sum_deviation",
-    "outer_product_l1_sensitivity",
-    # re-exported: sensitivities
-    "outer_product_sensitivity",
-    # re-exported: batched samplers
-    "sample_gaussian",
-    "sample_laplace",
-    "sample_symmetric_gaussian",
 ]
 
 

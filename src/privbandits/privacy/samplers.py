@@ -165,7 +165,7 @@ def l2_ball(
     ``{z : z^T g > 0}`` with probability ``1/2 + (min(||g||, R) / (2R)) tanh(eps/2)``: the law of
     the two-Bernoulli sampler (flip ``g`` to ``-g`` w.p. ``1/2 - ||g||/(2R)``, pick the hemisphere
     of the flipped vector w.p. ``e^eps / (1 + e^eps)``), including ``g = 0`` (a fair coin).
-    ``radius`` must be :func:`~privbandits.privacy.mechanisms.l2_ball_radius` for the output to be
+    ``radius`` must be :func:`~privbandits.privacy.calibration.l2_ball_radius` for the output to be
     unbiased.  Draw order: ``d`` standard normals, then one uniform.
     """
     d = g.shape[0]

@@ -23,6 +23,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.mab.calibration import Exp3Constants
 from privbandits.algorithms.mab.sampling import sample_index
 from privbandits.algorithms.mab.scales import reward_window
 from privbandits.algorithms.registry import register
@@ -91,17 +92,13 @@ class EXP3(Curator):
         T = self.horizon if self.horizon is not None else spec.horizon
         K = spec.K
         eta = self.eta if self.eta is not None else math.sqrt(2.0 * math.log(K) / (T * K)) / width
-        return Calibration(
-            NON_PRIVATE, {"eta": eta, "loss_offset": hi, "loss_range": width, "T": T}
-        )
+        return Calibration(NON_PRIVATE, constants=Exp3Constants(eta, hi, width, T))
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
-        res = self.calibration.resolved
+        c = self.calibration.typed(Exp3Constants)
         state = (np.zeros((R, K)), np.full((R, K), 1.0 / K))
-        return CuratorKernel(
-            _select, _update, (float(res["eta"]), float(res["loss_offset"])), state
-        )
+        return CuratorKernel(_select, _update, (float(c.eta), float(c.loss_offset)), state)
 
     def probabilities(self) -> np.ndarray:
         """The arm distribution of the last round played, ``(R, K)``."""

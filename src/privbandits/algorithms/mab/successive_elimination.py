@@ -23,6 +23,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.mab.calibration import EliminationConstants
 from privbandits.algorithms.mab.scales import reward_scale
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Optional, Positive, Real
@@ -117,13 +118,16 @@ class SuccessiveElimination(Curator):
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Non-private; records the resolved sub-Gaussian scale."""
         s = self.scale if self.scale is not None else reward_scale(spec)
-        return Calibration(NON_PRIVATE, {"scale": s, "alpha": self.alpha})
+        return Calibration(NON_PRIVATE, constants=EliminationConstants(s, self.alpha))
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)))
         return CuratorKernel(
-            _select, _update, (float(self.calibration.resolved["scale"]), self.alpha), state
+            _select,
+            _update,
+            (float(self.calibration.typed(EliminationConstants).scale), self.alpha),
+            state,
         )
 
     def surviving(self) -> np.ndarray:

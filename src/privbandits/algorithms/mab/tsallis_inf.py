@@ -25,6 +25,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.mab.calibration import TsallisConstants
 from privbandits.algorithms.mab.sampling import sample_index
 from privbandits.algorithms.mab.scales import reward_window
 from privbandits.algorithms.registry import register
@@ -111,15 +112,13 @@ class TsallisINF(Curator):
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Non-private; records the loss normalization."""
         hi, width = reward_window(spec)
-        return Calibration(
-            NON_PRIVATE, {"loss_offset": hi, "loss_range": width, "eta_scale": self.eta_scale}
-        )
+        return Calibration(NON_PRIVATE, constants=TsallisConstants(hi, width, self.eta_scale))
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
-        res = self.calibration.resolved
+        c = self.calibration.typed(TsallisConstants)
         state = (np.zeros((R, K)), np.full((R, K), 1.0 / K))
-        params = (float(res["loss_offset"]), float(res["loss_range"]), float(self.eta_scale))
+        params = (float(c.loss_offset), float(c.loss_range), float(self.eta_scale))
         return CuratorKernel(_select, _update, params, state)
 
     def probabilities(self) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
+from privbandits.algorithms.mab.calibration import SubGaussianConstants
 from privbandits.algorithms.mab.scales import reward_scale
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Optional, Positive
@@ -82,12 +83,14 @@ class UCB1(Curator):
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Non-private; records the resolved sub-Gaussian scale."""
         s = self.scale if self.scale is not None else reward_scale(spec)
-        return Calibration(NON_PRIVATE, {"scale": s})
+        return Calibration(NON_PRIVATE, constants=SubGaussianConstants(s))
 
     def build_kernel(self) -> CuratorKernel:
         R, K = self.R, self.spec.K
         state = (np.zeros((R, K)), np.zeros((R, K)), np.zeros((R, K)))
-        return CuratorKernel(_select, _update, (float(self.calibration.resolved["scale"]),), state)
+        return CuratorKernel(
+            _select, _update, (float(self.calibration.typed(SubGaussianConstants).scale),), state
+        )
 
     def counts(self) -> np.ndarray:
         """Pulls of every arm so far, ``(R, K)``."""

@@ -21,6 +21,7 @@ from privbandits.core.validation import check_positive
 from privbandits.privacy import randomizers
 from privbandits.privacy.accounting import PureDP
 from privbandits.privacy.audit.spec import AuditSpec, StatisticSampler
+from privbandits.privacy.calibration import laplace_epsilon, laplace_scale
 from privbandits.privacy.cheu import (
     calibrated_params,
     shuffle_matrix_sum,
@@ -33,11 +34,9 @@ from privbandits.privacy.mechanisms import (
     L2BallMechanism,
     LaplaceMechanism,
     SymmetricGaussianMechanism,
-    laplace_epsilon,
-    laplace_scale,
-    outer_product_l1_sensitivity,
 )
 from privbandits.privacy.noise import sample_symmetric_laplace
+from privbandits.privacy.sensitivity import outer_product_l1_sensitivity
 from privbandits.privacy.tree import TreeAggregator, max_nodes_per_leaf
 
 __all__ = [
