@@ -161,3 +161,18 @@ def test_render_and_summary():
     assert any(line.lstrip(" |").startswith("`-- Gaussian on y") for line in lines)
     assert "zcdp composition of [" in tree.summary()
     assert math.isclose(tree.leaves()[1].noise_multiplier, 2.0)  # type: ignore[attr-defined]
+
+
+def test_explain_prints_the_event_tree():
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    res = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["explain", "hanna-local", "-p", "epsilon=1", "--d", "2", "-T", "2000"]
+    )
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "privacy events (ledger):" in out
+    assert "x (disjoint composition)" in out
+    assert "`-- Laplace on each user's reward" in out and "(epsilon = 1)" in out

@@ -160,8 +160,14 @@ def explain(
     out.print(f"accounted guarantee: {g}", markup=False, soft_wrap=True)
     if g.assumptions:
         out.print(f"trust assumption: {g.assumptions}", markup=False, soft_wrap=True)
-    if g.notes:
+    if g.notes and (g.ledger is None or g.notes != g.ledger.summary()):
         out.print(f"how it is accounted: {g.notes}", markup=False, soft_wrap=True)
+    if g.ledger is not None:
+        from privbandits.privacy.ledger import render
+
+        out.print("privacy events (ledger):", markup=False)
+        for line in render(g.ledger, "  "):
+            out.print(line, markup=False, soft_wrap=True)
     table = Table(
         title="Resolved constants (noise scales, clip norms, budget split)", title_justify="left"
     )
