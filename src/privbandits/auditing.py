@@ -68,7 +68,7 @@ import numpy as np
 
 from privbandits.algorithms import available, get, make
 from privbandits.algorithms.base import Algorithm, LocalAlgorithm
-from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.algorithms.calibration import BatchLocalLevels, CalibrationWarning
 from privbandits.algorithms.chen.ldp import GRADIENT as CHEN_GRADIENT_SLOT
 from privbandits.algorithms.chen.squarecb_ldp import GRADIENT as SQUARECB_GRADIENT_SLOT
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
@@ -164,20 +164,19 @@ def accounted_claim(alg: Algorithm, public: PublicState) -> Claim:
 def shuffle_local_claim(alg: Algorithm, public: PublicState) -> Claim:
     """Local level of one report of a shuffle algorithm, from its calibration.
 
-    Reads ``resolved["batch_sizes"]`` (the ranges ``[lo, hi]`` of batch sizes the run can produce)
-    and ``resolved["eps0"]`` (``[eps0(lo), eps0(hi)]`` per range, the calibrated local budgets)
-    and claims the largest ``eps0`` of the range holding the audited user's public batch size
-    ``public["n"]`` (pure DP, ``delta = 0``).
+    Reads the typed calibration's ``batch_sizes`` (the ranges ``(lo, hi)`` of batch sizes the run
+    can produce) and ``eps0`` (``(eps0(lo), eps0(hi))`` per range, the calibrated local budgets;
+    :class:`~privbandits.algorithms.calibration.BatchLocalLevels`) and claims the largest ``eps0``
+    of the range holding the audited user's public batch size ``public["n"]`` (pure DP,
+    ``delta = 0``).
     """
-    resolved = alg.calibration.resolved
-    try:
-        ranges, eps0 = resolved["batch_sizes"], resolved["eps0"]
-    except KeyError as exc:
+    levels = alg.calibration.constants
+    if not isinstance(levels, BatchLocalLevels):
         raise ValidationError(
-            f"{alg.name}: the calibration must resolve 'batch_sizes' and 'eps0' "
-            "(the local budget per batch size) for the client-path audit; "
-            f"missing {exc}"
-        ) from None
+            f"{alg.name}: the calibration must declare 'batch_sizes' and 'eps0' "
+            "(the local budget per batch size, BatchLocalLevels) for the client-path audit"
+        )
+    ranges, eps0 = levels.batch_sizes, levels.eps0
     n = np.asarray(public["n"], dtype=np.int64)
     n0 = int(n.reshape(-1)[0])
     for (lo, hi), levels in zip(ranges, eps0):

@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from privbandits.core.errors import ValidationError
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
@@ -23,6 +23,7 @@ from privbandits.privacy.ranges import OutputRange
 __all__ = [
     "NON_PRIVATE_CALIBRATION",
     "PRESETS",
+    "BatchLocalLevels",
     "Calibration",
     "CalibrationWarning",
     "Constants",
@@ -72,6 +73,19 @@ class Constants:
 class CalibrationWarning(UserWarning):
     """A calibration is selected that is not provably private at the requested level, or is not
     the default ``strict`` one (the warning names the accounted guarantee)."""
+
+
+@runtime_checkable
+class BatchLocalLevels(Protocol):
+    """Typed calibration of a shuffle algorithm whose local level depends on the public batch
+    size: per range ``batch_sizes[i] = (lo, hi)`` of sizes the run can produce, ``eps0[i]`` the
+    local levels at its ends (read by the client-path audit)."""
+
+    @property
+    def batch_sizes(self) -> tuple[tuple[int, int], ...]: ...
+
+    @property
+    def eps0(self) -> tuple[tuple[float, float], ...]: ...
 
 
 @dataclass(frozen=True)
