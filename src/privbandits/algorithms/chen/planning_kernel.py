@@ -25,10 +25,18 @@ import numpy as np
 
 from privbandits.core.links import link_mu
 
-__all__ = ["SPANNER_TOL", "plan_one", "select_planned", "spanner_indices"]
+__all__ = [
+    "SPANNER_TOL",
+    "plan_one",
+    "select_planned",
+    "spanner_indices",
+    "spanner_indices_lapack",
+]
 
 #: Relative singular-value tolerance of the spanner's numerical rank (as ``barycentric_spanner``).
 SPANNER_TOL = 1e-9
+#: Relative margin below which two maximized values (or a coefficient and ``C``) count as tied.
+NEAR = 1e-9
 
 
 @nb.njit(cache=True)
@@ -148,11 +156,11 @@ def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no 
 
 
 @nb.njit(cache=True)
-def spanner_indices(
+def _spanner_fast(
     F: np.ndarray, C: float, tol: float, out: np.ndarray
 ) -> int:  # pragma: no cover - compiled
-    """Sorted distinct indices of a ``C``-approximate barycentric spanner of the rows of ``F`` into
-    ``out``; returns their number (one index, 0, when ``F = 0``).
+    """:func:`spanner_indices` without LAPACK calls, or -1 when rounding could decide the result
+    (rank-deficient rows, a near tie in a maximization, a coefficient within rounding of ``C``).
 
     The construction of :func:`~privbandits.algorithms.chen.spanner.barycentric_spanner` (phase 1:
     maximize the determinant column by column; phase 2: swap while a coefficient exceeds ``C``),
@@ -162,9 +170,8 @@ def spanner_indices(
     m, d = F.shape
     Qb = np.empty((d, d))
     r = _row_basis(F, tol, Qb)
-    if r == 0:
-        out[0] = 0
-        return 1
+    if r <= 0 or r < min(m, d):
+        return -1  # zero or rank-deficient rows: the exact construction decides
     G = np.empty((m, r))  # coordinates in span(F)
     for k in range(m):
         for c in range(r):
@@ -185,14 +192,18 @@ def spanner_indices(
         z[i] = 1.0
         _lu(LU, piv)
         _lu_solve(LU, piv, z)
-        best, j = -1.0, 0
+        best, second, j = -1.0, -1.0, 0
         for k in range(m):
             v = 0.0
             for c in range(r):
                 v += G[k, c] * z[c]
             v = abs(v)
             if v > best:
-                best, j = v, k
+                best, second, j = v, best, k
+            elif v > second:
+                second = v
+        if second >= best * (1.0 - NEAR):
+            return -1  # a near tie: rounding would decide it
         for a in range(r):
             X[a, i] = G[j, a]
         idx[i] = j
@@ -208,14 +219,20 @@ def spanner_indices(
             _lu_solve(LU, piv, z)
             for a in range(r):
                 coef[a, k] = z[a]
-        best, ii, jj = -1.0, 0, 0
+        best, second, ii, jj = -1.0, -1.0, 0, 0
         for a in range(r):  # first largest |coefficient| in row-major order
             for k in range(m):
                 v = abs(coef[a, k])
                 if v > best:
-                    best, ii, jj = v, a, k
+                    best, second, ii, jj = v, best, a, k
+                elif v > second:
+                    second = v
+        if abs(best - C) <= NEAR * C:
+            return -1
         if best <= C:
             break
+        if second >= best * (1.0 - NEAR):
+            return -1
         for a in range(r):
             X[a, ii] = G[jj, a]
         idx[ii] = jj
@@ -225,6 +242,74 @@ def spanner_indices(
         if n == 0 or idx[k] != out[n - 1]:
             out[n] = idx[k]
             n += 1
+    return n
+
+
+@nb.njit(cache=True)
+def spanner_indices_lapack(
+    F: np.ndarray, C: float, tol: float, out: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """Sorted distinct indices of a ``C``-approximate barycentric spanner of the rows of ``F`` into
+    ``out``; returns their number (one index, 0, when ``F = 0``): the construction of
+    :func:`~privbandits.algorithms.chen.spanner.barycentric_spanner` with numba's LAPACK calls
+    (the exact fallback of :func:`spanner_indices`)."""
+    m = F.shape[0]
+    _, s, vt = np.linalg.svd(F, full_matrices=False)
+    if s.size == 0 or s[0] <= 0.0:
+        out[0] = 0
+        return 1
+    r = 0
+    for v in s:
+        if v > tol * s[0]:
+            r += 1
+    G = F @ np.ascontiguousarray(vt[:r].T)  # coordinates in span(F): m x r
+    X = np.eye(r)
+    idx = np.zeros(r, dtype=np.int64)
+    for i in range(r):  # phase 1: det(X with column i := g) = det(X) (X^{-1} g)_i
+        row = np.linalg.inv(X)[i].copy()
+        best, j = -1.0, 0
+        for k in range(m):
+            v = abs(np.dot(G[k], row))
+            if v > best:
+                best, j = v, k
+        X[:, i] = G[j]
+        idx[i] = j
+    GT = np.ascontiguousarray(G.T)
+    for _ in range(
+        int(100 * r * math.log(r + 1)) + 100
+    ):  # phase 2: swap while a coefficient exceeds C
+        coef = np.linalg.solve(X, GT)  # r x m
+        flat = np.argmax(np.abs(coef))
+        ii, jj = flat // m, flat % m
+        if abs(coef[ii, jj]) <= C:
+            break
+        X[:, ii] = G[jj]
+        idx[ii] = jj
+    idx.sort()
+    n = 0
+    for k in range(r):
+        if n == 0 or idx[k] != out[n - 1]:
+            out[n] = idx[k]
+            n += 1
+    return n
+
+
+@nb.njit(cache=True)
+def spanner_indices(
+    F: np.ndarray, C: float, tol: float, out: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """Sorted distinct indices of a ``C``-approximate barycentric spanner of the rows of ``F`` into
+    ``out``; returns their number (one index, 0, when ``F = 0``).
+
+    The fast construction (:func:`_spanner_fast`: full-rank rows, every maximization decided by a
+    margin far above rounding) gives the indices of
+    :func:`~privbandits.algorithms.chen.spanner.barycentric_spanner`; any other case runs the
+    LAPACK construction (:func:`spanner_indices_lapack`), so the choice never hangs on rounding
+    differences between the two.
+    """
+    n = _spanner_fast(F, C, tol, out)
+    if n < 0:
+        n = spanner_indices_lapack(F, C, tol, out)
     return n
 
 
