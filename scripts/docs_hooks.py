@@ -3,6 +3,7 @@
 - ``reference/toml.md``: the experiment TOML reference (``scripts/docgen/toml_reference.py``);
 - ``reference/cli.md``: the command-line reference (``scripts/docgen/cli_reference.py``);
 - ``reference/experiments.md``: the shipped experiment files, verbatim;
+- ``reference/compatibility.md``: which algorithm runs on which environment kind, and why not;
 - ``algorithms/<family>.md``: one page per algorithm family of the registry; a hand-written page
   in ``docs/algorithms/`` gets its generated part where it has the family marker;
 - ``api/<module>.md``: one mkdocstrings page per public module;
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # docgen: the page gen
 
 import docgen
 from docgen.algorithm_reference import family_title
+from docgen.compatibility import render_compatibility_page
 from docgen.notebook import notebook_pages
 from mkdocs.structure.files import File, Files
 
@@ -129,6 +131,7 @@ def on_files(files: Files, config: Any) -> Files:
         "reference/toml.md": docgen.render_toml_reference(),
         "reference/cli.md": docgen.render_cli_reference(),
         "reference/experiments.md": _experiments_page(),
+        "reference/compatibility.md": render_compatibility_page(),
     }
     generated.update(dict(_family_pages(docs_dir).values()))
     generated.update(dict(_api_pages().values()))
