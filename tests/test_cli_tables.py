@@ -39,3 +39,11 @@ def test_algorithm_list_is_readable_at_80_columns() -> None:
     text = "\n".join(lines)
     for name in available():
         assert f"│ {name} " in text, name
+
+
+def test_help_texts_show_no_restructuredtext_literals() -> None:
+    for command in ("datasets", "plot", "run", "audit", "explain"):
+        text = "\n".join(_lines([command, "--help"], CliRunner(env={"COLUMNS": "200"})))
+        assert "``" not in text, command
+    text = "\n".join(_lines(["datasets", "--help"], CliRunner(env={"COLUMNS": "200"})))
+    assert "('describe' loads the data)" in text

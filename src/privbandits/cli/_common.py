@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -111,6 +112,8 @@ def _guard(fn: F) -> F:
             )
             raise typer.Exit(130) from None
 
+    # the docstring is the command's help: reStructuredText literals shown as plain quotes
+    wrapper.__doc__ = re.sub(r"``([^`]+)``", r"'\1'", fn.__doc__ or "")
     return wrapper  # type: ignore[return-value]
 
 
