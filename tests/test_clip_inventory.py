@@ -346,7 +346,7 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "tests/algorithms/test_chen_devices.py::test_normalization_message_is_clipped_to_the_operator_norm",
     ),
     "src/privbandits/algorithms/chen/ldp_kernel.py::encode::_clip_norm#1": (
-        "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
+        "tests/algorithms/test_chen_compiled.py::test_compiled_normalization_message_is_clipped_to_the_operator_norm",
         "tests/algorithms/test_chen_compiled.py::test_clip_norm_at_inside_and_beyond_the_bound",
     ),
     "src/privbandits/algorithms/chen/ldp_kernel.py::encode::_clip_norm#2": (

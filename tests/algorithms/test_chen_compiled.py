@@ -24,6 +24,7 @@ from privbandits.algorithms.chen.spanner import barycentric_spanner
 from privbandits.core.messages import PublicState
 from privbandits.core.rng import make_streams
 from privbandits.engine.compiled import compiled_kernel
+from privbandits.regression.normalization import normalization_encode
 
 
 def _reset(d: int = 3, K: int = 4, R: int = 1, link: str = "identity", **params: Any) -> Any:
@@ -101,6 +102,26 @@ def test_compiled_encode_equals_the_device_beyond_every_clip(link: str) -> None:
     # prediction and response clips: an unclipped residual would make these differ
     rows = (pub["slot"] == GRADIENT) & (np.abs(y) > 1.0)
     assert rows.sum() > 10
+
+
+def test_compiled_normalization_message_is_clipped_to_the_operator_norm() -> None:
+    """Features beyond the unit ball (norm up to 3, which the checked inputs never hold; the
+    compiled step is called directly): the normalization message is clipped to Frobenius norm
+    ``||U||``, as :func:`~privbandits.regression.normalization.normalization_encode` clips it."""
+    n = 200
+    alg = _reset(d=3, K=2, R=n)
+    rng = np.random.default_rng(8)
+    pub = PublicState({**_states(alg, n, rng), "slot": np.full(n, NORMALIZE)})
+    X, a, y = _inputs(alg, n, rng)
+    X *= 3.0
+    k = compiled_kernel(alg)
+    got = np.empty((n, k.message.size))
+    k.loops.encode_all(k.params, _kernel_public(alg, pub), 0, X, a, y, got)
+    want = normalization_encode(pub["U"], X[np.arange(n), a]).reshape(n, -1)
+    np.testing.assert_allclose(got[:, :9], want, rtol=1e-12, atol=1e-12)
+    op = np.linalg.norm(pub["U"], 2, axis=(1, 2))
+    fro = np.linalg.norm(got[:, :9], axis=1)
+    assert np.all(fro <= op * (1 + 1e-12)) and np.sum(np.isclose(fro, op, rtol=1e-12)) > n // 2
 
 
 def test_clip_norm_at_inside_and_beyond_the_bound() -> None:
