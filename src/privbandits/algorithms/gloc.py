@@ -50,13 +50,14 @@ online convex optimization" (Online Newton Step).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.linalg import (
     add_outer,
@@ -181,6 +182,16 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
     beta[r] = gloc_beta(B[r], kappa, R_noise, delta, lam, S, z_sq[r], theta_hat[r], xz[r])
 
 
+@dataclass(frozen=True)
+class GLOCConstants(Constants):
+    """GLOC: feature dimension ``D``, parameter bound ``S``, ``kappa`` and the noise scale."""
+
+    D: int
+    S: float
+    kappa: float
+    sigma: float
+
+
 @register
 class GLOC(Curator):
     """GLOC with ONS-GLM (Jun et al. 2017, Algorithm 1): a non-private GLM bandit, any increasing link.
@@ -255,11 +266,11 @@ class GLOC(Curator):
             )
         sigma = spec.noise_scale if self.sigma is None else self.sigma
         D = spec.K * spec.d if block else spec.d
-        return Calibration(NON_PRIVATE, {"D": D, "S": S, "kappa": kappa, "sigma": sigma})
+        return Calibration(NON_PRIVATE, constants=GLOCConstants(D, S, kappa, sigma))
 
     def build_kernel(self) -> CuratorKernel:
-        res, R, spec = self.calibration.resolved, self.R, self.spec
-        D, S, kappa = int(res["D"]), float(res["S"]), float(res["kappa"])
+        c, R, spec = self.calibration.typed(GLOCConstants), self.R, self.spec
+        D, S, kappa = int(c.D), float(c.S), float(c.kappa)
         eye = np.eye(D)
         V_inv = np.broadcast_to(
             eye / self.lam, (R, D, D)
@@ -275,7 +286,7 @@ class GLOC(Curator):
                 gloc_beta(
                     B[r],
                     kappa,
-                    float(res["sigma"]),
+                    float(c.sigma),
                     self.delta,
                     self.lam,
                     S,
@@ -301,7 +312,7 @@ class GLOC(Curator):
             self.delta,
             self.alpha,
             kappa,
-            float(res["sigma"]),
+            float(c.sigma),
             S,
             spec.link.code,
         )

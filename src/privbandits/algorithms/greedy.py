@@ -16,13 +16,14 @@ NeurIPS, Algorithms 1-2 without privatization; greedy OLS as in Bastani, Bayati 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.ldp_glb.calibration import default_s0
 from privbandits.algorithms.ldp_glb.estimators import (
@@ -154,7 +155,7 @@ class _Greedy(Curator):
         s0 = 0
         if spec.setting == "multi":
             s0 = self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K)
-        return Calibration(NON_PRIVATE, {"s0": s0, "n_warmup": spec.K * s0})
+        return Calibration(NON_PRIVATE, constants=WarmupConstants(s0, spec.K * s0))
 
     def _params(
         self,
@@ -165,11 +166,11 @@ class _Greedy(Curator):
         ridge: float = 0.0,
         rho: float = math.inf,
     ) -> GreedyParams:
-        spec, res = self.spec, self.calibration.resolved
+        spec, c = self.spec, self.calibration.typed(WarmupConstants)
         return GreedyParams(
             K=spec.K,
-            n_warmup=int(res["n_warmup"]),
-            s0=max(1, int(res["s0"])),
+            n_warmup=int(c.n_warmup),
+            s0=max(1, int(c.s0)),
             blocks=self.warmup_order == "blocks",
             h=math.inf if self.h is None else float(self.h),
             link=spec.link.code,
@@ -195,6 +196,15 @@ class _Greedy(Curator):
     def theta_warm(self) -> np.ndarray:
         """The estimates frozen at the end of the warm-up (multi; zeros before)."""
         return self.kernel.state[1]  # type: ignore[union-attr]
+
+
+@dataclass(frozen=True)
+class WarmupConstants(Constants):
+    """Warm-up pulls per arm ``s0`` and in total (Han et al. 2021, Algorithm 2; 0 in the
+    single-parameter setting)."""
+
+    s0: int
+    n_warmup: int
 
 
 @register

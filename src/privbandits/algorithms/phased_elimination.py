@@ -19,11 +19,12 @@ Hanna, Girgis, Fragouli & Diggavi (2022), Figures 2-3 (the non-private reference
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.hanna.curator import BatchedCurator
 from privbandits.algorithms.hanna.elimination import BatchPlan, EliminationCore
 from privbandits.algorithms.registry import register
@@ -72,6 +73,15 @@ class LSElimination(EliminationCore):
 
     def _threshold(self, plan: BatchPlan) -> np.ndarray:
         return 2.0 ** (-plan.index.astype(float))
+
+
+@dataclass(frozen=True)
+class PhasedEliminationConstants(Constants):
+    """Phased elimination: failure probability ``delta``, how it was set, the design allocation."""
+
+    delta: float
+    delta_rule: str
+    allocation: str
 
 
 @register
@@ -128,20 +138,16 @@ class PhasedElimination(BatchedCurator):
             if self.delta is not None
             else (1.0 / spec.horizon if spec.horizon > 1 else 0.5)
         )
+        rule = "given" if self.delta is not None else "1/T"
         return Calibration(
-            NON_PRIVATE,
-            {
-                "delta": delta,
-                "delta_rule": "given" if self.delta is not None else "1/T",
-                "allocation": self.allocation,
-            },
+            NON_PRIVATE, constants=PhasedEliminationConstants(delta, rule, self.allocation)
         )
 
     def make_core(self, A: np.ndarray) -> LSElimination:
         return LSElimination(
             A,
             self.spec,
-            float(self.calibration.resolved["delta"]),
+            float(self.calibration.typed(PhasedEliminationConstants).delta),
             self.sigma,
             self.allocation,
             self.design_factor,

@@ -17,6 +17,7 @@ description.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,13 +30,25 @@ from privbandits.algorithms.bco.problem import (
     convex_spec,
     directions,
 )
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import ValidationError
 from privbandits.core.params import Int, Optional, Positive
 from privbandits.privacy.guarantee import NON_PRIVATE
 
 __all__ = ["FKM"]
+
+
+@dataclass(frozen=True)
+class FKMConstants(Constants):
+    """FKM: horizon ``T``, perturbation radius ``rho``, shrink ``xi = rho / r``, step ``eta`` and
+    the loss bound ``B``."""
+
+    T: int
+    rho: float
+    xi: float
+    eta: float
+    loss_bound: float
 
 
 @register
@@ -88,14 +101,12 @@ class FKM(Curator):
         )
         rho = min(rho, r)
         eta = self.eta if self.eta is not None else D * rho / (d * B * math.sqrt(T))
-        return Calibration(
-            NON_PRIVATE, {"T": T, "rho": rho, "xi": rho / r, "eta": eta, "loss_bound": B}
-        )
+        return Calibration(NON_PRIVATE, constants=FKMConstants(T, rho, rho / r, eta, B))
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
-        res = self.calibration.resolved
-        self.rho_v, self.xi_v, self.eta_v = float(res["rho"]), float(res["xi"]), float(res["eta"])
+        c = self.calibration.typed(FKMConstants)
+        self.rho_v, self.xi_v, self.eta_v = float(c.rho), float(c.xi), float(c.eta)
         self.y = np.zeros((self.R, self.spec.d))
         self.u = np.zeros((self.R, self.spec.d))
         self._queried: np.ndarray | None = None
