@@ -180,7 +180,7 @@ def test_guarantee_and_resolved_params_of_the_algorithm():
     env = pb.SyntheticEnv(
         d=3, K=5, link="probit", noise="bernoulli", contexts="ball", theta_norm=2.0
     )
-    alg = pb.make("jdp-glm", epsilon=4.0)
+    alg = pb.make("jdp-glm", epsilon=4.0, split="thirds")  # the paper's split (preset "paper")
     spec = env.reset(1, make_streams(0), 5000)
     g = alg.guarantee_for(spec)
     assert g.model == "joint" and g.epsilon <= 4.0 and g.delta == 0.02

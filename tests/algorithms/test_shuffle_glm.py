@@ -14,8 +14,10 @@ from scipy.optimize import minimize
 import privbandits as pb
 from privbandits.algorithms.base import Client
 from privbandits.algorithms.calibration import CalibrationWarning
+from privbandits.algorithms.sarmasarkar.binomial_composition import composed_epsilon
 from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLM, eliminate, scale_weights
 from privbandits.algorithms.sarmasarkar.shuffle_plan import (
+    batch_calls,
     batch_exponent,
     batch_lengths,
     default_n_batches,
@@ -87,8 +89,10 @@ def test_calibration_follows_the_practical_formulas_and_the_accountant_uses_the_
     None
 ):
     spec = _spec(T=2000, d=3)
-    alg = ShuffleGLM(epsilon=2.0, delta=1e-4)
-    cal = alg.calibrate(spec)
+    alg = ShuffleGLM(epsilon=2.0, delta=1e-4, preset="paper")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        cal = alg.calibrate(spec)
     plan = alg.plan_for(spec)
     # rho_for(1, 5e-5), by hand: (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2
     L = math.log(1 / 5e-5)
@@ -101,21 +105,13 @@ def test_calibration_follows_the_practical_formulas_and_the_accountant_uses_the_
         assert p.Delta == (1.0 if k == 0 else 1.0 / plan.kappa_star)
     assert plan.kappa_star == pytest.approx(math.sqrt(2 * math.pi))
     assert plan.vector[-1] is None and plan.T_it[-1] == 0  # the last estimate is never used
-    rhos = cal.resolved["rho_by_batch"]
-    for k, v in enumerate(plan.vector):
-        m = plan.matrix[k]
-        expect = 2 / (2 * (m.binomial_noise_std / m.Delta) ** 2)  # PSD sensitivity sqrt(2) Delta
-        if v is not None:
-            expect += plan.T_it[k] * 4 * v.Delta**2 / (2 * v.binomial_noise_std**2)  # 2 L per round
-        assert rhos[k] == pytest.approx(expect, rel=1e-12)
-        assert rhos[k] <= 2 * rho * (1 + 1e-12)  # ceil(b) only adds noise
+    eps_k = cal.resolved["epsilon_by_batch"]
+    for k in range(plan.n_batches):
+        assert eps_k[k] == pytest.approx(composed_epsilon(batch_calls(plan, k), 1e-4), rel=1e-12)
     g = cal.guarantee
-    r = max(rhos)
-    assert g.epsilon == pytest.approx(
-        r + 2 * math.sqrt(r * math.log(1 / 1e-4)), rel=1e-9
-    )  # Bun-Steinke
-    assert g.approximate and g.model == "shuffle" and g.delta == 1e-4
-    assert g.epsilon <= 2.0 and cal.meets_request
+    assert g.epsilon == pytest.approx(max(eps_k), rel=1e-12)
+    assert not g.approximate and g.model == "shuffle" and g.delta == 1e-4
+    assert g.epsilon <= 2.0 and cal.meets_request and cal.preset == "paper"
 
 
 def test_theta_bound_and_links_enter_kappa() -> None:

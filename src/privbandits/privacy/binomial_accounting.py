@@ -46,6 +46,7 @@ import functools
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 from scipy import stats
 
 from privbandits.core.errors import ValidationError
@@ -121,9 +122,8 @@ def _log_sums(N: int, p: float, s_max: int, alphas: np.ndarray) -> tuple[np.ndar
         ta = a * log_q_ext
         tb = (1.0 - a) * log_q
         ma, mb = float(np.max(ta)), float(np.max(tb))
-        corr = np.correlate(
-            np.exp(ta - ma), np.exp(tb - mb), mode="valid"
-        )  # corr[k] = sum_j a[j + k] b[j]
+        # corr[k] = sum_j a[j + k] b[j] (as np.correlate(a, b, "valid"), as a matrix product: faster)
+        corr = sliding_window_view(np.exp(ta - ma), y.size) @ np.exp(tb - mb)
         with np.errstate(divide="ignore"):
             row = (np.log(corr) + ma + mb)[::-1]  # k = s_max - s  ->  index s + s_max
         out[i] = np.where(np.isfinite(row), row, np.inf)

@@ -354,11 +354,15 @@ class JDPGLM(Curator):
         realized tree noise, ``gamma = R S sqrt(d log(T/zeta))``, ``beta = 4 sqrt(d log(T/zeta))``,
         ``thr = 1/(c_thr kappa R^4 S^2 d)``).  ``theory``: the paper's eqs. (50)-(52), tree noise of
         Appendix J.3, optimizer budget ``eps^2/(144 log(8/delta))`` per family.
-    split : {"thirds", "halves", "zcdp"}
+    split : {"thirds", "halves", "zcdp"}, optional
         Practical mode budget split: ``thirds`` = the paper's ``(eps/3, delta/3)`` for trees,
         switching indicators and optimizers; ``halves`` = ``(eps/2, delta/2)`` for trees and
         optimizers (the indicators are post-processing of the V tree); ``zcdp`` = half each of the
-        zCDP budget whose conversion is ``(eps, delta)`` (spends the whole budget).
+        zCDP budget whose conversion is ``(eps, delta)`` (spends the whole budget: the accounted
+        epsilon equals the request).  Default: the preset's.
+    preset : {"strict", "paper"}
+        ``strict``: split ``zcdp`` (accounted epsilon within 1 % of the request);
+        ``paper``: the paper's ``thirds`` (accounted 17-40 % of the request at epsilon 1-20).
     kappa, kappa_star : float, optional
         Upper bound on ``kappa = max 1/mu'`` and lower bound on ``kappa* = 1/max mu'`` (defaults
         ``1/min_{|z| <= S} mu'`` and ``1/sup mu'``).
@@ -388,7 +392,8 @@ class JDPGLM(Curator):
         "delta": Delta,
         "zeta": Optional(Delta),
         "mode": Choice("practical", "theory"),
-        "split": Choice("thirds", "halves", "zcdp"),
+        "split": Optional(Choice("thirds", "halves", "zcdp")),
+        "preset": Choice("strict", "paper"),
         "kappa": Optional(Positive),
         "kappa_star": Optional(Positive),
         "S": Optional(Positive),
@@ -401,6 +406,7 @@ class JDPGLM(Curator):
         {"epsilon": 4.0, "max_iters": 30},
         {"epsilon": 2.0, "delta": 0.05, "mode": "theory", "max_iters": 10, "S": 1.5},
         {"epsilon": 8.0, "split": "zcdp", "c_thr": 6.0, "max_iters": 20},
+        {"epsilon": 4.0, "preset": "paper", "max_iters": 20},
     )
 
     def __init__(
@@ -409,7 +415,8 @@ class JDPGLM(Curator):
         delta: float = 0.02,
         zeta: float | None = None,
         mode: str = "practical",
-        split: str = "thirds",
+        split: str | None = None,
+        preset: str = "strict",
         kappa: float | None = None,
         kappa_star: float | None = None,
         S: float | None = None,
@@ -420,12 +427,20 @@ class JDPGLM(Curator):
     ) -> None:
         pass
 
+    @property
+    def resolved_split(self) -> str:
+        """The budget split in use: ``split`` if given, else ``zcdp`` (strict) or ``thirds`` (paper, theory)."""
+        if self.split is not None:
+            return str(self.split)
+        return "zcdp" if self.preset == "strict" and self.mode == "practical" else "thirds"
+
     def constants(self, spec: EnvSpec) -> JDPConstants:
         """The resolved constants of Algorithm 2 on problem ``spec``."""
         S = spec.theta_bound if self.S is None else self.S
         kappa, kappa_star = resolve_kappas(spec, S, self.kappa, self.kappa_star)
         R = max(1.0, float(spec.reward_range[1]))
-        if self.split != "thirds" and self.mode == "theory":
+        split = self.resolved_split
+        if split != "thirds" and self.mode == "theory":
             raise ValidationError(
                 f"split={self.split!r} applies to mode='practical' only (theory keeps the "
                 "paper's three-way split 'thirds')"
@@ -442,7 +457,7 @@ class JDPGLM(Curator):
             kappa=kappa,
             kappa_star=kappa_star,
             mode=self.mode,
-            split=self.split,
+            split=split,
             c_thr=self.c_thr,
             lam0=self.lam0,
             C=self.C,
@@ -454,8 +469,13 @@ class JDPGLM(Curator):
         R = max(1.0, float(spec.reward_range[1]))
         g, parts = jdp_glm_accounting(c, spec.horizon, self.delta, R)
         resolved: dict[str, Any] = c.as_dict()
-        resolved.update(parts, S=spec.theta_bound if self.S is None else self.S, R=R)
-        return Calibration(g, resolved, preset="strict", requested=(self.epsilon, self.delta))
+        resolved.update(
+            parts,
+            S=spec.theta_bound if self.S is None else self.S,
+            R=R,
+            split=self.resolved_split,
+        )
+        return Calibration(g, resolved, preset=self.preset, requested=(self.epsilon, self.delta))
 
     def build_kernel(self) -> CuratorKernel:
         res, R, spec = self.calibration.resolved, self.R, self.spec

@@ -66,6 +66,7 @@ from privbandits.algorithms.sarmasarkar.shuffle_plan import (
     ShufflePlan,
     plan_guarantee,
     shuffle_plan,
+    strict_plan,
 )
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.links import Link
@@ -708,13 +709,20 @@ class ShuffleGLM(ShuffleAlgorithm):
         of eq. 6 usually covers the whole run).  Both in
         :mod:`privbandits.algorithms.sarmasarkar.shuffle_plan`.
 
+    preset : {"strict", "paper"}
+        Practical mode: ``strict`` calibrates both parts at the zCDP level whose rigorous
+        accounted epsilon lies in ``[0.9 eps, eps]``
+        (:func:`~privbandits.algorithms.sarmasarkar.shuffle_plan.strict_plan`); ``paper`` at the
+        paper's halves ``rho_for(eps/2, delta/2)`` each (accounted well below the request at small
+        epsilon).  Theory mode ignores it.
+
     Notes
     -----
     The guarantee is computed from the noise actually drawn
     (:func:`~privbandits.algorithms.sarmasarkar.shuffle_plan.plan_guarantee`).  Practical mode: the
-    zCDP level of the binomial noise treated as Gaussian of the same variance (approximate: the
-    Cheu et al. theorem needs the far larger ``b`` of eq. 122), composed over the matrix sum and
-    the ``P_GD`` rounds of a user's batch and converted with Bun-Steinke.  Theory mode: Lemmas
+    matrix sum and the ``P_GD`` rounds of a user's batch composed by the Renyi route from the
+    binomial pmf (rigorous, no Gaussian approximation;
+    :mod:`~privbandits.algorithms.sarmasarkar.binomial_composition`).  Theory mode: Lemmas
     T.1-T.2 solved for epsilon at the ``b`` used, advanced composition over the ``P_GD`` rounds.
 
     References
@@ -736,12 +744,14 @@ class ShuffleGLM(ShuffleAlgorithm):
         "path": Choice("messages", "aggregate"),
         "gamma": Optional(Real(0.0, None, low_open=True)),
         "mode": Choice(*MODES),
+        "preset": Choice("strict", "paper"),
     }
     test_params: ClassVar = (
         {"epsilon": 4.0},
         {"epsilon": 1.0, "delta": 1e-3, "n_batches": 3, "max_iters": 20},
         {"epsilon": 2.0, "path": "aggregate"},
         {"epsilon": 2.0, "mode": "theory", "max_iters": 5},
+        {"epsilon": 4.0, "preset": "paper"},
     )
 
     server: ShuffleGLMServer
@@ -758,13 +768,17 @@ class ShuffleGLM(ShuffleAlgorithm):
         path: str = "messages",
         gamma: float | None = None,
         mode: str = "practical",
+        preset: str = "strict",
     ) -> None:
         pass
 
     def plan_for(self, spec: EnvSpec) -> ShufflePlan:
         """The public plan on problem ``spec``."""
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
-        return shuffle_plan(
+        build = (
+            strict_plan if self.mode == "practical" and self.preset == "strict" else shuffle_plan
+        )
+        return build(
             T=spec.horizon,
             d=spec.d,
             epsilon=self.epsilon,
@@ -785,9 +799,8 @@ class ShuffleGLM(ShuffleAlgorithm):
         plan = self.plan_for(spec)
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
         g, by_batch = plan_guarantee(plan, delta)
-        key = "rho_by_batch" if plan.mode == "practical" else "epsilon_by_batch"
-        resolved = {**plan.resolved, "delta": delta, key: by_batch}
-        return Calibration(g, resolved, preset="strict", requested=(self.epsilon, delta))
+        resolved = {**plan.resolved, "delta": delta, "epsilon_by_batch": by_batch}
+        return Calibration(g, resolved, preset=self.preset, requested=(self.epsilon, delta))
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         super().reset(spec, replications, streams)

@@ -10,7 +10,8 @@ privacy target), so every role (clients, shuffler, server) may hold the same
   warm-up is ``clamp(ceil((d^2 alpha)^(2/3)), 10 d, floor(T/4))``.  Batches are consecutive blocks
   of rounds truncated at ``T``.
 * Practical constants: the shuffle matrix sums of every batch are calibrated at
-  ``rho = rho_for(eps/2, delta/2)`` and each batch's ``P_GD`` (Algorithm 7) at the same total,
+  ``rho`` (preset ``paper``: ``rho_for(eps/2, delta/2)``, the paper's halves; preset ``strict``,
+  :func:`strict_plan`: raised until the accounted epsilon lies in ``[0.9 eps, eps]``) and each batch's ``P_GD`` (Algorithm 7) at the same total,
   split evenly over ``T_it = clamp(ceil((n^2 rho + log(1/zeta))/d), 1, max_iters)`` rounds;
   ``lambda = 1 + B_noise``, ``lambda_max = lambda + B_noise``, ``lambda_min = 1`` with
   ``B_noise = sigma_out (2 sqrt(d) + 2 sqrt(log(2M/zeta)))``; ``gamma`` of eq. (26) with the
@@ -26,12 +27,12 @@ privacy target), so every role (clients, shuffler, server) may hold the same
   (lowered by bisection when the advanced composition with slack ``delta' / (T_it + 1)`` would exceed
   ``eps'``), ``delta_it = delta' / (T_it + 1)``, per-round eq. (122) at ``(eps_it, delta_it)``, clip
   ``L = R S + S + S lambda_max / n`` and step ``2S / (R S sqrt(T_it))``.
-* Accounting (:func:`plan_guarantee`), always from the noise actually drawn.  Practical mode
-  (:func:`batch_rho`): per user of batch ``k``, the zCDP level ``Delta_2^2 / (2 sigma^2)`` of the
-  matrix sum plus the same for every ``P_GD`` round, with ``sigma`` the std of the aggregate
-  binomial noise of the ``b`` actually used (the binomial treated as a Gaussian of that variance:
-  an approximation, flagged in the guarantee).  Theory mode: Lemma T.2 / T.1 solved for epsilon at
-  the ``b`` actually used (:meth:`~privbandits.privacy.cheu.SumParams.guarantee`), the ``P_GD``
+* Accounting (:func:`plan_guarantee`), always from the noise actually drawn.  Practical mode:
+  per user of batch ``k``, the matrix sum and the ``T_it`` ``P_GD`` rounds composed by the Renyi
+  route from the binomial pmf
+  (:mod:`~privbandits.algorithms.sarmasarkar.binomial_composition`: windowed Renyi sums of every
+  call on one grid of orders, tails added, one conversion; rigorous).  Theory mode: Lemma T.2 /
+  T.1 solved for epsilon at the ``b`` used (:meth:`~privbandits.privacy.cheu.SumParams.guarantee`), the ``P_GD``
   rounds composed with advanced composition, plus the matrix sum (basic composition).  Batches
   hold disjoint users (parallel composition: the maximum over batches).
 
@@ -51,22 +52,24 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.sarmasarkar.binomial_composition import composed_epsilon
 from privbandits.algorithms.sarmasarkar.constants import rho_for
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
 from privbandits.core.validation import check_choice, check_int, check_positive
 from privbandits.privacy.accounting import (
-    ZCDP,
     ApproxDP,
     compose_advanced,
     compose_basic,
     to_guarantee,
+    zcdp_for_approx_dp,
 )
 from privbandits.privacy.cheu import CHEU_MAX_EPSILON, SumParams, calibrated_params, theory_params
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
 __all__ = [
     "ShufflePlan",
+    "batch_calls",
     "batch_exponent",
     "batch_lengths",
     "batch_rho",
@@ -76,6 +79,7 @@ __all__ = [
     "plan_guarantee",
     "practical_warmup",
     "shuffle_plan",
+    "strict_plan",
     "theory_constants",
 ]
 
@@ -303,11 +307,21 @@ def batch_rho(plan: ShufflePlan, k: int) -> float:
     return rho
 
 
+def batch_calls(plan: ShufflePlan, k: int) -> list[tuple[SumParams, int]]:
+    """The summation calls one user of batch ``k`` takes part in: ``(matrix, 1)`` and ``(P_GD round, T_it)``."""
+    calls: list[tuple[SumParams, int]] = [(plan.matrix[k], 1)]
+    v = plan.vector[k]
+    if v is not None and plan.T_it[k] > 0:
+        calls.append((v, plan.T_it[k]))
+    return calls
+
+
 def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, list[float]]:
     """The run's guarantee from the noise the plan injects, and the per-batch epsilon (or rho).
 
-    Practical mode: ``max_k batch_rho(plan, k)``-zCDP (Gaussian approximation of the binomial
-    noise, approximate), converted at ``delta`` with Bun-Steinke; the list holds the per-batch rho.
+    Practical mode: per batch, the matrix sum and the ``T_it`` ``P_GD`` rounds composed by
+    :func:`~privbandits.algorithms.sarmasarkar.binomial_composition.composed_epsilon` (the
+    binomial pmf, Renyi route: rigorous); the list holds the per-batch epsilon.
     Theory mode: per batch, the matrix sum's guarantee (Lemma T.2 at the ``b`` used) composed
     (basic) with the ``T_it``-fold advanced composition (slack ``plan.pgd_slack[k]``) of the
     ``P_GD`` rounds' guarantees (Lemma T.1 at the ``b`` used); the maximum over the disjoint
@@ -316,16 +330,20 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
     epsilon.
     """
     if plan.mode == "practical":
-        rhos = [batch_rho(plan, k) for k in range(plan.n_batches)]
+        eps_k = [composed_epsilon(batch_calls(plan, k), delta) for k in range(plan.n_batches)]
         notes = (
             f"Sarmasarkar (2026) Alg. 1, practical constants: per batch the Cheu et al. matrix sum and "
-            f"{plan.T_it} P_GD rounds, calibrated binomial noise treated as Gaussian of its variance "
-            "(APPROXIMATE: not the Cheu et al. theorem, and the composition over P_GD rounds is not the "
-            "binomial-pmf computation of a single summation); per-user rho by batch "
-            f"{[round(r, 6) for r in rhos]}, batches disjoint (max)"
+            f"{plan.T_it} P_GD rounds, composed by the Renyi route from the binomial pmf (windowed Renyi "
+            "sums of every call summed on one grid of orders, window tails added, one conversion; an upper "
+            "bound, no Gaussian approximation); epsilon by batch "
+            f"{[round(e, 6) for e in eps_k]}, batches disjoint (max)"
         )
-        g = to_guarantee(ZCDP(max(rhos)), "shuffle", "user", notes, delta=delta, method="bs")
-        return dataclasses.replace(g, approximate=True), rhos
+        if not all(math.isfinite(e) for e in eps_k):
+            return PrivacyGuarantee(
+                model="none", epsilon=math.inf, delta=delta, unit="user", notes=notes
+            ), eps_k
+        g = to_guarantee(ApproxDP(max(eps_k), delta), "shuffle", "user", notes)
+        return g, eps_k
     parts: list[tuple[float, float]] = []  # (epsilon, delta) per batch; inf: no finite epsilon
     approximate = False
     for k in range(plan.n_batches):
@@ -387,13 +405,17 @@ def shuffle_plan(
     gamma: float | None = None,
     mode: str = "practical",
     warmup: int | None = None,
+    rho_part: float | None = None,
 ) -> ShufflePlan:
     """The plan of Algorithm 1 on a problem (see the module docstring for the formulas of each mode).
 
     ``gamma`` overrides the confidence radius of eq. (26) (a hyperparameter, as in the paper's
     Remark B.1); it changes only the policy, never the noise or the guarantee.  ``warmup``
     overrides the warm-up length ``B_1`` (default: the mode's formula); the calibration and the
-    guarantee follow the resulting batch sizes.
+    guarantee follow the resulting batch sizes.  ``rho_part`` (practical mode) overrides the zCDP
+    level each of the two parts (matrix sums, ``P_GD``) is calibrated at (default: the paper's
+    halves ``rho_for(eps/2, delta/2)``; :func:`strict_plan` raises it until the accounted
+    guarantee meets the request tightly).
     """
     T = check_int("T", T, 1)
     d = check_int("d", d, 1)
@@ -428,7 +450,7 @@ def shuffle_plan(
         B1 = practical_warmup(T, M, d) if warmup is None else check_int("warmup", warmup, 1)
     lengths = batch_lengths(T, M, B1) if B1 < T else [T]  # B_1 >= T: the whole run is warm-up
     ends = [sum(lengths[: i + 1]) for i in range(len(lengths))]
-    rho = rho_for(epsilon / 2.0, delta / 2.0)
+    rho = rho_for(epsilon / 2.0, delta / 2.0) if rho_part is None else float(rho_part)
     matrix = []
     for k, n in enumerate(lengths):
         Delta = C_B**2 if k == 0 else C_B**2 / kappa_star
@@ -570,3 +592,66 @@ def shuffle_plan(
         pgd_slack=slack,
         resolved=resolved,
     )
+
+
+#: Accounted epsilon the strict calibration aims at, as a fraction of the request (inside [0.9, 1]).
+STRICT_TARGET: float = 0.96
+
+
+def _strict_key(kw: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(sorted((k, getattr(v, "name", v)) for k, v in kw.items()))
+
+
+_STRICT_CACHE: dict[tuple[Any, ...], ShufflePlan] = {}
+
+
+def strict_plan(**kw: Any) -> ShufflePlan:
+    """The practical plan whose accounted epsilon (:func:`plan_guarantee`) lies in ``[0.9 eps, eps]``.
+
+    Takes the keyword arguments of :func:`shuffle_plan` (practical mode).  Both parts are
+    calibrated at a common ``rho_part = c rho_CKS(eps, delta) / 2``; ``c`` is adjusted by secant
+    steps on ``log eps(c)`` against ``log c`` until the rigorous composed epsilon lies in
+    ``[0.9 eps, eps]`` (aiming at :data:`STRICT_TARGET`); the plan with the largest accounted
+    epsilon not above the request is kept.  Memoized on the arguments (a public function of
+    public inputs).
+    """
+    key = _strict_key(kw)
+    if key in _STRICT_CACHE:
+        return _STRICT_CACHE[key]
+    eps, delta = float(kw["epsilon"]), float(kw["delta"])
+    base = 0.5 * zcdp_for_approx_dp(eps, delta, method="cks").rho
+    target = STRICT_TARGET * eps
+
+    def accounted(c: float) -> tuple[ShufflePlan, float]:
+        plan = shuffle_plan(**kw, rho_part=base * c)
+        return plan, max(plan_guarantee(plan, delta)[1])
+
+    best: tuple[ShufflePlan, float] | None = None
+    pts: list[tuple[float, float]] = []
+    c = 1.0
+    for _ in range(10):
+        plan, e = accounted(c)
+        if e <= eps and (best is None or e > best[1]):
+            best = (plan, e)
+        if 0.9 * eps <= e <= eps:
+            break
+        pts.append((math.log(c), math.log(e) if math.isfinite(e) and e > 0 else math.inf))
+        if (
+            len(pts) >= 2
+            and all(math.isfinite(y) for _, y in pts[-2:])
+            and pts[-1][1] != pts[-2][1]
+        ):
+            (x0, y0), (x1, y1) = pts[-2], pts[-1]
+            slope = min(max((y1 - y0) / (x1 - x0), 0.3), 3.0)
+        else:
+            slope = 0.5
+        if not math.isfinite(pts[-1][1]):
+            c *= 0.5
+        else:
+            c *= math.exp((math.log(target) - pts[-1][1]) / slope)
+    if best is None:
+        raise ValidationError(
+            f"no practical calibration of ShuffleGLM meets epsilon={eps:g}, delta={delta:g}"
+        )
+    _STRICT_CACHE[key] = best[0]
+    return best[0]
