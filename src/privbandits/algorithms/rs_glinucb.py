@@ -27,13 +27,14 @@ NeurIPS, Algorithm 2 (RS-GLinCB).  Sarmasarkar (2026), section 8 (baseline of Ta
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
@@ -140,6 +141,19 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
                 H[i, j] += w * x[i] * x[j]
 
 
+@dataclass(frozen=True)
+class RSGLinUCBConstants(Constants):
+    """RS-GLinUCB: parameter bound ``S``, ``kappa``, reward bound ``R``, the radii ``gamma`` and
+    ``beta`` and the switching threshold ``thr``."""
+
+    S: float
+    kappa: float
+    R: float
+    gamma: float
+    beta: float
+    thr: float
+
+
 @register
 class RSGLinUCB(Curator):
     """RS-GLinUCB (Sawarni et al. 2024, Algorithm 2): non-private rarely switching GLM bandit.
@@ -202,18 +216,18 @@ class RSGLinUCB(Curator):
         kappa, _ = resolve_kappas(spec, S, self.kappa, None)
         R = max(1.0, float(spec.reward_range[1]))
         L = math.log(spec.horizon / self.delta)
-        resolved: dict[str, Any] = {
-            "S": S,
-            "kappa": kappa,
-            "R": R,
-            "gamma": R * S * math.sqrt(spec.d * L),
-            "beta": 4.0 * math.sqrt(spec.d * L),
-            "thr": 1.0 / (self.c_thr * kappa * R**4 * S**2 * spec.d),
-        }
-        return Calibration(NON_PRIVATE, resolved)
+        constants = RSGLinUCBConstants(
+            S,
+            kappa,
+            R,
+            R * S * math.sqrt(spec.d * L),
+            4.0 * math.sqrt(spec.d * L),
+            1.0 / (self.c_thr * kappa * R**4 * S**2 * spec.d),
+        )
+        return Calibration(NON_PRIVATE, constants=constants)
 
     def build_kernel(self) -> CuratorKernel:
-        res, R, spec = self.calibration.resolved, self.R, self.spec
+        c, R, spec = self.calibration.typed(RSGLinUCBConstants), self.R, self.spec
         d, T = spec.d, spec.horizon
         eye = np.eye(d)
         lam = self.lam
@@ -236,11 +250,11 @@ class RSGLinUCB(Curator):
         params = (
             spec.link.code,
             lam,
-            float(res["thr"]),
-            float(res["gamma"]),
-            float(res["beta"]),
-            math.sqrt(float(res["kappa"])),
-            float(res["S"]),
+            float(c.thr),
+            float(c.gamma),
+            float(c.beta),
+            math.sqrt(float(c.kappa)),
+            float(c.S),
             self.switch_factor,
             int(self.newton_iters),
         )
