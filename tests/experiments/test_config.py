@@ -510,7 +510,7 @@ def test_table2_presets_carry_the_paper_numbers() -> None:
         56.44,
         222.15,
     ]
-    assert len(cfg.paper_numbers) == 21
+    assert len(cfg.paper_numbers) == 30  # 21 + the Private-GLM cells beside the zcdp row
     assert cfg.env_grid == {"theta_norm": (2.0, 2.5, 3.0)}
     units = cfg.units()
     assert {u.env["theta_norm"] for u in units} == {2.0, 2.5, 3.0}
