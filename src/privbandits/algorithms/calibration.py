@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -110,7 +109,7 @@ class Calibration:
     """
 
     guarantee: PrivacyGuarantee
-    resolved: Mapping[str, Any] = field(default_factory=dict)
+    resolved: dict[str, Any] = field(default_factory=dict)
     preset: str = "none"
     requested: tuple[float, float] | None = None
     constants: Constants | None = None
