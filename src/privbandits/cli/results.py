@@ -52,8 +52,8 @@ def plot(
 ) -> None:
     """Plot mean regret curves with a band (95 % interval by default) of a stored experiment (PNG and PDF).
 
-    The figure goes to its own file (``plot-T<horizon>[-facet-<key>][-logx][-logy]``), never over a
-    run's figures; without ``--facet`` the grid parameter that varies (if only one does) gets a panel
+    The figure goes to its own file (``plot-T<horizon>``, then ``-facet-<key>``, ``-logx`` and
+    ``-logy`` as they apply), never over a run's figures; without ``--facet`` the grid parameter that varies (if only one does) gets a panel
     per value."""
     from privbandits.experiments.pipeline import default_out_dir
     from privbandits.experiments.plots import plot_regret
