@@ -12,13 +12,13 @@ from privbandits.core.errors import ConfigError
 from privbandits.experiments.config import Overrides
 from privbandits.experiments.gallery import _entry, write_gallery
 from privbandits.experiments.presets import available_presets, load_preset, load_reproduction
+from privbandits.experiments.regression_experiment import seed_rows
 from privbandits.experiments.regression_study import (
     RegressionStudy,
     parse_regression_study,
     run_regression_study,
 )
 from privbandits.experiments.store import ResultsStore
-from privbandits.experiments.regression_experiment import seed_rows
 
 
 def _raw(**changes: Any) -> dict[str, Any]:

@@ -156,9 +156,10 @@ def _build(template: str, steps: dict[str, Any]) -> Any:
     names = {role: _import_name(fn) for role, fn in steps.items()}
     module: Any = None
     if all(names.values()):
+        imports = {role: name for role, name in names.items() if name is not None}
         header = "import numba as nb\n" + "".join(
-            f"from {mod} import {name} as {role}\n" for role, (mod, name) in names.items()
-        )  # type: ignore[misc]
+            f"from {mod} import {name} as {role}\n" for role, (mod, name) in imports.items()
+        )
         module = _load_generated(header + template.replace("CACHE", "True"))
     if module is None:
         namespace: dict[str, Any] = {"nb": nb, **steps}
