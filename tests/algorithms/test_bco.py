@@ -93,6 +93,23 @@ def test_queries_outside_the_domain_and_arm_algorithms_are_rejected() -> None:
         pb.simulate(pb.make("fkm"), env, 5, engine="compiled")
 
 
+@pytest.mark.parametrize("name", ["chen-elim", "chen-jdp", "squarecb", "squarecb-jdp", "ldp-ols"])
+def test_arm_index_algorithms_are_refused_on_a_loss_environment(name: str) -> None:
+    """Arm-index algorithms whose compiled or NumPy rounds would index the loss parameters as
+    contexts (numba TypingError, IndexError) are refused before the first round, naming the kind
+    and the algorithms that do run there."""
+    env = pb.ConvexLossEnv(d=3)
+    with pytest.raises(ValidationError, match=r"plays arm indices.*kind = \"convex\".*fkm"):
+        pb.simulate(pb.make(name), env, 2, replications=1, engine="reference")
+
+
+def test_ldp_onepoint_runs_on_a_loss_environment_with_a_query_point_base() -> None:
+    env = pb.ConvexLossEnv(d=2)
+    assert pb.make("ldp-onepoint", base="fkm").plays_continuous_actions()
+    assert not pb.make("ldp-onepoint").plays_continuous_actions()
+    pb.simulate(pb.make("ldp-onepoint", base="fkm"), env, 3, replications=1)
+
+
 def test_schedule_errors_name_the_parameter() -> None:
     env = pb.ConvexLossEnv(d=2, loss="linear")
     with pytest.raises(ValidationError, match="sc_modulus"):

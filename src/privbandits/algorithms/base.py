@@ -161,6 +161,9 @@ class Algorithm(ABC):
     test_params: ClassVar[tuple[dict[str, Any], ...]] = ({},)
     #: Environments the conformance suite runs the algorithm on: "synthetic" and/or "finite".
     test_envs: ClassVar[tuple[str, ...]] = ("synthetic",)
+    #: Whether the algorithm plays continuous actions (query points of a bandit convex optimization
+    #: problem, ``kind = "convex"``) instead of arm indices.
+    continuous_actions: ClassVar[bool] = False
 
     #: Calibration preset; algorithms with presets declare ``preset`` as a parameter.
     preset: str = "none"
@@ -173,6 +176,11 @@ class Algorithm(ABC):
 
     def __init__(self, **_unused: Any) -> None:
         pass
+
+    def plays_continuous_actions(self) -> bool:
+        """Whether this instance proposes query points on a loss environment (``kind = "convex"``);
+        an algorithm that wraps another one answers for it."""
+        return self.continuous_actions
 
     @classmethod
     def all_constraints(cls) -> dict[str, Constraint]:

@@ -65,6 +65,16 @@ def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: 
     R = env.R
     if isinstance(alg, ShuffleAlgorithm):
         raise ValidationError("shuffle-model algorithms do not run on loss environments")
+    if not alg.plays_continuous_actions():
+        from privbandits.algorithms.registry import available
+
+        bco = sorted(n for n, cls in available().items() if cls.continuous_actions)
+        raise ValidationError(
+            f"algorithm {alg.name!r} plays arm indices, not query points: it does not run on a loss "
+            f'environment (kind = "convex", continuous actions); the bandit convex optimization '
+            f'algorithms are {", ".join(bco)} (and ldp-onepoint with base = "fkm"); arm-index '
+            "algorithms run on K-armed or contextual environments"
+        )
     if isinstance(alg, LocalAlgorithm):
         client, server = alg.client, alg.server
         rng_client, rng_policy = alg.streams.client, alg.streams.policy

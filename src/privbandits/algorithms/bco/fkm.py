@@ -72,6 +72,7 @@ class FKM(Curator):
     """
 
     name = "fkm"
+    continuous_actions = True
     links = ("*",)
     paper = "Flaxman, Kalai & McMahan 2005"
     constraints: ClassVar = {

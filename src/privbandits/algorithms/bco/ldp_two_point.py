@@ -271,6 +271,7 @@ class LDPTwoPoint(LocalAlgorithm):
     """
 
     name = "ldp-twopoint"
+    continuous_actions = True
     links = ("*",)
     paper = "Zheng et al. 2020 (Alg. 2)"
     constraints: ClassVar = {

@@ -151,6 +151,7 @@ class TwoPointBCO(Curator):
     """
 
     name = "two-point-bco"
+    continuous_actions = True
     links = ("*",)
     paper = "Agarwal, Dekel & Xiao 2010 (Zheng et al. 2020, Alg. 4)"
     constraints: ClassVar = {

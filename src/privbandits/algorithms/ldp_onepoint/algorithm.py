@@ -199,6 +199,15 @@ class LDPOnePoint(LocalAlgorithm):
         if isinstance(base, str):  # validates base_params now (the constructor is cheap)
             self._new_base()
 
+    def plays_continuous_actions(self) -> bool:
+        """Whether the wrapped curator proposes query points (one-point bandit convex optimization)."""
+        base = self.base
+        if isinstance(base, str):
+            from privbandits.algorithms.registry import get
+
+            return bool(get(base).continuous_actions)
+        return base.plays_continuous_actions()
+
     def _new_base(self) -> Curator:
         if isinstance(self.base, str):
             try:
