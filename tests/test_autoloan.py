@@ -345,7 +345,13 @@ def test_preset_follows_the_appendix() -> None:
         cfg = load_preset("han2021-autoloan")
         quick = load_preset("han2021-autoloan", Overrides(quick=True))
     assert (cfg.horizon, cfg.replications) == (100_000, 10) and cfg.env == {"kind": "auto-loan"}
-    assert [e.name for e in cfg.algorithms] == ["ldp-sgd", "ldp-gloc", "greedy-sgd", "gloc", "uniform"]
+    assert [e.name for e in cfg.algorithms] == [
+        "ldp-sgd",
+        "ldp-gloc",
+        "greedy-sgd",
+        "gloc",
+        "uniform",
+    ]
     private = [e for e in cfg.algorithms if e.name.startswith("ldp-")]
     for entry in private:
         assert sorted(grid["epsilon"] for _, grid in entry.variants) == [0.5, 1.0]
