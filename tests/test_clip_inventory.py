@@ -359,7 +359,29 @@ INVENTORY: dict[str, tuple[str, ...]] = {
     "src/privbandits/algorithms/chen/ldp_kernel.py::encode::min-max#2": (
         "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
     ),
+    "src/privbandits/algorithms/shariff/jdp_linucb.py::_update::clip_l2#1": (
+        "tests/algorithms/test_jdp_linucb.py::test_row_clips_at_inside_and_beyond_their_bounds",
+    ),
+    "src/privbandits/algorithms/shariff/jdp_linucb.py::_update::clip_scalar#1": (
+        "tests/algorithms/test_jdp_linucb.py::test_row_clips_at_inside_and_beyond_their_bounds",
+    ),
     # -- post-processing of released (already private) quantities, and public constants -------------
+    "src/privbandits/algorithms/chowdhury/shuffle_linucb.py::_publish::min-max#1": (
+        EXEMPT,
+        "the published inverse Gram entries bounded (the public space's range): post-processing",
+    ),
+    "src/privbandits/algorithms/chowdhury/shuffle_linucb.py::_publish::project_ball#1": (
+        EXEMPT,
+        "the server's estimate projected onto the parameter ball: post-processing of released sums",
+    ),
+    "src/privbandits/algorithms/sarmasarkar/binomial_composition.py::composed_delta::min(1)#1": (
+        EXEMPT,
+        "a probability (delta) capped at 1 in the accountant: no data passes through it",
+    ),
+    "src/privbandits/algorithms/sarmasarkar/shuffle_plan.py::strict_plan::min-max#1": (
+        EXEMPT,
+        "the calibration search's bracket on a public noise level: no data passes through it",
+    ),
     "src/privbandits/algorithms/bco/fkm.py::FKM.update::.project#1": (
         EXEMPT,
         "projection of the non-private learner's iterate onto its domain (no privacy claim)",

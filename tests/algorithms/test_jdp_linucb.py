@@ -203,3 +203,30 @@ def test_shariff2018_preset() -> None:
     noises = [e.variants[0][0].get("noise") for e in cfg.algorithms[1:]]
     assert noises == ["gaussian", "wishart", "wishart", "gaussian"]
     assert {c.kind for c in cfg.claims} == {"order", "slope"}
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0, 1e6])
+def test_row_clips_at_inside_and_beyond_their_bounds(scale: float) -> None:
+    """The update's two clips (the context to ``L`` in l2, the reward into ``[-yb, yb]``), which
+    bound the sensitivity the tree noise is calibrated for: driven with a row inside, at and far
+    beyond the bounds, straight into the compiled update (the curator's input checks would refuse
+    out-of-bound rows first), the inserted row ``z`` is the clipped one and the clip counter moves
+    only beyond."""
+    from privbandits.algorithms.shariff.jdp_linucb import _STATS, _Z, _update
+
+    spec = EnvSpec(d=3, K=2, horizon=64, reward_range=(-1.0, 1.0))
+    alg = pb.algorithms.make("jdp-linucb")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alg.reset(spec, 1, make_streams(3))
+    kernel = alg.kernel
+    L, yb = float(kernel.params[8]), float(kernel.params[9])
+    x = np.array([1.0, -2.0, 2.0]) / 3.0 * L * scale
+    X = np.stack([x, np.zeros(3)])
+    y = yb * scale
+    _update(kernel.params, kernel.state, 0, 0, X, 0, y, np.random.default_rng(0))
+    z = kernel.state[_Z][0]
+    assert math.isclose(float(np.linalg.norm(z[:3])), L * min(scale, 1.0), rel_tol=1e-12)
+    assert np.allclose(z[:3] / np.linalg.norm(z[:3]), x / np.linalg.norm(x))
+    assert z[3] == pytest.approx(yb * min(scale, 1.0), rel=1e-12)
+    assert kernel.state[_STATS][0, 1] == (1.0 if scale > 1.0 else 0.0)
