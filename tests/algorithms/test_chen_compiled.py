@@ -165,6 +165,7 @@ def test_compiled_randomize_draws_the_devices_noise() -> None:
         assert np.array_equal(got, enc) == (slot == IDLE)
 
 
+@pytest.mark.slow  # ~60 s of reference-driver rounds; the conformance suite compares the drivers by default
 @pytest.mark.parametrize(
     ("d", "K", "link", "params"),
     [
