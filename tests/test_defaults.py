@@ -30,7 +30,9 @@ The full grid is marked slow; the default run checks d = 2, K = 10.  Algorithms 
 reference driver only (numpy, about 1 ms per replication-round: the Chen et al. family and
 SquareCB) are checked at d = 2, K = 10 with T = 4000, R = 4 in the slow set, items 1-3 only: their
 epochs explore uniformly until about 2^15 rounds at this size (doubling epochs with the theory's
-confidence widths), so no horizon a test can afford allows item 4.
+confidence widths), so no horizon a test can afford allows item 4.  The same holds for chen-ldp,
+which runs compiled (and so in the default run) but explores uniformly for as long: it is held to
+items 1-3 there.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ T, R, SEED = 20_000, 6, 3
 T_REF, R_REF = 4_000, 4
 EPSILONS = (0.5, 1.0, 5.0)
 Z = 3.0
+#: compiled algorithms whose doubling epochs explore uniformly beyond T (Chen et al. 2025): no item 4
+LONG_UNIFORM_EXPLORATION = frozenset({"chen-ldp"})
 
 
 def _private(name: str) -> bool:
@@ -130,6 +134,7 @@ def _check(kind: str, d: int, K: int, reference_only: bool = False) -> list[str]
             if (
                 (kind, d, K) == ("synthetic", 2, 10)
                 and not reference_only
+                and name not in LONG_UNIFORM_EXPLORATION
                 and eps is not None
                 and eps >= 1.0
                 and final.mean() > 0.5 * uniform.mean()
