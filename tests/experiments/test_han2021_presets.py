@@ -239,6 +239,7 @@ def test_quick_variant_via_cli(name: str, tmp_path: Path) -> None:
             "2",
             "-q",
         ],
+        env={"COLUMNS": "400"},  # one line per claim (the console wraps at its width)
     )
     assert res.exit_code == 0, res.output
     assert (
