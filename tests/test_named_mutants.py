@@ -76,8 +76,8 @@ MUTANTS = (
     Mutant(
         "resume: key lookup chunk 500 -> 499",
         "experiments/store.py",
-        "chunk = wanted[i:i + 500]",
-        "chunk = wanted[i:i + 499]",
+        "chunk = wanted[i : i + 500]",
+        "chunk = wanted[i : i + 499]",
         ("tests/experiments/test_units.py::test_resume_beyond_the_lookup_chunk",),
     ),
     Mutant(
@@ -108,15 +108,15 @@ MUTANTS = (
     Mutant(
         "server store looks idempotency keys up without the token",
         "service/server/store.py",
-        '"WHERE token = ? AND idem_key = ?"), (token, idem_key))',
-        '"WHERE idem_key = ?"), (idem_key,))',
+        '"WHERE token = ? AND idem_key = ?"\n            ),\n            (token, idem_key),',
+        '"WHERE idem_key = ?"\n            ),\n            (idem_key,),',
         ("tests/service/test_store_rows.py::test_lookup_is_scoped_by_token_and_key",),
     ),
     Mutant(
         "binomial accounting: largest coupled shift floor(2 g) instead of ceil(2 g)",
         "privacy/binomial_accounting.py",
-        "math.ceil(2.0 * g))",
-        "math.floor(2.0 * g))",
+        "math.ceil(2.0 * g)",
+        "math.floor(2.0 * g)",
         (
             "tests/privacy/test_binomial_independent.py::test_one_label_shift_set_is_exactly_the_enumerated_coupling",
         ),
