@@ -120,6 +120,8 @@ def test_units_group_by_environment_and_seed() -> None:
     # per seed: the four auto/compiled units together; the reference unit alone
     assert groups == [[0, 1, 2, 3], [4], [5, 6, 7, 8], [9]]
     assert fused_groups(units[:4], parts=2) == [[0, 1], [2, 3]]
+    assert fused_groups(units[:2], parts=2) == [[0], [1]]  # a pair is split for two workers
+    assert fused_groups(units[:1], parts=2) == [[0]]
 
 
 def test_runner_fused_equals_unfused_and_resumes(tmp_path: Path) -> None:
