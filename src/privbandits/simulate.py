@@ -337,6 +337,22 @@ def simulate(
         else:
             drive_reference(algorithm, env, T, rec, tick)
         wall = time.perf_counter() - start
+    return run_result(algorithm, env, rec, seed, T, R, ckpt, wall, chosen)
+
+
+def run_result(
+    algorithm: Algorithm,
+    env: Environment,
+    rec: Recorder,
+    seed: int,
+    T: int,
+    R: int,
+    ckpt: np.ndarray,
+    wall_time: float,
+    engine: str,
+) -> SimulationResult:
+    """The :class:`SimulationResult` of ``algorithm``'s finished run on ``env`` (recorded in
+    ``rec``); shared by :func:`simulate` and the fused driver."""
     return SimulationResult(
         algorithm=algorithm.name,
         params=algorithm.get_params(),
@@ -351,8 +367,8 @@ def simulate(
         regret=rec.regret,
         reward=rec.reward,
         estimation_error=rec.err,
-        wall_time=wall,
+        wall_time=wall_time,
         extra={"contexts_clipped": env.n_clipped},
         resolved_params=algorithm.resolved_params(),
-        engine=chosen,
+        engine=engine,
     )

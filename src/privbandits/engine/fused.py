@@ -86,7 +86,7 @@ def simulate_fused(
         (``wall_time``: the algorithm's own share of the loop plus an equal share of the
         environment's draws).
     """
-    from privbandits.simulate import SimulationResult, make_checkpoints, simulate
+    from privbandits.simulate import make_checkpoints, run_result, simulate
 
     T = check_int("horizon", horizon, 1)
     R = check_int("replications", replications, 1)
@@ -150,24 +150,15 @@ def simulate_fused(
             for i in fused:
                 progress(i, t)
     for j, i in enumerate(fused):
-        alg, rec = algorithms[i], recs[j]
-        results[i] = SimulationResult(
-            algorithm=alg.name,
-            params=alg.get_params(),
-            trust_model=alg.trust_model,
-            preset=alg.calibration.preset,
-            guarantee=alg.guarantee,
-            env=env.describe(),
-            seed=seed,
-            horizon=T,
-            replications=R,
-            checkpoints=ckpt,
-            regret=rec.regret,
-            reward=rec.reward,
-            estimation_error=rec.err,
-            wall_time=own[j] + env_time / len(fused),
-            extra={"contexts_clipped": env.n_clipped},
-            resolved_params=alg.resolved_params(),
-            engine="compiled",
+        results[i] = run_result(
+            algorithms[i],
+            env,
+            recs[j],
+            seed,
+            T,
+            R,
+            ckpt,
+            own[j] + env_time / len(fused),
+            "compiled",
         )
     return results
