@@ -370,3 +370,40 @@ def test_library_warnings_print_as_one_clean_line() -> None:
     warned = [ln for ln in res.stderr.splitlines() if ln.startswith("warning: ")]
     assert warned and "accounted guarantee" in warned[0]
     assert "UserWarning" not in res.stderr and ".py:" not in res.stderr
+
+
+NO_LEARNING = """
+name = "nolearn"
+horizon = 300
+replications = 3
+seeds = [0, 1]
+checkpoints = 6
+
+[env]
+kind = "synthetic"
+d = 3
+K = 4
+
+[[algorithms]]
+name = "linucb"
+
+[[algorithms]]
+name = "ldp-ols"
+params = { epsilon = 0.05 }
+
+[[algorithms]]
+name = "uniform"
+"""
+
+
+def test_run_console_flags_series_with_no_learning(tmp_path: Path) -> None:
+    """The run's console output says which series never beat uniform play (the report's
+    learning check), and only those: LinUCB learns at T = 300, LDP-OLS at epsilon = 0.05 does not."""
+    path = tmp_path / "nolearn.toml"
+    path.write_text(NO_LEARNING)
+    args = ["run", str(path), "-w", "1", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path)]
+    lines = _ok(args).stdout.splitlines()
+    flagged = [ln for ln in lines if "no learning detected" in ln]
+    assert flagged and all("uniform's" in ln for ln in flagged), lines
+    assert any(ln.startswith("ldp-ols") for ln in flagged)
+    assert not any(ln.startswith("linucb") for ln in flagged)

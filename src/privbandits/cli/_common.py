@@ -243,6 +243,7 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
         out.print(chk.verdict, style=styles[chk.verdict])
         for line in chk.lines():
             out.print(f"  {line}", markup=False)
+    _print_learning(out, outcome)
     for row in outcome.paper_rows:
         ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
         out.print(
@@ -254,6 +255,25 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
         out.print(f"figure: {path}", markup=False, soft_wrap=True)
     if show_report and outcome.report is not None:
         out.print(f"report: {outcome.report}", markup=False, soft_wrap=True)
+
+
+def _print_learning(out: Any, outcome: Any) -> None:
+    """One line per series with no learning detected against ``uniform`` on the same seeds (the
+    report's learning check; nothing when the experiment runs no ``uniform`` baseline)."""
+    from privbandits.experiments.learning import learning_checks
+
+    level = getattr(getattr(outcome.config, "report", None), "level", 0.05)
+    for chk in learning_checks(outcome.series, level):
+        if chk.verdict != "no learning detected":
+            continue
+        out.print(f"{chk.series}: ", end="", markup=False)
+        out.print("no learning detected", style="yellow", end="")
+        phase = chk.phase()
+        out.print(
+            f" at T = {chk.horizon:g} (final regret {chk.comparison.mean_better:.4g} against "
+            f"uniform's {chk.comparison.mean_worse:.4g})" + (f"; {phase}" if phase else ""),
+            markup=False,
+        )
 
 
 def _overrides(
