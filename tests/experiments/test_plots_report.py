@@ -239,3 +239,32 @@ def test_many_series_get_distinct_styles_and_one_legend_entry_each() -> None:
     (legend,) = fig.legends
     texts = [x.get_text() for x in legend.get_texts()]
     assert len(texts) == 16 and texts[0] == "alg0 [ε=0.3 | ε=1]"
+
+
+def test_panels_name_theta_norm_as_the_papers_s() -> None:
+    """A figure faceted by ``theta_norm`` titles its panels with the papers' symbol S (Sarmasarkar
+    Table 2), and a report table with that column says S too."""
+    from privbandits.experiments.summary import Series, axis_name
+    from privbandits.privacy.guarantee import NON_PRIVATE
+
+    t = np.array([10.0, 100.0])
+    series = [
+        Series(
+            label="a",
+            algorithm="a",
+            grid={"theta_norm": s},
+            params={},
+            horizon=100,
+            trust_model="none",
+            preset="none",
+            guarantee=NON_PRIVATE,
+            seeds=(0,),
+            checkpoints=t,
+            regret=np.array([[1.0, 2.0]]),
+            wall_time=0.0,
+        )
+        for s in (2.0, 2.5)
+    ]
+    fig = regret_figure(series, facet="theta_norm", band=0)
+    assert [ax.get_title() for ax in fig.axes] == ["S=2", "S=2.5"]
+    assert axis_name("epsilon") == "epsilon"

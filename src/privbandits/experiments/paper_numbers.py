@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privbandits.experiments.summary import Series, fmt_num, format_values
+from privbandits.experiments.summary import Series, axis_name, fmt_num, format_values
 
 __all__ = [
     "METRICS",
@@ -217,7 +217,11 @@ def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
     head = ["algorithm"] + [
         ("ours / reference (ratio)" if table.columns is None else "-")
         if c is None
-        else (f"{table.columns}={c:g}" if isinstance(c, float) else f"{table.columns}={c}")
+        else (
+            f"{axis_name(table.columns)}={c:g}"
+            if isinstance(c, float)
+            else f"{axis_name(table.columns)}={c}"
+        )
         for c in cols
     ]
     out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]

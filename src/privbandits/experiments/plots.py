@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_nonnegative
-from privbandits.experiments.summary import Series, format_values
+from privbandits.experiments.summary import Series, axis_name, format_values
 
 __all__ = ["ERRORBARS", "FIGURE_FORMATS", "plot_final_vs_param", "plot_regret", "regret_figure"]
 
@@ -258,7 +258,7 @@ def regret_figure(
         ax.set_xlabel("round t")
         ax.set_ylabel("cumulative regret")
         if value is not None:
-            ax.set_title(format_values({facet: value}))  # type: ignore[dict-item]
+            ax.set_title(format_values({axis_name(facet): value}))  # type: ignore[arg-type]
         ax.grid(True, alpha=0.3, which="both" if (logx or logy) else "major")
     # one legend entry per drawn name (the same style in every panel), with its accounted
     # guarantee(s): one per panel when they differ
@@ -413,7 +413,7 @@ def plot_final_vs_param(
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log", nonpositive="mask")
-    ax.set_xlabel(x)
+    ax.set_xlabel(axis_name(x))
     ax.set_ylabel("final cumulative regret")
     ax.grid(True, alpha=0.3, which="both" if (logx or logy) else "major")
     ax.legend(fontsize="small", frameon=False, loc="best")

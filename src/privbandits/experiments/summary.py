@@ -18,12 +18,22 @@ from privbandits.core.errors import ValidationError
 from privbandits.experiments.store import StoredResult
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["Series", "build_series", "fmt_num", "format_values"]
+__all__ = ["AXIS_NAMES", "Series", "axis_name", "build_series", "fmt_num", "format_values"]
 
 
 def fmt_num(x: float, digits: int = 4) -> str:
     """Plain notation for regrets: ``digits`` significant digits, no exponent in [10^digits, 1e7)."""
     return f"{x:.0f}" if 10**digits <= abs(x) < 1e7 else f"{x:.{digits}g}"
+
+
+#: How a parameter is named on a figure where the papers use a symbol for it (the TOML keeps the
+#: descriptive name): ``theta_norm`` is the papers' S, the norm bound of theta* (S = ||theta*||).
+AXIS_NAMES: dict[str, str] = {"theta_norm": "S"}
+
+
+def axis_name(param: str) -> str:
+    """A parameter's name in panel titles and axis labels (:data:`AXIS_NAMES`, else itself)."""
+    return AXIS_NAMES.get(param, param)
 
 
 def format_values(values: dict[str, Any]) -> str:
