@@ -6,15 +6,31 @@ first use, cached under ``data_home``), and any CSV or Parquet file with a named
 
 from __future__ import annotations
 
+import csv
+import shutil
+import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from privbandits.core.errors import MissingDataError, ValidationError
+from privbandits.core.validation import check_choice
+from privbandits.envs.datasets import filecache
 from privbandits.envs.datasets.registry import register
-from privbandits.envs.datasets.tabular import DataFormatError, numeric_columns, read_table
+from privbandits.envs.datasets.tabular import (
+    _SUFFIXES,
+    MAX_ABS_VALUE,
+    MISSING_TOKENS,
+    NA_POLICIES,
+    DataFormatError,
+    _detect_delimiter,
+    numeric_columns,
+    read_table,
+)
 
 __all__ = ["SupervisedData", "fetch_sklearn", "load_file", "load_sklearn", "policy_benchmarks"]
 
@@ -321,8 +337,10 @@ def load_file(
     fmt: str | None = None,
     name: str | None = None,
     delimiter: str | None = None,
+    *,
+    cache: bool = True,
 ) -> SupervisedData:
-    """A classification data set from a CSV or Parquet file.
+    """A classification data set from a CSV or Parquet file, parsed once and cached.
 
     Parameters
     ----------
@@ -342,38 +360,213 @@ def load_file(
     delimiter : str, optional
         Field separator of a text file (default: detected, see
         :func:`~privbandits.envs.datasets.tabular.read_table`).
+    cache : bool
+        Keep the parsed arrays in the data cache (:mod:`~privbandits.envs.datasets.filecache`)
+        and open them memory-mapped on later loads of the unchanged file (in this or any other
+        process); False parses the file every time and keeps the arrays in memory.
+
+    Notes
+    -----
+    A clean CSV file (no missing, non-numeric or out-of-range value) is read in chunks by
+    pandas' C reader when pandas is installed, so the parse holds one chunk in memory besides the
+    cached arrays; any other file (or without pandas) goes through the exact reader of
+    :mod:`~privbandits.envs.datasets.tabular`, whose errors name the file, column and row.
     """
     if not isinstance(label, str) or not label:
         raise ValidationError(f"label must name the class column of {path!r}, got {label!r}")
-    table = read_table(path, fmt=fmt, delimiter=delimiter)
-    table.require([label], "label column")
-    if features is None:
-        feats = [c for c in table.columns if c != label]
-    else:
+    if features is not None:
         if isinstance(features, str) or not all(isinstance(f, str) for f in features):
             raise ValidationError(f"features must be a list of column names, got {features!r}")
-        feats = list(features)
-        if label in feats:
+        if label in features:
             raise ValidationError(f"features must not contain the label column {label!r}")
+    check_choice("na", na, NA_POLICIES)
+    shown = name or Path(path).name
+    options: dict[str, Any] = {
+        "label": label,
+        "features": None if features is None else list(features),
+        "na": na,
+        "fmt": fmt,
+        "delimiter": delimiter,
+    }
+    if not cache or not Path(path).is_file():  # a missing file: read_table's error
+        with tempfile.TemporaryDirectory(prefix="privbandits-parse-") as tmp:
+            meta = _parse_to(Path(tmp), str(path), **options)
+            X, y = np.load(Path(tmp) / "X.npy"), np.load(Path(tmp) / "y.npy")
+        return _file_data(shown, str(path), na, X, y, meta, validate=True)
+    key = filecache.entry_key("table", {**filecache.file_fingerprint(path), **options})
+    found = filecache.lookup(key)
+    if found is None:
+        found = filecache.store(key, lambda d: _parse_to(d, str(path), **options))
+    d, meta = found
+    X = np.load(d / "X.npy", mmap_mode="r")
+    y = np.load(d / "y.npy", mmap_mode="r")
+    data = _file_data(shown, str(path), na, X, y, meta, validate=False)
+    object.__setattr__(data, "_cache_key", key)  # SupervisedEnv keys its contexts by it
+    return data
+
+
+def _file_data(
+    name: str,
+    path: str,
+    na: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    meta: dict[str, Any],
+    *,
+    validate: bool,
+) -> SupervisedData:
+    fields = dict(
+        name=name,
+        X=X,
+        y=y,
+        feature_names=tuple(meta["feature_names"]),
+        class_names=tuple(meta["class_names"]),
+        source=f"user file {path}",
+        licence="as given by the file's owner",
+        n_dropped=int(meta["n_dropped"]),
+        na=na,
+        path=path,
+        extra={"label": meta["label"]},
+    )
+    if validate:
+        return SupervisedData(**fields)  # type: ignore[arg-type]
+    # arrays the parser validated before caching them: not scanned again (a worker process opens
+    # them memory-mapped without touching their pages)
+    data = object.__new__(SupervisedData)
+    for key, value in fields.items():
+        object.__setattr__(data, key, value)
+    return data
+
+
+def _parse_to(
+    directory: Path,
+    path: str,
+    *,
+    label: str,
+    features: list[str] | None,
+    na: str,
+    fmt: str | None,
+    delimiter: str | None,
+) -> dict[str, Any]:
+    """Parse ``path`` into ``directory/X.npy`` (float64, rows x features) and ``y.npy`` (int64
+    class indices); return the metadata (column and class names, dropped rows)."""
+    p = Path(path)
+    size = p.stat().st_size if p.is_file() else 0
+    filecache.status(f"parsing {p.name} ({size / 1e6:.0f} MB)")
+    meta = _fast_parse(directory, p, label, features, fmt, delimiter)
+    if meta is not None:
+        return meta
+    (directory / "X.raw").unlink(missing_ok=True)  # what an abandoned fast parse wrote
+    table = read_table(path, fmt=fmt, delimiter=delimiter)
+    table.require([label], "label column")
+    feats = [c for c in table.columns if c != label] if features is None else list(features)
     if not feats:
         raise DataFormatError(f"{table.path!r} has no feature column besides the label {label!r}")
     X, kept = numeric_columns(table, feats, na=na, also_required=[label])
     y, classes = _label_indices(table.path, label, table.data[label][kept])
-    from pathlib import Path
+    np.save(directory / "X.npy", np.ascontiguousarray(X))
+    np.save(directory / "y.npy", y)
+    return {
+        "feature_names": feats,
+        "class_names": list(classes),
+        "n_dropped": table.n_rows - len(kept),
+        "label": label,
+    }
 
-    return SupervisedData(
-        name or Path(path).name,
-        X,
-        y,
-        tuple(feats),
-        classes,
-        f"user file {table.path}",
-        "as given by the file's owner",
-        n_dropped=table.n_rows - len(kept),
-        na=na,
-        path=table.path,
-        extra={"label": label},
-    )
+
+#: Rows per chunk of the pandas reader.
+_CHUNK_ROWS = 100_000
+
+
+def _fast_parse(
+    directory: Path,
+    p: Path,
+    label: str,
+    features: list[str] | None,
+    fmt: str | None,
+    delimiter: str | None,
+) -> dict[str, Any] | None:
+    """Read a clean CSV file in chunks with pandas' C reader (exact float parsing), writing the
+    feature rows straight to ``X.npy``; None (nothing written) when pandas is missing or the file
+    is anything but clean, so that the exact reader parses it and reports its problem."""
+    kind = fmt if fmt is not None else _SUFFIXES.get(p.suffix.lower(), "csv")
+    if kind not in ("csv", "tsv") or (delimiter is not None and len(delimiter) != 1):
+        return None
+    try:
+        import pandas as pd
+    except ImportError:
+        return None
+    sep = delimiter or ("\t" if kind == "tsv" else _detect_delimiter(p))
+    try:
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            raw_header = next(r for r in csv.reader(fh, delimiter=sep) if any(c.strip() for c in r))
+    except (OSError, UnicodeDecodeError, csv.Error, StopIteration):
+        return None
+    header = [c.strip() for c in raw_header]
+    if any(not c for c in header) or len(set(header)) != len(header) or label not in header:
+        return None
+    feats = [c for c in header if c != label] if features is None else list(features)
+    if not feats or any(f not in header for f in feats):
+        return None
+    raw_name = dict(zip(header, raw_header))
+    raw_feats, raw_label = [raw_name[f] for f in feats], raw_name[label]
+    na_tokens = sorted({v for t in MISSING_TOKENS for v in (t, t.upper(), t.title())})
+    precise = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    raw_path, n, codes, seen = directory / "X.raw", 0, [], {}  # type: ignore[var-annotated]
+    try:
+        with warnings.catch_warnings(), raw_path.open("wb") as raw:
+            # a row with too few fields is read with missing cells (then the exact reader
+            # reports it), too many is a ParserError, a short header a ParserWarning
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            reader = pd.read_csv(
+                p,
+                sep=sep,
+                header=0,
+                index_col=False,
+                # every column read (usecols would ignore surplus fields instead of failing)
+                dtype={**dict.fromkeys(raw_header, str), **dict.fromkeys(raw_feats, "float64")},
+                keep_default_na=False,
+                na_values=na_tokens,
+                encoding="utf-8-sig",
+                chunksize=_CHUNK_ROWS,
+                engine="c",
+                **precise,
+            )
+            with reader:
+                for chunk in reader:
+                    X = np.ascontiguousarray(chunk[raw_feats].to_numpy(np.float64))
+                    if X.size and not (np.abs(X) <= MAX_ABS_VALUE).all():  # NaN, inf, huge
+                        return None
+                    lab = chunk[raw_label]
+                    if lab.isna().any():
+                        return None
+                    uniq, inv = np.unique(lab.to_numpy(str), return_inverse=True)
+                    ids = np.array([seen.setdefault(str(u), len(seen)) for u in uniq], np.int64)
+                    codes.append(ids[inv])
+                    raw.write(X.tobytes())
+                    n += len(chunk)
+                    filecache.status(f"parsing {p.name}: {n:,} rows")
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError, Warning):
+        return None
+    if n == 0:
+        return None
+    provisional = np.array([s.strip() for s in seen], dtype=object)
+    try:
+        final, classes = _label_indices(str(p), label, provisional)
+    except DataFormatError:
+        return None
+    with (directory / "X.npy").open("wb") as out, raw_path.open("rb") as src:
+        header_dict = {"descr": "<f8", "fortran_order": False, "shape": (n, len(feats))}
+        np.lib.format.write_array_header_1_0(out, header_dict)
+        shutil.copyfileobj(src, out, 1 << 24)
+    raw_path.unlink()
+    np.save(directory / "y.npy", final[np.concatenate(codes)].astype(np.int64))
+    return {
+        "feature_names": feats,
+        "class_names": list(classes),
+        "n_dropped": 0,
+        "label": label,
+    }
 
 
 def _register_all() -> None:
