@@ -214,14 +214,11 @@ def render_table(table: PaperTable, rows: Sequence[Row]) -> list[str]:
         row_keys = [(label, ()) for label in labels]
     else:  # numbers without the column key (e.g. a non-private baseline) get a column of their own
         cols = list(dict.fromkeys(r.number.where.get(table.columns) for r in mine))
+    col = axis_name(table.columns or "")
     head = ["algorithm"] + [
         ("ours / reference (ratio)" if table.columns is None else "-")
         if c is None
-        else (
-            f"{axis_name(table.columns)}={c:g}"
-            if isinstance(c, float)
-            else f"{axis_name(table.columns)}={c}"
-        )
+        else (f"{col}={c:g}" if isinstance(c, float) else f"{col}={c}")
         for c in cols
     ]
     out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(cols)]
