@@ -17,7 +17,7 @@ import privbandits as pb
 from privbandits.engine.fused import fusable, simulate_fused
 from privbandits.experiments.runner import run_units
 from privbandits.experiments.store import ResultsStore
-from privbandits.experiments.units import WorkUnit, execute_unit, fused_groups
+from privbandits.experiments.units import WorkUnit, execute_unit, fused_groups, unit_cost
 
 ARRAYS = ("checkpoints", "regret", "reward", "estimation_error")
 
@@ -119,9 +119,54 @@ def test_units_group_by_environment_and_seed() -> None:
     groups = fused_groups(units)
     # per seed: the four auto/compiled units together; the reference unit alone
     assert groups == [[0, 1, 2, 3], [4], [5, 6, 7, 8], [9]]
-    assert fused_groups(units[:4], parts=2) == [[0, 1], [2, 3]]
-    assert fused_groups(units[:2], parts=2) == [[0], [1]]  # a pair is split for two workers
+    # for two workers a group is split by estimated cost (linucb 235 + ldp-sgd 298 against
+    # ldp-ols 337 + uniform 7 ns per replication-round), costliest part first
+    assert fused_groups(units[:4], parts=2) == [[0, 2], [1, 3]]
+    assert fused_groups(units[:2], parts=2) == [[1], [0]]  # a pair is split for two workers
     assert fused_groups(units[:1], parts=2) == [[0]]
+
+
+def _fig51_units(seeds: tuple[int, ...] = (0,)) -> list[WorkUnit]:
+    """The 17 units of Han et al. Fig. 5.1 single per seed: 4 algorithms x 2 epsilons x 2
+    presets, and uniform play."""
+    env = {"kind": "synthetic", "d": 2, "K": 10, "noise_scale": 0.1}
+    out = []
+    for seed in seeds:
+        for preset in ("strict", "paper"):
+            for eps in (1.0, 5.0):
+                for name in ("ldp-ols", "ldp-sgd", "ldp-ucb", "ldp-gloc"):
+                    params = {"epsilon": eps, "preset": preset}
+                    out.append(WorkUnit("f", name, name, params, env, seed, 10**6, 10, {"log": 50}))
+        out.append(WorkUnit("f", "uniform", "uniform", {}, env, seed, 10**6, 10, {"log": 50}))
+    return out
+
+
+def _loads(units: list[WorkUnit], groups: list[list[int]], workers: int) -> list[float]:
+    """Estimated load of each worker when a pool hands the groups, in order, to the first idle
+    worker (one environment draw per group)."""
+    loads = [0.0] * workers
+    for g in groups:
+        c = sum(unit_cost(units[i])[0] for i in g) + unit_cost(units[g[0]])[1]
+        loads[loads.index(min(loads))] += c
+    return loads
+
+
+def test_fused_groups_are_balanced_by_cost() -> None:
+    units = _fig51_units()
+    groups = fused_groups(units, parts=2)
+    assert sorted(i for g in groups for i in g) == list(range(len(units)))
+    loads = _loads(units, groups, 2)
+    # the costliest unit (ldp-gloc, 637 of a 6807-ns group) bounds the imbalance
+    assert max(loads) / min(loads) < 1.1, loads
+    # the former static halving (first 9 units / last 8) is what made fused runs slower
+    halves = _loads(units, [list(range(9)), list(range(9, 17))], 2)
+    assert max(halves) / min(halves) > 1.1, halves
+    # with three workers: three parts, again balanced
+    three = fused_groups(units, parts=3)
+    assert len(three) == 3 and max(_loads(units, three, 3)) / min(_loads(units, three, 3)) < 1.2
+    # many equal groups: kept whole (every split would pay another environment draw)
+    many = _fig51_units(seeds=(0, 1, 2, 3))
+    assert sorted(map(len, fused_groups(many, parts=2))) == [17] * 4
 
 
 def test_runner_fused_equals_unfused_and_resumes(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "execute_group",
     "execute_unit",
     "fused_groups",
+    "unit_cost",
 ]
 
 #: Version of the unit-configuration schema hashed into every key.  Bump it when the meaning of
@@ -209,23 +210,126 @@ def fusion_key(unit: WorkUnit) -> str | None:
     )
 
 
-def fused_groups(units: Sequence[WorkUnit], parts: int = 1) -> list[list[int]]:
-    """Indices of ``units`` grouped by :func:`fusion_key` (in first-seen order; a unit that never
-    fuses is a group of its own), with the largest groups halved until there are at least
-    ``parts`` groups (so that ``parts`` workers all have work) or every group is a single unit."""
+#: Estimated compiled cost of one replication-round, in ns on the 2-core reference machine, by
+#: algorithm and dimension d (K = 10): the "compiled total" minus the environment floor of the
+#: scaling table of benchmarks/RESULTS.md ("How cost grows with d, K, R and T").  Used only to
+#: balance fused groups over workers (:func:`fused_groups`), never for results.
+KERNEL_NS: dict[str, dict[int, float]] = {
+    "glm-ucb": {2: 512, 5: 606, 10: 832, 20: 1855},
+    "gloc": {2: 433, 5: 517, 10: 794, 20: 2106},
+    "greedy-ols": {2: 354, 5: 473, 10: 724, 20: 2186},
+    "greedy-sgd": {2: 150, 5: 166, 10: 178, 20: 261},
+    "ldp-gloc": {2: 637, 5: 954, 10: 1784, 20: 6012},
+    "ldp-ols": {2: 337, 5: 495, 10: 913, 20: 3105},
+    "ldp-sgd": {2: 298, 5: 345, 10: 369, 20: 540},
+    "ldp-ucb": {2: 494, 5: 831, 10: 1654, 20: 5705},
+    "linucb": {2: 235, 5: 318, 10: 558, 20: 1570},
+    "uniform": {2: 7, 5: 4, 10: 1, 20: 9},
+}
+#: Estimated cost of an algorithm missing from :data:`KERNEL_NS` (at d = 2, K = 10; scaled like
+#: ldp-ols) and of the environment's draws per replication-round (``ENV_NS * K d / 20``).
+DEFAULT_KERNEL_NS = 500.0
+ENV_NS = 150.0
+
+
+def _interp_d(table: dict[int, float], d: int) -> float:
+    """``table`` (cost by d) linearly interpolated at ``d`` (extrapolated by the last slope)."""
+    ds = sorted(table)
+    if d <= ds[0]:
+        return table[ds[0]]
+    for a, b in zip(ds, ds[1:]):
+        if d <= b or b == ds[-1]:
+            return max(table[a] + (table[b] - table[a]) * (d - a) / (b - a), 1.0)
+    return table[ds[-1]]  # pragma: no cover - unreachable
+
+
+def unit_cost(unit: WorkUnit) -> tuple[float, float]:
+    """Estimated cost of ``unit`` as ``(kernel, environment)`` in replication-round-nanoseconds:
+    ``T R`` times the algorithm's per-round cost (:data:`KERNEL_NS` at the unit's ``d``, scaled
+    linearly in ``K`` about K = 10) and the environment's share (``K d + 1`` draws).  Units not
+    on the synthetic environment use d = 2, K = 10.  An estimate for scheduling only."""
+    d = int(unit.env.get("d", 2)) if isinstance(unit.env.get("d", 2), int) else 2
+    K = int(unit.env.get("K", 10)) if isinstance(unit.env.get("K", 10), int) else 10
+    table = KERNEL_NS.get(unit.algorithm)
+    base = (
+        _interp_d(table, d)
+        if table is not None
+        else DEFAULT_KERNEL_NS * _interp_d(KERNEL_NS["ldp-ols"], d) / KERNEL_NS["ldp-ols"][2]
+    )
+    if unit.engine not in ("auto", "compiled"):
+        base *= 5.0  # the reference driver: ~5x the compiled one (benchmarks/RESULTS.md)
+    rr = float(unit.horizon) * float(unit.replications)
+    k_scale = (1.0 + K) / 11.0
+    return rr * base * k_scale, rr * ENV_NS * (K * d + 1) / 21.0
+
+
+def _makespan(costs: Sequence[float], parts: int) -> float:
+    """Longest-processing-time-first schedule of ``costs`` on ``parts`` workers: its makespan."""
+    loads = [0.0] * max(1, parts)
+    for c in sorted(costs, reverse=True):
+        loads[loads.index(min(loads))] += c
+    return max(loads)
+
+
+def _split(members: list[int], kernel: Sequence[float], m: int) -> list[list[int]]:
+    """``members`` in ``m`` parts of near-equal kernel cost (longest-processing-time first; each
+    part keeps the units' original order)."""
+    parts: list[list[int]] = [[] for _ in range(m)]
+    loads = [0.0] * m
+    for i in sorted(members, key=lambda i: (-kernel[i], i)):
+        j = loads.index(min(loads))
+        parts[j].append(i)
+        loads[j] += kernel[i]
+    return [sorted(p) for p in parts if p]
+
+
+def fused_groups(
+    units: Sequence[WorkUnit],
+    parts: int = 1,
+    cost: Callable[[WorkUnit], tuple[float, float]] = unit_cost,
+) -> list[list[int]]:
+    """Indices of ``units`` grouped by :func:`fusion_key` (a unit that never fuses is a group of
+    its own), split so that ``parts`` workers finish together.
+
+    With ``parts = 1`` the groups come in first-seen order.  Otherwise the groups are balanced by
+    estimated cost (``cost(unit) = (kernel, environment)``, default :func:`unit_cost`; a group
+    costs the kernels of its units plus one environment draw): while it shortens the
+    longest-processing-time-first schedule on ``parts`` workers, the costliest group is split
+    into the number of parts (2 .. ``parts``) of near-equal cost that shortens it most.  The
+    groups are returned costliest first, the order in which a pool that hands the next group to
+    the first idle worker realizes that schedule.
+    """
     groups: dict[Any, list[int]] = {}
     for i, unit in enumerate(units):
         key = fusion_key(unit)
         groups.setdefault(key if key is not None else ("alone", i), []).append(i)
     out = list(groups.values())
-    while len(out) < parts:
-        big = max(range(len(out)), key=lambda g: len(out[g]))
+    if parts <= 1:
+        return out
+    est = [cost(u) for u in units]
+    kernel = [k for k, _ in est]
+
+    def gcost(g: list[int]) -> float:
+        return sum(kernel[i] for i in g) + max(est[i][1] for i in g)
+
+    while True:
+        costs = [gcost(g) for g in out]
+        span = _makespan(costs, parts)
+        big = max(range(len(out)), key=lambda j: (costs[j], -j))
         if len(out[big]) < 2:
             break
-        g = out.pop(big)
-        half = (len(g) + 1) // 2
-        out[big:big] = [g[:half], g[half:]]
-    return out
+        best: tuple[float, list[list[int]]] | None = None
+        for m in range(2, min(parts, len(out[big])) + 1):
+            pieces = _split(out[big], kernel, m)
+            trial = costs[:big] + costs[big + 1 :] + [gcost(p) for p in pieces]
+            s = _makespan(trial, parts)
+            if best is None or s < best[0]:
+                best = (s, pieces)
+        if best is None or best[0] >= span * (1.0 - 1e-9):
+            break
+        out[big : big + 1] = best[1]
+    order = sorted(range(len(out)), key=lambda j: (-gcost(out[j]), j))
+    return [out[j] for j in order]
 
 
 def execute_group(
