@@ -153,8 +153,8 @@ def coverage_rows(
                     "c": c,
                     "seed": seed,
                     "c_b_needed": need,
-                    "e_bar": e.resolved["e_bar"],
-                    "lam": e.resolved["lam"],
+                    "e_bar": est.e_bar(n, d),
+                    "lam": est.lam(n, d),
                 }
             )
     return rows
@@ -201,6 +201,7 @@ def bandit_coverage_rows(
     ``c_b* = max |f_hat - f*| / (L_nu e_bar ||U phi||)`` (the estimate's widths with multiplier ``c_b``
     cover every held-out point iff ``c_b >= c_b*``) and whether the widths at the run's ``c_b`` covered."""
     import privbandits as pb
+    from privbandits.algorithms.chen.schedule import epoch_ends
     from privbandits.envs.contexts import sample_contexts
 
     env = pb.SyntheticEnv(**env_args)
@@ -210,7 +211,7 @@ def bandit_coverage_rows(
     c_b = float(alg.c_b)
     rng = np.random.default_rng([seed, 991])
     rows = []
-    ends = [0, *(int(e) for e in alg.calibration.resolved["epoch_ends"])]
+    ends = [0, *(int(e) for e in epoch_ends(alg.spec.horizon, alg.first_epoch))]
     for r, boards in enumerate(released_boards(alg)):
         F, _ = sample_contexts(rng, (n_test,), env.d, env.contexts, env.context_bound, env.cov_sqrt)
         f_star = np.clip(boards[0].link.nu(F @ theta_star[r]), -1.0, 1.0) if boards else None

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from privbandits.algorithms.calibration import PRESETS
 from privbandits.core.errors import ConfigError, MissingDataError, ParameterError
 from privbandits.core.params import Choice, Constraint, Int, Real
 from privbandits.engine import ENGINES
@@ -43,7 +44,8 @@ __all__ = [
     "table_keys",
 ]
 
-CALIBRATION_PRESETS: tuple[str, ...] = ("strict", "paper", "authors_code")
+#: The calibration presets (declared once, :data:`privbandits.algorithms.calibration.PRESETS`).
+CALIBRATION_PRESETS: tuple[str, ...] = PRESETS
 
 #: What a configuration file describes: a bandit experiment or a regression study
 #: (:mod:`privbandits.experiments.regression_study`).
