@@ -53,6 +53,7 @@ from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.constants import (
     JDPConstants,
     exact_tree_nodes,
@@ -360,7 +361,7 @@ class JDPGLM(Curator):
         optimizers (the indicators are post-processing of the V tree); ``zcdp`` = half each of the
         zCDP budget whose conversion is ``(eps, delta)`` (spends the whole budget: the accounted
         epsilon equals the request).  Default: the preset's.
-    preset : {"strict", "paper"}
+    preset : {"strict", "paper", "authors_code"}
         ``strict``: split ``zcdp`` (accounted epsilon within 1 % of the request);
         ``paper``: the paper's ``thirds`` (accounted 17-40 % of the request at epsilon 1-20).
     kappa, kappa_star : float, optional
@@ -393,7 +394,7 @@ class JDPGLM(Curator):
         "zeta": Optional(Delta),
         "mode": Choice("practical", "theory"),
         "split": Optional(Choice("thirds", "halves", "zcdp")),
-        "preset": Choice("strict", "paper"),
+        "preset": Choice("strict", "paper", "authors_code"),
         "kappa": Optional(Positive),
         "kappa_star": Optional(Positive),
         "S": Optional(Positive),
@@ -407,6 +408,7 @@ class JDPGLM(Curator):
         {"epsilon": 2.0, "delta": 0.05, "mode": "theory", "max_iters": 10, "S": 1.5},
         {"epsilon": 8.0, "split": "zcdp", "c_thr": 6.0, "max_iters": 20},
         {"epsilon": 4.0, "preset": "paper", "max_iters": 20},
+        {"epsilon": 6.0, "preset": "authors_code"},
     )
 
     def __init__(
@@ -465,6 +467,8 @@ class JDPGLM(Curator):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Constants and the accounted guarantee (strict accounting) on ``spec``."""
+        if self.preset == "authors_code":
+            return authors_code.authors_calibration(self, spec)
         c = self.constants(spec)
         R = max(1.0, float(spec.reward_range[1]))
         g, parts = jdp_glm_accounting(c, spec.horizon, self.delta, R)
@@ -477,7 +481,10 @@ class JDPGLM(Curator):
         )
         return Calibration(g, resolved, preset=self.preset, requested=(self.epsilon, self.delta))
 
-    def build_kernel(self) -> CuratorKernel:
+    def build_kernel(self) -> CuratorKernel | None:
+        if self.preset == "authors_code":  # numpy run (reference driver)
+            self._authors = authors_code.authors_runner(self)
+            return None
         res, R, spec = self.calibration.resolved, self.R, self.spec
         d, T = spec.d, spec.horizon
         m = int(res["m"])
@@ -540,9 +547,29 @@ class JDPGLM(Curator):
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
 
     # -- diagnostics -------------------------------------------------------------------------
+    # -- preset authors_code: the authors' code's run (numpy) -----------------------------------
+    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+        if self.preset == "authors_code":
+            return self._authors.select(contexts)
+        return super().select(t, contexts)
+
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
+        if self.preset == "authors_code":
+            return self._authors.update(contexts, actions, rewards)
+        return super().update(t, contexts, actions, rewards)
+
+    def estimate(self) -> np.ndarray | None:
+        if self.preset == "authors_code":
+            return self._authors.estimate()
+        return super().estimate()
+
     def diagnostics(self) -> dict[str, np.ndarray]:
         """Per-replication counts: exploration rounds ``|T_o|``, Criterion-II switches, rounds with the
         eigenvalue floor active, ``theta_o`` refits."""
+        if self.preset == "authors_code":
+            return self._authors.diagnostics()
         st = self._state()[_STATS]
         return {name: st[:, i].copy() for i, name in enumerate(STATS_COLUMNS)}
 
