@@ -37,6 +37,9 @@ def source_fingerprint() -> str:
         h.update(str(path.relative_to(_PACKAGE)).encode())
         h.update(b"\0")
         h.update(path.read_bytes())
+    sampler = os.environ.get("PRIVBANDITS_SAMPLER", "").strip().lower()
+    if sampler and sampler != "numpy":  # compiled code freezes the sampler switch
+        h.update(b"\0sampler=" + sampler.encode())
     return h.hexdigest()[:16]
 
 

@@ -13,6 +13,7 @@ from scipy import special
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_nonnegative
+from privbandits.privacy.ziggurat import pcg64_standard_normal, use_ziggurat
 
 __all__ = ["REWARD_NOISES", "RewardNoise"]
 
@@ -60,6 +61,8 @@ class RewardNoise:
     def draw_variates(self, rng: np.random.Generator, size: tuple[int, ...]) -> np.ndarray:
         """Action-independent variates for ``size`` (rounds, replications)."""
         if self.kind == "gaussian":
+            if use_ziggurat():  # the same values, drawn by the inline-PCG64 ziggurat
+                return pcg64_standard_normal(rng, size)
             return rng.standard_normal(size)
         return rng.random(size)
 

@@ -36,6 +36,8 @@ import math
 import numba as nb
 import numpy as np
 
+from privbandits.privacy.ziggurat import laplace_ziggurat, use_ziggurat
+
 __all__ = [
     "CLIP_RTOL",
     "add_gaussian",
@@ -110,10 +112,18 @@ def add_symmetric_gaussian(
                 M[j, i] += w
 
 
+#: Whether Laplace draws use the exponential ziggurat (the sampler switch
+#: ``PRIVBANDITS_SAMPLER=ziggurat``, :mod:`privbandits.privacy.ziggurat`); frozen into compiled code.
+_LAPLACE_ZIGGURAT = use_ziggurat()
+
+
 @nb.njit(cache=True)
 def laplace_draw(rng: np.random.Generator, scale: float) -> float:  # pragma: no cover - compiled
-    """One ``Lap(scale)`` draw by inversion of one uniform: ``-scale sign(u) log(1 - 2|u|)``,
-    ``u = U - 1/2``."""
+    """One ``Lap(scale)`` draw: by inversion of one uniform, ``-scale sign(u) log(1 - 2|u|)``,
+    ``u = U - 1/2`` (default), or, under ``PRIVBANDITS_SAMPLER=ziggurat``, ``scale`` times
+    :func:`~privbandits.privacy.ziggurat.laplace_ziggurat` (exact; one 64-bit word per attempt)."""
+    if _LAPLACE_ZIGGURAT:
+        return scale * laplace_ziggurat(rng)
     u = rng.random() - 0.5
     if u >= 0.0:
         return -scale * math.log1p(-2.0 * u)
