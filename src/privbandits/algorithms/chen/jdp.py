@@ -33,6 +33,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
+from privbandits.algorithms.chen.jdp_kernel import build_jdp_kernel
 from privbandits.algorithms.chen.planning import Billboard, Board
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
@@ -180,6 +181,11 @@ class ChenElimination(Curator):
         self.y = np.zeros(self.X.shape[:2])
         self.epoch = 0
         self.start = 0
+        #: The same round as compiled steps, for the compiled driver only
+        #: (:mod:`privbandits.algorithms.chen.jdp_kernel`); the numpy steps serve every other path.
+        self.compiled_kernel = build_jdp_kernel(
+            self.reg, self.ends, self.min_fit, spec.d, self.R, self.spanner_C
+        )
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         return self.billboard.choose(contexts, self.reg.link, self.spanner_C, self.streams.policy)
@@ -216,6 +222,9 @@ class ChenElimination(Curator):
         return [self.billboard.boards(r, self.reg.link) for r in range(self.R)]
 
     def estimate(self) -> np.ndarray:
+        k = self.compiled_kernel
+        if k.state[7].any():  # the compiled driver advanced this run
+            return k.estimate()  # type: ignore[return-value]
         return self.billboard.latest()
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
+from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError
 from privbandits.core.params import Int, Optional, Positive, Real
@@ -132,14 +133,26 @@ class SquareCB(Curator):
         self.gamma = 0.0
         self.epoch, self.start = 0, 0
         self.orc = self.oracle()
+        #: The same round as compiled steps, for the compiled driver only
+        #: (:mod:`privbandits.algorithms.chen.squarecb_kernel`); the numpy steps serve every other path.
+        self.compiled_kernel = build_squarecb_kernel(
+            self.orc, self.ends, self.gamma_for, spec.d, self.R
+        )
+
+    def gamma_for(self, n: int) -> float:
+        """The IGW rate ``gamma = c_gamma sqrt(A / E(n))`` after an epoch of ``n`` users."""
+        return self.c_gamma * math.sqrt(self.spec.K / self.rate(n, self.spec.horizon))
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         out = np.empty(self.R, dtype=np.int64)
-        u = self.streams.policy.random(self.R)
-        for r in range(self.R):
-            out[r] = igw_sample(
-                np.clip(contexts[r] @ self.theta[r], -1.0, 1.0), self.gamma, float(u[r])
-            )
+        u = np.asarray(self.streams.policy.random(self.R), dtype=float)
+        igw_choose_rows(
+            np.ascontiguousarray(contexts, dtype=float),
+            self.theta,
+            np.full(self.R, float(self.gamma)),
+            u,
+            out,
+        )
         return out
 
     def update(
@@ -158,11 +171,14 @@ class SquareCB(Curator):
                         f"{self.name}: a release accounts to {est.guarantee}, above {claim}"
                     )
                 self.theta[r] = est.theta
-            self.gamma = self.c_gamma * math.sqrt(self.spec.K / self.rate(n, self.spec.horizon))
+            self.gamma = self.gamma_for(n)
             self.epoch += 1
             self.start = t + 1
 
     def estimate(self) -> np.ndarray:
+        k = self.compiled_kernel
+        if k.state[5].any():  # the compiled driver advanced this run
+            return k.estimate()  # type: ignore[return-value]
         return self.theta.copy()
 
 

@@ -48,11 +48,8 @@ from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chen.device import PublicCheck
 from privbandits.algorithms.chen.jdp import check_problem
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS
-from privbandits.algorithms.chen.squarecb import (
-    SQUARECB_CONSTRAINTS,
-    igw_sample,
-    squarecb_epoch_ends,
-)
+from privbandits.algorithms.chen.squarecb import SQUARECB_CONSTRAINTS, squarecb_epoch_ends
+from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_ldp_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError
 from privbandits.core.messages import PrivatizedMessage, PublicState, check_payload
@@ -203,8 +200,13 @@ class SquareCBLDPClient(Client):
         theta, gamma = pub["theta_hat"], pub["gamma"]
         u = np.asarray(rng.random(R), dtype=float)
         out = np.empty(R, dtype=np.int64)
-        for r in range(R):
-            out[r] = igw_sample(np.clip(X[r] @ theta[r], -1.0, 1.0), float(gamma[r]), float(u[r]))
+        igw_choose_rows(
+            np.ascontiguousarray(X, dtype=float),
+            np.ascontiguousarray(theta, dtype=float),
+            np.ascontiguousarray(gamma, dtype=float),
+            u,
+            out,
+        )
         return out
 
     def randomize(
@@ -279,12 +281,14 @@ class SquareCBLDPServer(Server):
         self.t += 1
         if self.t == self.ends[self.epoch]:
             self.theta_hat = self.theta_sgd.copy()
-            self.gamma = np.full(
-                self.R, self.c_gamma * math.sqrt(self.A / ldp_rate(self.n, self.oracle.sigma))
-            )
+            self.gamma = np.full(self.R, self.gamma_for(self.n))
             self.epoch += 1
             if self.epoch < len(self.ends):
                 self._start_epoch(self.t)
+
+    def gamma_for(self, n: int) -> float:
+        """The IGW rate ``gamma = c_gamma sqrt(A / E(n))`` released after an epoch of ``n`` users."""
+        return self.c_gamma * math.sqrt(self.A / ldp_rate(n, self.oracle.sigma))
 
     def estimate(self) -> np.ndarray:
         return self.theta_hat.copy()
@@ -352,6 +356,16 @@ class SquareCBLDP(LocalAlgorithm):
         check_problem(self.name, spec)  # the sensitivity 8 needs ||phi|| <= 1
         orc = self.oracle()
         self.client = SquareCBLDPClient(orc.sigma, spec)
-        self.server = SquareCBLDPServer(
-            self.R, spec, orc, squarecb_epoch_ends(spec.horizon, self.m0), self.c_gamma
+        ends = squarecb_epoch_ends(spec.horizon, self.m0)
+        self.server = SquareCBLDPServer(self.R, spec, orc, ends, self.c_gamma)
+        #: The same round as compiled steps, for the compiled driver only
+        #: (:mod:`privbandits.algorithms.chen.squarecb_kernel`); the roles above serve every other path.
+        self.compiled_kernel = build_squarecb_ldp_kernel(
+            orc, ends, self.server.gamma_for, spec.d, self.R
         )
+
+    def estimate(self) -> np.ndarray | None:
+        k = self.compiled_kernel
+        if k.server[2].any():  # the compiled driver advanced this run
+            return k.estimate()
+        return self.server.estimate()
