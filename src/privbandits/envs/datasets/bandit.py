@@ -11,7 +11,8 @@ best mean is 1 with the 0/1 reward.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,15 @@ from privbandits.core.links import Link
 from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_choice, check_finite_array, check_positive
 from privbandits.envs.base import Environment
+from privbandits.envs.datasets import filecache
 from privbandits.envs.datasets.preprocess import bound_norms, project
 from privbandits.envs.datasets.registry import get
-from privbandits.envs.datasets.supervised import SupervisedData, load_file, policy_benchmarks
+from privbandits.envs.datasets.supervised import (
+    SupervisedData,
+    least_squares,
+    load_file,
+    policy_benchmarks,
+)
 
 __all__ = ["ENCODINGS", "ORDERS", "SupervisedEnv"]
 
@@ -34,6 +41,37 @@ ENCODINGS = ("disjoint", "shared")
 #: ``iid``: rows drawn uniformly with replacement; ``pass``: the rows in file order (repeated when
 #: T > n), the same in every replication; ``permuted``: passes in an order drawn per replication.
 ORDERS = ("iid", "pass", "permuted")
+
+
+def _contexts(
+    data: SupervisedData, prep: dict[str, Any], file: Path | None
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """Standardize, project, append the intercept and bound the norms (the pipeline of
+    :mod:`~privbandits.envs.datasets.preprocess`), into a new array or the ``.npy`` ``file``
+    (memory-mapped); without a projection, chunk by chunk (no copy of the features besides the
+    contexts)."""
+    n, p = data.n, data.p
+    method, d, intercept = prep["projection"], prep["d"], prep["intercept"]
+    if method == "none":
+        _, proj = project(np.empty((0, p)), d, "none")  # checks d
+        q = p + intercept
+    else:
+        Z, proj = project(data.standardized(), d, method, prep["projection_seed"])
+        q = Z.shape[1] + intercept
+    C = (
+        np.empty((n, q))
+        if file is None
+        else np.lib.format.open_memmap(file, mode="w+", dtype=np.float64, shape=(n, q))
+    )
+    if method == "none":
+        data.standardized(out=C[:, :p])
+    else:
+        C[:, : Z.shape[1]] = Z
+        del Z
+    if intercept:
+        C[:, q - 1] = 1.0
+    C, norm = bound_norms(C, prep["norm"], prep["context_bound"], prep["clip_quantile"], out=C)
+    return C, proj, norm
 
 
 class SupervisedEnv(Environment):
@@ -116,13 +154,7 @@ class SupervisedEnv(Environment):
         self.order = check_choice("order", order, ORDERS)
         if not isinstance(intercept, bool):
             raise ValidationError(f"intercept must be true or false, got {intercept!r}")
-        method = projection if projection is not None else ("none" if d is None else "pca")
-        Z, self._proj = project(self.data.standardized(), d, method, projection_seed)
-        if intercept:
-            Z = np.hstack([Z, np.ones((Z.shape[0], 1))])
         self.intercept = intercept
-        self.contexts, self._norm = bound_norms(Z, norm, context_bound, clip_quantile)
-        self.contexts.setflags(write=False)
         K = self.data.K
         if reward_matrix is None:
             Rm = np.eye(K)
@@ -138,8 +170,53 @@ class SupervisedEnv(Environment):
             raise ValidationError(f"reward_matrix must not be constant (every entry is {lo})")
         self.reward_matrix = Rm
         self._theta_bound = check_positive("theta_bound", theta_bound)
+        method = projection if projection is not None else ("none" if d is None else "pca")
+        prep = {
+            "d": d,
+            "projection": method,
+            "projection_seed": projection_seed,
+            "intercept": intercept,
+            "norm": norm,
+            "clip_quantile": clip_quantile,
+            "context_bound": context_bound,
+        }
+        self._summary: dict[str, Any] | None = None
+        table_key = getattr(self.data, "_cache_key", None)
+        if table_key is None:  # a bundled data set: in memory
+            self.contexts, self._proj, self._norm = _contexts(self.data, prep, None)
+            self._fit = self._least_squares()
+        else:  # a file: the contexts are cached next to its parsed arrays
+            key = filecache.entry_key(
+                "contexts", {"table": table_key, "reward_matrix": Rm.tolist(), **prep}
+            )
+            found = filecache.lookup(key)
+            if found is None:
+                found = filecache.store(key, self._write_contexts(prep))
+            where, meta = found
+            self.contexts = np.load(where / "contexts.npy", mmap_mode="r")
+            self._proj, self._norm = meta["projection"], meta["norm"]
+            self._fit = np.asarray(meta["fit"], dtype=float).reshape(K, -1)
+            self._summary = meta["summary"]
+        self.contexts.setflags(write=False)
         super().__init__(self.contexts.shape[1], K, link, "none", 0.0, context_bound, (lo, hi))
-        self._fit = self._least_squares()
+
+    def _write_contexts(self, prep: dict[str, Any]) -> Callable[[Path], dict[str, Any]]:
+        def write(where: Path) -> dict[str, Any]:
+            name = Path(self.path or "").name
+            filecache.status(f"preprocessing {name}: standardized, bounded contexts")
+            self.contexts, proj, norm = _contexts(self.data, prep, where / "contexts.npy")
+            filecache.status(f"preprocessing {name}: least-squares fits and policy benchmarks")
+            self._fit = self._least_squares()
+            summary = self._heavy_summary()
+            self.contexts.flush()  # type: ignore[attr-defined]
+            return {
+                "projection": proj,
+                "norm": norm,
+                "fit": self._fit.ravel().tolist(),
+                "summary": summary,
+            }
+
+        return write
 
     @staticmethod
     def _load(
@@ -198,17 +275,34 @@ class SupervisedEnv(Environment):
         return dataclasses.replace(spec, noise_scale=(hi - lo) / 2)
 
     def _least_squares(self) -> np.ndarray:
-        """Least-squares fit ``(K, d)`` of every arm's reward on the contexts (the best linear model)."""
-        Rw = self.reward_matrix[self.data.y]
-        coef, *_ = np.linalg.lstsq(self.contexts, Rw, rcond=None)
+        """Least-squares fit ``(K, d)`` of every arm's reward on the contexts (the best linear
+        model), accumulated over chunks of rows."""
+        y, Rm = self.data.y, self.reward_matrix
+        coef = least_squares(self.contexts, lambda c: Rm[y[c]], intercept=False)
         return np.ascontiguousarray(coef.T)
 
+    def _heavy_summary(self) -> dict[str, Any]:
+        """The parts of :meth:`describe` that read the whole data set (cached with the contexts)."""
+        if self._summary is None:
+            best_arm, arm, linear = policy_benchmarks(
+                self.contexts, self.data.y, self.reward_matrix
+            )
+            self._summary = {
+                "data": self.data.describe(),
+                "best_arm_reward": best_arm,
+                "best_arm": self.data.class_names[arm],
+                "linear_policy_reward": linear,
+                "best_mean_reward": float(
+                    self.reward_matrix.max(axis=1) @ self.data.class_counts() / self.data.n
+                ),
+            }
+        return self._summary
+
     def describe(self) -> dict[str, Any]:
-        data = self.data.describe()
-        best_arm, arm, linear = policy_benchmarks(self.contexts, self.data.y, self.reward_matrix)
+        heavy = self._heavy_summary()
         out = super().describe()
         out.update(
-            data=data,
+            data=dict(heavy["data"]),
             dataset=self.dataset,
             path=self.path,
             encoding=self.encoding,
@@ -219,10 +313,10 @@ class SupervisedEnv(Environment):
             reward_matrix=None
             if np.array_equal(self.reward_matrix, np.eye(self.K))
             else self.reward_matrix.tolist(),
-            best_arm_reward=best_arm,
-            best_arm=self.data.class_names[arm],
-            linear_policy_reward=linear,
-            best_mean_reward=float(self.reward_matrix.max(axis=1)[self.data.y].mean()),
+            best_arm_reward=heavy["best_arm_reward"],
+            best_arm=heavy["best_arm"],
+            linear_policy_reward=heavy["linear_policy_reward"],
+            best_mean_reward=heavy["best_mean_reward"],
             least_squares_theta_norm=float(np.linalg.norm(self._fit, axis=1).max()),
             theta_bound=self._theta_bound,
         )

@@ -78,7 +78,13 @@ def _row_norms(Z: np.ndarray) -> np.ndarray:
 
 
 def bound_norms(
-    Z: np.ndarray, policy: str, bound: float = 1.0, quantile: float = 0.95
+    Z: np.ndarray,
+    policy: str,
+    bound: float = 1.0,
+    quantile: float = 0.95,
+    *,
+    out: np.ndarray | None = None,
+    chunk_rows: int = 1 << 16,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Scale contexts so every row has ``||x||_2 <= bound``.
 
@@ -93,6 +99,12 @@ def bound_norms(
         The radius ``C_B``.
     quantile : float in (0, 1]
         Norm quantile of the ``clip`` policy.
+    out : ndarray of shape (n, d), optional
+        Where the bounded contexts are written (may be ``Z`` itself, e.g. a memory-mapped
+        array); default a new array.
+    chunk_rows : int
+        Rows processed at a time: besides ``out``, the memory used is a few chunks and one
+        norm per row (every operation is row-wise, so the result does not depend on it).
 
     Returns
     -------
@@ -101,11 +113,16 @@ def bound_norms(
     """
     check_choice("norm", policy, NORM_POLICIES)
     bound = check_positive("context_bound", bound)
+    n = Z.shape[0]
+    chunks = [slice(i, min(i + chunk_rows, n)) for i in range(0, n, chunk_rows)]
     # work on Z / max|z_ij| (entries in [-1, 1]): subnormal or huge inputs neither underflow nor
     # overflow in the norms, and ``bound / ref`` cannot overflow
-    m = float(np.abs(Z).max()) if Z.size else 0.0
-    Zs = Z / m if m > 0 else Z
-    norms = _row_norms(Zs)
+    m = max(float(np.abs(Z[c]).max()) for c in chunks) if Z.size else 0.0
+
+    def scaled(c: slice) -> np.ndarray:
+        return Z[c] / m if m > 0 else np.asarray(Z[c], dtype=float)
+
+    norms = np.concatenate([_row_norms(scaled(c)) for c in chunks]) if chunks else np.empty(0)
     if policy == "max":
         ref = float(norms.max())
     else:
@@ -120,14 +137,23 @@ def bound_norms(
         scale = (
             bound / ref
         ) / m  # the common factor of the unclipped rows (inf for a subnormal ref)
-        out = (Zs / ref) * bound  # overflows only in rows far beyond the quantile (projected below)
-    over = norms > ref  # the clipped rows (compared before rounding)
-    n_clipped = int(over.sum()) if policy == "clip" else 0
-    # those rows, and rows a rounding error outside the ball: projected onto the sphere
-    # (z / ||z|| is a unit vector, computed without overflow whatever the scale)
-    inside = ~over
-    over[inside] = _row_norms(out[inside]) > bound
-    out[over] = (Zs[over] / norms[over][:, None]) * bound
+    clipped = norms > ref  # the clipped rows (compared before rounding)
+    n_clipped = int(clipped.sum()) if policy == "clip" else 0
+    if out is None:
+        out = np.empty(Z.shape)
+    for c in chunks:
+        Zs = scaled(c)
+        with np.errstate(over="ignore"):
+            o = (
+                Zs / ref
+            ) * bound  # overflows only in rows far beyond the quantile (projected below)
+        over = clipped[c].copy()
+        # those rows, and rows a rounding error outside the ball: projected onto the sphere
+        # (z / ||z|| is a unit vector, computed without overflow whatever the scale)
+        inside = ~over
+        over[inside] = _row_norms(o[inside]) > bound
+        o[over] = (Zs[over] / norms[c][over][:, None]) * bound
+        out[c] = o
     record: dict[str, Any] = {"norm": policy, "norm_scale": scale, "n_clipped_rows": n_clipped}
     if policy == "clip":
         record["clip_quantile"] = quantile

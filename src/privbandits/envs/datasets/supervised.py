@@ -35,15 +35,46 @@ from privbandits.envs.datasets.tabular import (
 __all__ = ["SupervisedData", "fetch_sklearn", "load_file", "load_sklearn", "policy_benchmarks"]
 
 
-def policy_benchmarks(
-    Z: np.ndarray, y: np.ndarray, reward_matrix: np.ndarray
-) -> tuple[float, int, float]:
+#: Rows handled at a time by the streaming passes over a data set.
+CHUNK_ROWS = 1 << 16
+
+
+def _chunks(n: int) -> list[slice]:
+    return [slice(i, min(i + CHUNK_ROWS, n)) for i in range(0, n, CHUNK_ROWS)]
+
+
+def least_squares(Z: Any, R: Callable[[slice], np.ndarray], intercept: bool) -> np.ndarray:
+    """Minimum-norm least-squares coefficients of targets ``R`` on the rows of ``Z`` (and a
+    constant column when ``intercept``), ``(d [+ 1], K)``, from the normal equations accumulated
+    over chunks of rows (memory: a few chunks and a ``(d + 1)^2`` matrix).
+
+    ``Z`` needs ``shape`` and row slicing; ``R(rows)`` gives the targets of a slice of rows.
+    """
+    n, d = Z.shape
+    G = np.zeros((d + intercept, d + intercept))
+    B: np.ndarray | None = None
+    for c in _chunks(n):
+        A = _design(Z[c], intercept)
+        Rc = R(c)
+        G += A.T @ A
+        B = A.T @ Rc if B is None else B + A.T @ Rc
+    assert B is not None
+    coef, *_ = np.linalg.lstsq(G, B, rcond=None)
+    return np.asarray(coef)
+
+
+def _design(Zc: np.ndarray, intercept: bool) -> np.ndarray:
+    Zc = np.asarray(Zc, dtype=float)
+    return np.hstack([Zc, np.ones((Zc.shape[0], 1))]) if intercept else Zc
+
+
+def policy_benchmarks(Z: Any, y: np.ndarray, reward_matrix: np.ndarray) -> tuple[float, int, float]:
     """Rewards of the best fixed policies on the data (the comparators a bandit algorithm can reach).
 
     Parameters
     ----------
     Z : ndarray of shape (n, d)
-        Contexts.
+        Contexts (or anything with ``shape`` whose row slices are arrays; read in chunks).
     y : ndarray of int, shape (n,)
         Class indices.
     reward_matrix : ndarray of shape (K, K)
@@ -61,14 +92,26 @@ def policy_benchmarks(
         converge to.  It is a lower bound on the best linear policy's reward (maximizing the
         reward over linear policies exactly is NP-hard).
     """
-    Rw = reward_matrix[y]  # (n, K)
-    arm_means = Rw.mean(axis=0)
+    n = len(y)
+    arm_means = np.bincount(y, minlength=reward_matrix.shape[0]) @ reward_matrix / n
     best_arm = int(np.argmax(arm_means))
-    A = np.hstack([Z, np.ones((Z.shape[0], 1))])
-    coef, *_ = np.linalg.lstsq(A, Rw, rcond=None)
-    pick = np.argmax(A @ coef, axis=1)
-    linear = float(Rw[np.arange(len(y)), pick].mean())
-    return float(arm_means[best_arm]), best_arm, linear
+    coef = least_squares(Z, lambda c: reward_matrix[y[c]], intercept=True)
+    total = 0.0
+    for c in _chunks(n):
+        pick = np.argmax(_design(Z[c], True) @ coef, axis=1)
+        total += float(reward_matrix[y[c], pick].sum())
+    return float(arm_means[best_arm]), best_arm, total / n
+
+
+class _Standardized:
+    """The standardized features of a data set, computed chunk by chunk when sliced."""
+
+    def __init__(self, X: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> None:
+        self.X, self.mean, self.sd = X, mean, sd
+        self.shape = X.shape
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return (self.X[rows] - self.mean) / self.sd
 
 
 @dataclass(frozen=True)
@@ -159,15 +202,39 @@ class SupervisedData:
         """Rows per class, ``(K,)``."""
         return np.bincount(self.y, minlength=self.K)
 
-    def standardized(self) -> np.ndarray:
-        """Features centred and scaled to unit variance (constant columns only centred)."""
-        sd = self.X.std(axis=0)
-        return (self.X - self.X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and standard deviation of every feature (1 for a constant one), computed in chunks
+        of rows (no copy of the features)."""
+        cached = self.__dict__.get("_moments")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        mean = np.zeros(self.p)
+        for c in _chunks(self.n):
+            mean += self.X[c].sum(axis=0)
+        mean /= self.n
+        ss = np.zeros(self.p)
+        for c in _chunks(self.n):
+            ss += ((self.X[c] - mean) ** 2).sum(axis=0)
+        sd = np.sqrt(ss / self.n)
+        out = (mean, np.where(sd > 0, sd, 1.0))
+        object.__setattr__(self, "_moments", out)
+        return out
+
+    def standardized(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Features centred and scaled to unit variance (constant columns only centred), written
+        chunk by chunk into ``out`` (default a new array) and returned."""
+        lazy = _Standardized(self.X, *self.moments())
+        if out is None:
+            out = np.empty(self.X.shape)
+        for c in _chunks(self.n):
+            out[c] = lazy[c]
+        return out
 
     def describe(self) -> dict[str, Any]:
         """n, d, K, class balance, the best fixed policies' rewards (0/1 reward), source and licence."""
         counts = self.class_counts()
-        best_arm, arm, linear = policy_benchmarks(self.standardized(), self.y, np.eye(self.K))
+        lazy = _Standardized(self.X, *self.moments())
+        best_arm, arm, linear = policy_benchmarks(lazy, self.y, np.eye(self.K))
         out: dict[str, Any] = {
             "name": self.name,
             "n": self.n,
@@ -550,7 +617,7 @@ def _fast_parse(
         return None
     if n == 0:
         return None
-    provisional = np.array([s.strip() for s in seen], dtype=object)
+    provisional = np.asarray([s.strip() for s in seen], dtype=np.object_)
     try:
         final, classes = _label_indices(str(p), label, provisional)
     except DataFormatError:
