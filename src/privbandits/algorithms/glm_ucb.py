@@ -65,8 +65,9 @@ from privbandits.algorithms.linalg import (
     ucb_argmax_single,
 )
 from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.core.errors import NotResetError
-from privbandits.core.params import Int, NonNegative, Optional, Positive, Real
+from privbandits.core.params import Choice, Int, NonNegative, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import NON_PRIVATE
 
@@ -219,6 +220,11 @@ class GLMUCB(Curator):
         Maximal Newton steps per refit.
     tol : float
         Newton-decrement tolerance of a refit.
+    preset : {"strict", "paper", "authors_code"}
+        ``strict`` and ``paper`` (no constants printed): Algorithm 1 as above; ``authors_code``:
+        GLM-UCB as the public code of Sarmasarkar (2026) runs it (lambda = d, the MLE refit every
+        round from a standard normal start, the code's radius;
+        :class:`~privbandits.algorithms.sarmasarkar.authors_code.AuthorsGLMUCB`).
 
     References
     ----------
@@ -238,10 +244,12 @@ class GLMUCB(Curator):
         "refit_growth": Real(1.0, None),
         "n_iter": Int(1),
         "tol": Positive,
+        "preset": Choice("strict", "paper", "authors_code"),
     }
     test_params: ClassVar = (
         {},
         {"alpha": 0.1, "n_init": 0, "refit_growth": 1.0, "r_max": 2.0, "n_iter": 5},
+        {"preset": "authors_code", "delta": 0.02},
     )
     test_envs: ClassVar = ("synthetic", "finite")
 
@@ -255,11 +263,14 @@ class GLMUCB(Curator):
         refit_growth: float = 1.1,
         n_iter: int = 50,
         tol: float = 1e-10,
+        preset: str = "strict",
     ) -> None:
         pass
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Resolve the radius constants and the estimation path on ``spec`` (non-private)."""
+        if self.preset == "authors_code":
+            return authors_code.baseline_calibration(self, spec)
         bound = spec.context_bound * spec.theta_bound
         lo, hi = spec.reward_range
         mode = (
@@ -279,7 +290,10 @@ class GLMUCB(Curator):
             },
         )
 
-    def build_kernel(self) -> CuratorKernel:
+    def build_kernel(self) -> CuratorKernel | None:
+        if self.preset == "authors_code":  # numpy run (reference driver)
+            self._authors = authors_code.glm_ucb_runner(self)
+            return None
         res, spec, R = self.calibration.resolved, self.spec, self.R
         d, K = spec.d, spec.K
         mode = MODES[res["mode"]]
@@ -327,6 +341,24 @@ class GLMUCB(Curator):
             spec.context_bound,
         )
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
+
+    # -- preset authors_code: the public code's run (numpy) ------------------------------------
+    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+        if self.preset == "authors_code":
+            return self._authors.select(contexts)
+        return super().select(t, contexts)
+
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
+        if self.preset == "authors_code":
+            return self._authors.update(contexts, actions, rewards)
+        return super().update(t, contexts, actions, rewards)
+
+    def estimate(self) -> np.ndarray | None:
+        if self.preset == "authors_code":
+            return self._authors.estimate()
+        return super().estimate()
 
     def radius(self, t: int) -> np.ndarray:
         """``alpha * rho(t)`` per replication (R,), ``t`` the 1-based round."""

@@ -71,9 +71,10 @@ from privbandits.algorithms.linalg import (
     ucb_argmax_single,
 )
 from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.links import LINK_IDENTITY, link_mu
-from privbandits.core.params import Delta, NonNegative, Optional, Positive
+from privbandits.core.params import Choice, Delta, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import NON_PRIVATE
 
@@ -216,6 +217,11 @@ class GLOC(Curator):
     S : float, optional
         Bound on ``||theta*||`` and radius of ONS's domain (default: the environment's
         ``theta_bound``; ``sqrt(K)`` times it for the stacked parameter in the multi setting).
+    preset : {"strict", "paper", "authors_code"}
+        ``strict`` and ``paper`` (the paper gives no constants): Algorithm 1 as above;
+        ``authors_code``: GLOC as the public code of Sarmasarkar (2026) runs it (lambda = d, the ONS
+        step normalized onto the sphere of radius S, the index ``mu(<theta_ons, x>) + radius
+        ||x||_{V^-1}``; :class:`~privbandits.algorithms.sarmasarkar.authors_code.AuthorsGLOC`).
 
     References
     ----------
@@ -235,6 +241,7 @@ class GLOC(Curator):
         "kappa": Optional(Positive),
         "sigma": Optional(NonNegative),
         "S": Optional(Positive),
+        "preset": Choice("strict", "paper", "authors_code"),
     }
     test_params: ClassVar = (
         {},
@@ -250,11 +257,14 @@ class GLOC(Curator):
         kappa: float | None = None,
         sigma: float | None = None,
         S: float | None = None,
+        preset: str = "strict",
     ) -> None:
         pass
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Resolve ``S``, ``kappa`` and the noise parameter ``R`` on ``spec`` (non-private)."""
+        if self.preset == "authors_code":
+            return authors_code.baseline_calibration(self, spec)
         block = spec.setting == "multi"
         # with block features built here (plain multi setting) the stacked parameter has norm <= sqrt(K) S_arm,
         # the bound SyntheticEnv(features="block") announces for the same problem
@@ -268,7 +278,10 @@ class GLOC(Curator):
         D = spec.K * spec.d if block else spec.d
         return Calibration(NON_PRIVATE, constants=GLOCConstants(D, S, kappa, sigma))
 
-    def build_kernel(self) -> CuratorKernel:
+    def build_kernel(self) -> CuratorKernel | None:
+        if self.preset == "authors_code":  # numpy run (reference driver)
+            self._authors = authors_code.gloc_runner(self)
+            return None
         c, R, spec = self.calibration.typed(GLOCConstants), self.R, self.spec
         D, S, kappa = int(c.D), float(c.S), float(c.kappa)
         eye = np.eye(D)
@@ -325,6 +338,24 @@ class GLOC(Curator):
             state,
             estimate=lambda: theta_hat.reshape(R, K, d) if block else theta_hat,
         )
+
+    # -- preset authors_code: the public code's run (numpy) ------------------------------------
+    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+        if self.preset == "authors_code":
+            return self._authors.select(contexts)
+        return super().select(t, contexts)
+
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
+        if self.preset == "authors_code":
+            return self._authors.update(contexts, actions, rewards)
+        return super().update(t, contexts, actions, rewards)
+
+    def estimate(self) -> np.ndarray | None:
+        if self.preset == "authors_code":
+            return self._authors.estimate()
+        return super().estimate()
 
     def ons_estimate(self) -> np.ndarray:
         """ONS-GLM's iterate ``theta_{t+1}``: ``(R, d)``, or ``(R, K, d)`` (multi)."""

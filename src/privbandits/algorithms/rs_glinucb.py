@@ -38,10 +38,11 @@ from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
+from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.jdp_glm import resolve_kappas
 from privbandits.algorithms.sarmasarkar.optim import newton_mle
 from privbandits.core.links import link_dmu
-from privbandits.core.params import Delta, Int, Optional, Positive, Real
+from privbandits.core.params import Choice, Delta, Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import NON_PRIVATE
 
@@ -174,6 +175,10 @@ class RSGLinUCB(Curator):
         Bound on ``||theta*||`` (default: the environment's ``theta_bound``).
     newton_iters : int
         Maximum projected Newton steps per MLE.
+    preset : {"strict", "paper", "authors_code"}
+        ``strict`` and ``paper`` (no constants printed): as above; ``authors_code``: RS-GLinUCB as
+        the public code of Sarmasarkar (2026) runs it
+        (:class:`~privbandits.algorithms.sarmasarkar.authors_code.AuthorsRSGLinUCB`).
 
     References
     ----------
@@ -192,10 +197,12 @@ class RSGLinUCB(Curator):
         "kappa": Optional(Positive),
         "S": Optional(Positive),
         "newton_iters": Int(1, 1000),
+        "preset": Choice("strict", "paper", "authors_code"),
     }
     test_params: ClassVar = (
         {},
         {"lam": 2.0, "c_thr": 0.001, "switch_factor": 1.5, "S": 1.5, "newton_iters": 5},
+        {"preset": "authors_code"},
     )
 
     def __init__(
@@ -207,10 +214,13 @@ class RSGLinUCB(Curator):
         kappa: float | None = None,
         S: float | None = None,
         newton_iters: int = 30,
+        preset: str = "strict",
     ) -> None:
         pass
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
+        if self.preset == "authors_code":
+            return authors_code.baseline_calibration(self, spec)
         """Resolve ``S``, ``kappa``, ``gamma``, ``beta`` and ``thr`` on ``spec`` (non-private)."""
         S = spec.theta_bound if self.S is None else self.S
         kappa, _ = resolve_kappas(spec, S, self.kappa, None)
@@ -226,7 +236,10 @@ class RSGLinUCB(Curator):
         )
         return Calibration(NON_PRIVATE, constants=constants)
 
-    def build_kernel(self) -> CuratorKernel:
+    def build_kernel(self) -> CuratorKernel | None:
+        if self.preset == "authors_code":  # numpy run (reference driver)
+            self._authors = authors_code.rs_glinucb_runner(self)
+            return None
         c, R, spec = self.calibration.typed(RSGLinUCBConstants), self.R, self.spec
         d, T = spec.d, spec.horizon
         eye = np.eye(d)
@@ -261,8 +274,28 @@ class RSGLinUCB(Curator):
         theta_t = state[_TH_T]
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
 
+    # -- preset authors_code: the public code's run (numpy) ------------------------------------
+    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
+        if self.preset == "authors_code":
+            return self._authors.select(contexts)
+        return super().select(t, contexts)
+
+    def update(
+        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
+    ) -> None:
+        if self.preset == "authors_code":
+            return self._authors.update(contexts, actions, rewards)
+        return super().update(t, contexts, actions, rewards)
+
+    def estimate(self) -> np.ndarray | None:
+        if self.preset == "authors_code":
+            return self._authors.estimate()
+        return super().estimate()
+
     def diagnostics(self) -> dict[str, np.ndarray]:
         """Per-replication counts of warm-up rounds and Criterion-II switches."""
+        if self.preset == "authors_code":
+            return self._authors.diagnostics()
         k = self.kernel
         assert isinstance(k, CuratorKernel)
         st = k.state[_STATS]

@@ -75,22 +75,29 @@ from privbandits.algorithms.calibration import Calibration
 from privbandits.core.errors import ValidationError
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ZCDP, to_guarantee
-from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
 
 __all__ = [
     "AUTHORS_BATCH",
     "AUTHORS_CLIP",
     "AUTHORS_LR0",
     "AuthorsConstants",
+    "AuthorsGLMUCB",
+    "AuthorsGLOC",
     "AuthorsPrivateGLM",
+    "AuthorsRSGLinUCB",
     "authors_accounting",
     "authors_calibration",
     "authors_constants",
     "authors_runner",
+    "baseline_calibration",
     "dp_sgd_plan",
     "gaussian_multiplier",
+    "glm_ucb_runner",
+    "gloc_runner",
     "per_step_budget",
     "rdp_epsilon",
+    "rs_glinucb_runner",
     "start_epochs",
     "tree_sigma",
 ]
@@ -536,3 +543,283 @@ def authors_runner(alg: Any) -> AuthorsPrivateGLM:
     res = dict(alg.calibration.resolved)
     c = AuthorsConstants(**{k: res[k] for k in AuthorsConstants.__dataclass_fields__})
     return AuthorsPrivateGLM(c, alg.spec, alg.R, alg.streams.server)
+
+
+# -- the baselines of the authors' code (Table 2 and Figure 1) ---------------------------------
+def _argmax_first(v: np.ndarray) -> int:
+    """``np.argmax``: the first maximizer (the code's choice among ties)."""
+    return int(np.argmax(v))
+
+
+class AuthorsGLOC:
+    """GLOC (Jun et al. 2017) as the authors' code runs it (``glmbanditexp/algorithms/gloc.py``).
+
+    ``lambda = d``; the ONS step ``theta <- theta - V^{-1} g / k`` with ``k = 1/kappa`` is
+    *normalized* onto the sphere of radius ``S`` (``theta = S u/||u||``); the index is
+    ``mu(<theta, x>) + radius ||x||_{V^{-1}}`` on the ONS iterate, with ``radius^2 = 1 + (4/k) B +
+    8 (L^2/k)^2 log(2 sqrt(1 + 2B/k + 4 (L^2/k)^4/delta^2)/delta)``, ``B`` starting at
+    ``2 k S^2 lambda`` and growing by ``(1/(2k)) ||g||^2_{V^{-1}}``, ``L = sup mu'``.
+    """
+
+    def __init__(self, spec: EnvSpec, R: int, kappa: float, S: float, delta: float) -> None:
+        d = spec.d
+        self.link, self.R, self.S, self.delta = spec.link, R, S, delta
+        self.k = 1.0 / kappa
+        self.L = float(spec.link.dmu(np.array(0.0)))
+        self.lam = float(d)
+        self.Vinv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
+        self.theta = np.zeros((R, d))
+        self.B = np.full(R, 2.0 * self.k * S**2 * self.lam)
+
+    def radius(self, r: int) -> float:
+        k, B, L2, dl = self.k, self.B[r], self.L**2, self.delta
+        inner = 2.0 * math.sqrt(1.0 + 2.0 * B / k + 4.0 * (L2 / k) ** 4 / dl**2) / dl
+        return math.sqrt(1.0 + 4.0 / k * B + 8.0 * (L2 / k) ** 2 * math.log(inner))
+
+    def select(self, contexts: np.ndarray) -> np.ndarray:
+        out = np.empty(self.R, dtype=np.int64)
+        for r in range(self.R):
+            X = contexts[r]
+            w = np.sqrt(np.einsum("kd,de,ke->k", X, self.Vinv[r], X))
+            out[r] = _argmax_first(self.link.mu(X @ self.theta[r]) + self.radius(r) * w)
+        return out
+
+    def update(self, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        for r in range(self.R):
+            x = np.asarray(contexts[r, int(actions[r])], dtype=float)
+            Vi = self.Vinv[r]
+            Vx = Vi @ x
+            Vi -= np.outer(Vx, Vx) / (1.0 + x @ Vx)
+            g = (float(self.link.mu(np.array(x @ self.theta[r]))) - float(rewards[r])) * x
+            self.B[r] += 0.5 / self.k * float(g @ Vi @ g)
+            u = self.theta[r] - Vi @ g / self.k
+            nu = float(np.linalg.norm(u))
+            self.theta[r] = self.S * u / nu if nu > 0.0 else u
+
+    def estimate(self) -> np.ndarray:
+        return self.theta.copy()
+
+
+class AuthorsGLMUCB:
+    """GLM-UCB (Filippi et al. 2010) as the authors' code runs it (``glmbanditexp/algorithms/glm_ucb.py``).
+
+    ``lambda = d`` in ``V = lambda I + sum x x^T``; the estimate is the minimizer of the negative
+    log-likelihood plus ``lambda ||theta||^2`` by L-BFGS with the code's gradient ``X^T (mu - y) +
+    2 lambda theta`` for both links (warm-started, refit every round), started from a standard
+    normal draw -- here the root of that gradient by damped Newton (the point L-BFGS stops at when it
+    meets its gradient tolerance; for probit the gradient is not the objective's, as in the code); the index ``mu(<theta, x>) + c ||x||_{V^{-1}}`` with ``c = 2 L
+    sqrt(3 + 2 log(1 + 2/lambda)) R kappa sqrt(2 d log(2 d T/delta))``, times ``sqrt(log t)`` for
+    the probit link only, ``L = sup mu'``.
+    """
+
+    def __init__(
+        self, spec: EnvSpec, R: int, kappa: float, delta: float, rng: np.random.Generator
+    ) -> None:
+        d, T = spec.d, spec.horizon
+        self.link, self.R, self.d = spec.link, R, d
+        self.lam = float(d)
+        L = float(spec.link.dmu(np.array(0.0)))
+        r_max = float(spec.reward_range[1] - spec.reward_range[0])
+        const = math.sqrt(3.0 + 2.0 * math.log(1.0 + 2.0 / self.lam))
+        self.c = (
+            2.0 * L * const * r_max * kappa * math.sqrt(2.0 * d * math.log(2.0 * d * T / delta))
+        )
+        self.log_t = spec.link.name == "probit"
+        self.Vinv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
+        self.theta = rng.normal(0.0, 1.0, size=(R, d))
+        self.X = np.zeros((R, T, d))
+        self.Y = np.zeros((R, T))
+        self.n = 0
+
+    def select(self, contexts: np.ndarray) -> np.ndarray:
+        t = self.n + 1
+        c = self.c * (math.sqrt(math.log(t)) if self.log_t else 1.0)
+        out = np.empty(self.R, dtype=np.int64)
+        for r in range(self.R):
+            X = contexts[r]
+            w = np.sqrt(np.einsum("kd,de,ke->k", X, self.Vinv[r], X))
+            out[r] = _argmax_first(self.link.mu(X @ self.theta[r]) + c * w)
+        return out
+
+    def _nll(self, th: np.ndarray, X: np.ndarray, Y: np.ndarray) -> tuple[float, np.ndarray]:
+        z = X @ th
+        p = np.clip(self.link.mu(z), 1e-12, 1.0 - 1e-12)
+        f = -float(np.sum(Y * np.log(p) + (1.0 - Y) * np.log(1.0 - p))) + self.lam * float(th @ th)
+        # the code's "gradient" for both links: X^T (mu - y) + 2 lambda theta (the score of the
+        # canonical link; for probit it is not the objective's gradient, as in the code)
+        return f, X.T @ (p - Y) + 2.0 * self.lam * th
+
+    def update(self, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        n = self.n
+        for r in range(self.R):
+            x = np.asarray(contexts[r, int(actions[r])], dtype=float)
+            Vi = self.Vinv[r]
+            Vx = Vi @ x
+            Vi -= np.outer(Vx, Vx) / (1.0 + x @ Vx)
+            self.X[r, n] = x
+            self.Y[r, n] = float(rewards[r])
+            self.theta[r] = self._score_root(self.X[r, : n + 1], self.Y[r, : n + 1], self.theta[r])
+        self.n = n + 1
+
+    def _score_root(self, X: np.ndarray, Y: np.ndarray, th: np.ndarray) -> np.ndarray:
+        """The root of the code's gradient ``X^T (mu(X theta) - y) + 2 lambda theta`` (damped Newton,
+        warm-started): the point the code's L-BFGS call stops at when it meets its gradient tolerance."""
+        eye = 2.0 * self.lam * np.eye(self.d)
+        for _ in range(50):
+            z = X @ th
+            g = X.T @ (self.link.mu(z) - Y) + 2.0 * self.lam * th
+            if float(np.abs(g).max()) <= 1e-8:
+                break
+            Hm = (X * self.link.dmu(z)[:, None]).T @ X + eye
+            step = np.linalg.solve(Hm, g)
+            nrm = float(np.linalg.norm(step))
+            th = th - (step if nrm <= 1.0 else step / nrm)
+        return th
+
+    def estimate(self) -> np.ndarray:
+        return self.theta.copy()
+
+
+def baseline_calibration(alg: Any, spec: EnvSpec) -> Calibration:
+    """The ``authors_code`` calibration of the baselines GLOC, GLM-UCB and RS-GLinUCB on ``spec``.
+
+    ``kappa = 1/min_{|z| <= C_B S} mu'`` (the code reads the instance's value from the realized arms;
+    the two agree to 2 % on the Table 2 instances), ``lambda = d``, ``delta`` the algorithm's.  The
+    code has the logistic and probit links; another link runs the same formulas with its ``mu``.
+    """
+    if spec.setting != "single":
+        raise ValidationError("preset='authors_code' runs the single-parameter setting only")
+    params = alg.get_params()
+    S = spec.theta_bound if params.get("S") is None else float(params["S"])
+    # GLOC's kappa is inf mu' (Jun et al.), RS-GLinUCB's 1/inf mu'
+    given = params.get("kappa")
+    if given is None:
+        kappa = 1.0 / spec.link.kappa(spec.context_bound * S)
+    else:
+        kappa = float(given) if alg.name == "rs-glinucb" else 1.0 / float(given)
+    resolved = {
+        "kappa": kappa,
+        "S": float(S),
+        "delta": float(alg.delta),
+        "lam": float(spec.d),
+        "sup_dmu": float(spec.link.dmu(np.array(0.0))),
+    }
+    return Calibration(NON_PRIVATE, resolved, preset="authors_code")
+
+
+def gloc_runner(alg: Any) -> AuthorsGLOC:
+    """The numpy run of GLOC's ``authors_code`` preset after its calibration."""
+    res = alg.calibration.resolved
+    return AuthorsGLOC(alg.spec, alg.R, float(res["kappa"]), float(res["S"]), float(res["delta"]))
+
+
+def glm_ucb_runner(alg: Any) -> AuthorsGLMUCB:
+    """The numpy run of GLM-UCB's ``authors_code`` preset after its calibration."""
+    res = alg.calibration.resolved
+    return AuthorsGLMUCB(
+        alg.spec, alg.R, float(res["kappa"]), float(res["delta"]), alg.streams.server
+    )
+
+
+class AuthorsRSGLinUCB:
+    """RS-GLinUCB (Sawarni et al. 2024) as the authors' code runs it (``algorithms/rs_glinucb.py``).
+
+    ``lambda = 0.5`` for ``V`` and ``H``; warm-up when ``||x||^2_{V^{-1}} > 1/(0.01 kappa R^4 S^2 d)``
+    (the arm of largest norm, ``V += x x^T/(1 + ||x||^2_{V^{-1}})``, ``theta_w`` refit on the warm-up
+    data from ``(theta_w + theta_tau)/2`` after every warm-up round, the point also joins
+    ``theta_tau``'s data); otherwise a switch when ``log det H_t >= log 2 + log det H_tau`` (refit of
+    ``theta_tau`` on the non-warm-up data), elimination with ``theta_w`` and the radius ``gamma
+    sqrt(kappa) ||x||_{V^{-1}}``, the choice ``argmax <x, (theta_w + theta_tau)/2> + beta
+    ||x||_{H_tau^{-1}}`` and ``H_t += mu'(<x, theta_w>) x x^T / e``; ``gamma = R S sqrt(d log(T/delta))``,
+    ``beta = 4 sqrt(d log(T/delta))``.  The fits are the root of the code's gradient with ridge
+    ``1e-5`` (:meth:`AuthorsGLMUCB._score_root`; the code calls L-BFGS on it).
+    """
+
+    def __init__(self, spec: EnvSpec, R: int, kappa: float, S: float, delta: float) -> None:
+        d, T = spec.d, spec.horizon
+        self.link, self.R, self.d, self.kappa = spec.link, R, d, kappa
+        self.lam = 0.5
+        Rr = 1.0
+        self.gamma = Rr * S * math.sqrt(d * math.log(T / delta))
+        self.beta = 4.0 * math.sqrt(d * math.log(T / delta))
+        self.thr = 1.0 / (0.01 * kappa * Rr**4 * S**2 * d)
+        eye = self.lam * np.eye(d)
+        self.V = [eye.copy() for _ in range(R)]
+        self.H = [eye.copy() for _ in range(R)]
+        self.H_tau = [eye.copy() for _ in range(R)]
+        self.theta_w = np.zeros((R, d))
+        self.theta_tau = np.zeros((R, d))
+        self.Xw: list[list[np.ndarray]] = [[] for _ in range(R)]
+        self.Yw: list[list[float]] = [[] for _ in range(R)]
+        self.Xn: list[list[np.ndarray]] = [[] for _ in range(R)]
+        self.Yn: list[list[float]] = [[] for _ in range(R)]
+        self.warm = np.zeros(R, dtype=bool)
+        self.stats = np.zeros((R, 2))  # warm-up rounds, switches
+        self.fit = AuthorsGLMUCB.__new__(AuthorsGLMUCB)
+        self.fit.link, self.fit.d, self.fit.lam = spec.link, d, 1e-5
+
+    def select(self, contexts: np.ndarray) -> np.ndarray:
+        out = np.empty(self.R, dtype=np.int64)
+        for r in range(self.R):
+            X = np.asarray(contexts[r], dtype=float)
+            q = np.einsum("kd,de,ke->k", X, np.linalg.inv(self.V[r]), X)
+            over = q > self.thr
+            self.warm[r] = bool(over.any())
+            if self.warm[r]:
+                a = int(np.argmax(np.where(over, q, -np.inf)))
+                self.V[r] = self.V[r] + np.outer(X[a], X[a]) / (1.0 + q[a])
+                self.stats[r, 0] += 1
+                out[r] = a
+                continue
+            Vinv = np.linalg.inv(self.V[r])
+            if (
+                np.linalg.slogdet(self.H[r])[1]
+                >= math.log(2.0) + np.linalg.slogdet(self.H_tau[r])[1]
+            ):
+                self.H_tau[r] = self.H[r].copy()
+                self.stats[r, 1] += 1
+                if self.Xn[r]:
+                    self.theta_tau[r] = self.fit._score_root(
+                        np.array(self.Xn[r]), np.array(self.Yn[r]), self.theta_tau[r]
+                    )
+            Hinv = np.linalg.inv(self.H_tau[r])
+            width = (
+                self.gamma * math.sqrt(self.kappa) * np.sqrt(np.einsum("kd,de,ke->k", X, Vinv, X))
+            )
+            mid = X @ self.theta_w[r]
+            alive = mid + width >= (mid - width).max()
+            centre = 0.5 * (self.theta_w[r] + self.theta_tau[r])
+            ucb = X @ centre + self.beta * np.sqrt(np.einsum("kd,de,ke->k", X, Hinv, X))
+            out[r] = int(np.argmax(np.where(alive, ucb, -np.inf)))
+        return out
+
+    def update(self, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        for r in range(self.R):
+            x = np.asarray(contexts[r, int(actions[r])], dtype=float)
+            y = float(rewards[r])
+            self.Xn[r].append(x)
+            self.Yn[r].append(y)
+            if self.warm[r]:
+                self.Xw[r].append(x)
+                self.Yw[r].append(y)
+                start = 0.5 * (self.theta_w[r] + self.theta_tau[r])
+                self.theta_w[r] = self.fit._score_root(
+                    np.array(self.Xw[r]), np.array(self.Yw[r]), start
+                )
+            else:
+                w = float(self.link.dmu(np.array(x @ self.theta_w[r]))) / math.e
+                self.H[r] = self.H[r] + w * np.outer(x, x)
+
+    def estimate(self) -> np.ndarray:
+        return 0.5 * (self.theta_w + self.theta_tau)
+
+    def diagnostics(self) -> dict[str, np.ndarray]:
+        return {"explore_rounds": self.stats[:, 0].copy(), "switches": self.stats[:, 1].copy()}
+
+
+def rs_glinucb_runner(alg: Any) -> AuthorsRSGLinUCB:
+    """The numpy run of RS-GLinUCB's ``authors_code`` preset after its calibration."""
+    res = alg.calibration.resolved
+    return AuthorsRSGLinUCB(
+        alg.spec, alg.R, float(res["kappa"]), float(res["S"]), float(res["delta"])
+    )
