@@ -48,13 +48,14 @@ NeurIPS, Algorithm 1 and Theorem 1.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.glm import newton_mle_row
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.linalg import (
@@ -71,7 +72,7 @@ from privbandits.core.params import Choice, Int, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import NON_PRIVATE
 
-__all__ = ["GLMUCB", "filippi_kappa", "glm_ucb_radius"]
+__all__ = ["GLMUCB", "GLMUCBConstants", "filippi_kappa", "glm_ucb_radius"]
 
 #: How the MLE is computed (see the module docstring).
 MODES: dict[str, int] = {"ridge": 0, "arms": 1, "history": 2}
@@ -197,6 +198,20 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
         n_unconverged[r] += 1
 
 
+@dataclass(frozen=True)
+class GLMUCBConstants(Constants):
+    """GLM-UCB (Filippi et al. 2010, Theorem 1): the link's ``k_mu = sup mu'`` and
+    ``c_mu = inf mu'`` over ``|z| <= C_B S``, the reward range length ``R_max`` (``r_max``), the
+    initial-exploration length, how the MLE is computed (``mode``) and the horizon ``T``."""
+
+    k_mu: float
+    c_mu: float
+    r_max: float
+    n_init: int
+    mode: str
+    T: int
+
+
 @register
 class GLMUCB(Curator):
     """GLM-UCB: optimism in the reward space with the MLE of a generalized linear model.
@@ -280,23 +295,23 @@ class GLMUCB(Curator):
         )
         return Calibration(
             NON_PRIVATE,
-            {
-                "k_mu": spec.link.lipschitz(bound),
-                "c_mu": spec.link.kappa(bound),
-                "r_max": float(hi - lo) if self.r_max is None else self.r_max,
-                "n_init": spec.d if self.n_init is None else self.n_init,
-                "mode": mode,
-                "T": spec.horizon,
-            },
+            constants=GLMUCBConstants(
+                k_mu=spec.link.lipschitz(bound),
+                c_mu=spec.link.kappa(bound),
+                r_max=float(hi - lo) if self.r_max is None else self.r_max,
+                n_init=spec.d if self.n_init is None else self.n_init,
+                mode=mode,
+                T=spec.horizon,
+            ),
         )
 
     def build_kernel(self) -> CuratorKernel | None:
         if self.preset == "authors_code":  # numpy run (reference driver)
             self._authors = authors_code.glm_ucb_runner(self)
             return None
-        res, spec, R = self.calibration.resolved, self.spec, self.R
+        c, spec, R = self.calibration.typed(GLMUCBConstants), self.spec, self.R
         d, K = spec.d, spec.K
-        mode = MODES[res["mode"]]
+        mode = MODES[c.mode]
         Th = spec.horizon if mode == 2 else 1  # the history (history mode only)
         kappa0 = filippi_kappa(self.lam, spec.context_bound)
         theta = np.zeros((R, d))
@@ -325,14 +340,14 @@ class GLMUCB(Curator):
         params = (
             K,
             d,
-            int(res["T"]),
+            int(c.T),
             self.lam,
             self.delta,
             self.alpha,
-            int(res["n_init"]),
-            float(res["k_mu"]),
-            float(res["c_mu"]),
-            float(res["r_max"]),
+            int(c.n_init),
+            float(c.k_mu),
+            float(c.c_mu),
+            float(c.r_max),
             spec.link.code,
             mode,
             self.refit_growth,
@@ -362,19 +377,19 @@ class GLMUCB(Curator):
 
     def radius(self, t: int) -> np.ndarray:
         """``alpha * rho(t)`` per replication (R,), ``t`` the 1-based round."""
-        res, kappa = self.calibration.resolved, self._state()[3]
+        c, kappa = self.calibration.typed(GLMUCBConstants), self._state()[3]
         return np.array(
             [
                 self.alpha
                 * glm_ucb_radius(
                     float(t),
                     self.spec.d,
-                    int(res["T"]),
+                    int(c.T),
                     self.delta,
-                    float(res["k_mu"]),
-                    float(res["c_mu"]),
+                    float(c.k_mu),
+                    float(c.c_mu),
                     float(k),
-                    float(res["r_max"]),
+                    float(c.r_max),
                 )
                 for k in kappa
             ]
