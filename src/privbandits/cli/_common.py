@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
@@ -88,6 +89,33 @@ def _out() -> Console:
 
 def _err() -> Console:
     return Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def _loading(quiet: bool, what: str = "reading the experiment") -> Iterator[None]:
+    """A status line on stderr while a configuration and its data files load (a spinner whose
+    text follows the data loader's steps on a terminal; each step once, as a plain line,
+    otherwise)."""
+    from privbandits.envs.datasets.filecache import loading_status
+
+    if quiet:
+        yield
+        return
+    console = _err()
+    if console.is_terminal:
+        with console.status(what) as spinner, loading_status(spinner.update):
+            yield
+        return
+    shown: set[str] = set()
+
+    def line(message: str) -> None:
+        step = message.split(":")[0]
+        if step not in shown:
+            shown.add(step)
+            console.print(message, markup=False, soft_wrap=True)
+
+    with loading_status(line):
+        yield
 
 
 def _guard(fn: F) -> F:

@@ -23,6 +23,7 @@ from privbandits.cli._common import (
     WorkersOpt,
     _err,
     _guard,
+    _loading,
     _out,
     _overrides,
     _presets_table,
@@ -77,12 +78,13 @@ def run(
     """Run a TOML experiment (algorithms x parameters x seeds); resumes where a previous run stopped."""
     from privbandits.experiments.config import load_config
 
-    cfg = load_config(
-        config,
-        _overrides(
-            quick, horizon, replications, seed, preset, engine=engine, imports=imports or ()
-        ),
-    )
+    with _loading(quiet):
+        cfg = load_config(
+            config,
+            _overrides(
+                quick, horizon, replications, seed, preset, engine=engine, imports=imports or ()
+            ),
+        )
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 
@@ -114,19 +116,20 @@ def sweep(
     """Run a TOML experiment with a parameter grid given on the command line."""
     from privbandits.experiments.config import load_config, parse_grid_option
 
-    cfg = load_config(
-        config,
-        _overrides(
-            quick,
-            horizon,
-            replications,
-            seed,
-            preset,
-            parse_grid_option(grid),
-            engine,
-            imports=imports or (),
-        ),
-    )
+    with _loading(quiet):
+        cfg = load_config(
+            config,
+            _overrides(
+                quick,
+                horizon,
+                replications,
+                seed,
+                preset,
+                parse_grid_option(grid),
+                engine,
+                imports=imports or (),
+            ),
+        )
     _run_config(cfg, db, out, workers, scheduler, quiet)
 
 
@@ -230,7 +233,8 @@ def reproduce(
         raise ValidationError(
             "give a shipped experiment NAME or --all (privbandits reproduce --list shows them)"
         )
-    cfg = load_reproduction(name, overrides)
+    with _loading(quiet):
+        cfg = load_reproduction(name, overrides)
     outcome = run_reproduction(
         cfg, db, out, workers=workers, scheduler=scheduler, quiet=quiet, console=_err(), dpi=dpi
     )

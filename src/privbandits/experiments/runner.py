@@ -48,9 +48,16 @@ from rich.progress import (
 
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.validation import check_int
+from privbandits.envs.datasets.filecache import loading_status
 from privbandits.experiments.config import ExperimentConfig
 from privbandits.experiments.store import ResultsStore, StoredResult
-from privbandits.experiments.units import WorkUnit, execute_group, execute_unit, fused_groups
+from privbandits.experiments.units import (
+    WorkUnit,
+    execute_group,
+    execute_unit,
+    fused_groups,
+    prepare_data,
+)
 from privbandits.simulate import SimulationResult
 
 __all__ = ["RunReport", "default_workers", "run_experiment", "run_units"]
@@ -403,6 +410,12 @@ def run_units(
             f"{len(unique)} work units: {len(stored)} already stored, {len(missing)} to run on {where}; "
             f"results -> {store.path}"
         )
+
+    if missing and quiet:
+        prepare_data(missing)
+    elif missing:  # parse data files here, once, before workers open the cached arrays
+        with console.status("preparing data files") as spinner, loading_status(spinner.update):
+            prepare_data(missing)
 
     with _Progress(missing, quiet, console) as progress:
 

@@ -192,6 +192,21 @@ def execute_unit(unit: WorkUnit, progress: Callable[[int], None] | None = None) 
     )
 
 
+def prepare_data(units: Sequence[WorkUnit]) -> None:
+    """Parse the data files of ``units`` in this process, once per distinct environment, so that
+    worker processes open the cached arrays (:mod:`~privbandits.envs.datasets.filecache`)
+    instead of reading the files; a no-op for environments without a ``path`` or already cached."""
+    seen: set[str] = set()
+    for unit in units:
+        env = unit.env
+        if env.get("kind") != "supervised" or env.get("path") is None:
+            continue
+        key = canonical_json(env)
+        if key not in seen:
+            seen.add(key)
+            build_env(env)
+
+
 def fusion_key(unit: WorkUnit) -> str | None:
     """What units must share to be advanced together over one environment draw (environment,
     seed, horizon, replications, checkpoints, imports), or None for a unit that never fuses (an
