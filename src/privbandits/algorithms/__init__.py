@@ -4,6 +4,7 @@ from privbandits.algorithms import (  # noqa: F401  (registration side effects) 
     bco,
     chen,
     chowdhury,
+    ecolog,
     glm_ucb,
     gloc,
     greedy,
