@@ -27,6 +27,7 @@ from privbandits.algorithms.sarmasarkar.binomial_composition import (
     composed_delta,
     composed_epsilon,
 )
+from privbandits.algorithms.sarmasarkar.jdp_glm import JDPGLMConstants
 from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLM
 from privbandits.core.rng import make_streams
 from privbandits.privacy.binomial_accounting import shift_budget
@@ -126,14 +127,14 @@ def _spec(T: int, d: int = 2):
 def test_jdp_glm_strict_spends_the_request(eps: float, delta: float) -> None:
     spec = _spec(4096, d=3)
     cal = pb.make("jdp-glm", epsilon=eps, delta=delta).calibrate(spec)
-    assert cal.preset == "strict" and cal.resolved["split"] == "zcdp"
+    assert cal.preset == "strict" and cal.typed(JDPGLMConstants).split == "zcdp"
     g = cal.guarantee
     assert 0.9 * eps <= g.epsilon <= eps * (1 + 1e-9) and g.delta <= delta
-    assert not g.approximate
+    assert not g.approximate and "~" not in str(g)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
         paper = pb.make("jdp-glm", epsilon=eps, delta=delta, preset="paper").calibrate(spec)
-    assert paper.resolved["split"] == "thirds" and paper.guarantee.epsilon < 0.5 * eps
+    assert paper.typed(JDPGLMConstants).split == "thirds" and paper.guarantee.epsilon < 0.5 * eps
 
 
 def _shuffle_strict(eps: float, delta: float, T: int) -> None:

@@ -17,6 +17,7 @@ from privbandits.algorithms.calibration import CalibrationWarning
 from privbandits.algorithms.sarmasarkar.binomial_composition import composed_epsilon
 from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLM, eliminate, scale_weights
 from privbandits.algorithms.sarmasarkar.shuffle_plan import (
+    ShuffleGLMConstants,
     batch_calls,
     batch_exponent,
     batch_lengths,
@@ -105,7 +106,8 @@ def test_calibration_follows_the_practical_formulas_and_the_accountant_uses_the_
         assert p.Delta == (1.0 if k == 0 else 1.0 / plan.kappa_star)
     assert plan.kappa_star == pytest.approx(math.sqrt(2 * math.pi))
     assert plan.vector[-1] is None and plan.T_it[-1] == 0  # the last estimate is never used
-    eps_k = cal.resolved["epsilon_by_batch"]
+    eps_k = cal.typed(ShuffleGLMConstants).epsilon_by_batch
+    assert eps_k is not None and cal.resolved["epsilon_by_batch"] == list(eps_k)
     for k in range(plan.n_batches):
         assert eps_k[k] == pytest.approx(composed_epsilon(batch_calls(plan, k), 1e-4), rel=1e-12)
     g = cal.guarantee
@@ -380,7 +382,7 @@ def test_gamma_override_changes_the_policy_only() -> None:
     spec = _spec(T=2000, d=3)
     base, tuned = ShuffleGLM(epsilon=2.0), ShuffleGLM(epsilon=2.0, gamma=0.5)
     assert tuned.plan_for(spec).gamma == 0.5 and base.plan_for(spec).gamma > 1.0
-    assert tuned.plan_for(spec).resolved["gamma_eq26"] == base.plan_for(spec).gamma
+    assert tuned.plan_for(spec).constants.gamma_eq26 == base.plan_for(spec).gamma  # type: ignore[union-attr]
     assert tuned.guarantee_for(spec) == base.guarantee_for(spec)
     with pytest.raises(ValidationError, match="gamma"):
         ShuffleGLM(gamma=0.0)

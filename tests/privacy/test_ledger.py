@@ -55,10 +55,11 @@ def pld_epsilon(event: Event, delta: float) -> float:
 def independent(event: Event, delta: float) -> tuple[float, bool] | None:
     """``(epsilon, exact)`` of the ledger by the independent accountant; None where not covered.
 
-    ``disjoint`` composition is the parallel composition theorem (the worst part); ``exact`` is
-    False when the library's own rule for some part is looser than the accountant's.
+    ``disjoint`` composition is the parallel composition theorem (the worst part), ``worst`` the
+    worst of the forms a user's change can take; ``exact`` is False when the library's own rule
+    for some part is looser than the accountant's.
     """
-    if isinstance(event, (SelfComposed, Composed)) and event.rule == "disjoint":
+    if isinstance(event, (SelfComposed, Composed)) and event.rule in ("disjoint", "worst"):
         parts = [independent(e, delta) for e in event.children()]
         if any(p is None for p in parts):
             return None
@@ -66,7 +67,7 @@ def independent(event: Event, delta: float) -> tuple[float, bool] | None:
     if isinstance(event, (Amplified, Accounted)) or to_dp_accounting(event) is None:
         return None
     exact = not any(
-        isinstance(e, (SelfComposed, Composed)) and e.rule != "disjoint"
+        isinstance(e, (SelfComposed, Composed)) and e.rule not in ("disjoint", "worst")
         for e in _walk(event)
         if (isinstance(e, SelfComposed) and e.count > 1)
         or (isinstance(e, Composed) and len(e.events) > 1)
@@ -176,3 +177,159 @@ def test_explain_prints_the_event_tree():
     assert "privacy events (ledger):" in out
     assert "x (disjoint composition)" in out
     assert "`-- Laplace on each user's reward" in out and "(epsilon = 1)" in out
+
+
+# --------------------------------------------------------------------------------------------
+# Sarmasarkar (2026): JDP-GLM (zCDP of Gaussian releases) and ShuffleGLM (binomial sums)
+# --------------------------------------------------------------------------------------------
+def _glm_spec(T: int = 1024, d: int = 2):
+    from privbandits.core.links import get_link
+
+    return EnvSpec(d=d, K=4, horizon=T, link=get_link("logistic"))
+
+
+def _zcdp_of(event: Event) -> float:
+    """zCDP of a ledger of Gaussian releases under ``zcdp`` composition (``worst``: the max)."""
+    if isinstance(event, Gaussian):
+        return event.sensitivity**2 / (2.0 * event.sigma**2)
+    if isinstance(event, SelfComposed):
+        assert event.rule == "zcdp"
+        return event.count * _zcdp_of(event.event)
+    assert isinstance(event, Composed) and event.rule in ("zcdp", "worst")
+    parts = [_zcdp_of(e) for e in event.events]
+    return max(parts) if event.rule == "worst" else sum(parts)
+
+
+@pytest.mark.parametrize("mode", ["practical", "theory"])
+def test_jdp_glm_ledger_is_the_noise_the_kernel_adds(mode: str) -> None:
+    """The ledger's zCDP composition reproduces the guarantee, and its leaves are the kernel's
+    tree noise and DPPGD noise (per refit: ``T_it`` steps of the kernel's std, one Gaussian)."""
+    from privbandits.algorithms.sarmasarkar.constants import exact_tree_nodes
+    from privbandits.algorithms.sarmasarkar.jdp_glm import _iterations
+    from privbandits.algorithms.sarmasarkar.optim import dppgd_sigma
+    from privbandits.core.rng import make_streams
+    from privbandits.privacy.accounting import zcdp_to_approx_dp
+
+    spec = _glm_spec()
+    alg = make("jdp-glm", epsilon=4.0, delta=0.02, mode=mode, max_iters=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alg.reset(spec, 1, make_streams(0))
+    g, p = alg.guarantee, alg.kernel.params  # type: ignore[union-attr]
+    rho = _zcdp_of(g.ledger)  # type: ignore[arg-type]
+    res = alg.resolved_params()
+    assert rho == pytest.approx(res["rho_total"], rel=1e-12)
+    # each form of a user's change is the accountant's (a wrong sensitivity in any is caught)
+    inside, outside, flip = (_zcdp_of(e) for e in g.ledger.events)  # type: ignore[union-attr]
+    assert inside == pytest.approx(res["rho_V"] + res["rho_o"], rel=1e-12)
+    assert outside == pytest.approx(res["rho_H"] + res["rho_tau"], rel=1e-12)
+    flip_rho = 0.5 * (res["rho_V"] + res["rho_H"]) + 0.25 * (res["rho_o"] + res["rho_tau"])
+    assert flip == pytest.approx(flip_rho, rel=1e-12)
+    assert g.epsilon == pytest.approx(zcdp_to_approx_dp(rho, g.delta, "cks"), rel=1e-12)
+    Rb, sigma_V, sigma_H, rho_o, rho_tau = p[12], p[13], p[14], p[17], p[18]
+    leaves = [e for e in _walk(g.ledger) if isinstance(e, SelfComposed)]
+    by_what: dict[str, SelfComposed] = {}
+    for e in leaves:  # the replacement cases come first (full sensitivities)
+        by_what.setdefault(e.what, e)
+    assert by_what["V tree: the nodes one leaf enters"].event.sigma == sigma_V  # type: ignore[attr-defined]
+    assert by_what["H tree: the nodes one leaf enters"].event.sigma == sigma_H  # type: ignore[attr-defined]
+    assert by_what["V tree: the nodes one leaf enters"].count == exact_tree_nodes(spec.horizon)
+    o = by_what["theta_o refits (public t = 2^k)"]
+    tau = by_what["theta_tau refits (Criterion-II cap)"]
+    d = spec.d
+    for n in (1, 3, 7, 63, 511):  # the public refits (t = n + 1 a power of two)
+        for fam, rho_call, zeta in ((o, rho_o, p[19]), (tau, rho_tau, p[20])):
+            T_it = _iterations(n, rho_call, d, zeta, alg.max_iters)
+            step = dppgd_sigma(Rb, T_it, rho_call)  # the std the kernel adds per DPPGD step
+            one = fam.event  # type: ignore[attr-defined]
+            assert one.sigma == pytest.approx(step / math.sqrt(T_it), rel=1e-12)
+            assert one.sensitivity == 2.0 * Rb
+
+
+def _shuffle_ledger_checks(alg_kwargs: dict, spec: EnvSpec) -> None:
+    from privbandits.algorithms.sarmasarkar.binomial_composition import composed_epsilon
+    from privbandits.core.rng import make_streams
+    from privbandits.privacy.cheu import SumParams
+    from privbandits.privacy.ledger import BinomialSum
+
+    alg = make("shuffle-glm", **alg_kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alg.reset(spec, 1, make_streams(0))
+    g, plan = alg.guarantee, alg.client.plan  # type: ignore[attr-defined]
+    top = g.ledger
+    assert isinstance(top, Composed) and top.rule == "disjoint"
+    assert len(top.events) == plan.n_batches
+    # the ledger's rendered epsilon is the guarantee's
+    assert max(b.epsilon for b in top.events) == g.epsilon  # type: ignore[attr-defined]
+    assert "~" not in "\n".join(render(top)) and not g.approximate
+    for k, batch in enumerate(top.events):
+        assert isinstance(batch, Accounted)
+        sums = [e for e in _walk(batch) if isinstance(e, BinomialSum)]
+        # the leaves are the noise the devices add: the client's calibration of batch k
+        dev = [plan.matrix[k]] + ([plan.vector[k]] if plan.T_it[k] > 0 else [])
+        assert len(sums) == len(dev)
+        for leaf, prm in zip(sums, dev, strict=True):
+            assert (leaf.n, leaf.b, leaf.p, leaf.g, leaf.Delta, leaf.labels, leaf.sensitivity) == (
+                prm.n,
+                prm.b,
+                prm.p,
+                prm.g,
+                prm.Delta,
+                prm.n_labels,
+                prm.sensitivity,
+            )
+        if plan.mode != "practical":
+            continue
+        # the batch's epsilon recomputed from the leaves alone (the Renyi route)
+        counts = [1] + [e.count for e in batch.events if isinstance(e, SelfComposed)]
+        calls = [
+            (
+                SumParams(
+                    "vector",
+                    s.n,
+                    s.labels,
+                    s.labels,
+                    s.labels,
+                    s.Delta,
+                    s.g,
+                    s.b,
+                    s.p,
+                    math.nan,
+                    g.delta,
+                    "calibrated",
+                    s.sensitivity,
+                ),
+                c,
+            )
+            for s, c in zip(sums, counts, strict=True)
+        ]
+        assert composed_epsilon(calls, g.delta) == batch.epsilon
+
+
+def test_shuffle_glm_ledger_is_the_noise_the_devices_add() -> None:
+    _shuffle_ledger_checks({"epsilon": 4.0, "delta": 1e-4}, _glm_spec(1024))
+
+
+def test_shuffle_glm_theory_ledger() -> None:
+    _shuffle_ledger_checks({"epsilon": 2.0, "mode": "theory", "max_iters": 5}, _glm_spec(1024))
+
+
+@pytest.mark.parametrize("name", ["jdp-glm", "shuffle-glm"])
+def test_explain_prints_the_sarmasarkar_event_trees(name: str) -> None:
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    res = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app, ["explain", name, "-p", "epsilon=1", "--d", "2", "-T", "512"]
+    )
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "privacy events (ledger):" in out
+    if name == "jdp-glm":
+        assert "JDP-GLM, one user's change: worst composition" in out
+        assert "Gaussian on a V-tree node" in out and "theta_tau refits" in out
+    else:
+        assert "ShuffleGLM: batches of disjoint users: disjoint composition" in out
+        assert "shuffled binomial sum on the batch's matrix" in out and "P_GD rounds" in out

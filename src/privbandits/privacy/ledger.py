@@ -10,7 +10,7 @@ The events follow dp-accounting's ``dp_event`` vocabulary where it has one (Gaus
 self-composition, composition), so a ledger can be recomputed by an independent accountant
 (:func:`to_dp_accounting`); the library's own events are the pure local randomizers (the
 l2-ball, randomized response and their kin, accounted by their epsilon), the amplification by
-shuffling (no standard accountant has it) and statements taken as given from a specialised
+shuffling and the shuffled binomial summation (no standard accountant has them) and statements taken as given from a specialised
 accountant (:class:`Accounted`, e.g. the binomial summation of Cheu et al.).
 
 Composition rules
@@ -21,6 +21,9 @@ Composition rules
 ``rdp``         Renyi divergences summed on a common order grid, converted once
 ``disjoint``    each user takes part in one of the events (a public phase or batch): the
                 guarantee is the worst event's
+``worst``       the events are the forms one user's change can take (e.g. a change inside or
+                outside a data family, or a move between families): the guarantee is the
+                worst form's
 ``joint``       the events are parts of one mechanism accounted as a whole (e.g. two Gaussian
                 parts of one message divided by their stds)
 """
@@ -36,6 +39,7 @@ __all__ = [
     "RULES",
     "Accounted",
     "Amplified",
+    "BinomialSum",
     "Composed",
     "Event",
     "Gaussian",
@@ -48,7 +52,7 @@ __all__ = [
 ]
 
 #: Composition rules a :class:`Composed` or :class:`SelfComposed` event may name.
-RULES: tuple[str, ...] = ("basic", "zcdp", "advanced", "rdp", "disjoint", "joint")
+RULES: tuple[str, ...] = ("basic", "zcdp", "advanced", "rdp", "disjoint", "worst", "joint")
 
 
 def _fmt(x: float) -> str:
@@ -179,13 +183,21 @@ class PureLocal(Event):
 @dataclass(frozen=True)
 class Accounted(Event):
     """A statement taken from a specialised accountant of the library, not decomposed further
-    (e.g. the binomial summation of Cheu et al., accounted by its own Renyi computation)."""
+    (e.g. the binomial summation of Cheu et al., accounted by its own Renyi computation).
+
+    ``events`` optionally records what that accountant composed (shown in the tree; the
+    statement is the accountant's, not a composition of the children by a standard rule).
+    """
 
     mechanism: str
     epsilon: float
     delta: float = 0.0
     how: str = ""
+    events: tuple[Event, ...] = ()
     kind = "accounted"
+
+    def children(self) -> tuple[Event, ...]:
+        return tuple(self.events)
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -199,6 +211,55 @@ class Accounted(Event):
         how = f" ({self.how})" if self.how else ""
         d = f", delta = {_fmt(self.delta)}" if self.delta else ""
         return f"{self.mechanism}: epsilon = {_fmt(self.epsilon)}{d}{how}"
+
+
+@dataclass(frozen=True)
+class BinomialSum(Event):
+    """One call of the shuffled binomial summation of Cheu, Joseph, Mao & Peng (2022).
+
+    Each of ``n`` users sends, per label (``labels`` summed coordinates), its input at
+    precision ``g`` (bias and bound ``Delta``, randomized rounding) plus ``b`` bits of
+    ``Bernoulli(p)`` noise; the shuffled sum carries ``Bin(n b, p)`` noise per label, of std
+    ``(Delta / g) sqrt(n b p (1 - p))`` in input units, against the l2 replacement
+    ``sensitivity`` of one user's input.  No standard accountant covers it (the library's own
+    accounts it, :mod:`privbandits.privacy.binomial_accounting`).
+    """
+
+    n: int
+    b: int
+    p: float
+    g: float
+    Delta: float
+    labels: int
+    sensitivity: float
+    what: str = ""
+    kind = "binomial_sum"
+
+    @property
+    def noise_std(self) -> float:
+        """Std of the binomial noise per label in input units: ``(Delta / g) sqrt(n b p (1 - p))``."""
+        return self.Delta / self.g * math.sqrt(self.n * self.b * self.p * (1.0 - self.p))
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "b": self.b,
+            "p": self.p,
+            "g": self.g,
+            "Delta": self.Delta,
+            "labels": self.labels,
+            "sensitivity": self.sensitivity,
+            "what": self.what,
+        }
+
+    def describe(self) -> str:
+        what = f" on {self.what}" if self.what else ""
+        return (
+            f"shuffled binomial sum{what}: n = {self.n} users, b = {self.b} bits of p = "
+            f"{_fmt(self.p)} per label ({self.labels} labels), g = {_fmt(self.g)}, Delta = "
+            f"{_fmt(self.Delta)}: noise std {_fmt(self.noise_std)}, l2 sensitivity "
+            f"{_fmt(self.sensitivity)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -268,7 +329,17 @@ class Amplified(Event):
 
 
 _KINDS: dict[str, type[Event]] = {
-    c.kind: c for c in (Gaussian, Laplace, PureLocal, Accounted, SelfComposed, Composed, Amplified)
+    c.kind: c
+    for c in (
+        Gaussian,
+        Laplace,
+        PureLocal,
+        Accounted,
+        BinomialSum,
+        SelfComposed,
+        Composed,
+        Amplified,
+    )
 }
 
 
@@ -280,7 +351,7 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
     kids = [event_from_dict(c) for c in data.get("children", ())]
     if cls is SelfComposed or cls is Amplified:
         kw["event"] = kids[0]
-    elif cls is Composed:
+    elif cls is Composed or (cls is Accounted and kids):
         kw["events"] = tuple(kids)
     return cls(**kw)
 
@@ -307,7 +378,7 @@ def to_dp_accounting(event: Event) -> Any:
     local randomizer -> binary randomized response at its epsilon (the dominating pair of every
     ``epsilon``-DP mechanism); self-composition and composition under ``basic``, ``zcdp``,
     ``advanced``, ``rdp`` -> the corresponding composed events (every such rule is at least as
-    loose as the accountant's own).  ``disjoint``, ``joint``, shuffle amplification and
+    loose as the accountant's own).  ``disjoint``, ``worst``, ``joint``, shuffle amplification, binomial sums and
     :class:`Accounted` statements have no counterpart (None).
     """
     import dp_accounting

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.calibration import Constants
 from privbandits.core.links import Link
 from privbandits.privacy.accounting import zcdp_for_approx_dp
 from privbandits.privacy.tree import max_nodes_per_leaf, tree_levels
@@ -89,8 +89,15 @@ def n_public_refreshes(T: int) -> int:
 
 
 @dataclass(frozen=True)
-class JDPConstants:
-    """Every constant one run of JDP-GLM uses (JSON-serializable through :meth:`as_dict`)."""
+class JDPConstants(Constants):
+    """The constants of Algorithm 2 resolved on a problem (JSON-serializable through :meth:`as_dict`).
+
+    Noise: ``sigma_V`` and ``sigma_H`` per tree node (``m`` levels), the optimizer families'
+    zCDP budget per call ``rho_o_call`` / ``rho_tau_call``; regularizers ``lam_V``, ``lam_H`` (trees),
+    ``lam_reg_o``, ``lam_reg_tau`` (DPPGD), ``lam_min_V``; the Criterion-I threshold ``thr``, the
+    radii ``gamma`` and ``beta``, the leaf-weight clip ``w_max``, the Criterion-II cutoff
+    ``count2_cutoff`` and the public refits ``n_refresh``.
+    """
 
     mode: str
     kappa: float
@@ -115,9 +122,6 @@ class JDPConstants:
     zeta_opt_tau: float
     component_epsilon: float
     component_delta: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def jdp_glm_constants(

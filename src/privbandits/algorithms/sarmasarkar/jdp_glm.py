@@ -43,6 +43,7 @@ Shariff & Sheffet (2018) (joint differential privacy, billboard lemma).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numba as nb
@@ -59,7 +60,12 @@ from privbandits.algorithms.sarmasarkar.constants import (
     exact_tree_nodes,
     jdp_glm_constants,
 )
-from privbandits.algorithms.sarmasarkar.optim import dppgd, floor_pd_inverse, max_eig_diff
+from privbandits.algorithms.sarmasarkar.optim import (
+    dppgd,
+    dppgd_sigma,
+    floor_pd_inverse,
+    max_eig_diff,
+)
 from privbandits.algorithms.sarmasarkar.tree import tree_insert, tree_prefix
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.links import link_dmu
@@ -67,9 +73,10 @@ from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Posit
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ZCDP, gaussian_zcdp, to_guarantee
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ledger import Composed, Event, Gaussian, SelfComposed
 from privbandits.privacy.samplers import clip_l2, clip_scalar
 
-__all__ = ["JDPGLM", "jdp_glm_accounting", "resolve_kappas"]
+__all__ = ["JDPGLM", "JDPGLMConstants", "jdp_glm_accounting", "jdp_glm_ledger", "resolve_kappas"]
 
 # indices into the kernel state tuple
 (
@@ -180,7 +187,7 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
         s & (s - 1) == 0
     ):  # public schedule t = 2^k: refit theta_o on the exploration data (Theta_I = ball(S))
         T_it = _iterations(n, rho_o, d, zeta_o, max_iters)
-        sigma = 2.0 * Rb * math.sqrt(T_it / (2.0 * rho_o))
+        sigma = dppgd_sigma(Rb, T_it, rho_o)
         L = Rb + lam_reg_o * S / n
         eta = 2.0 * S / (L * math.sqrt(T_it))
         dppgd(
@@ -223,7 +230,7 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
             vmin = vals[0]
             onrm = math.sqrt(np.sum(th_o * th_o))
             T_it = _iterations(n, rho_tau, d, zeta_tau, max_iters)
-            sigma = 2.0 * Rb * math.sqrt(T_it / (2.0 * rho_tau))
+            sigma = dppgd_sigma(Rb, T_it, rho_tau)
             L = Rb + lam_reg_tau * (onrm + rad / math.sqrt(vmin)) / n
             eta = 2.0 * rad / math.sqrt(vmin) / (L * math.sqrt(T_it))
             dppgd(
@@ -302,6 +309,58 @@ def resolve_kappas(
     return float(kappa), float(kappa_star)
 
 
+def jdp_glm_ledger(c: JDPConstants, T: int, R: float) -> Event:
+    """The events JDP-GLM's accountant composes (:func:`jdp_glm_accounting`), as a ledger.
+
+    The worst of three forms of one user's change, each a zCDP composition of Gaussian releases:
+    the V tree (``bit_length(T)`` nodes of std ``sigma_V`` per leaf, replacement sensitivity
+    ``sqrt 2``), the H tree (``sigma_H``, ``sqrt(2) w_max``), the ``n_refresh`` public refits of
+    ``theta_o`` and the at most ``count2_cutoff`` refits of ``theta_tau``.  A refit runs ``T_it``
+    DPPGD steps of std ``2 R sqrt(T_it / (2 rho_call))`` on a gradient sum of sensitivity ``2 R``
+    (:func:`~privbandits.algorithms.sarmasarkar.optim.dppgd_sigma`): whatever the public ``T_it``,
+    that is one Gaussian of std ``2 R / sqrt(2 rho_call)`` (Gaussian releases compose exactly),
+    which is the refit's leaf.  A membership flip moves a tree leaf by at most its norm (``1``
+    and ``w_max``: ``1 / sqrt 2`` of the replacement sensitivity) and a gradient sum by one
+    clipped gradient (``R``: half of it).
+    """
+    nodes = exact_tree_nodes(T)
+    s2 = math.sqrt(2.0)
+    sig_o, sig_tau = dppgd_sigma(R, 1, c.rho_o_call), dppgd_sigma(R, 1, c.rho_tau_call)
+    refit = "T_it DPPGD steps of std 2R sqrt(T_it/(2 rho)), as one Gaussian"
+
+    def tree(name: str, sigma: float, sens: float, leaf: str) -> Event:
+        node = Gaussian(sigma, sens, f"a {name}-tree node (leaf {leaf})", "zcdp")
+        return SelfComposed(node, nodes, "zcdp", what=f"{name} tree: the nodes one leaf enters")
+
+    def family(name: str, sigma: float, sens: float, count: int, which: str) -> Event:
+        call = Gaussian(sigma, sens, f"one {name} refit: {refit}", "zcdp")
+        return SelfComposed(call, count, "zcdp", what=f"{name} refits ({which})")
+
+    def case(what: str, f_tree: float, f_fit: float, inside: bool, outside: bool) -> Event:
+        parts: list[Event] = []
+        if inside:
+            parts.append(tree("V", c.sigma_V, f_tree * s2, "x x^T, ||x|| <= 1"))
+        if outside:
+            parts.append(tree("H", c.sigma_H, f_tree * s2 * c.w_max, "w x x^T, w <= w_max"))
+        if inside:
+            parts.append(family("theta_o", sig_o, f_fit * 2.0 * R, c.n_refresh, "public t = 2^k"))
+        if outside:
+            parts.append(
+                family("theta_tau", sig_tau, f_fit * 2.0 * R, c.count2_cutoff, "Criterion-II cap")
+            )
+        return Composed(tuple(parts), "zcdp", what)
+
+    return Composed(
+        (
+            case("a change inside T_o", 1.0, 1.0, True, False),
+            case("a change outside T_o", 1.0, 1.0, False, True),
+            case("a membership flip", 1.0 / s2, 0.5, True, True),
+        ),
+        "worst",
+        what="JDP-GLM, one user's change",
+    )
+
+
 def jdp_glm_accounting(
     c: JDPConstants, T: int, delta: float, R: float, *, extra_notes: str = ""
 ) -> tuple[PrivacyGuarantee, dict[str, float]]:
@@ -314,6 +373,7 @@ def jdp_glm_accounting(
     ``rho_V + rho_o``, outside ``rho_H + rho_tau``, a membership flip
     ``(rho_V + rho_H)/2 + (rho_o + rho_tau)/4`` (each affected release moves by half its
     sensitivity); the guarantee is the worst of the three, converted with Canonne-Kamath-Steinke.
+    The guarantee carries these events (:func:`jdp_glm_ledger`).
     """
     nodes = exact_tree_nodes(T)
     rho_V = nodes * gaussian_zcdp(c.sigma_V, math.sqrt(2.0)).rho
@@ -335,9 +395,33 @@ def jdp_glm_accounting(
     )
     if extra_notes:
         notes = f"{notes}; {extra_notes}"
-    g = to_guarantee(ZCDP(rho), model="joint", unit="user", notes=notes, delta=delta, method="cks")
+    g = to_guarantee(
+        ZCDP(rho),
+        model="joint",
+        unit="user",
+        notes=notes,
+        delta=delta,
+        method="cks",
+        ledger=jdp_glm_ledger(c, T, R),
+    )
     parts = {"rho_V": rho_V, "rho_H": rho_H, "rho_o": rho_o, "rho_tau": rho_tau, "rho_total": rho}
     return g, parts
+
+
+@dataclass(frozen=True)
+class JDPGLMConstants(JDPConstants):
+    """JDP-GLM's typed calibration: the constants of Algorithm 2 (:class:`JDPConstants`), the
+    accountant's zCDP parts (``rho_V``, ``rho_H``, the families ``rho_o`` and ``rho_tau``, the
+    worst case ``rho_total``), the bounds ``S`` and ``R`` and the budget ``split`` in use."""
+
+    rho_V: float
+    rho_H: float
+    rho_o: float
+    rho_tau: float
+    rho_total: float
+    S: float
+    R: float
+    split: str
 
 
 @register
@@ -472,25 +556,27 @@ class JDPGLM(Curator):
         c = self.constants(spec)
         R = max(1.0, float(spec.reward_range[1]))
         g, parts = jdp_glm_accounting(c, spec.horizon, self.delta, R)
-        resolved: dict[str, Any] = c.as_dict()
-        resolved.update(
-            parts,
+        fields: dict[str, Any] = {**c.__dict__, **parts}
+        typed = JDPGLMConstants(
+            **fields,
             S=spec.theta_bound if self.S is None else self.S,
             R=R,
             split=self.resolved_split,
         )
-        return Calibration(g, resolved, preset=self.preset, requested=(self.epsilon, self.delta))
+        return Calibration(
+            g, preset=self.preset, requested=(self.epsilon, self.delta), constants=typed
+        )
 
     def build_kernel(self) -> CuratorKernel | None:
         if self.preset == "authors_code":  # numpy run (reference driver)
             self._authors = authors_code.authors_runner(self)
             return None
-        res, R, spec = self.calibration.resolved, self.R, self.spec
+        c, R, spec = self.calibration.typed(JDPGLMConstants), self.R, self.spec
         d, T = spec.d, spec.horizon
-        m = int(res["m"])
+        m = int(c.m)
         eye = np.eye(d)
-        V = np.broadcast_to(eye * res["lam_V"], (R, d, d)).copy()
-        H = np.broadcast_to(eye * res["lam_H"], (R, d, d)).copy()
+        V = np.broadcast_to(eye * c.lam_V, (R, d, d)).copy()
+        H = np.broadcast_to(eye * c.lam_H, (R, d, d)).copy()
         state = (
             np.zeros((R, T, d)),
             np.zeros((R, T)),
@@ -500,11 +586,11 @@ class JDPGLM(Curator):
             np.zeros((R, m, d, d)),
             np.zeros((R, m, d, d)),
             V,
-            np.broadcast_to(eye / res["lam_V"], (R, d, d)).copy(),
+            np.broadcast_to(eye / c.lam_V, (R, d, d)).copy(),
             H,
             np.zeros((R, d, d)),
             H.copy(),  # H_tau: round 1 switches (H_tau = 0 before it) with no data: theta_tau = theta_o = 0
-            np.broadcast_to(eye / res["lam_H"], (R, d, d)).copy(),
+            np.broadcast_to(eye / c.lam_H, (R, d, d)).copy(),
             np.zeros((R, d)),
             np.zeros((R, d)),
             np.ones(R, dtype=np.int64),
@@ -521,25 +607,25 @@ class JDPGLM(Curator):
         params = (
             spec.link.code,
             T,
-            float(res["lam_V"]),
-            float(res["lam_H"]),
-            float(res["lam_reg_o"]),
-            float(res["lam_reg_tau"]),
-            float(res["lam_min_V"]),
-            float(res["thr"]),
-            float(res["gamma"]),
-            float(res["beta"]),
-            math.sqrt(float(res["kappa"])),
-            float(res["S"]),
-            float(res["R"]),
-            float(res["sigma_V"]),
-            float(res["sigma_H"]),
-            float(res["w_max"]),
-            int(res["count2_cutoff"]),
-            float(res["rho_o_call"]),
-            float(res["rho_tau_call"]),
-            float(res["zeta_opt_o"]),
-            float(res["zeta_opt_tau"]),
+            float(c.lam_V),
+            float(c.lam_H),
+            float(c.lam_reg_o),
+            float(c.lam_reg_tau),
+            float(c.lam_min_V),
+            float(c.thr),
+            float(c.gamma),
+            float(c.beta),
+            math.sqrt(float(c.kappa)),
+            float(c.S),
+            float(c.R),
+            float(c.sigma_V),
+            float(c.sigma_H),
+            float(c.w_max),
+            int(c.count2_cutoff),
+            float(c.rho_o_call),
+            float(c.rho_tau_call),
+            float(c.zeta_opt_o),
+            float(c.zeta_opt_tau),
             int(self.max_iters),
             1e-6,
         )

@@ -51,7 +51,8 @@ def dppgd_iterations(n_pub: int, rho: float, d: int, zeta_opt: float, max_iters:
     return int(min(max(raw, 1), max_iters))
 
 
-def dppgd_sigma(R: float, T_it: int, rho: float) -> float:
+@nb.njit(cache=True)
+def dppgd_sigma(R: float, T_it: int, rho: float) -> float:  # pragma: no cover - compiled
     """Noise std on the summed gradient: ``sigma_sum = 2 R sqrt(T_it / (2 rho))`` (rho-zCDP over ``T_it`` steps)."""
     return 2.0 * R * math.sqrt(T_it / (2.0 * rho))
 

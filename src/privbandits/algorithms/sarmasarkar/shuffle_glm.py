@@ -799,8 +799,9 @@ class ShuffleGLM(ShuffleAlgorithm):
         plan = self.plan_for(spec)
         delta = 1.0 / spec.horizon if self.delta is None else self.delta
         g, by_batch = plan_guarantee(plan, delta)
-        resolved = {**plan.resolved, "delta": delta, "epsilon_by_batch": by_batch}
-        return Calibration(g, resolved, preset=self.preset, requested=(self.epsilon, delta))
+        assert plan.constants is not None
+        typed = dataclasses.replace(plan.constants, delta=delta, epsilon_by_batch=tuple(by_batch))
+        return Calibration(g, preset=self.preset, requested=(self.epsilon, delta), constants=typed)
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         super().reset(spec, replications, streams)

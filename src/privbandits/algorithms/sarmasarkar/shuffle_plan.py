@@ -24,7 +24,7 @@ privacy target), so every role (clients, shuffler, server) may hold the same
   S)^(2/3)`` of eq. (6) (when ``B_1 >= T`` the whole run is warm-up), the summations of eq. (122)
   at ``(eps/2, delta/2)`` and ``P_GD`` as Algorithm 7 writes it: ``T_it = floor(eps'^2 n^2 / (d
   log^3(n d / delta')))`` (capped at ``max_iters``), ``eps_it = eps' / (2 sqrt(2 T_it log(1/delta')))``
-  (lowered by bisection when the advanced composition with slack ``delta' / (T_it + 1)`` would exceed
+  (lowered by :func:`~privbandits.privacy.calibration.calibrate_noise` when the advanced composition with slack ``delta' / (T_it + 1)`` would exceed
   ``eps'``), ``delta_it = delta' / (T_it + 1)``, per-round eq. (122) at ``(eps_it, delta_it)``, clip
   ``L = R S + S + S lambda_max / n`` and step ``2S / (R S sqrt(T_it))``.
 * Accounting (:func:`plan_guarantee`), always from the noise actually drawn.  Practical mode:
@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.calibration import Constants
 from privbandits.algorithms.sarmasarkar.binomial_composition import composed_epsilon
 from privbandits.algorithms.sarmasarkar.constants import rho_for
 from privbandits.core.errors import ValidationError
@@ -64,10 +65,13 @@ from privbandits.privacy.accounting import (
     to_guarantee,
     zcdp_for_approx_dp,
 )
+from privbandits.privacy.calibration import Bracket, calibrate_noise
 from privbandits.privacy.cheu import CHEU_MAX_EPSILON, SumParams, calibrated_params, theory_params
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ledger import Accounted, BinomialSum, Composed, Event, SelfComposed
 
 __all__ = [
+    "ShuffleGLMConstants",
     "ShufflePlan",
     "batch_calls",
     "batch_exponent",
@@ -77,9 +81,11 @@ __all__ = [
     "pgd_iterations",
     "pgd_theory_rounds",
     "plan_guarantee",
+    "plan_ledger",
     "practical_warmup",
     "shuffle_plan",
     "strict_plan",
+    "sum_event",
     "theory_constants",
 ]
 
@@ -195,7 +201,8 @@ def pgd_theory_rounds(
     ``eps_it = eps / (2 sqrt(2 T_it log(1/delta)))``, ``delta_it = delta_slack = delta / (T_it + 1)``.
     Algorithm 7's ``eps_it`` uses ``log(1/delta)`` where the advanced composition needs
     ``log(1/delta_slack)``; when the composed epsilon exceeds ``epsilon``, ``eps_it`` is lowered
-    by bisection to the largest value whose composition is ``epsilon``.
+    to the largest value whose composition is at most ``epsilon``
+    (:func:`~privbandits.privacy.calibration.calibrate_noise`).
     """
     T_it = int(
         min(max(1, math.floor(epsilon**2 * n * n / (d * math.log(n * d / delta) ** 3))), max_iters)
@@ -207,12 +214,65 @@ def pgd_theory_rounds(
         return math.sqrt(2.0 * T_it * math.log(1.0 / delta_it)) * e + T_it * e * math.expm1(e)
 
     if composed(eps_it) > epsilon:
-        lo, hi = 0.0, eps_it
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if composed(mid) <= epsilon else (lo, mid)
-        eps_it = lo
+        eps_it = calibrate_noise(composed, epsilon, Bracket(0.0, eps_it), decreasing=False)
     return T_it, eps_it, delta_it, delta_it
+
+
+@dataclass(frozen=True)
+class ShuffleGLMConstants(Constants):
+    """ShuffleGLM's typed calibration (Sarmasarkar 2026, Algorithm 1): the public constants of a
+    plan (:class:`ShufflePlan`), stored with every result.
+
+    Batch schedule (``n_batches``, ``batch_lengths``, ``alpha`` of eq. 7); the zCDP level each
+    part is calibrated at (``rho_per_part``); ``lam`` (``lambda``, stored under that name),
+    ``lambda_max``, ``lambda_min``, ``gamma`` (in use) and ``gamma_eq26`` (eq. 26), ``kappa``,
+    ``kappa_star``, ``B_noise`` and ``sigma_out`` (eq. 23); per batch the matrix summations'
+    ``b``, ``g`` and binomial noise std and the ``P_GD`` rounds, steps, clips and ``b``;
+    theory mode only: ``sigma_tilde``, ``nu``, ``B1_eq6``, ``warmup_only``, ``pgd_eps_it``,
+    ``pgd_slack``; after accounting: ``delta`` and ``epsilon_by_batch``.  Fields that do not
+    apply (None) are left out of :meth:`as_dict`.
+    """
+
+    mode: str
+    n_batches: int
+    batch_lengths: tuple[int, ...]
+    alpha: float
+    rho_per_part: float
+    lam: float
+    lambda_max: float
+    lambda_min: float
+    gamma: float
+    gamma_eq26: float
+    kappa: float
+    kappa_star: float
+    B_noise: float
+    sigma_out: float
+    matrix_b: tuple[int, ...]
+    matrix_g: tuple[float, ...]
+    matrix_noise_std: tuple[float, ...]
+    pgd_iterations: tuple[int, ...]
+    pgd_step: tuple[float, ...]
+    pgd_clip: tuple[float, ...]
+    pgd_b: tuple[int | None, ...]
+    zeta: float
+    design_factor: float
+    widths: str = "analysis-consistent (gamma sqrt(kappa) for V, gamma for H_j)"
+    sigma_tilde: float | None = None
+    nu: float | None = None
+    B1_eq6: float | None = None
+    warmup_only: bool | None = None
+    pgd_eps_it: tuple[float, ...] | None = None
+    pgd_slack: tuple[float, ...] | None = None
+    delta: float | None = None
+    epsilon_by_batch: tuple[float, ...] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in super().as_dict().items():
+            if v is None:
+                continue
+            out["lambda" if k == "lam" else k] = v
+        return out
 
 
 @dataclass(frozen=True)
@@ -249,6 +309,8 @@ class ShufflePlan:
         Which constants (module docstring).
     pgd_slack : list of float
         Theory mode: the advanced-composition slack ``delta'`` of each batch's ``P_GD`` (0 otherwise).
+    constants : ShuffleGLMConstants or None
+        The plan's constants as the typed calibration records them.
     """
 
     T: int
@@ -277,7 +339,7 @@ class ShufflePlan:
     design_factor: float = 2.0
     mode: str = "practical"
     pgd_slack: list[float] = field(default_factory=list)
-    resolved: dict[str, Any] = field(default_factory=dict)
+    constants: ShuffleGLMConstants | None = None
 
     @property
     def n_batches(self) -> int:
@@ -316,6 +378,64 @@ def batch_calls(plan: ShufflePlan, k: int) -> list[tuple[SumParams, int]]:
     return calls
 
 
+def sum_event(params: SumParams, what: str) -> BinomialSum:
+    """One Cheu et al. summation call of the plan as a ledger event (its binomial noise)."""
+    return BinomialSum(
+        n=params.n,
+        b=params.b,
+        p=params.p,
+        g=params.g,
+        Delta=params.Delta,
+        labels=params.n_labels,
+        sensitivity=params.sensitivity,
+        what=what,
+    )
+
+
+#: How the practical mode composes one batch's calls (the ledger's words).
+RENYI_ROUTE = (
+    "Renyi route from the binomial pmf: windowed Renyi sums of every call on one grid of "
+    "orders, window tails added, one conversion"
+)
+
+
+def plan_ledger(plan: ShufflePlan, eps_by_batch: list[float], deltas: list[float]) -> Event:
+    """The ledger of a plan's guarantee: per batch (disjoint users) the statement of the
+    library's accountant on that batch's calls (the matrix summation and the ``T_it`` ``P_GD``
+    rounds, each a :class:`~privbandits.privacy.ledger.BinomialSum` with the noise the users add).
+    """
+    batches: list[Event] = []
+    for k in range(plan.n_batches):
+        calls: list[Event] = [sum_event(plan.matrix[k], "the batch's matrix x x^T (R2)")]
+        v = plan.vector[k]
+        if v is not None and plan.T_it[k] > 0:
+            rule = "rdp" if plan.mode == "practical" else "advanced"
+            calls.append(
+                SelfComposed(
+                    sum_event(v, "one P_GD round's clipped gradients (R1)"),
+                    plan.T_it[k],
+                    rule,
+                    what="P_GD rounds (Algorithm 7)",
+                )
+            )
+        how = (
+            RENYI_ROUTE
+            if plan.mode == "practical"
+            else "Lemma T.2 (matrix) + the P_GD rounds of Lemma T.1 under advanced composition, "
+            "basic composition"
+        )
+        batches.append(
+            Accounted(
+                f"batch {k + 1} ({plan.lengths[k]} users)",
+                eps_by_batch[k],
+                deltas[k],
+                how,
+                tuple(calls),
+            )
+        )
+    return Composed(tuple(batches), "disjoint", what="ShuffleGLM: batches of disjoint users")
+
+
 def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, list[float]]:
     """The run's guarantee from the noise the plan injects, and the per-batch epsilon (or rho).
 
@@ -342,7 +462,8 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
             return PrivacyGuarantee(
                 model="none", epsilon=math.inf, delta=delta, unit="user", notes=notes
             ), eps_k
-        g = to_guarantee(ApproxDP(max(eps_k), delta), "shuffle", "user", notes)
+        ledger = plan_ledger(plan, eps_k, [delta] * plan.n_batches)
+        g = to_guarantee(ApproxDP(max(eps_k), delta), "shuffle", "user", notes, ledger=ledger)
         return g, eps_k
     parts: list[tuple[float, float]] = []  # (epsilon, delta) per batch; inf: no finite epsilon
     approximate = False
@@ -382,8 +503,13 @@ def plan_guarantee(plan: ShufflePlan, delta: float) -> tuple[PrivacyGuarantee, l
             else ""
         )
     )
+    ledger = plan_ledger(plan, eps_by_batch, [d for _, d in parts])
     g = to_guarantee(
-        ApproxDP(max(eps_by_batch), max(d for _, d in parts)), "shuffle", "user", notes
+        ApproxDP(max(eps_by_batch), max(d for _, d in parts)),
+        "shuffle",
+        "user",
+        notes,
+        ledger=ledger,
     )
     return dataclasses.replace(g, approximate=approximate), eps_by_batch
 
@@ -528,41 +654,38 @@ def shuffle_plan(
             )
             slack.append(0.0)
         T_it.append(it)
-    resolved: dict[str, Any] = {
-        "mode": mode,
-        "n_batches": len(lengths),
-        "batch_lengths": lengths,
-        "alpha": batch_exponent(T, M),
-        "rho_per_part": rho,
-        "lambda": lam,
-        "lambda_max": lam_max,
-        "lambda_min": lam_min,
-        "gamma": gamma,
-        "gamma_eq26": gamma_26,
-        "kappa": kappa,
-        "kappa_star": kappa_star,
-        "B_noise": B_noise,
-        "sigma_out": sigma_out,
-        "matrix_b": [p.b for p in matrix],
-        "matrix_g": [p.g for p in matrix],
-        "matrix_noise_std": [p.binomial_noise_std for p in matrix],
-        "pgd_iterations": T_it,
-        "pgd_step": eta,
-        "pgd_clip": L,
-        "pgd_b": [None if v is None else v.b for v in vector],
-        "zeta": zeta,
-        "design_factor": design_factor,
-        "widths": "analysis-consistent (gamma sqrt(kappa) for V, gamma for H_j)",
-    }
-    if mode == "theory":
-        resolved.update(
-            sigma_tilde=th["sigma_tilde"],
-            nu=th["nu"],
-            B1_eq6=th["B1"],
-            warmup_only=len(lengths) == 1,
-            pgd_eps_it=eps_it,
-            pgd_slack=slack,
-        )
+    theory = mode == "theory"
+    constants = ShuffleGLMConstants(
+        mode=mode,
+        n_batches=len(lengths),
+        batch_lengths=tuple(lengths),
+        alpha=batch_exponent(T, M),
+        rho_per_part=rho,
+        lam=lam,
+        lambda_max=lam_max,
+        lambda_min=lam_min,
+        gamma=gamma,
+        gamma_eq26=gamma_26,
+        kappa=kappa,
+        kappa_star=kappa_star,
+        B_noise=B_noise,
+        sigma_out=sigma_out,
+        matrix_b=tuple(p.b for p in matrix),
+        matrix_g=tuple(p.g for p in matrix),
+        matrix_noise_std=tuple(p.binomial_noise_std for p in matrix),
+        pgd_iterations=tuple(T_it),
+        pgd_step=tuple(eta),
+        pgd_clip=tuple(L),
+        pgd_b=tuple(None if v is None else v.b for v in vector),
+        zeta=zeta,
+        design_factor=design_factor,
+        sigma_tilde=th["sigma_tilde"] if theory else None,
+        nu=th["nu"] if theory else None,
+        B1_eq6=th["B1"] if theory else None,
+        warmup_only=len(lengths) == 1 if theory else None,
+        pgd_eps_it=tuple(eps_it) if theory else None,
+        pgd_slack=tuple(slack) if theory else None,
+    )
     return ShufflePlan(
         T=T,
         d=d,
@@ -590,7 +713,7 @@ def shuffle_plan(
         design_factor=design_factor,
         mode=mode,
         pgd_slack=slack,
-        resolved=resolved,
+        constants=constants,
     )
 
 
