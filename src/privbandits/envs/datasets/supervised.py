@@ -56,8 +56,11 @@ def least_squares(Z: Any, R: Callable[[slice], np.ndarray], intercept: bool) -> 
     for c in _chunks(n):
         A = _design(Z[c], intercept)
         Rc = R(c)
-        G += A.T @ A
-        B = A.T @ Rc if B is None else B + A.T @ Rc
+        # einsum, not BLAS: a multi-threaded BLAS on small products is many times slower on a
+        # busy machine, and the result must not depend on the thread count
+        G += np.einsum("ij,ik->jk", A, A)
+        AtR = np.einsum("ij,ik->jk", A, Rc)
+        B = AtR if B is None else B + AtR
     assert B is not None
     coef, *_ = np.linalg.lstsq(G, B, rcond=None)
     return np.asarray(coef)
@@ -98,7 +101,7 @@ def policy_benchmarks(Z: Any, y: np.ndarray, reward_matrix: np.ndarray) -> tuple
     coef = least_squares(Z, lambda c: reward_matrix[y[c]], intercept=True)
     total = 0.0
     for c in _chunks(n):
-        pick = np.argmax(_design(Z[c], True) @ coef, axis=1)
+        pick = np.argmax(np.einsum("ij,jk->ik", _design(Z[c], True), coef), axis=1)
         total += float(reward_matrix[y[c], pick].sum())
     return float(arm_means[best_arm]), best_arm, total / n
 
