@@ -22,7 +22,6 @@ Feldman, McMillan & Talwar (2021), "Hiding among the clones", Theorems 3.1-3.2.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from privbandits.privacy.amplification import (
     closed_form_inverse,
     local_epsilon_for_target,
 )
-from privbandits.privacy.calibration import laplace_epsilon
+from privbandits.privacy.calibration import Bracket, calibrate_noise, laplace_epsilon
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.samplers import laplace_randomize
 
@@ -57,6 +56,7 @@ __all__ = [
     "assign_actions",
     "forward_reports",
     "laplace_randomizer",
+    "laplace_scale_for",
     "laplace_shuffle_params",
     "per_action_sums",
 ]
@@ -137,6 +137,21 @@ class LaplaceShuffleParams:
         return to_guarantee(g, model="shuffle", unit="user", notes=notes)
 
 
+def laplace_scale_for(eps0: float, sensitivity: float) -> float:
+    """The Laplace scale whose accounted level ``sensitivity / scale`` is at most ``eps0``.
+
+    ``sensitivity / eps0`` when its floating-point division already meets ``eps0``; otherwise
+    (the rounding of the division fell below the exact quotient) the scale found by
+    :func:`~privbandits.privacy.calibration.calibrate_noise` on ``[sensitivity / eps0, 2
+    sensitivity / eps0]``: never below ``sensitivity / eps0``, so never below the smallest
+    floating-point scale that meets ``eps0`` (the epsilon decreases in the scale).
+    """
+    start = sensitivity / eps0
+    if not sensitivity / start > eps0:
+        return start
+    return calibrate_noise(lambda b: sensitivity / b, eps0, Bracket(start, 2.0 * start))
+
+
 def laplace_shuffle_params(
     epsilon: float,
     delta: float,
@@ -196,9 +211,7 @@ def laplace_shuffle_params(
             stacklevel=2,
         )
     sens = 1.0 if paper_sensitivity else hi - lo
-    scale = sens / eps0
-    while sens / scale > eps0:  # round the scale up so the accounted LDP level never exceeds eps0
-        scale = math.nextafter(scale, math.inf)
+    scale = laplace_scale_for(eps0, sens)
     return LaplaceShuffleParams(
         epsilon=eps,
         delta=dlt,
