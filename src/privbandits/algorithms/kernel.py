@@ -44,13 +44,21 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from privbandits.core.public_space import PublicSpace
+from privbandits.algorithms.roles import Client, Server
+from privbandits.core.errors import TrustBoundaryError
+from privbandits.core.messages import PrivatizedMessage, PublicState
+from privbandits.core.public_space import PublicSpace, dims_of
+from privbandits.core.spec import EnvSpec
+from privbandits.core.validation import check_int
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.inputs import check_device_inputs
 
 __all__ = [
     "ESTIMATE_BOUND",
     "CuratorKernel",
     "DeviceNoiseFn",
+    "KernelClient",
+    "KernelServer",
     "LocalKernel",
     "MessageLayout",
     "argmax_ties",
@@ -197,3 +205,162 @@ def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> int:  # pragma:
                 return k
             pick -= 1
     return arg
+
+
+class KernelClient(Client):
+    """The user side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver).
+
+    Every entry validates before any compiled step runs: the round index, the user's own inputs
+    (:func:`~privbandits.privacy.inputs.check_device_inputs`: shapes against the problem, arms in
+    ``[0, K)``, one reward per user, finite values, contexts within the declared bound) and the
+    public state against the space the kernel declares (a dishonest server can neither drive a
+    step out of bounds nor past the device's clips).  With a kernel that declares its ``encode``
+    step, ``noise`` and ``sensitivity``, the client implements the device contract of
+    :class:`Client`.
+    """
+
+    def __init__(self, kernel: LocalKernel, spec: EnvSpec) -> None:
+        # only the user-side pieces: the server's own state is not reachable from the client
+        loops = kernel.loops
+        self._choose_all, self._randomize_all = loops.choose_all, loops.randomize_all
+        self._encode_all = getattr(loops, "encode_all", None) if kernel.encode is not None else None
+        self._params = kernel.params
+        self._public_names = kernel.public_names
+        self._message = kernel.message
+        self._space = kernel.public_space
+        self._noise = kernel.noise
+        self._sensitivity = kernel.sensitivity
+        self.spec = spec
+
+    def public_space(self) -> PublicSpace | None:
+        return self._space
+
+    def _public(self, public: PublicState, R: int) -> tuple[np.ndarray, ...]:
+        """The public arrays the compiled steps read: validated against the declared space (shape,
+        dtype, range), so a dishonest server cannot drive a step out of bounds."""
+        if self._space is not None:
+            public = self._space.validate(public, dims_of(self.spec, R))
+        return tuple(np.array(public[name]) for name in self._public_names)
+
+    def _inputs(
+        self,
+        t: int,
+        contexts: object,
+        actions: object = None,
+        rewards: object = None,
+        *,
+        bound: bool = True,
+    ) -> tuple[int, np.ndarray, Any, Any]:
+        t = check_int("t (the round index)", t, 0)
+        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards, bound=bound)
+        return t, X, a, y
+
+    def choose(
+        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        t, X, _, _ = self._inputs(t, contexts, bound=False)
+        out = np.empty(X.shape[0], dtype=np.int64)
+        self._choose_all(self._params, self._public(public, X.shape[0]), t, X, rng, out)
+        return out
+
+    def randomize(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        rng: np.random.Generator,
+    ) -> PrivatizedMessage:
+        t, X, a, y = self._inputs(t, contexts, actions, rewards)
+        out = np.empty((X.shape[0], self._message.size))
+        self._randomize_all(self._params, self._public(public, X.shape[0]), t, X, a, y, rng, out)
+        return PrivatizedMessage(self._message.split(out), self._message.mechanism)
+
+    def encode(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+    ) -> np.ndarray:
+        """The message before noise ``(R, m)`` (flattened in payload order), after every clip."""
+        if self._encode_all is None:
+            return super().encode(t, public, contexts, actions, rewards)
+        t, X, a, y = self._inputs(t, contexts, actions, rewards)
+        out = np.empty((X.shape[0], self._message.size))
+        self._encode_all(self._params, self._public(public, X.shape[0]), t, X, a, y, out)
+        return out
+
+    def noise(
+        self,
+        t: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray | None = None,
+    ) -> DeviceNoise:
+        """The noise :meth:`randomize` adds to :meth:`encode` for these users.
+
+        ``rewards`` (optional) gives the exact variance of a randomizer whose variance depends on
+        the message (the l2-ball mechanism: ``radius^2 / dim - encode^2`` per coordinate); without
+        them such a kernel declares the variance's upper bound ``radius^2 / dim``.  The scale, the
+        unit of the whitened distance, never depends on them.
+        """
+        if self._noise is None:
+            return super().noise(t, public, contexts, actions)
+        t, X, a, _ = self._inputs(t, contexts, actions, bound=False)
+        assert a is not None
+        encoded = None if rewards is None else self.encode(t, public, X, a, rewards)
+        if encoded is None:
+            self._public(public, X.shape[0])  # the same state encode would accept
+        return self._noise(t, a, encoded)
+
+    def sensitivity(self) -> DeviceSensitivity:
+        if self._sensitivity is None:
+            return super().sensitivity()
+        return self._sensitivity
+
+
+class KernelServer(Server):
+    """The server side of a :class:`~privbandits.algorithms.kernel.LocalKernel` (reference driver).
+
+    A message reaches the compiled update only with the kernel's mechanism, its exact fields, one
+    row per replication, the declared shape of every field and finite values: a malformed message
+    is refused whole (:class:`~privbandits.core.errors.TrustBoundaryError`), never read past.
+    """
+
+    def __init__(self, kernel: LocalKernel) -> None:
+        self.k = kernel
+
+    def public_state(self) -> PublicState:
+        return PublicState(dict(zip(self.k.public_names, self.k.public)))
+
+    def receive(self, t: int, message: PrivatizedMessage) -> None:
+        if not isinstance(message, PrivatizedMessage):
+            raise TrustBoundaryError(
+                f"the server only accepts PrivatizedMessage objects, got {type(message).__name__}; "
+                "raw contexts, rewards and arm indices never reach the server in the local model"
+            )
+        if message.mechanism != self.k.message.mechanism:
+            raise TrustBoundaryError(
+                f"expected a message of randomizer {self.k.message.mechanism!r}, got {message.mechanism!r}"
+            )
+        names = tuple(n for n, _ in self.k.message.fields)
+        if set(message.payload) != set(names):
+            raise TrustBoundaryError(f"payload keys must be {names}, got {tuple(message.payload)}")
+        R = self.k.public[0].shape[0] if self.k.public else None
+        for name, shape in self.k.message.fields:
+            arr = np.asarray(message.payload[name])
+            want = (R, *shape) if R is not None else (arr.shape[0] if arr.ndim else -1, *shape)
+            if arr.shape != want or arr.dtype.kind not in "fiu" or not np.all(np.isfinite(arr)):
+                raise TrustBoundaryError(
+                    f"message field {name!r} must be {want} finite real numbers (one row per replication), "
+                    f"got shape {arr.shape} of dtype {arr.dtype}"
+                )
+        flat = self.k.message.join(message.payload)
+        self.k.loops.update_all(self.k.params, self.k.public, self.k.server, t, flat)
+
+    def estimate(self) -> np.ndarray | None:
+        return self.k.estimate()

@@ -95,7 +95,7 @@ def run(params, public, server, X, means, rewards, best, start, stop, t0, rng_po
 """
 
 #: Local model, optional: the user's message before noise (``encode_all``), for the device's
-#: declared contract (:class:`privbandits.algorithms.base.KernelClient`).
+#: declared contract (:class:`privbandits.algorithms.kernel.KernelClient`).
 ENCODE_TEMPLATE = """
 @nb.njit(cache=CACHE)
 def encode_all(params, public, t, X, a, y, out):
