@@ -436,12 +436,18 @@ def _ns(name: str, d: int, K: int, R: int, b: Budget) -> tuple[float, float]:
     return 1e9 / r.compiled_cpu, 1e9 / r.floor_cpu
 
 
-def section_scaling(algs: list[str], b: Budget) -> None:
+def section_scaling(
+    algs: list[str],
+    b: Budget,
+    ds: tuple[int, ...] = (2, 5, 10, 20),
+    Ks: tuple[int, ...] = (2, 10, 50),
+    Rs: tuple[int, ...] = (1, 10, 100),
+) -> None:
     """CPU ns per replication-round against d, K and R (the others fixed)."""
     grids = (
-        ("d", (2, 5, 10, 20), lambda v: (v, 10, 10)),
-        ("K", (2, 10, 50), lambda v: (2, v, 10)),
-        ("R", (1, 10, 100), lambda v: (2, 10, v)),
+        ("d", ds, lambda v: (v, 10, 10)),
+        ("K", Ks, lambda v: (2, v, 10)),
+        ("R", Rs, lambda v: (2, 10, v)),
     )
     for label, values, point in grids:
         fixed = {"d": "K = 10, R = 10", "K": "d = 2, R = 10", "R": "d = 2, K = 10"}[label]
@@ -592,6 +598,10 @@ def main() -> None:
         default="",
         help="comma-separated: targets,profile,scaling,memory,cold,reference,naive",
     )
+    for axis, default in (("d", "2,5,10,20"), ("K", "2,10,50"), ("R", "1,10,100")):
+        ap.add_argument(
+            f"--scaling-{axis}", default=default, help=f"comma-separated {axis} values (scaling)"
+        )
     args = ap.parse_args()
     b = QUICK if args.quick else FULL
     if args.repeat is not None:
@@ -612,7 +622,8 @@ def main() -> None:
     if "profile" not in skip:
         section_profile(algs, b)
     if "scaling" not in skip:
-        section_scaling(algs, b)
+        grid = {a: tuple(int(v) for v in getattr(args, f"scaling_{a}").split(",")) for a in "dKR"}
+        section_scaling(algs, b, grid["d"], grid["K"], grid["R"])
     if "memory" not in skip:
         section_memory(algs, b)
     if "cold" not in skip:

@@ -11,7 +11,9 @@ the load average is printed beside every table):
 2. **chen-ldp vs ldp-ols**: nanoseconds per replication-round of the compiled driver at the same
    d, K (target: chen-ldp within 3x of ldp-ols).
 3. ``--preset NAME`` (optional, slow): the preset end to end through the runner with 2 workers,
-   fused and not (``fuse=False``), wall-clock seconds.
+   fused (groups balanced by estimated cost) and not (``fuse=False``), alternated
+   ``--preset-rounds`` times: wall-clock seconds and the worker processes' CPU seconds
+   (``--preset-horizon`` shortens the preset).
 
 Usage::
 
@@ -118,20 +120,34 @@ def chen_vs_ols(T: int, R: int, repeats: int) -> None:
         print(f"| {d} | {K} | {ns['ldp-ols']:.0f} | {ns['chen-ldp']:.0f} | {ratio:.1f}x |")
 
 
-def preset(name: str) -> None:
+def preset(name: str, horizon: int | None, rounds: int) -> None:
+    """The preset end to end through the runner with 2 workers, fused (groups balanced by
+    estimated cost) and per-unit, alternated ``rounds`` times; wall seconds and the CPU seconds
+    of the worker processes."""
+    import resource
+
+    from privbandits.experiments.overrides import Overrides
     from privbandits.experiments.presets import load_preset
     from privbandits.experiments.runner import run_experiment
     from privbandits.experiments.store import ResultsStore
 
-    cfg = load_preset(name)
-    print(f"\n### `{name}` end to end, 2 workers (load {_load()} at the start)\n")
-    for fuse in (True, False):
-        with tempfile.TemporaryDirectory() as tmp:
-            with ResultsStore(Path(tmp) / "r.db") as store:
-                t0 = time.perf_counter()
-                rep = run_experiment(cfg, store, workers=2, quiet=True, fuse=fuse)
-                wall = time.perf_counter() - t0
-        print(f"* fuse={fuse}: {wall:.1f} s wall, {rep.executed} units (load {_load()} at the end)")
+    cfg = load_preset(name, Overrides(horizon=horizon) if horizon is not None else None)
+    print(
+        f"\n### `{name}` end to end, 2 workers, T = {cfg.horizon:g} (load {_load()} at the start)\n"
+    )
+    print("| run | fused | wall (s) | workers' CPU (s) | load at the end |")
+    print("|---:|---|---:|---:|---|")
+    for k in range(rounds):
+        for fuse in (True, False) if k % 2 == 0 else (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                with ResultsStore(Path(tmp) / "r.db") as store:
+                    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    t0 = time.perf_counter()
+                    run_experiment(cfg, store, workers=2, quiet=True, fuse=fuse)
+                    wall = time.perf_counter() - t0
+                    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+            print(f"| {k + 1} | {fuse} | {wall:.1f} | {cpu:.1f} | {_load()} |", flush=True)
 
 
 def main() -> None:
@@ -141,6 +157,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--chen-horizon", type=int, default=20_000)
     p.add_argument("--preset", default=None)
+    p.add_argument("--preset-horizon", type=int, default=None, help="override the preset's T")
+    p.add_argument("--preset-rounds", type=int, default=2, help="fused/per-unit alternations")
     p.add_argument("--skip", default="", help="comma-separated: fused,chen")
     args = p.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -149,7 +167,7 @@ def main() -> None:
     if "chen" not in skip:
         chen_vs_ols(args.chen_horizon, args.replications, args.repeats)
     if args.preset:
-        preset(args.preset)
+        preset(args.preset, args.preset_horizon, args.preset_rounds)
 
 
 if __name__ == "__main__":
