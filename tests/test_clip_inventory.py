@@ -353,6 +353,28 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
         "tests/algorithms/test_chen_compiled.py::test_clip_norm_at_inside_and_beyond_the_bound",
     ),
+    "src/privbandits/algorithms/chen/squarecb_kernel.py::ldp_encode::min-max#1": (
+        "tests/algorithms/test_chen_kernels.py::test_squarecb_ldp_compiled_encode_equals_the_device_beyond_every_clip",
+    ),
+    "src/privbandits/algorithms/chen/squarecb_kernel.py::ldp_encode::min-max#2": (
+        "tests/algorithms/test_chen_kernels.py::test_squarecb_ldp_compiled_encode_equals_the_device_beyond_every_clip",
+    ),
+    "src/privbandits/algorithms/chen/squarecb_kernel.py::curator_update::min-max#1": (
+        "tests/algorithms/test_chen_kernels.py::test_compiled_curators_store_clipped_rewards_and_unit_features",
+    ),
+    "src/privbandits/algorithms/chen/jdp_kernel.py::update::min-max#1": (
+        "tests/algorithms/test_chen_kernels.py::test_compiled_curators_store_clipped_rewards_and_unit_features",
+    ),
+    "src/privbandits/algorithms/chen/jdp_kernel.py::fit_jdp::min-max#1": (
+        "tests/algorithms/test_chen_kernels.py::test_compiled_algorithm_2_equals_the_numpy_estimator",
+    ),
+    "src/privbandits/algorithms/chen/jdp_kernel.py::fit_jdp::min-max#2": (
+        "tests/algorithms/test_chen_kernels.py::test_compiled_algorithm_2_equals_the_numpy_estimator",
+    ),
+    "src/privbandits/algorithms/chen/jdp_kernel.py::fit_jdp::_clip_norm#1": (
+        "tests/algorithms/test_chen_kernels.py::test_compiled_algorithm_2_equals_the_numpy_estimator",
+        "tests/algorithms/test_chen_compiled.py::test_clip_norm_at_inside_and_beyond_the_bound",
+    ),
     "src/privbandits/algorithms/chen/ldp_kernel.py::encode::min-max#1": (
         "tests/algorithms/test_chen_compiled.py::test_compiled_encode_equals_the_device_beyond_every_clip",
     ),
@@ -398,13 +420,10 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "predicted means of released estimates clamped into the link's range: post-processing",
     ),
-    "src/privbandits/algorithms/chen/squarecb.py::SquareCB.select::np.clip#1": (
+    "src/privbandits/algorithms/chen/squarecb_kernel.py::igw_choose::min-max#1": (
         EXEMPT,
-        "the curator's predicted means clamped before the inverse-gap weighting: a choice, no release",
-    ),
-    "src/privbandits/algorithms/chen/squarecb_ldp.py::SquareCBLDPClient.choose::np.clip#1": (
-        EXEMPT,
-        "the device's predicted means clamped before choosing: the choice is not sent",
+        "predicted means clamped before the inverse-gap weighting (curator and device): a choice, "
+        "not sent",
     ),
     "src/privbandits/algorithms/gloc.py::mahalanobis_ball_projection::mahalanobis_ball_projection_row#1": (
         EXEMPT,

@@ -85,7 +85,8 @@ def test_only_compiled_per_round_algorithms_fuse() -> None:
     for name, params, engine, want in [
         ("linucb", {}, "auto", True),
         ("linucb", {}, "reference", False),
-        ("chen-jdp", {"first_epoch": 32, "min_fit": 30}, "auto", False),  # numpy roles only
+        ("chen-jdp", {"first_epoch": 32, "min_fit": 30}, "auto", True),  # kernel beside the roles
+        ("chen-jdp", {"first_epoch": 32, "min_fit": 30}, "reference", False),
     ]:
         alg = pb.make(name, **params)
         alg.reset(spec, 2, pb.core.make_streams(0))
