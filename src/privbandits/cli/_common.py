@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +20,29 @@ from privbandits.core.errors import PrivbanditsError
 from privbandits.experiments.overrides import option_flags, option_help
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _flags_without_placeholder() -> None:
+    """Boolean flags (``--quiet``, ``--wide/--narrow``, ``--help``) read as flags in the help:
+    typer >= 0.20 prints a ``<bool>`` value placeholder after them, although they take no value."""
+    try:
+        from typer.core import TyperOption
+    except ImportError:  # pragma: no cover - an older typer has no placeholders
+        return
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_privbandits", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) and getattr(self, "metavar", None) is None:
+            return None
+        return shown(self, ctx)  # type: ignore[no-any-return]
+
+    display_type_rich._privbandits = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_without_placeholder()
 
 # -- shared options ----------------------------------------------------------------------------
 DbOpt = Annotated[Path, typer.Option("--db", help="Results database (SQLite).")]
@@ -68,6 +92,7 @@ ImportOpt = Annotated[
     typer.Option(
         "--import",
         "-I",
+        metavar="MODULE",
         help="Import MODULE first (repeatable), so that the algorithms it registers can be named; "
         "imported again in every worker.",
     ),
@@ -140,8 +165,14 @@ def _guard(fn: F) -> F:
             )
             raise typer.Exit(130) from None
 
-    # the docstring is the command's help: reStructuredText literals shown as plain quotes
-    wrapper.__doc__ = re.sub(r"``([^`]+)``", r"'\1'", fn.__doc__ or "")
+    # the docstring is the command's help: reStructuredText and Markdown literals shown as plain
+    # quotes, and the summary paragraph on one line (the command list wraps it itself)
+    doc = re.sub(r"``([^`]+)``", r"'\1'", inspect.cleandoc(fn.__doc__ or ""))
+    doc = re.sub(r"`([^`]+)`", r"'\1'", doc)
+    summary, sep, rest = doc.partition("\n\n")
+    if not summary.startswith("\b"):
+        summary = " ".join(summary.split())
+    wrapper.__doc__ = summary + sep + rest
     return wrapper  # type: ignore[return-value]
 
 

@@ -110,7 +110,10 @@ def explain(
     param: Annotated[
         Optional[list[str]],
         typer.Option(
-            "--param", "-p", help="KEY=VALUE constructor argument (repeatable), e.g. epsilon=1."
+            "--param",
+            "-p",
+            metavar="KEY=VALUE",
+            help="KEY=VALUE constructor argument (repeatable), e.g. epsilon=1.",
         ),
     ] = None,
     d: Annotated[int, typer.Option("--d", min=1, help="Feature dimension of the problem.")] = 5,

@@ -95,6 +95,7 @@ def sweep(
         typer.Option(
             "--grid",
             "-g",
+            metavar="KEY=V1,V2",
             help="KEY=V1,V2,... (repeatable); replaces "
             "every value of KEY in the config (its global grid and "
             "each entry's grid and params).",
@@ -151,6 +152,7 @@ def reproduce(
         Optional[list[str]],
         typer.Option(
             "--match",
+            metavar="GLOB",
             help="With --all: only presets matching this glob, e.g. 'han2021-*' (repeatable).",
         ),
     ] = None,
