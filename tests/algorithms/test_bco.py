@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privbandits as pb
+from privbandits.algorithms.bco.ldp_two_point import LDPTwoPointConstants
 from privbandits.algorithms.bco.privatizer import privatize_difference
-from privbandits.algorithms.bco.two_point import TwoPointState
+from privbandits.algorithms.bco.two_point import TwoPointConstants, TwoPointState
 from privbandits.algorithms.calibration import CalibrationWarning
 from privbandits.core.convex import Domain
 from privbandits.core.errors import DataBoundError, ValidationError
@@ -125,7 +126,17 @@ def test_two_point_geometry() -> None:
     st_ = TwoPointState(
         dom,
         50,
-        {"rho": 0.1, "xi": 0.1, "eta": 0.5, "mu": None, "eta_scale": 1.0},
+        TwoPointConstants(
+            T=30,
+            rho=0.1,
+            xi=0.1,
+            schedule="convex",
+            step="paper",
+            eta_scale=1.0,
+            sigma=0.0,
+            mu=None,
+            eta=0.5,
+        ),
         np.random.default_rng(0),
     )
     rng = np.random.default_rng(1)
@@ -198,8 +209,8 @@ def test_two_point_message_noise_has_the_mechanism_scale() -> None:
     alg = pb.make("ldp-twopoint", epsilon=0.7, delta=1e-3, preset="paper")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CalibrationWarning)
-        res = alg.calibrate(spec).resolved
-    rho, sigma, G = res["rho"], res["sigma"], spec.lipschitz
+        c = alg.calibrate(spec).typed(LDPTwoPointConstants)
+    rho, sigma, G = c.rho, c.sigma, spec.lipschitz
     assert 2 * rho * sigma == pytest.approx(
         4 * rho * G * math.sqrt(2 * math.log(1.25 / 1e-3)) / 0.7
     )
@@ -224,8 +235,8 @@ def test_strict_two_point_guarantee_meets_the_request() -> None:
     env = pb.ConvexLossEnv(d=3)
     spec = env.reset(1, make_streams(0), 1000)
     cal = pb.make("ldp-twopoint", epsilon=1.0, delta=1e-4).calibrate(spec)
-    res = cal.resolved
-    pl = GaussianPrivacyLoss(2 * res["rho"] * res["sigma"], sensitivity=res["sensitivity"])
+    c = cal.typed(LDPTwoPointConstants)
+    pl = GaussianPrivacyLoss(2 * c.rho * c.sigma, sensitivity=c.sensitivity)
     assert pl.get_delta_for_epsilon(1.0) <= 1e-4 * (1 + 1e-6)
     assert cal.guarantee.epsilon == pytest.approx(1.0, rel=1e-6) and cal.meets_request
 

@@ -31,7 +31,9 @@ numpy code on the loss-environment driver; the noise comes from the compiled sam
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -49,7 +51,12 @@ from privbandits.algorithms.bco.problem import (
     convex_spec,
     query_points_field,
 )
-from privbandits.algorithms.bco.two_point import SCHEDULES, TwoPointState, two_point_schedule
+from privbandits.algorithms.bco.two_point import (
+    SCHEDULES,
+    TwoPointConstants,
+    TwoPointState,
+    two_point_schedule,
+)
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_zheng.calibration import (
     gaussian_message_guarantee,
@@ -63,8 +70,58 @@ from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive
 from privbandits.core.public_space import PublicSpace, dims_of
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
+from privbandits.privacy.ranges import Z_TAIL, OutputRange
 
-__all__ = ["LDPTwoPoint", "TwoPointClient", "TwoPointServer"]
+__all__ = ["LDPTwoPoint", "LDPTwoPointConstants", "TwoPointClient", "TwoPointServer"]
+
+
+@dataclass(frozen=True)
+class LDPTwoPointConstants(TwoPointConstants):
+    """LDP-TwoPoint (Zheng et al. 2020, Algorithm 2): Algorithm 4's constants
+    (:class:`~privbandits.algorithms.bco.two_point.TwoPointConstants`, ``sigma`` the std of each
+    coordinate of the noise vector ``n_t``) and the randomizer's.
+
+    Attributes
+    ----------
+    sensitivity : float
+        ``4 rho G``: the difference's sensitivity at the honest gap ``2 rho``.
+    difference_bound : float
+        ``2 rho G``: the clip at the honest gap.
+    noise_scale : float
+        ``sigma`` (Gaussian) or the Laplace scale ``b`` at the honest gap.
+    clip_per_gap, noise_per_gap : float
+        ``G`` and the noise std (Laplace: scale) per unit of gap ``||x_1 - x_2||``.
+    whitened_sensitivity : float
+        The accounted sensitivity in units of the noise.
+    mechanism : {"gaussian", "laplace"}
+    clip : bool
+        User-side clipping (not stored: a parameter).
+    diameter : float
+        Diameter of the decision set, the largest gap (not stored: the problem's).
+    """
+
+    sensitivity: float
+    difference_bound: float
+    noise_scale: float
+    clip_per_gap: float
+    noise_per_gap: float
+    whitened_sensitivity: float
+    mechanism: str
+    clip: bool = True
+    diameter: float = math.inf
+
+    hidden: ClassVar[tuple[str, ...]] = ("clip", "diameter")
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """Gaussian with clipping: ``|m| <= (G + z sigma) g`` at gap ``g`` (at most the decision
+        set's diameter; ``z`` = :data:`~privbandits.privacy.ranges.Z_TAIL` stds).  Laplace noise
+        or ``clip=False``: not declared."""
+        if self.mechanism != "gaussian" or not self.clip or not math.isfinite(self.diameter):
+            return {}
+        bound = (self.clip_per_gap + Z_TAIL * self.noise_per_gap) * self.diameter
+        return {"difference": OutputRange("abs", bound)}
 
 
 class TwoPointClient(Client):
@@ -327,7 +384,7 @@ class LDPTwoPoint(LocalAlgorithm):
             horizon=self.horizon,
             sigma=0.0,
         )
-        rho, G = float(pre["rho"]), cs.lipschitz
+        rho, G = float(pre.rho), cs.lipschitz
         sens = 4.0 * rho * G
         note = (
             f"LDP-TwoPoint (Zheng et al. 2020, Alg. 2), preset={self.preset}, difference clipped to "
@@ -343,7 +400,7 @@ class LDPTwoPoint(LocalAlgorithm):
             )  # sigma: std of the noise per unit of 2 rho
             per_gap, whitened = b / (2.0 * rho), sens / b
             guarantee = laplace_message_guarantee(
-                (("two-point difference", sens, b),), note + "; Laplace variant"
+                (("two-point difference", sens, b),), note + "; Laplace variant", rounds=pre.T
             )
         else:
             if self.preset == "paper":
@@ -353,7 +410,11 @@ class LDPTwoPoint(LocalAlgorithm):
             scale = sigma
             per_gap, whitened = sigma, sens / (2.0 * rho * sigma)
             guarantee = gaussian_message_guarantee(
-                (("two-point difference", sens, 2.0 * rho * sigma),), delta, note
+                (("two-point difference", sens, 2.0 * rho * sigma),),
+                delta,
+                note,
+                rounds=pre.T,
+                calibration="classic" if self.preset == "paper" else "analytic",
             )
         consts = two_point_schedule(
             self.name,
@@ -366,28 +427,32 @@ class LDPTwoPoint(LocalAlgorithm):
             horizon=self.horizon,
             sigma=sigma,
         )
-        resolved = {
-            **consts,
-            "sensitivity": sens,
-            "difference_bound": 2.0 * rho * G,
-            "noise_scale": scale,
-            "clip_per_gap": G,
-            "noise_per_gap": per_gap,
-            "whitened_sensitivity": whitened,
-            "mechanism": self.mechanism,
-        }
-        return Calibration(guarantee, resolved, self.preset, (eps, delta))
+        constants = LDPTwoPointConstants(
+            **{f.name: getattr(consts, f.name) for f in dataclasses.fields(consts)},
+            sensitivity=sens,
+            difference_bound=2.0 * rho * G,
+            noise_scale=scale,
+            clip_per_gap=G,
+            noise_per_gap=per_gap,
+            whitened_sensitivity=whitened,
+            mechanism=self.mechanism,
+            clip=self.clip,
+            diameter=float(cs.domain.diameter),
+        )
+        return Calibration(
+            guarantee, preset=self.preset, requested=(eps, delta), constants=constants
+        )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
-        res = self.calibration.resolved
-        state = TwoPointState(self.spec.domain, self.R, res, streams.policy)  # type: ignore[attr-defined]
+        c = self.calibration.typed(LDPTwoPointConstants)
+        state = TwoPointState(self.spec.domain, self.R, c, streams.policy)  # type: ignore[attr-defined]
         self.server = TwoPointServer(state, self.mechanism)
         self.client = TwoPointClient(
             convex_spec(self.name, spec),
-            float(res["clip_per_gap"]),
+            c.clip_per_gap,
             self.clip,
-            float(res["noise_per_gap"]),
+            c.noise_per_gap,
             self.mechanism,
-            float(res["whitened_sensitivity"]),
+            c.whitened_sensitivity,
         )

@@ -16,6 +16,7 @@ and the cited source)::
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,17 +29,35 @@ from privbandits.algorithms.bco.problem import (
     convex_spec,
     directions,
 )
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.registry import register
 from privbandits.core.convex import ConvexSpec, Domain
 from privbandits.core.errors import ValidationError
 from privbandits.core.params import Choice, Int, Optional, Positive
 from privbandits.privacy.guarantee import NON_PRIVATE
 
-__all__ = ["TwoPointBCO", "TwoPointState", "two_point_schedule"]
+__all__ = ["TwoPointBCO", "TwoPointConstants", "TwoPointState", "two_point_schedule"]
 
 #: Step-size schedules of Algorithm 4.
 SCHEDULES: tuple[str, ...] = ("convex", "strongly_convex")
+
+
+@dataclass(frozen=True)
+class TwoPointConstants(Constants):
+    """Algorithm 4 (Zheng et al. 2020): horizon ``T``, perturbation radius ``rho``, shrink
+    ``xi = rho / r``, the schedule, the step rule and its multiplier, the std ``sigma`` of a
+    privatizing noise vector (0 when non-private), and either the strongly convex modulus ``mu``
+    (``eta`` None) or the constant step ``eta`` (``mu`` None)."""
+
+    T: int
+    rho: float
+    xi: float
+    schedule: str
+    step: str
+    eta_scale: float
+    sigma: float
+    mu: float | None
+    eta: float | None
 
 
 def two_point_schedule(
@@ -52,7 +71,7 @@ def two_point_schedule(
     eta_scale: float,
     horizon: int | None,
     sigma: float,
-) -> dict[str, Any]:
+) -> TwoPointConstants:
     """Resolved constants of Algorithm 4: ``rho``, ``xi``, and ``eta`` (convex) or ``mu`` (strongly
     convex) for a noise-vector std ``sigma`` (0 when non-private)."""
     T = horizon if horizon is not None else max(spec.horizon, 2)
@@ -63,15 +82,8 @@ def two_point_schedule(
             f"{name}: rho={rho_v:g} must lie in (0, r) with r={r:g} the inner radius of the domain "
             "(both query points must stay feasible)"
         )
-    out: dict[str, Any] = {
-        "T": T,
-        "rho": rho_v,
-        "xi": rho_v / r,
-        "schedule": schedule,
-        "step": step,
-        "eta_scale": eta_scale,
-        "sigma": sigma,
-    }
+    mu: float | None = None
+    eta: float | None = None
     if schedule == "strongly_convex":
         mu = sc_modulus if sc_modulus is not None else spec.sc_modulus
         if mu <= 0.0:
@@ -79,27 +91,24 @@ def two_point_schedule(
                 f"{name}: schedule='strongly_convex' needs sc_modulus > 0 (the problem declares "
                 f"mu={spec.sc_modulus:g}); pass sc_modulus or use schedule='convex'"
             )
-        out.update(mu=mu, eta=None)
     elif step == "paper":
-        out.update(mu=None, eta=eta_scale / math.sqrt(T))
+        eta = eta_scale / math.sqrt(T)
     else:
         G, D, d = spec.lipschitz, spec.domain.diameter, spec.d
-        out.update(
-            mu=None, eta=eta_scale * D / (d * math.sqrt(G * G + sigma * sigma) * math.sqrt(T))
-        )
-    return out
+        eta = eta_scale * D / (d * math.sqrt(G * G + sigma * sigma) * math.sqrt(T))
+    return TwoPointConstants(T, rho_v, rho_v / r, schedule, step, eta_scale, sigma, mu, eta)
 
 
 class TwoPointState:
     """The iterate of Algorithm 4 for ``R`` replications (server side of LDP-TwoPoint)."""
 
     def __init__(
-        self, domain: Domain, R: int, consts: dict[str, Any], rng: np.random.Generator
+        self, domain: Domain, R: int, consts: TwoPointConstants, rng: np.random.Generator
     ) -> None:
         self.domain, self.R, self.rng = domain, R, rng
         self.d = domain.d
-        self.rho, self.xi = float(consts["rho"]), float(consts["xi"])
-        self.eta, self.mu, self.eta_scale = consts["eta"], consts["mu"], float(consts["eta_scale"])
+        self.rho, self.xi = float(consts.rho), float(consts.xi)
+        self.eta, self.mu, self.eta_scale = consts.eta, consts.mu, float(consts.eta_scale)
         self.x = np.zeros((R, self.d))
         self.u: np.ndarray | None = None
 
@@ -181,7 +190,7 @@ class TwoPointBCO(Curator):
         cs = convex_spec(self.name, spec)
         return Calibration(
             NON_PRIVATE,
-            two_point_schedule(
+            constants=two_point_schedule(
                 self.name,
                 cs,
                 schedule=self.schedule,
@@ -199,7 +208,7 @@ class TwoPointBCO(Curator):
         self.state = TwoPointState(
             self.spec.domain,
             self.R,
-            self.calibration.resolved,  # type: ignore[attr-defined]
+            self.calibration.typed(TwoPointConstants),
             streams.policy,
         )
         self._queried: np.ndarray | None = None

@@ -78,6 +78,7 @@ __all__ = [
     "PRESETS",
     "OLSConstants",
     "OLSNoise",
+    "SGDConstants",
     "default_s0",
     "ols_epsilon",
     "ols_noise",
@@ -417,3 +418,112 @@ def ols_output_ranges(
         "M": OutputRange("abs", C_B * C_B + Z_TAIL * s_W, symmetric=True),
         "u": OutputRange("abs", c_r * C_B + Z_TAIL * s_u),
     }
+
+
+@dataclass(frozen=True)
+class SGDConstants(Constants):
+    """The resolved calibration of LDP-SGD (Han et al. 2021, Algorithms 1-2 with eq. 3.5-3.6).
+
+    Attributes
+    ----------
+    grad_bound : float
+        ``R``, the gradient clipping norm.
+    eta0, t0 : float
+        Step ``eta_t = eta0 / (t + t0)`` (or ``/ sqrt(t + t0)`` under ``step_schedule``).
+    step_schedule, init : str
+        ``inv_t`` / ``inv_sqrt_t``; ``zero`` / ``random_unit`` initial iterate.
+    ridge : float
+        Ridge ``lambda`` in the update.
+    sgd_warmup, synthetic_update, joint_radius : str
+        Algorithm 2's warm-up estimator, per-arm or joint l2-ball slots, the joint radius rule.
+    project_radius : float or None
+        Radius ``rho`` of the projection of the iterate (None: not projected).
+    s0, n_warmup : int
+        Warm-up pulls per arm and in total (0 in the single-parameter setting).
+    epsilon_slot, radius : float
+        Level and radius ``r_{eps,d}`` of each l2-ball slot (the only one in Algorithm 1).
+    multi : bool
+        Algorithm 2 (multi-parameter setting): the fields below are set.
+    warmup_order : str or None
+    h : float or None
+        Algorithm 2's warm-up order and elimination threshold.
+    radius_joint : float or None
+        Radius of the joint ``dK``-dimensional l2-ball (0: per-arm slots).
+    epsilon_warm, radius_warm : float or None
+        The l2-ball warm-up slot's level and radius (SGD warm-up).
+    gaussian_calibration : str or None
+    s_W_warm, s_u_warm, c_shift_warm, shift_offset_warm : float or None
+        The OLS warm-up's calibration, stds and shift (OLS warm-up).
+    """
+
+    grad_bound: float
+    eta0: float
+    t0: float
+    step_schedule: str
+    init: str
+    ridge: float
+    sgd_warmup: str
+    synthetic_update: str
+    joint_radius: str
+    project_radius: float | None
+    s0: int
+    n_warmup: int
+    epsilon_slot: float
+    radius: float
+    multi: bool = False
+    warmup_order: str | None = None
+    h: float | None = None
+    radius_joint: float | None = None
+    epsilon_warm: float | None = None
+    radius_warm: float | None = None
+    gaussian_calibration: str | None = None
+    s_W_warm: float | None = None
+    s_u_warm: float | None = None
+    c_shift_warm: float | None = None
+    shift_offset_warm: float | None = None
+
+    hidden: ClassVar[tuple[str, ...]] = ("multi",)
+    _MULTI: ClassVar[tuple[str, ...]] = ("warmup_order", "h", "radius_joint")
+    _SGD_WARM: ClassVar[tuple[str, ...]] = ("epsilon_warm", "radius_warm")
+    _OLS_WARM: ClassVar[tuple[str, ...]] = (
+        "gaussian_calibration",
+        "s_W_warm",
+        "s_u_warm",
+        "c_shift_warm",
+        "shift_offset_warm",
+    )
+
+    @property
+    def ols_warmup(self) -> bool:
+        """Whether Algorithm 2's warm-up sends OLS messages (the fields ``*_warm`` of the OLS)."""
+        return self.multi and self.s_W_warm is not None
+
+    @property
+    def joint(self) -> bool:
+        """Whether Algorithm 2's main phase sends one joint ``dK``-dimensional l2-ball output."""
+        return self.multi and self.synthetic_update == "joint"
+
+    def as_dict(self) -> dict[str, Any]:
+        out = super().as_dict()
+        drop: tuple[str, ...] = ()
+        if not self.multi:
+            drop = self._MULTI + self._SGD_WARM + self._OLS_WARM
+        elif self.ols_warmup:
+            drop = self._SGD_WARM
+        else:
+            drop = self._OLS_WARM
+        for key in drop:
+            out.pop(key)
+        return out
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """Every l2-ball report has norm equal to its radius (at most the largest radius of the
+        run); with the OLS warm-up, its message's entries are bounded as LDP-OLS's
+        (:func:`ols_output_ranges`)."""
+        radii = [self.radius, self.radius_warm or 0.0, self.radius_joint or 0.0]
+        out = {"z": OutputRange("l2", max(radii))}
+        if self.s_W_warm is not None and self.s_u_warm is not None:
+            out.update(ols_output_ranges(self.s_W_warm, self.s_u_warm, context_bound, reward_range))
+        return out

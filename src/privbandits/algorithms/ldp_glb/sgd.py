@@ -11,9 +11,9 @@ from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
 from privbandits.algorithms.ldp_glb.calibration import (
+    SGDConstants,
     ols_epsilon,
     ols_noise,
-    ols_output_ranges,
     ols_sensitivity,
     sgd_defaults,
 )
@@ -37,7 +37,6 @@ from privbandits.privacy.accounting import ApproxDP, PureDP, to_guarantee
 from privbandits.privacy.calibration import l2_ball_radius
 from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.ledger import Composed, Event, Gaussian, PureLocal
-from privbandits.privacy.ranges import OutputRange
 
 __all__ = ["INITS", "JOINT_RADII", "LDPSGD", "SGD_WARMUPS", "SYNTHETIC_UPDATES"]
 
@@ -226,24 +225,42 @@ class LDPSGD(HanAlgorithm):
         """
         cfg = self.settings_for(spec)
         d, K, R_g, eps = spec.d, spec.K, float(cfg["grad_bound"]), self.epsilon
-        resolved: dict[str, Any] = {**cfg, **self._warmup(spec)}
-        resolved.pop("half_arm_level")
-        if spec.setting == "single":
-            resolved.update(epsilon_slot=eps, radius=l2_ball_radius(eps, d, R_g))
-            notes = (
-                f"preset={self.preset}; Algorithm 1 + SGD: l2-ball at epsilon={eps:g} (radius "
-                f"{resolved['radius']:.6g} in d={d}, R={R_g:g}), exact"
+        warmup = self._warmup(spec)
+        common: dict[str, Any] = {
+            key: cfg[key]
+            for key in (
+                "grad_bound",
+                "eta0",
+                "t0",
+                "step_schedule",
+                "init",
+                "ridge",
+                "sgd_warmup",
+                "synthetic_update",
+                "joint_radius",
+                "project_radius",
             )
-            ledger: Event = PureLocal(
-                "l2-ball (Duchi et al. 2018) on the clipped gradient",
-                eps,
-                {"radius": resolved["radius"], "d": d, "R": R_g},
+        }
+        common.update(s0=warmup["s0"], n_warmup=warmup["n_warmup"])
+        if spec.setting == "single":
+            radius = l2_ball_radius(eps, d, R_g)
+            ledger: Event = Composed(
+                (
+                    PureLocal(
+                        "l2-ball (Duchi et al. 2018) on the clipped gradient",
+                        eps,
+                        {"radius": radius, "d": d, "R": R_g},
+                    ),
+                ),
+                "disjoint",
+                f"preset={self.preset}; Algorithm 1 + SGD: l2-ball at epsilon={eps:g} (radius "
+                f"{radius:.6g} in d={d}, R={R_g:g}), exact; one message per user",
             )
             return Calibration(
-                to_guarantee(PureDP(eps), "local", "user", notes, ledger=ledger),
-                resolved,
-                self.preset,
-                (eps, self.delta),
+                to_guarantee(PureDP(eps), "local", "user", ledger=ledger),
+                preset=self.preset,
+                requested=(eps, self.delta),
+                constants=SGDConstants(**common, epsilon_slot=eps, radius=radius),
             )
         half = bool(cfg["half_arm_level"])
         eps_slot = eps / 2.0 if half else eps
@@ -257,9 +274,15 @@ class LDPSGD(HanAlgorithm):
                 f"K per-arm l2-ball slots at epsilon={eps_slot:g} (two slots differ at most: "
                 "exactly that level)"
             )
-        resolved.update(
-            epsilon_slot=eps_slot, radius=l2_ball_radius(eps_slot, d, R_g), radius_joint=r_joint
-        )
+        radius = l2_ball_radius(eps_slot, d, R_g)
+        multi: dict[str, Any] = {
+            "multi": True,
+            "warmup_order": warmup["warmup_order"],
+            "h": warmup["h"],
+            "epsilon_slot": eps_slot,
+            "radius": radius,
+            "radius_joint": r_joint,
+        }
         if cfg["sgd_warmup"] == "ols":
             gc = self._gaussian()
             full = self.warmup_full_budget or self.preset == "authors_code"
@@ -276,7 +299,7 @@ class LDPSGD(HanAlgorithm):
                 warm.s_W, warm.s_u, self.delta, spec.context_bound, spec.reward_bound
             )
             shift = self._shift(spec, warm.sigma_unit)
-            resolved.update(
+            multi.update(
                 gaussian_calibration=gc,
                 s_W_warm=warm.s_W,
                 s_u_warm=warm.s_u,
@@ -284,95 +307,85 @@ class LDPSGD(HanAlgorithm):
                 shift_offset_warm=shift["shift_offset"],
             )
             g: PureDP | ApproxDP = ApproxDP(max(eps_main, eps_warm), self.delta)
-            wh = f"OLS warm-up ({warm.rule}; one Gaussian mechanism, epsilon {eps_warm:.6g})"
             mu = ols_sensitivity(warm.s_W, warm.s_u, spec.context_bound, spec.reward_bound)
-            warm_event: Event = Gaussian(1.0, mu, "the OLS warm-up message", gc)
+            warm_event: Event = Gaussian(
+                1.0,
+                mu,
+                f"the OLS warm-up message ({warm.rule}; one Gaussian mechanism, epsilon "
+                f"{eps_warm:.6g})",
+                gc,
+            )
         else:
             eps_warm = eps if (self.warmup_full_budget or not half) else eps / 2.0
-            resolved.update(epsilon_warm=eps_warm, radius_warm=l2_ball_radius(eps_warm, d, R_g))
+            r_warm = l2_ball_radius(eps_warm, d, R_g)
+            multi.update(epsilon_warm=eps_warm, radius_warm=r_warm)
             g = PureDP(max(eps_main, eps_warm))
-            wh = f"warm-up slot at epsilon={eps_warm:g}"
             warm_event = PureLocal(
-                "l2-ball warm-up slot", eps_warm, {"radius": resolved["radius_warm"]}
+                f"l2-ball warm-up slot at epsilon={eps_warm:g}", eps_warm, {"radius": r_warm}
             )
-        notes = f"preset={self.preset}; Algorithm 2 + SGD: main = {main}; {wh}; worst phase"
-        main_event = PureLocal(
-            main, eps_main, {"radius": r_joint or resolved["radius"], "d": d, "K": K}
+        main_event = PureLocal(main, eps_main, {"radius": r_joint or radius, "d": d, "K": K})
+        ledger = Composed(
+            (warm_event, main_event),
+            "disjoint",
+            f"preset={self.preset}; Algorithm 2 + SGD: each user is in one public phase "
+            "(warm-up or main), the guarantee is the worst phase's",
         )
-        ledger = Composed((warm_event, main_event), "disjoint", "public phases")
         return Calibration(
-            to_guarantee(g, "local", "user", notes, ledger=ledger),
-            resolved,
-            self.preset,
-            (eps, self.delta),
+            to_guarantee(g, "local", "user", ledger=ledger),
+            preset=self.preset,
+            requested=(eps, self.delta),
+            constants=SGDConstants(**common, **multi),
         )
-
-    def output_ranges(self) -> dict[str, OutputRange]:
-        """Every l2-ball report has norm equal to its radius (at most the largest radius of the
-        run); with the OLS warm-up, its message's entries are bounded as LDP-OLS's."""
-        spec, res = self.spec, self.calibration.resolved
-        radii = [float(res[k]) for k in ("radius", "radius_warm", "radius_joint") if k in res]
-        out = {"z": OutputRange("l2", max(radii))}
-        if "s_W_warm" in res:
-            out.update(
-                ols_output_ranges(
-                    float(res["s_W_warm"]),
-                    float(res["s_u_warm"]),
-                    spec.context_bound,
-                    spec.reward_range,
-                )
-            )
-        return out
 
     def build_kernel(self) -> LocalKernel:
-        spec, R, res = self.spec, self.R, self.calibration.resolved
+        spec, R, c = self.spec, self.R, self.calibration.typed(SGDConstants)
         d, K, multi = spec.d, spec.K, spec.setting == "multi"
         K_est = (
             K if multi else 1
         )  # estimators; also the user's scratch holds d K_est floats (joint update)
-        ols_warm = multi and res["sgd_warmup"] == "ols"
-        rho = res["project_radius"]
+        ols_warm = c.ols_warmup
+        rho = c.project_radius
         # E[Psi(G)] = (radius_joint / unbiased radius in dimension dK) G: the code's radius
         # r_{eps,d} shrinks the mean (post-processing)
         mean_joint = 1.0
-        if multi and res["synthetic_update"] == "joint":
-            mean_joint = float(res["radius_joint"]) / l2_ball_radius(
-                self.epsilon, d * K, float(res["grad_bound"])
+        if c.joint:
+            mean_joint = float(c.radius_joint or 0.0) / l2_ball_radius(
+                self.epsilon, d * K, c.grad_bound
             )
         params = SGDParams(
             K=K,
             d=d,
-            n_warmup=int(res["n_warmup"]),
-            s0=max(1, int(res["s0"])),
+            n_warmup=int(c.n_warmup),
+            s0=max(1, int(c.s0)),
             blocks=self.warmup_order == "blocks",
             h=math.inf if self.h is None else float(self.h),
             link=spec.link.code,
             C_B=float(spec.context_bound),
             r_lo=float(spec.reward_range[0]),
             r_hi=float(spec.reward_range[1]),
-            R=float(res["grad_bound"]),
-            epsilon=float(res["epsilon_slot"]),
-            radius=float(res["radius"]),
-            epsilon_warm=float(res.get("epsilon_warm", res["epsilon_slot"])),
-            radius_warm=float(res.get("radius_warm", res["radius"])),
-            joint=multi and res["synthetic_update"] == "joint",
+            R=float(c.grad_bound),
+            epsilon=float(c.epsilon_slot),
+            radius=float(c.radius),
+            epsilon_warm=float(c.epsilon_slot if c.epsilon_warm is None else c.epsilon_warm),
+            radius_warm=float(c.radius if c.radius_warm is None else c.radius_warm),
+            joint=c.joint,
             epsilon_joint=float(self.epsilon),
-            radius_joint=float(res.get("radius_joint", 0.0)),
+            radius_joint=float(c.radius_joint or 0.0),
             mean_joint=mean_joint,
             ols_warmup=ols_warm,
-            s_W_warm=float(res.get("s_W_warm", 1.0)),
-            s_u_warm=float(res.get("s_u_warm", 1.0)),
-            c_shift_warm=float(res.get("c_shift_warm", 0.0)),
-            offset_warm=float(res.get("shift_offset_warm", 0.0)),
-            eta0=float(res["eta0"]),
-            t0=float(res["t0"]),
-            inv_sqrt=res["step_schedule"] == "inv_sqrt_t",
-            ridge=float(res["ridge"]),
+            s_W_warm=float(1.0 if c.s_W_warm is None else c.s_W_warm),
+            s_u_warm=float(1.0 if c.s_u_warm is None else c.s_u_warm),
+            c_shift_warm=float(c.c_shift_warm or 0.0),
+            offset_warm=float(c.shift_offset_warm or 0.0),
+            eta0=float(c.eta0),
+            t0=float(c.t0),
+            inv_sqrt=c.step_schedule == "inv_sqrt_t",
+            ridge=float(c.ridge),
             rho=ESTIMATE_BOUND if rho is None else min(float(rho), ESTIMATE_BOUND),
             rho_ols=ESTIMATE_BOUND,
             work=np.zeros(d * K_est),
         )
-        if res["init"] == "random_unit":
+        if c.init == "random_unit":
             theta = random_unit(self.streams.server, (R, K_est, d))
         else:
             theta = np.zeros((R, K_est, d))
@@ -382,7 +395,7 @@ class LDPSGD(HanAlgorithm):
         ball = (
             ESTIMATE_BOUND
             if (rho is None or ols_warm)
-            else max(float(rho), 1.0 if res["init"] == "random_unit" else 0.0)
+            else max(float(rho), 1.0 if c.init == "random_unit" else 0.0)
         )
         bound, ols_pair = 2.0, None
         if ols_warm:

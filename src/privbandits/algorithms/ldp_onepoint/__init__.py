@@ -3,6 +3,7 @@
 from privbandits.algorithms.ldp_onepoint.algorithm import LDPOnePoint
 from privbandits.algorithms.ldp_onepoint.calibration import (
     OnePointCalibration,
+    OnePointConstants,
     calibrate_onepoint,
     inflated_spec,
 )
@@ -11,6 +12,7 @@ from privbandits.algorithms.ldp_onepoint.privatizer import privatize_values
 __all__ = [
     "LDPOnePoint",
     "OnePointCalibration",
+    "OnePointConstants",
     "calibrate_onepoint",
     "inflated_spec",
     "privatize_values",

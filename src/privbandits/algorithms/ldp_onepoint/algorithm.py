@@ -31,6 +31,7 @@ from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_onepoint.calibration import (
     OnePointCalibration,
+    OnePointConstants,
     calibrate_onepoint,
     inflated_spec,
     noise_bound,
@@ -220,7 +221,7 @@ class LDPOnePoint(LocalAlgorithm):
         return alg
 
     # -- calibration -------------------------------------------------------------------------
-    def _privatizer(self, spec: EnvSpec) -> OnePointCalibration:
+    def _privatizer(self, spec: EnvSpec, rounds: int = 1) -> OnePointCalibration:
         if self.loss_bound is not None:
             lo, hi = -self.loss_bound, self.loss_bound
         elif isinstance(
@@ -237,6 +238,7 @@ class LDPOnePoint(LocalAlgorithm):
             mechanism=self.mechanism,
             preset=self.preset,
             clip=self.clip,
+            rounds=rounds,
         )
 
     def _horizon(self, spec: EnvSpec) -> int:
@@ -244,23 +246,35 @@ class LDPOnePoint(LocalAlgorithm):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """The privatizer's noise and accounted guarantee, and the black box's retuned problem."""
-        cal = self._privatizer(spec)
         T = self._horizon(spec)
+        cal = self._privatizer(spec, T)
         inner = inflated_spec(spec, cal, T, self.range_inflation == "auto")
         base = (
             self.base
             if isinstance(self.base, str)
             else (self.base.name or type(self.base).__name__)
         )
-        resolved = {
-            **cal.as_dict(),
-            "T": T,
-            "base": base,
-            "noise_bound": noise_bound(cal, T),
-            "base_reward_range": list(inner.reward_range),
-            "base_noise_scale": inner.noise_scale,
-        }
-        return Calibration(cal.guarantee, resolved, self.preset, (self.epsilon, self.delta))
+        lo, hi = inner.reward_range
+        constants = OnePointConstants(
+            clip_lo=cal.lo,
+            clip_hi=cal.hi,
+            sensitivity=cal.sensitivity,
+            noise_scale=cal.scale,
+            noise_std=cal.std,
+            mechanism=cal.mechanism,
+            T=T,
+            base=base,
+            noise_bound=noise_bound(cal, T),
+            base_reward_range=(lo, hi),
+            base_noise_scale=inner.noise_scale,
+            clip=self.clip,
+        )
+        return Calibration(
+            cal.guarantee,
+            preset=self.preset,
+            requested=(self.epsilon, self.delta),
+            constants=constants,
+        )
 
     def base_spec(self, spec: EnvSpec) -> EnvSpec:
         """The problem description the black box is reset with on problem ``spec``."""
@@ -271,7 +285,7 @@ class LDPOnePoint(LocalAlgorithm):
     # -- roles ---------------------------------------------------------------------------------
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         super().reset(spec, replications, streams)
-        res = self.calibration.resolved
+        c = self.calibration.typed(OnePointConstants)
         base = self._new_base()
         base.reset(self.base_spec(spec), self.R, streams)
         points = spec.d if isinstance(spec, ConvexSpec) else None
@@ -279,12 +293,12 @@ class LDPOnePoint(LocalAlgorithm):
         self.server = OnePointServer(base, spec.K, self.R, self.mechanism, points, params)
         self.client = OnePointClient(
             spec,
-            float(res["clip_lo"]),
-            float(res["clip_hi"]),
+            c.clip_lo,
+            c.clip_hi,
             self.clip,
-            float(res["noise_scale"]),
+            c.noise_scale,
             self.mechanism,
-            float(res["sensitivity"]),
+            c.sensitivity,
         )
 
     @property

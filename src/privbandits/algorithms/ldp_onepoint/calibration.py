@@ -22,8 +22,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
+from privbandits.algorithms.calibration import Constants
 from privbandits.algorithms.ldp_zheng.calibration import (
     gaussian_message_guarantee,
     laplace_message_guarantee,
@@ -35,8 +36,15 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.links import IDENTITY
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ranges import Z_TAIL, OutputRange
 
-__all__ = ["OnePointCalibration", "calibrate_onepoint", "inflated_spec", "noise_bound"]
+__all__ = [
+    "OnePointCalibration",
+    "OnePointConstants",
+    "calibrate_onepoint",
+    "inflated_spec",
+    "noise_bound",
+]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -67,15 +75,59 @@ class OnePointCalibration:
     mechanism: str
     guarantee: PrivacyGuarantee
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "clip_lo": self.lo,
-            "clip_hi": self.hi,
-            "sensitivity": self.sensitivity,
-            "noise_scale": self.scale,
-            "noise_std": self.std,
-            "mechanism": self.mechanism,
-        }
+
+@dataclass(frozen=True)
+class OnePointConstants(Constants):
+    """The resolved calibration of LDP-OnePoint (Zheng et al. 2020, Algorithm 1, Theorem 3).
+
+    Attributes
+    ----------
+    clip_lo, clip_hi : float
+        Clipping range ``[lo, hi]`` of the user's value.
+    sensitivity : float
+        ``hi - lo``.
+    noise_scale, noise_std : float
+        Gaussian std ``sigma`` or Laplace scale ``b``, and the noise's standard deviation.
+    mechanism : {"gaussian", "laplace"}
+    T : int
+        Horizon of the range enlargement.
+    base : str
+        The black box ``A``.
+    noise_bound : float
+        ``w`` bounding every ``|Z_t|`` with probability ``1 - 1/T`` (:func:`noise_bound`).
+    base_reward_range : tuple of float
+        The range the black box is tuned for (``[lo - w, hi + w]``, or ``[lo, hi]``).
+    base_noise_scale : float
+        The noise scale the black box is tuned for.
+    clip : bool
+        User-side clipping (not stored: a parameter).
+    """
+
+    clip_lo: float
+    clip_hi: float
+    sensitivity: float
+    noise_scale: float
+    noise_std: float
+    mechanism: str
+    T: int
+    base: str
+    noise_bound: float
+    base_reward_range: tuple[float, float]
+    base_noise_scale: float
+    clip: bool = True
+
+    hidden: ClassVar[tuple[str, ...]] = ("clip",)
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """Gaussian noise on a clipped value: ``|m| <= max(|lo|, |hi|) + z sigma`` (``z`` =
+        :data:`~privbandits.privacy.ranges.Z_TAIL` stds).  Laplace noise or ``clip=False``: not
+        declared."""
+        if self.mechanism != "gaussian" or not self.clip:
+            return {}
+        B = max(abs(self.clip_lo), abs(self.clip_hi))
+        return {"value": OutputRange("abs", B + Z_TAIL * self.noise_std)}
 
 
 def calibrate_onepoint(
@@ -87,8 +139,10 @@ def calibrate_onepoint(
     mechanism: str = "gaussian",
     preset: str = "strict",
     clip: bool = True,
+    rounds: int = 1,
 ) -> OnePointCalibration:
-    """Noise of the one-point randomizer for values clipped into ``[lo, hi]`` (module docstring).
+    """Noise of the one-point randomizer for values clipped into ``[lo, hi]`` (module docstring);
+    each of the ``rounds`` users sends one value (the guarantee's ledger).
 
     Raises
     ------
@@ -108,13 +162,21 @@ def calibrate_onepoint(
         note += "; clip=False: conditional on the values lying in the range"
     if mechanism == "laplace":
         b = (2.0 * B if preset == "paper" else sens) / epsilon
-        g = laplace_message_guarantee((("value", sens, b),), note + "; Laplace variant")
+        g = laplace_message_guarantee(
+            (("value", sens, b),), note + "; Laplace variant", rounds=rounds
+        )
         return OnePointCalibration(lo, hi, sens, b, _SQRT2 * b, mechanism, g)
     if preset == "paper":
         sigma = 2.0 * B * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
     else:
         sigma = tight_sigma(epsilon, delta, sens)
-    g = gaussian_message_guarantee((("value", sens, sigma),), delta, note)
+    g = gaussian_message_guarantee(
+        (("value", sens, sigma),),
+        delta,
+        note,
+        rounds=rounds,
+        calibration="classic" if preset == "paper" else "analytic",
+    )
     return OnePointCalibration(lo, hi, sens, sigma, sigma, mechanism, g)
 
 

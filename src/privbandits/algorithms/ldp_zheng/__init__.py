@@ -11,9 +11,15 @@ message.  Single- and multi-parameter settings are supported; in the multi-param
 model runs on block one-hot features ``e_a kron X`` in dimension ``K d`` (built by the user from
 the shared context, or supplied by ``SyntheticEnv(setting="multi", features="block")``).
 
+Both derive from :class:`~privbandits.algorithms.ldp_zheng.base.ZhengAlgorithm` (the shared
+parameters, guarantee and kernel assembly) and resolve a typed calibration
+(:class:`~privbandits.algorithms.ldp_zheng.calibration.LDPUCBConstants`,
+:class:`~privbandits.algorithms.ldp_zheng.calibration.LDPGLOCConstants`).
+
 Modules: :mod:`.constants` (``Upsilon_t``, ``c_t``, ``beta_t``, ``zeta``), :mod:`.calibration`
-(sensitivities, noise scales, accounting), :mod:`.ridge` (the shared optimistic choice and noisy
-ridge server), :mod:`.ldp_ucb`, :mod:`.ldp_gloc`.
+(sensitivities, noise scales, accounting, typed constants), :mod:`.base` (the shared base class),
+:mod:`.ridge` (the shared optimistic choice and noisy ridge server), :mod:`.ldp_ucb`,
+:mod:`.ldp_gloc`.
 
 References
 ----------
@@ -22,8 +28,22 @@ Learning", NeurIPS.  Han, Liang, Wang & Zhang (2021), "Generalized Linear Bandit
 Differential Privacy", NeurIPS, section 5 (these algorithms as baselines).
 """
 
-from privbandits.algorithms.ldp_zheng.calibration import PRESETS
+from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
+from privbandits.algorithms.ldp_zheng.calibration import (
+    PRESETS,
+    LDPGLOCConstants,
+    LDPUCBConstants,
+    ZhengConstants,
+)
 from privbandits.algorithms.ldp_zheng.ldp_gloc import LDPGLOC
 from privbandits.algorithms.ldp_zheng.ldp_ucb import LDPUCB
 
-__all__ = ["LDPGLOC", "LDPUCB", "PRESETS"]
+__all__ = [
+    "LDPGLOC",
+    "LDPUCB",
+    "PRESETS",
+    "LDPGLOCConstants",
+    "LDPUCBConstants",
+    "ZhengAlgorithm",
+    "ZhengConstants",
+]

@@ -26,17 +26,25 @@ The papers use the looser ``sqrt(2^2 + (2Y)^2)`` or ``2 + 2Y`` (``C_B = 1``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
-from privbandits.algorithms.calibration import PRESETS
+from privbandits.algorithms.calibration import PRESETS, Constants
 from privbandits.core.errors import ValidationError
+from privbandits.privacy.accounting import ApproxDP, PureDP, to_guarantee
 from privbandits.privacy.calibration import gaussian_epsilon, gaussian_sigma_analytic
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.ledger import Composed, Gaussian, Laplace
+from privbandits.privacy.ledger import Composed, Event, Gaussian, Laplace, SelfComposed
+from privbandits.privacy.ranges import Z_TAIL, OutputRange
 
 __all__ = [
+    "GAUSSIAN_CALIBRATIONS",
     "MECHANISMS",
     "PRESETS",
     "REFERENCE_CODES",
+    "LDPGLOCConstants",
+    "LDPUCBConstants",
+    "ZhengConstants",
     "classic_sigma",
     "gaussian_message_guarantee",
     "joint_sensitivity",
@@ -46,6 +54,9 @@ __all__ = [
 ]
 
 MECHANISMS: tuple[str, ...] = ("gaussian", "laplace")
+#: Gaussian calibrations: ``analytic`` (Balle & Wang 2018, exact) or ``classic`` (the papers'
+#: ``Delta sqrt(2 ln(1.25/delta)) / eps``).
+GAUSSIAN_CALIBRATIONS: tuple[str, ...] = ("classic", "analytic")
 #: Public reference code an ``authors_code`` LDP-UCB run imitates: Han et al.'s re-implementation
 #: (github.com/liangzp/LDP-Bandit, the baseline of the Han et al. 2021 figures) or Zheng et al.'s
 #: own demo (github.com/MIFA-Lab/LDPbandit2020, ``src/linucb.py``).
@@ -113,37 +124,170 @@ def classic_sigma(
 
 
 def gaussian_message_guarantee(
-    parts: tuple[tuple[str, float, float], ...], delta: float, notes: str
+    parts: tuple[tuple[str, float, float], ...],
+    delta: float,
+    what: str,
+    *,
+    rounds: int,
+    calibration: str = "analytic",
 ) -> PrivacyGuarantee:
     """Local per-user guarantee of a message whose parts ``(name, Delta_i, sigma_i)`` are released
     together: one Gaussian mechanism of sensitivity ``mu`` (:func:`joint_sensitivity`) at unit noise.
+
+    The ledger holds the message as one Gaussian event (at its common std and the parts' joint
+    sensitivity when every part has the same std, else divided by the stds), sent once by each
+    of the ``rounds`` users: disjoint composition, the guarantee is one message's.
+
+    Parameters
+    ----------
+    parts : tuple of (str, float, float)
+        ``(name, l2 sensitivity, noise std)`` of each part.
+    delta : float
+        The reported delta.
+    what : str
+        The calibration in words (preset, rule), the head of the notes.
+    rounds : int
+        Rounds of the run (one user each).
+    calibration : {"analytic", "classic", "given"}
+        How the stds were chosen (the ledger's record).
     """
     mu = joint_sensitivity(tuple((s, sig) for _, s, sig in parts))
     eps = gaussian_epsilon(1.0, delta, mu)
-    detail = ", ".join(f"{n}: sensitivity {s:.6g} / std {sig:.6g}" for n, s, sig in parts)
-    return PrivacyGuarantee(
-        model="local",
-        epsilon=eps,
-        delta=delta,
-        unit="user",
-        notes=f"{notes}; one Gaussian mechanism on the message [{detail}], "
-        f"joint sensitivity {mu:.6g} at unit noise (Balle & Wang 2018)",
-        ledger=Gaussian(1.0, mu, f"the message [{detail}] in noise units"),
-    )
+    names = ", ".join(n for n, _, _ in parts)
+    stds = {sig for _, _, sig in parts}
+    if len(stds) == 1:
+        sigma = stds.pop()
+        joint = math.sqrt(math.fsum(s * s for _, s, _ in parts))
+        message = Gaussian(sigma, joint, f"the message [{names}]", calibration)
+    else:
+        detail = ", ".join(f"{n}: sensitivity {s:.6g} / std {sig:.6g}" for n, s, sig in parts)
+        message = Gaussian(1.0, mu, f"the message [{detail}] divided by its stds", calibration)
+    ledger = SelfComposed(message, int(rounds), "disjoint", f"{what}; one message per user")
+    return to_guarantee(ApproxDP(eps, delta), "local", "user", ledger=ledger)
 
 
 def laplace_message_guarantee(
-    parts: tuple[tuple[str, float, float], ...], notes: str
+    parts: tuple[tuple[str, float, float], ...], what: str, *, rounds: int
 ) -> PrivacyGuarantee:
     """Pure guarantee of Laplace-noised parts ``(name, L1 sensitivity, scale)``: ``sum_i Delta_i / b_i``
-    (basic composition, Dwork & Roth 2014, Thm 3.16)."""
+    (basic composition, Dwork & Roth 2014, Thm 3.16), one message per user of the ``rounds``."""
     eps = math.fsum(s / b for _, s, b in parts)
-    detail = ", ".join(f"{n}: L1 sensitivity {s:.6g} / scale {b:.6g}" for n, s, b in parts)
-    return PrivacyGuarantee(
-        model="local",
-        epsilon=eps,
-        delta=0.0,
-        unit="user",
-        notes=f"{notes}; Laplace parts [{detail}], basic composition",
-        ledger=Composed(tuple(Laplace(b, sens, n) for n, sens, b in parts), "basic", notes),
-    )
+    laplace: tuple[Event, ...] = tuple(Laplace(b, sens, n) for n, sens, b in parts)
+    message: Event = laplace[0] if len(laplace) == 1 else Composed(laplace, "basic", "the message")
+    ledger = SelfComposed(message, int(rounds), "disjoint", f"{what}; one message per user")
+    return to_guarantee(PureDP(eps), "local", "user", ledger=ledger)
+
+
+@dataclass(frozen=True)
+class ZhengConstants(Constants):
+    """What LDP-UCB and LDP-GLOC resolve alike (Zheng et al. 2020, Algorithms 3 and 5).
+
+    Attributes
+    ----------
+    D, T : int
+        Feature dimension the model runs in (``d``, or ``K d`` with block one-hot features) and
+        the horizon ``T`` of the constants.
+    context_bound, reward_lo, reward_hi : float
+        The bounds the user clips to (``||x|| <= C_B``, ``y`` in ``[reward_lo, reward_hi]``).
+    mechanism, gaussian_calibration : str
+        ``gaussian`` / ``laplace`` and the Gaussian calibration rule.
+    sensitivity : float
+        Exact joint l2 sensitivity of ``(ut(x x^T), v x)`` (:func:`outer_vector_sensitivity`).
+    scale_V, scale_u : float
+        Noise std (Laplace: scale) of ``B`` and ``xi``.
+    sigma : float
+        The ``sigma`` of ``Upsilon_t`` and ``beta_t``.
+    c_factor, beta_formula, beta_scale
+        ``c_t = c_factor Upsilon_t``, the radius formula and its multiplier ``kappa``.
+    clip : bool
+        User-side clipping of ``x`` and ``y`` (not stored: a parameter).
+    """
+
+    D: int
+    T: int
+    context_bound: float
+    reward_lo: float
+    reward_hi: float
+    mechanism: str
+    gaussian_calibration: str
+    sensitivity: float
+    scale_V: float
+    scale_u: float
+    sigma: float
+    c_factor: float
+    beta_formula: str
+    beta_scale: float
+    clip: bool
+
+    hidden: ClassVar[tuple[str, ...]] = ("clip",)
+
+    def vector_bound(self) -> float:
+        """Largest ``|v x_i|`` of the vector part before the noise."""
+        raise NotImplementedError
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """Gaussian with clipping: ``V = x x^T + B`` is symmetric with ``|V_ij| <= C_B^2 +
+        z scale_V`` and ``|u_i| <= |v| C_B + z scale_u`` (``z`` =
+        :data:`~privbandits.privacy.ranges.Z_TAIL` stds).  Laplace noise or ``clip=False``:
+        not declared."""
+        if self.mechanism != "gaussian" or not self.clip:
+            return {}
+        C2 = self.context_bound * self.context_bound
+        return {
+            "V": OutputRange("abs", C2 + Z_TAIL * self.scale_V, symmetric=True),
+            "u": OutputRange("abs", self.vector_bound() + Z_TAIL * self.scale_u),
+        }
+
+
+@dataclass(frozen=True)
+class LDPUCBConstants(ZhengConstants):
+    """LDP-UCB (Zheng et al. 2020, Algorithm 5): besides :class:`ZhengConstants`, the reward bound
+    ``Y``, the noise split, the initial Gram sum ``V0``, the bonus form, the index of ``beta`` and
+    the first round's regularizer ``c_first`` (None: ``c_1``)."""
+
+    reward_bound: float
+    noise_split: str
+    V0: float
+    bonus: str
+    beta_index: str
+    c_first: float | None
+
+    def vector_bound(self) -> float:
+        return self.reward_bound * self.context_bound
+
+
+@dataclass(frozen=True)
+class LDPGLOCConstants(ZhengConstants):
+    """LDP-GLOC (Zheng et al. 2020, Algorithm 3): besides :class:`ZhengConstants`, the set ``W``
+    (radius ``S_W``, per-arm balls when ``blockwise``), the relabel bound ``z_bound = C_B S_W``,
+    the link constants ``C`` and ``mu``, the gradient clip (None: not clipped) and the accounted
+    gradient bound, the gradient noise, the step ``zeta``, whether ``W`` is projected on and the
+    initial iterates."""
+
+    theta_radius: float
+    blockwise: bool
+    z_bound: float
+    link_bound: float
+    link_min_slope: float
+    grad_clip: float | None
+    grad_bound: float
+    scale_g: float
+    grad_sigma: float
+    zeta: float
+    project: bool
+    init: str
+
+    def vector_bound(self) -> float:
+        return self.z_bound * self.context_bound
+
+    def output_ranges(
+        self, context_bound: float, reward_range: tuple[float, float]
+    ) -> dict[str, OutputRange]:
+        """As :meth:`ZhengConstants.output_ranges`, and with gradient clipping ``|g_i| <=
+        grad_clip + z scale_g`` (the gradient is clipped whatever ``clip`` says)."""
+        out = super().output_ranges(context_bound, reward_range)
+        if self.mechanism == "gaussian" and self.grad_clip is not None:
+            out["g"] = OutputRange("abs", self.grad_clip + Z_TAIL * self.scale_g)
+        return out

@@ -47,27 +47,18 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.gloc import relabel
-from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
+from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel
+from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
 from privbandits.algorithms.ldp_zheng.calibration import (
-    MECHANISMS,
-    PRESETS,
+    LDPGLOCConstants,
     classic_sigma,
-    gaussian_message_guarantee,
-    laplace_message_guarantee,
     outer_vector_sensitivity,
     tight_sigma,
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES, zeta_default, zeta_paper
-from privbandits.algorithms.ldp_zheng.ridge import (
-    additive_noise,
-    choose,
-    new_ridge_state,
-    ridge_receive,
-    ridge_space,
-)
+from privbandits.algorithms.ldp_zheng.ridge import new_ridge_state, ridge_receive, ridge_space
 from privbandits.algorithms.linalg import (
     feature_block,
     feature_single,
@@ -75,23 +66,12 @@ from privbandits.algorithms.linalg import (
     project_blocks,
 )
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import NotResetError, ValidationError
+from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link, link_mu
-from privbandits.core.params import (
-    Any_,
-    Bool,
-    Choice,
-    Delta,
-    Epsilon,
-    Int,
-    Optional,
-    Positive,
-    Real,
-)
+from privbandits.core.params import Any_, Bool, Choice, Optional, Positive
 from privbandits.core.public_space import PublicField
 from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_choice, check_positive
-from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_laplace,
@@ -234,7 +214,7 @@ class _Zeta(Any_):
 
 
 @register
-class LDPGLOC(LocalAlgorithm):
+class LDPGLOC(ZhengAlgorithm):
     """LDP-GLOC (Zheng et al. 2020, Algorithm 3): GLOC with a noisy-OGD online learner, any GLM link.
 
     Parameters
@@ -289,28 +269,24 @@ class LDPGLOC(LocalAlgorithm):
 
     name = "ldp-gloc"
     twin = "gloc"
-    settings = ("single", "multi")
     links = ("*",)
     paper = "Zheng et al. 2020 (Alg. 3)"
+    label = "LDP-GLOC (Zheng et al. 2020, Alg. 3)"
     constraints: ClassVar = {
-        "epsilon": Epsilon,
-        "delta": Delta,
-        "alpha": Real(0.0, 1.0, low_open=True, high_open=True),
-        "preset": Choice(*PRESETS),
-        "mechanism": Choice(*MECHANISMS),
-        "gaussian_calibration": Optional(Choice("classic", "analytic")),
         "beta_formula": Choice("order", "conservative"),
-        "beta_scale": Positive,
-        "c_factor": Positive,
         "zeta": _Zeta(),
         "theta_radius": Optional(Positive),
         "link_bound": Optional(Positive),
         "link_min_slope": Optional(Positive),
         "grad_bound": Optional(Positive),
-        "clip": Bool(),
         "clip_grad": Optional(Bool()),
-        "horizon": Optional(Int(2)),
     }
+    zeta: float | str | None
+    theta_radius: float | None
+    link_bound: float | None
+    link_min_slope: float | None
+    grad_bound: float | None
+    clip_grad: bool | None
     test_params: ClassVar = (
         {},
         {"preset": "paper", "beta_formula": "conservative", "zeta": "default"},
@@ -344,10 +320,7 @@ class LDPGLOC(LocalAlgorithm):
                 "preset='authors_code' does not project the online iterate, so an unclipped "
                 "gradient has no finite sensitivity; clip_grad must be True (or None)"
             )
-        if preset == "authors_code" and mechanism != "gaussian":
-            raise ValidationError(
-                "preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'"
-            )
+        self._check_mechanism()
 
     # -- calibration -------------------------------------------------------------------------
     def calibrate(self, spec: EnvSpec) -> Calibration:
@@ -360,10 +333,8 @@ class LDPGLOC(LocalAlgorithm):
         the clipped gradient: the accounted epsilon is the request.
         """
         eps, delta, preset = self.epsilon, self.delta, self.preset
-        block = spec.setting == "multi"
-        D = spec.K * spec.d if block else spec.d
-        T = self.horizon if self.horizon is not None else max(spec.horizon, 2)
-        notes = [f"LDP-GLOC (Zheng et al. 2020, Alg. 3), preset={preset}"]
+        block, D, T = self._problem(spec)
+        notes: list[str] = []
         lo, hi = map(float, spec.reward_range)
         if preset == "strict":
             C_B = spec.context_bound
@@ -383,10 +354,11 @@ class LDPGLOC(LocalAlgorithm):
                 f"{mu:g}; pass link_min_slope explicitly"
             )
         J = outer_vector_sensitivity(C_B, -z_bound, z_bound)  # (ut(x x^T), z x)
-        calib = self.gaussian_calibration or ("analytic" if preset == "strict" else "classic")
+        calib = self._calibration_rule()
         if preset == "authors_code":
             G = 1.0 if self.grad_bound is None else self.grad_bound
-            grad_clip, G_acc = G, G
+            grad_clip: float | None = G
+            G_acc = G
             sigma_code = 6.0 * math.sqrt(2.0 * math.log(2.5 / delta)) / eps
             sigma = grad_sigma = (
                 6.0 * math.sqrt(2.0 * math.log(3.75 / delta)) / eps
@@ -442,50 +414,50 @@ class LDPGLOC(LocalAlgorithm):
                 "default" if preset == "strict" else "paper", T, G, grad_sigma, D, W_radius
             )
         if self.mechanism == "laplace":
-            l1_g_acc = 2.0 * G_acc * math.sqrt(D)
-            guarantee = laplace_message_guarantee(
-                (
-                    ("x x^T", (D + 1) * C_B * C_B, scale_V),
-                    ("z x", 2.0 * z_bound * C_B * math.sqrt(D), scale_u),
-                    ("gradient", l1_g_acc, scale_g),
-                ),
-                self._notes(notes),
+            parts: tuple[tuple[str, float, float], ...] = (
+                ("x x^T", (D + 1) * C_B * C_B, scale_V),
+                ("z x", 2.0 * z_bound * C_B * math.sqrt(D), scale_u),
+                ("gradient", 2.0 * G_acc * math.sqrt(D), scale_g),
             )
         else:
-            guarantee = gaussian_message_guarantee(
-                (("x x^T, z x", J, scale_V), ("gradient", 2.0 * G_acc, scale_g)),
-                delta,
-                self._notes(notes + [f"noise: {calib}"]),
-            )
-        resolved = {
-            "D": D,
-            "T": T,
-            "context_bound": C_B,
-            "reward_lo": lo,
-            "reward_hi": hi,
-            "theta_radius": S_W,
-            "blockwise": block,
-            "z_bound": z_bound,
-            "link_bound": C,
-            "link_min_slope": mu,
-            "grad_clip": grad_clip,
-            "grad_bound": G_acc,
-            "mechanism": self.mechanism,
-            "gaussian_calibration": calib,
-            "sensitivity": J,
-            "scale_V": scale_V,
-            "scale_u": scale_u,
-            "scale_g": scale_g,
-            "sigma": sigma,
-            "grad_sigma": grad_sigma,
-            "zeta": zeta,
-            "project": project,
-            "init": init,
-            "c_factor": self.c_factor,
-            "beta_formula": self.beta_formula,
-            "beta_scale": self.beta_scale,
-        }
-        return Calibration(guarantee, resolved, preset, (eps, delta))
+            notes.append(f"noise: {calib}")
+            parts = (("x x^T, z x", J, scale_V), ("gradient", 2.0 * G_acc, scale_g))
+        rule = "given" if preset == "authors_code" else calib
+        constants = LDPGLOCConstants(
+            D=D,
+            T=T,
+            context_bound=C_B,
+            reward_lo=lo,
+            reward_hi=hi,
+            mechanism=self.mechanism,
+            gaussian_calibration=calib,
+            sensitivity=J,
+            scale_V=scale_V,
+            scale_u=scale_u,
+            sigma=sigma,
+            c_factor=self.c_factor,
+            beta_formula=self.beta_formula,
+            beta_scale=self.beta_scale,
+            clip=self.clip,
+            theta_radius=S_W,
+            blockwise=block,
+            z_bound=z_bound,
+            link_bound=C,
+            link_min_slope=mu,
+            grad_clip=grad_clip,
+            grad_bound=G_acc,
+            scale_g=scale_g,
+            grad_sigma=grad_sigma,
+            zeta=zeta,
+            project=project,
+            init=init,
+        )
+        return Calibration(
+            self._guarantee(parts, notes, T, rule),
+            preset=preset,
+            requested=(eps, delta),
+            constants=constants,
+        )
 
     def _zeta(
         self, default: str, T: int, G: float, grad_sigma: float, D: int, W_radius: float
@@ -497,107 +469,65 @@ class LDPGLOC(LocalAlgorithm):
             return zeta_paper(T)
         return float(rule)  # type: ignore[arg-type]
 
-    def _notes(self, notes: list[str]) -> str:
-        if not self.clip:
-            notes = notes + ["clip=False: conditional on data within the declared bounds"]
-        return "; ".join(notes)
-
     # -- kernel --------------------------------------------------------------------------------
     def build_kernel(self) -> LocalKernel:
-        res, spec, R = self.calibration.resolved, self.spec, self.R
-        D, T = int(res["D"]), int(res["T"])
+        c, spec, R = self.calibration.typed(LDPGLOCConstants), self.spec, self.R
+        D, K = c.D, spec.K
         code = BETA_CODES["gloc-order" if self.beta_formula == "order" else "gloc-conservative"]
-        choice = (spec.K, False)
+        choice = (K, False)
         client = (
             D,
-            float(res["context_bound"]),
-            float(res["reward_lo"]),
-            float(res["reward_hi"]),
+            float(c.context_bound),
+            float(c.reward_lo),
+            float(c.reward_hi),
             self.clip,
-            float(res["scale_V"]),
-            float(res["scale_u"]),
-            float(res["scale_g"]),
-            self.mechanism == "laplace",
-            float(res["z_bound"]),
+            float(c.scale_V),
+            float(c.scale_u),
+            float(c.scale_g),
+            c.mechanism == "laplace",
+            float(c.z_bound),
             spec.link.code,
-            -1.0 if res["grad_clip"] is None else float(res["grad_clip"]),
-            bool(res["project"]),
+            -1.0 if c.grad_clip is None else float(c.grad_clip),
+            bool(c.project),
         )
-        ridge = (
-            float(res["sigma"]),
-            D,
-            T,
-            self.alpha,
-            self.c_factor,
-            -1.0,
-            code,
-            self.beta_scale,
-            float(res["grad_sigma"]),
-            float(res["link_min_slope"]),
-            False,
-        )
+        ridge = self._ridge_params(c, code, grad_sigma=c.grad_sigma, mu=c.link_min_slope)
         block = spec.setting == "multi"
         # without the projection onto W (authors_code) the iterate is kept within ESTIMATE_BOUND
         # (post-processing), the space the devices accept
         ogd = (
-            float(res["zeta"]),
-            float(res["theta_radius"]) if res["project"] else ESTIMATE_BOUND,
-            spec.K if block and res["project"] else 0,
+            float(c.zeta),
+            float(c.theta_radius) if c.project else ESTIMATE_BOUND,
+            K if block and c.project else 0,
         )
         (theta, M, beta), server = new_ridge_state(ridge, R, D, 0.0)
         theta_hat = np.zeros((R, D))
         if (
-            res["init"] == "random"
+            c.init == "random"
         ):  # Han et al.'s code: random unit vectors for theta_hat_1 and theta_tilde_0
             v = self.streams.server.standard_normal((2, R, D))
             v /= np.linalg.norm(v, axis=-1, keepdims=True)
             theta_hat[:] = v[0]
             theta[:] = v[1]
-        message = MessageLayout(
-            f"ldp-gloc/{self.mechanism}", (("V", (D, D)), ("u", (D,)), ("g", (D,)))
-        )
-        K, d = spec.K, spec.d
-        laplace = self.mechanism == "laplace"
         # the device's contract: theta_hat in W (the product of per-arm balls in the multi setting)
         # when the server projects, else within ESTIMATE_BOUND; the accountant's parameter is the
         # sum of L1 sensitivities over scales (Laplace) or the joint l2 sensitivity over the stds
         W = (
-            float(res["theta_radius"]) * (math.sqrt(K) if block else 1.0)
-            if res["project"]
+            float(c.theta_radius) * (math.sqrt(K) if block else 1.0)
+            if c.project
             else ESTIMATE_BOUND
         )
-        if laplace:
-            sensitivity = DeviceSensitivity("l1", self.calibration.guarantee.epsilon)
-        else:
-            sensitivity = DeviceSensitivity(
-                "l2",
-                math.hypot(
-                    float(res["sensitivity"]) / float(res["scale_V"]),
-                    2.0 * float(res["grad_bound"]) / float(res["scale_g"]),
-                ),
-            )
-        return LocalKernel(
-            choose,
-            _randomize,
-            _update,
+        return self._kernel(
+            c,
+            (_encode, _randomize, _update),
             (choice, client, ridge, ogd),
             (theta, M, beta, theta_hat),
             server,
             ("theta", "M", "beta", "theta_hat"),
-            message,
-            estimate=lambda: theta.reshape(R, K, d) if block else theta,
-            public_space=ridge_space(PublicField("theta_hat", ("R", "D"), norm=W)),
-            encode=_encode,
-            noise=additive_noise(
-                D, (float(res["scale_V"]), float(res["scale_u"]), float(res["scale_g"])), laplace
-            ),
-            sensitivity=sensitivity,
+            (("V", (D, D)), ("u", (D,)), ("g", (D,))),
+            (float(c.scale_V), float(c.scale_u), float(c.scale_g)),
+            math.hypot(c.sensitivity / c.scale_V, 2.0 * c.grad_bound / c.scale_g),
+            ridge_space(PublicField("theta_hat", ("R", "D"), norm=W)),
         )
-
-    def _local_kernel(self) -> LocalKernel:
-        if not isinstance(self.kernel, LocalKernel):
-            raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
-        return self.kernel
 
     def online_estimate(self) -> np.ndarray:
         """The noisy-OGD iterate ``theta_hat``: ``(R, d)``, or ``(R, K, d)`` in the multi setting."""
@@ -608,7 +538,3 @@ class LDPGLOC(LocalAlgorithm):
             if spec.setting == "multi"
             else theta_hat.copy()
         )
-
-    def n_shifted(self) -> np.ndarray:
-        """Per replication, how often the regularized noisy Gram matrix was shifted (section 4.3.2)."""
-        return self._local_kernel().server[4].copy()

@@ -35,35 +35,23 @@ import math
 from typing import ClassVar
 
 import numba as nb
-import numpy as np
 
-from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.kernel import LocalKernel
+from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
 from privbandits.algorithms.ldp_zheng.calibration import (
-    MECHANISMS,
-    PRESETS,
     REFERENCE_CODES,
+    LDPUCBConstants,
     classic_sigma,
-    gaussian_message_guarantee,
-    laplace_message_guarantee,
     outer_vector_sensitivity,
     tight_sigma,
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES
-from privbandits.algorithms.ldp_zheng.ridge import (
-    additive_noise,
-    choose,
-    new_ridge_state,
-    ridge_receive,
-    ridge_space,
-)
+from privbandits.algorithms.ldp_zheng.ridge import new_ridge_state, ridge_receive, ridge_space
 from privbandits.algorithms.linalg import feature_block, feature_single
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import NotResetError, ValidationError
-from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive, Real
+from privbandits.core.params import Choice, Optional
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_laplace,
@@ -128,7 +116,7 @@ def _update(params, public, server, r, t, msg):  # type: ignore[no-untyped-def] 
 
 
 @register
-class LDPUCB(LocalAlgorithm):
+class LDPUCB(ZhengAlgorithm):
     """LDP-UCB (Zheng et al. 2020, Algorithm 5): LinUCB on Gaussian-noised sufficient statistics.
 
     Parameters
@@ -178,24 +166,17 @@ class LDPUCB(LocalAlgorithm):
 
     name = "ldp-ucb"
     twin = "linucb"
-    settings = ("single", "multi")
     links = ("identity",)
     paper = "Zheng et al. 2020 (Alg. 5)"
+    label = "LDP-UCB (Zheng et al. 2020, Alg. 5)"
     constraints: ClassVar = {
-        "epsilon": Epsilon,
-        "delta": Delta,
-        "alpha": Real(0.0, 1.0, low_open=True, high_open=True),
-        "preset": Choice(*PRESETS),
-        "mechanism": Choice(*MECHANISMS),
         "noise_split": Optional(Choice("split", "joint")),
-        "gaussian_calibration": Optional(Choice("classic", "analytic")),
         "beta_formula": Choice("paper", "ss"),
-        "beta_scale": Positive,
-        "c_factor": Positive,
-        "clip": Bool(),
         "reference_code": Choice(*REFERENCE_CODES),
-        "horizon": Optional(Int(2)),
     }
+    noise_split: str | None
+    reference_code: str
+
     # clip=False is left out: its guarantee is conditional on rewards in the declared range, which
     # the conformance suite's adversarial users are not by design (tests/algorithms cover it)
     test_params: ClassVar = (
@@ -223,10 +204,7 @@ class LDPUCB(LocalAlgorithm):
         reference_code: str = "han2021",
         horizon: int | None = None,
     ) -> None:
-        if preset == "authors_code" and mechanism != "gaussian":
-            raise ValidationError(
-                "preset='authors_code' uses Gaussian noise; mechanism must be 'gaussian'"
-            )
+        self._check_mechanism()
 
     # -- calibration -------------------------------------------------------------------------
     def calibrate(self, spec: EnvSpec) -> Calibration:
@@ -240,10 +218,9 @@ class LDPUCB(LocalAlgorithm):
         composing the parts).
         """
         eps, delta, preset = self.epsilon, self.delta, self.preset
+        _, D, T = self._problem(spec)
         block = spec.setting == "multi"
-        D = spec.K * spec.d if block else spec.d
-        T = self.horizon if self.horizon is not None else max(spec.horizon, 2)
-        notes = [f"LDP-UCB (Zheng et al. 2020, Alg. 5), preset={preset}"]
+        notes: list[str] = []
         V0, bonus, beta_index, c_first = 0.0, "sqrt", "previous", None
         if preset == "strict":
             C_B = spec.context_bound
@@ -254,10 +231,11 @@ class LDPUCB(LocalAlgorithm):
             C_B, lo, hi = 1.0, -1.0, 1.0
         Y = max(abs(lo), abs(hi))
         split = self.noise_split or ("joint" if preset == "strict" else "split")
-        calib = self.gaussian_calibration or ("analytic" if preset == "strict" else "classic")
+        calib = self._calibration_rule()
         loose_V, loose_u = 2.0 * C_B * C_B, 2.0 * Y * C_B  # the papers' sensitivity bounds
         tight_V, tight_u = _SQRT2 * C_B * C_B, 2.0 * Y * C_B  # each part alone
         joint = outer_vector_sensitivity(C_B, lo, hi)  # the pair, exactly
+        rule = calib
         if self.mechanism == "laplace":
             # Zheng et al. 2020, correction Zheng20-17: L1 sensitivities, budget split so both parts share one scale
             l1_V, l1_u = (D + 1) * C_B * C_B, 2.0 * Y * C_B * math.sqrt(D)
@@ -268,15 +246,13 @@ class LDPUCB(LocalAlgorithm):
                 "Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
                 "Laplace std"
             )
-            guarantee = laplace_message_guarantee(
-                (("x x^T", l1_V, b), ("y x", l1_u, b)), self._notes(notes)
-            )
+            parts: tuple[tuple[str, float, float], ...] = (("x x^T", l1_V, b), ("y x", l1_u, b))
         else:
             if preset == "authors_code" and self.reference_code == "zheng2020":
                 # official demo: 4 sqrt(ln(1.25/delta))/eps (README: 4 sqrt(2 ln(1.25/delta))/eps),
                 # one Gaussian mechanism on the message (the official README's form, correction Zheng20-4)
                 sigma = 4.0 * math.sqrt(math.log(1.25 / delta)) / eps
-                bonus, beta_index, c_first = "squared", "current", 0.1
+                bonus, beta_index, c_first, rule = "squared", "current", 0.1, "given"
                 notes.append(
                     "reference code zheng2020 (demo noise, squared bonus, beta_t, round-1 c = 0.1)"
                 )
@@ -291,108 +267,67 @@ class LDPUCB(LocalAlgorithm):
                 V0 = 1.0 if not block else 0.0
                 notes.append("reference code han2021 (Gram sum starts at I in the single setting)")
             scale_V = scale_u = sigma
-            guarantee = gaussian_message_guarantee(
-                (("x x^T, y x", joint, sigma),),
-                delta,
-                self._notes(
-                    notes
-                    + [
-                        f"noise: {split}/{calib}; parts alone: x x^T {tight_V:.6g}, "
-                        f"y x {tight_u:.6g}"
-                    ]
-                ),
+            notes.append(
+                f"noise: {split}/{calib}; parts alone: x x^T {tight_V:.6g}, y x {tight_u:.6g}"
             )
-        resolved = {
-            "D": D,
-            "T": T,
-            "context_bound": C_B,
-            "reward_lo": lo,
-            "reward_hi": hi,
-            "reward_bound": Y,
-            "mechanism": self.mechanism,
-            "noise_split": split,
-            "gaussian_calibration": calib,
-            "sensitivity": joint,
-            "scale_V": scale_V,
-            "scale_u": scale_u,
-            "sigma": sigma,
-            "V0": V0,
-            "bonus": bonus,
-            "beta_index": beta_index,
-            "c_first": c_first,
-            "c_factor": self.c_factor,
-            "beta_formula": self.beta_formula,
-            "beta_scale": self.beta_scale,
-        }
-        return Calibration(guarantee, resolved, preset, (eps, delta))
-
-    def _notes(self, notes: list[str]) -> str:
-        if not self.clip:
-            notes = notes + ["clip=False: conditional on data within the declared bounds"]
-        return "; ".join(notes)
+            parts = (("x x^T, y x", joint, sigma),)
+        constants = LDPUCBConstants(
+            D=D,
+            T=T,
+            context_bound=C_B,
+            reward_lo=lo,
+            reward_hi=hi,
+            mechanism=self.mechanism,
+            gaussian_calibration=calib,
+            sensitivity=joint,
+            scale_V=scale_V,
+            scale_u=scale_u,
+            sigma=sigma,
+            c_factor=self.c_factor,
+            beta_formula=self.beta_formula,
+            beta_scale=self.beta_scale,
+            clip=self.clip,
+            reward_bound=Y,
+            noise_split=split,
+            V0=V0,
+            bonus=bonus,
+            beta_index=beta_index,
+            c_first=c_first,
+        )
+        return Calibration(
+            self._guarantee(parts, notes, T, rule),
+            preset=preset,
+            requested=(eps, delta),
+            constants=constants,
+        )
 
     # -- kernel --------------------------------------------------------------------------------
     def build_kernel(self) -> LocalKernel:
-        res, spec, R = self.calibration.resolved, self.spec, self.R
-        D, T = int(res["D"]), int(res["T"])
+        c, spec, R = self.calibration.typed(LDPUCBConstants), self.spec, self.R
         code = BETA_CODES["ucb-paper" if self.beta_formula == "paper" else "ucb-ss"]
-        choice = (spec.K, res["bonus"] == "squared")
+        choice = (spec.K, c.bonus == "squared")
         client = (
-            D,
-            float(res["context_bound"]),
-            float(res["reward_lo"]),
-            float(res["reward_hi"]),
+            c.D,
+            float(c.context_bound),
+            float(c.reward_lo),
+            float(c.reward_hi),
             self.clip,
-            float(res["scale_V"]),
-            float(res["scale_u"]),
-            self.mechanism == "laplace",
+            float(c.scale_V),
+            float(c.scale_u),
+            c.mechanism == "laplace",
         )
-        c_first = -1.0 if res["c_first"] is None else float(res["c_first"])
-        ridge = (
-            float(res["sigma"]),
-            D,
-            T,
-            self.alpha,
-            self.c_factor,
-            c_first,
-            code,
-            self.beta_scale,
-            0.0,
-            1.0,
-            res["beta_index"] == "current",
-        )
-        public, server = new_ridge_state(ridge, R, D, float(res["V0"]))
-        theta = public[0]
-        block = spec.setting == "multi"
-        message = MessageLayout(f"ldp-ucb/{self.mechanism}", (("V", (D, D)), ("u", (D,))))
-        laplace = self.mechanism == "laplace"
-        norm = "l1" if laplace else "l2"
-        # the accountant's parameter: sum of L1 sensitivities over scales (Laplace), the joint l2
-        # sensitivity over the std (Gaussian); the message does not depend on the public state
-        bound = (
-            self.calibration.guarantee.epsilon
-            if laplace
-            else float(res["sensitivity"]) / float(res["scale_V"])
-        )
-        return LocalKernel(
-            choose,
-            _randomize,
-            _update,
+        ridge = self._ridge_params(c, code, c_first=c.c_first, current=c.beta_index == "current")
+        public, server = new_ridge_state(ridge, R, c.D, float(c.V0))
+        # the message does not depend on the public state
+        return self._kernel(
+            c,
+            (_encode, _randomize, _update),
             (choice, client, ridge),
             public,
             server,
             ("theta", "M", "beta"),
-            message,
-            estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta,
-            public_space=ridge_space(),
-            encode=_encode,
-            noise=additive_noise(D, (float(res["scale_V"]), float(res["scale_u"])), laplace),
-            sensitivity=DeviceSensitivity(norm, bound),
+            (("V", (c.D, c.D)), ("u", (c.D,))),
+            (float(c.scale_V), float(c.scale_u)),
+            c.sensitivity / c.scale_V,
+            ridge_space(),
         )
-
-    def n_shifted(self) -> np.ndarray:
-        """Per replication, how often the regularized noisy Gram matrix was not positive definite
-        and was shifted (Zheng et al. 2020, Algorithm 5)."""
-        if not isinstance(self.kernel, LocalKernel):
-            raise NotResetError(f"{self.name}: call reset(...) or simulate(...) first")
-        return self.kernel.server[4].copy()
