@@ -36,6 +36,22 @@ RTOL = 2e-3
 SPEC = EnvSpec(d=3, K=4, horizon=600)
 
 
+def _convex_spec() -> EnvSpec:
+    """The problem of the continuous-action algorithms (a bandit convex optimization problem)."""
+    from privbandits.core.rng import make_streams
+    from privbandits.envs.convex import ConvexLossEnv
+
+    return ConvexLossEnv(d=3).reset(1, make_streams(0), 600)
+
+
+CONVEX_SPEC = _convex_spec()
+
+
+def spec_for(name: str) -> EnvSpec:
+    """The problem ``name`` runs on: a loss environment for continuous actions, else :data:`SPEC`."""
+    return CONVEX_SPEC if available()[name].continuous_actions else SPEC
+
+
 def pld_epsilon(event: Event, delta: float) -> float:
     """epsilon at ``delta`` of a dp-accounting event, PLD accountant."""
     from dp_accounting import NeighboringRelation
@@ -87,8 +103,8 @@ def _private_algorithms() -> list[str]:
         warnings.simplefilter("ignore")
         for name in available():
             try:
-                g = make(name).guarantee_for(SPEC)
-            except Exception:  # continuous-action algorithms need another problem
+                g = make(name).guarantee_for(spec_for(name))
+            except Exception:  # an algorithm that cannot run on either problem
                 continue
             if g.is_private and g.ledger is not None:
                 names.append(name)
@@ -98,15 +114,44 @@ def _private_algorithms() -> list[str]:
 PRIVATE = _private_algorithms()
 
 
+#: Every variant (``test_params``) of the local algorithms: each message's accounting is checked
+#: at every preset and mechanism the conformance suite runs.
+LOCAL_VARIANTS = [
+    (name, i)
+    for name in PRIVATE
+    if available()[name].trust_model == "local"
+    for i in range(len(available()[name].test_params))
+]
+
+
 def test_most_private_algorithms_carry_a_ledger():
     assert {"hanna-central", "hanna-local", "hanna-shuffle", "dp-ucb", "chen-jdp"} <= set(PRIVATE)
+    zheng_han = {"ldp-ucb", "ldp-gloc", "ldp-onepoint", "ldp-twopoint", "ldp-ols", "ldp-sgd"}
+    assert zheng_han <= set(PRIVATE)
 
 
 @pytest.mark.parametrize("name", PRIVATE)
 def test_epsilon_recomputed_from_the_ledger(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        g = make(name).guarantee_for(SPEC)
+        g = make(name).guarantee_for(spec_for(name))
+    check_ledger(name, g)
+
+
+@pytest.mark.parametrize(("name", "variant"), LOCAL_VARIANTS)
+def test_every_local_variant_recomputed_from_its_ledger(name, variant):
+    params = available()[name].test_params[variant]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = make(name, **params).guarantee_for(spec_for(name))
+    assert g.ledger is not None, f"{name} {params}: no ledger"
+    assert independent(g.ledger, g.delta) is not None, f"{name} {params}: not covered"
+    check_ledger(name, g)
+
+
+def check_ledger(name, g):
+    """The ledger round-trips through JSON and its independent epsilon is at most the guarantee's
+    (equal when the library composes exactly)."""
     assert g.ledger is not None
     # the ledger round-trips through JSON
     back = event_from_dict(json.loads(json.dumps(g.ledger.to_dict())))
