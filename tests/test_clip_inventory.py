@@ -262,27 +262,27 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "an optimistic index of a released mean clamped into [0, 1]: post-processing",
     ),
     # -- the auditor --------------------------------------------------------------------------------
-    "src/privbandits/auditing.py::_client_path_spec::pilot_projection#1": (
+    "src/privbandits/auditing/client_path.py::_client_path_spec::pilot_projection#1": (
         EXEMPT,
         "the auditor's test statistic (a projection of the observed messages)",
     ),
-    "src/privbandits/auditing.py::AdversarialServer._perturb::np.minimum(1)#1": (
+    "src/privbandits/auditing/adversarial.py::AdversarialServer._perturb::np.minimum(1)#1": (
         EXEMPT,
         "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
     ),
-    "src/privbandits/auditing.py::_perturb_field::np.clip#1": (
+    "src/privbandits/auditing/adversarial.py::_perturb_field::np.clip#1": (
         EXEMPT,
         "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
     ),
-    "src/privbandits/auditing.py::_perturb_field::np.clip#2": (
+    "src/privbandits/auditing/adversarial.py::_perturb_field::np.clip#2": (
         EXEMPT,
         "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
     ),
-    "src/privbandits/auditing.py::_perturb_field::np.clip#3": (
+    "src/privbandits/auditing/adversarial.py::_perturb_field::np.clip#3": (
         EXEMPT,
         "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
     ),
-    "src/privbandits/auditing.py::_perturb_field::np.minimum(1)#1": (
+    "src/privbandits/auditing/adversarial.py::_perturb_field::np.minimum(1)#1": (
         EXEMPT,
         "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
     ),

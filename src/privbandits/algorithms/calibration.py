@@ -26,6 +26,7 @@ __all__ = [
     "Calibration",
     "CalibrationWarning",
     "Constants",
+    "GaussianBatchLocalLevels",
     "warn_if_not_strict",
 ]
 
@@ -85,6 +86,16 @@ class BatchLocalLevels(Protocol):
 
     @property
     def eps0(self) -> tuple[tuple[float, float], ...]: ...
+
+
+@runtime_checkable
+class GaussianBatchLocalLevels(BatchLocalLevels, Protocol):
+    """:class:`BatchLocalLevels` of a shuffle algorithm whose local randomizer is a Gaussian
+    mechanism: ``delta0`` is the local ``delta`` of one report beside its ``eps0`` (read by the
+    client-path audit)."""
+
+    @property
+    def delta0(self) -> float: ...
 
 
 @dataclass(frozen=True)
