@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
@@ -19,7 +20,7 @@ from privbandits.cli._common import (
     _out,
     _presets_table,
 )
-from privbandits.core.errors import ValidationError
+from privbandits.core.errors import PrivbanditsError, ValidationError
 
 
 def list_(imports: ImportOpt = None, wide: WideOpt = None) -> None:
@@ -72,6 +73,12 @@ def datasets(
         Optional[str],
         typer.Option("--data-home", help="Cache directory of the downloadable data sets."),
     ] = None,
+    delimiter: Annotated[
+        Optional[str],
+        typer.Option(
+            "--delimiter", help="Field separator of --path, e.g. ';' (default: detected)."
+        ),
+    ] = None,
     wide: WideOpt = None,
 ) -> None:
     """List the registered real data sets, or describe one: n, d, K, class balance, the best fixed
@@ -94,15 +101,32 @@ def datasets(
     elif action == "describe":
         if name is None:
             raise ValidationError("datasets describe needs a NAME (see privbandits datasets list)")
-        options = {"path": path, "label": label, "na": na, "data_home": data_home}
+        options = {
+            "path": path,
+            "label": label,
+            "na": na,
+            "data_home": data_home,
+            "delimiter": delimiter,
+        }
+        try:
+            rows = describe_rows(name, **options)
+        except PrivbanditsError as exc:  # the fixes spelled as this command's options
+            raise type(exc)(_as_options(str(exc))) from None
         table = Table(title=f"Data set {name}", title_justify="left")
         table.add_column("field")
         table.add_column("value", overflow="fold")
-        for row in describe_rows(name, **options):
+        for row in rows:
             _add_row(table, *row)
     else:
         raise ValidationError(f"datasets action must be 'list' or 'describe', got {action!r}")
     _out().print(table)
+
+
+def _as_options(message: str) -> str:
+    """A data loader's error with the configuration keys it suggests (``na = "drop"``,
+    ``delimiter = ";"``) written as the options of ``datasets describe``."""
+    message = message.replace('na = "drop"', "--na drop")
+    return re.sub(r'delimiter = "([^"]+)"', r"--delimiter '\1'", message)
 
 
 def explain(

@@ -7,10 +7,20 @@ from typing import Any
 from privbandits.core.errors import ValidationError
 from privbandits.envs.datasets.registry import get, names
 
-__all__ = ["LIST_COLUMNS", "describe_rows", "list_rows"]
+__all__ = ["FIELD_NOTES", "LIST_COLUMNS", "describe_rows", "list_rows"]
 
 #: Columns of :func:`list_rows`.
 LIST_COLUMNS = ("name", "kind", "availability", "summary", "source", "licence")
+
+
+#: What the less obvious fields of a description mean (shown beside their values).
+FIELD_NOTES = {
+    "class_balance": "smallest class count / largest; 1 = balanced",
+    "best_arm_reward": "mean reward of always playing the best single class",
+    "linear_policy_reward": "mean reward of the greedy policy of the least-squares fit of the "
+    "rewards on the standardized features: what a linear bandit can reach",
+    "n_dropped": "rows dropped for missing values",
+}
 
 
 def list_rows(kind: str | None = None) -> list[tuple[str, ...]]:
@@ -52,5 +62,8 @@ def describe_rows(name: str, **options: Any) -> list[tuple[str, str]]:
         ("kind", entry.kind),
         ("availability", entry.availability),
     ]
-    rows += [(str(k), _fmt(v)) for k, v in desc.items()]
+    rows += [
+        (str(k), _fmt(v) + (f" ({FIELD_NOTES[k]})" if k in FIELD_NOTES else ""))
+        for k, v in desc.items()
+    ]
     return rows
