@@ -13,6 +13,7 @@ import numpy as np
 from privbandits.algorithms import available
 from privbandits.algorithms.chen.ldp import GRADIENT as CHEN_GRADIENT_SLOT
 from privbandits.algorithms.chen.squarecb_ldp import GRADIENT as SQUARECB_GRADIENT_SLOT
+from privbandits.algorithms.chowdhury.vec_audit import shuffle_linucb_vec_spec
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
 from privbandits.algorithms.sarmasarkar.shuffle_audit import AUDIT_EPSILON, shuffle_glm_matrix_spec
 from privbandits.auditing.cases import (
@@ -269,6 +270,15 @@ CLIENT_PATHS: dict[str, ClientPathCase] = {
         n_pilot=10_000,
         batch=1 << 14,
         description="LDP-TwoPoint client with the Laplace mechanism (pure epsilon-LDP)",
+    ),
+    "client:shuffle-linucb-vec": ClientPathCase(
+        "shuffle-linucb-vec",
+        {"epsilon": 1.0},
+        _synthetic,
+        protocol=shuffle_linucb_vec_spec,
+        description="Shuffle LinUCB, vector summation (Chowdhury & Zhou 2022): the first batch's "
+        "Cheu et al. summation of (x x^T, y x) through client, shuffler and server, at the batch's "
+        "shuffle claim (one message has no local claim)",
     ),
     "client:shuffle-glm": ClientPathCase(
         "shuffle-glm",

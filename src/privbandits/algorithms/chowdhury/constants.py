@@ -18,24 +18,36 @@ Theorems 3.1 and 3.8.  Balle & Wang (2018), analytic Gaussian mechanism.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
+from privbandits.algorithms.calibration import Constants
 from privbandits.privacy.amplification import (
     closed_form_epsilon,
     closed_form_inverse,
     max_local_epsilon,
 )
 from privbandits.privacy.calibration import gaussian_epsilon, gaussian_sigma_analytic
+from privbandits.privacy.cheu import SumParams, calibrated_params, theory_params
+from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ledger import Accounted, Composed, Event
 
 __all__ = [
     "AmpCalibration",
+    "VecConstants",
     "amplified_guarantee",
     "authors_sigma",
     "batch_sizes",
     "calibrate_amplified",
+    "joint_labels",
+    "joint_norm_bound",
+    "joint_sensitivity",
     "radius",
     "theory_batch_size",
+    "vec_sum_params",
 ]
 
 
@@ -115,3 +127,132 @@ def radius(Gamma: float, S: float, R: float, d: int, T: int, L: float) -> float:
     """``beta = sqrt(Gamma) S + R sqrt(d ln((1 + T L^2 / Gamma) / alpha))``, ``alpha = 1/T`` (the
     authors' code, computed once at ``t = T``)."""
     return math.sqrt(Gamma) * S + R * math.sqrt(d * math.log((1.0 + T * L * L / Gamma) * T))
+
+
+# --------------------------------------------------------------------------------------------
+# vector-summation instantiation (the Cheu et al. protocol on the joint statistic)
+# --------------------------------------------------------------------------------------------
+def joint_labels(d: int) -> int:
+    """Coordinates of the joint statistic ``w = (ut(x x^T), y x)``: ``d (d + 1) / 2 + d``."""
+    return d * (d + 1) // 2 + d
+
+
+def joint_norm_bound(context_bound: float, reward_lo: float, reward_hi: float) -> float:
+    """``Delta = sqrt(C^4 + C^2 Y^2)``, ``Y = max(|r_lo|, |r_hi|)``: a bound on ``||w||_2``.
+
+    ``||ut(x x^T)||_2^2 = sum_{i <= j} x_i^2 x_j^2 <= ||x||^4`` and ``||y x||_2 <= C Y``.
+    """
+    Y = max(abs(reward_lo), abs(reward_hi))
+    C = context_bound
+    return math.sqrt(C**4 + (C * Y) ** 2)
+
+
+def joint_sensitivity(context_bound: float, reward_lo: float, reward_hi: float) -> float:
+    """l2 replacement sensitivity of the joint statistic: ``sqrt(2 C^4 + 4 C^2 Y^2)``.
+
+    ``||w - w'||^2 = ||g - g'||^2 + ||y x - y' x'||^2`` with ``g = ut(x x^T)``; ``<g, g'> =
+    ((x.x')^2 + sum_i x_i^2 x_i'^2) / 2 >= 0``, so ``||g - g'||^2 <= ||x||^4 + ||x'||^4 <= 2 C^4``,
+    and ``||y x - y' x'|| <= 2 C Y``.  Below the generic ``2 Delta = 2 sqrt(C^4 + C^2 Y^2)``.
+    """
+    Y = max(abs(reward_lo), abs(reward_hi))
+    C = context_bound
+    return math.sqrt(2.0 * C**4 + 4.0 * (C * Y) ** 2)
+
+
+def vec_sum_params(
+    n: int, d: int, epsilon: float, delta: float, Delta: float, mode: str, sensitivity: float
+) -> SumParams:
+    """The Cheu et al. vector summation of one batch of ``n`` users on the joint statistic
+    (``sensitivity``: :func:`joint_sensitivity`, used by the binomial-pmf accountant).
+
+    ``mode="calibrated"``: the smallest ``b`` (within 0.5 %) whose epsilon, computed from the
+    binomial pmf (:meth:`privbandits.privacy.cheu.SumParams.binomial_epsilon`), is at most
+    ``epsilon`` at ``delta``, searched below and above the Gaussian-matched ``b`` of
+    :func:`privbandits.privacy.cheu.calibrated_params`; ``mode="theory"``: eq. (122) with the
+    dimension of the summed vector (Lemma T.1).
+    """
+    return _vec_sum_params(
+        int(n), int(d), float(epsilon), float(delta), float(Delta), mode, float(sensitivity)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _vec_sum_params(
+    n: int, d: int, epsilon: float, delta: float, Delta: float, mode: str, sensitivity: float
+) -> SumParams:
+    L = joint_labels(d)
+    if mode == "theory":
+        return theory_params(n, L, epsilon, delta, Delta, kind="vector")
+    start = dataclasses.replace(
+        calibrated_params(n, L, Delta, delta=delta, epsilon=epsilon, kind="vector"),
+        sensitivity=min(sensitivity, 2.0 * Delta),
+    )
+    if not start.binomial_tractable():
+        return start
+
+    def meets(b: int) -> bool:
+        return dataclasses.replace(start, b=b).binomial_epsilon() <= epsilon
+
+    hi = start.b  # meets the target (calibrated_params raised it until it did)
+    if not meets(hi):
+        return start
+    lo = 0  # b = 0 adds no noise
+    while hi - lo > max(1, hi // 200):
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if mid > 0 and meets(mid) else (mid, hi)
+    return dataclasses.replace(start, b=hi)
+
+
+@dataclass(frozen=True)
+class VecConstants(Constants):
+    """Typed calibration of shuffle LinUCB with the vector-summation protocol.
+
+    ``sums[0]`` is the protocol of a regular batch of ``batch_sizes[0][0]`` users, ``sums[1]`` that
+    of the last batch (``batch_sizes[0][1]`` users, the remainder included); ``g``, ``b`` repeat
+    their precision and noise bits.  ``noise_std`` is the largest per-coordinate std of a batch's
+    binomial noise after de-biasing, ``Gamma = noise_std sqrt(d T / B)`` (the accumulated noise
+    over the ``T / B`` batches, times ``sqrt(d)``, as the authors' code scales it) and
+    ``lam = 2 Gamma``.
+    """
+
+    batch_size: int
+    batch_sizes: tuple[tuple[int, int], ...]
+    mode: str
+    Delta: float
+    n_labels: int
+    g: tuple[float, float]
+    b: tuple[int, int]
+    p: float
+    noise_std: float
+    Gamma: float
+    lam: float
+    beta: float
+    S: float
+    context_bound: float
+    reward_lo: float
+    reward_hi: float
+    sums: tuple[SumParams, SumParams]
+
+    hidden: ClassVar[tuple[str, ...]] = ("sums",)
+
+    def batch_guarantees(self) -> tuple[PrivacyGuarantee, PrivacyGuarantee]:
+        """Shuffle guarantee of a regular and of the last batch (from the ``b`` actually used)."""
+        return self.sums[0].guarantee(), self.sums[1].guarantee()
+
+    def ledger(self) -> Event:
+        """Each batch size's summation as accounted, composed over disjoint users."""
+        parts = []
+        for n, s, g in zip(
+            (self.batch_sizes[0][0], self.batch_sizes[0][1]), self.sums, self.batch_guarantees()
+        ):
+            parts.append(
+                Accounted(
+                    "cheu-vector-sum",
+                    float(g.epsilon),
+                    float(g.delta),
+                    f"n={n}, {s.n_labels} labels, g={s.g:.6g}, b={s.b}, p={s.p}, "
+                    f"Delta={s.Delta:.6g}, {s.mode} mode",
+                )
+            )
+        unique = parts[:1] if self.sums[0] == self.sums[1] else parts
+        return Composed(tuple(unique), "disjoint", "batches of different users")
