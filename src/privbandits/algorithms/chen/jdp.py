@@ -33,6 +33,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
+from privbandits.algorithms.chen.calibration import ChenConstants
 from privbandits.algorithms.chen.jdp_kernel import build_jdp_kernel
 from privbandits.algorithms.chen.planning import Billboard, Board
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
@@ -88,18 +89,18 @@ def epoch_regressor(
     )
 
 
-def resolved_constants(alg: Any, spec: EnvSpec, reg: ReweightedRegression) -> dict[str, Any]:
+def resolved_constants(alg: Any, spec: EnvSpec, reg: ReweightedRegression) -> ChenConstants:
     """The constants a run of ``alg`` on ``spec`` resolves (stored with every result)."""
     ends = epoch_ends(spec.horizon, alg.first_epoch)
-    return {
-        "sigma": reg.sigma,
-        "epoch_ends": [int(e) for e in ends],
-        "failure_prob_per_epoch": reg.failure_prob,
-        "c_b": alg.c_b,
-        "c_lam": reg.c_lam,
-        "L_nu": reg.link.L_nu,
-        "mu": reg.link.mu,
-    }
+    return ChenConstants(
+        sigma=reg.sigma,
+        epoch_ends=tuple(int(e) for e in ends),
+        failure_prob_per_epoch=reg.failure_prob,
+        c_b=alg.c_b,
+        c_lam=reg.c_lam,
+        L_nu=reg.link.L_nu,
+        mu=reg.link.mu,
+    )
 
 
 @register
@@ -164,11 +165,11 @@ class ChenElimination(Curator):
         """The per-epoch estimator (Algorithm 2 / 8) on problem ``spec``."""
         return epoch_regressor(self, spec, self._epsilon(), self._delta(), self._calibration_name())
 
-    def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
+    def _resolved(self, spec: EnvSpec) -> ChenConstants:
         return resolved_constants(self, spec, self.regressor(spec))
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        return Calibration(NON_PRIVATE_CALIBRATION.guarantee, self._resolved(spec))
+        return Calibration(NON_PRIVATE_CALIBRATION.guarantee, constants=self._resolved(spec))
 
     # -- lifecycle ------------------------------------------------------------------------------
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
@@ -208,7 +209,7 @@ class ChenElimination(Curator):
         claim = self.calibration.guarantee
         for r in range(self.R):
             est = self.reg.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
-            if est.resolved.get("trivial") or est.width_matrix is None:
+            if est.width_matrix is None:  # the trivial estimate: too few samples to fit
                 continue
             if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
                 raise PrivacyError(
@@ -286,5 +287,8 @@ class ChenJDP(ChenElimination):
             "composition; actions by the billboard lemma",
         )
         return Calibration(
-            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+            g,
+            preset="strict",
+            requested=(self.epsilon, self.delta),
+            constants=self._resolved(spec),
         )

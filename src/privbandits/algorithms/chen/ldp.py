@@ -42,6 +42,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.chen.calibration import ChenConstants
 from privbandits.algorithms.chen.device import PublicCheck
 from privbandits.algorithms.chen.jdp import (
     COMMON_CONSTRAINTS,
@@ -377,7 +378,7 @@ class ChenLDP(LocalAlgorithm):
         """The epoch's Algorithm 8 (its plan, lambda and e_bar; the server runs it online)."""
         return epoch_regressor(self, spec, self.epsilon, self.delta, self.gaussian)
 
-    def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
+    def _resolved(self, spec: EnvSpec) -> ChenConstants:
         return resolved_constants(self, spec, self.regressor(spec))
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
@@ -390,7 +391,10 @@ class ChenLDP(LocalAlgorithm):
             "of g at sensitivity 4",
         )
         return Calibration(
-            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+            g,
+            preset="strict",
+            requested=(self.epsilon, self.delta),
+            constants=self._resolved(spec),
         )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
+from privbandits.algorithms.chen.calibration import SquareCBConstants
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
@@ -113,16 +114,16 @@ class SquareCB(Curator):
         sigma = self.oracle().sigma
         return math.sqrt(math.log(max(n, 2)) * math.log(1.0 / fp) / n) + (sigma / n) ** (2.0 / 3.0)
 
-    def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
+    def _resolved(self, spec: EnvSpec) -> SquareCBConstants:
         ends = squarecb_epoch_ends(spec.horizon, self.m0)
-        return {
-            "epoch_ends": [int(e) for e in ends],
-            "sigma": self.oracle().sigma,
-            "c_gamma": self.c_gamma,
-        }
+        return SquareCBConstants(
+            epoch_ends=tuple(int(e) for e in ends),
+            sigma=self.oracle().sigma,
+            c_gamma=self.c_gamma,
+        )
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
-        return Calibration(NON_PRIVATE_CALIBRATION.guarantee, self._resolved(spec))
+        return Calibration(NON_PRIVATE_CALIBRATION.guarantee, constants=self._resolved(spec))
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
@@ -226,5 +227,8 @@ class SquareCBJDP(SquareCB):
             "billboard lemma",
         )
         return Calibration(
-            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+            g,
+            preset="strict",
+            requested=(self.epsilon, self.delta),
+            constants=self._resolved(spec),
         )

@@ -45,6 +45,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.chen.calibration import SquareCBLDPConstants
 from privbandits.algorithms.chen.device import PublicCheck
 from privbandits.algorithms.chen.jdp import check_problem
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS
@@ -333,22 +334,25 @@ class SquareCBLDP(LocalAlgorithm):
         """Algorithm 6 at this privacy level (its schedule; the server runs it online)."""
         return ImproperBatchSGD(self.epsilon, self.delta, mode="ldp", calibration=self.gaussian)
 
-    def _resolved(self, spec: EnvSpec) -> dict[str, Any]:
+    def _resolved(self, spec: EnvSpec) -> SquareCBLDPConstants:
         orc = self.oracle()
         ends = squarecb_epoch_ends(spec.horizon, self.m0)
         steps = [orc.steps(int(n)) for n in np.diff(ends, prepend=0)]
-        return {
-            "epoch_ends": [int(e) for e in ends],
-            "sigma": orc.sigma,
-            "c_gamma": self.c_gamma,
-            "K": [int(K) for K, _ in steps],
-            "eta": [float(eta) for _, eta in steps],
-        }
+        return SquareCBLDPConstants(
+            epoch_ends=tuple(int(e) for e in ends),
+            sigma=orc.sigma,
+            c_gamma=self.c_gamma,
+            K=tuple(int(K) for K, _ in steps),
+            eta=tuple(float(eta) for _, eta in steps),
+        )
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         g = message_guarantee(noise_multiplier(self.epsilon, self.delta, self.gaussian), self.delta)
         return Calibration(
-            g, self._resolved(spec), preset="strict", requested=(self.epsilon, self.delta)
+            g,
+            preset="strict",
+            requested=(self.epsilon, self.delta),
+            constants=self._resolved(spec),
         )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
