@@ -737,3 +737,75 @@ def test_compiled_steps_refuse_mismatched_shapes() -> None:
     for call in bad:
         with pytest.raises(ValueError):
             call()
+
+
+# -- the declared output ranges (the service refuses reports outside them) ---------------------------
+def _far_points(spec: Any, R: int) -> np.ndarray:
+    """Query points at the decision set's diameter: antipodes of the ball / opposite box corners."""
+    half = np.full(spec.d, spec.domain.size)
+    if spec.domain.kind == "ball":
+        half = np.zeros(spec.d)
+        half[0] = spec.domain.size
+    return np.broadcast_to(np.stack([half, -half]), (R, 2, spec.d)).copy()
+
+
+@pytest.mark.parametrize("domain", ["ball", "box"])
+def test_two_point_output_range_is_the_widest_clipped_difference_plus_the_noise_tail(
+    domain: str,
+) -> None:
+    # the declared bound is (G + z sigma) D: a report of a difference clipped at the widest gap D
+    # the server may send, plus z = Z_TAIL noise stds at that gap; the clipped difference attains
+    # its part (a range that left it out, or used the honest gap 2 rho, would refuse genuine
+    # reports) and every genuine report lies within it
+    from privbandits.privacy.ranges import Z_TAIL
+
+    R = 20_000
+    alg, spec = _two_point(R, domain=domain, d=3, epsilon=0.5)
+    ranges = alg.output_ranges()
+    assert set(ranges) == {"difference"} and ranges["difference"].kind == "abs"
+    bound, D = ranges["difference"].bound, spec.domain.diameter
+    c = alg.client
+    public = _public(_far_points(spec, R))
+    y = np.stack([np.full(R, 1e6), np.full(R, -1e6)], axis=1)  # far beyond G-Lipschitz
+    e = c.encode(0, public, np.zeros((R, spec.param_dim)), None, y)[:, 0]
+    np.testing.assert_allclose(np.abs(e), bound - Z_TAIL * c.scale_per_gap * D, rtol=1e-12)
+    np.testing.assert_allclose(
+        c.noise(0, public, np.zeros((R, spec.param_dim)), None).scale, c.scale_per_gap * D
+    )
+    msg = c.randomize(0, public, np.zeros((R, spec.param_dim)), None, y, np.random.default_rng(3))
+    assert np.all(np.abs(msg["difference"]) <= bound)
+
+
+@pytest.mark.parametrize(
+    "params", [{"mechanism": "laplace"}, {"clip": False}], ids=["laplace", "no-clip"]
+)
+def test_two_point_declares_no_range_without_a_bounded_report(params: dict[str, Any]) -> None:
+    alg, _ = _two_point(2, **params)
+    assert alg.output_ranges() == {}
+
+
+@pytest.mark.parametrize("convex", [False, True])
+def test_one_point_output_range_is_the_clipped_value_plus_the_noise_tail(convex: bool) -> None:
+    from privbandits.privacy.ranges import Z_TAIL
+
+    R = 20_000
+    if convex:
+        alg, _ = _reset("ldp-onepoint", R, pb.ConvexLossEnv(d=2), base="fkm")
+        X = np.zeros((R, 2))
+    else:
+        alg, _ = _reset("ldp-onepoint", R, pb.MultiArmedEnv(K=3))
+        X = np.broadcast_to(np.eye(3), (R, 3, 3)).copy()
+    ranges = alg.output_ranges()
+    assert set(ranges) == {"value"}
+    bound, c = ranges["value"].bound, alg.client
+    public = alg.server.public_state()
+    acts = c.choose(0, public, X, None)
+    v = np.where(np.arange(R) % 2 == 0, 1e6, -1e6)  # beyond both ends of the range
+    v = v[:, None] if convex else v
+    e = c.encode(0, public, X, acts, v)[:, 0]
+    std = float(alg.calibration.constants.noise_std)
+    assert np.abs(e).max() == pytest.approx(bound - Z_TAIL * std, rel=1e-12)
+    m = c.randomize(0, public, X, acts, v, np.random.default_rng(4))["value"]
+    assert np.all(np.abs(m) <= bound)
+    laplace, _ = _reset("ldp-onepoint", 2, pb.MultiArmedEnv(K=3), mechanism="laplace")
+    assert laplace.output_ranges() == {}

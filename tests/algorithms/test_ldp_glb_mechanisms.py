@@ -500,3 +500,42 @@ def test_ols_statistic_is_computed_from_the_clipped_data() -> None:
     ols_statistic(P(10.0, -1.0, 1.0), x, -0.5, msg, 1, 5)  # inside the ball: unclipped
     np.testing.assert_allclose(msg[1:5], np.outer(x, x).ravel(), rtol=1e-15)
     np.testing.assert_allclose(msg[5:7], -0.5 * x, rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "setting, kwargs",
+    [
+        ("single", {}),
+        ("multi", {}),
+        ("multi", {"preset": "paper", "warmup_full_budget": True}),
+        ("multi", {"synthetic_update": "joint"}),
+        ("multi", {"sgd_warmup": "ols", "synthetic_update": "joint", "joint_radius": "d"}),
+    ],
+    ids=["single", "multi", "paper-full-warmup", "joint", "ols-warmup"],
+)
+def test_sgd_output_range_is_the_largest_l2_ball_radius(setting: str, kwargs: dict) -> None:
+    """Every l2-ball row a device sends (warm-up and main phase) has norm at most the declared
+    bound, and the per-arm slots attain it (a bound without the warm-up slot's larger radius, or
+    without the joint radius, refuses genuine reports); the OLS fields are declared exactly with
+    the OLS warm-up."""
+    from privbandits.algorithms.ldp_glb.calibration import SGDConstants
+
+    n, d, K = 300, 2, 3
+    alg = LDPSGD(epsilon=1.0, s0=2, **kwargs)
+    client, public = _client(alg, EnvSpec(d=d, K=K, setting=setting, horizon=100), n)
+    c = alg.calibration.typed(SGDConstants)
+    ranges = alg.output_ranges()
+    assert set(ranges) == ({"z", "M", "u"} if c.ols_warmup else {"z"})
+    bound = ranges["z"].bound
+    X = np.zeros((n, d)) if setting == "multi" else np.zeros((n, K, d))
+    X[..., 0] = 0.8
+    norms = []
+    for t in sorted({0, c.n_warmup}):
+        msg = client.randomize(
+            t, public, X, np.zeros(n, dtype=int), np.full(n, 0.5), np.random.default_rng(t)
+        )
+        norms.append(np.linalg.norm(msg["z"].reshape(-1, d), axis=1))
+    top = float(np.concatenate(norms).max())
+    assert top <= bound * (1 + 1e-12)
+    if not c.joint:
+        assert top == pytest.approx(bound, rel=1e-12)

@@ -282,3 +282,61 @@ def test_client_rejects_non_finite_or_out_of_bound_data(cls):
         alg.client.randomize(0, pub, 2 * X, a, y, alg.streams.client)
     msg = alg.client.randomize(0, pub, X, a, y, alg.streams.client)
     assert all(np.isfinite(v).all() for v in msg.payload.values())
+
+
+# --- the declared output ranges (the service refuses reports outside them) --------------------------
+@pytest.mark.parametrize(
+    "cls, kw",
+    [
+        (LDPUCB, {}),
+        (LDPUCB, {"preset": "authors_code"}),
+        (LDPGLOC, {}),
+        (LDPGLOC, {"preset": "authors_code"}),
+    ],
+    ids=["ucb", "ucb-authors", "gloc", "gloc-authors"],
+)
+def test_output_ranges_are_the_clipped_statistic_plus_the_noise_tail(cls, kw):
+    """Each declared bound is the largest entry of the clipped statistic plus ``Z_TAIL`` noise
+    stds: users at the clipping extremes (context along an axis beyond ``C_B``, reward beyond the
+    range, the broadcast iterate far outside ``W``) attain the statistic's part exactly (a range
+    without it, or with the environment's bounds instead of the clipping bounds, fails), and every
+    genuine report lies within the bound."""
+    from privbandits.privacy.ranges import Z_TAIL
+
+    R, d, K = 4000, 3, 2
+    alg = _reset(cls(epsilon=2.0, **kw), R, d, K, reward_range=(-1.0, 1.0))
+    c, k = alg.calibration.constants, alg.kernel
+    ranges = alg.output_ranges()
+    fields = {"V": c.scale_V, "u": c.scale_u}
+    if cls is LDPGLOC:
+        fields["g"] = c.scale_g
+    assert set(ranges) == set(fields) and ranges["V"].symmetric
+    rng = np.random.default_rng(8)
+    X = np.zeros((R, K, d))
+    X[:, :, 0] = 10.0  # beyond every context bound, along e_1
+    y = np.where(np.arange(R) % 2 == 0, -10.0, 10.0)
+    public = tuple(k.public)
+    if cls is LDPGLOC:  # relabel z = x^T theta_hat at its clip
+        th = np.zeros((R, d))
+        th[:, 0] = 100.0
+        public = (*public[:3], th)
+    a = np.zeros(R, dtype=int)
+    clean = _randomize(k, _noiseless(k), public, X, a, y, rng)
+    noisy = _randomize(k, k.params, public, X, a, y, rng)
+    for name, std in fields.items():
+        bound = ranges[name].bound
+        assert np.abs(clean[name]).max() == pytest.approx(bound - Z_TAIL * std, rel=1e-12)
+        assert np.abs(noisy[name]).max() <= bound
+
+
+@pytest.mark.parametrize(
+    "cls, kw",
+    [
+        (LDPUCB, {"mechanism": "laplace"}),
+        (LDPUCB, {"clip": False}),
+        (LDPGLOC, {"mechanism": "laplace"}),
+    ],
+)
+def test_no_output_range_without_a_bounded_report(cls, kw):
+    alg = _reset(cls(**kw), 2)
+    assert alg.output_ranges() == {}
