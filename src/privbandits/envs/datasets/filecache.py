@@ -96,7 +96,8 @@ def _root_for(env_data: str | None, env_cache: str | None, xdg: str | None) -> P
         from privbandits._cache import _root
 
         candidates = [_root() / "data"]
-    candidates.append(Path(tempfile.gettempdir()) / f"privbandits-data-{os.getuid()}")
+    uid = getattr(os, "getuid", lambda: "user")()
+    candidates.append(Path(tempfile.gettempdir()) / f"privbandits-data-{uid}")
     for path in candidates:
         if _writable(path):
             return path

@@ -458,6 +458,11 @@ def load_file(
         "fmt": fmt,
         "delimiter": delimiter,
     }
+    if cache:
+        try:
+            filecache.cache_root()
+        except OSError:  # no writable directory at all: parse and keep in memory
+            cache = False
     if not cache or not Path(path).is_file():  # a missing file: read_table's error
         with tempfile.TemporaryDirectory(prefix="privbandits-parse-") as tmp:
             meta = _parse_to(Path(tmp), str(path), **options)
