@@ -169,6 +169,13 @@ def test_tree_reuses_one_noise_matrix_per_node() -> None:
     assert all(np.allclose(z, z.T) for z in tree.noise.values())
 
 
+def test_dp_sgd_clips_each_example_gradient_to_the_clip_norm() -> None:
+    g = np.array([[3.0, 4.0], [0.03, 0.04], [0.0, 0.0], [-1e6, 0.0]])
+    out = ac.clip_rows(g, 0.2)
+    assert np.linalg.norm(out, axis=1) == pytest.approx([0.2, 0.05, 0.0, 0.2])
+    assert np.allclose(out[0], [0.12, 0.16]) and np.allclose(out[1], g[1])
+
+
 def test_switching_test_is_the_psd_order_at_the_code_factor() -> None:
     f = 1.0 + 5.0 / (8.0 * math.sqrt(3.0)) + 0.05
     B = np.diag([2.0, 3.0, 5.0])

@@ -510,12 +510,13 @@ def test_table2_presets_carry_the_paper_numbers() -> None:
         56.44,
         222.15,
     ]
-    assert len(cfg.paper_numbers) == 30  # 21 + the Private-GLM cells beside the zcdp row
+    # 21 + the Private-GLM cells beside the zcdp row + the 18 cells beside the authors' code rows
+    assert len(cfg.paper_numbers) == 48
     assert cfg.env_grid == {"theta_norm": (2.0, 2.5, 3.0)}
     units = cfg.units()
     assert {u.env["theta_norm"] for u in units} == {2.0, 2.5, 3.0}
     assert all(u.grid["theta_norm"] == u.env["theta_norm"] for u in units)
-    assert len(units) == 3 * (1 + 1 + 3 + 3 + 1)
+    assert len(units) == 3 * (1 + 1 + 3 + 3 + 1 + 1 + 1 + 3 + 1)  # + the authors' code rows
 
 
 # --- [env] grid: environment variants ------------------------------------------------------------

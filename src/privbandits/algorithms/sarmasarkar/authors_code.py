@@ -91,6 +91,7 @@ __all__ = [
     "authors_constants",
     "authors_runner",
     "baseline_calibration",
+    "clip_rows",
     "dp_sgd_plan",
     "gaussian_multiplier",
     "glm_ucb_runner",
@@ -329,6 +330,12 @@ def authors_accounting(c: AuthorsConstants) -> tuple[PrivacyGuarantee, dict[str,
     return g, parts
 
 
+def clip_rows(g: np.ndarray, clip: float) -> np.ndarray:
+    """Each row (one example's gradient) scaled to l2 norm at most ``clip`` (DP-SGD's clipping)."""
+    nrm = np.linalg.norm(g, axis=1)
+    return g * np.minimum(1.0, clip / np.maximum(nrm, 1e-300))[:, None]
+
+
 class _Tree:
     """Prefix sums of d x d leaves with one fixed symmetrized Gaussian matrix per dyadic node."""
 
@@ -462,9 +469,7 @@ class _Replication:
                 step += 1
                 B = idx[s * b : (s + 1) * b]
                 Xb = X[B]
-                g = Xb * (self.mu(Xb @ theta) - Y[B])[:, None]
-                nrm = np.linalg.norm(g, axis=1)
-                g *= np.minimum(1.0, c.clip / np.maximum(nrm, 1e-300))[:, None]
+                g = clip_rows(Xb * (self.mu(Xb @ theta) - Y[B])[:, None], c.clip)
                 gbar = g.mean(0) + 2.0 * c.ridge * theta + rng.normal(0.0, z * c.clip / b, size=d)
                 theta = theta - c.lr0 / math.sqrt(step) * gbar
             if epoch >= burn:
