@@ -22,7 +22,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from privbandits.algorithms.calibration import Constants
 from privbandits.privacy.amplification import (
@@ -37,6 +37,7 @@ from privbandits.privacy.ledger import Accounted, Composed, Event
 
 __all__ = [
     "AmpCalibration",
+    "AmpConstants",
     "VecConstants",
     "amplified_guarantee",
     "authors_sigma",
@@ -74,6 +75,40 @@ class AmpCalibration:
     epsilon: float  # accounted (shuffle, or local when no amplification applies)
     delta: float
     amplified: bool
+
+
+def _renamed(out: dict[str, Any]) -> dict[str, Any]:
+    """The stored record names the ridge ``lambda`` (a Python keyword, ``lam`` as a field)."""
+    return {("lambda" if k == "lam" else k): v for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class AmpConstants(Constants):
+    """Typed calibration of shuffle LinUCB with the amplified Gaussian randomizer.
+
+    ``sigma`` is the per-user std on every entry of the message, ``eps0`` / ``delta0`` the local
+    level of one message (per range ``batch_sizes`` of batch sizes: its two ends), ``sensitivity``
+    the joint l2 sensitivity of ``(ut(x x^T), y x)``, ``Gamma = sigma sqrt(T d)``,
+    ``lam = 2 Gamma`` and ``beta`` the radius (the authors' formula times ``beta_scale``).
+    Satisfies :class:`~privbandits.algorithms.calibration.GaussianBatchLocalLevels`.
+    """
+
+    batch_size: int
+    batch_sizes: tuple[tuple[int, int], ...]
+    sigma: float
+    eps0: tuple[tuple[float, float], ...]
+    delta0: float
+    sensitivity: float
+    Gamma: float
+    lam: float
+    beta: float
+    S: float
+    context_bound: float
+    reward_lo: float
+    reward_hi: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return _renamed(super().as_dict())
 
 
 def amplified_guarantee(
@@ -234,6 +269,9 @@ class VecConstants(Constants):
     sums: tuple[SumParams, SumParams]
 
     hidden: ClassVar[tuple[str, ...]] = ("sums",)
+
+    def as_dict(self) -> dict[str, Any]:
+        return _renamed(super().as_dict())
 
     def batch_guarantees(self) -> tuple[PrivacyGuarantee, PrivacyGuarantee]:
         """Shuffle guarantee of a regular and of the last batch (from the ``b`` actually used)."""

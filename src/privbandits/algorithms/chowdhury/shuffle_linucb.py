@@ -31,6 +31,7 @@ import numpy as np
 from privbandits.algorithms.base import KernelServer, ShuffleAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chowdhury.constants import (
+    AmpConstants,
     authors_sigma,
     batch_sizes,
     calibrate_amplified,
@@ -50,6 +51,17 @@ from privbandits.core.spec import EnvSpec
 from privbandits.privacy.calibration import gaussian_epsilon
 from privbandits.privacy.device import DeviceSensitivity
 from privbandits.privacy.guarantee import PrivacyGuarantee
+from privbandits.privacy.ledger import Amplified, Composed, Event, Gaussian
+
+
+def _ledger(c: AmpConstants, amplified: bool, epsilon: float, delta: float) -> Event:
+    """One user's message: a Gaussian mechanism of std ``sigma`` at the joint sensitivity, shuffled
+    among the batch's users when amplification is credited; batches hold different users."""
+    msg = Gaussian(c.sigma, c.sensitivity, "(ut(x x^T), y x) of one user")
+    lo, hi = c.batch_sizes[0]
+    ev: Event = Amplified(msg, lo, "closed", epsilon, delta) if amplified else msg
+    return Composed((ev,), "disjoint", f"batches of {lo}..{hi} different users")
+
 
 __all__ = ["ShuffleLinUCB", "batch_end"]
 
@@ -250,6 +262,7 @@ class ShuffleLinUCB(ShuffleAlgorithm):
         if self.preset == "strict":
             cal = calibrate_amplified(eps, dlt, sens, n_min, n_max)
             sigma, eps0, delta0 = cal.sigma, cal.eps0, cal.delta0
+            amplified = cal.amplified
             if cal.amplified:
                 model, e_acc, d_acc = "shuffle", cal.epsilon, cal.delta
                 how = (
@@ -266,6 +279,7 @@ class ShuffleLinUCB(ShuffleAlgorithm):
                     "no amplification credit"
                 )
         else:
+            amplified = False
             sigma = authors_sigma(eps, dlt, B)
             eps0, delta0 = gaussian_epsilon(sigma, dlt, sens), dlt
             model, e_acc, d_acc = "shuffle", eps0, delta0
@@ -281,6 +295,21 @@ class ShuffleLinUCB(ShuffleAlgorithm):
             f"shuffle LinUCB (Chowdhury & Zhou 2022), preset={self.preset}, B={B}: {how}; "
             f"rows clipped to ||x|| <= {C_B:g}, y in [{lo:g}, {hi:g}]"
         )
+        c = AmpConstants(
+            batch_size=B,
+            batch_sizes=((n_min, n_max),),
+            sigma=sigma,
+            eps0=((eps0, eps0),),
+            delta0=delta0,
+            sensitivity=sens,
+            Gamma=Gamma,
+            lam=lam,
+            beta=beta,
+            S=S,
+            context_bound=C_B,
+            reward_lo=lo,
+            reward_hi=hi,
+        )
         g = PrivacyGuarantee(
             model=model,
             epsilon=e_acc,
@@ -288,39 +317,21 @@ class ShuffleLinUCB(ShuffleAlgorithm):
             unit="user",
             notes=notes,
             local_epsilon=eps0,
+            ledger=_ledger(c, amplified, e_acc, min(d_acc, 1.0 - 1e-15)),
         )
-        resolved: dict[str, Any] = {
-            "batch_size": B,
-            "batch_sizes": [[n_min, n_max]],
-            "sigma": sigma,
-            "eps0": [[eps0, eps0]],
-            "delta0": delta0,
-            "sensitivity": sens,
-            "Gamma": Gamma,
-            "lambda": lam,
-            "beta": beta,
-            "S": S,
-            "context_bound": C_B,
-            "reward_lo": lo,
-            "reward_hi": hi,
-        }
-        return Calibration(g, resolved, self.preset, (eps, dlt))
+        return Calibration(g, preset=self.preset, requested=(eps, dlt), constants=c)
+
+    @property
+    def constants(self) -> AmpConstants:
+        """The typed calibration of the run."""
+        return self.calibration.typed(AmpConstants)
 
     def build_kernel(self) -> LocalKernel:
-        res, spec, R = self.calibration.resolved, self.spec, self.R
+        c, spec, R = self.constants, self.spec, self.R
         d, T = spec.d, max(spec.horizon, 1)
-        sigma = float(res["sigma"])
-        client = (
-            d,
-            float(res["context_bound"]),
-            float(res["reward_lo"]),
-            float(res["reward_hi"]),
-            True,
-            sigma,
-            sigma,
-            False,
-        )
-        mine = (float(res["lambda"]), float(res["beta"]), float(res["batch_size"]), float(T), 1e-6)
+        sigma = c.sigma
+        client = (d, c.context_bound, c.reward_lo, c.reward_hi, True, sigma, sigma, False)
+        mine = (c.lam, c.beta, float(c.batch_size), float(T), 1e-6)
         params = ((spec.K, False), client, mine)
         public = (np.zeros((R, d)), np.zeros((R, d, d)), np.zeros(R))
         server = (np.zeros((R, d, d)), np.zeros((R, d)), np.zeros(R), np.zeros(R))
@@ -340,7 +351,7 @@ class ShuffleLinUCB(ShuffleAlgorithm):
             public_space=ridge_space(),
             encode=_encode,
             noise=additive_noise(d, (sigma, sigma), False),
-            sensitivity=DeviceSensitivity("l2", float(res["sensitivity"]) / sigma),
+            sensitivity=DeviceSensitivity("l2", c.sensitivity / sigma),
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
