@@ -254,6 +254,41 @@ def test_case_validation() -> None:
         client_path_spec(ClientPathCase(UniformRandom, {"epsilon": 1.0}, _env))
 
 
+def test_gaussian_shuffle_local_claim_reads_the_typed_calibration() -> None:
+    """The claim is the typed calibration's (eps0, delta0); a calibration that does not declare
+    the Gaussian local level (no typed constants, or no delta0) is refused, never guessed."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from privbandits.algorithms.calibration import Constants
+    from privbandits.auditing import gaussian_shuffle_local_claim
+
+    @dataclass(frozen=True)
+    class Levels(Constants):
+        batch_sizes: tuple[tuple[int, int], ...]
+        eps0: tuple[tuple[float, float], ...]
+        delta0: float
+
+    @dataclass(frozen=True)
+    class NoDelta(Constants):
+        batch_sizes: tuple[tuple[int, int], ...]
+        eps0: tuple[tuple[float, float], ...]
+
+    g = PrivacyGuarantee(model="shuffle", epsilon=0.5, delta=1e-6)
+
+    def alg(constants: Constants | None) -> SimpleNamespace:
+        cal = Calibration(g, {"eps0": [[9.0, 9.0]], "delta0": 0.5}, constants=constants)
+        return SimpleNamespace(name="toy", guarantee=g, calibration=cal)
+
+    claim = gaussian_shuffle_local_claim(
+        alg(Levels(((10, 20), (21, 30)), ((1.0, 1.5), (2.0, 2.5)), 1e-7)), {}
+    )
+    assert (claim.epsilon, claim.delta) == (2.5, 1e-7)
+    for constants in (None, NoDelta(((10, 20),), ((1.0, 1.5),))):
+        with pytest.raises(ValidationError, match="delta0"):
+            gaussian_shuffle_local_claim(alg(constants), {})
+
+
 # --------------------------------------------------------------------------------------------
 # the catalog
 # --------------------------------------------------------------------------------------------

@@ -105,23 +105,15 @@ def gaussian_shuffle_local_claim(alg: Algorithm, public: PublicState) -> Claim:
 
     Reads the typed calibration's ``eps0`` (per range of batch sizes) and ``delta0``
     (:class:`~privbandits.algorithms.calibration.GaussianBatchLocalLevels`) and claims the largest
-    ``eps0`` with ``delta0``.  A family whose calibration is not typed yet is read from its
-    resolved record under the same names.
+    ``eps0`` with ``delta0``.
     """
     levels = alg.calibration.constants
-    if isinstance(levels, GaussianBatchLocalLevels):
-        eps0_ranges, delta0 = levels.eps0, float(levels.delta0)
-    elif levels is None and {"eps0", "delta0"} <= alg.calibration.resolved.keys():
-        # a family without a typed calibration yet: the same constants in its resolved record
-        eps0_ranges, delta0 = (
-            alg.calibration.resolved["eps0"],
-            float(alg.calibration.resolved["delta0"]),
-        )
-    else:
+    if not isinstance(levels, GaussianBatchLocalLevels):
         raise ValidationError(
             f"{alg.name}: the calibration must declare 'batch_sizes', 'eps0' and 'delta0' (the "
             "Gaussian local level of one report, GaussianBatchLocalLevels) for the client-path audit"
         )
+    eps0_ranges, delta0 = levels.eps0, float(levels.delta0)
     eps0 = float(max(max(v) for v in eps0_ranges))
     return Claim(
         eps0,
