@@ -23,14 +23,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from privbandits.algorithms.calibration import Constants
 from privbandits.core.errors import PrivacyError, ValidationError
 from privbandits.privacy.accounting import ApproxDP, compose_advanced
 from privbandits.privacy.calibration import gaussian_epsilon, gaussian_sigma_analytic
+from privbandits.privacy.ledger import Accounted, Event, Gaussian, SelfComposed
 from privbandits.privacy.tree import max_nodes_per_leaf, tree_levels
 
 __all__ = [
+    "JDPConstants",
     "Regularizer",
     "gaussian_accounting",
+    "gaussian_ledger",
     "gaussian_regularizer",
     "gaussian_sigma_paper",
     "gaussian_sigma_strict",
@@ -39,6 +43,7 @@ __all__ = [
     "wishart_dof_authors",
     "wishart_dof_paper",
     "wishart_dof_strict",
+    "wishart_ledger",
     "wishart_regularizer",
 ]
 
@@ -232,3 +237,61 @@ def wishart_regularizer(
             smk * (math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 * n / alpha)))
         )
     return Regularizer(lo, 2.0 * lo, gamma, -(lo_u - lo))
+
+
+# ----------------------------------------------------------------------------------------------
+# typed calibration and ledger
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JDPConstants(Constants):
+    """Typed calibration of JDP LinUCB (Shariff & Sheffet 2018).
+
+    ``m`` noise terms per release, ``L_tilde`` the row bound, ``alpha`` the radius's failure
+    probability, the regularizer bounds ``(rho_min, rho_max, gamma)`` and the ``shift``; ``sigma``
+    the reward noise's sub-Gaussian parameter, ``S`` the bound on ``||theta*||``; the radius
+    ``beta_t = sigma sqrt(max(kappa + ln det V_t, 0)) + xi`` (data form; the closed form adds
+    ``d ln(rho_max/rho_min + t L^2/(d rho_min))`` to ``kappa`` instead); node noise
+    ``sigma_noise`` (Gaussian, 0 for Wishart) or ``k`` degrees of freedom (Wishart, 0 for
+    Gaussian).
+    """
+
+    noise: str
+    m: int
+    L_tilde: float
+    alpha: float
+    rho_min: float
+    rho_max: float
+    gamma: float
+    shift: float
+    sigma: float
+    S: float
+    kappa: float
+    xi: float
+    sigma_noise: float = 0.0
+    k: int = 0
+
+
+def gaussian_ledger(T: int, L_tilde: float, sigma: float) -> Event:
+    """A row enters ``h = bit_length(T)`` nodes with independent node noise: one Gaussian mechanism
+    of std ``sigma`` (whitened) at sensitivity ``sqrt(h) L~^2`` (:func:`gaussian_accounting`)."""
+    h = max_nodes_per_leaf(T)
+    return Gaussian(
+        sigma,
+        math.sqrt(h) * L_tilde**2,
+        f"the {h} tree nodes holding one row (x, y) (Gaussian composition)",
+    )
+
+
+def wishart_ledger(T: int, d: int, k: int, delta: float) -> Event:
+    """Each of the ``h`` nodes holding a row is ``(eps_0, delta/(2h))``-DP (Sheffet 2015, Thm 4.1),
+    composed by advanced composition (:func:`wishart_accounting`)."""
+    h = max_nodes_per_leaf(T)
+    delta0 = delta / (2.0 * h)
+    eps0 = _wishart_node_epsilon(k, d + 1, delta0)
+    node = Accounted(
+        "wishart",
+        eps0,
+        delta0,
+        f"W_(d+1)(L~^2 I, k={k}) on the Gram matrix, Sheffet (2015) Thm 4.1",
+    )
+    return SelfComposed(node, h, "advanced", "the tree nodes holding one row (x, y)")

@@ -39,8 +39,10 @@ from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar.tree import tree_insert, tree_prefix
 from privbandits.algorithms.shariff.constants import (
+    JDPConstants,
     Regularizer,
     gaussian_accounting,
+    gaussian_ledger,
     gaussian_regularizer,
     gaussian_sigma_paper,
     gaussian_sigma_strict,
@@ -49,6 +51,7 @@ from privbandits.algorithms.shariff.constants import (
     wishart_dof_authors,
     wishart_dof_paper,
     wishart_dof_strict,
+    wishart_ledger,
     wishart_regularizer,
 )
 from privbandits.core.errors import ValidationError
@@ -345,6 +348,7 @@ class JDPLinUCB(Curator):
                 "Gaussian mechanism of the composed release (exact)"
             )
             noise_res: dict[str, Any] = {"sigma_noise": sig_noise}
+            ledger = gaussian_ledger(n, Lt, sig_noise)
         else:
             if self.preset == "strict":
                 k = wishart_dof_strict(n, d, eps, dlt)
@@ -361,6 +365,7 @@ class JDPLinUCB(Curator):
                 "advanced composition over bit_length(n) nodes (delta' = delta/2)"
             )
             noise_res = {"k": k}
+            ledger = wishart_ledger(n, d, k, dlt)
         sig_sub = spec.noise_scale if self.sigma is None else self.sigma
         S = spec.theta_bound
         kappa = 2.0 * math.log(
@@ -374,52 +379,58 @@ class JDPLinUCB(Curator):
             f"binary tree over rows (x, y) clipped to ||x|| <= {L:g}, |y| <= {yb:g} (L~={Lt:.6g}), "
             f"{m} noise terms per release ({self.tree}); {how}; actions joint DP (billboard)"
         )
-        guarantee = to_guarantee(acc, "joint", "user", notes)
-        resolved: dict[str, Any] = {
-            "m": m,
-            "L_tilde": Lt,
-            "alpha": alpha,
-            "rho_min": reg.rho_min,
-            "rho_max": reg.rho_max,
-            "gamma": reg.gamma,
-            "shift": reg.shift,
-            "sigma": sig_sub,
-            "S": S,
-            "kappa": kappa,
-            "xi": xi,
+        guarantee = to_guarantee(acc, "joint", "user", notes, ledger=ledger)
+        c = JDPConstants(
+            noise=self.noise,
+            m=m,
+            L_tilde=Lt,
+            alpha=alpha,
+            rho_min=reg.rho_min,
+            rho_max=reg.rho_max,
+            gamma=reg.gamma,
+            shift=reg.shift,
+            sigma=sig_sub,
+            S=S,
+            kappa=kappa,
+            xi=xi,
             **noise_res,
-        }
-        return Calibration(guarantee, resolved, preset=self.preset, requested=(eps, dlt))
+        )
+        return Calibration(guarantee, preset=self.preset, requested=(eps, dlt), constants=c)
+
+    @property
+    def constants(self) -> JDPConstants:
+        """The typed calibration of the run."""
+        return self.calibration.typed(JDPConstants)
 
     def _params(self) -> tuple[Any, ...]:
-        res, spec = self.calibration.resolved, self.spec
+        c, spec = self.constants, self.spec
         yb = float(max(abs(spec.reward_range[0]), abs(spec.reward_range[1])))
         gauss = self.noise == "gaussian"
         return (
             0 if gauss else 1,
-            _SQRT2 * float(res["sigma_noise"]) if gauss else 0.0,
-            float(res.get("k", 0)),
-            float(res["L_tilde"]) ** 2,
-            int(res["m"]),
+            _SQRT2 * c.sigma_noise if gauss else 0.0,
+            float(c.k),
+            c.L_tilde**2,
+            int(c.m),
             self.tree == "binary_padded",
-            float(res["shift"]),
+            c.shift,
             1e-6,
             float(spec.context_bound),
             yb,
             0.0,
-            float(res["sigma"]),
-            float(res["kappa"]),
-            float(res["xi"]),
+            c.sigma,
+            c.kappa,
+            c.xi,
             self.beta == "closed",
-            float(res["rho_min"]),
-            float(res["rho_max"]),
+            c.rho_min,
+            c.rho_max,
             float(self.radius),
         )
 
     def build_kernel(self) -> CuratorKernel:
         R, d, K = self.R, self.spec.d, self.spec.K
         p = d + 1
-        m = int(self.calibration.resolved["m"])
+        m = self.constants.m
         state = (
             np.zeros((R, m, p, p)),
             np.zeros((R, m, p, p)),
