@@ -16,6 +16,7 @@ from privbandits.algorithms.chen.squarecb_ldp import GRADIENT as SQUARECB_GRADIE
 from privbandits.algorithms.chowdhury.vec_audit import shuffle_linucb_vec_spec
 from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
 from privbandits.algorithms.sarmasarkar.shuffle_audit import AUDIT_EPSILON, shuffle_glm_matrix_spec
+from privbandits.algorithms.shariff.audit import tree_release_spec
 from privbandits.auditing.cases import (
     ClientPathCase,
     UserData,
@@ -307,6 +308,7 @@ AUDITABLE: dict[str, Callable[..., AuditSpec]] = {
     **REGRESSION_AUDITS,
     **{name: _client_factory(name, case) for name, case in CLIENT_PATHS.items()},
     "jdp-glm-gradient": gradient_release_spec,
+    "jdp-linucb-tree": tree_release_spec,
 }
 
 
