@@ -12,13 +12,13 @@ Whatever the backend, only this (parent) process writes to the results store, on
 finished unit, so killing a run at any moment leaves complete rows only, and rerunning the same
 configuration executes just the missing units (resume).
 
-Fused runs (local backends; off by default until a figure's group is split over the workers by
-cost: measured end to end they save CPU time but not yet wall time): the missing units that share an environment, a seed, a
+Fused runs (local backends; on by default, the groups split over the workers by estimated cost:
+measured end to end they save CPU and wall time): the missing units that share an environment, a seed, a
 horizon, replications and checkpoints (every algorithm and epsilon of a figure) are executed
 together, the environment drawn once for all of them
 (:func:`~privbandits.experiments.units.execute_group`); each unit's result is bit-identical to its
-own run and is stored in its own transaction.  ``fuse=True`` (or the environment variable
-``PRIVBANDITS_FUSE=1``) turns them on.
+own run and is stored in its own transaction.  ``fuse=False`` (or the environment variable
+``PRIVBANDITS_FUSE=0``) turns them off.
 """
 
 from __future__ import annotations
@@ -377,8 +377,8 @@ def run_units(
     fuse : bool, optional
         Advance the units that share an environment, seed, horizon, replications and checkpoints
         together over one environment draw (local backends; results bit-identical, each unit
-        stored on its own).  Default: off, unless the environment variable ``PRIVBANDITS_FUSE``
-        is ``1``.
+        stored on its own).  Default: on, unless the environment variable ``PRIVBANDITS_FUSE``
+        is ``0``.
 
     Returns
     -------
@@ -429,7 +429,11 @@ def run_units(
             _run_dask(missing, scheduler, on_done, progress)
         else:
             if fuse is None:
-                fuse = os.environ.get("PRIVBANDITS_FUSE", "0").strip() in ("1", "true", "yes")
+                fuse = os.environ.get("PRIVBANDITS_FUSE", "1").strip().lower() not in (
+                    "0",
+                    "false",
+                    "no",
+                )
             serial = n_workers == 1 or len(missing) == 1
             groups = (
                 fused_groups(missing, 1 if serial else n_workers)
