@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.ldp_glb.calibration import (
@@ -27,7 +28,29 @@ from privbandits.core.params import (
 )
 from privbandits.core.spec import EnvSpec
 
-__all__ = ["HanAlgorithm"]
+__all__ = ["HanAlgorithm", "Shift", "Warmup"]
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """Algorithm 2's schedule: ``s0`` pulls per arm, ``n_warmup = K s0`` rounds, their order and
+    the elimination threshold ``h`` (``s0 = n_warmup = 0`` in the single-parameter setting)."""
+
+    s0: int
+    n_warmup: int
+    warmup_order: str | None = None
+    h: float | None = None
+
+
+@dataclass(frozen=True)
+class Shift:
+    """``shift(t) = c_shift sqrt(t + shift_offset)`` with ``c_shift = shift_scale c_tilde``
+    (Han et al. 2021, eq. 3.3-3.4)."""
+
+    c_tilde: float
+    shift_scale: float
+    c_shift: float
+    shift_offset: float
 
 
 class HanAlgorithm(LocalAlgorithm):
@@ -75,22 +98,17 @@ class HanAlgorithm(LocalAlgorithm):
             return self.gaussian_calibration
         return "analytic" if self.preset == "strict" else "classic"
 
-    def _warmup(self, spec: EnvSpec) -> dict[str, Any]:
+    def _warmup(self, spec: EnvSpec) -> Warmup:
         """Algorithm 2's schedule on ``spec`` (``s0 = 0`` in the single-parameter setting)."""
         if spec.setting != "multi":
-            return {"s0": 0, "n_warmup": 0}
+            return Warmup(0, 0)
         s0 = self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K)
-        return {"s0": s0, "n_warmup": spec.K * s0, "warmup_order": self.warmup_order, "h": self.h}
+        return Warmup(s0, spec.K * s0, self.warmup_order, self.h)
 
-    def _shift(self, spec: EnvSpec, sigma_unit: float) -> dict[str, float]:
+    def _shift(self, spec: EnvSpec, sigma_unit: float) -> Shift:
         """``shift(t) = c_shift sqrt(t + offset)``, ``c_shift = shift_scale * c_tilde`` (3.2)."""
         dflt = ols_shift_defaults(self.preset, spec.setting)
         scale = dflt["shift_scale"] if self.shift_scale is None else self.shift_scale
         K = spec.K if dflt["shift_K"] else 1
         c_tilde = ols_shift_constant(sigma_unit, spec.d, spec.horizon, self.alpha, K)
-        return {
-            "c_tilde": c_tilde,
-            "shift_scale": scale,
-            "c_shift": scale * c_tilde,
-            "shift_offset": dflt["shift_offset"],
-        }
+        return Shift(c_tilde, scale, scale * c_tilde, dflt["shift_offset"])

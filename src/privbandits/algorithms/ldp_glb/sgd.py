@@ -241,7 +241,7 @@ class LDPSGD(HanAlgorithm):
                 "project_radius",
             )
         }
-        common.update(s0=warmup["s0"], n_warmup=warmup["n_warmup"])
+        common.update(s0=warmup.s0, n_warmup=warmup.n_warmup)
         if spec.setting == "single":
             radius = l2_ball_radius(eps, d, R_g)
             ledger: Event = Composed(
@@ -277,8 +277,8 @@ class LDPSGD(HanAlgorithm):
         radius = l2_ball_radius(eps_slot, d, R_g)
         multi: dict[str, Any] = {
             "multi": True,
-            "warmup_order": warmup["warmup_order"],
-            "h": warmup["h"],
+            "warmup_order": warmup.warmup_order,
+            "h": warmup.h,
             "epsilon_slot": eps_slot,
             "radius": radius,
             "radius_joint": r_joint,
@@ -303,8 +303,8 @@ class LDPSGD(HanAlgorithm):
                 gaussian_calibration=gc,
                 s_W_warm=warm.s_W,
                 s_u_warm=warm.s_u,
-                c_shift_warm=shift["c_shift"],
-                shift_offset_warm=shift["shift_offset"],
+                c_shift_warm=shift.c_shift,
+                shift_offset_warm=shift.shift_offset,
             )
             g: PureDP | ApproxDP = ApproxDP(max(eps_main, eps_warm), self.delta)
             mu = ols_sensitivity(warm.s_W, warm.s_u, spec.context_bound, spec.reward_bound)
