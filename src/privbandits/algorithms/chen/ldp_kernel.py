@@ -39,6 +39,7 @@ import numpy as np
 from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.core.links import link_mu
+from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian
 from privbandits.regression.reweighted import (
     GRADIENT_NORM,
     GRADIENT_SENSITIVITY,
@@ -227,18 +228,19 @@ def randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyp
     encode(params, public, r, t, X, a, y, out)
     slot, U = public[0][r], public[1][r]
     d = U.shape[0]
-    if slot == NORMALIZE:
+    if slot == NORMALIZE:  # SymPriv: the shared sampler, in the numpy client's order
         s = sigma * SQRT2 * _device_opnorm(params, r, U)
+        Z = np.zeros((d, d))
+        add_symmetric_gaussian(rng, 1.0, Z)
         for i in range(d):
-            for j in range(i, d):
-                z = 1.0 * rng.standard_normal()
-                out[i * d + j] += s * z
-                if j != i:
-                    out[j * d + i] += s * z
-    elif slot == GRADIENT:
+            for j in range(d):
+                out[i * d + j] += s * Z[i, j]
+    elif slot == GRADIENT:  # Priv
         s = sigma * GRADIENT_SENSITIVITY
+        z = np.zeros(d)
+        add_gaussian(rng, 1.0, z)
         for j in range(d):
-            out[d * d + j] += s * (1.0 * rng.standard_normal())
+            out[d * d + j] += s * z[j]
 
 
 # -- the server's side ----------------------------------------------------------------------
