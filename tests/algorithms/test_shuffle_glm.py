@@ -628,3 +628,40 @@ def test_p1_5_regret_is_sublinear_with_privacy_effectively_off() -> None:
     assert slope <= 0.65, (tuned, slope)
     default = np.array([_shuffle_glm_regret(int(T), None, R=2) for T in Ts[:2]])
     assert np.log(default[1] / default[0]) / np.log(Ts[1] / Ts[0]) > 0.9, default
+
+
+def test_shuffler_refuses_an_off_layout_count_message_after_the_batch_first() -> None:
+    # every later message of a batch is checked against the first one's randomizer and layout
+    from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLMShuffler
+    from privbandits.core.errors import ValidationError as VErr
+    from privbandits.core.messages import PrivatizedMessage
+
+    def msg(count: np.ndarray, mech: str = "cheu-vector-sum") -> PrivatizedMessage:
+        return PrivatizedMessage(payload={"count": count}, mechanism=mech)
+
+    ok = np.zeros((2, 3), dtype=np.int64)
+    bad = [
+        msg(np.zeros((2, 4), dtype=np.int64)),  # another shape
+        msg(ok.copy(), "cheu-matrix-sum"),  # another randomizer of the family
+        msg(ok.copy(), "gaussian"),  # not a Cheu et al. message
+        msg(np.full((2, 3), np.nan)),  # not finite
+        msg(np.zeros((2, 3), dtype=complex)),  # not real
+        PrivatizedMessage(
+            payload={"count": ok.copy(), "x": ok.copy()}, mechanism="cheu-vector-sum"
+        ),
+    ]
+    for m in bad:
+        sh = ShuffleGLMShuffler(np.random.default_rng(0))
+        sh.collect(0, msg(ok.copy()))
+        sh.collect(1, msg(ok.copy()))
+        with pytest.raises((TrustBoundaryError, VErr)):
+            sh.collect(2, m)
+        assert sh.pending == 2
+    sh = ShuffleGLMShuffler(np.random.default_rng(0))
+    for u in range(3):
+        sh.collect(u, msg(np.full((2, 3), u, dtype=np.int64)))
+    assert np.array_equal(sh.release(2).payload["ones"], np.full((2, 3), 3))
+    # a new batch takes its own first message's layout
+    sh.collect(3, msg(np.zeros((2, 4), dtype=np.int64)))
+    with pytest.raises(TrustBoundaryError):
+        sh.collect(4, msg(ok.copy()))

@@ -545,14 +545,45 @@ class ShuffleGLMShuffler(Shuffler):
     def __init__(self, rng: np.random.Generator) -> None:
         super().__init__(rng)
         self._round = 0
+        # the open batch's first count message and its (mechanism, shape): the layout every later
+        # count message of the batch must have
+        self._first: PrivatizedMessage | None = None
+        self._layout: tuple[str, tuple[int, ...]] = ("", ())
 
     def collect(self, t: int, message: object) -> None:
-        """Hold a message of the Cheu et al. summation (no other randomizer is accepted)."""
+        """Hold a message of the Cheu et al. summation (no other randomizer is accepted).
+
+        The checks are :meth:`Shuffler.collect`'s; a count message of the open batch's layout
+        (same randomizer, the one integer field ``count`` of the first message's shape: nothing
+        else can pass them) is accepted without re-running them field by field.
+        """
+        if (
+            self._pending
+            and self._pending[0] is self._first
+            and isinstance(message, PrivatizedMessage)
+        ):
+            payload = message.payload
+            count = payload.get("count") if len(payload) == 1 else None
+            if (
+                isinstance(count, np.ndarray)
+                and count.dtype.kind in "iu"
+                and (message.mechanism, count.shape) == self._layout
+            ):
+                self._pending.append(message)
+                return
         if isinstance(message, PrivatizedMessage) and not message.mechanism.startswith("cheu-"):
             raise TrustBoundaryError(
                 f"expected a Cheu et al. summation message, got {message.mechanism!r}"
             )
+        first = not self._pending
         super().collect(t, message)
+        if first:
+            assert isinstance(message, PrivatizedMessage)
+            count = message.payload.get("count")
+            if len(message.payload) == 1 and isinstance(count, np.ndarray):
+                self._first, self._layout = message, (message.mechanism, count.shape)
+            else:
+                self._first = None
 
     def release(self, t: int) -> ShuffledBatch:
         """:func:`privbandits.privacy.cheu.shuffle` of the pending messages (the per-label histogram)."""
