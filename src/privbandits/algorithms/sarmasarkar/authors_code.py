@@ -72,6 +72,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.sarmasarkar.constants import resolve_kappas
 from privbandits.core.errors import ValidationError
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ZCDP, to_guarantee
@@ -516,8 +517,6 @@ def authors_calibration(alg: Any, spec: EnvSpec) -> Calibration:
     ``kappa`` and ``kappa*`` default to ``1/min_{|z| <= S} mu'`` and ``1/sup mu'`` (the code reads the
     instance's values from the realized arms; on the Table 2 instances they agree to 2 %).
     """
-    from privbandits.algorithms.sarmasarkar.jdp_glm import resolve_kappas
-
     if alg.mode != "practical" or alg.split is not None:
         raise ValidationError(
             "preset='authors_code' fixes the mode and the split (leave both unset)"

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from privbandits.algorithms.calibration import Constants
+from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
+from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import zcdp_for_approx_dp
 from privbandits.privacy.tree import max_nodes_per_leaf, tree_levels
 
@@ -34,6 +36,7 @@ __all__ = [
     "lambda_practical",
     "lambda_theory",
     "n_public_refreshes",
+    "resolve_kappas",
     "rho_for",
     "theory_tree_sigma",
     "w_max_for",
@@ -243,3 +246,18 @@ def jdp_glm_constants(
 def exact_tree_nodes(T: int) -> int:
     """Completed nodes a leaf can enter within ``T`` rounds (``bit_length(T)``), used by the accountant."""
     return max_nodes_per_leaf(T)
+
+
+def resolve_kappas(
+    spec: EnvSpec, S: float, kappa: float | None, kappa_star: float | None
+) -> tuple[float, float]:
+    """``kappa`` (upper bound, default ``1/min_{|z| <= S} mu'``) and ``kappa*`` (lower bound, default ``1/sup mu'``)."""
+    link = spec.link
+    if kappa is None:
+        k_inf = link.kappa(spec.context_bound * S)
+        if k_inf <= 0.0:
+            raise ValidationError(f"link {link.name!r} has inf mu' = 0 on |z| <= {S:g}; pass kappa")
+        kappa = 1.0 / k_inf
+    if kappa_star is None:
+        kappa_star = 1.0 / float(link.dmu(np.array(0.0)))
+    return float(kappa), float(kappa_star)

@@ -59,6 +59,7 @@ from privbandits.algorithms.sarmasarkar.constants import (
     JDPConstants,
     exact_tree_nodes,
     jdp_glm_constants,
+    resolve_kappas,
 )
 from privbandits.algorithms.sarmasarkar.optim import (
     dppgd,
@@ -292,21 +293,6 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
         state[_STATS][r, 0] += 1.0
     if t + 1 < T:
         _prepare(params, state, r, t + 1, rng)
-
-
-def resolve_kappas(
-    spec: EnvSpec, S: float, kappa: float | None, kappa_star: float | None
-) -> tuple[float, float]:
-    """``kappa`` (upper bound, default ``1/min_{|z| <= S} mu'``) and ``kappa*`` (lower bound, default ``1/sup mu'``)."""
-    link = spec.link
-    if kappa is None:
-        k_inf = link.kappa(spec.context_bound * S)
-        if k_inf <= 0.0:
-            raise ValidationError(f"link {link.name!r} has inf mu' = 0 on |z| <= {S:g}; pass kappa")
-        kappa = 1.0 / k_inf
-    if kappa_star is None:
-        kappa_star = 1.0 / float(link.dmu(np.array(0.0)))
-    return float(kappa), float(kappa_star)
 
 
 def jdp_glm_ledger(c: JDPConstants, T: int, R: float) -> Event:
