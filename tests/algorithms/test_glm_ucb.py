@@ -189,7 +189,9 @@ def test_runs_on_every_link() -> None:
         assert np.all(np.isfinite(res.regret)) and res.estimation_error is not None
 
 
-@pytest.mark.parametrize("params", GLMUCB.test_params)
+@pytest.mark.parametrize(
+    "params", [p for p in GLMUCB.test_params if p.get("preset") != "authors_code"]
+)  # the authors_code preset is a numpy run (reference driver only)
 @pytest.mark.parametrize("link, noise", [("logistic", "bernoulli"), ("identity", "gaussian")])
 def test_reference_equals_compiled(params: dict, link: str, noise: str) -> None:
     runs = [
