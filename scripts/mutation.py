@@ -100,6 +100,7 @@ MODULES: dict[str, list[str]] = {
         "tests/engine/test_fused.py",
     ],
     "experiments/store.py": ["tests/experiments/test_store.py", "tests/experiments/test_runner.py"],
+    "experiments/costs.py": ["tests/experiments/test_costs.py", "tests/engine/test_fused.py"],
     # --- privatizers: the randomizers devices run ---
     "privacy/randomizers.py": [
         "tests/privacy/test_randomizers.py",
