@@ -205,6 +205,10 @@ INVENTORY: dict[str, tuple[str, ...]] = {
     "src/privbandits/algorithms/sarmasarkar/jdp_glm.py::_update::clip_scalar#1": (
         f"{T_HERE}::test_jdp_glm_curator_clips_each_stored_context_and_reward",
     ),
+    "src/privbandits/algorithms/sarmasarkar/authors_code.py::_Replication._fit::clip_rows#1": (
+        "tests/algorithms/test_sarmasarkar_authors_code.py::"
+        "test_the_fit_clips_every_example_gradient_it_uses",
+    ),
     "src/privbandits/algorithms/sarmasarkar/authors_code.py::clip_rows::np.minimum(1)#1": (
         "tests/algorithms/test_sarmasarkar_authors_code.py::"
         "test_dp_sgd_clips_each_example_gradient_to_the_clip_norm",

@@ -241,3 +241,33 @@ def test_authors_code_runs_pass_the_conformance_checks(name: str) -> None:
 
     params = {"preset": "authors_code"} | ({"epsilon": 6.0} if name == "jdp-glm" else {})
     check_algorithm(name, params=params, envs=("single",), quick=True)
+
+
+def test_the_fit_clips_every_example_gradient_it_uses(monkeypatch) -> None:
+    """Private-GLM's DP-SGD fit (authors_code) passes each batch through clip_rows at the code's
+    clip norm: gradients beyond it reach the clip and leave it at norm 0.2."""
+    seen: list[tuple[float, float, float]] = []
+    orig = ac.clip_rows
+
+    def spy(g: np.ndarray, clip: float) -> np.ndarray:
+        out = orig(g, clip)
+        norms = np.linalg.norm(g, axis=1)
+        seen.append((float(norms.max()), clip, float(np.linalg.norm(out, axis=1).max())))
+        return out
+
+    monkeypatch.setattr(ac, "clip_rows", spy)
+    env = pb.SyntheticEnv(
+        d=3, K=8, contexts="ball", link="probit", noise="bernoulli", theta_norm=2.0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CalibrationWarning)
+        pb.simulate(
+            pb.make("jdp-glm", preset="authors_code", epsilon=8.0),
+            env,
+            horizon=3000,
+            replications=1,
+            seed=0,
+        )
+    assert seen and all(clip == 0.2 for _, clip, _ in seen)
+    assert any(beyond > 0.2 for beyond, _, _ in seen)
+    assert all(after <= 0.2 * (1 + 1e-12) for _, _, after in seen)
