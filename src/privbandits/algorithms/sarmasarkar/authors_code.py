@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.sarmasarkar.constants import resolve_kappas
 from privbandits.core.errors import ValidationError
 from privbandits.core.spec import EnvSpec
@@ -87,6 +87,7 @@ __all__ = [
     "AuthorsGLOC",
     "AuthorsPrivateGLM",
     "AuthorsRSGLinUCB",
+    "BaselineConstants",
     "authors_accounting",
     "authors_calibration",
     "authors_constants",
@@ -684,6 +685,18 @@ class AuthorsGLMUCB:
         return self.theta.copy()
 
 
+@dataclass(frozen=True)
+class BaselineConstants(Constants):
+    """The ``authors_code`` constants of the baselines GLOC, GLM-UCB and RS-GLinUCB (stored keys
+    ``kappa``, ``S``, ``delta``, ``lam``, ``sup_dmu``)."""
+
+    kappa: float
+    S: float
+    delta: float
+    lam: float
+    sup_dmu: float
+
+
 def baseline_calibration(alg: Any, spec: EnvSpec) -> Calibration:
     """The ``authors_code`` calibration of the baselines GLOC, GLM-UCB and RS-GLinUCB on ``spec``.
 
@@ -701,28 +714,26 @@ def baseline_calibration(alg: Any, spec: EnvSpec) -> Calibration:
         kappa = 1.0 / spec.link.kappa(spec.context_bound * S)
     else:
         kappa = float(given) if alg.name == "rs-glinucb" else 1.0 / float(given)
-    resolved = {
-        "kappa": kappa,
-        "S": float(S),
-        "delta": float(alg.delta),
-        "lam": float(spec.d),
-        "sup_dmu": float(spec.link.dmu(np.array(0.0))),
-    }
-    return Calibration(NON_PRIVATE, resolved, preset="authors_code")
+    c = BaselineConstants(
+        kappa=kappa,
+        S=float(S),
+        delta=float(alg.delta),
+        lam=float(spec.d),
+        sup_dmu=float(spec.link.dmu(np.array(0.0))),
+    )
+    return Calibration(NON_PRIVATE, preset="authors_code", constants=c)
 
 
 def gloc_runner(alg: Any) -> AuthorsGLOC:
     """The numpy run of GLOC's ``authors_code`` preset after its calibration."""
-    res = alg.calibration.resolved
-    return AuthorsGLOC(alg.spec, alg.R, float(res["kappa"]), float(res["S"]), float(res["delta"]))
+    c = alg.calibration.typed(BaselineConstants)
+    return AuthorsGLOC(alg.spec, alg.R, c.kappa, c.S, c.delta)
 
 
 def glm_ucb_runner(alg: Any) -> AuthorsGLMUCB:
     """The numpy run of GLM-UCB's ``authors_code`` preset after its calibration."""
-    res = alg.calibration.resolved
-    return AuthorsGLMUCB(
-        alg.spec, alg.R, float(res["kappa"]), float(res["delta"]), alg.streams.server
-    )
+    c = alg.calibration.typed(BaselineConstants)
+    return AuthorsGLMUCB(alg.spec, alg.R, c.kappa, c.delta, alg.streams.server)
 
 
 class AuthorsRSGLinUCB:
@@ -823,7 +834,5 @@ class AuthorsRSGLinUCB:
 
 def rs_glinucb_runner(alg: Any) -> AuthorsRSGLinUCB:
     """The numpy run of RS-GLinUCB's ``authors_code`` preset after its calibration."""
-    res = alg.calibration.resolved
-    return AuthorsRSGLinUCB(
-        alg.spec, alg.R, float(res["kappa"]), float(res["S"]), float(res["delta"])
-    )
+    c = alg.calibration.typed(BaselineConstants)
+    return AuthorsRSGLinUCB(alg.spec, alg.R, c.kappa, c.S, c.delta)
