@@ -67,6 +67,7 @@ from privbandits.algorithms.linalg import (
 )
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
+from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
 from privbandits.core.errors import NotResetError
 from privbandits.core.params import Choice, Int, NonNegative, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
@@ -213,7 +214,7 @@ class GLMUCBConstants(Constants):
 
 
 @register
-class GLMUCB(Curator):
+class GLMUCB(AuthorsCodeRun, Curator):
     """GLM-UCB: optimism in the reward space with the MLE of a generalized linear model.
 
     Parameters
@@ -356,24 +357,6 @@ class GLMUCB(Curator):
             spec.context_bound,
         )
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
-
-    # -- preset authors_code: the public code's run (numpy) ------------------------------------
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        if self.preset == "authors_code":
-            return self._authors.select(contexts)
-        return super().select(t, contexts)
-
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        if self.preset == "authors_code":
-            return self._authors.update(contexts, actions, rewards)
-        return super().update(t, contexts, actions, rewards)
-
-    def estimate(self) -> np.ndarray | None:
-        if self.preset == "authors_code":
-            return self._authors.estimate()
-        return super().estimate()
 
     def radius(self, t: int) -> np.ndarray:
         """``alpha * rho(t)`` per replication (R,), ``t`` the 1-based round."""

@@ -72,6 +72,7 @@ from privbandits.algorithms.linalg import (
 )
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
+from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.links import LINK_IDENTITY, link_mu
 from privbandits.core.params import Choice, Delta, NonNegative, Optional, Positive
@@ -194,7 +195,7 @@ class GLOCConstants(Constants):
 
 
 @register
-class GLOC(Curator):
+class GLOC(AuthorsCodeRun, Curator):
     """GLOC with ONS-GLM (Jun et al. 2017, Algorithm 1): a non-private GLM bandit, any increasing link.
 
     Parameters
@@ -338,24 +339,6 @@ class GLOC(Curator):
             state,
             estimate=lambda: theta_hat.reshape(R, K, d) if block else theta_hat,
         )
-
-    # -- preset authors_code: the public code's run (numpy) ------------------------------------
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        if self.preset == "authors_code":
-            return self._authors.select(contexts)
-        return super().select(t, contexts)
-
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        if self.preset == "authors_code":
-            return self._authors.update(contexts, actions, rewards)
-        return super().update(t, contexts, actions, rewards)
-
-    def estimate(self) -> np.ndarray | None:
-        if self.preset == "authors_code":
-            return self._authors.estimate()
-        return super().estimate()
 
     def ons_estimate(self) -> np.ndarray:
         """ONS-GLM's iterate ``theta_{t+1}``: ``(R, d)``, or ``(R, K, d)`` (multi)."""

@@ -39,6 +39,7 @@ from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
+from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
 from privbandits.algorithms.sarmasarkar.jdp_glm import resolve_kappas
 from privbandits.algorithms.sarmasarkar.optim import newton_mle
 from privbandits.core.links import link_dmu
@@ -156,7 +157,7 @@ class RSGLinUCBConstants(Constants):
 
 
 @register
-class RSGLinUCB(Curator):
+class RSGLinUCB(AuthorsCodeRun, Curator):
     """RS-GLinUCB (Sawarni et al. 2024, Algorithm 2): non-private rarely switching GLM bandit.
 
     Parameters
@@ -273,24 +274,6 @@ class RSGLinUCB(Curator):
         )
         theta_t = state[_TH_T]
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
-
-    # -- preset authors_code: the public code's run (numpy) ------------------------------------
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        if self.preset == "authors_code":
-            return self._authors.select(contexts)
-        return super().select(t, contexts)
-
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        if self.preset == "authors_code":
-            return self._authors.update(contexts, actions, rewards)
-        return super().update(t, contexts, actions, rewards)
-
-    def estimate(self) -> np.ndarray | None:
-        if self.preset == "authors_code":
-            return self._authors.estimate()
-        return super().estimate()
 
     def diagnostics(self) -> dict[str, np.ndarray]:
         """Per-replication counts of warm-up rounds and Criterion-II switches."""

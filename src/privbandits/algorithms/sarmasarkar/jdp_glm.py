@@ -55,6 +55,7 @@ from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
+from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
 from privbandits.algorithms.sarmasarkar.constants import (
     JDPConstants,
     exact_tree_nodes,
@@ -411,7 +412,7 @@ class JDPGLMConstants(JDPConstants):
 
 
 @register
-class JDPGLM(Curator):
+class JDPGLM(AuthorsCodeRun, Curator):
     """JDP-GLM / Private-GLM (Sarmasarkar 2026, Algorithm 2): joint-DP GLM bandit, logistic or probit link.
 
     Parameters
@@ -619,24 +620,6 @@ class JDPGLM(Curator):
         return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
 
     # -- diagnostics -------------------------------------------------------------------------
-    # -- preset authors_code: the authors' code's run (numpy) -----------------------------------
-    def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
-        if self.preset == "authors_code":
-            return self._authors.select(contexts)
-        return super().select(t, contexts)
-
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        if self.preset == "authors_code":
-            return self._authors.update(contexts, actions, rewards)
-        return super().update(t, contexts, actions, rewards)
-
-    def estimate(self) -> np.ndarray | None:
-        if self.preset == "authors_code":
-            return self._authors.estimate()
-        return super().estimate()
-
     def diagnostics(self) -> dict[str, np.ndarray]:
         """Per-replication counts: exploration rounds ``|T_o|``, Criterion-II switches, rounds with the
         eigenvalue floor active, ``theta_o`` refits."""
