@@ -172,6 +172,10 @@ EQUIVALENT: dict[str, set[tuple[str, str]]] = {
             "c = radius / math.sqrt(s) if s > 0.0 else 0.0",
             "c = radius / math.sqrt(s) if s > -1.0 else 0.0",
         ),
+        (
+            "c = radius / math.sqrt(s) if s > 0.0 else 0.0",
+            "c = radius / math.sqrt(s) if s >= 0.0 else 0.0",
+        ),
     },
     "algorithms/ldp_glb/randomizers.py": {
         ('@nb.njit(cache=True, inline="always")', '@nb.njit(cache=False, inline="always")'),

@@ -63,3 +63,31 @@ def test_unit_cost_scales_with_rounds_arms_and_the_driver() -> None:
     unknown = unit_cost(_unit(algorithm="not-in-the-table"))[0]
     assert unknown == pytest.approx(200 * DEFAULT_KERNEL_NS)
     assert unit_cost(_unit(env={"d": "x", "K": None}))[0] == pytest.approx(k)  # not synthetic
+
+
+def test_a_group_is_tried_in_two_to_parts_pieces_only(monkeypatch) -> None:
+    """fused_groups splits the costliest group into m = 2 .. parts pieces (its docstring), never
+    more pieces than workers, on groups of 1 to 8 units with random costs."""
+    import random
+
+    from privbandits.experiments import units
+
+    tried: list[tuple[int, int, int]] = []
+    orig = units.split_by_cost
+
+    def spy(members: list[int], kernel, m: int) -> list[list[int]]:
+        tried.append((m, len(members), parts))
+        return orig(members, kernel, m)
+
+    monkeypatch.setattr(units, "split_by_cost", spy)
+    monkeypatch.setattr(units, "fusion_key", lambda u: u.key)
+    rng = random.Random(1)
+    for _ in range(300):
+        n, parts = rng.randint(2, 8), rng.randint(2, 4)
+        us = [SimpleNamespace(key=rng.randint(0, 2), i=i) for i in range(n)]
+        kc = [rng.choice([1, 2, 3, 5, 8, 13]) for _ in range(n)]
+        ec = [rng.choice([0, 0, 1, 2]) for _ in range(n)]
+        groups = units.fused_groups(us, parts, lambda u: (kc[u.i], ec[u.i]))
+        assert sorted(i for g in groups for i in g) == list(range(n))
+    assert tried and all(2 <= m <= min(p, size) for m, size, p in tried)
+    assert any(m == p for m, _, p in tried)  # the full range is tried
