@@ -407,3 +407,25 @@ def test_run_console_flags_series_with_no_learning(tmp_path: Path) -> None:
     assert flagged and all("uniform's" in ln for ln in flagged), lines
     assert any(ln.startswith("ldp-ols") for ln in flagged)
     assert not any(ln.startswith("linucb") for ln in flagged)
+
+
+def test_run_console_names_who_reported_each_reference_number(tmp_path: Path) -> None:
+    """A reference number is printed with its kind (here a prototype's), never called "paper"."""
+    path = tmp_path / "ref.toml"
+    path.write_text(
+        SMALL
+        + """
+[[paper_numbers]]
+kind = "prototype"
+algorithm = "linucb"
+metric = "final_regret"
+value = 2.0
+horizon = 200
+source = "an independent prototype"
+"""
+    )
+    args = ["run", str(path), "-w", "1", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path)]
+    out = _ok(args).stdout
+    line = next(ln for ln in out.splitlines() if "an independent prototype" in ln)
+    assert line.startswith("prototype (") and "ours / prototype = " in line
+    assert "paper" not in line

@@ -305,9 +305,11 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
     _print_learning(out, outcome)
     for row in outcome.paper_rows:
         ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
+        kind = row.number.kind  # who reported it: paper, authors' code, prototype, theory
         out.print(
-            f"paper {row.number.source or ''}: {row.number.algorithm} {dict(row.number.where) or ''} "
-            f"{row.number.metric} = {row.number.value:g}, ours / paper = {ratio}",
+            f"{kind} ({row.number.source or 'no source given'}): {row.number.algorithm} "
+            f"{dict(row.number.where) or ''} {row.number.metric} = {row.number.value:g}, "
+            f"ours / {kind} = {ratio}",
             markup=False,
         )
     for path in outcome.figures:
