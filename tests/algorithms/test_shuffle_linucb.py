@@ -160,6 +160,7 @@ def test_chowdhury2022_preset_matches_the_authors_setting() -> None:
         "shuffle-linucb",
         "shuffle-linucb",
         "shuffle-linucb",
+        "shuffle-linucb-vec",
         "ldp-ucb",
     ]
     assert {c.kind for c in cfg.claims} == {"order", "slope"}
