@@ -217,14 +217,6 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "probabilities kept off 0 and 1 inside a log: the objective's numerics (a non-private baseline)",
     ),
-    "src/privbandits/algorithms/sarmasarkar/authors_code.py::clip_rows::np.minimum(1)#1": (
-        "tests/algorithms/test_sarmasarkar_authors_code.py::"
-        "test_dp_sgd_clips_each_example_gradient_to_the_clip_norm",
-    ),
-    "src/privbandits/algorithms/sarmasarkar/authors_code.py::AuthorsGLMUCB._nll::np.clip#1": (
-        EXEMPT,
-        "probabilities kept off 0 and 1 inside a log: the objective's numerics (a non-private baseline)",
-    ),
     "src/privbandits/algorithms/sarmasarkar/optim.py::residual_sums::clip_l2#1": (
         f"{T_HERE}::test_dppgd_residual_clips_each_gradient_to_R",
     ),
