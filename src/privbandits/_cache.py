@@ -27,6 +27,18 @@ __all__ = ["cache_dir", "configure_numba_cache", "source_fingerprint"]
 _PACKAGE = Path(__file__).resolve().parent
 #: Fingerprinted cache directories kept besides the current one.
 _KEEP_OLD = 2
+#: Set beside ``NUMBA_CACHE_DIR`` when this module chose it, so that a child process tells an
+#: inherited choice (recomputed: the child may run another sampler switch) from a user's setting.
+_OWN_ENV = "PRIVBANDITS_NUMBA_CACHE_DIR"
+
+
+def _user_numba_cache() -> str | None:
+    """``$NUMBA_CACHE_DIR`` when the user set it; None when unset or set by this module (here or
+    in a parent process)."""
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if not user or user == os.environ.get(_OWN_ENV):
+        return None
+    return user
 
 
 @lru_cache(maxsize=1)
@@ -79,7 +91,7 @@ def _prune(root: Path, current: Path) -> None:
 @lru_cache(maxsize=1)
 def cache_dir() -> Path | None:
     """The fingerprinted cache directory (created), or None when nothing is writable."""
-    user = os.environ.get("NUMBA_CACHE_DIR")
+    user = _user_numba_cache()
     if user:
         path = Path(user) / f"privbandits-loops-{source_fingerprint()}"
         return path if _writable(path) else None
@@ -97,12 +109,13 @@ def configure_numba_cache() -> None:
     Must run before any compiled function of the package is defined (the package's
     ``__init__`` calls it first).
     """
-    if os.environ.get("NUMBA_CACHE_DIR"):
+    if _user_numba_cache():
         return
     path = cache_dir()
     if path is None:
         return
     os.environ["NUMBA_CACHE_DIR"] = str(path)  # inherited by worker processes
+    os.environ[_OWN_ENV] = str(path)
     try:
         from numba.core import config
     except ImportError:  # pragma: no cover - numba is a dependency
