@@ -58,9 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import naive
 
 import privbandits as pb
+from privbandits.algorithms._shared.loops import curator_loops, local_loops
 from privbandits.algorithms.base import Algorithm
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
-from privbandits.algorithms.loops import curator_loops, local_loops
 from privbandits.core.rng import make_streams
 from privbandits.engine.compiled import compiled_kernel
 from privbandits.envs.base import MAX_CHUNK_ROUNDS

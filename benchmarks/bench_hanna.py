@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 import privbandits as pb
-from privbandits.algorithms.design import g_optimal_design
+from privbandits.algorithms._shared.design import g_optimal_design
 
 ALGOS: list[tuple[str, dict]] = [
     ("pe-batched", {}),

@@ -249,7 +249,7 @@ def test_case_validation() -> None:
     with pytest.raises(ValidationError, match="epsilon"):
         client_path_spec(ClientPathCase(BallClient, {}, _env))
     with pytest.raises(ValidationError, match="client code path"):
-        from privbandits.algorithms.uniform import UniformRandom
+        from privbandits.algorithms.linear.uniform import UniformRandom
 
         client_path_spec(ClientPathCase(UniformRandom, {"epsilon": 1.0}, _env))
 

@@ -458,19 +458,19 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "predicted means clamped before the inverse-gap weighting (curator and device): a choice, "
         "not sent",
     ),
-    "src/privbandits/algorithms/ecolog.py::_solve::mahalanobis_ball_projection_row#1": (
+    "src/privbandits/algorithms/glm/ecolog.py::_solve::mahalanobis_ball_projection_row#1": (
         EXEMPT,
         "projection of the non-private ECOLog iterate: no privacy claim",
     ),
-    "src/privbandits/algorithms/ecolog.py::_update::min-max#1": (
+    "src/privbandits/algorithms/glm/ecolog.py::_update::min-max#1": (
         EXEMPT,
         "the non-private ECOLog's reward read as a label in [0, 1]: no privacy claim",
     ),
-    "src/privbandits/algorithms/gloc.py::mahalanobis_ball_projection::mahalanobis_ball_projection_row#1": (
+    "src/privbandits/algorithms/glm/gloc.py::mahalanobis_ball_projection::mahalanobis_ball_projection_row#1": (
         EXEMPT,
         "projection of the non-private GLOC iterate (and of server-side iterates): post-processing",
     ),
-    "src/privbandits/algorithms/gloc.py::_update::mahalanobis_ball_projection_row#1": (
+    "src/privbandits/algorithms/glm/gloc.py::_update::mahalanobis_ball_projection_row#1": (
         EXEMPT,
         "projection of the non-private GLOC iterate: no privacy claim",
     ),
@@ -486,7 +486,7 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "the server's ridge estimate projected onto W: post-processing of privatized messages",
     ),
-    "src/privbandits/algorithms/linalg.py::project_blocks::project_ball#1": (
+    "src/privbandits/algorithms/_shared/linalg.py::project_blocks::project_ball#1": (
         EXEMPT,
         "helper of server-side projections (post-processing)",
     ),

@@ -27,15 +27,8 @@ __all__ = [
 #: Marker a hand-written family page puts where the generated algorithm sections go.
 FAMILY_MARKER = "<!-- privbandits:family -->"
 
-#: Modules of :mod:`privbandits.algorithms` whose algorithms are documented together as baselines.
-BASELINE_MODULES: tuple[str, ...] = (
-    "linucb",
-    "glm_ucb",
-    "gloc",
-    "greedy",
-    "phased_elimination",
-    "uniform",
-)
+#: Packages of :mod:`privbandits.algorithms` whose algorithms are documented together as baselines.
+BASELINE_MODULES: tuple[str, ...] = ("linear", "glm")
 
 _PREFIX = "privbandits.algorithms."
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privbandits.algorithms.design import (
+from privbandits.algorithms._shared.design import (
     design_g,
     g_optimal_design,
     greedy_spanning_subset,

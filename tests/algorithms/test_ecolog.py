@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy.linalg import sqrtm
 
 import privbandits as pb
-from privbandits.algorithms.ecolog import (
+from privbandits.algorithms.glm.ecolog import (
     ECOLog,
     _solve,
     ecolog_gamma,

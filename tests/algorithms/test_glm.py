@@ -1,4 +1,4 @@
-"""Batched GLM maximum-likelihood solver (algorithms/glm.py)."""
+"""Batched GLM maximum-likelihood solver (algorithms/_shared/glm.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from privbandits.algorithms.glm import (
+from privbandits.algorithms._shared.glm import (
     fit_glm_mle,
     glm_gradient_hessian,
     glm_objective,

@@ -11,8 +11,8 @@ import pytest
 from scipy import special
 
 from privbandits.algorithms import available, make
-from privbandits.algorithms.glm import fit_glm_mle
-from privbandits.algorithms.glm_ucb import GLMUCB, filippi_kappa, glm_ucb_radius
+from privbandits.algorithms._shared.glm import fit_glm_mle
+from privbandits.algorithms.glm.glm_ucb import GLMUCB, filippi_kappa, glm_ucb_radius
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import get_link
 from privbandits.core.rng import make_streams

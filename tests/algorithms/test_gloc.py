@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import optimize
 
 from privbandits.algorithms import make
-from privbandits.algorithms.gloc import GLOC, gloc_alpha, gloc_beta, mahalanobis_ball_projection
+from privbandits.algorithms.glm.gloc import GLOC, gloc_alpha, gloc_beta, mahalanobis_ball_projection
 from privbandits.core.errors import ValidationError
 from privbandits.envs.synthetic import SyntheticEnv
 from privbandits.simulate import simulate

@@ -7,9 +7,9 @@ import pytest
 
 from privbandits.algorithms import get, greedy, make
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.greedy import GreedyOLS, GreedySGD
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.ldp_glb import estimators, kernels, policy
+from privbandits.algorithms.linear.greedy import GreedyOLS, GreedySGD
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.envs import SyntheticEnv

@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from privbandits.algorithms.hanna import HannaCentral, HannaLocal, HannaShuffle, NPBatched
-from privbandits.algorithms.phased_elimination import PhasedElimination
+from privbandits.algorithms.linear.phased_elimination import PhasedElimination
 from privbandits.core.errors import ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.engine.aggregate import _prefix_counts

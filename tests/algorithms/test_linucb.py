@@ -7,7 +7,7 @@ import pytest
 
 from privbandits.algorithms import make
 from privbandits.algorithms.kernel import CuratorKernel
-from privbandits.algorithms.linucb import LinUCB, oful_radius
+from privbandits.algorithms.linear.linucb import LinUCB, oful_radius
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.envs import SyntheticEnv

@@ -20,7 +20,7 @@ from privbandits.algorithms.hanna.elimination import (
     n_batches,
 )
 from privbandits.algorithms.hanna.widths import NonPrivateWidth
-from privbandits.algorithms.phased_elimination import LSElimination, PhasedElimination
+from privbandits.algorithms.linear.phased_elimination import LSElimination, PhasedElimination
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import privbandits as pb
-from privbandits.algorithms.glm_ucb import GLMUCBConstants
+from privbandits.algorithms.glm.glm_ucb import GLMUCBConstants
 from privbandits.algorithms.sarmasarkar.jdp_glm import JDPGLMConstants
 from privbandits.algorithms.sarmasarkar.shuffle_plan import ShuffleGLMConstants
 from privbandits.core.links import get_link

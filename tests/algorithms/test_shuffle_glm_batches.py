@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privbandits as pb
+from privbandits.algorithms._shared.design import g_optimal_design
+from privbandits.algorithms._shared.design_draws import design_draws, uniform_start_design
 from privbandits.algorithms.calibration import CalibrationWarning
-from privbandits.algorithms.design import g_optimal_design
-from privbandits.algorithms.design_draws import design_draws, uniform_start_design
 from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLM, ShuffleGLMClient
 from privbandits.algorithms.sarmasarkar.shuffle_plan import shuffle_plan
 from privbandits.core.links import get_link

@@ -1,24 +1,20 @@
-"""Bandit algorithms, one module per family; importing this package fills the registry."""
+"""Bandit algorithms by model family (linear/, glm/, mab/, bco/) beside the paper families; importing this package fills the registry.
 
-from privbandits.algorithms import (  # noqa: F401  (registration side effects)  # noqa: F401  (registration side effects)
+The contract lives at this level (base, calibration, kernel, registry, roles); shared math in ``_shared``."""
+
+from privbandits.algorithms import (  # noqa: F401  (registration side effects)
     bco,
     chen,
     chowdhury,
-    ecolog,
-    glm_ucb,
-    gloc,
-    greedy,
+    glm,
     hanna,
     ldp_glb,
     ldp_onepoint,
     ldp_zheng,
-    linucb,
+    linear,
     mab,
-    phased_elimination,
-    rs_glinucb,
     sarmasarkar,
     shariff,
-    uniform,
 )
 from privbandits.algorithms.base import (
     Algorithm,

@@ -11,7 +11,7 @@ server step separated).  Two drivers call the *same* functions:
 * the compiled driver (:mod:`privbandits.engine.compiled`) runs the same steps in one compiled loop
   over rounds and replications.
 
-The loops around the steps are generated once per algorithm (:mod:`privbandits.algorithms.loops`).
+The loops around the steps are generated once per algorithm (:mod:`privbandits.algorithms._shared.loops`).
 Both consume every random stream in the same order (round-major, replication-minor, one stream per
 role), so the same seed gives the same trajectory under both.
 
@@ -141,8 +141,8 @@ class CuratorKernel:
 
     @property
     def loops(self) -> Any:
-        """The round loops around the steps (:func:`privbandits.algorithms.loops.curator_loops`)."""
-        from privbandits.algorithms.loops import curator_loops
+        """The round loops around the steps (:func:`privbandits.algorithms._shared.loops.curator_loops`)."""
+        from privbandits.algorithms._shared.loops import curator_loops
 
         return curator_loops(self.select, self.update)
 
@@ -175,8 +175,8 @@ class LocalKernel:
 
     @property
     def loops(self) -> Any:
-        """The round loops around the steps (:func:`privbandits.algorithms.loops.local_loops`)."""
-        from privbandits.algorithms.loops import local_loops
+        """The round loops around the steps (:func:`privbandits.algorithms._shared.loops.local_loops`)."""
+        from privbandits.algorithms._shared.loops import local_loops
 
         return local_loops(self.choose, self.randomize, self.update, self.encode)
 

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms._shared.linalg import project_ball
 from privbandits.algorithms.base import KernelServer, ShuffleAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chowdhury.constants import (
@@ -42,7 +43,6 @@ from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLa
 from privbandits.algorithms.ldp_zheng.calibration import outer_vector_sensitivity
 from privbandits.algorithms.ldp_zheng.ldp_ucb import _encode, _randomize
 from privbandits.algorithms.ldp_zheng.ridge import additive_noise, choose, ridge_space
-from privbandits.algorithms.linalg import project_ball
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch

@@ -12,7 +12,7 @@ Batched phased elimination with a G-optimal core set (the role-free engine of
 * ``"pe-batched"`` -- :class:`NPBatched`, the same skeleton without noise.
 
 The other non-private reference, Lattimore & Szepesvari's Algorithm 12 (``"phased-elimination"``),
-is in :mod:`privbandits.algorithms.phased_elimination`.  Calibration presets (``strict`` /
+is in :mod:`privbandits.algorithms.linear.phased_elimination`.  Calibration presets (``strict`` /
 ``paper``) are in :mod:`~privbandits.algorithms.hanna.presets`, the confidence widths in
 :mod:`~privbandits.algorithms.hanna.widths`, the shuffle model's per-batch budgets in
 :mod:`~privbandits.algorithms.hanna.budget`.  Every algorithm runs on the exact aggregate driver

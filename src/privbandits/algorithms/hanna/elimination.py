@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy import linalg
 
-from privbandits.algorithms.design import design_g, g_optimal_design
+from privbandits.algorithms._shared.design import design_g, g_optimal_design
 from privbandits.core.errors import ValidationError
 from privbandits.core.spec import EnvSpec
 from privbandits.core.validation import check_finite_array, check_int

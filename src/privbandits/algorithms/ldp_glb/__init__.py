@@ -6,7 +6,7 @@ as compiled steps (:class:`~privbandits.algorithms.kernel.LocalKernel`).
 
 Modules: :mod:`.calibration` (presets strict / paper / authors_code, noise scales, tight
 accounting), :mod:`.randomizers` (user-side psi), :mod:`.estimators` (server-side phi, shared with
-the non-private twins in :mod:`privbandits.algorithms.greedy`), :mod:`.policy` (the user's arm
+the non-private twins in :mod:`privbandits.algorithms.linear.greedy`), :mod:`.policy` (the user's arm
 choice), :mod:`.kernels` (the per-round steps of Algorithms 1 and 2), :mod:`.ols` and :mod:`.sgd`
 (the algorithms: parameters, calibration, kernel construction).
 """

@@ -5,7 +5,7 @@ single-parameter setting, the arm in the multi-parameter setting), on state arra
 ``S_M (R, K_est, d, d)``, ``S_u (R, K_est, d)``, ``theta (R, K_est, d)`` and the scratch
 ``A (R, d, d + 1)``.
 The same functions run the server of LDP-OLS / LDP-SGD (fed privatized messages) and the
-non-private twins of :mod:`privbandits.algorithms.greedy` (fed raw statistics).
+non-private twins of :mod:`privbandits.algorithms.linear.greedy` (fed raw statistics).
 
 References
 ----------

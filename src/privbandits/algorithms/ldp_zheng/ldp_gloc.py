@@ -12,8 +12,8 @@ Round ``t`` (Zheng et al. 2020, Algorithm 3, with the corrections Zheng20-2, -6 
                        theta_hat_{t+1} = Proj_W(theta_hat_t - zeta (grad + r_t))   # noisy OGD
 
 The relabelling ``z_t = x_t^T theta_hat_t`` and the ridge regression of ``z`` on ``x`` are the GLOC
-conversion of Jun et al. (2017) (:mod:`privbandits.algorithms.gloc` is the non-private original,
-and shares the optimistic choice and the relabelling, :func:`~privbandits.algorithms.gloc.relabel`);
+conversion of Jun et al. (2017) (:mod:`privbandits.algorithms.glm.gloc` is the non-private original,
+and shares the optimistic choice and the relabelling, :func:`~privbandits.algorithms.glm.gloc.relabel`);
 the online learner differs: non-private GLOC runs Online Newton Step, LDP-GLOC noisy projected
 online gradient descent, because one user's gradient can be privatized on its own.
 
@@ -47,8 +47,14 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms._shared.linalg import (
+    feature_block,
+    feature_single,
+    project_ball,
+    project_blocks,
+)
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.gloc import relabel
+from privbandits.algorithms.glm.gloc import relabel
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel
 from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
 from privbandits.algorithms.ldp_zheng.calibration import (
@@ -59,12 +65,6 @@ from privbandits.algorithms.ldp_zheng.calibration import (
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES, zeta_default, zeta_paper
 from privbandits.algorithms.ldp_zheng.ridge import new_ridge_state, ridge_receive, ridge_space
-from privbandits.algorithms.linalg import (
-    feature_block,
-    feature_single,
-    project_ball,
-    project_blocks,
-)
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link, link_mu

@@ -36,6 +36,7 @@ from typing import ClassVar
 
 import numba as nb
 
+from privbandits.algorithms._shared.linalg import feature_block, feature_single
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import LocalKernel
 from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
@@ -48,7 +49,6 @@ from privbandits.algorithms.ldp_zheng.calibration import (
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES
 from privbandits.algorithms.ldp_zheng.ridge import new_ridge_state, ridge_receive, ridge_space
-from privbandits.algorithms.linalg import feature_block, feature_single
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, Optional
 from privbandits.core.spec import EnvSpec

@@ -40,10 +40,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.kernel import ESTIMATE_BOUND, DeviceNoiseFn, mirrored_scale
-from privbandits.algorithms.ldp_zheng.constants import beta as beta_formula
-from privbandits.algorithms.ldp_zheng.constants import regularizer, upsilon
-from privbandits.algorithms.linalg import (
+from privbandits.algorithms._shared.linalg import (
     mat_vec,
     min_eigenvalue,
     project_ball,
@@ -51,6 +48,9 @@ from privbandits.algorithms.linalg import (
     ucb_argmax_block,
     ucb_argmax_single,
 )
+from privbandits.algorithms.kernel import ESTIMATE_BOUND, DeviceNoiseFn, mirrored_scale
+from privbandits.algorithms.ldp_zheng.constants import beta as beta_formula
+from privbandits.algorithms.ldp_zheng.constants import regularizer, upsilon
 from privbandits.core.links import LINK_IDENTITY
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.privacy.device import DeviceNoise

@@ -558,7 +558,7 @@ def _argmax_first(v: np.ndarray) -> int:
 
 
 class AuthorsGLOC:
-    """GLOC (Jun et al. 2017) as the authors' code runs it (``glmbanditexp/algorithms/gloc.py``).
+    """GLOC (Jun et al. 2017) as the authors' code runs it (``glmbanditexp/algorithms/glm/gloc.py``).
 
     ``lambda = d``; the ONS step ``theta <- theta - V^{-1} g / k`` with ``k = 1/kappa`` is
     *normalized* onto the sphere of radius ``S`` (``theta = S u/||u||``); the index is
@@ -607,7 +607,7 @@ class AuthorsGLOC:
 
 
 class AuthorsGLMUCB:
-    """GLM-UCB (Filippi et al. 2010) as the authors' code runs it (``glmbanditexp/algorithms/glm_ucb.py``).
+    """GLM-UCB (Filippi et al. 2010) as the authors' code runs it (``glmbanditexp/algorithms/glm/glm_ucb.py``).
 
     ``lambda = d`` in ``V = lambda I + sum x x^T``; the estimate is the minimizer of the negative
     log-likelihood plus ``lambda ||theta||^2`` by L-BFGS with the code's gradient ``X^T (mu - y) +
@@ -765,7 +765,7 @@ def glm_ucb_runner(alg: Any) -> AuthorsGLMUCB:
 
 
 class AuthorsRSGLinUCB:
-    """RS-GLinUCB (Sawarni et al. 2024) as the authors' code runs it (``algorithms/rs_glinucb.py``).
+    """RS-GLinUCB (Sawarni et al. 2024) as the authors' code runs it (``algorithms/glm/rs_glinucb.py``).
 
     ``lambda = 0.5`` for ``V`` and ``H``; warm-up when ``||x||^2_{V^{-1}} > 1/(0.01 kappa R^4 S^2 d)``
     (the arm of largest norm, ``V += x x^T/(1 + ||x||^2_{V^{-1}})``, ``theta_w`` refit on the warm-up

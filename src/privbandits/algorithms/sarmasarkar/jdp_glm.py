@@ -49,10 +49,10 @@ from typing import Any, ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms._shared.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
-from privbandits.algorithms.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun

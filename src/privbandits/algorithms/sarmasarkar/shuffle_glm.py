@@ -29,7 +29,7 @@ Engines.  ``engine="reference"`` runs the message-level driver, one Python step 
 ``engine="compiled"`` (and ``"auto"``) runs the batch path (:mod:`privbandits.engine.batches`):
 the published policy is fixed within a batch, so :meth:`ShuffleGLMClient.choose_batch` computes
 the elimination and the scaling of all users of a block of rounds at once and runs their designs
-and draws in one compiled loop (:func:`privbandits.algorithms.design_draws.design_draws`), and
+and draws in one compiled loop (:func:`privbandits.algorithms._shared.design_draws.design_draws`), and
 :meth:`ShuffleGLMClient.randomize_batch` draws their Cheu et al. messages in one call; the
 messages still go one per user through the shuffler, and ``P_GD`` runs as in the reference
 driver.  Every stream is consumed in the reference driver's order, so the trajectory is the same
@@ -55,10 +55,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from privbandits.algorithms._shared.design import g_optimal_design
+from privbandits.algorithms._shared.design_draws import design_draws
 from privbandits.algorithms.base import BatchClient, Server, ShuffleAlgorithm, Shuffler
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.design import g_optimal_design
-from privbandits.algorithms.design_draws import design_draws
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar.pgd_round import pgd_rounded_sums
 from privbandits.algorithms.sarmasarkar.shuffle_plan import (
@@ -314,7 +314,7 @@ class ShuffleGLMClient(BatchClient):
 
         ``contexts`` has shape ``(n, R, K, d)``; the policy is the batch's published one, so every
         user's elimination, scaling and design are computed together and the design and draw run
-        in one compiled loop (:func:`privbandits.algorithms.design_draws.design_draws`).  The
+        in one compiled loop (:func:`privbandits.algorithms._shared.design_draws.design_draws`).  The
         uniforms are drawn round-major, replication-minor, as ``n`` calls of :meth:`choose` draw
         them: the same stream gives the same actions.  Returns ``(n, R)`` indices.
         """

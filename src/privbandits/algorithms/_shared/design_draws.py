@@ -1,7 +1,7 @@
 """Compiled draws from the uniform-start G-optimal design, many action sets at once.
 
 :func:`design_draws` runs, for each of ``N`` action sets, the Frank-Wolfe design of
-:func:`privbandits.algorithms.design.g_optimal_design` with ``init="uniform"`` and ``prune=False``
+:func:`privbandits.algorithms._shared.design.g_optimal_design` with ``init="uniform"`` and ``prune=False``
 (working subspace from the SVD with the same rank tolerance, uniform start, Fedorov-Wynn steps
 with the exact line search, stop at ``g <= factor m``) and then draws one action from it by
 inverse CDF with a given uniform, as a client of Sarmasarkar (2026), Algorithm 1, line 14, does.
@@ -24,7 +24,7 @@ import math
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.design import RANK_TOL
+from privbandits.algorithms._shared.design import RANK_TOL
 
 __all__ = ["design_draws", "uniform_start_design"]
 
@@ -71,7 +71,7 @@ def uniform_start_design(
 ) -> tuple[np.ndarray, bool]:  # pragma: no cover
     """Design weights ``pi`` (normalized) on the rows of ``X`` (n, d) and whether ``g <= factor m``.
 
-    The steps of :func:`privbandits.algorithms.design.g_optimal_design` with ``init="uniform"``,
+    The steps of :func:`privbandits.algorithms._shared.design.g_optimal_design` with ``init="uniform"``,
     ``prune=False``: ``m = rank(X)`` (singular values above ``1e-9 max(1, sigma_max)``), the
     coordinates ``Y = X U``, ``pi`` uniform, then Frank-Wolfe steps toward the row with the largest
     ``G = y^T V(pi)^{-1} y`` with ``nu = (G/m - 1)/(G - 1)`` until ``G <= factor m`` (or ``max_iter``).

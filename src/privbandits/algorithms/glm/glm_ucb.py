@@ -7,7 +7,7 @@ Algorithm 1 of the paper, for contexts ``(R, K, d)`` and any link in
    round-robin (arm ``(t - 1) mod K``), which makes ``V`` invertible for contexts in general
    position (the paper plays ``d`` actions chosen to that end).
 2. **Estimation.**  ``theta_hat_t`` solves the likelihood equation
-   ``sum_{k<t} (r_k - mu(x_k' theta)) x_k = lam theta`` (:func:`~privbandits.algorithms.glm.newton_mle_row`).
+   ``sum_{k<t} (r_k - mu(x_k' theta)) x_k = lam theta`` (:func:`~privbandits.algorithms._shared.glm.newton_mle_row`).
 3. **Optimistic choice in the reward space.**
    ``a_t = argmax_a mu(x_a' theta_hat_t) + rho(t) ||x_a||_{V_t^{-1}}`` with
    ``V_t = lam I + sum_{k<t} x_k x_k^T`` and (Theorem 1)
@@ -54,17 +54,17 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration, Constants
-from privbandits.algorithms.glm import newton_mle_row
-from privbandits.algorithms.kernel import CuratorKernel
-from privbandits.algorithms.linalg import (
+from privbandits.algorithms._shared.glm import newton_mle_row
+from privbandits.algorithms._shared.linalg import (
     add_outer,
     feature_single,
     mat_vec,
     sherman_morrison_row,
     ucb_argmax_single,
 )
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration, Constants
+from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun

@@ -31,7 +31,7 @@ then the projection onto ``{||theta|| <= S}`` in the ``A_t`` norm; its data-depe
 
 The arm is ``argmax_x x^T theta_hat_{t-1} + alpha sqrt(beta_{t-1}) ||x||_{V_{t-1}^{-1}}`` (``mu`` is
 increasing, so the UCB works on the linear score;
-:func:`~privbandits.algorithms.linalg.ucb_argmax`, shared with LDP-UCB and LDP-GLOC).  Everything
+:func:`~privbandits.algorithms._shared.linalg.ucb_argmax`, shared with LDP-UCB and LDP-GLOC).  Everything
 is incremental (Sherman-Morrison), so the cost per round does not grow with ``t``.  In the
 multi-parameter setting the model runs on block one-hot features ``e_a kron X`` (``D = K d``).
 
@@ -56,10 +56,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration, Constants
-from privbandits.algorithms.kernel import CuratorKernel
-from privbandits.algorithms.linalg import (
+from privbandits.algorithms._shared.linalg import (
     add_outer,
     dot,
     feature_block,
@@ -70,6 +67,9 @@ from privbandits.algorithms.linalg import (
     ucb_argmax_block,
     ucb_argmax_single,
 )
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration, Constants
+from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
@@ -122,7 +122,7 @@ def gloc_beta(
 
 def mahalanobis_ball_projection(A: np.ndarray, theta: np.ndarray, radius: float) -> np.ndarray:
     """``argmin_{||w|| <= radius} (w - theta)^T A (w - theta)`` for every replication (numpy front end
-    of :func:`~privbandits.algorithms.linalg.mahalanobis_ball_projection_row`).
+    of :func:`~privbandits.algorithms._shared.linalg.mahalanobis_ball_projection_row`).
 
     Parameters
     ----------

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.linalg import cholesky_lower, cholesky_solve
+from privbandits.algorithms._shared.linalg import cholesky_lower, cholesky_solve
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import (
     LINK_IDENTITY,

@@ -9,10 +9,10 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms._shared.linalg import sherman_morrison_row
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
-from privbandits.algorithms.linalg import sherman_morrison_row
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Delta, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec

@@ -51,10 +51,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Curator
-from privbandits.algorithms.calibration import Calibration, Constants
-from privbandits.algorithms.kernel import CuratorKernel
-from privbandits.algorithms.linalg import (
+from privbandits.algorithms._shared.linalg import (
     add_outer,
     dot,
     feature_single,
@@ -63,6 +60,9 @@ from privbandits.algorithms.linalg import (
     sherman_morrison_row,
     ucb_argmax_single,
 )
+from privbandits.algorithms.base import Curator
+from privbandits.algorithms.calibration import Calibration, Constants
+from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import NotResetError
 from privbandits.core.links import LINK_LOGISTIC, link_dmu, link_mu
