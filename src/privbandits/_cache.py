@@ -6,7 +6,7 @@ old machine code after the sampler changed).  privbandits therefore points numba
 directory named after a hash of all of its own source files (``<root>/numba-<fingerprint>``):
 any change of the library's source starts a fresh cache, and an unchanged installation reuses
 the compiled code across processes and sessions.  The generated round loops
-(:mod:`privbandits.algorithms.loops`) live in the same directory.
+(:mod:`privbandits.algorithms._shared.loops`) live in the same directory.
 
 The root is ``$PRIVBANDITS_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/privbandits`` (default
 ``~/.cache/privbandits``).  A user-set ``NUMBA_CACHE_DIR`` is respected (then the generated loops

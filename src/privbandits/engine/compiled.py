@@ -1,7 +1,7 @@
 """The compiled driver: one compiled loop over rounds and replications (the documentation's Concepts: engines).
 
 It calls the *same* compiled steps as the reference driver (:mod:`privbandits.algorithms.kernel`),
-through the loops of :mod:`privbandits.algorithms.loops`, on environment chunks (:meth:`Environment.next_chunk`),
+through the loops of :mod:`privbandits.algorithms._shared.loops`, on environment chunks (:meth:`Environment.next_chunk`),
 and stops the loop at every checkpoint to record regret and estimation error, so memory does not
 grow with the horizon.  Random streams are consumed in the reference driver's order (round-major,
 replication-minor, one stream per role): the same seed gives the same trajectory.
