@@ -77,6 +77,11 @@ TUNING_GRIDS: dict[str, dict[str, tuple[Any, ...]]] = {
     "squarecb": {"c_gamma": (1.0, 0.3, 3.0)},
     "squarecb-jdp": {"c_gamma": (1.0, 0.3, 3.0)},
     "squarecb-ldp": {"c_gamma": (1.0, 0.3, 3.0)},
+    # Shariff & Sheffet (2018): the scale of Proposition 2's radius; Chowdhury & Zhou (2022): the
+    # scale of the confidence radius beta of both shuffle instantiations
+    "jdp-linucb": {"radius": (1.0, 0.3, 0.1)},
+    "shuffle-linucb": {"beta_scale": (1.0, 0.3, 0.1)},
+    "shuffle-linucb-vec": {"beta_scale": (1.0, 0.3, 0.1)},
     # non-private confidence-bound baselines
     "linucb": {"alpha": (1.0, 0.3, 0.1)},
     "gloc": {"alpha": (1.0, 0.3, 0.1)},
