@@ -48,7 +48,7 @@ import functools
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -68,6 +68,9 @@ from privbandits.core.validation import check_int
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.ranges import OutputRange
+
+if TYPE_CHECKING:
+    from privbandits.algorithms.audit import AuditCase
 
 __all__ = [
     "SETTINGS",
@@ -114,16 +117,15 @@ def _wrap_init(cls: type[Algorithm]) -> None:
 
     @functools.wraps(orig)
     def __init__(self: Algorithm, *args: Any, **kwargs: Any) -> None:
+        who = type(self).name or type(self).__name__  # a subclass may inherit this constructor
         try:
             bound = sig.bind(self, *args, **kwargs)
         except TypeError as exc:
             allowed = ", ".join(list(sig.parameters)[1:])
-            raise ValidationError(
-                f"{cls.name or cls.__name__}: {exc}; parameters are: {allowed}"
-            ) from None
+            raise ValidationError(f"{who}: {exc}; parameters are: {allowed}") from None
         bound.apply_defaults()
         values = dict(list(bound.arguments.items())[1:])
-        checked = validate_params(cls.name or cls.__name__, type(self).all_constraints(), values)
+        checked = validate_params(who, type(self).all_constraints(), values)
         for key, value in checked.items():
             setattr(self, key, value)
         orig(self, **checked)
@@ -165,6 +167,17 @@ class Algorithm(ABC):
     #: Calibration preset; algorithms with presets declare ``preset`` as a parameter.
     preset: str = "none"
     _signature: ClassVar[inspect.Signature]
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The empirical privacy audits of this algorithm (``privbandits audit``), declared beside it.
+
+        Each a :class:`~privbandits.algorithms.audit.ClientPathCase` (the client code path; every
+        local and shuffle algorithm declares at least one) or a
+        :class:`~privbandits.algorithms.audit.ReleaseCase` (a central release).  Only a class's own
+        declaration counts (a subclass declares its own); default: none.
+        """
+        return ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -23,16 +23,19 @@ Chowdhury & Zhou (2022), "Shuffle Private Linear Contextual Bandits", ICML; the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms._shared.linalg import project_ball
+from privbandits.algorithms.audit import AuditCase, ClientPathCase, gaussian_shuffle_local_claim
 from privbandits.algorithms.base import KernelServer, ShuffleAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chowdhury.constants import (
     AmpConstants,
+    VecConstants,
     authors_sigma,
     batch_sizes,
     calibrate_amplified,
@@ -63,7 +66,7 @@ def _ledger(c: AmpConstants, amplified: bool, epsilon: float, delta: float) -> E
     return Composed((ev,), "disjoint", f"batches of {lo}..{hi} different users")
 
 
-__all__ = ["ShuffleLinUCB", "batch_end"]
+__all__ = ["BatchedLinUCB", "ShuffleLinUCB", "batch_end"]
 
 
 @nb.njit(cache=True)
@@ -189,8 +192,110 @@ class ShuffleLinUCBServer(KernelServer):
         _receive_all(k.params, k.public, k.server, msgs)
 
 
+class BatchedLinUCB(ShuffleAlgorithm):
+    """What the two instantiations of Chowdhury & Zhou's (2022) batched framework share.
+
+    The parameters (a subclass adds its ``preset`` choices), the batch schedule (:func:`batch_end`),
+    the radius and regularizer from the statistics' noise level, and the kernel assembly around
+    the shared server (:func:`_publish`: ``theta``, ``M``, ``beta`` from the batch sums).
+    """
+
+    twin = "linucb"
+    settings = ("single",)
+    links = ("identity",)
+    constraints: ClassVar = {
+        "epsilon": Epsilon,
+        "delta": Delta,
+        "batch_size": Optional(Int(1)),
+        "beta_scale": Positive,
+        "S": Optional(Positive),
+    }
+    epsilon: float
+    delta: float
+    batch_size: int | None
+    beta_scale: float
+    S: float | None
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        delta: float = 0.1,
+        batch_size: int | None = None,
+        preset: str = "strict",
+        beta_scale: float = 1.0,
+        S: float | None = None,
+    ) -> None:
+        pass
+
+    def _B(self, T: int) -> int:
+        return theory_batch_size(T) if self.batch_size is None else int(self.batch_size)
+
+    def _radius(self, spec: EnvSpec, Gamma: float, C_B: float) -> tuple[float, float, float]:
+        """``(lambda, S, beta)`` for the noise level ``Gamma`` of the statistics (Chowdhury &
+        Zhou 2022): ``lambda = 2 Gamma`` and the scaled radius."""
+        T, d = max(spec.horizon, 1), spec.d
+        S = spec.theta_bound if self.S is None else self.S
+        beta = self.beta_scale * radius(Gamma, S, spec.noise_scale, d, T, C_B)
+        return 2.0 * Gamma, S, beta
+
+    def _batched_kernel(
+        self,
+        steps: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]],
+        client: tuple[Any, ...],
+        c: AmpConstants | VecConstants,
+        extra_server: tuple[np.ndarray, ...],
+        layout: MessageLayout,
+        noise: Any,
+        sensitivity: DeviceSensitivity,
+    ) -> LocalKernel:
+        """The kernel around the shared server: ``steps`` are ``(encode, randomize, update)``,
+        ``c`` gives ``lambda``, ``beta`` and ``B``; the server holds the sums ``G``, ``u``, the batch count,
+        the floor count and ``extra_server``; the first policy is published."""
+        encode, randomize, update = steps
+        spec, R = self.spec, self.R
+        d, T = spec.d, max(spec.horizon, 1)
+        mine = (c.lam, c.beta, float(c.batch_size), float(T), 1e-6)
+        params = ((spec.K, False), client, mine)
+        public = (np.zeros((R, d)), np.zeros((R, d, d)), np.zeros(R))
+        server = (
+            np.zeros((R, d, d)),
+            np.zeros((R, d)),
+            np.zeros(R),
+            np.zeros(R),
+            *extra_server,
+        )
+        for r in range(R):
+            _publish(params, public, server, r)
+        theta = public[0]
+        return LocalKernel(
+            choose,
+            randomize,
+            update,
+            params,
+            public,
+            server,
+            ("theta", "M", "beta"),
+            layout,
+            estimate=lambda: theta,
+            public_space=ridge_space(),
+            encode=encode,
+            noise=noise,
+            sensitivity=sensitivity,
+        )
+
+    def batch_ends(self, t: int) -> bool:
+        """Round ``t`` closes a batch: every ``B`` users, the remainder joining the last batch."""
+        T = max(self.spec.horizon, 1)
+        return bool(batch_end(int(t), self._B(T), T))
+
+    def n_floored(self) -> np.ndarray:
+        """Per replication, how many eigenvalues of the released ``V`` needed the floor."""
+        assert isinstance(self.kernel, LocalKernel)
+        return self.kernel.server[3].copy()
+
+
 @register
-class ShuffleLinUCB(ShuffleAlgorithm):
+class ShuffleLinUCB(BatchedLinUCB):
     """Shuffle LinUCB with a shuffled Gaussian randomizer (Chowdhury & Zhou 2022, amplification instantiation).
 
     Parameters
@@ -218,37 +323,23 @@ class ShuffleLinUCB(ShuffleAlgorithm):
     """
 
     name = "shuffle-linucb"
-    twin = "linucb"
-    settings = ("single",)
-    links = ("identity",)
     paper = "Chowdhury & Zhou 2022 (batched, amplification)"
-    constraints: ClassVar = {
-        "epsilon": Epsilon,
-        "delta": Delta,
-        "batch_size": Optional(Int(1)),
-        "preset": Choice("strict", "authors_code"),
-        "beta_scale": Positive,
-        "S": Optional(Positive),
-    }
+    constraints: ClassVar = {"preset": Choice("strict", "authors_code")}
     test_params: ClassVar = (
         {},
         {"batch_size": 5, "epsilon": 4.0},
         {"preset": "authors_code", "batch_size": 20},
     )
 
-    def __init__(
-        self,
-        epsilon: float = 1.0,
-        delta: float = 0.1,
-        batch_size: int | None = None,
-        preset: str = "strict",
-        beta_scale: float = 1.0,
-        S: float | None = None,
-    ) -> None:
-        pass
-
-    def _B(self, T: int) -> int:
-        return theory_batch_size(T) if self.batch_size is None else int(self.batch_size)
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path, at the local level of one report (before amplification)."""
+        text = (
+            "Shuffle LinUCB client (Chowdhury & Zhou 2022): Gaussian x x^T and x y at the local "
+            "level of one report"
+        )
+        claim = gaussian_shuffle_local_claim
+        return (ClientPathCase(cls, claim=claim, n_pilot=10_000, description=text),)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Per-user std, its local level, the amplified batch guarantee, ``lambda`` and ``beta``."""
@@ -288,9 +379,7 @@ class ShuffleLinUCB(ShuffleAlgorithm):
                 f"local level ({eps0:.6g}, {delta0:.3g}) only (joint sensitivity {sens:.6g})"
             )
         Gamma = sigma * math.sqrt(T * d)
-        lam = 2.0 * Gamma
-        S = spec.theta_bound if self.S is None else self.S
-        beta = self.beta_scale * radius(Gamma, S, spec.noise_scale, d, T, C_B)
+        lam, S, beta = self._radius(spec, Gamma, C_B)
         notes = (
             f"shuffle LinUCB (Chowdhury & Zhou 2022), preset={self.preset}, B={B}: {how}; "
             f"rows clipped to ||x|| <= {C_B:g}, y in [{lo:g}, {hi:g}]"
@@ -327,44 +416,20 @@ class ShuffleLinUCB(ShuffleAlgorithm):
         return self.calibration.typed(AmpConstants)
 
     def build_kernel(self) -> LocalKernel:
-        c, spec, R = self.constants, self.spec, self.R
-        d, T = spec.d, max(spec.horizon, 1)
+        c, d = self.constants, self.spec.d
         sigma = c.sigma
         client = (d, c.context_bound, c.reward_lo, c.reward_hi, True, sigma, sigma, False)
-        mine = (c.lam, c.beta, float(c.batch_size), float(T), 1e-6)
-        params = ((spec.K, False), client, mine)
-        public = (np.zeros((R, d)), np.zeros((R, d, d)), np.zeros(R))
-        server = (np.zeros((R, d, d)), np.zeros((R, d)), np.zeros(R), np.zeros(R))
-        for r in range(R):
-            _publish(params, public, server, r)
-        theta = public[0]
-        return LocalKernel(
-            choose,
-            _randomize,
-            _update,
-            params,
-            public,
-            server,
-            ("theta", "M", "beta"),
+        return self._batched_kernel(
+            (_encode, _randomize, _update),
+            client,
+            c,
+            (),
             MessageLayout("shuffle-linucb/gaussian", (("V", (d, d)), ("u", (d,)))),
-            estimate=lambda: theta,
-            public_space=ridge_space(),
-            encode=_encode,
-            noise=additive_noise(d, (sigma, sigma), False),
-            sensitivity=DeviceSensitivity("l2", c.sensitivity / sigma),
+            additive_noise(d, (sigma, sigma), False),
+            DeviceSensitivity("l2", c.sensitivity / sigma),
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
         assert isinstance(self.kernel, LocalKernel)
         self.server = ShuffleLinUCBServer(self.kernel)
-
-    def batch_ends(self, t: int) -> bool:
-        """Round ``t`` closes a batch: every ``B`` users, the remainder joining the last batch."""
-        T = max(self.spec.horizon, 1)
-        return bool(batch_end(int(t), self._B(T), T))
-
-    def n_floored(self) -> np.ndarray:
-        """Per replication, how many eigenvalues of the released ``V`` needed the floor."""
-        assert isinstance(self.kernel, LocalKernel)
-        return self.kernel.server[3].copy()

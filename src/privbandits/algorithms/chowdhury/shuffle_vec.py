@@ -41,7 +41,8 @@ from typing import Any, ClassVar
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import KernelClient, Server, ShuffleAlgorithm, Shuffler
+from privbandits.algorithms.audit import AuditCase, ClientPathCase
+from privbandits.algorithms.base import KernelClient, Server, Shuffler
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chowdhury.constants import (
     VecConstants,
@@ -49,13 +50,10 @@ from privbandits.algorithms.chowdhury.constants import (
     joint_labels,
     joint_norm_bound,
     joint_sensitivity,
-    radius,
-    theory_batch_size,
     vec_sum_params,
 )
-from privbandits.algorithms.chowdhury.shuffle_linucb import _publish, batch_end
+from privbandits.algorithms.chowdhury.shuffle_linucb import BatchedLinUCB, _publish, batch_end
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout
-from privbandits.algorithms.ldp_zheng.ridge import choose, ridge_space
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import (
@@ -64,7 +62,7 @@ from privbandits.core.messages import (
     ShuffledBatch,
     check_real_arrays,
 )
-from privbandits.core.params import Choice, Delta, Epsilon, Int, Optional, Positive
+from privbandits.core.params import Choice
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy import cheu
 from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
@@ -283,7 +281,7 @@ def _count_noise(c: VecConstants, T: int) -> Any:
 
 
 @register
-class ShuffleLinUCBVec(ShuffleAlgorithm):
+class ShuffleLinUCBVec(BatchedLinUCB):
     """Shuffle LinUCB with the vector-summation protocol (Chowdhury & Zhou 2022, second instantiation).
 
     Parameters
@@ -310,37 +308,25 @@ class ShuffleLinUCBVec(ShuffleAlgorithm):
     """
 
     name = "shuffle-linucb-vec"
-    twin = "linucb"
-    settings = ("single",)
-    links = ("identity",)
     paper = "Chowdhury & Zhou 2022 (batched, vector summation)"
-    constraints: ClassVar = {
-        "epsilon": Epsilon,
-        "delta": Delta,
-        "batch_size": Optional(Int(1)),
-        "preset": Choice("strict", "paper"),
-        "beta_scale": Positive,
-        "S": Optional(Positive),
-    }
+    constraints: ClassVar = {"preset": Choice("strict", "paper")}
     test_params: ClassVar = (
         {},
         {"batch_size": 7, "epsilon": 4.0},
         {"preset": "paper", "batch_size": 20, "epsilon": 2.0},
     )
 
-    def __init__(
-        self,
-        epsilon: float = 1.0,
-        delta: float = 0.1,
-        batch_size: int | None = None,
-        preset: str = "strict",
-        beta_scale: float = 1.0,
-        S: float | None = None,
-    ) -> None:
-        pass
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The first batch's vector summation through client, shuffler and server."""
+        from privbandits.algorithms.chowdhury.vec_audit import shuffle_linucb_vec_spec
 
-    def _B(self, T: int) -> int:
-        return theory_batch_size(T) if self.batch_size is None else int(self.batch_size)
+        text = (
+            "Shuffle LinUCB, vector summation (Chowdhury & Zhou 2022): the first batch's Cheu et "
+            "al. summation of (x x^T, y x) through client, shuffler and server, at the batch's "
+            "shuffle claim (one message has no local claim)"
+        )
+        return (ClientPathCase(cls, protocol=shuffle_linucb_vec_spec, description=text),)
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Both batch sizes' protocols, their worst guarantee, ``Gamma``, ``lambda`` and ``beta``."""
@@ -362,9 +348,7 @@ class ShuffleLinUCBVec(ShuffleAlgorithm):
         s1 = s0 if n_max == n_min else vec_sum_params(n_max, d, eps, dlt, Dlt, mode, sens)
         noise_std = max(s0.noise_std_bound, s1.noise_std_bound)
         Gamma = noise_std * math.sqrt(d * T / B)
-        lam = 2.0 * Gamma
-        S = spec.theta_bound if self.S is None else self.S
-        beta = self.beta_scale * radius(Gamma, S, spec.noise_scale, d, T, C)
+        lam, S, beta = self._radius(spec, Gamma, C)
         c = VecConstants(
             batch_size=B,
             batch_sizes=((n_min, n_max),),
@@ -412,9 +396,9 @@ class ShuffleLinUCBVec(ShuffleAlgorithm):
 
     def build_kernel(self) -> LocalKernel:
         c, spec, R = self.constants, self.spec, self.R
-        d, T = spec.d, max(spec.horizon, 1)
+        T = max(spec.horizon, 1)
         client = (
-            float(d),
+            float(spec.d),
             c.context_bound,
             c.reward_lo,
             c.reward_hi,
@@ -428,34 +412,15 @@ class ShuffleLinUCBVec(ShuffleAlgorithm):
             float(c.batch_sizes[0][1]),
             float(c.batch_size),
         )
-        mine = (c.lam, c.beta, float(c.batch_size), float(T), 1e-6)
-        params = ((spec.K, False), client, mine)
-        public = (np.zeros((R, d)), np.zeros((R, d, d)), np.zeros(R))
-        server = (
-            np.zeros((R, d, d)),
-            np.zeros((R, d)),
-            np.zeros(R),
-            np.zeros(R),
-            np.zeros((R, c.n_labels)),
-        )
-        for r in range(R):
-            _publish(params, public, server, r)
-        theta = public[0]
         sens = max(s.sensitivity * s.g / s.Delta for s in c.sums)
-        return LocalKernel(
-            choose,
-            _randomize,
-            _update,
-            params,
-            public,
-            server,
-            ("theta", "M", "beta"),
+        return self._batched_kernel(
+            (_encode, _randomize, _update),
+            client,
+            c,
+            (np.zeros((R, c.n_labels)),),
             MessageLayout(MECHANISM, (("count", (c.n_labels,)),)),
-            estimate=lambda: theta,
-            public_space=ridge_space(),
-            encode=_encode,
-            noise=_count_noise(c, T),
-            sensitivity=DeviceSensitivity("l2", sens),
+            _count_noise(c, T),
+            DeviceSensitivity("l2", sens),
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
@@ -464,13 +429,3 @@ class ShuffleLinUCBVec(ShuffleAlgorithm):
         self.client = VecClient(self.kernel, spec)
         self.server = VecServer(self.kernel, self.constants)
         self.shuffler = VecShuffler(streams.shuffler)
-
-    def batch_ends(self, t: int) -> bool:
-        """Round ``t`` closes a batch: every ``B`` users, the remainder joining the last batch."""
-        T = max(self.spec.horizon, 1)
-        return bool(batch_end(int(t), self._B(T), T))
-
-    def n_floored(self) -> np.ndarray:
-        """Per replication, how many eigenvalues of the released ``V`` needed the floor."""
-        assert isinstance(self.kernel, LocalKernel)
-        return self.kernel.server[3].copy()
