@@ -222,6 +222,9 @@ def test_tune_command_stores_the_choice_and_evaluates_side_by_side(tmp_path: Pat
     assert choice.seeds == (10_001,) and set(choice.chosen) == {"central", "PE"}
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| central (tuned) (epsilon=1) |" in report and "| central (epsilon=1) |" in report
+    # the report says where the tuned constants come from
+    assert "tuning seeds [10001] (never the evaluation seeds)" in report
+    assert "central: sigma = " in report
 
 
 def test_gallery_shows_as_published_and_tuned_verdicts(tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "tuned_config",
     "tuning_config",
     "tuning_grid",
+    "tuning_note",
     "tuning_seeds",
     "write_choice",
 ]
@@ -390,4 +391,23 @@ def tuned_config(config: ExperimentConfig, choice: TuningChoice) -> ExperimentCo
             extra.append(t)
     if claims or extra:
         raw["claims"] = claims + extra
+    rep = dict(raw.get("report", {}))
+    rep["notes"] = (str(rep.get("notes", "")).strip() + "\n\n" + tuning_note(choice)).strip()
+    raw["report"] = rep
     return parse_config(raw, source=config.source, default_name=config.name)
+
+
+def tuning_note(choice: TuningChoice) -> str:
+    """The report note of a tuned run: where the tuned series' constants come from, and which."""
+    chosen = "; ".join(
+        f"{label}: "
+        + ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in p.items())
+        for label, p in choice.chosen.items()
+    )
+    return (
+        f'Each series labelled "(tuned)" runs the exploration constants `privbandits tune` chose on '
+        f"tuning seeds {list(choice.seeds)} (never the evaluation seeds) at T = {choice.horizon}, "
+        f"{choice.replications} replications per seed, as the lowest mean log final regret over the "
+        f"cells; its privacy calibration and accounted guarantee are those of the series as "
+        f"published.  Chosen: {chosen}."
+    )
