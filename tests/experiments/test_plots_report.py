@@ -268,3 +268,32 @@ def test_panels_name_theta_norm_as_the_papers_s() -> None:
     fig = regret_figure(series, facet="theta_norm", band=0)
     assert [ax.get_title() for ax in fig.axes] == ["S=2", "S=2.5"]
     assert axis_name("epsilon") == "epsilon"
+
+
+def test_up_to_twenty_series_get_distinct_colours() -> None:
+    """Fifteen series in one panel (Sarmasarkar Figure 1(b)): every series its own colour, not only
+    its own (colour, marker) pair."""
+    from privbandits.experiments.summary import Series
+    from privbandits.privacy.guarantee import NON_PRIVATE
+
+    t = np.array([10.0, 100.0])
+    series = [
+        Series(
+            label=f"alg{i}",
+            algorithm=f"alg{i}",
+            grid={},
+            params={},
+            horizon=100,
+            trust_model="none",
+            preset="none",
+            guarantee=NON_PRIVATE,
+            seeds=(0,),
+            checkpoints=t,
+            regret=np.array([[1.0, 2.0 + i], [1.5, 2.5 + i]]),
+            wall_time=0.0,
+        )
+        for i in range(20)
+    ]
+    fig = regret_figure(series, band=0)
+    (ax,) = fig.axes
+    assert len({ln.get_color() for ln in ax.get_lines()}) == 20

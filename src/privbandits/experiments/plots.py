@@ -34,8 +34,18 @@ _COLORS = (
     "#7f7f7f",
     "#bcbd22",
     "#17becf",
+    "#393b79",
+    "#637939",
+    "#843c39",
+    "#7b4173",
+    "#000000",
+    "#e7ba52",
+    "#006d6d",
+    "#8c6d31",
+    "#9c9ede",
+    "#ff9896",
 )
-#: Markers cycled with the colours (a prime count against 10 colours: 70 distinct pairs).
+#: Markers cycled with the colours (a prime count against 20 colours: 140 distinct pairs).
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _BASELINE_COLORS = ("#555555", "#000000", "#999999")
 #: Half-widths in standard errors of the mean: one standard error, or the normal 95 % interval.
