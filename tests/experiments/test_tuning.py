@@ -225,6 +225,8 @@ def test_tune_command_stores_the_choice_and_evaluates_side_by_side(tmp_path: Pat
     # the report says where the tuned constants come from
     assert "tuning seeds [10001] (never the evaluation seeds)" in report
     assert "central: sigma = " in report
+    # the claims' verdicts as published and tuned, side by side
+    assert "Summary: as published: claims: " in report and "; tuned: claims: " in report
 
 
 def test_gallery_shows_as_published_and_tuned_verdicts(tmp_path: Path) -> None:

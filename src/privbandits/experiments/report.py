@@ -21,6 +21,21 @@ from privbandits.experiments.summary import Series, fmt_num
 __all__ = ["regret_table_rows", "render_report", "write_report"]
 
 
+def _summary(checks: Sequence[ClaimResult]) -> str:
+    """The verdict line, split into the claims as published and their repetition on tuned series
+    (:func:`~privbandits.experiments.tuning.tuned_config`) when there are both."""
+    from privbandits.experiments.tuning import TUNED_SUFFIX
+
+    def tuned(c: ClaimResult) -> bool:
+        return any(i.endswith(TUNED_SUFFIX) for i in (*c.claim.items, *c.claim.above))
+
+    published = [c for c in checks if not tuned(c)]
+    retuned = [c for c in checks if tuned(c)]
+    if not (published and retuned):
+        return verdict_line(checks)
+    return f"as published: {verdict_line(published)}; tuned: {verdict_line(retuned)}"
+
+
 def regret_table_rows(series: Sequence[Series]) -> list[dict[str, str]]:
     """One row per series: name, trust model, guarantee, final regret mean +/- std, n, wall time."""
     return [
@@ -198,7 +213,7 @@ def render_report(
                 "replications when both series ran on the same seeds, i.e. the same instances and draws; "
                 "Welch otherwise), with its degrees of freedom shown; *inconclusive* means the difference "
                 f"is within noise at that level; *too few runs* means a series has fewer than {MIN_RUNS} runs. "
-                f"Summary: {verdict_line(checks)}.",
+                f"Summary: {_summary(checks)}.",
                 "",
             ]
             current = None
