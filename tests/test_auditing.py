@@ -24,18 +24,24 @@ import numba as nb
 import numpy as np
 import pytest
 
+from privbandits.algorithms import available, get
 from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout, argmax_ties
 from privbandits.auditing import (
     AUDITABLE,
     CLIENT_PATHS,
+    RELEASES,
     ClientPathCase,
+    ReleaseCase,
     client_messages,
     client_path_spec,
+    collect,
+    declared_cases,
     extreme_pairs,
     local_algorithms,
     pilot_projection,
+    undeclared,
 )
 from privbandits.core.errors import ValidationError
 from privbandits.core.params import Bool, Delta, Epsilon
@@ -324,3 +330,54 @@ def test_registered_client_paths_pass_and_variants_are_flagged(name: str) -> Non
     half = audit_mechanism(name, under_noised=0.5)
     assert ok.passed, ok
     assert not half.passed, half
+
+
+# --------------------------------------------------------------------------------------------
+# the cases are declared on the algorithm classes
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", local_algorithms())
+def test_every_local_algorithm_declares_its_client_path_on_its_class(name: str) -> None:
+    """Each local / shuffle class declares its client-path case itself, and the catalogue holds
+    the case under the name the class gives it."""
+    cls = get(name)
+    own = [c for c in declared_cases(cls) if isinstance(c, ClientPathCase)]
+    assert own, f"{name} declares no client-path audit (audit_cases)"
+    for case in own:
+        assert case.label == name and case.build(case.params).name == name
+        assert CLIENT_PATHS[case.name].params == case.params
+        assert AUDITABLE[case.name].__doc__ == case.description
+
+
+def test_the_catalogue_is_collected_from_the_registry() -> None:
+    paths, releases = collect(available().values())
+    assert list(paths) == list(CLIENT_PATHS) and list(releases) == list(RELEASES)
+    assert undeclared() == []
+    assert {"jdp-glm-gradient", "jdp-linucb-tree"} <= set(RELEASES)
+    assert {RELEASES[n].spec for n in RELEASES} <= set(AUDITABLE.values())
+
+
+def test_a_class_without_its_declaration_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removing a class's declaration (here ldp-ols's) loses its client path and is reported;
+    an inherited declaration does not count (the case names the parent)."""
+    cls = get("ldp-ols")
+    monkeypatch.delattr(cls, "audit_cases")
+    paths, _ = collect(available().values())
+    assert "client:ldp-ols" not in paths
+    assert undeclared(paths) == ["ldp-ols"]
+
+    class Child(cls):  # type: ignore[misc, valid-type]
+        name = "child-of-ldp-ols"
+
+    assert declared_cases(Child) == ()
+
+
+def test_a_declaration_must_describe_its_own_class() -> None:
+    class Wrong(BallClient):
+        name = "test-wrong-declaration"
+
+        @classmethod
+        def audit_cases(cls) -> tuple[ClientPathCase | ReleaseCase, ...]:
+            return (ClientPathCase(GaussClient),)
+
+    with pytest.raises(ValidationError, match="declares a client path of"):
+        declared_cases(Wrong)

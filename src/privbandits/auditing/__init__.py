@@ -53,14 +53,29 @@ is private SGD?", NeurIPS; Ding et al. (2018), "Detecting violations of differen
 Mironov (2012), "On significance of the least significant bits for differential privacy", CCS (the
 floating-point side channel the statistic's rounding keeps out of the test).
 
-Layout.  :mod:`~privbandits.auditing.cases` declares what a case is made of (the users, the claim,
-the candidate pairs, :class:`ClientPathCase`); :mod:`~privbandits.auditing.client_path` runs a
-case's client code path and builds its audit spec; :mod:`~privbandits.auditing.adversarial` is the
-adversarial server; :mod:`~privbandits.auditing.catalogue` lists the case of every registered
-local and shuffle algorithm (:data:`CLIENT_PATHS`) and everything ``privbandits audit`` audits
+Layout.  Each algorithm declares its audit cases beside it (``audit_cases()``, the vocabulary in
+:mod:`privbandits.algorithms.audit`: what a case is made of, the users, the claim, the candidate
+pairs); this package is the machinery: :mod:`~privbandits.auditing.client_path` runs a case's client
+code path and builds its audit spec; :mod:`~privbandits.auditing.adversarial` is the adversarial
+server; :mod:`~privbandits.auditing.catalogue` collects the cases of every registered algorithm
+(:data:`CLIENT_PATHS`, :data:`RELEASES`) and lists everything ``privbandits audit`` audits
 (:data:`AUDITABLE`).
 """
 
+from privbandits.algorithms.audit import (
+    UNIT_ACTIONS,
+    Claim,
+    ClientPathCase,
+    ReleaseCase,
+    UserData,
+    accounted_claim,
+    extreme_pairs,
+    gaussian_shuffle_local_claim,
+    near_parallel_pairs,
+    reward_pairs,
+    shuffle_local_claim,
+    two_point_pairs,
+)
 from privbandits.auditing.adversarial import (
     SENSITIVITY_RTOL,
     AdversarialAudit,
@@ -71,25 +86,16 @@ from privbandits.auditing.adversarial import (
     run_adversarial,
     worst_public_state,
 )
-from privbandits.auditing.cases import (
-    Claim,
-    ClientPathCase,
-    UserData,
-    accounted_claim,
-    extreme_pairs,
-    gaussian_shuffle_local_claim,
-    reward_pairs,
-    shuffle_local_claim,
-)
 from privbandits.auditing.catalogue import (
     AUDITABLE,
     CLIENT_PATHS,
-    HANNA_ACTIONS,
+    RELEASES,
     audit_mechanism,
+    collect,
+    declared_cases,
     local_algorithms,
-    near_parallel_pairs,
     run_all,
-    two_point_pairs,
+    undeclared,
 )
 from privbandits.auditing.client_path import (
     LAPLACE_KURTOSIS,
@@ -106,12 +112,14 @@ __all__ = [
     "HANNA_ACTIONS",
     "LAPLACE_KURTOSIS",
     "PILOT_ENTROPY",
+    "RELEASES",
     "SENSITIVITY_RTOL",
     "AdversarialAudit",
     "AdversarialServer",
     "Claim",
     "ClientPathCase",
     "Projection",
+    "ReleaseCase",
     "UserData",
     "WorstCase",
     "accounted_claim",
@@ -120,6 +128,8 @@ __all__ = [
     "audit_mechanism",
     "client_messages",
     "client_path_spec",
+    "collect",
+    "declared_cases",
     "extreme_pairs",
     "gaussian_shuffle_local_claim",
     "local_algorithms",
@@ -130,5 +140,9 @@ __all__ = [
     "run_all",
     "shuffle_local_claim",
     "two_point_pairs",
+    "undeclared",
     "worst_public_state",
 ]
+
+#: The fixed action set of the Hanna et al. entries (:data:`privbandits.algorithms.audit.UNIT_ACTIONS`).
+HANNA_ACTIONS = UNIT_ACTIONS

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.audit import ClientPathCase, UserData, extreme_pairs, extremes
 from privbandits.algorithms.base import Algorithm, LocalAlgorithm
 from privbandits.algorithms.calibration import CalibrationWarning
-from privbandits.auditing.cases import ClientPathCase, UserData, _extremes, extreme_pairs
 from privbandits.auditing.catalogue import CLIENT_PATHS
 from privbandits.auditing.client_path import PILOT_ENTROPY, client_path_spec
 from privbandits.core.convex import ConvexSpec
@@ -276,7 +276,7 @@ class AdversarialServer:
         if rng.random() < 0.5 and len(shape) == 2:
             x[:] = x[0]
         x *= B / np.linalg.norm(x, axis=-1, keepdims=True)
-        y_hi, y_lo = _extremes(spec)
+        y_hi, y_lo = extremes(spec)
         return UserData(x, float(rng.choice([y_hi, y_lo])), "random")
 
     def _users(self) -> _Points:
@@ -373,7 +373,7 @@ class AdversarialServer:
                 X += step * B * rng.standard_normal(X.shape)
                 nrm = np.linalg.norm(X, axis=-1, keepdims=True)
                 X *= np.minimum(1.0, B * (1 - 1e-12) / np.maximum(nrm, 1e-300))
-        y_hi, y_lo = _extremes(self.spec)
+        y_hi, y_lo = extremes(self.spec)
         for y in (y0, y1):
             if self.convex:
                 y += step * (np.abs(y) + 1.0) * rng.standard_normal(y.shape)

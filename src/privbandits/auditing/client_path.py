@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.algorithms.audit import ClientPathCase, UserData
 from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.calibration import CalibrationWarning
-from privbandits.auditing.cases import ClientPathCase, UserData
 from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState

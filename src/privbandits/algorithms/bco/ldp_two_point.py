@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, convex_env, mechanism_cases, two_point_pairs
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.bco.privatizer import (
     add_difference_noise,
@@ -352,6 +353,13 @@ class LDPTwoPoint(LocalAlgorithm):
         {"preset": "paper", "step": "paper"},
     )
     test_envs: ClassVar = ("convex",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path with the Gaussian and with the Laplace mechanism (pure epsilon-LDP)."""
+        text = "LDP-TwoPoint client (Zheng et al. 2020, Alg. 2): clip(f(x_1) - f(x_2)) + n^T (x_1 - x_2)"
+        laplace = "LDP-TwoPoint client with the Laplace mechanism (pure epsilon-LDP)"
+        return mechanism_cases(cls, convex_env, two_point_pairs, text, laplace)
 
     def __init__(
         self,

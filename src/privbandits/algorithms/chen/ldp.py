@@ -40,6 +40,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import (
+    AuditCase,
+    near_parallel_case,
+    public_state,
+    steep_direction,
+)
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chen.calibration import ChenConstants
@@ -355,6 +361,17 @@ class ChenLDP(LocalAlgorithm):
         {"first_epoch": 32, "min_fit": 30},
         {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The gradient slot at an adversarial weight: both users' predictions clipped."""
+        text = (
+            "Chen et al. (2025) Alg. 8 client, gradient slot at an adversarial weight: clipped "
+            "re-weighted gradient + Gaussian"
+        )
+        # U = I and w = P e_2 / (B sin a), far outside the descent's ellipsoid ||U w|| <= 1
+        public = public_state(slot=GRADIENT, U=lambda spec: np.eye(spec.d), w=steep_direction)
+        return (near_parallel_case(cls, public, text),)
 
     def __init__(
         self,

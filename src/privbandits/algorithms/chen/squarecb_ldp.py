@@ -43,6 +43,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import (
+    AuditCase,
+    near_parallel_case,
+    public_state,
+    steep_direction,
+)
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chen.calibration import SquareCBLDPConstants
@@ -319,6 +325,15 @@ class SquareCBLDP(LocalAlgorithm):
         **PRIVACY_CONSTRAINTS,
     }
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The gradient slot at an improper iterate: both users' predictions clipped."""
+        text = (
+            "SquareCB + Chen et al. (2025) Alg. 6 client: clipped square-loss gradient + Gaussian"
+        )
+        public = public_state(slot=GRADIENT, theta_sgd=steep_direction)
+        return (near_parallel_case(cls, public, text),)
 
     def __init__(
         self,

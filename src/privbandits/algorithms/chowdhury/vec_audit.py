@@ -36,9 +36,10 @@ import warnings
 
 import numpy as np
 
+from privbandits.algorithms.base import Algorithm
 from privbandits.algorithms.calibration import CalibrationWarning
 from privbandits.algorithms.chowdhury.constants import VecConstants
-from privbandits.algorithms.chowdhury.shuffle_vec import ShuffleLinUCBVec
+from privbandits.algorithms.registry import get
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.audit.catalog import factor_of, variant_name, variant_note
@@ -72,8 +73,9 @@ def _joint(x: np.ndarray, y: float) -> np.ndarray:
     return np.concatenate([np.outer(x, x)[iu], x * min(max(y, -1.0), 1.0)])
 
 
-def _algorithm(epsilon: float) -> ShuffleLinUCBVec:
-    return ShuffleLinUCBVec(epsilon=epsilon, delta=AUDIT_DELTA, batch_size=AUDIT_BATCH)
+def _algorithm(epsilon: float) -> Algorithm:
+    """The registered class (looked up: the class declares this audit, so it is not imported)."""
+    return get("shuffle-linucb-vec")(epsilon=epsilon, delta=AUDIT_DELTA, batch_size=AUDIT_BATCH)
 
 
 def shuffle_linucb_vec_spec(under_noised: float | None = None) -> AuditSpec:

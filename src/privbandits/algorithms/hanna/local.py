@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, fixed_action_case
 from privbandits.algorithms.base import Client, LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
@@ -284,6 +285,12 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
         {"epsilon": 2.0, "width_mode": "paper", "fail_prob": 0.01},
     )
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path on a fixed action set, rewards far outside the range."""
+        return (fixed_action_case(cls, "Hanna et al. (2022) Alg. 2 client: clip(r) + Laplace"),)
+
     #: Streams of the aggregate path: the users' choices (policy) and the users' noise (client).
     aggregate_streams: ClassVar[tuple[str, str]] = ("policy", "client")
 

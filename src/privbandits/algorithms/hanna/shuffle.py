@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, fixed_action_case, shuffle_local_claim
 from privbandits.algorithms.base import Client, ShuffleAlgorithm, Shuffler
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
@@ -422,6 +423,13 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
         {"epsilon": 0.5, "delta": 1e-6, "width_mode": "paper"},
     )
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path at the local level ``eps0`` of one report (before amplification)."""
+        text = "Hanna et al. (2022) Alg. 3 client: clip(r) + Laplace at the local level eps0"
+        return (fixed_action_case(cls, text, claim=shuffle_local_claim),)
+
     #: Streams of the aggregate path: the shuffler's permutation orders a batch; users add the noise.
     aggregate_streams: ClassVar[tuple[str, str]] = ("shuffler", "client")
 

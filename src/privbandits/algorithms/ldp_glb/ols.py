@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, ClientPathCase
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
@@ -103,6 +104,12 @@ class LDPOLS(HanAlgorithm):
         },
         {"s0": 2, "h": 0.5, "warmup_order": "blocks", "epsilon": 5.0},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path (Gaussian ``x x^T`` and ``x y``)."""
+        text = "LDP-OLS client (Han et al. 2021, Alg. 1): Gaussian x x^T and x y"
+        return (ClientPathCase(cls, n_pilot=10_000, description=text),)
 
     def __init__(
         self,

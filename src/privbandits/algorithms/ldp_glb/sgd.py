@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, ClientPathCase, diagonal_point, public_state
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.algorithm import HanAlgorithm
@@ -153,6 +154,15 @@ class LDPSGD(HanAlgorithm):
             "epsilon": 5.0,
         },
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path, at the iterate where two users' gradients are farthest apart."""
+        text = "LDP-SGD client (Han et al. 2021, Alg. 2): gradient through the l2-ball mechanism"
+        public = public_state(theta=diagonal_point)
+        return (
+            ClientPathCase(cls, n_samples=300_000, n_pilot=10_000, public=public, description=text),
+        )
 
     grad_bound: float | None
     eta0: float | None

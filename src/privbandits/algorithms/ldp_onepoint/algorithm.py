@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from privbandits.algorithms.audit import AuditCase, arm_pairs, k_armed_env, mechanism_cases
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_onepoint.calibration import (
@@ -178,6 +179,17 @@ class LDPOnePoint(LocalAlgorithm):
         },
     )
     test_envs: ClassVar = ("finite",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path with the Gaussian and with the Laplace mechanism (pure epsilon-LDP)."""
+        return mechanism_cases(
+            cls,
+            k_armed_env,
+            arm_pairs(3),
+            "LDP-OnePoint client (Zheng et al. 2020, Alg. 1): clip(r) + Gaussian",
+            "LDP-OnePoint client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)",
+        )
 
     def __init__(
         self,

@@ -53,6 +53,7 @@ from privbandits.algorithms._shared.linalg import (
     project_ball,
     project_blocks,
 )
+from privbandits.algorithms.audit import AuditCase, ClientPathCase, axis_point, public_state
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.glm.gloc import relabel
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel
@@ -294,6 +295,13 @@ class LDPGLOC(ZhengAlgorithm):
         {"mechanism": "laplace", "zeta": 0.05},
         {"gaussian_calibration": "classic", "clip_grad": False, "theta_radius": 2.0},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path, the server's estimate broadcast along the first axis."""
+        text = "LDP-GLOC client (Zheng et al. 2020, Alg. 3): noisy x x^T, z x and gradient"
+        public = public_state(theta_hat=axis_point)
+        return (ClientPathCase(cls, n_pilot=10_000, public=public, description=text),)
 
     def __init__(
         self,

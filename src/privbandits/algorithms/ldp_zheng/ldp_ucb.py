@@ -37,6 +37,7 @@ from typing import ClassVar
 import numba as nb
 
 from privbandits.algorithms._shared.linalg import feature_block, feature_single
+from privbandits.algorithms.audit import AuditCase, ClientPathCase
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import LocalKernel
 from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
@@ -187,6 +188,23 @@ class LDPUCB(ZhengAlgorithm):
         {"mechanism": "laplace"},
         {"noise_split": "split", "gaussian_calibration": "analytic", "beta_scale": 0.1},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The client path with the Gaussian and with the Laplace mechanism (pure epsilon-LDP)."""
+        text = "LDP-UCB client (Zheng et al. 2020, Alg. 1): noisy x x^T and x y"
+        laplace = "LDP-UCB client with the Laplace mechanism (Zheng et al. 2020, pure epsilon-LDP)"
+        return (
+            ClientPathCase(cls, n_pilot=10_000, description=text),
+            ClientPathCase(
+                cls,
+                {"epsilon": 1.0, "mechanism": "laplace"},
+                n_samples=200_000,
+                n_pilot=10_000,
+                variant="laplace",
+                description=laplace,
+            ),
+        )
 
     def __init__(
         self,

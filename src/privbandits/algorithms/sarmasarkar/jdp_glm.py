@@ -50,6 +50,7 @@ import numba as nb
 import numpy as np
 
 from privbandits.algorithms._shared.linalg import eliminate_and_score, quadratic_forms
+from privbandits.algorithms.audit import AuditCase, ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
@@ -481,6 +482,13 @@ class JDPGLM(AuthorsCodeRun, Curator):
         {"epsilon": 4.0, "preset": "paper", "max_iters": 20},
         {"epsilon": 6.0, "preset": "authors_code"},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The noisy gradient release of every DPPGD step."""
+        from privbandits.algorithms.sarmasarkar.audit import gradient_release_spec
+
+        return (ReleaseCase("jdp-glm-gradient", gradient_release_spec),)
 
     def __init__(
         self,

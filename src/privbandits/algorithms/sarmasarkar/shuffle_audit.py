@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from privbandits.algorithms.calibration import CalibrationWarning
-from privbandits.algorithms.sarmasarkar.shuffle_glm import ShuffleGLM
+from privbandits.algorithms.registry import get
 from privbandits.core.links import get_link
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
@@ -58,7 +58,7 @@ def shuffle_glm_matrix_spec(under_noised: float | None = None) -> AuditSpec:
     """ShuffleGLM warm-up summation of ``x x^T`` (message path) at epsilon = 2, delta = 1e-5."""
     f = factor_of(under_noised)
     spec = AUDIT_SPEC
-    nominal = ShuffleGLM(epsilon=AUDIT_EPSILON, delta=1e-5)
+    nominal = get("shuffle-glm")(epsilon=AUDIT_EPSILON, delta=1e-5)  # the class declares this audit
     plan = nominal.plan_for(spec)
     params = plan.matrix[0]
     claim = params.guarantee()
@@ -66,7 +66,7 @@ def shuffle_glm_matrix_spec(under_noised: float | None = None) -> AuditSpec:
     eps = AUDIT_EPSILON / f
 
     def sample(side: int, m: int, rng: np.random.Generator) -> np.ndarray:
-        alg = ShuffleGLM(epsilon=eps, delta=1e-5)
+        alg = get("shuffle-glm")(epsilon=eps, delta=1e-5)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CalibrationWarning)
             alg.reset(spec, m, make_streams(int(rng.integers(2**62))))

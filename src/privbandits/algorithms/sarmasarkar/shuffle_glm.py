@@ -57,6 +57,7 @@ import numpy as np
 
 from privbandits.algorithms._shared.design import g_optimal_design
 from privbandits.algorithms._shared.design_draws import design_draws
+from privbandits.algorithms.audit import AuditCase, ClientPathCase
 from privbandits.algorithms.base import BatchClient, Server, ShuffleAlgorithm, Shuffler
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.registry import register
@@ -784,6 +785,21 @@ class ShuffleGLM(ShuffleAlgorithm):
         {"epsilon": 2.0, "mode": "theory", "max_iters": 5},
         {"epsilon": 4.0, "preset": "paper"},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The warm-up summation through client, shuffler and server (the protocol's claim)."""
+        from privbandits.algorithms.sarmasarkar.shuffle_audit import (
+            AUDIT_EPSILON,
+            shuffle_glm_matrix_spec,
+        )
+
+        text = (
+            "ShuffleGLM (Sarmasarkar 2026, Alg. 1): warm-up x x^T summation through client, "
+            "shuffler and server, at the summation's shuffle claim (one message has no local claim)"
+        )
+        params = {"epsilon": AUDIT_EPSILON}
+        return (ClientPathCase(cls, params, protocol=shuffle_glm_matrix_spec, description=text),)
 
     server: ShuffleGLMServer
     client: ShuffleGLMClient

@@ -28,8 +28,9 @@ import warnings
 
 import numpy as np
 
+from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import CalibrationWarning
-from privbandits.algorithms.shariff.jdp_linucb import JDPLinUCB
+from privbandits.algorithms.registry import get
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.audit.catalog import factor_of, variant_name, variant_note
@@ -46,8 +47,11 @@ AUDIT_SPEC = EnvSpec(
 )
 
 
-def _algorithm(epsilon: float) -> JDPLinUCB:
-    return JDPLinUCB(epsilon=epsilon, delta=AUDIT_DELTA, tree="binary")
+def _algorithm(epsilon: float) -> Curator:
+    """The registered class (looked up: the class declares this audit, so it is not imported)."""
+    alg = get("jdp-linucb")(epsilon=epsilon, delta=AUDIT_DELTA, tree="binary")
+    assert isinstance(alg, Curator)
+    return alg
 
 
 def tree_release_spec(under_noised: float | None = None) -> AuditSpec:

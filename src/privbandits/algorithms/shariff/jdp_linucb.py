@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
@@ -299,6 +300,13 @@ class JDPLinUCB(Curator):
         {"epsilon": 2.0, "noise": "wishart", "beta": "closed"},
         {"epsilon": 1.0, "noise": "wishart", "shift": "unshifted", "radius": 0.3},
     )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[AuditCase, ...]:
+        """The tree release of the curator's compiled update."""
+        from privbandits.algorithms.shariff.audit import tree_release_spec
+
+        return (ReleaseCase("jdp-linucb-tree", tree_release_spec),)
 
     def __init__(
         self,

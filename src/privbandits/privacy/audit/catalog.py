@@ -11,6 +11,7 @@ the audit must flag for ``f = 0.5``.  The algorithms' client code paths are audi
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,20 +42,8 @@ from privbandits.privacy.tree import TreeAggregator, max_nodes_per_leaf
 
 __all__ = [
     "AUDITABLE",
-    "cheu_matrix_sum",
-    "cheu_vector_sum",
     "factor_of",
-    "gaussian_analytic",
-    "gaussian_classic",
-    "l2_ball",
-    "laplace",
     "laplace_shuffle",
-    "laplace_vector",
-    "randomized_response",
-    "symmetric_gaussian",
-    "symmetric_laplace",
-    "tree_matrix",
-    "tree_vector",
     "variant_name",
     "variant_note",
 ]
@@ -94,126 +83,72 @@ def _projection_sampler(mech: Any, pair: tuple[np.ndarray, np.ndarray]) -> Stati
     return sample
 
 
-def _mechanism_spec(
-    name: str,
-    nominal: Any,
-    f: float,
-    pair: tuple[np.ndarray, np.ndarray],
-    pair_text: str,
-    n_samples: int,
-    notes: str,
-    noise_what: str = "noise scale",
-    noise_extra: str = "",
-) -> AuditSpec:
-    mech = nominal if f == 1.0 else nominal.under_noised(f)
-    g = nominal.guarantee
-    return AuditSpec(
-        name=variant_name(name, f),
-        claimed_epsilon=float(g.epsilon),
-        claimed_delta=float(g.delta),
-        sample=_projection_sampler(mech, pair),
-        neighbours=pair_text,
-        statistic="projection of the output on the unit vector along D' - D (a monotone "
-        "function of the exact log-likelihood ratio)",
-        n_samples=n_samples,
-        notes=_join(notes, variant_note(f, noise_what, noise_extra)),
-        noise_factor=f,
-    )
+def _claim(name: str, f: float, guarantee: Any) -> dict[str, Any]:
+    """The fields of an :class:`AuditSpec` that name it (``name`` with the variant suffix of the
+    noise factor ``f``) and state its claim (the calibrated ``guarantee``)."""
+    return {
+        "name": variant_name(name, f),
+        "claimed_epsilon": float(guarantee.epsilon),
+        "claimed_delta": float(guarantee.delta),
+        "noise_factor": f,
+    }
 
 
-def gaussian_classic(under_noised: float | None = None) -> AuditSpec:
-    """Gaussian mechanism, classic calibration (Dwork & Roth Thm A.1), eps=0.9, delta=1e-5, d=3."""
-    f = factor_of(under_noised)
-    m = GaussianMechanism(sensitivity=1.0, epsilon=0.9, delta=1e-5, calibration="classic")
-    return _mechanism_spec(
-        "gaussian-classic",
-        m,
-        f,
-        m.neighbouring_pair(3),
-        "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)",
-        500_000,
-        f"requested (0.9, 1e-05) (inside Thm A.1's epsilon < 1), sigma={m.sigma:.6g}; the "
-        "claim is the exact (Balle & Wang) epsilon of that noise",
-    )
+def _corner(shape: tuple[int, ...], value: float) -> np.ndarray:
+    """Zeros of ``shape`` but ``value`` at the first entry (``value e_1`` or ``value E_11``)."""
+    x = np.zeros(shape)
+    x[(0,) * len(shape)] = value
+    return x
 
 
-def gaussian_analytic(under_noised: float | None = None) -> AuditSpec:
-    """Analytic Gaussian mechanism (Balle & Wang 2018), eps=1, delta=1e-5, d=3."""
-    f = factor_of(under_noised)
-    m = GaussianMechanism(sensitivity=1.0, epsilon=1.0, delta=1e-5, calibration="analytic")
-    return _mechanism_spec(
-        "gaussian-analytic",
-        m,
-        f,
-        m.neighbouring_pair(3),
-        "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)",
-        500_000,
-        f"sigma={m.sigma:.6g}",
-    )
+def _named(doc: str, build: Callable[[float], AuditSpec]) -> Callable[..., AuditSpec]:
+    """The catalog factory ``factory(under_noised=None)`` of ``build(noise factor)``, described by ``doc``."""
+
+    def factory(under_noised: float | None = None) -> AuditSpec:
+        return build(factor_of(under_noised))
+
+    factory.__doc__ = doc
+    return factory
 
 
-def symmetric_gaussian(under_noised: float | None = None) -> AuditSpec:
-    """Symmetric-matrix Gaussian mechanism for x x^T, ||x|| <= 1 (Han et al. 2021), eps=0.9, delta=1e-5, d=2."""
-    f = factor_of(under_noised)
-    m = SymmetricGaussianMechanism.for_outer_product(1.0, 0.9, 1e-5, 2)
-    return _mechanism_spec(
-        "symmetric-gaussian",
-        m,
-        f,
-        m.neighbouring_pair(),
-        "M = 0 vs M' = Delta E_11 (2x2; upper-triangle distance = the sensitivity "
-        f"{m.sensitivity:g})",
-        500_000,
-        f"classic calibration at L2 sensitivity {m.sensitivity:g} (outer products of "
-        f"norm-1 vectors), sigma={m.sigma:.6g}",
-    )
+_TEXT = str | Callable[[Any], str]
 
 
-def laplace(under_noised: float | None = None) -> AuditSpec:
-    """Laplace mechanism on a reward in [-1, 1] (L1 sensitivity 2), eps=1."""
-    f = factor_of(under_noised)
-    m = LaplaceMechanism.for_range(-1.0, 1.0, 1.0)
-    return _mechanism_spec(
-        "laplace",
-        m,
-        f,
-        (np.array(-1.0), np.array(1.0)),
-        "r = -1 vs r' = +1 (the two ends of the reward range)",
-        100_000,
-        f"scale={m.scale:.6g}",
-    )
+@dataclass(frozen=True)
+class _Projected:
+    """A mechanism object audited on one neighbouring pair, its outputs projected on ``D' - D``.
 
+    ``mechanism()`` is the calibrated mechanism ``m`` (with ``guarantee``, ``sample`` and
+    ``under_noised``); ``pair``, ``pair_text`` and ``notes`` are read off it.
+    """
 
-def laplace_vector(under_noised: float | None = None) -> AuditSpec:
-    """Vector Laplace mechanism in R^4 at L1 sensitivity 2, eps=1."""
-    f = factor_of(under_noised)
-    m = LaplaceMechanism(sensitivity=2.0, epsilon=1.0)
-    return _mechanism_spec(
-        "laplace-vector",
-        m,
-        f,
-        m.neighbouring_pair(4),
-        "x = 0 vs x' = Delta_1 e_1 in R^4 (the whole L1 sensitivity on one coordinate)",
-        100_000,
-        f"scale={m.scale:.6g} per coordinate",
-    )
+    name: str
+    doc: str
+    mechanism: Callable[[], Any]
+    pair: Callable[[Any], tuple[np.ndarray, np.ndarray]]
+    pair_text: _TEXT
+    n_samples: int
+    notes: _TEXT
+    noise_extra: str = ""
 
-
-def l2_ball(under_noised: float | None = None) -> AuditSpec:
-    """l2-ball mechanism (Duchi et al. 2018; Han et al. 2021), eps=1, d=5, bound 1."""
-    f = factor_of(under_noised)
-    m = L2BallMechanism(epsilon=1.0, d=5, bound=1.0)
-    return _mechanism_spec(
-        "l2-ball",
-        m,
-        f,
-        m.neighbouring_pair(),
-        "x = R e_1 vs x' = -R e_1 (opposite ends of the input ball, R = 1)",
-        100_000,
-        f"radius={m.radius:.6g}; the log-likelihood ratio is +-eps by the sign of z_1",
-        "noise scale",
-        "the temperature 1/epsilon, as in L2BallMechanism: the sampler runs at epsilon/factor",
-    )
+    def spec(self, f: float) -> AuditSpec:
+        """The audit spec with the noise factor ``f`` (the claim is the calibrated mechanism's)."""
+        nominal = self.mechanism()
+        text = {
+            k: v(nominal) if callable(v) else v
+            for k, v in (("pair", self.pair_text), ("notes", self.notes))
+        }
+        return AuditSpec(
+            **_claim(self.name, f, nominal.guarantee),
+            sample=_projection_sampler(
+                nominal if f == 1.0 else nominal.under_noised(f), self.pair(nominal)
+            ),
+            neighbours=text["pair"],
+            statistic="projection of the output on the unit vector along D' - D (a monotone "
+            "function of the exact log-likelihood ratio)",
+            n_samples=self.n_samples,
+            notes=_join(text["notes"], variant_note(f, "noise scale", self.noise_extra)),
+        )
 
 
 @dataclass(frozen=True)
@@ -279,40 +214,99 @@ class _SymmetricLaplace:
         return M + sample_symmetric_laplace(rng, M.shape[:-2], self.d, self.scale)
 
 
-def symmetric_laplace(under_noised: float | None = None) -> AuditSpec:
-    """Symmetric-matrix Laplace mechanism for x x^T, ||x|| <= 1 (Zheng et al. 2020), eps=1, d=2."""
-    f = factor_of(under_noised)
-    d = 2
-    m = _SymmetricLaplace(outer_product_l1_sensitivity(d, 1.0), 1.0, d)
-    x1 = np.zeros((d, d))
-    x1[0, 0] = m.sensitivity
-    return _mechanism_spec(
-        "symmetric-laplace",
-        m,
-        f,
-        (np.zeros((d, d)), x1),
-        f"M = 0 vs M' = Delta_1 E_11 (2x2; the whole L1 sensitivity {m.sensitivity:g} of "
-        "the upper triangle on one entry)",
+#: The distance of the Gaussian entries' pair.
+_L2_PAIR = "x = 0 vs x' = Delta_2 e_1 in R^3 (distance = the L2 sensitivity 1)"
+
+#: The mechanism objects of the privacy layer, each at a stated parameter point.
+_PROJECTED = (
+    _Projected(
+        "gaussian-classic",
+        "Gaussian mechanism, classic calibration (Dwork & Roth Thm A.1), eps=0.9, delta=1e-5, d=3.",
+        lambda: GaussianMechanism(sensitivity=1.0, epsilon=0.9, delta=1e-5, calibration="classic"),
+        lambda m: m.neighbouring_pair(3),
+        _L2_PAIR,
+        500_000,
+        lambda m: (
+            f"requested (0.9, 1e-05) (inside Thm A.1's epsilon < 1), sigma={m.sigma:.6g}; "
+            "the claim is the exact (Balle & Wang) epsilon of that noise"
+        ),
+    ),
+    _Projected(
+        "gaussian-analytic",
+        "Analytic Gaussian mechanism (Balle & Wang 2018), eps=1, delta=1e-5, d=3.",
+        lambda: GaussianMechanism(sensitivity=1.0, epsilon=1.0, delta=1e-5, calibration="analytic"),
+        lambda m: m.neighbouring_pair(3),
+        _L2_PAIR,
+        500_000,
+        lambda m: f"sigma={m.sigma:.6g}",
+    ),
+    _Projected(
+        "symmetric-gaussian",
+        "Symmetric-matrix Gaussian mechanism for x x^T, ||x|| <= 1 (Han et al. 2021), eps=0.9, "
+        "delta=1e-5, d=2.",
+        lambda: SymmetricGaussianMechanism.for_outer_product(1.0, 0.9, 1e-5, 2),
+        lambda m: m.neighbouring_pair(),
+        lambda m: (
+            "M = 0 vs M' = Delta E_11 (2x2; upper-triangle distance = the sensitivity "
+            f"{m.sensitivity:g})"
+        ),
+        500_000,
+        lambda m: (
+            f"classic calibration at L2 sensitivity {m.sensitivity:g} (outer products of "
+            f"norm-1 vectors), sigma={m.sigma:.6g}"
+        ),
+    ),
+    _Projected(
+        "laplace",
+        "Laplace mechanism on a reward in [-1, 1] (L1 sensitivity 2), eps=1.",
+        lambda: LaplaceMechanism.for_range(-1.0, 1.0, 1.0),
+        lambda m: (np.array(-1.0), np.array(1.0)),
+        "r = -1 vs r' = +1 (the two ends of the reward range)",
         100_000,
-        f"scale={m.scale:.6g} per upper-triangle entry, mirrored",
-    )
-
-
-def randomized_response(under_noised: float | None = None) -> AuditSpec:
-    """Binary randomized response (Warner 1965), eps=1."""
-    f = factor_of(under_noised)
-    m = _RandomizedResponse(1.0)
-    return _mechanism_spec(
+        lambda m: f"scale={m.scale:.6g}",
+    ),
+    _Projected(
+        "laplace-vector",
+        "Vector Laplace mechanism in R^4 at L1 sensitivity 2, eps=1.",
+        lambda: LaplaceMechanism(sensitivity=2.0, epsilon=1.0),
+        lambda m: m.neighbouring_pair(4),
+        "x = 0 vs x' = Delta_1 e_1 in R^4 (the whole L1 sensitivity on one coordinate)",
+        100_000,
+        lambda m: f"scale={m.scale:.6g} per coordinate",
+    ),
+    _Projected(
+        "l2-ball",
+        "l2-ball mechanism (Duchi et al. 2018; Han et al. 2021), eps=1, d=5, bound 1.",
+        lambda: L2BallMechanism(epsilon=1.0, d=5, bound=1.0),
+        lambda m: m.neighbouring_pair(),
+        "x = R e_1 vs x' = -R e_1 (opposite ends of the input ball, R = 1)",
+        100_000,
+        lambda m: f"radius={m.radius:.6g}; the log-likelihood ratio is +-eps by the sign of z_1",
+        "the temperature 1/epsilon, as in L2BallMechanism: the sampler runs at epsilon/factor",
+    ),
+    _Projected(
         "randomized-response",
-        m,
-        f,
-        (np.array(0.0), np.array(1.0)),
+        "Binary randomized response (Warner 1965), eps=1.",
+        lambda: _RandomizedResponse(1.0),
+        lambda m: (np.array(0.0), np.array(1.0)),
         "bit 0 vs bit 1",
         100_000,
         "privbandits.privacy.randomizers.randomized_response, keep probability e^eps / (1 + e^eps)",
-        "noise scale",
         "the temperature 1/epsilon: the bit is kept w.p. e^(eps/f) / (1 + e^(eps/f))",
-    )
+    ),
+    _Projected(
+        "symmetric-laplace",
+        "Symmetric-matrix Laplace mechanism for x x^T, ||x|| <= 1 (Zheng et al. 2020), eps=1, d=2.",
+        lambda: _SymmetricLaplace(outer_product_l1_sensitivity(2, 1.0), 1.0, 2),
+        lambda m: (np.zeros((2, 2)), _corner((2, 2), m.sensitivity)),
+        lambda m: (
+            "M = 0 vs M' = Delta_1 E_11 (2x2; the whole L1 sensitivity "
+            f"{m.sensitivity:g} of the upper triangle on one entry)"
+        ),
+        100_000,
+        lambda m: f"scale={m.scale:.6g} per upper-triangle entry, mirrored",
+    ),
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,8 +322,7 @@ def _cheu_spec(kind: str, f: float) -> AuditSpec:
     params = dataclasses.replace(nominal, b=b)
     g = nominal.guarantee()
     shape = (d,) if kind == "vector" else (d, d)
-    extreme = np.zeros(shape)
-    extreme[(0,) * len(shape)] = Delta  # Delta e_1 or Delta E_11
+    extreme = _corner(shape, Delta)  # Delta e_1 or Delta E_11
 
     def sample(side: int, m: int, rng: np.random.Generator) -> np.ndarray:
         client, shuffler = rng.spawn(2)
@@ -345,9 +338,7 @@ def _cheu_spec(kind: str, f: float) -> AuditSpec:
         else "X_1 = Delta E_11 vs X_1' = -Delta E_11"
     )
     return AuditSpec(
-        name=variant_name(f"cheu-{kind}-sum", f),
-        claimed_epsilon=float(g.epsilon),
-        claimed_delta=float(g.delta),
+        **_claim(f"cheu-{kind}-sum", f, g),
         sample=sample,
         neighbours=f"n={n} users, user 1 differs: {what} (Delta={Delta:g}); the others send 0 (their "
         "randomized rounding is then deterministic: no noise to hide in)",
@@ -367,18 +358,7 @@ def _cheu_spec(kind: str, f: float) -> AuditSpec:
             "inside epsilon=1 and could not be flagged, so the audit uses the calibrated mode",
             variant_note(f, "binomial noise std", f"b={b}"),
         ),
-        noise_factor=f,
     )
-
-
-def cheu_vector_sum(under_noised: float | None = None) -> AuditSpec:
-    """Shuffle vector summation of Cheu et al. (2022), calibrated (CKS), n=4, d=2, eps=1, delta=1e-5."""
-    return _cheu_spec("vector", factor_of(under_noised))
-
-
-def cheu_matrix_sum(under_noised: float | None = None) -> AuditSpec:
-    """Shuffle symmetric-matrix summation of Cheu et al. (2022), calibrated (CKS), n=4, d=2, eps=1, delta=1e-5."""
-    return _cheu_spec("matrix", factor_of(under_noised))
 
 
 def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
@@ -407,9 +387,7 @@ def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
         return np.log(np.exp(ell).sum(axis=1))
 
     return AuditSpec(
-        name=variant_name("laplace-shuffle", f),
-        claimed_epsilon=float(g.epsilon),
-        claimed_delta=float(g.delta),
+        **_claim("laplace-shuffle", f, g),
         sample=sample,
         neighbours=f"n={n} clients, one action; client 1 has reward +1 vs -1, every other client -1 "
         "(the others are clones of the second input: the worst case for amplification)",
@@ -424,7 +402,6 @@ def laplace_shuffle(under_noised: float | None = None) -> AuditSpec:
             "its half-noise variant stays inside its claim (documentation: Privacy audit)",
             variant_note(f, "Laplace scale", f"local epsilon {nominal.eps0 / f:.4g}"),
         ),
-        noise_factor=f,
     )
 
 
@@ -446,8 +423,7 @@ def _tree_spec(kind: str, f: float) -> AuditSpec:
     g = nominal.guarantee(delta, method=conversion)
     sigma = nominal.sigma * f
     shape = (d,) if kind == "vector" else (d, d)
-    leaf = np.zeros(shape)
-    leaf[(0,) * len(shape)] = B
+    leaf = _corner(shape, B)
     powers = {
         1 << k for k in range(max_nodes_per_leaf(T))
     }  # nodes holding leaf 1 complete at t = 2^k
@@ -466,9 +442,7 @@ def _tree_spec(kind: str, f: float) -> AuditSpec:
 
     what = "B e_1 vs -B e_1" if kind == "vector" else "B E_11 vs -B E_11"
     return AuditSpec(
-        name=variant_name(f"tree-{kind}", f),
-        claimed_epsilon=float(g.epsilon),
-        claimed_delta=float(g.delta),
+        **_claim(f"tree-{kind}", f, g),
         sample=sample,
         neighbours=f"stream of T={T} leaves, leaf 1 changed: {what} (B={B:g}, distance = the sensitivity "
         f"{nominal.sensitivity:g}); the other leaves are 0",
@@ -480,33 +454,30 @@ def _tree_spec(kind: str, f: float) -> AuditSpec:
             f"{conversion.upper()} conversion, sigma={nominal.sigma:.6g}",
             variant_note(f, "node noise std"),
         ),
-        noise_factor=f,
     )
-
-
-def tree_vector(under_noised: float | None = None) -> AuditSpec:
-    """Binary-tree Gaussian prefix sums of vectors (Chan et al. 2011), T=4, d=2, eps=1, delta=1e-5 (CKS)."""
-    return _tree_spec("vector", factor_of(under_noised))
-
-
-def tree_matrix(under_noised: float | None = None) -> AuditSpec:
-    """Binary-tree Gaussian prefix sums of symmetric matrices, T=4, d=2, eps=1, delta=1e-5 (CKS)."""
-    return _tree_spec("matrix", factor_of(under_noised))
 
 
 #: Every auditable mechanism: name -> ``factory(under_noised=None) -> AuditSpec``.
 AUDITABLE: dict[str, Callable[..., AuditSpec]] = {
-    "gaussian-classic": gaussian_classic,
-    "gaussian-analytic": gaussian_analytic,
-    "symmetric-gaussian": symmetric_gaussian,
-    "laplace": laplace,
-    "laplace-vector": laplace_vector,
-    "l2-ball": l2_ball,
-    "randomized-response": randomized_response,
-    "symmetric-laplace": symmetric_laplace,
-    "cheu-vector-sum": cheu_vector_sum,
-    "cheu-matrix-sum": cheu_matrix_sum,
+    **{e.name: _named(e.doc, e.spec) for e in _PROJECTED},
+    "cheu-vector-sum": _named(
+        "Shuffle vector summation of Cheu et al. (2022), calibrated (CKS), n=4, d=2, eps=1, "
+        "delta=1e-5.",
+        functools.partial(_cheu_spec, "vector"),
+    ),
+    "cheu-matrix-sum": _named(
+        "Shuffle symmetric-matrix summation of Cheu et al. (2022), calibrated (CKS), n=4, d=2, "
+        "eps=1, delta=1e-5.",
+        functools.partial(_cheu_spec, "matrix"),
+    ),
     "laplace-shuffle": laplace_shuffle,
-    "tree-vector": tree_vector,
-    "tree-matrix": tree_matrix,
+    "tree-vector": _named(
+        "Binary-tree Gaussian prefix sums of vectors (Chan et al. 2011), T=4, d=2, eps=1, "
+        "delta=1e-5 (CKS).",
+        functools.partial(_tree_spec, "vector"),
+    ),
+    "tree-matrix": _named(
+        "Binary-tree Gaussian prefix sums of symmetric matrices, T=4, d=2, eps=1, delta=1e-5 (CKS).",
+        functools.partial(_tree_spec, "matrix"),
+    ),
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -87,17 +87,9 @@ class AuditResult:
     max_certifiable: float = float("nan")
 
     def row(self) -> dict[str, Any]:
-        """The result as a flat dict (one table row)."""
-        return {
-            "mechanism": self.mechanism,
-            "claimed_epsilon": self.claimed_epsilon,
-            "claimed_delta": self.claimed_delta,
-            "audited_epsilon_lb": self.audited_epsilon_lb,
-            "n_samples": self.n_samples,
-            "passed": self.passed,
-            "max_certifiable": self.max_certifiable,
-            "notes": self.notes,
-        }
+        """The result as a flat dict (one table row; the free-text notes last)."""
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "notes"}
+        return {**row, "notes": self.notes}
 
     def __str__(self) -> str:
         verdict = "PASS" if self.passed else "VIOLATION"
