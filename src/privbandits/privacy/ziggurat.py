@@ -104,20 +104,28 @@ def _mulhi(typingctx, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @nb.njit(cache=True, inline="always")
-def _next(s: np.ndarray) -> np.uint64:  # pragma: no cover - compiled
-    """Advance the PCG64 state ``s = [state_hi, state_lo, inc_hi, inc_lo]`` and return its next
-    word (the XSL-RR output of the new state, as numpy's ``pcg64_next64``)."""
-    hi = s[0]
-    lo = s[1]
+def _step(
+    hi: np.uint64, lo: np.uint64, ihi: np.uint64, ilo: np.uint64
+) -> tuple[np.uint64, np.uint64, np.uint64]:  # pragma: no cover - compiled
+    """One PCG64 step in registers: the new state ``(hi, lo)`` from the state and the increment
+    ``(ihi, ilo)``, and its word (the XSL-RR output of the new state, as numpy's ``pcg64_next64``)."""
     nlo = lo * _MUL_LO
     nhi = _mulhi(lo, _MUL_LO) + lo * _MUL_HI + hi * _MUL_LO  # type: ignore[call-arg]
-    lo2 = nlo + s[3]
-    hi2 = nhi + s[2] + (np.uint64(1) if lo2 < nlo else np.uint64(0))
-    s[0] = hi2
-    s[1] = lo2
-    x = hi2 ^ lo2
-    r = hi2 >> np.uint64(58)
-    return (x >> r) | (x << ((np.uint64(64) - r) & np.uint64(63)))
+    lo = nlo + ilo
+    hi = nhi + ihi + (np.uint64(1) if lo < nlo else np.uint64(0))
+    w = hi ^ lo
+    rot = hi >> np.uint64(58)
+    return hi, lo, (w >> rot) | (w << ((np.uint64(64) - rot) & np.uint64(63)))
+
+
+@nb.njit(cache=True, inline="always")
+def _next(s: np.ndarray) -> np.uint64:  # pragma: no cover - compiled
+    """Advance the PCG64 state ``s = [state_hi, state_lo, inc_hi, inc_lo]`` and return its next
+    word."""
+    hi, lo, w = _step(s[0], s[1], s[2], s[3])
+    s[0] = hi
+    s[1] = lo
+    return w
 
 
 @nb.njit(cache=True, inline="always")
@@ -126,105 +134,85 @@ def _double(s: np.ndarray) -> float:  # pragma: no cover - compiled
     return float(_next(s) >> np.uint64(11)) * _TWO_M53
 
 
+@nb.njit(cache=True, inline="always")
+def _normal_try(s: np.ndarray, r: np.uint64) -> tuple[bool, float]:  # pragma: no cover - compiled
+    """One attempt of the normal ziggurat on the word ``r`` (the tail or the wedge test drawing
+    further words from ``s``): ``(True, x)`` if accepted, ``(False, 0)`` if rejected."""
+    idx = r & np.uint64(0xFF)
+    r >>= np.uint64(8)
+    rabs = (r >> np.uint64(1)) & np.uint64(0x000FFFFFFFFFFFFF)
+    x = float(rabs) * _WI[idx]
+    if r & np.uint64(1):
+        x = -x
+    if rabs < _KI[idx]:
+        return True, x  # inside the layer's rectangle (~99.3%)
+    if idx == 0:  # the base strip: the exact tail beyond r (Marsaglia 1964)
+        while True:
+            xx = -_NOR_INV_R * np.log1p(-_double(s))
+            yy = -np.log1p(-_double(s))
+            if yy + yy > xx * xx:
+                return True, (
+                    -(_NOR_R + xx) if (rabs >> np.uint64(8)) & np.uint64(1) else _NOR_R + xx
+                )
+    if (_FI[idx - 1] - _FI[idx]) * _double(s) + _FI[idx] < np.exp(-0.5 * x * x):
+        return True, x  # the wedge, accepted against the density
+    return False, 0.0
+
+
+@nb.njit(cache=True, inline="always")
+def _exponential_try(s: np.ndarray, r: np.uint64) -> tuple[bool, float]:  # pragma: no cover
+    """One attempt of the exponential ziggurat on the word ``r``, as :func:`_normal_try`."""
+    ri = r >> np.uint64(3)
+    idx = ri & np.uint64(0xFF)
+    ri >>= np.uint64(8)
+    x = float(ri) * _WE[idx]
+    if ri < _KE[idx]:
+        return True, x
+    if idx == 0:  # the exact tail beyond r: r + Exp(1) (memorylessness)
+        return True, _EXP_R - np.log1p(-_double(s))
+    if (_FE[idx - 1] - _FE[idx]) * _double(s) + _FE[idx] < np.exp(-x):
+        return True, x
+    return False, 0.0
+
+
 @nb.njit(cache=True)
 def _normal(s: np.ndarray) -> float:  # pragma: no cover - compiled
     """One standard normal (numpy's ``random_standard_normal`` on the words of ``s``)."""
     while True:
-        r = _next(s)
-        idx = r & np.uint64(0xFF)
-        r >>= np.uint64(8)
-        sign = r & np.uint64(1)
-        rabs = (r >> np.uint64(1)) & np.uint64(0x000FFFFFFFFFFFFF)
-        x = float(rabs) * _WI[idx]
-        if sign:
-            x = -x
-        if rabs < _KI[idx]:
-            return x  # inside the layer's rectangle (~99.3%)
-        if idx == 0:  # the base strip: the exact tail beyond r (Marsaglia 1964)
-            while True:
-                xx = -_NOR_INV_R * np.log1p(-_double(s))
-                yy = -np.log1p(-_double(s))
-                if yy + yy > xx * xx:
-                    return -(_NOR_R + xx) if (rabs >> np.uint64(8)) & np.uint64(1) else _NOR_R + xx
-        elif (_FI[idx - 1] - _FI[idx]) * _double(s) + _FI[idx] < np.exp(-0.5 * x * x):
-            return x  # the wedge, accepted against the density
+        ok, x = _normal_try(s, _next(s))
+        if ok:
+            return x
 
 
 @nb.njit(cache=True)
 def _exponential(s: np.ndarray) -> float:  # pragma: no cover - compiled
     """One standard exponential (numpy's ``random_standard_exponential`` on the words of ``s``)."""
     while True:
-        ri = _next(s) >> np.uint64(3)
-        idx = ri & np.uint64(0xFF)
-        ri >>= np.uint64(8)
-        x = float(ri) * _WE[idx]
-        if ri < _KE[idx]:
+        ok, x = _exponential_try(s, _next(s))
+        if ok:
             return x
-        if idx == 0:  # the exact tail beyond r: r + Exp(1) (memorylessness)
-            return _EXP_R - np.log1p(-_double(s))
-        if (_FE[idx - 1] - _FE[idx]) * _double(s) + _FE[idx] < np.exp(-x):
-            return x
-
-
-@nb.njit(cache=True)
-def _fill_normal(s: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``out[i] = _normal(s)`` for every ``i``, the state kept in registers on the fast path."""
-    hi = s[0]
-    lo = s[1]
-    ihi = s[2]
-    ilo = s[3]
-    i = 0
-    n = out.shape[0]
-    while i < n:
-        nlo = lo * _MUL_LO
-        nhi = _mulhi(lo, _MUL_LO) + lo * _MUL_HI + hi * _MUL_LO  # type: ignore[call-arg]
-        lo = nlo + ilo
-        hi = nhi + ihi + (np.uint64(1) if lo < nlo else np.uint64(0))
-        w = hi ^ lo
-        rot = hi >> np.uint64(58)
-        r = (w >> rot) | (w << ((np.uint64(64) - rot) & np.uint64(63)))
-        idx = r & np.uint64(0xFF)
-        rabs = (r >> np.uint64(9)) & np.uint64(0x000FFFFFFFFFFFFF)
-        if rabs < _KI[idx]:
-            x = float(rabs) * _WI[idx]
-            out[i] = -x if (r >> np.uint64(8)) & np.uint64(1) else x
-            i += 1
-            continue
-        # the rare path (~0.7%): finish this draw from the state in memory
-        s[0] = hi
-        s[1] = lo
-        out[i] = _normal_after(s, r)
-        hi = s[0]
-        lo = s[1]
-        i += 1
-    s[0] = hi
-    s[1] = lo
 
 
 @nb.njit(cache=True)
 def _normal_after(s: np.ndarray, r0: np.uint64) -> float:  # pragma: no cover - compiled
     """Finish a normal draw whose first word ``r0`` fell outside its layer's rectangle: the
     tail or the wedge test of that word, then :func:`_normal` if it is rejected."""
-    idx = r0 & np.uint64(0xFF)
-    r = r0 >> np.uint64(8)
-    rabs = (r >> np.uint64(1)) & np.uint64(0x000FFFFFFFFFFFFF)
-    x = float(rabs) * _WI[idx]
-    if r & np.uint64(1):
-        x = -x
-    if idx == 0:
-        while True:
-            xx = -_NOR_INV_R * np.log1p(-_double(s))
-            yy = -np.log1p(-_double(s))
-            if yy + yy > xx * xx:
-                return -(_NOR_R + xx) if (rabs >> np.uint64(8)) & np.uint64(1) else _NOR_R + xx
-    if (_FI[idx - 1] - _FI[idx]) * _double(s) + _FI[idx] < np.exp(-0.5 * x * x):
-        return x
-    return _normal(s)
+    ok, x = _normal_try(s, r0)
+    return x if ok else _normal(s)
 
 
 @nb.njit(cache=True)
-def _fill_exponential(s: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``out[i] = _exponential(s)`` for every ``i``, the state kept in registers on the fast path."""
+def _exponential_after(s: np.ndarray, r0: np.uint64) -> float:  # pragma: no cover - compiled
+    """:func:`_normal_after` for the exponential ziggurat."""
+    ok, x = _exponential_try(s, r0)
+    return x if ok else _exponential(s)
+
+
+@nb.njit(cache=True, inline="always")
+def _fill_ziggurat(s: np.ndarray, out: np.ndarray, normal: bool) -> None:  # pragma: no cover
+    """``out[i] = _normal(s)`` (``normal``) or ``_exponential(s)`` for every ``i``, the state kept
+    in registers on the fast path (``normal`` is a constant in each caller, so the branches on it
+    are folded away)."""
     hi = s[0]
     lo = s[1]
     ihi = s[2]
@@ -232,33 +220,41 @@ def _fill_exponential(s: np.ndarray, out: np.ndarray) -> None:  # pragma: no cov
     i = 0
     n = out.shape[0]
     while i < n:
-        nlo = lo * _MUL_LO
-        nhi = _mulhi(lo, _MUL_LO) + lo * _MUL_HI + hi * _MUL_LO  # type: ignore[call-arg]
-        lo = nlo + ilo
-        hi = nhi + ihi + (np.uint64(1) if lo < nlo else np.uint64(0))
-        w = hi ^ lo
-        rot = hi >> np.uint64(58)
-        ri = ((w >> rot) | (w << ((np.uint64(64) - rot) & np.uint64(63)))) >> np.uint64(3)
-        idx = ri & np.uint64(0xFF)
-        ri >>= np.uint64(8)
-        if ri < _KE[idx]:
-            out[i] = float(ri) * _WE[idx]
-            i += 1
-            continue
-        s[0] = hi
-        s[1] = lo
-        x = float(ri) * _WE[idx]
-        if idx == 0:
-            out[i] = _EXP_R - np.log1p(-_double(s))
-        elif (_FE[idx - 1] - _FE[idx]) * _double(s) + _FE[idx] < np.exp(-x):
-            out[i] = x
+        hi, lo, r = _step(hi, lo, ihi, ilo)
+        if normal:
+            idx = r & np.uint64(0xFF)
+            rabs = (r >> np.uint64(9)) & np.uint64(0x000FFFFFFFFFFFFF)
+            fast = rabs < _KI[idx]  # inside the layer's rectangle (~99.3%)
+            if fast:
+                x = float(rabs) * _WI[idx]
+                out[i] = -x if (r >> np.uint64(8)) & np.uint64(1) else x
         else:
-            out[i] = _exponential(s)
-        hi = s[0]
-        lo = s[1]
+            ri = r >> np.uint64(11)
+            idx = (r >> np.uint64(3)) & np.uint64(0xFF)
+            fast = ri < _KE[idx]  # (~98.9%)
+            if fast:
+                out[i] = float(ri) * _WE[idx]
+        if not fast:  # the rare path: finish this draw from the state in memory
+            s[0] = hi
+            s[1] = lo
+            out[i] = _normal_after(s, r) if normal else _exponential_after(s, r)
+            hi = s[0]
+            lo = s[1]
         i += 1
     s[0] = hi
     s[1] = lo
+
+
+@nb.njit(cache=True)
+def _fill_normal(s: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[i] = _normal(s)`` for every ``i``."""
+    _fill_ziggurat(s, out, True)
+
+
+@nb.njit(cache=True)
+def _fill_exponential(s: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[i] = _exponential(s)`` for every ``i``."""
+    _fill_ziggurat(s, out, False)
 
 
 @nb.njit(cache=True)
