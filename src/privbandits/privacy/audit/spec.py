@@ -92,9 +92,7 @@ class AuditResult:
         return {**row, "notes": self.notes}
 
     def __str__(self) -> str:
-        verdict = "PASS" if self.passed else "VIOLATION"
-        return (
-            f"{self.mechanism}: claimed ({self.claimed_epsilon:.4g}, {self.claimed_delta:.3g}), "
-            f"audited epsilon >= {self.audited_epsilon_lb:.4g} (N={self.n_samples}; this test can certify "
-            f"at most {self.max_certifiable:.4g}) -> {verdict}"
-        )
+        claim = f"claimed ({self.claimed_epsilon:.4g}, {self.claimed_delta:.3g})"
+        power = f"N={self.n_samples}; this test can certify at most {self.max_certifiable:.4g}"
+        audited = f"audited epsilon >= {self.audited_epsilon_lb:.4g} ({power})"
+        return f"{self.mechanism}: {claim}, {audited} -> {'PASS' if self.passed else 'VIOLATION'}"
