@@ -252,3 +252,47 @@ def test_gallery_shows_as_published_and_tuned_verdicts(tmp_path: Path) -> None:
     text = write_gallery([entry], tmp_path).read_text()
     assert "as published: claims: 1 agree; tuned: claims: 1 disagree" in text
     assert "no learning detected: 1 series" in text
+
+
+def test_a_claim_naming_an_algorithm_ignores_its_tuned_twin() -> None:
+    """An entry labelled by its registry name ("chen-jdp") and its tuned twin ("chen-jdp (tuned)"):
+    the as-published claim compares the as-published series only (it used to pick up both, so a
+    ``within`` claim found no single series and a ``monotone`` one mixed the two)."""
+    import numpy as np
+
+    from privbandits.experiments.claims import Claim, evaluate_claims
+    from privbandits.experiments.summary import Series
+    from privbandits.privacy.guarantee import NON_PRIVATE
+
+    ckpt = np.array([10.0, 100.0])
+
+    def series(label: str, eps: float, final: float) -> Series:
+        rng = np.random.default_rng(int(final))
+        regret = np.column_stack([np.ones(10), final + rng.standard_normal(10)])
+        return Series(
+            label=label,
+            algorithm="chen-jdp",
+            grid={"epsilon": eps},
+            params={"epsilon": eps},
+            horizon=100,
+            trust_model="joint",
+            preset="-",
+            guarantee=NON_PRIVATE,
+            seeds=(0,),
+            checkpoints=ckpt,
+            regret=regret,
+            wall_time=0.0,
+        )
+
+    runs = [
+        series("chen-jdp", 0.3, 100.0),
+        series("chen-jdp", 1.0, 50.0),
+        series("chen-jdp" + TUNED_SUFFIX, 0.3, 10.0),
+        series("chen-jdp" + TUNED_SUFFIX, 1.0, 400.0),
+    ]
+    (mono,) = evaluate_claims([Claim("monotone", ("chen-jdp",), param="epsilon")], runs)
+    assert mono.verdict == "agree", mono.lines()
+    (tuned,) = evaluate_claims(
+        [Claim("monotone", ("chen-jdp" + TUNED_SUFFIX,), param="epsilon")], runs
+    )
+    assert tuned.verdict == "disagree", tuned.lines()

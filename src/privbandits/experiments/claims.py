@@ -270,7 +270,14 @@ class ClaimResult:
 
 
 def _matches(s: Series, item: str) -> bool:
-    return s.label == item or s.algorithm == item
+    """A claim item names a series by its label or by its algorithm; a tuned series
+    (:func:`~privbandits.experiments.tuning.tuned_config`) only by its label, so a claim on an
+    algorithm entry as published never picks up its tuned twin."""
+    if s.label == item:
+        return True
+    from privbandits.experiments.tuning import TUNED_SUFFIX
+
+    return s.algorithm == item and not s.label.endswith(TUNED_SUFFIX)
 
 
 def _combine(verdicts: Sequence[str]) -> str:
