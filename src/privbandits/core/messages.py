@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeVar
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = [
     "PrivatizedMessage",
     "PublicState",
     "ShuffledBatch",
+    "check_origin",
     "check_payload",
     "check_real_arrays",
     "shuffle_messages",
@@ -168,6 +170,22 @@ def check_payload(
             raise ValidationError(f"message field {key!r} holds NaN or infinite values")
         out[key] = arr
     return out
+
+
+_M = TypeVar("_M", "PrivatizedMessage", "ShuffledBatch")
+
+
+def check_origin(obj: object, cls: type[_M], mechanism: str, who: str) -> _M:
+    """``obj`` if it is a ``cls`` (a :class:`PrivatizedMessage` or :class:`ShuffledBatch`) that
+    ``mechanism`` produced; otherwise :class:`~privbandits.core.errors.TrustBoundaryError`
+    naming ``who`` (e.g. ``"the shuffler"``)."""
+    if not isinstance(obj, cls):
+        raise TrustBoundaryError(f"{who} only accepts a {cls.__name__}, got {type(obj).__name__}")
+    if obj.mechanism != mechanism:
+        raise TrustBoundaryError(
+            f"the {cls.__name__} comes from {obj.mechanism!r}, expected {mechanism!r}"
+        )
+    return obj
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,19 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
+def _not_a(name: str, value: Any, kind: str) -> ParameterError:
+    """The error for a ``value`` of the wrong type (``kind``: "a real number", "an integer")."""
+    return ParameterError(
+        f"{name} must be {kind}, got {value!r} of type {type(value).__name__}",
+        key=name,
+        value=value,
+        allowed=kind,
+    )
+
+
 def _real(name: str, value: Any) -> float:
     if not _is_real(value):
-        raise ParameterError(
-            f"{name} must be a real number, got {value!r} of type {type(value).__name__}",
-            key=name,
-            value=value,
-            allowed="a real number",
-        )
+        raise _not_a(name, value, "a real number")
     x = float(value)
     if math.isnan(x):
         raise ParameterError(
@@ -126,12 +131,7 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         value = int(value)
     if not isinstance(value, (int, np.integer)):
-        raise ParameterError(
-            f"{name} must be an integer, got {value!r} of type {type(value).__name__}",
-            key=name,
-            value=value,
-            allowed="an integer",
-        )
+        raise _not_a(name, value, "an integer")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
         lb = "-inf" if low is None else str(low)
