@@ -33,7 +33,12 @@ from types import MappingProxyType
 import numpy as np
 
 from privbandits.core.errors import DataBoundError, TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, ShuffledBatch, shuffle_messages
+from privbandits.core.messages import (
+    PrivatizedMessage,
+    ShuffledBatch,
+    check_origin,
+    shuffle_messages,
+)
 from privbandits.core.validation import (
     check_choice,
     check_delta,
@@ -557,18 +562,28 @@ def _raise_b_to_target(params: SumParams, epsilon: float) -> SumParams:
 # --------------------------------------------------------------------------------------------
 # encoding: norm policy, bias by Delta (client side, before randomizing)
 # --------------------------------------------------------------------------------------------
+def _norm_scale(
+    norms: np.ndarray, Delta: float, policy: str, what: str
+) -> tuple[np.ndarray | None, int]:
+    """The factors that bring the ``norms`` above Delta down to Delta (None if none is above) and
+    how many are above; under ``policy = "reject"`` any such norm raises (``what``: "x reaches")."""
+    over = norms > Delta
+    n_over = int(over.sum())
+    if not n_over:
+        return None, 0
+    if policy == "reject":
+        raise DataBoundError(
+            f"{what} {float(norms.max()):.6g}, above Delta={Delta:g}; rescale the data, "
+            "raise Delta, or use norm_policy='clip'"
+        )
+    return np.where(over, Delta / np.where(over, norms, 1.0), 1.0), n_over
+
+
 def _project_rows(
     a: np.ndarray, norms: np.ndarray, Delta: float, policy: str, name: str, what: str
 ) -> tuple[np.ndarray, int]:
-    over = norms > Delta
-    n_over = int(over.sum())
-    if n_over and policy == "reject":
-        raise DataBoundError(
-            f"{name} has {what} up to {float(norms.max()):.6g}, above Delta={Delta:g}; rescale the data, "
-            "raise Delta, or use norm_policy='clip'"
-        )
-    if n_over:
-        factor = np.where(over, Delta / np.where(over, norms, 1.0), 1.0)
+    factor, n_over = _norm_scale(norms, Delta, policy, f"{name} has {what} up to")
+    if factor is not None:
         a = a * factor.reshape(factor.shape + (1,) * (a.ndim - factor.ndim))
     return a, n_over
 
@@ -695,18 +710,11 @@ def encode_rank_one(
             f"weight must be nonnegative (PSD inputs), got minimum {float(wt.min()):g}"
         )
     fro = wt * np.einsum("...d,...d->...", x, x)
-    scale = np.ones_like(fro)
-    over = fro > Delta
-    n_clipped = int(over.sum())
-    if n_clipped and policy == "reject":
-        raise DataBoundError(
-            f"w ||x||^2 reaches {float(fro.max()):.6g}, above Delta={Delta:g}; rescale the data, "
-            "raise Delta, or use norm_policy='clip'"
-        )
-    if n_clipped:
-        scale = np.where(over, Delta / np.where(over, fro, 1.0), 1.0)
+    scale, n_clipped = _norm_scale(fro, Delta, policy, "w ||x||^2 reaches")
+    if scale is not None:
+        wt = wt * scale
     iu = np.triu_indices(x.shape[-1])
-    upper = (wt * scale)[..., None] * x[..., iu[0]] * x[..., iu[1]]
+    upper = wt[..., None] * x[..., iu[0]] * x[..., iu[1]]
     return np.clip(upper + Delta, 0.0, 2.0 * Delta), n_clipped
 
 
@@ -875,14 +883,7 @@ def analyze(batch: ShuffledBatch, params: SumParams) -> np.ndarray:
         For anything but a :class:`ShuffledBatch` of this protocol, and for a batch of per-user
         count vectors (the analyzer must not see a user's bits grouped together).
     """
-    if not isinstance(batch, ShuffledBatch):
-        raise TrustBoundaryError(
-            f"the analyzer only accepts a ShuffledBatch, got {type(batch).__name__}"
-        )
-    if batch.mechanism != params.mechanism:
-        raise TrustBoundaryError(
-            f"batch comes from {batch.mechanism!r}, expected {params.mechanism!r}"
-        )
+    check_origin(batch, ShuffledBatch, params.mechanism, "the analyzer")
     if batch.n_users != params.n:
         raise ValidationError(
             f"batch has {batch.n_users} users but the parameters were set for n={params.n}"

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privbandits.core.errors import TrustBoundaryError, ValidationError
-from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
+from privbandits.core.errors import ValidationError
+from privbandits.core.messages import PrivatizedMessage, ShuffledBatch, check_origin
 from privbandits.core.validation import (
     check_choice,
     check_delta,
@@ -346,14 +346,7 @@ def forward_reports(
     -------
     ShuffledBatch with payload ``action`` (int, -1 = padding) and ``reward_hat``, shape (R, N).
     """
-    if not isinstance(reports, PrivatizedMessage):
-        raise TrustBoundaryError(
-            f"the shuffler only forwards PrivatizedMessage, got {type(reports).__name__}"
-        )
-    if reports.mechanism != LAPLACE_MECHANISM:
-        raise TrustBoundaryError(
-            f"expected reports from {LAPLACE_MECHANISM!r}, got {reports.mechanism!r}"
-        )
+    check_origin(reports, PrivatizedMessage, LAPLACE_MECHANISM, "the shuffler")
     slots = np.asarray(slots, dtype=np.int64)
     r_hat = np.asarray(reports["reward_hat"])
     if r_hat.shape != slots.shape:
@@ -377,14 +370,7 @@ def per_action_sums(batch: ShuffledBatch, n_actions: int) -> tuple[np.ndarray, n
     counts : ndarray of int64, shape (R, n_actions)
         Number of reports per action (equals the public ``n_ia``).
     """
-    if not isinstance(batch, ShuffledBatch):
-        raise TrustBoundaryError(
-            f"the server only accepts a ShuffledBatch, got {type(batch).__name__}"
-        )
-    if batch.mechanism != LAPLACE_MECHANISM:
-        raise TrustBoundaryError(
-            f"batch comes from {batch.mechanism!r}, expected {LAPLACE_MECHANISM!r}"
-        )
+    check_origin(batch, ShuffledBatch, LAPLACE_MECHANISM, "the server")
     K = check_int("n_actions", n_actions, 1)
     a = np.asarray(batch["action"], dtype=np.int64)
     y = np.asarray(batch["reward_hat"], dtype=float)

@@ -13,6 +13,8 @@ Dwork & Roth (2014), section 3; Han et al. (2021), Lemma 2.2 (l2-ball) and secti
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from privbandits.core.errors import ValidationError
@@ -39,14 +41,38 @@ def _shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(check_int("shape", n, 0) for n in shape)
 
 
+def _draws(
+    add: Callable[[np.random.Generator, float, np.ndarray], None],
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    scale: float,
+) -> np.ndarray:
+    """An array of ``shape`` filled in C order by the compiled sampler ``add`` (noise added to zeros)."""
+    shape = _shape(tuple(shape))
+    z = np.zeros(int(np.prod(shape, dtype=np.int64)))
+    add(rng, scale, z)
+    return z.reshape(shape)
+
+
+def _symmetric_draws(
+    add_rows: Callable[[np.random.Generator, float, np.ndarray], None],
+    rng: np.random.Generator,
+    lead: tuple[int, ...],
+    d: int,
+    scale: float,
+) -> np.ndarray:
+    """Symmetric ``d x d`` noise matrices of shape ``lead + (d, d)``, one ``add_rows`` row per matrix."""
+    d = check_int("d", d, 1)
+    lead = _shape(tuple(lead))
+    W = np.zeros((int(np.prod(lead, dtype=np.int64)), d, d))
+    add_rows(rng, scale, W)
+    return W.reshape(lead + (d, d))
+
+
 def sample_gaussian(rng: np.random.Generator, shape: tuple[int, ...], sigma: float) -> np.ndarray:
     """i.i.d. ``N(0, sigma^2)`` noise of the given shape
     (:func:`~privbandits.privacy.samplers.add_gaussian`)."""
-    sig = check_nonnegative("sigma", sigma)
-    shape = _shape(tuple(shape))
-    z = np.zeros(int(np.prod(shape, dtype=np.int64)))
-    samplers.add_gaussian(rng, sig, z)
-    return z.reshape(shape)
+    return _draws(samplers.add_gaussian, rng, shape, check_nonnegative("sigma", sigma))
 
 
 def sample_symmetric_gaussian(
@@ -60,11 +86,7 @@ def sample_symmetric_gaussian(
     draws, row by row on and above the diagonal), matrices in C order of ``lead``.
     """
     sig = check_nonnegative("sigma", sigma)
-    d = check_int("d", d, 1)
-    lead = _shape(tuple(lead))
-    W = np.zeros((int(np.prod(lead, dtype=np.int64)), d, d))
-    samplers.add_symmetric_gaussian_rows(rng, sig, W)
-    return W.reshape(lead + (d, d))
+    return _symmetric_draws(samplers.add_symmetric_gaussian_rows, rng, lead, d, sig)
 
 
 def sample_symmetric_laplace(
@@ -74,21 +96,13 @@ def sample_symmetric_laplace(
     mirrored (:func:`~privbandits.privacy.samplers.add_symmetric_laplace`, one matrix after the
     other); shape ``lead + (d, d)``."""
     b = check_nonnegative("scale", scale)
-    d = check_int("d", d, 1)
-    lead = _shape(tuple(lead))
-    W = np.zeros((int(np.prod(lead, dtype=np.int64)), d, d))
-    samplers.add_symmetric_laplace_rows(rng, b, W)
-    return W.reshape(lead + (d, d))
+    return _symmetric_draws(samplers.add_symmetric_laplace_rows, rng, lead, d, b)
 
 
 def sample_laplace(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
     """i.i.d. ``Lap(scale)`` noise of the given shape
     (:func:`~privbandits.privacy.samplers.add_laplace`)."""
-    b = check_nonnegative("scale", scale)
-    shape = _shape(tuple(shape))
-    z = np.zeros(int(np.prod(shape, dtype=np.int64)))
-    samplers.add_laplace(rng, b, z)
-    return z.reshape(shape)
+    return _draws(samplers.add_laplace, rng, shape, check_nonnegative("scale", scale))
 
 
 def l2_ball_mechanism(
