@@ -37,6 +37,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
@@ -188,6 +189,13 @@ class AdaPUCB(Curator):
     test_envs: ClassVar = ("finite",)
     _kl: ClassVar[float] = 0.0
 
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The private mean released at the end of an episode (here the initial pull)."""
+        from privbandits.algorithms.mab.audit import adap_release_spec
+
+        return (ReleaseCase("adap-ucb-release", adap_release_spec("adap-ucb")),)
+
     def __init__(self, epsilon: float = 1.0, alpha: float = 3.1) -> None:
         pass
 
@@ -260,6 +268,13 @@ class AdaPKLUCB(AdaPUCB):
     paper = "Azize & Basu 2022 (Alg. 1, KL)"
     index_name = "AdaP-KLUCB"
     _kl: ClassVar[float] = 1.0
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The private mean released at the end of an episode (here the initial pull)."""
+        from privbandits.algorithms.mab.audit import adap_release_spec
+
+        return (ReleaseCase("adap-klucb-release", adap_release_spec("adap-klucb")),)
 
     def __init__(self, epsilon: float = 1.0, alpha: float = 3.1) -> None:
         pass

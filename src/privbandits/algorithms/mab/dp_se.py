@@ -34,6 +34,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
@@ -146,6 +147,13 @@ class DPSE(Curator):
     }
     test_params: ClassVar = ({"epsilon": 1.0}, {"epsilon": 5.0, "beta": 0.5})
     test_envs: ClassVar = ("finite",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The private arm means released at the end of an epoch (Laplace, sensitivity 1/R_e)."""
+        from privbandits.algorithms.mab.audit import dp_se_release_spec
+
+        return (ReleaseCase("dp-se-release", dp_se_release_spec),)
 
     def __init__(self, epsilon: float = 1.0, beta: float | None = None) -> None:
         pass

@@ -32,6 +32,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
@@ -125,6 +126,13 @@ class DPUCB(Curator):
         {"epsilon": 0.5, "gamma": 0.5, "per_arm_budget": "full"},
     )
     test_envs: ClassVar = ("finite",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The private prefix sums of an arm's tree counter (per_arm_budget='full')."""
+        from privbandits.algorithms.mab.audit import dp_ucb_release_spec
+
+        return (ReleaseCase("dp-ucb-tree", dp_ucb_release_spec),)
 
     def __init__(
         self, epsilon: float = 1.0, gamma: float = 0.1, per_arm_budget: str = "split"
