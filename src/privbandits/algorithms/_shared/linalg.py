@@ -9,9 +9,10 @@
 
 The compiled helpers are ``inline="always"``: kernels call them on row views (``A[r]``), and a
 view passed to a non-inlined function costs two atomic reference-count operations per array,
-which at ``d = 2`` is more than the arithmetic.  Helpers that dispatch on ``X.ndim``
-(:func:`feature`, :func:`ucb_argmax`) cannot be inlined (the branch is resolved when the caller
-is compiled); kernels branch on ``X.ndim`` themselves and call the inlined single/block forms.
+which at ``d = 2`` is more than the arithmetic.  :func:`feature` dispatches on ``X.ndim`` by a
+branch and cannot be inlined (the branch is resolved when the caller is compiled); kernels
+branch on ``X.ndim`` themselves and call the inlined single/block forms.  :func:`ucb_argmax`
+serves both shapes inlined: its per-arm score is an overload chosen on the type of ``X``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 
 import numba as nb
 import numpy as np
+from numba.extending import overload
 
 from privbandits.core.links import link_mu
 
@@ -383,67 +385,42 @@ def feature_block(X: np.ndarray, a: int, x: np.ndarray) -> None:  # pragma: no c
 
 
 @nb.njit(cache=True, inline="always")
-def ucb_argmax_single(
-    X: np.ndarray,
-    theta: np.ndarray,
-    M: np.ndarray,
-    radius: float,
-    link_code: int,
-    squared: bool,
-    rng: np.random.Generator,
-) -> int:  # pragma: no cover - compiled
-    """:func:`ucb_argmax` for contexts ``X`` (K, d): ``x_a = X[a]``."""
-    K, d = X.shape
-    best = -math.inf
-    n = 0
-    arg = 0
-    pick = -1
-    for sweep in range(2):  # the second sweep only to break an exact tie
-        for k in range(K):
-            lin = 0.0
-            quad = 0.0
-            for i in range(d):
-                lin += X[k, i] * theta[i]
-                s = 0.0
-                for j in range(d):
-                    s += M[i, j] * X[k, j]
-                quad += X[k, i] * s
-            quad = max(quad, 0.0)
-            score = link_mu(link_code, lin) + radius * (quad if squared else math.sqrt(quad))
-            if sweep == 0:
-                if score > best or n == 0:
-                    best, n, arg = score, 1, k
-                elif score == best:
-                    n += 1
-            elif score == best:
-                if pick == 0:
-                    return k
-                pick -= 1
-        if n == 1:
-            return arg
-        pick = int(rng.random() * n)
-    return arg
+def _arm_dot(X: np.ndarray, k: int, theta: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``X[k]^T theta`` for contexts ``X`` (K, d)."""
+    z = 0.0
+    for j in range(X.shape[1]):
+        z += X[k, j] * theta[j]
+    return z
 
 
 @nb.njit(cache=True, inline="always")
-def ucb_argmax_block(
-    X: np.ndarray,
-    K: int,
-    theta: np.ndarray,
-    M: np.ndarray,
-    radius: float,
-    link_code: int,
-    squared: bool,
-    rng: np.random.Generator,
-) -> int:  # pragma: no cover - compiled
-    """:func:`ucb_argmax` for a shared context ``X`` (d,): ``x_a = e_a kron X`` (block ``a`` of ``M``)."""
-    d = X.shape[0]
-    best = -math.inf
-    n = 0
-    arg = 0
-    pick = -1
-    for sweep in range(2):  # the second sweep only to break an exact tie
-        for k in range(K):
+def _arm_quad(X: np.ndarray, k: int, M: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``X[k]^T M X[k]`` for contexts ``X`` (K, d) (not clipped at 0)."""
+    d = X.shape[1]
+    q = 0.0
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += M[i, j] * X[k, j]
+        q += X[k, i] * s
+    return q
+
+
+def _arm_lin_quad(
+    X: np.ndarray, k: int, theta: np.ndarray, M: np.ndarray
+) -> tuple[float, float]:  # pragma: no cover - replaced by the overload below in compiled code
+    """``(x_k^T theta, x_k^T M x_k)`` for arm ``k`` (``x_k = X[k]``, or ``e_k kron X`` if ``X`` is 1-D)."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_arm_lin_quad, inline="always")
+def _arm_lin_quad_impl(X, k, theta, M):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    # Chosen on the type of ``X`` when the caller is compiled (a branch on ``X.ndim`` in a plain
+    # inlined function would be typed on both sides).
+    if X.ndim == 1:
+
+        def block(X, k, theta, M):  # type: ignore[no-untyped-def]
+            d = X.shape[0]
             o = k * d
             lin = 0.0
             quad = 0.0
@@ -453,33 +430,26 @@ def ucb_argmax_block(
                 for j in range(d):
                     s += M[o + i, o + j] * X[j]
                 quad += X[i] * s
-            quad = max(quad, 0.0)
-            score = link_mu(link_code, lin) + radius * (quad if squared else math.sqrt(quad))
-            if sweep == 0:
-                if score > best or n == 0:
-                    best, n, arg = score, 1, k
-                elif score == best:
-                    n += 1
-            elif score == best:
-                if pick == 0:
-                    return k
-                pick -= 1
-        if n == 1:
-            return arg
-        pick = int(rng.random() * n)
-    return arg
+            return lin, quad
+
+        return block
+
+    def single(X, k, theta, M):  # type: ignore[no-untyped-def]
+        d = X.shape[1]
+        lin = 0.0
+        quad = 0.0
+        for i in range(d):  # one pass: ~10% faster than _arm_dot and _arm_quad in turn
+            lin += X[k, i] * theta[i]
+            s = 0.0
+            for j in range(d):
+                s += M[i, j] * X[k, j]
+            quad += X[k, i] * s
+        return lin, quad
+
+    return single
 
 
-@nb.njit(cache=True)
-def feature(X: np.ndarray, a: int, x: np.ndarray) -> None:  # pragma: no cover - compiled
-    """The model feature of arm ``a``: ``X[a]`` (``X`` (K, d)) or ``e_a kron X`` (``X`` (d,))."""
-    if X.ndim == 1:  # resolved at compile time
-        feature_block(X, a, x)
-    else:
-        feature_single(X, a, x)
-
-
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def ucb_argmax(
     X: np.ndarray,
     K: int,
@@ -498,9 +468,55 @@ def ucb_argmax(
     uniform draw only when the maximum is attained more than once); the scores are recomputed
     in a second sweep instead of stored, so no scratch array is needed.
     """
+    best = -math.inf
+    n = 0
+    arg = 0
+    pick = -1
+    for sweep in range(2):  # the second sweep only to break an exact tie
+        for k in range(K):
+            lin, quad = _arm_lin_quad(X, k, theta, M)
+            quad = max(quad, 0.0)
+            score = link_mu(link_code, lin) + radius * (quad if squared else math.sqrt(quad))
+            if sweep == 0:
+                if score > best or n == 0:
+                    best, n, arg = score, 1, k
+                elif score == best:
+                    n += 1
+            elif score == best:
+                if pick == 0:
+                    return k
+                pick -= 1
+        if n == 1:
+            return arg
+        pick = int(rng.random() * n)
+    return arg
+
+
+@nb.njit(cache=True, inline="always")
+def ucb_argmax_single(
+    X: np.ndarray,
+    theta: np.ndarray,
+    M: np.ndarray,
+    radius: float,
+    link_code: int,
+    squared: bool,
+    rng: np.random.Generator,
+) -> int:  # pragma: no cover - compiled
+    """:func:`ucb_argmax` for contexts ``X`` (K, d): ``x_a = X[a]``."""
+    return ucb_argmax(X, X.shape[0], theta, M, radius, link_code, squared, rng)
+
+
+#: :func:`ucb_argmax` for a shared context ``X`` (d,): ``x_a = e_a kron X`` (block ``a`` of ``M``).
+ucb_argmax_block = ucb_argmax
+
+
+@nb.njit(cache=True)
+def feature(X: np.ndarray, a: int, x: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The model feature of arm ``a``: ``X[a]`` (``X`` (K, d)) or ``e_a kron X`` (``X`` (d,))."""
     if X.ndim == 1:  # resolved at compile time
-        return ucb_argmax_block(X, K, theta, M, radius, link_code, squared, rng)
-    return ucb_argmax_single(X, theta, M, radius, link_code, squared, rng)
+        feature_block(X, a, x)
+    else:
+        feature_single(X, a, x)
 
 
 @nb.njit(cache=True)
@@ -512,15 +528,9 @@ def quadratic_forms(
     The exploration test of Criterion I (Sarmasarkar 2026, Alg. 2; Sawarni et al. 2024): the
     widest direction ``max_k ||x_k||^2_{V^-1}`` of the current arms.
     """
-    K, d = X.shape
     qmax = -1.0
-    for k in range(K):
-        q = 0.0
-        for i in range(d):
-            s = 0.0
-            for j in range(d):
-                s += M[i, j] * X[k, j]
-            q += X[k, i] * s
+    for k in range(X.shape[0]):
+        q = _arm_quad(X, k, M)
         out[k] = q
         qmax = max(qmax, q)
     return qmax
@@ -544,25 +554,15 @@ def eliminate_and_score(
     Sarmasarkar (2026), Algorithm 2, lines 14-15 (eqs. 14-16), and in RS-GLinUCB (Sawarni et al.
     2024), with ``radius = gamma sqrt(kappa)``.
     """
-    K, d = X.shape
+    K = X.shape[0]
     max_lcb = -np.inf
     for k in range(K):
-        z = 0.0
-        for j in range(d):
-            z += X[k, j] * theta_e[j]
+        z = _arm_dot(X, k, theta_e)
         max_lcb = max(max_lcb, z - radius * math.sqrt(max(scores[k], 0.0)))
     for k in range(K):
-        z = 0.0
-        for j in range(d):
-            z += X[k, j] * theta_e[j]
+        z = _arm_dot(X, k, theta_e)
         if z + radius * math.sqrt(max(scores[k], 0.0)) < max_lcb:  # eliminated
             scores[k] = -np.inf
             continue
-        u, q = 0.0, 0.0
-        for i in range(d):
-            u += X[k, i] * theta_u[i]
-            s = 0.0
-            for j in range(d):
-                s += M_inv[i, j] * X[k, j]
-            q += X[k, i] * s
+        u, q = _arm_lin_quad(X, k, theta_u, M_inv)
         scores[k] = u + beta * math.sqrt(max(q, 0.0))
