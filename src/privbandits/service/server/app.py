@@ -264,6 +264,14 @@ def create_app(
         metrics.refused[kind] += 1
         return _error_response(exc)
 
+    def refused(check: Callable[..., object], *args: Any) -> Response | None:
+        """None if ``check(*args)`` passes (``auth``, ``limit_anonymous``), else the refusal's answer."""
+        try:
+            check(*args)
+        except Refusal as exc:
+            return _error(exc)
+        return None
+
     async def submit(
         request: Request, kind: str, role: str, key_field: str = "idempotency_key"
     ) -> Response:
@@ -286,10 +294,8 @@ def create_app(
 
     @app.get("/v1/model")
     async def get_model(request: Request) -> Response:
-        try:
-            auth(request, "client", "shuffler")
-        except Refusal as exc:
-            return _error(exc)
+        if (no := refused(auth, request, "client", "shuffler")) is not None:
+            return no
         return JSONResponse(await anyio.to_thread.run_sync(service.model_view))
 
     @app.post("/v1/reports")
@@ -313,10 +319,8 @@ def create_app(
 
     @app.get("/v1/health")
     async def get_health(request: Request) -> Response:
-        try:
-            limit_anonymous(request)
-        except Refusal as exc:
-            return _error(exc)
+        if (no := refused(limit_anonymous, request)) is not None:
+            return no
         if await db_problem() is not None:  # the reason is on GET /v1/status (operator)
             return JSONResponse(
                 {"status": "unavailable"}, status_code=503, headers={"Retry-After": "1"}
@@ -325,10 +329,8 @@ def create_app(
 
     @app.get("/v1/status")
     async def get_status(request: Request) -> Response:
-        try:
-            auth(request, "operator")
-        except Refusal as exc:
-            return _error(exc)
+        if (no := refused(auth, request, "operator")) is not None:
+            return no
         view = await anyio.to_thread.run_sync(service.status_view)
         problem = await db_problem()
         view["database_health"] = {"ok": problem is None, "problem": problem}
@@ -392,10 +394,8 @@ def create_app(
 
     @app.get("/v1/history")
     async def get_history(request: Request) -> Response:
-        try:
-            auth(request, "operator")
-        except Refusal as exc:
-            return _error(exc)
+        if (no := refused(auth, request, "operator")) is not None:
+            return no
 
         def rows() -> list[list[int]]:
             points = [[r.seq, r.rounds, r.version] for r in store.models()]
@@ -427,10 +427,8 @@ def create_app(
 
     @app.get("/metrics")
     async def get_metrics(request: Request) -> Response:
-        try:
-            auth(request, "operator")
-        except Refusal as exc:
-            return _error(exc)
+        if (no := refused(auth, request, "operator")) is not None:
+            return no
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/admin/tokens/reload")
@@ -449,10 +447,8 @@ def create_app(
 
     @app.get("/v1/admin/export")
     async def export(request: Request) -> Response:
-        try:
-            auth(request, "admin")
-        except Refusal as exc:
-            return _error(exc)
+        if (no := refused(auth, request, "admin")) is not None:
+            return no
         return JSONResponse(service.export())
 
     @app.post("/v1/admin/reset")

@@ -7,6 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from privbandits.service.serving import (
+    Host,
+    LogLevel,
+    SslCertfile,
+    SslKeyfile,
+    StateDir,
+    import_uvicorn,
+    open_deployment,
+)
 from privbandits.service.tls import tls_options
 
 __all__ = ["serve"]
@@ -28,7 +37,7 @@ def serve(
             "role, token or sha256; see the deployment guide).",
         ),
     ],
-    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
     db: Annotated[
         Optional[str],
@@ -39,13 +48,9 @@ def serve(
             "config), or postgresql://user@host:port/db.",
         ),
     ] = None,
-    ssl_keyfile: Annotated[
-        Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")
-    ] = None,
-    ssl_certfile: Annotated[
-        Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")
-    ] = None,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+    ssl_keyfile: SslKeyfile = None,
+    ssl_certfile: SslCertfile = None,
+    log_level: LogLevel = "warning",
     init: Annotated[
         bool,
         typer.Option(
@@ -64,54 +69,24 @@ def serve(
             "writer lock; use PostgreSQL for more than one (see the deployment guide).",
         ),
     ] = 1,
-    state_dir: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--state-dir",
-            help="Directory recording the deployment id (default: <config stem>.state beside "
-            "the config).",
-        ),
-    ] = None,
+    state_dir: StateDir = None,
 ) -> None:
     """Serve CONFIG's algorithm over HTTP: the server role of a local- or shuffle-DP algorithm, or a
     trusted curator for central / joint DP, with every accepted report stored in a database."""
-    try:
-        import uvicorn
-    except ImportError:
-        from privbandits.core.errors import ValidationError
-
-        raise ValidationError(
-            "serve needs the serve extra: pip install 'privbandits[serve]'"
-        ) from None
+    uvicorn = import_uvicorn("serve")
     from privbandits.service.auth import load_tokens
     from privbandits.service.config import load_service_config
     from privbandits.service.server.app import create_app
     from privbandits.service.server.store import open_store
-    from privbandits.service.storage.deployment import (
-        check_database_file,
-        default_state_dir,
-        resolve_deployment,
-    )
+    from privbandits.service.storage.deployment import default_state_dir
 
     cfg = load_service_config(config)
     toks = load_tokens(tokens)
     url = db if db is not None else str(config.with_suffix(".service.db"))
     sdir = state_dir if state_dir is not None else default_state_dir(config)
-    check_database_file(role="server", url=url, state_dir=sdir, init=init)
-    store = open_store(url)
-    try:
-        _, note = resolve_deployment(
-            role="server",
-            url=url,
-            state_dir=sdir,
-            init=init,
-            read_db_id=store.deployment_id,
-            write_db_id=store.set_deployment_id,
-            db_has_data=store.has_data,
-        )
-    except BaseException:
-        store.close()
-        raise
+    store, _, note = open_deployment(
+        lambda: open_store(url), role="server", url=url, state_dir=sdir, init=init
+    )
     tls = tls_options(ssl_keyfile, ssl_certfile)
     if workers > 1:
         import json

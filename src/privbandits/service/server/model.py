@@ -33,7 +33,7 @@ from privbandits.algorithms.base import (
     LocalAlgorithm,
     ShuffleAlgorithm,
 )
-from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
+from privbandits.algorithms.kernel import LocalKernel
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
 from privbandits.engine.protocol import deliver, deliver_batch, start
@@ -44,6 +44,7 @@ from privbandits.service.codec import FieldError, encode_array, parse_array
 from privbandits.service.config import ServiceConfig, build_problem
 from privbandits.service.ranges import output_rules
 from privbandits.service.reports import FieldSchema, ReportFormat, schedule_of
+from privbandits.service.storage.snapshots import kernel_state_arrays
 
 __all__ = ["ServedModel", "warm_up"]
 
@@ -126,14 +127,6 @@ def warm_up(config: ServiceConfig, rounds: int = 2) -> None:
     drive_reference(
         alg, env, T, Recorder(alg.estimate, env.theta_star, 1, np.array([T])), lambda _: None
     )
-
-
-def _arrays(obj: Any) -> list[np.ndarray]:
-    if isinstance(obj, np.ndarray):
-        return [obj]
-    if isinstance(obj, (tuple, list)):
-        return [a for x in obj for a in _arrays(x)]
-    return []
 
 
 class ServedModel:
@@ -229,13 +222,9 @@ class ServedModel:
         """sha256 of the complete server-side state: counters, state arrays and random streams."""
         h = hashlib.sha256()
         h.update(f"{self.version}:{self.rounds}:{sorted(self.tickets)}".encode())
-        kernel = getattr(self.alg, "kernel", None)
-        arrays: list[np.ndarray] = []
-        if isinstance(kernel, LocalKernel):
-            arrays = _arrays(kernel.public) + _arrays(kernel.server)
-        elif isinstance(kernel, CuratorKernel):
-            arrays = _arrays(kernel.state)
-        else:  # numpy roles: what they publish and estimate
+        arrays = kernel_state_arrays(self)
+        if arrays is None:  # numpy roles: what they publish and estimate
+            arrays = []
             if isinstance(self.alg, LocalAlgorithm):
                 arrays += [np.asarray(v) for v in self.alg.server.public_state().values()]
             est = self.alg.estimate()

@@ -443,27 +443,28 @@ class Service:
         self, kind: str, tok: Token, key: str, req: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
         m, cfg = self.model, self.config
-        if kind == "report" and m.kind == "shuffle":
-            raise FieldError(
+        # (the route does not serve this model: field, why) or None
+        wrong_route = {
+            "report": m.kind == "shuffle"
+            and (
                 "report",
-                f"{m.alg.name} is a shuffle-model algorithm: reports reach the server only "
-                "in shuffled batches (POST /v1/batches from the shuffler)",
-                status=409,
-            )
-        if kind == "batch" and m.kind != "shuffle":
-            raise FieldError(
+                "is a shuffle-model algorithm: reports reach the server only in shuffled "
+                "batches (POST /v1/batches from the shuffler)",
+            ),
+            "batch": m.kind != "shuffle"
+            and (
                 "reports",
-                f"{m.alg.name} is not a shuffle-model algorithm; post single reports to "
-                "POST /v1/reports",
-                status=409,
-            )
-        if kind == "select" and m.kind != "curator":
-            raise FieldError(
+                "is not a shuffle-model algorithm; post single reports to POST /v1/reports",
+            ),
+            "select": m.kind != "curator"
+            and (
                 "contexts",
-                f"{m.alg.name} runs in the {m.alg.trust_model} model: the user chooses the "
-                "action on the device from GET /v1/model; no raw context is accepted",
-                status=409,
-            )
+                f"runs in the {m.alg.trust_model} model: the user chooses the action on the "
+                "device from GET /v1/model; no raw context is accepted",
+            ),
+        }.get(kind)
+        if wrong_route:
+            raise FieldError(wrong_route[0], f"{m.alg.name} {wrong_route[1]}", status=409)
         if kind == "select":
             reject_unknown(req, ("contexts",))
             self._check_budget(tok)

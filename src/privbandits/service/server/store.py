@@ -41,6 +41,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from privbandits.core.errors import PrivbanditsError
+from privbandits.service.storage.deployment import file_identity
 from privbandits.service.storage.migrations import migrate
 
 __all__ = [
@@ -422,11 +423,7 @@ class SQLiteStore(Store):
         self._lock = threading.RLock()
 
     def _stat(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        return (st.st_dev, st.st_ino)
+        return file_identity(self.path)
 
     def verify(self) -> None:
         if self._ident is not None and self.expected_deployment is not None:

@@ -9,6 +9,15 @@ import typer
 
 from privbandits.core.errors import ConfigError
 from privbandits.service.auth import read_tokens_file
+from privbandits.service.serving import (
+    Host,
+    LogLevel,
+    SslCertfile,
+    SslKeyfile,
+    StateDir,
+    import_uvicorn,
+    open_deployment,
+)
 
 __all__ = ["refuse_when_lost", "serve_shuffler", "shuffler_secret"]
 
@@ -75,7 +84,7 @@ def serve_shuffler(
             "at least 2).",
         ),
     ] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8001,
     db: Annotated[
         Optional[Path],
@@ -85,13 +94,9 @@ def serve_shuffler(
             "<config stem>.shuffler.db beside the config).",
         ),
     ] = None,
-    ssl_keyfile: Annotated[
-        Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")
-    ] = None,
-    ssl_certfile: Annotated[
-        Optional[Path], typer.Option("--ssl-certfile", help="TLS certificate (uvicorn).")
-    ] = None,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+    ssl_keyfile: SslKeyfile = None,
+    ssl_certfile: SslCertfile = None,
+    log_level: LogLevel = "warning",
     lease_seconds: Annotated[
         float,
         typer.Option(
@@ -117,35 +122,17 @@ def serve_shuffler(
             "deployment's database is refused.",
         ),
     ] = False,
-    state_dir: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--state-dir",
-            help="Directory recording the deployment id (default: <config stem>.state beside "
-            "the config).",
-        ),
-    ] = None,
+    state_dir: StateDir = None,
 ) -> None:
     """Run the shuffler of a shuffle-model algorithm in front of SERVER: it stores the clients' sealed
     reports durably and forwards only complete, uniformly permuted batches without client metadata."""
-    try:
-        import uvicorn
-    except ImportError:
-        from privbandits.core.errors import ValidationError
-
-        raise ValidationError(
-            "serve-shuffler needs the serve extra: pip install 'privbandits[serve]'"
-        ) from None
+    uvicorn = import_uvicorn("serve-shuffler")
     from privbandits.algorithms.registry import get as get_algorithm
     from privbandits.service.auth import load_tokens
     from privbandits.service.config import load_service_config
     from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
     from privbandits.service.shuffler.store import ShufflerStore
-    from privbandits.service.storage.deployment import (
-        check_database_file,
-        default_state_dir,
-        resolve_deployment,
-    )
+    from privbandits.service.storage.deployment import default_state_dir
     from privbandits.service.tls import tls_options
 
     cfg = load_service_config(config)
@@ -170,21 +157,9 @@ def serve_shuffler(
     )
     path = db if db is not None else config.with_name(config.stem + ".shuffler.db")
     sdir = state_dir if state_dir is not None else default_state_dir(config)
-    check_database_file(role="shuffler", url=str(path), state_dir=sdir, init=init)
-    store = ShufflerStore(path)
-    try:
-        deployment, note = resolve_deployment(
-            role="shuffler",
-            url=str(path),
-            state_dir=sdir,
-            init=init,
-            read_db_id=store.deployment_id,
-            write_db_id=store.set_deployment_id,
-            db_has_data=store.has_data,
-        )
-    except BaseException:
-        store.close()
-        raise
+    store, deployment, note = open_deployment(
+        lambda: ShufflerStore(path), role="shuffler", url=str(path), state_dir=sdir, init=init
+    )
     store.expected_deployment = deployment
     pending = store.pending()
     typer.echo(

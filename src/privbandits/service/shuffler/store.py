@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import secrets
 import sqlite3
 import threading
@@ -42,6 +41,7 @@ from typing import Any
 from privbandits.core.errors import PrivbanditsError, ValidationError
 from privbandits.core.validation import check_choice, check_int
 from privbandits.service.shuffler.permutation import Permutation, system_permutation
+from privbandits.service.storage.deployment import file_identity
 
 __all__ = ["CutBatch", "QueueLost", "ShufflerStore", "report_digest"]
 
@@ -147,11 +147,7 @@ class ShufflerStore:
 
     # -- deployment -----------------------------------------------------------------------------
     def _stat(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        return (st.st_dev, st.st_ino)
+        return file_identity(self.path)
 
     def deployment_id(self) -> str | None:
         """The deployment id the database holds (None: none yet)."""

@@ -31,6 +31,7 @@ __all__ = [
     "DeploymentError",
     "check_database_file",
     "default_state_dir",
+    "file_identity",
     "new_deployment_id",
     "resolve_deployment",
     "sqlite_path",
@@ -78,6 +79,16 @@ def _write_id(path: Path, value: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def file_identity(path: str) -> tuple[int, int] | None:
+    """``(device, inode)`` of the database file ``path`` (None: no such file), to notice a file
+    deleted or replaced under a running process."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def new_deployment_id() -> str:

@@ -26,7 +26,7 @@ import numpy as np
 
 from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
 
-__all__ = ["SnapshotError", "capture", "restore"]
+__all__ = ["SnapshotError", "capture", "kernel_state_arrays", "restore"]
 
 
 class SnapshotError(Exception):
@@ -42,7 +42,9 @@ def _arrays(obj: Any) -> list[np.ndarray]:
     return []
 
 
-def _state_arrays(model: Any) -> list[np.ndarray] | None:
+def kernel_state_arrays(model: Any) -> list[np.ndarray] | None:
+    """The state arrays of ``model``'s compiled kernel (a ServedModel's), in the order its digest
+    and its snapshots read them; None for a role without a compiled kernel."""
     kernel = getattr(model.alg, "kernel", None)
     if isinstance(kernel, LocalKernel):
         return _arrays(kernel.public) + _arrays(kernel.server)
@@ -54,7 +56,7 @@ def _state_arrays(model: Any) -> list[np.ndarray] | None:
 def capture(model: Any, extra: dict[str, Any]) -> bytes | None:
     """The state of ``model`` (a ServedModel) and the JSON-able ``extra`` as bytes, or None when
     the role has no compiled kernel (see the module docstring)."""
-    arrays = _state_arrays(model)
+    arrays = kernel_state_arrays(model)
     if arrays is None:
         return None
     streams = model.alg.streams
@@ -90,7 +92,7 @@ def restore(model: Any, blob: bytes) -> dict[str, Any]:
         If the arrays do not match the model's in number, dtype or shape, or the restored state's
         digest differs from the one recorded when the snapshot was taken.
     """
-    arrays = _state_arrays(model)
+    arrays = kernel_state_arrays(model)
     if arrays is None:
         raise SnapshotError(f"{model.alg.name} has no compiled state to restore a snapshot into")
     with np.load(io.BytesIO(bytes(blob)), allow_pickle=False) as data:
