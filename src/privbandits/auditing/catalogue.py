@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from privbandits.algorithms import available
 from privbandits.algorithms.audit import ClientPathCase, ReleaseCase
 from privbandits.algorithms.base import Algorithm
+from privbandits.algorithms.registry import get
 from privbandits.auditing.client_path import client_path_spec
 from privbandits.core.errors import ValidationError
 from privbandits.privacy.audit import AUDITABLE as MECHANISMS
@@ -28,9 +29,11 @@ __all__ = [
     "CLIENT_PATHS",
     "RELEASES",
     "audit_mechanism",
+    "cases_of",
     "collect",
     "declared_cases",
     "local_algorithms",
+    "resolve",
     "run_all",
     "undeclared",
 ]
@@ -112,3 +115,44 @@ audit_mechanism = functools.partial(_audit_entry, catalog=AUDITABLE)
 #: Audit every entry of :data:`AUDITABLE` (or ``names``) in catalogue order (``privbandits audit
 #: --all``): the privacy layer's :func:`~privbandits.privacy.audit.run_all` on this catalogue.
 run_all = functools.partial(_run_entries, catalog=AUDITABLE)
+
+
+def cases_of(algorithm: str) -> list[str]:
+    """Catalogue names of the audit cases the registered ``algorithm`` declares on its class
+    (its client paths ``client:<algorithm>[-<variant>]`` and its releases); ``[]`` when it declares
+    none."""
+    if algorithm not in available():
+        raise ValidationError(f"{algorithm!r} is not a registered algorithm")
+    return [case.name for case in declared_cases(get(algorithm))]
+
+
+def resolve(name: str) -> list[str]:
+    """The :data:`AUDITABLE` entries ``privbandits audit NAME`` runs.
+
+    ``NAME`` is an entry (itself), ``client:``-less client path (``ldp-ucb`` for
+    ``client:ldp-ucb``), or a registered algorithm's name (every case it declares, e.g. ``dp-se``
+    for ``dp-se-release``).  Anything else is an error naming the auditable entries and the
+    algorithms that declare a case.
+    """
+    if name in AUDITABLE:
+        return [name]
+    if f"client:{name}" in AUDITABLE:
+        return [f"client:{name}"]
+    if name in available():
+        names = cases_of(name)
+        if names:
+            return names
+    declaring = [n for n, cls in available().items() if declared_cases(cls)]
+    import difflib
+
+    close = difflib.get_close_matches(name, [*AUDITABLE, *declaring], n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    what = (
+        f"algorithm {name!r} declares no audit case"
+        if name in available()
+        else f"unknown mechanism or algorithm {name!r}"
+    )
+    raise ValidationError(
+        f"{what}{hint}; auditable entries: {', '.join(AUDITABLE)}; algorithms with declared "
+        f"audits: {', '.join(declaring)}"
+    )

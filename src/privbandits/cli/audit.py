@@ -26,9 +26,9 @@ def audit(
     mechanism: Annotated[
         Optional[str],
         typer.Argument(
-            help="Mechanism, or an algorithm name (= "
-            "client:ALGORITHM) to audit its whole client code "
-            "path (see --list)."
+            help="Mechanism, or an algorithm name: a local / shuffle algorithm audits its "
+            "client code path (client:ALGORITHM), a central one the releases it declares "
+            "(see --list)."
         ),
     ] = None,
     all_: Annotated[
@@ -66,8 +66,9 @@ def audit(
 ) -> None:
     """Empirical privacy audit: audited lower bound on epsilon vs the claimed epsilon.
 
-    Audits the privacy layer's mechanisms and protocols and every local / shuffle algorithm's
-    client code path (``client:<algorithm>``), see privbandits.auditing.  Exit code 1 when an
+    Audits the privacy layer's mechanisms and protocols, every local / shuffle algorithm's
+    client code path (``client:<algorithm>``) and the central algorithms' declared releases; an
+    algorithm's name runs every case it declares, see privbandits.auditing.  Exit code 1 when an
     audited lower bound exceeds a claimed epsilon (a detected violation).
 
     With ``--adversarial`` (``ALGORITHM`` or ``--all``): for each local / shuffle device, the public
@@ -123,9 +124,14 @@ def audit(
     if all_:
         results = mod.run_all(**_accepted_options(mod.run_all, options))
     else:
-        if mechanism not in auditable and f"client:{mechanism}" in auditable:
-            mechanism = f"client:{mechanism}"  # an algorithm name audits its whole client code path
-        if mechanism not in auditable:
+        resolve = getattr(mod, "resolve", None)
+        if resolve is not None:  # an entry, or an algorithm's name: every case it declares
+            names = resolve(str(mechanism))
+        elif mechanism in auditable:
+            names = [mechanism]
+        elif f"client:{mechanism}" in auditable:
+            names = [f"client:{mechanism}"]  # a local algorithm's name: its client code path
+        else:
             import difflib
 
             close = difflib.get_close_matches(str(mechanism), list(auditable), n=1)
@@ -134,7 +140,11 @@ def audit(
                 f"unknown mechanism {mechanism!r}{hint}; "
                 f"auditable: {', '.join(auditable) or 'none'}"
             )
-        results = mod.audit_mechanism(mechanism, **_accepted_options(mod.audit_mechanism, options))
+        accepted = _accepted_options(mod.audit_mechanism, options)
+        if len(names) == 1:
+            results = mod.audit_mechanism(names[0], **accepted)
+        else:
+            results = {n: mod.audit_mechanism(n, **accepted) for n in names}
     _render(out, results)
     items = (
         results.values()
