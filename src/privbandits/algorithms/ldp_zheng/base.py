@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import LocalAlgorithm
+from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_zheng.calibration import (
     GAUSSIAN_CALIBRATIONS,
@@ -114,6 +115,26 @@ class ZhengAlgorithm(LocalAlgorithm):
             return laplace_message_guarantee(parts, head, rounds=T)
         return gaussian_message_guarantee(
             parts, self.delta, head, rounds=T, calibration=calibration
+        )
+
+    def _calibrated(
+        self,
+        cls: type[ZhengConstants],
+        parts: tuple[tuple[str, float, float], ...],
+        notes: list[str],
+        rule: str,
+        **fields: Any,
+    ) -> Calibration:
+        """The calibration: the family's typed constants ``cls`` of ``fields`` and of the shared
+        parameters (mechanism, ``c_factor``, radius formula and multiplier, clipping), with the
+        message's guarantee (:meth:`_guarantee`, calibration ``rule``)."""
+        shared = ("mechanism", "c_factor", "beta_formula", "beta_scale", "clip")
+        constants = cls(**{k: getattr(self, k) for k in shared}, **fields)
+        return Calibration(
+            self._guarantee(parts, notes, constants.T, rule),
+            preset=self.preset,
+            requested=(self.epsilon, self.delta),
+            constants=constants,
         )
 
     # -- kernel ------------------------------------------------------------------------------

@@ -65,7 +65,12 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     tight_sigma,
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES, zeta_default, zeta_paper
-from privbandits.algorithms.ldp_zheng.ridge import new_ridge_state, ridge_receive, ridge_space
+from privbandits.algorithms.ldp_zheng.ridge import (
+    add_message_noise,
+    new_ridge_state,
+    ridge_receive,
+    ridge_space,
+)
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link, link_mu
@@ -76,8 +81,6 @@ from privbandits.core.validation import check_choice, check_positive
 from privbandits.privacy.samplers import (
     add_gaussian,
     add_laplace,
-    add_symmetric_gaussian,
-    add_symmetric_laplace,
     clip_l2,
     clip_scalar,
 )
@@ -174,13 +177,10 @@ def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-unty
     V = out[: D * D].reshape((D, D))
     u = out[D * D : D * D + D]
     g = out[D * D + D : D * D + 2 * D]
+    add_message_noise(rng, laplace, scale_V, V, scale_u, u)
     if laplace:
-        add_symmetric_laplace(rng, scale_V, V)
-        add_laplace(rng, scale_u, u)
         add_laplace(rng, scale_g, g)
     else:
-        add_symmetric_gaussian(rng, scale_V, V)
-        add_gaussian(rng, scale_u, u)
         add_gaussian(rng, scale_g, g)
 
 
@@ -431,22 +431,21 @@ class LDPGLOC(ZhengAlgorithm):
             notes.append(f"noise: {calib}")
             parts = (("x x^T, z x", J, scale_V), ("gradient", 2.0 * G_acc, scale_g))
         rule = "given" if preset == "authors_code" else calib
-        constants = LDPGLOCConstants(
+        return self._calibrated(
+            LDPGLOCConstants,
+            parts,
+            notes,
+            rule,
             D=D,
             T=T,
             context_bound=C_B,
             reward_lo=lo,
             reward_hi=hi,
-            mechanism=self.mechanism,
             gaussian_calibration=calib,
             sensitivity=J,
             scale_V=scale_V,
             scale_u=scale_u,
             sigma=sigma,
-            c_factor=self.c_factor,
-            beta_formula=self.beta_formula,
-            beta_scale=self.beta_scale,
-            clip=self.clip,
             theta_radius=S_W,
             blockwise=block,
             z_bound=z_bound,
@@ -459,12 +458,6 @@ class LDPGLOC(ZhengAlgorithm):
             zeta=zeta,
             project=project,
             init=init,
-        )
-        return Calibration(
-            self._guarantee(parts, notes, T, rule),
-            preset=preset,
-            requested=(eps, delta),
-            constants=constants,
         )
 
     def _zeta(

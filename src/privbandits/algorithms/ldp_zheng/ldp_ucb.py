@@ -49,15 +49,16 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     tight_sigma,
 )
 from privbandits.algorithms.ldp_zheng.constants import BETA_CODES
-from privbandits.algorithms.ldp_zheng.ridge import new_ridge_state, ridge_receive, ridge_space
+from privbandits.algorithms.ldp_zheng.ridge import (
+    add_message_noise,
+    new_ridge_state,
+    ridge_receive,
+    ridge_space,
+)
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, Optional
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.samplers import (
-    add_gaussian,
-    add_laplace,
-    add_symmetric_gaussian,
-    add_symmetric_laplace,
     clip_l2,
     clip_scalar,
 )
@@ -101,12 +102,7 @@ def _randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-unty
     _encode(params, public, r, t, X, a, y, out)
     V = out[: D * D].reshape((D, D))
     u = out[D * D : D * D + D]
-    if laplace:
-        add_symmetric_laplace(rng, scale_V, V)
-        add_laplace(rng, scale_u, u)
-    else:
-        add_symmetric_gaussian(rng, scale_V, V)
-        add_gaussian(rng, scale_u, u)
+    add_message_noise(rng, laplace, scale_V, V, scale_u, u)
 
 
 @nb.njit(cache=True)
@@ -289,34 +285,27 @@ class LDPUCB(ZhengAlgorithm):
                 f"noise: {split}/{calib}; parts alone: x x^T {tight_V:.6g}, y x {tight_u:.6g}"
             )
             parts = (("x x^T, y x", joint, sigma),)
-        constants = LDPUCBConstants(
+        return self._calibrated(
+            LDPUCBConstants,
+            parts,
+            notes,
+            rule,
             D=D,
             T=T,
             context_bound=C_B,
             reward_lo=lo,
             reward_hi=hi,
-            mechanism=self.mechanism,
             gaussian_calibration=calib,
             sensitivity=joint,
             scale_V=scale_V,
             scale_u=scale_u,
             sigma=sigma,
-            c_factor=self.c_factor,
-            beta_formula=self.beta_formula,
-            beta_scale=self.beta_scale,
-            clip=self.clip,
             reward_bound=Y,
             noise_split=split,
             V0=V0,
             bonus=bonus,
             beta_index=beta_index,
             c_first=c_first,
-        )
-        return Calibration(
-            self._guarantee(parts, notes, T, rule),
-            preset=preset,
-            requested=(eps, delta),
-            constants=constants,
         )
 
     # -- kernel --------------------------------------------------------------------------------

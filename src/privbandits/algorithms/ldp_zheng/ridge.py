@@ -54,8 +54,15 @@ from privbandits.algorithms.ldp_zheng.constants import regularizer, upsilon
 from privbandits.core.links import LINK_IDENTITY
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.privacy.device import DeviceNoise
+from privbandits.privacy.samplers import (
+    add_gaussian,
+    add_laplace,
+    add_symmetric_gaussian,
+    add_symmetric_laplace,
+)
 
 __all__ = [
+    "add_message_noise",
     "additive_noise",
     "choose",
     "new_ridge_state",
@@ -64,6 +71,19 @@ __all__ = [
     "ridge_regularizer",
     "ridge_space",
 ]
+
+
+@nb.njit(cache=True)
+def add_message_noise(rng, laplace, scale_V, V, scale_u, u):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The user's noise on the two ridge parts, in draw order: symmetric ``B`` on the Gram part
+    ``V`` (upper triangle row by row, mirrored), then ``xi`` on the vector part ``u``; Laplace
+    (scales) or Gaussian (stds)."""
+    if laplace:
+        add_symmetric_laplace(rng, scale_V, V)
+        add_laplace(rng, scale_u, u)
+    else:
+        add_symmetric_gaussian(rng, scale_V, V)
+        add_gaussian(rng, scale_u, u)
 
 
 def ridge_space(*extra: PublicField) -> PublicSpace:
