@@ -38,11 +38,10 @@ import numba as nb
 import numpy as np
 
 from privbandits.algorithms.audit import ReleaseCase
-from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.mab.calibration import AdaPConstants
-from privbandits.algorithms.mab.private import argmax_first, unit_reward
+from privbandits.algorithms.mab.private import ArmCurator, argmax_first, unit_reward
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Epsilon, Real
 from privbandits.core.spec import EnvSpec
@@ -163,7 +162,7 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
 
 
 @register
-class AdaPUCB(Curator):
+class AdaPUCB(ArmCurator):
     """AdaP-UCB (Azize & Basu 2022, Algorithm 1 with the index of eq. 7): pure eps-DP, central.
 
     Parameters
@@ -231,11 +230,6 @@ class AdaPUCB(Curator):
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)), np.zeros((R, K)), ep)
         params = (float(self.epsilon), float(self.alpha), lo, hi, self._kl)
         return CuratorKernel(_select, _update, params, state)
-
-    def counts(self) -> np.ndarray:
-        """Pulls of every arm so far, ``(R, K)``."""
-        assert self.kernel is not None
-        return self.kernel.state[0].copy()
 
     def private_means(self) -> np.ndarray:
         """The last released private means ``mu_tilde`` (rewards in ``[0, 1]``), ``(R, K)``."""

@@ -33,11 +33,11 @@ import numba as nb
 import numpy as np
 
 from privbandits.algorithms.audit import ReleaseCase
-from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.mab.calibration import DPUCBConstants
 from privbandits.algorithms.mab.private import (
+    ArmCurator,
     argmax_first,
     laplace_tree_insert,
     tree_prefix_sum,
@@ -92,7 +92,7 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
 
 
 @register
-class DPUCB(Curator):
+class DPUCB(ArmCurator):
     """DP-UCB with tree-based counters (Mishra & Thakurta 2015, Algorithm 1): pure eps-DP, central.
 
     Parameters
@@ -183,11 +183,6 @@ class DPUCB(Curator):
         state = (np.zeros((R, K)), np.zeros((R, K, h)), np.zeros((R, K, h)), np.zeros((R, K)))
         params = (c.node_scale, c.Gamma, lo, hi)
         return CuratorKernel(_select, _update, params, state)
-
-    def counts(self) -> np.ndarray:
-        """Pulls of every arm so far, ``(R, K)``."""
-        assert self.kernel is not None
-        return self.kernel.state[0].copy()
 
     def private_sums(self) -> np.ndarray:
         """The counters' current private prefix sums ``r_a(t)`` (rewards in ``[0, 1]``), ``(R, K)``."""

@@ -27,9 +27,19 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.base import Curator
 from privbandits.privacy.samplers import clip_scalar, laplace_draw
 
-__all__ = ["argmax_first", "laplace_tree_insert", "tree_prefix_sum", "unit_reward"]
+__all__ = ["ArmCurator", "argmax_first", "laplace_tree_insert", "tree_prefix_sum", "unit_reward"]
+
+
+class ArmCurator(Curator):
+    """A K-armed curator whose compiled state starts with the pulls of every arm."""
+
+    def counts(self) -> np.ndarray:
+        """Pulls of every arm so far, ``(R, K)``."""
+        assert self.kernel is not None
+        return self.kernel.state[0].copy()
 
 
 @nb.njit(cache=True)

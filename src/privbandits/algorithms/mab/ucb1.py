@@ -19,10 +19,10 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
 from privbandits.algorithms.mab.calibration import SubGaussianConstants
+from privbandits.algorithms.mab.private import ArmCurator
 from privbandits.algorithms.mab.scales import reward_scale
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Optional, Positive
@@ -54,7 +54,7 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
 
 
 @register
-class UCB1(Curator):
+class UCB1(ArmCurator):
     """UCB1 for sub-Gaussian rewards (Auer et al. 2002; the MAB black box of Zheng et al. 2020,
     appendix B.1).
 
@@ -91,8 +91,3 @@ class UCB1(Curator):
         return CuratorKernel(
             _select, _update, (float(self.calibration.typed(SubGaussianConstants).scale),), state
         )
-
-    def counts(self) -> np.ndarray:
-        """Pulls of every arm so far, ``(R, K)``."""
-        assert self.kernel is not None
-        return self.kernel.state[0].copy()
