@@ -159,42 +159,15 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
     if mode == 0:
         mat_vec(V_inv[r], b[r], theta[r])
         return
-    if mode == 1:
+    if mode == 1:  # per-arm means of a fixed action set, weighted by the pulls
         for k in range(K):
             ybar[r, k] = ssum[r, k] / max(cnt[r, k], 1.0)
-        ok, _, _ = newton_mle_row(
-            arms[r],
-            ybar[r],
-            cnt[r],
-            K,
-            link_code,
-            lam,
-            theta[r],
-            n_iter,
-            tol,
-            grad[r],
-            H[r],
-            L[r],
-            p[r],
-            new[r],
-        )
-    else:
-        ok, _, _ = newton_mle_row(
-            Xh[r],
-            yh[r],
-            ones,
-            n_obs,
-            link_code,
-            lam,
-            theta[r],
-            n_iter,
-            tol,
-            grad[r],
-            H[r],
-            L[r],
-            p[r],
-            new[r],
-        )
+        Xs, ys, ws, n = arms[r], ybar[r], cnt[r], K
+    else:  # the history of the observations
+        Xs, ys, ws, n = Xh[r], yh[r], ones, n_obs
+    ok, _, _ = newton_mle_row(
+        Xs, ys, ws, n, link_code, lam, theta[r], n_iter, tol, grad[r], H[r], L[r], p[r], new[r]
+    )
     if not ok:
         n_unconverged[r] += 1
 
