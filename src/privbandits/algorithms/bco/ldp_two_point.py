@@ -56,7 +56,7 @@ from privbandits.algorithms.bco.two_point import (
     SCHEDULES,
     TwoPointConstants,
     TwoPointState,
-    two_point_schedule,
+    algorithm_schedule,
 )
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_zheng.calibration import (
@@ -381,17 +381,7 @@ class LDPTwoPoint(LocalAlgorithm):
         """Noise of the message, its accounted guarantee, and Algorithm 4's constants."""
         cs = convex_spec(self.name, spec)
         eps, delta = self.epsilon, self.delta
-        pre = two_point_schedule(
-            self.name,
-            cs,
-            schedule=self.schedule,
-            step=self.step,
-            rho=self.rho,
-            sc_modulus=self.sc_modulus,
-            eta_scale=self.eta_scale,
-            horizon=self.horizon,
-            sigma=0.0,
-        )
+        pre = algorithm_schedule(self, cs, 0.0)
         rho, G = float(pre.rho), cs.lipschitz
         sens = 4.0 * rho * G
         note = (
@@ -424,17 +414,7 @@ class LDPTwoPoint(LocalAlgorithm):
                 rounds=pre.T,
                 calibration="classic" if self.preset == "paper" else "analytic",
             )
-        consts = two_point_schedule(
-            self.name,
-            cs,
-            schedule=self.schedule,
-            step=self.step,
-            rho=self.rho,
-            sc_modulus=self.sc_modulus,
-            eta_scale=self.eta_scale,
-            horizon=self.horizon,
-            sigma=sigma,
-        )
+        consts = algorithm_schedule(self, cs, sigma)
         constants = LDPTwoPointConstants(
             **{f.name: getattr(consts, f.name) for f in dataclasses.fields(consts)},
             sensitivity=sens,

@@ -36,7 +36,13 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.params import Choice, Int, Optional, Positive
 from privbandits.privacy.guarantee import NON_PRIVATE
 
-__all__ = ["TwoPointBCO", "TwoPointConstants", "TwoPointState", "two_point_schedule"]
+__all__ = [
+    "TwoPointBCO",
+    "TwoPointConstants",
+    "TwoPointState",
+    "algorithm_schedule",
+    "two_point_schedule",
+]
 
 #: Step-size schedules of Algorithm 4.
 SCHEDULES: tuple[str, ...] = ("convex", "strongly_convex")
@@ -97,6 +103,13 @@ def two_point_schedule(
         G, D, d = spec.lipschitz, spec.domain.diameter, spec.d
         eta = eta_scale * D / (d * math.sqrt(G * G + sigma * sigma) * math.sqrt(T))
     return TwoPointConstants(T, rho_v, rho_v / r, schedule, step, eta_scale, sigma, mu, eta)
+
+
+def algorithm_schedule(alg: Any, spec: ConvexSpec, sigma: float) -> TwoPointConstants:
+    """:func:`two_point_schedule` at noise ``sigma`` for the parameters of a two-point algorithm
+    ``alg`` (its ``schedule``, ``step``, ``rho``, ``sc_modulus``, ``eta_scale``, ``horizon``)."""
+    keys = ("schedule", "step", "rho", "sc_modulus", "eta_scale", "horizon")
+    return two_point_schedule(alg.name, spec, sigma=sigma, **{k: getattr(alg, k) for k in keys})
 
 
 class TwoPointState:
@@ -190,17 +203,7 @@ class TwoPointBCO(Curator):
         cs = convex_spec(self.name, spec)
         return Calibration(
             NON_PRIVATE,
-            constants=two_point_schedule(
-                self.name,
-                cs,
-                schedule=self.schedule,
-                step=self.step,
-                rho=self.rho,
-                sc_modulus=self.sc_modulus,
-                eta_scale=self.eta_scale,
-                horizon=self.horizon,
-                sigma=0.0,
-            ),
+            constants=algorithm_schedule(self, cs, 0.0),
         )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
