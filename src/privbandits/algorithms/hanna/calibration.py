@@ -10,7 +10,7 @@ shuffle model (Algorithm 3) records its per-batch budgets in :class:`ShuffleCons
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from privbandits.algorithms.calibration import Calibration, Constants
 from privbandits.algorithms.hanna.elimination import batch_growth, n_batches
@@ -22,6 +22,7 @@ from privbandits.privacy.ledger import Laplace, SelfComposed
 
 __all__ = [
     "CentralConstants",
+    "LaplaceCalibration",
     "LocalConstants",
     "NonPrivateConstants",
     "ShuffleConstants",
@@ -156,3 +157,28 @@ def calibrate_laplace(
         requested=(epsilon, 0.0),
         constants=constants,
     )
+
+
+class LaplaceCalibration:
+    """The ``calibrate`` of Hanna et al.'s (2022) central and local algorithms: one Laplace
+    calibration (:func:`calibrate_laplace`) under the class's trust model, with the central
+    algorithm's core-set choice."""
+
+    trust_model: ClassVar[str]
+    epsilon: float
+    preset: str
+    paper_sensitivity: bool | None
+    width_mode: str | None
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """Laplace scale ``s = Delta / eps`` (``eps0`` of a report, locally) and the accounted
+        ``(r_hi - r_lo) / s``-DP (LDP)."""
+        return calibrate_laplace(
+            self.trust_model,
+            self.epsilon,
+            self.preset,
+            self.paper_sensitivity,
+            self.width_mode,
+            spec,
+            getattr(self, "core_set", None),
+        )

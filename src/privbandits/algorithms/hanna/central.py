@@ -26,8 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.hanna.calibration import CentralConstants, calibrate_laplace
+from privbandits.algorithms.hanna.calibration import CentralConstants, LaplaceCalibration
 from privbandits.algorithms.hanna.curator import BatchedCurator
 from privbandits.algorithms.hanna.elimination import (
     BatchPlan,
@@ -40,7 +39,6 @@ from privbandits.algorithms.hanna.presets import (
 from privbandits.algorithms.hanna.widths import CentralWidth
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Epsilon
-from privbandits.core.spec import EnvSpec
 from privbandits.privacy.samplers import add_laplace
 
 __all__ = ["CentralLaplaceSums", "HannaCentral"]
@@ -86,7 +84,7 @@ class CentralLaplaceSums:
 
 
 @register
-class HannaCentral(BatchedCurator):
+class HannaCentral(LaplaceCalibration, BatchedCurator):
     """Algorithm 1 of Hanna et al. (2022): central model, pure eps-DP, Laplace noise per batch sum.
 
     Parameters
@@ -143,18 +141,6 @@ class HannaCentral(BatchedCurator):
         fail_prob: float | None = None,
     ) -> None:
         pass
-
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        """Laplace scale ``s = Delta / eps`` and the accounted ``(r_hi - r_lo) / s``-DP."""
-        return calibrate_laplace(
-            "central",
-            self.epsilon,
-            self.preset,
-            self.paper_sensitivity,
-            self.width_mode,
-            spec,
-            self.core_set,
-        )
 
     def make_collector(self) -> CentralLaplaceSums:
         c = self.calibration.typed(CentralConstants)

@@ -31,9 +31,8 @@ import numpy as np
 
 from privbandits.algorithms.audit import AuditCase, fixed_action_case
 from privbandits.algorithms.base import Client, LocalAlgorithm
-from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.hanna.aggregate import AggregateLaplaceSums
-from privbandits.algorithms.hanna.calibration import LocalConstants, calibrate_laplace
+from privbandits.algorithms.hanna.calibration import LaplaceCalibration, LocalConstants
 from privbandits.algorithms.hanna.curator import require_fixed_actions
 from privbandits.algorithms.hanna.elimination import (
     BatchPlan,
@@ -248,7 +247,7 @@ class LocalServer(EliminationServer):
 
 
 @register
-class HannaLocal(ServerHeldEngine, LocalAlgorithm):
+class HannaLocal(LaplaceCalibration, ServerHeldEngine, LocalAlgorithm):
     """Algorithm 2 of Hanna et al. (2022): local model, pure eps0-LDP Laplace reports.
 
     Parameters
@@ -308,12 +307,6 @@ class HannaLocal(ServerHeldEngine, LocalAlgorithm):
         fail_prob: float | None = None,
     ) -> None:
         pass
-
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        """Laplace scale ``s = Delta / eps0`` and the accounted ``(r_hi - r_lo) / s``-LDP."""
-        return calibrate_laplace(
-            "local", self.epsilon, self.preset, self.paper_sensitivity, self.width_mode, spec
-        )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Streams) -> None:
         require_fixed_actions(self.name, spec)
