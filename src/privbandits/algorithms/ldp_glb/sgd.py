@@ -50,6 +50,19 @@ JOINT_RADII: tuple[str, ...] = ("dK", "d")
 SGD_MECHANISM = "han2021-l2-ball"
 JOINT_MECHANISM = "han2021-l2-ball-joint"
 
+#: The hyper-parameters whose preset default a given value replaces (:meth:`LDPSGD.settings_for`).
+_TUNABLE = (
+    "grad_bound",
+    "eta0",
+    "t0",
+    "step_schedule",
+    "init",
+    "ridge",
+    "sgd_warmup",
+    "synthetic_update",
+    "joint_radius",
+)
+
 
 def random_unit(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Uniform draws on the unit sphere, ``shape = lead + (d,)`` (the code's initialization)."""
@@ -205,17 +218,7 @@ class LDPSGD(HanAlgorithm):
         out = sgd_defaults(
             self.preset, spec.setting, spec.link.name, spec.context_bound, spec.reward_bound
         )
-        for key in (
-            "grad_bound",
-            "eta0",
-            "t0",
-            "step_schedule",
-            "init",
-            "ridge",
-            "sgd_warmup",
-            "synthetic_update",
-            "joint_radius",
-        ):
+        for key in _TUNABLE:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -236,21 +239,7 @@ class LDPSGD(HanAlgorithm):
         cfg = self.settings_for(spec)
         d, K, R_g, eps = spec.d, spec.K, float(cfg["grad_bound"]), self.epsilon
         warmup = self._warmup(spec)
-        common: dict[str, Any] = {
-            key: cfg[key]
-            for key in (
-                "grad_bound",
-                "eta0",
-                "t0",
-                "step_schedule",
-                "init",
-                "ridge",
-                "sgd_warmup",
-                "synthetic_update",
-                "joint_radius",
-                "project_radius",
-            )
-        }
+        common: dict[str, Any] = {key: cfg[key] for key in (*_TUNABLE, "project_radius")}
         common.update(s0=warmup.s0, n_warmup=warmup.n_warmup)
         if spec.setting == "single":
             radius = l2_ball_radius(eps, d, R_g)
