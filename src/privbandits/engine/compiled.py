@@ -113,40 +113,12 @@ class ChunkRunner:
         while start < B:
             nxt = rec.next_t
             stop = B if nxt < 0 else min(B, nxt - t)
+            rounds = (X, means, rewards, best, start, stop, t, streams.policy)
+            totals = (rec.cum_regret, rec.cum_reward)
             if isinstance(k, LocalKernel):
-                run(
-                    k.params,
-                    k.public,
-                    k.server,
-                    X,
-                    means,
-                    rewards,
-                    best,
-                    start,
-                    stop,
-                    t,
-                    streams.policy,
-                    streams.client,
-                    self.msg,
-                    rec.cum_regret,
-                    rec.cum_reward,
-                )
+                run(k.params, k.public, k.server, *rounds, streams.client, self.msg, *totals)
             else:
-                run(
-                    k.params,
-                    k.state,
-                    X,
-                    means,
-                    rewards,
-                    best,
-                    start,
-                    stop,
-                    t,
-                    streams.policy,
-                    streams.server,
-                    rec.cum_regret,
-                    rec.cum_reward,
-                )
+                run(k.params, k.state, *rounds, streams.server, *totals)
             if t + stop == rec.next_t:
                 rec.snapshot()
             start = stop
