@@ -32,6 +32,7 @@ import numpy as np
 from privbandits.core.validation import (
     check_choice,
     check_delta,
+    check_epsilon,
     check_in_range,
     check_int,
     check_positive,
@@ -156,9 +157,7 @@ class SSPRidge:
         calibration: str = "analytic",
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_in_range(
-            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
-        )
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.delta = check_delta(delta)
         self.ridge = check_positive("ridge", ridge)
         self.failure_prob = check_in_range(
@@ -238,9 +237,7 @@ class DPGradientDescent:
         eta: float = 1.0,
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_in_range(
-            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
-        )
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.delta = check_delta(delta)
         self.steps = check_int("steps", steps, 1)
         self.clip = check_positive("clip", clip)

@@ -33,7 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.core.validation import check_choice, check_delta, check_in_range, check_int
+from privbandits.core.validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_in_range,
+    check_int,
+)
 from privbandits.privacy.calibration import CALIBRATIONS
 from privbandits.privacy.guarantee import NON_PRIVATE
 from privbandits.regression.data import BOUND_POLICIES, prepare
@@ -125,9 +131,7 @@ class ImproperBatchSGD:
         calibration: str = "analytic",
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_in_range(
-            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
-        )
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.delta = check_delta(delta)
         self.mode = check_choice("mode", mode, ("jdp", "ldp"))
         self.K = None if K is None else check_int("K", K, 1)

@@ -58,6 +58,7 @@ from privbandits.core.links import Link
 from privbandits.core.validation import (
     check_choice,
     check_delta,
+    check_epsilon,
     check_in_range,
     check_int,
     check_positive,
@@ -306,9 +307,7 @@ class ReweightedRegression:
         calibration: str = "analytic",
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_in_range(
-            "epsilon", epsilon, 0.0, None, low_inclusive=False, allow_inf=True
-        )
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.delta = check_delta(delta)
         self.mode = check_choice("mode", mode, ("jdp", "ldp"))
         self.link = link_constants(link)
