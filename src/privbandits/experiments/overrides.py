@@ -18,7 +18,7 @@ from privbandits.core.errors import ConfigError, ParameterError
 from privbandits.experiments.schema import key
 from privbandits.experiments.units import ENV_KINDS
 
-__all__ = ["Overrides", "option_flags", "option_help", "parse_grid_option"]
+__all__ = ["Overrides", "option_flags", "option_help", "parse_grid_option", "show_value"]
 
 #: Override field -> the schema key it overrides.
 _OVERRIDDEN = {
@@ -40,7 +40,8 @@ def option_help(name: str) -> str:
     return key("", name).cli_help
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """``value`` as TOML spells it (for messages naming a key and its value)."""
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, bool):
@@ -97,7 +98,7 @@ class Overrides:
                     decl.constraint.check("seed" if attr == "seeds" else name, v)
                 except ParameterError as exc:
                     raise ConfigError(
-                        f"command line: {option} {_show(v)}: {_GOT_RE.sub('', str(exc))}"
+                        f"command line: {option} {show_value(v)}: {_GOT_RE.sub('', str(exc))}"
                     ) from None
 
     def apply(self, raw: dict[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from privbandits.core.params import Choice
 from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_choice
 from privbandits.experiments.claims import Claim
-from privbandits.experiments.overrides import Overrides
+from privbandits.experiments.overrides import Overrides, show_value
 from privbandits.experiments.paper_numbers import REFERENCE_KINDS, PaperNumber, PaperTable
 from privbandits.experiments.schema import (
     CLAIM_KEYS,
@@ -143,14 +143,6 @@ def _imports(source: str, listed: Any, extra: Sequence[str]) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------
 # validation
 # ------------------------------------------------------------------------------------------
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, bool):
-        return str(value).lower()
-    return repr(value)
-
-
 def _accepted(cls: type[Algorithm]) -> tuple[set[str], bool]:
     """Named constructor parameters of ``cls`` (:meth:`Algorithm.param_names`) and whether it also
     takes arbitrary keywords."""
@@ -180,7 +172,7 @@ class _Validator:
     # -- error helpers ----------------------------------------------------------------------
     def fail(self, path: str, value: Any, reason: str, allowed: str = "") -> ConfigKeyError:
         return ConfigKeyError(
-            f"{self.source}: {path} = {_show(value)}: {reason}",
+            f"{self.source}: {path} = {show_value(value)}: {reason}",
             key=path,
             value=value,
             allowed=allowed,
@@ -444,7 +436,7 @@ class _Validator:
     def _variant_error(
         self, where: str, name: str, full: dict[str, Any], exc: Exception
     ) -> ConfigError:
-        shown = ", ".join(f"{k}={_show(v)}" for k, v in full.items())
+        shown = ", ".join(f"{k}={show_value(v)}" for k, v in full.items())
         return ConfigError(f"{self.source}: {where} ({name}({shown})): {exc}")
 
     def plot(self, table: Any) -> PlotConfig:
