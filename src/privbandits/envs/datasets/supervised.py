@@ -645,25 +645,20 @@ def _fast_parse(
 
 
 def _register_all() -> None:
-    for key, (_, source, summary) in _BUNDLED.items():
-        register(
-            key,
-            _bundled_loader(key),
-            kind="supervised",
-            source=source,
-            licence=_UCI,
-            summary=summary,
-        )
-    for key, (_, source, summary) in _FETCHED.items():
-        register(
-            key,
-            _fetched_loader(key),
-            kind="supervised",
-            source=source,
-            licence=_UCI,
-            summary=summary,
-            availability="network",
-        )
+    for table, loader, availability in (
+        (_BUNDLED, _bundled_loader, "bundled"),
+        (_FETCHED, _fetched_loader, "network"),
+    ):
+        for key, (_, source, summary) in table.items():
+            register(
+                key,
+                loader(key),
+                kind="supervised",
+                source=source,
+                licence=_UCI,
+                summary=summary,
+                availability=availability,
+            )
     register(
         "file",
         load_file,
