@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.hanna.calibration import CentralConstants, LaplaceCalibration
 from privbandits.algorithms.hanna.curator import BatchedCurator
 from privbandits.algorithms.hanna.elimination import (
@@ -128,6 +129,13 @@ class HannaCentral(LaplaceCalibration, BatchedCurator):
         {"epsilon": 0.3, "core_set": False, "width_mode": "paper"},
     )
     test_envs: ClassVar[tuple[str, ...]] = ("finite",)
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The noisy per-action batch sums of step 7 (Laplace, L1 sensitivity r_hi - r_lo)."""
+        from privbandits.algorithms.hanna.central_audit import central_release_spec
+
+        return (ReleaseCase("hanna-central-release", central_release_spec),)
 
     def __init__(
         self,
