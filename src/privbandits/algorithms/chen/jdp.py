@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.calibration import ChenConstants
@@ -247,6 +248,14 @@ class ChenJDP(ChenElimination):
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 2 (JDP)"
     constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The Gaussian releases of the per-epoch fit (Algorithm 1's normalization)."""
+        from privbandits.algorithms.chen.audit import chen_jdp_release_spec
+
+        return (ReleaseCase("chen-jdp-release", chen_jdp_release_spec),)
+
     test_params = (
         {"first_epoch": 32, "min_fit": 30},
         {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"},

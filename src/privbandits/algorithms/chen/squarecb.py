@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.calibration import SquareCBConstants
@@ -201,6 +202,14 @@ class SquareCBJDP(SquareCB):
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 5 (JDP)"
     constraints = {**SQUARECB_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The per-epoch oracle's output perturbation (Algorithm 5)."""
+        from privbandits.algorithms.chen.audit import squarecb_jdp_release_spec
+
+        return (ReleaseCase("squarecb-jdp-release", squarecb_jdp_release_spec),)
+
     test_params = ({"m0": 4}, {"m0": 3, "epsilon": 0.5, "gaussian": "classic"})
 
     def __init__(
