@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from privbandits.experiments.summary import Series, fmt_num, format_values
+from privbandits.experiments.summary import TUNED_SUFFIX, Series, fmt_num, format_values
 
 __all__ = [
     "CLAIM_KINDS",
@@ -275,8 +275,6 @@ def _matches(s: Series, item: str) -> bool:
     algorithm entry as published never picks up its tuned twin."""
     if s.label == item:
         return True
-    from privbandits.experiments.tuning import TUNED_SUFFIX
-
     return s.algorithm == item and not s.label.endswith(TUNED_SUFFIX)
 
 

@@ -18,7 +18,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.experiments.store import StoredResult
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["AXIS_NAMES", "Series", "axis_name", "build_series", "fmt_num", "format_values"]
+__all__ = ["AXIS_NAMES", "TUNED_SUFFIX", "Series", "axis_name", "build_series", "fmt_num", "format_values"]
 
 
 def fmt_num(x: float, digits: int = 4) -> str:
@@ -41,6 +41,10 @@ def format_values(values: dict[str, Any]) -> str:
     return ", ".join(
         f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
     )
+
+
+#: Label suffix of a tuned series (:func:`~privbandits.experiments.tuning.tuned_config`).
+TUNED_SUFFIX = " (tuned)"
 
 
 @dataclass

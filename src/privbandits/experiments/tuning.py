@@ -39,6 +39,7 @@ from typing import Any
 
 from privbandits.core.errors import ValidationError
 from privbandits.experiments.config import ExperimentConfig, parse_config
+from privbandits.experiments.summary import TUNED_SUFFIX
 
 __all__ = [
     "TUNED_SUFFIX",
@@ -89,8 +90,6 @@ TUNING_GRIDS: dict[str, dict[str, tuple[Any, ...]]] = {
     "glm-ucb": {"alpha": (1.0, 0.3, 0.1)},
 }
 
-#: Label suffix of a tuned series.
-TUNED_SUFFIX = " (tuned)"
 #: Offset of the first tuning seed above the largest evaluation seed.
 SEED_OFFSET = 10_000
 
