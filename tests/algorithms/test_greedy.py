@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privbandits.algorithms import get, greedy, make
+from privbandits.algorithms import get, make
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.algorithms.ldp_glb import estimators, kernels, policy
+from privbandits.algorithms.linear import greedy
 from privbandits.algorithms.linear.greedy import GreedyOLS, GreedySGD
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.rng import make_streams

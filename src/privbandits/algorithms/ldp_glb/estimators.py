@@ -43,6 +43,16 @@ def ols_accumulate(S_M, S_u, r, k, msg, m0, u0):  # type: ignore[no-untyped-def]
 
 
 @nb.njit(cache=True, inline="always")
+def _augment(S_M, S_u, A, r, k, shift, d):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The augmented system ``A[r] = [S_M[r, k] + shift I | S_u[r, k]]``."""
+    for i in range(d):
+        for j in range(d):
+            A[r, i, j] = S_M[r, k, i, j]
+        A[r, i, i] += shift
+        A[r, i, d] = S_u[r, k, i]
+
+
+@nb.njit(cache=True, inline="always")
 def ols_solve(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Lines 2-3 of OLS_UPDATE: ``theta[r, k] = (S_M[r, k] + shift I)^{-1} S_u[r, k]`` (eq. 3.4).
 
@@ -52,11 +62,7 @@ def ols_solve(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped-def] 
     coordinates 0).
     """
     d = theta.shape[2]
-    for i in range(d):
-        for j in range(d):
-            A[r, i, j] = S_M[r, k, i, j]
-        A[r, i, i] += shift
-        A[r, i, d] = S_u[r, k, i]
+    _augment(S_M, S_u, A, r, k, shift, d)
     for c in range(d):
         p, big = c, abs(A[r, c, c])
         for i in range(c + 1, d):
@@ -85,11 +91,7 @@ def _basic_solution(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped
     without data): Gaussian elimination with complete pivoting; the coordinates without a pivot
     are set to 0 (``theta = 0`` when the matrix is 0)."""
     d = theta.shape[2]
-    for i in range(d):
-        for j in range(d):
-            A[r, i, j] = S_M[r, k, i, j]
-        A[r, i, i] += shift
-        A[r, i, d] = S_u[r, k, i]
+    _augment(S_M, S_u, A, r, k, shift, d)
     col = np.arange(d)
     rank = d
     for c in range(d):
