@@ -116,16 +116,12 @@ class LocalClient(Client):
         (pulls per arm, ``0..max_pulls``), ``committed`` (-1 while exploring, else an arm)."""
         return self._space
 
-    def _public(self, public: object, R: int) -> PublicState:
-        """``public`` validated against :meth:`public_space` for ``R`` users."""
-        return self.checked_public(public, R)
-
     def choose(
         self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
         """An action from the running batch's remaining schedule, or the committed action."""
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
-        state = self._public(public, X.shape[0])
+        state = self.checked_public(public, X.shape[0])
         committed = state["committed"]
         remaining = state["remaining"]
         empty = (committed < 0) & (remaining.sum(axis=1) == 0)
@@ -149,7 +145,7 @@ class LocalClient(Client):
         ``(-1, 0)`` in the commit phase (nothing about the user is used)."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert a is not None and y is not None
-        report = self._public(public, X.shape[0])["committed"] < 0
+        report = self.checked_public(public, X.shape[0])["committed"] < 0
         return np.stack(
             [
                 np.where(report, a, -1).astype(float),
@@ -163,7 +159,7 @@ class LocalClient(Client):
     ) -> DeviceNoise:
         """``Lap(scale)`` on the reward of each reporting user; the action is sent as it is."""
         X, _, _ = check_device_inputs(self.spec, contexts, actions, bound=False)
-        report = self._public(public, X.shape[0])["committed"] < 0
+        report = self.checked_public(public, X.shape[0])["committed"] < 0
         b = np.zeros((X.shape[0], 2))
         b[:, 1] = np.where(report, self.scale, 0.0)
         return DeviceNoise.laplace(b)

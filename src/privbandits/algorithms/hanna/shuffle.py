@@ -145,16 +145,12 @@ class ShuffleClient(Client):
             out[~known & (n > 0)] = self._s_max
         return out
 
-    def _public(self, public: object, R: int) -> PublicState:
-        """``public`` validated against :meth:`public_space` for ``R`` users."""
-        return self.checked_public(public, R)
-
     def choose(
         self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
         """The action the shuffler assigned to this user (its slot, or the committed action)."""
         X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
-        return np.array(self._public(public, X.shape[0])["action"], dtype=np.int64)
+        return np.array(self.checked_public(public, X.shape[0])["action"], dtype=np.int64)
 
     def encode(
         self,
@@ -167,7 +163,7 @@ class ShuffleClient(Client):
         """``(R, 1)``: ``clip(r, r_lo, r_hi)`` of each user of a batch (``n_i > 0``), 0 in the commit phase."""
         X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
         assert y is not None
-        report = self.scales(self._public(public, X.shape[0])["n"]) > 0
+        report = self.scales(self.checked_public(public, X.shape[0])["n"]) > 0
         b = self.budget
         return np.where(report, np.clip(y, b.r_lo, b.r_hi), 0.0)[:, None]
 
@@ -176,7 +172,9 @@ class ShuffleClient(Client):
     ) -> DeviceNoise:
         """``Lap(s)`` of :meth:`scales` for each user of a batch, none in the commit phase."""
         X, _, _ = check_device_inputs(self.spec, contexts, actions, bound=False)
-        return DeviceNoise.laplace(self.scales(self._public(public, X.shape[0])["n"])[:, None])
+        return DeviceNoise.laplace(
+            self.scales(self.checked_public(public, X.shape[0])["n"])[:, None]
+        )
 
     def sensitivity(self) -> DeviceSensitivity:
         """``max_n (r_hi - r_lo) / s(n)`` over the calibrated batch sizes: the largest LDP level of a
@@ -197,7 +195,7 @@ class ShuffleClient(Client):
         """:meth:`encode` plus ``Lap(s)`` (:meth:`scales`) for users of a batch (``n_i > 0``); 0 in
         the commit phase, where nothing is forwarded.  Draw order: one uniform per reporting user."""
         value = self.encode(t, public, contexts, actions, rewards)[:, 0]
-        scale = self.scales(self._public(public, value.shape[0])["n"])
+        scale = self.scales(self.checked_public(public, value.shape[0])["n"])
         report = scale > 0
         out = np.empty(int(report.sum()))
         b = self.budget
