@@ -145,20 +145,33 @@ def _receive_all(params, public, server, msgs):  # type: ignore[no-untyped-def] 
         _publish(params, public, server, r)
 
 
-class ShuffleLinUCBServer(KernelServer):
-    """The analyzer: receives shuffled batches only (a per-user message is refused)."""
+class BatchesOnly:
+    """An analyzer of the batched framework: it takes the shuffler's releases only
+    (:meth:`receive_batch`); a single user's message is refused."""
+
+    #: The analyzer and what it takes, in its refusal of a single message.
+    server_name: ClassVar[str] = "shuffle LinUCB"
+    takes: ClassVar[str] = "shuffled batches"
 
     def receive(self, t: int, message: PrivatizedMessage) -> None:
         raise TrustBoundaryError(
-            "the shuffle LinUCB server receives shuffled batches only (receive_batch), never one "
+            f"the {self.server_name} server receives {self.takes} only (receive_batch), never one "
             "user's message"
         )
 
-    def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
+    @staticmethod
+    def _check_batch(batch: object) -> None:
         if not isinstance(batch, ShuffledBatch):
             raise TrustBoundaryError(
                 f"the server only accepts a ShuffledBatch, got {type(batch).__name__}"
             )
+
+
+class ShuffleLinUCBServer(BatchesOnly, KernelServer):
+    """The analyzer: receives shuffled batches only (a per-user message is refused)."""
+
+    def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
+        self._check_batch(batch)
         k = self.k
         if batch.mechanism != k.message.mechanism:
             raise TrustBoundaryError(

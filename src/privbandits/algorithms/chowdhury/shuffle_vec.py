@@ -52,7 +52,12 @@ from privbandits.algorithms.chowdhury.constants import (
     joint_sensitivity,
     vec_sum_params,
 )
-from privbandits.algorithms.chowdhury.shuffle_linucb import BatchedLinUCB, _publish, batch_end
+from privbandits.algorithms.chowdhury.shuffle_linucb import (
+    BatchedLinUCB,
+    BatchesOnly,
+    _publish,
+    batch_end,
+)
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
@@ -210,7 +215,7 @@ class VecShuffler(Shuffler):
         return batch
 
 
-class VecServer(Server):
+class VecServer(BatchesOnly, Server):
     """The analyzer: receives the shuffler's histogram only, de-biases it with
     :func:`privbandits.privacy.cheu.analyze` (the calibration of the batch's public size), adds it
     to the statistics and publishes the next policy."""
@@ -222,17 +227,11 @@ class VecServer(Server):
     def public_state(self) -> PublicState:
         return PublicState(dict(zip(self.k.public_names, self.k.public)))
 
-    def receive(self, t: int, message: PrivatizedMessage) -> None:
-        raise TrustBoundaryError(
-            "the shuffle LinUCB (vector summation) server receives the shuffler's release only "
-            "(receive_batch), never one user's message"
-        )
+    server_name = "shuffle LinUCB (vector summation)"
+    takes = "the shuffler's release"
 
     def receive_batch(self, t: int, batch: ShuffledBatch) -> None:
-        if not isinstance(batch, ShuffledBatch):
-            raise TrustBoundaryError(
-                f"the server only accepts a ShuffledBatch, got {type(batch).__name__}"
-            )
+        self._check_batch(batch)
         if set(batch.payload) != {"ones"}:
             raise TrustBoundaryError(
                 "a release of the vector summation holds 'ones' (the per-label histogram of all "
