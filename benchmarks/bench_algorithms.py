@@ -607,10 +607,18 @@ def main() -> None:
         ap.add_argument(
             f"--scaling-{axis}", default=default, help=f"comma-separated {axis} values (scaling)"
         )
+    ap.add_argument(
+        "--memory-T",
+        default=None,
+        help="comma-separated horizons of the memory section (default: 1e5,1e6; --quick: 2e3,2e4)",
+    )
     args = ap.parse_args()
     b = QUICK if args.quick else FULL
     if args.repeat is not None:
         b = Budget(**{**b.__dict__, "repeat": args.repeat})
+    if args.memory_T is not None:
+        Ts = tuple(int(float(v)) for v in args.memory_T.split(","))
+        b = Budget(**{**b.__dict__, "memory_T": Ts})
     skip = set(filter(None, args.skip.split(",")))
     t_start = time.perf_counter()
     algs, skipped = kernel_algorithms(args.algorithms.split(",") if args.algorithms else None)

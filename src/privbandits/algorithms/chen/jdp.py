@@ -186,7 +186,7 @@ class ChenElimination(Curator):
         #: The same round as compiled steps, for the compiled driver only
         #: (:mod:`privbandits.algorithms.chen.jdp_kernel`); the numpy steps serve every other path.
         self.compiled_kernel = build_jdp_kernel(
-            self.reg, self.ends, self.min_fit, spec.d, self.R, self.spanner_C
+            self.reg, self.ends, self.min_fit, spec.d, self.R, self.spanner_C, spec.K
         )
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:

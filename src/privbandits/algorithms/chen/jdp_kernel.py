@@ -50,7 +50,7 @@ from privbandits.algorithms.chen.ldp_kernel import (
     epoch_table,
     spectral_step_nb,
 )
-from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one
+from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one, plan_workspace
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import CLIP_RTOL, add_gaussian, add_symmetric_gaussian
@@ -147,14 +147,7 @@ def select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # prag
     """Algorithm 4 on replication ``r``'s billboard (one ``policy`` uniform)."""
     code, C = params[0], params[1]
     n_boards, theta, bU, scale = state[3], state[4], state[5], state[6]
-    K = X.shape[0]
-    f = np.empty(K)
-    b = np.empty(K)
-    keep = np.empty(K, dtype=np.bool_)
-    buf = np.empty(K, dtype=np.int64)
-    return plan_one(
-        X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, f, b, keep, buf
-    )
+    return plan_one(X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, params[6])
 
 
 @nb.njit(cache=True)
@@ -196,10 +189,11 @@ def build_jdp_kernel(
     d: int,
     R: int,
     spanner_C: float,
+    n_actions: int,
 ) -> CuratorKernel:
     """A fresh :class:`~privbandits.algorithms.kernel.CuratorKernel` of ``chen-jdp`` / ``chen-elim``
     for ``R`` replications (state: the epoch's features and rewards, the epoch, the billboard,
-    rounds seen)."""
+    rounds seen; ``n_actions``: the number of actions, the size of the planning step's scratch)."""
     table = epoch_table(reg, ends, min_fit, d)
     J = len(ends)
     nmax = int(np.max(np.diff(ends, prepend=0)))
@@ -211,6 +205,7 @@ def build_jdp_kernel(
         int(reg.K),
         1.0 / (2.0 * link.L_nu),
         table,
+        plan_workspace(int(n_actions), d),
     )
     state = (
         np.zeros((R, nmax, d)),

@@ -424,7 +424,7 @@ class ChenLDP(LocalAlgorithm):
         #: The same round as compiled steps, for the compiled driver only
         #: (:mod:`privbandits.algorithms.chen.ldp_kernel`); the roles above serve every other path.
         self.compiled_kernel = build_ldp_kernel(
-            reg, ends, self.min_fit, spec.d, self.R, self.spanner_C
+            reg, ends, self.min_fit, spec.d, self.R, self.spanner_C, spec.K
         )
 
     def estimate(self) -> np.ndarray | None:

@@ -36,7 +36,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one
+from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one, plan_workspace
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian
@@ -173,14 +173,7 @@ def choose(params, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
     """Algorithm 4 on replication ``r``'s billboard (one ``policy`` uniform)."""
     code, C = params[0], params[1]
     n_boards, theta, bU, scale = public[3], public[4], public[5], public[6]
-    K = X.shape[0]
-    f = np.empty(K)
-    b = np.empty(K)
-    keep = np.empty(K, dtype=np.bool_)
-    buf = np.empty(K, dtype=np.int64)
-    return plan_one(
-        X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, f, b, keep, buf
-    )
+    return plan_one(X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, params[8])
 
 
 @nb.njit(cache=True)
@@ -317,10 +310,12 @@ def build_ldp_kernel(
     d: int,
     R: int,
     spanner_C: float,
+    n_actions: int,
 ) -> LocalKernel:
     """A fresh :class:`~privbandits.algorithms.kernel.LocalKernel` of ``chen-ldp`` for ``R``
     replications (public: slot, ``U``, ``w`` and the billboard; server: epoch, batch sums, the
-    projector's eigen-decomposition, rounds received)."""
+    projector's eigen-decomposition, rounds received; ``n_actions``: the number of actions, the
+    size of the planning step's scratch)."""
     table = epoch_table(reg, ends, min_fit, d)
     J = len(ends)
     link = reg.link
@@ -333,6 +328,7 @@ def build_ldp_kernel(
         table,
         np.full((R, d, d), np.nan),
         np.zeros(R),
+        plan_workspace(int(n_actions), d),
     )
     slot = np.full(R, _slot_at(table, int(reg.K), 0, 0), dtype=np.int64)
     public = (

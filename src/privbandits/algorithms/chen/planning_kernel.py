@@ -28,6 +28,7 @@ from privbandits.core.links import link_mu
 __all__ = [
     "SPANNER_TOL",
     "plan_one",
+    "plan_workspace",
     "select_planned",
     "spanner_indices",
     "spanner_indices_lapack",
@@ -39,7 +40,7 @@ SPANNER_TOL = 1e-9
 NEAR = 1e-9
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _lu(A: np.ndarray, piv: np.ndarray) -> None:  # pragma: no cover - compiled
     """In-place LU factorization with partial pivoting of the square ``A`` (row swaps in ``piv``)."""
     n = A.shape[0]
@@ -61,7 +62,7 @@ def _lu(A: np.ndarray, piv: np.ndarray) -> None:  # pragma: no cover - compiled
                     A[i, j] -= f * A[k, j]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _lu_solve(LU: np.ndarray, piv: np.ndarray, b: np.ndarray) -> None:  # pragma: no cover
     """Solve ``A x = b`` in place from :func:`_lu`'s factors."""
     n = LU.shape[0]
@@ -81,19 +82,72 @@ def _lu_solve(LU: np.ndarray, piv: np.ndarray, b: np.ndarray) -> None:  # pragma
         b[i] = s / LU[i, i]
 
 
+#: Scratch arrays of one planning step (views of :func:`plan_workspace`'s two buffers).
+W_F, W_B, W_KEEP, W_BUF, W_S, W_FS, W_QB, W_GRAM, W_V, W_SV, W_ORDER, W_G, W_X, W_LU = range(14)
+W_PIV, W_Z, W_IDX, W_H = range(14, 18)
+
+
 @nb.njit(cache=True)
-def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no cover - compiled
-    """The right singular vectors of ``F`` (m, d) of the singular values above ``tol`` times the
-    largest, in decreasing order, in the first ``r`` columns of ``Qb`` (d, d); returns ``r`` (0 when
-    ``F = 0``).
+def plan_workspace(K: int, d: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Scratch of :func:`plan_one` for up to ``K`` actions in dimension ``d``: one float and one
+    integer buffer (allocated once per kernel, so that the round allocates nothing; two arrays, so
+    that passing them costs little)."""
+    return np.empty(2 * K + 3 * K * d + 5 * d * d + 2 * d), np.empty(3 * K + 3 * d, dtype=np.int64)
+
+
+@nb.njit(cache=True, inline="always")
+def _views(ws, K: int, d: int):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The scratch arrays of one planning step for ``K`` actions, as views of ``ws`` (indexed by the
+    ``W_*`` constants)."""
+    fb, ib = ws
+    if fb.shape[0] < 2 * K + 3 * K * d + 5 * d * d + 2 * d or ib.shape[0] < 3 * K + 3 * d:
+        raise ValueError("plan_one: the workspace is smaller than the context")
+    o = 0
+    f = fb[o : o + K]
+    o += K
+    b = fb[o : o + K]
+    o += K
+    Fs = fb[o : o + K * d].reshape((K, d))
+    o += K * d
+    G = fb[o : o + K * d].reshape((K, d))
+    o += K * d
+    H = fb[o : o + K * d].reshape((K, d))
+    o += K * d
+    Qb = fb[o : o + d * d].reshape((d, d))
+    o += d * d
+    S = fb[o : o + d * d].reshape((d, d))
+    o += d * d
+    V = fb[o : o + d * d].reshape((d, d))
+    o += d * d
+    Xi = fb[o : o + d * d].reshape((d, d))
+    o += d * d
+    LU = fb[o : o + d * d].reshape((d, d))
+    o += d * d
+    sv = fb[o : o + d]
+    o += d
+    z = fb[o : o + d]
+    keep = ib[0:K]
+    buf = ib[K : 2 * K]
+    Si = ib[2 * K : 3 * K]
+    order = ib[3 * K : 3 * K + d]
+    piv = ib[3 * K + d : 3 * K + 2 * d]
+    idx = ib[3 * K + 2 * d : 3 * K + 3 * d]
+    return (f, b, keep, buf, Si, Fs, Qb, S, V, sv, order, G, Xi, LU, piv, z, idx, H)
+
+
+@nb.njit(cache=True, inline="always")
+def _row_basis(F: np.ndarray, m: int, tol: float, ws) -> int:  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The right singular vectors of ``F[:m]`` (m, d) of the singular values above ``tol`` times
+    the largest, in decreasing order, in the first ``r`` columns of ``ws[W_QB]`` (d, d); returns
+    ``r`` (0 when ``F[:m] = 0``).
 
     Cyclic Jacobi on the Gram matrix ``F^T F`` (its eigenvectors are the right singular vectors,
     the basis of ``np.linalg.svd`` up to signs, which the spanner does not depend on); each
     singular value is measured as ``||F v||`` (accurate for the small ones, so an exactly
     rank-deficient ``F`` has rank below ``d``).
     """
-    m, d = F.shape
-    S = np.zeros((d, d))
+    d = F.shape[1]
+    Qb, S, V, sv, order = ws[W_QB], ws[W_GRAM], ws[W_V], ws[W_SV], ws[W_ORDER]
     for i in range(d):
         for j in range(i, d):
             acc = 0.0
@@ -101,7 +155,10 @@ def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no 
                 acc += F[k, i] * F[k, j]
             S[i, j] = acc
             S[j, i] = acc
-    V = np.eye(d)
+    for i in range(d):
+        for j in range(d):
+            V[i, j] = 0.0
+        V[i, i] = 1.0
     scale = 0.0
     for i in range(d):
         scale += S[i, i]
@@ -119,21 +176,25 @@ def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no 
                 t = (1.0 if tau >= 0.0 else -1.0) / (abs(tau) + math.sqrt(1.0 + tau * tau))
                 c = 1.0 / math.sqrt(1.0 + t * t)
                 sn = t * c
-                for k in range(d):  # S := S J (columns p, q)
-                    skp, skq = S[k, p], S[k, q]
-                    S[k, p] = c * skp - sn * skq
-                    S[k, q] = sn * skp + c * skq
-                for k in range(d):  # S := J^T S (rows p, q)
-                    spk, sqk = S[p, k], S[q, k]
-                    S[p, k] = c * spk - sn * sqk
-                    S[q, k] = sn * spk + c * sqk
+                for k in range(d):  # S := J^T S J, rows and columns p, q (symmetric)
+                    if k != p and k != q:
+                        skp, skq = S[k, p], S[k, q]
+                        a1 = c * skp - sn * skq
+                        a2 = sn * skp + c * skq
+                        S[k, p] = a1
+                        S[p, k] = a1
+                        S[k, q] = a2
+                        S[q, k] = a2
+                S[p, p] -= t * apq
+                S[q, q] += t * apq
+                S[p, q] = 0.0
+                S[q, p] = 0.0
                 for k in range(d):  # V := V J
                     vkp, vkq = V[k, p], V[k, q]
                     V[k, p] = c * vkp - sn * vkq
                     V[k, q] = sn * vkp + c * vkq
         if not rotated:
             break
-    sv = np.empty(d)
     for c2 in range(d):
         sq = 0.0
         for k in range(m):
@@ -142,7 +203,12 @@ def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no 
                 z += F[k, i] * V[i, c2]
             sq += z * z
         sv[c2] = math.sqrt(sq)
-    order = np.argsort(-sv, kind="mergesort")
+    for c2 in range(d):  # decreasing singular values, ties in column order (a stable sort)
+        k = c2
+        while k > 0 and sv[order[k - 1]] < sv[c2]:
+            order[k] = order[k - 1]
+            k -= 1
+        order[k] = c2
     top = sv[order[0]]
     if not top > 0.0:
         return 0
@@ -155,11 +221,10 @@ def _row_basis(F: np.ndarray, tol: float, Qb: np.ndarray) -> int:  # pragma: no 
     return r
 
 
-@nb.njit(cache=True)
-def _spanner_fast(
-    F: np.ndarray, C: float, tol: float, out: np.ndarray
-) -> int:  # pragma: no cover - compiled
-    """:func:`spanner_indices` without LAPACK calls, or -1 when rounding could decide the result
+@nb.njit(cache=True, inline="always")
+def _spanner_fast(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarray) -> int:  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`spanner_indices` of the rows ``F[:m]`` without LAPACK calls or allocations (scratch:
+    the workspace ``ws`` of :func:`plan_workspace`), or -1 when rounding could decide the result
     (rank-deficient rows, a near tie in a maximization, a coefficient within rounding of ``C``).
 
     The construction of :func:`~privbandits.algorithms.chen.spanner.barycentric_spanner` (phase 1:
@@ -167,62 +232,82 @@ def _spanner_fast(
     in coordinates of the right singular vectors of ``F`` (:func:`_row_basis`), with small
     hand-written factorizations instead of LAPACK calls (this runs for every user of every round).
     """
-    m, d = F.shape
-    Qb = np.empty((d, d))
-    r = _row_basis(F, tol, Qb)
+    d = F.shape[1]
+    Qb = ws[W_QB]
+    r = _row_basis(F, m, tol, ws)
     if r <= 0 or r < min(m, d):
         return -1  # zero or rank-deficient rows: the exact construction decides
-    G = np.empty((m, r))  # coordinates in span(F)
-    for k in range(m):
+    G, Xi, LU, piv, z, idx = ws[W_G], ws[W_X], ws[W_LU], ws[W_PIV], ws[W_Z], ws[W_IDX]
+    for k in range(m):  # coordinates in span(F)
         for c in range(r):
             s = 0.0
             for i in range(d):
                 s += F[k, i] * Qb[i, c]
             G[k, c] = s
-    X = np.eye(r)
-    LU = np.empty((r, r))
-    piv = np.empty(r, dtype=np.int64)
-    z = np.empty(r)
-    idx = np.zeros(r, dtype=np.int64)
+    H = ws[W_H]
+    for k in range(m):
+        for c in range(r):
+            H[k, c] = G[k, c]
     for i in range(r):  # phase 1: det(X with column i := g) = det(X) (X^{-1} g)_i
-        for a in range(r):  # row i of X^{-1}: solve X^T z = e_i
-            for b in range(r):
-                LU[a, b] = X[b, a]
-            z[a] = 0.0
-        z[i] = 1.0
-        _lu(LU, piv)
-        _lu_solve(LU, piv, z)
+        # X = [g_idx[0], .., g_idx[i-1], e_i, .., e_{r-1}], so (X^{-1} g)_i is coordinate i of g
+        # once the chosen rows are eliminated from its leading coordinates (the Schur complement,
+        # kept in H by one step of Gaussian elimination per chosen row)
         best, second, j = -1.0, -1.0, 0
         for k in range(m):
-            v = 0.0
-            for c in range(r):
-                v += G[k, c] * z[c]
-            v = abs(v)
+            v = abs(H[k, i])
             if v > best:
                 best, second, j = v, best, k
             elif v > second:
                 second = v
         if second >= best * (1.0 - NEAR):
             return -1  # a near tie: rounding would decide it
-        for a in range(r):
-            X[a, i] = G[j, a]
         idx[i] = j
-    coef = np.empty((r, m))
+        inv = 1.0 / H[j, i]
+        for k in range(m):
+            if k != j:
+                fk = H[k, i] * inv
+                for c in range(i + 1, r):
+                    H[k, c] -= fk * H[j, c]
+        for c in range(i + 1, r):
+            H[j, c] = 0.0
+    LUr = LU[:r, :r]
+    pivr = piv[:r]
     for _ in range(
         int(100 * r * math.log(r + 1)) + 100
     ):  # phase 2: swap while a coefficient exceeds C
-        LU[:, :] = X
-        _lu(LU, piv)
-        for k in range(m):  # coef = X^{-1} G^T, column by column
+        for a in range(r):  # X^{-1}, then coef = X^{-1} G^T
+            for c in range(r):
+                LU[a, c] = G[idx[c], a]
+        _lu(LUr, pivr)
+        for c in range(r):
+            z[c] = 1.0 / LU[c, c]
+        for c in range(r):  # column c of X^{-1}: solve X x = e_c
             for a in range(r):
-                z[a] = G[k, a]
-            _lu_solve(LU, piv, z)
+                Xi[a, c] = 0.0
+            Xi[c, c] = 1.0
+        for k in range(r):  # the row swaps of the factorization, on the identity's rows
+            p = piv[k]
+            if p != k:
+                for c in range(r):
+                    Xi[k, c], Xi[p, c] = Xi[p, c], Xi[k, c]
+        for c in range(r):
             for a in range(r):
-                coef[a, k] = z[a]
+                acc = Xi[a, c]
+                for b in range(a):
+                    acc -= LU[a, b] * Xi[b, c]
+                Xi[a, c] = acc
+            for a in range(r - 1, -1, -1):
+                acc = Xi[a, c]
+                for b in range(a + 1, r):
+                    acc -= LU[a, b] * Xi[b, c]
+                Xi[a, c] = acc * z[a]
         best, second, ii, jj = -1.0, -1.0, 0, 0
         for a in range(r):  # first largest |coefficient| in row-major order
             for k in range(m):
-                v = abs(coef[a, k])
+                v = 0.0
+                for c in range(r):
+                    v += Xi[a, c] * G[k, c]
+                v = abs(v)
                 if v > best:
                     best, second, ii, jj = v, best, a, k
                 elif v > second:
@@ -233,10 +318,14 @@ def _spanner_fast(
             break
         if second >= best * (1.0 - NEAR):
             return -1
-        for a in range(r):
-            X[a, ii] = G[jj, a]
         idx[ii] = jj
-    idx.sort()
+    for a in range(1, r):  # sort the r indices (insertion sort)
+        v = idx[a]
+        k = a
+        while k > 0 and idx[k - 1] > v:
+            idx[k] = idx[k - 1]
+            k -= 1
+        idx[k] = v
     n = 0
     for k in range(r):
         if n == 0 or idx[k] != out[n - 1]:
@@ -294,6 +383,16 @@ def spanner_indices_lapack(
     return n
 
 
+@nb.njit(cache=True, inline="always")
+def _spanner_rows(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarray) -> int:  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`spanner_indices` of the rows ``F[:m]`` with the scratch of ``ws``: the fast
+    construction, or the LAPACK one when rounding could decide it."""
+    n = _spanner_fast(F, m, C, tol, ws, out)
+    if n < 0:
+        n = spanner_indices_lapack(np.ascontiguousarray(F[:m]), C, tol, out)
+    return n
+
+
 @nb.njit(cache=True)
 def spanner_indices(
     F: np.ndarray, C: float, tol: float, out: np.ndarray
@@ -307,13 +406,12 @@ def spanner_indices(
     LAPACK construction (:func:`spanner_indices_lapack`), so the choice never hangs on rounding
     differences between the two.
     """
-    n = _spanner_fast(F, C, tol, out)
-    if n < 0:
-        n = spanner_indices_lapack(F, C, tol, out)
-    return n
+    m, d = F.shape
+    ws = _views(plan_workspace(m, d), m, d)
+    return _spanner_rows(F, m, C, tol, ws, out)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def plan_one(
     F: np.ndarray,
     theta: np.ndarray,
@@ -324,16 +422,15 @@ def plan_one(
     C: float,
     tol: float,
     rng: np.random.Generator,
-    f: np.ndarray,
-    b: np.ndarray,
-    keep: np.ndarray,
-    buf: np.ndarray,
+    work,  # type: ignore[no-untyped-def]
 ) -> int:  # pragma: no cover - compiled
     """One replication's round of Algorithm 4: an action uniform over the ``C``-spanner of the
     actions of ``F`` (K, d) that survive the first ``n_boards`` released estimates ``theta (J, d)``,
-    ``U (J, d, d)``, ``scale (J,)`` (one ``policy`` uniform; ``f``, ``b``, ``keep``, ``buf``:
-    scratch of length K)."""
+    ``U (J, d, d)``, ``scale (J,)`` (one ``policy`` uniform; ``work``: the scratch of
+    :func:`plan_workspace` for at least ``K`` actions, so that the step allocates nothing)."""
     K, d = F.shape
+    ws = _views(work, K, d)
+    f, b, keep, buf, S, Fs = ws[W_F], ws[W_B], ws[W_KEEP], ws[W_BUF], ws[W_S], ws[W_FS]
     keep[:] = True
     for j in range(n_boards):  # an estimate that would leave no action is skipped (as surviving)
         lcb = -np.inf
@@ -358,8 +455,14 @@ def plan_one(
             for a in range(K):
                 if f[a] + b[a] < lcb:
                     keep[a] = False
-    S = np.flatnonzero(keep)
-    n = spanner_indices(np.ascontiguousarray(F[S]), C, tol, buf)
+    m = 0
+    for a in range(K):
+        if keep[a]:
+            S[m] = a
+            for i in range(d):
+                Fs[m, i] = F[a, i]
+            m += 1
+    n = _spanner_rows(Fs, m, C, tol, ws, buf)
     k = min(int(rng.random() * n), n - 1)
     return int(S[buf[k]])
 
@@ -381,11 +484,6 @@ def select_planned(
     the actions of ``contexts[r]`` (K, d) that survive the ``n_boards[r]`` released estimates
     (:func:`plan_one` per replication, in replication order)."""
     R, K, d = contexts.shape
-    f = np.empty(K)
-    b = np.empty(K)
-    keep = np.empty(K, dtype=np.bool_)
-    buf = np.empty(K, dtype=np.int64)
+    ws = plan_workspace(K, d)
     for r in range(R):
-        out[r] = plan_one(
-            contexts[r], theta[r], U[r], scale[r], n_boards[r], code, C, tol, rng, f, b, keep, buf
-        )
+        out[r] = plan_one(contexts[r], theta[r], U[r], scale[r], n_boards[r], code, C, tol, rng, ws)
