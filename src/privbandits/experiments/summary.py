@@ -18,7 +18,15 @@ from privbandits.core.errors import ValidationError
 from privbandits.experiments.store import StoredResult
 from privbandits.privacy.guarantee import PrivacyGuarantee
 
-__all__ = ["AXIS_NAMES", "TUNED_SUFFIX", "Series", "axis_name", "build_series", "fmt_num", "format_values"]
+__all__ = [
+    "AXIS_NAMES",
+    "TUNED_SUFFIX",
+    "Series",
+    "axis_name",
+    "build_series",
+    "fmt_num",
+    "format_values",
+]
 
 
 def fmt_num(x: float, digits: int = 4) -> str:
