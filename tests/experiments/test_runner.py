@@ -84,8 +84,15 @@ def _start(cfg: Path, db: Path) -> subprocess.Popen[bytes]:
         "2",
         "--quiet",
     ]
+    # Ctrl-C's default action in the child even when this test runs with SIGINT ignored (as a
+    # background job of a non-interactive shell does): Python installs its KeyboardInterrupt
+    # handler only when SIGINT is not ignored at start-up, and an ignored disposition is inherited
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
