@@ -30,7 +30,7 @@ KILL_CONFIG = """
 name = "killme"
 horizon = 10000
 replications = 2
-seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
 checkpoints = 5
 engine = "reference"
 
