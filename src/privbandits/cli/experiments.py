@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -76,45 +77,42 @@ def run(
     imports: ImportOpt = None,
 ) -> None:
     """Run a TOML experiment (algorithms x parameters x seeds); resumes where a previous run stopped."""
-    from privbandits.experiments.config import load_config
+    _load_and_run(
+        config,
+        None,
+        db=db,
+        workers=workers,
+        scheduler=scheduler,
+        quiet=quiet,
+        out=out,
+        quick=quick,
+        horizon=horizon,
+        replications=replications,
+        seed=seed,
+        preset=preset,
+        engine=engine,
+        imports=imports,
+    )
 
-    with _loading(quiet):
-        cfg = load_config(
-            config,
-            _overrides(
-                quick, horizon, replications, seed, preset, engine=engine, imports=imports or ()
-            ),
-        )
-    _run_config(cfg, db, out, workers, scheduler, quiet)
 
-
-def sweep(
-    config: Annotated[Path, typer.Argument(help="Experiment TOML file.")],
-    grid: Annotated[
-        list[str],
-        typer.Option(
-            "--grid",
-            "-g",
-            metavar="KEY=V1,V2",
-            help="KEY=V1,V2,... (repeatable); replaces "
-            "every value of KEY in the config (its global grid and "
-            "each entry's grid and params).",
-        ),
-    ],
-    db: DbOpt = DEFAULT_DB,
-    workers: WorkersOpt = None,
-    scheduler: SchedulerOpt = None,
-    quiet: QuietOpt = False,
-    out: OutOpt = None,
-    quick: QuickOpt = False,
-    horizon: HorizonOpt = None,
-    replications: ReplicationsOpt = None,
-    seed: SeedOpt = None,
-    preset: PresetOpt = None,
-    engine: EngineOpt = None,
-    imports: ImportOpt = None,
+def _load_and_run(
+    config: Path,
+    grid: list[str] | None,
+    *,
+    db: Path,
+    workers: int | None,
+    scheduler: str | None,
+    quiet: bool,
+    out: Path | None,
+    quick: bool,
+    horizon: int | None,
+    replications: int | None,
+    seed: int | None,
+    preset: str | None,
+    engine: str | None,
+    imports: list[str] | None,
 ) -> None:
-    """Run a TOML experiment with a parameter grid given on the command line."""
+    """Load ``config`` with the command-line overrides (and ``--grid`` values) and run it."""
     from privbandits.experiments.config import load_config, parse_grid_option
 
     with _loading(quiet):
@@ -126,12 +124,41 @@ def sweep(
                 replications,
                 seed,
                 preset,
-                parse_grid_option(grid),
+                None if grid is None else parse_grid_option(grid),
                 engine,
                 imports=imports or (),
             ),
         )
     _run_config(cfg, db, out, workers, scheduler, quiet)
+
+
+GridOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--grid",
+        "-g",
+        metavar="KEY=V1,V2",
+        help="KEY=V1,V2,... (repeatable); replaces "
+        "every value of KEY in the config (its global grid and "
+        "each entry's grid and params).",
+    ),
+]
+
+
+def sweep(config: Path, grid: list[str], **options: Any) -> None:
+    """Run a TOML experiment with a parameter grid given on the command line."""
+    _load_and_run(config, grid, **options)
+
+
+def _with_grid(command: Callable[..., Any]) -> inspect.Signature:
+    """``command``'s parameters with ``--grid`` after the first (the CONFIG argument)."""
+    first, *rest = inspect.signature(command, eval_str=True).parameters.values()
+    grid = inspect.Parameter("grid", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=GridOpt)
+    return inspect.Signature([first, grid, *rest], return_annotation=None)
+
+
+# sweep takes every option of run (one declaration, so the two never drift apart) plus --grid
+sweep.__signature__ = _with_grid(run)  # type: ignore[attr-defined]
 
 
 def reproduce(
