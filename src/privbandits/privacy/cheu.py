@@ -95,6 +95,9 @@ CHEU_MAX_EPSILON: float = 15.0
 #: The constant of eq. (122); Lemma T.1 is proved for this value.
 CHEU_CONSTANT: float = 24e4
 
+#: The bit probability ``p`` of eq. (122).
+_BIT_PROBABILITY = 0.25
+
 _KINDS = ("vector", "matrix")
 _CONVERSIONS = ("bs", "cks")
 _NORM_POLICIES = ("clip", "reject")
@@ -203,7 +206,7 @@ class SumParams:
         """
         return (
             self.g == _precision(self.n, self.n_labels)
-            and self.p == 0.25
+            and self.p == _BIT_PROBABILITY
             and self.theorem_epsilon() <= CHEU_MAX_EPSILON
             and self.delta < 0.5
         )
@@ -410,23 +413,7 @@ def theory_params(
     constant = check_positive("constant", constant)
     g = _precision(n, d_formula)
     b = math.ceil(constant * g**2 * _log_term(d_formula, dlt) ** 2 / (eps**2 * n))
-    sens = _sensitivity(kind, Delta, psd_inputs)
-    return SumParams(
-        kind=kind,
-        n=n,
-        d=d,
-        n_labels=_labels(kind, d),
-        d_formula=d_formula,
-        Delta=Delta,
-        g=g,
-        b=b,
-        p=0.25,
-        epsilon=eps,
-        delta=dlt,
-        mode="theory",
-        sensitivity=sens,
-        psd_inputs=bool(psd_inputs and kind == "matrix"),
-    )
+    return _sum_params(kind, n, d, d_formula, Delta, g, b, eps, dlt, "theory", psd_inputs)
 
 
 def _sensitivity(kind: str, Delta: float, psd_inputs: bool) -> float:
@@ -439,6 +426,41 @@ def _sensitivity(kind: str, Delta: float, psd_inputs: bool) -> float:
     if kind == "matrix" and psd_inputs:
         return math.sqrt(2.0) * Delta
     return 2.0 * Delta
+
+
+def _sum_params(
+    kind: str,
+    n: int,
+    d: int,
+    d_formula: int,
+    Delta: float,
+    g: float,
+    b: int,
+    epsilon: float,
+    delta: float,
+    mode: str,
+    psd_inputs: bool,
+    conversion: str = "bs",
+) -> SumParams:
+    """The :class:`SumParams` of one call with ``p = 1/4`` (eq. 122) and the fields that follow from
+    ``kind``: the number of summed coordinates, the sensitivity and the PSD flag (matrices only)."""
+    return SumParams(
+        kind=kind,
+        n=n,
+        d=d,
+        n_labels=_labels(kind, d),
+        d_formula=d_formula,
+        Delta=Delta,
+        g=g,
+        b=b,
+        p=_BIT_PROBABILITY,
+        epsilon=epsilon,
+        delta=delta,
+        mode=mode,
+        sensitivity=_sensitivity(kind, Delta, psd_inputs),
+        psd_inputs=bool(psd_inputs and kind == "matrix"),
+        conversion=conversion,
+    )
 
 
 def calibrated_params(
@@ -494,27 +516,12 @@ def calibrated_params(
     else:
         eps = math.nan
         rho_v = check_positive("rho", rho)
-    sens = _sensitivity(kind, Delta, psd_inputs)
-    sigma_G = sigma_for_zcdp(rho_v, sens)
+    sigma_G = sigma_for_zcdp(rho_v, _sensitivity(kind, Delta, psd_inputs))
     g = _precision(n, d_formula)
-    p = 0.25
+    p = _BIT_PROBABILITY
     b = math.ceil(sigma_G**2 * g**2 / (Delta**2 * n * p * (1.0 - p)))
-    out = SumParams(
-        kind=kind,
-        n=n,
-        d=d,
-        n_labels=_labels(kind, d),
-        d_formula=d_formula,
-        Delta=Delta,
-        g=g,
-        b=b,
-        p=p,
-        epsilon=eps,
-        delta=dlt,
-        mode="calibrated",
-        sensitivity=sens,
-        psd_inputs=bool(psd_inputs and kind == "matrix"),
-        conversion=conversion,
+    out = _sum_params(
+        kind, n, d, d_formula, Delta, g, b, eps, dlt, "calibrated", psd_inputs, conversion
     )
     if rho is None and out.binomial_tractable() and out.binomial_epsilon() > eps:
         out = _raise_b_to_target(out, eps)
@@ -1063,6 +1070,21 @@ class ShuffleSumResult:
         return self.params.guarantee()
 
 
+def _check_inputs(name: str, x: np.ndarray, params: SumParams, kind: str) -> np.ndarray:
+    """``x`` as a finite array of shape ``(R, n, d)`` (vectors) or ``(R, n, d, d)`` (matrices), for
+    ``params`` of that ``kind``."""
+    if params.kind != kind:
+        raise ValidationError(
+            f"params are for kind={params.kind!r}; use theory_params(..., kind={kind!r})"
+        )
+    dims = (params.d,) if kind == "vector" else (params.d, params.d)
+    x = check_finite_array(name, x, ndim=2 + len(dims))
+    if x.shape[1:] != (params.n, *dims):
+        shape = ", ".join([f"n={params.n}", *(f"d={k}" for k in dims)])
+        raise ValidationError(f"{name} must have shape (R, {shape}), got {x.shape}")
+    return x
+
+
 def _run(
     w: np.ndarray,
     params: SumParams,
@@ -1093,13 +1115,7 @@ def shuffle_vector_sum(
     ``path="messages"`` runs the roles (reference); ``path="aggregate"`` uses
     :func:`aggregate_sum` (exact in distribution).
     """
-    if params.kind != "vector":
-        raise ValidationError(
-            f"params are for kind={params.kind!r}; use theory_params(..., kind='vector')"
-        )
-    v = check_finite_array("v", v, ndim=3)
-    if v.shape[1:] != (params.n, params.d):
-        raise ValidationError(f"v must have shape (R, n={params.n}, d={params.d}), got {v.shape}")
+    v = _check_inputs("v", v, params, "vector")
     w, n_clipped = encode_vectors(v, params.Delta, norm_policy=norm_policy)
     return ShuffleSumResult(
         _run(w, params, client_rng, shuffler_rng, path, materialize_bits), n_clipped, params
@@ -1121,15 +1137,7 @@ def shuffle_matrix_sum(
     Only the upper triangle is randomized and sent (the lower triangle is determined by it); the analyzer's output is
     mirrored, so the estimate is exactly symmetric.
     """
-    if params.kind != "matrix":
-        raise ValidationError(
-            f"params are for kind={params.kind!r}; use theory_params(..., kind='matrix')"
-        )
-    X = check_finite_array("X", X, ndim=4)
-    if X.shape[1:] != (params.n, params.d, params.d):
-        raise ValidationError(
-            f"X must have shape (R, n={params.n}, d={params.d}, d={params.d}), got {X.shape}"
-        )
+    X = _check_inputs("X", X, params, "matrix")
     w, n_clipped = encode_matrices(
         X, params.Delta, norm_policy=norm_policy, psd_inputs=params.psd_inputs
     )
