@@ -753,6 +753,16 @@ def _check_w(w: np.ndarray, params: SumParams, lead: int) -> np.ndarray:
     return w
 
 
+def _check_users(w: np.ndarray, params: SumParams) -> np.ndarray:
+    """:func:`_check_w` for ``(R, n, n_labels)`` with the ``n`` users of ``params``."""
+    w = _check_w(w, params, 2)
+    if w.shape[1] != params.n:
+        raise ValidationError(
+            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
+        )
+    return w
+
+
 def local_randomizer(
     w: np.ndarray, params: SumParams, rng: np.random.Generator, *, materialize_bits: bool = False
 ) -> PrivatizedMessage:
@@ -801,11 +811,7 @@ def randomize_users(
     The randomness is drawn for all users at once (vectorized) and split into one
     :class:`PrivatizedMessage` per user; each message depends only on its own user's row.
     """
-    w = _check_w(w, params, 2)
-    if w.shape[1] != params.n:
-        raise ValidationError(
-            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
-        )
+    w = _check_users(w, params)
     counts = binomial_bit_counts(w, params.g, params.b, params.p, params.Delta, rng)
     out = []
     for u in range(params.n):
@@ -955,11 +961,7 @@ def aggregate_sum(w: np.ndarray, params: SumParams, rng: np.random.Generator) ->
     -------
     ndarray of shape (R, n_labels), distributed as ``analyze(shuffle(randomize_users(w)))``.
     """
-    w = _check_w(w, params, 2)
-    if w.shape[1] != params.n:
-        raise ValidationError(
-            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
-        )
+    w = _check_users(w, params)
     if w.size and (float(w.min()) < 0.0 or float(w.max()) > 2.0 * params.Delta * (1.0 + 1e-12)):
         raise ValidationError(f"w must lie in [0, 2 Delta] = [0, {2 * params.Delta:g}]")
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
@@ -987,11 +989,7 @@ def aggregate_release(w: np.ndarray, params: SumParams, rng: np.random.Generator
     rng : Generator
         Client noise stream.
     """
-    w = _check_w(w, params, 2)
-    if w.shape[1] != params.n:
-        raise ValidationError(
-            f"w has {w.shape[1]} users but the parameters were set for n={params.n}"
-        )
+    w = _check_users(w, params)
     u = np.clip(w * (params.g / params.Delta), 0.0, 2.0 * params.g)
     return release_from_rounded(randomized_rounding(u, rng).sum(axis=1), params, rng)
 
