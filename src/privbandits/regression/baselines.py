@@ -31,30 +31,24 @@ import numpy as np
 
 from privbandits.core.validation import (
     check_choice,
-    check_delta,
-    check_epsilon,
     check_in_range,
     check_int,
     check_positive,
 )
 from privbandits.privacy.accounting import zcdp_for_approx_dp
-from privbandits.privacy.calibration import CALIBRATIONS
 from privbandits.privacy.guarantee import NON_PRIVATE
+from privbandits.regression.base import GaussianOracle, PrivateOracle, as_generator
 from privbandits.regression.data import BOUND_POLICIES, prepare
 from privbandits.regression.estimate import RegressionEstimate
 from privbandits.regression.links import link_constants
 from privbandits.regression.matrices import psd_apply, row_norms
-from privbandits.regression.releases import Ledger, Release, noise_multiplier, privatize_vector
+from privbandits.regression.releases import Ledger, Release, privatize_vector
 
 __all__ = ["SSP_SENSITIVITY", "DPGradientDescent", "LeastSquares", "SSPRidge", "ssp_statistic"]
 
 #: Replace-one L2 sensitivity of ``(upper(X^T X), X^T y)`` for ``||x|| <= 1``, ``|y| <= 1``.
 SSP_SENSITIVITY = 3.0 / math.sqrt(2.0)
 _IDENTITY = link_constants("identity")
-
-
-def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
 def ssp_statistic(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -132,7 +126,7 @@ class LeastSquares:
         )
 
 
-class SSPRidge:
+class SSPRidge(GaussianOracle):
     """Sufficient-statistics-perturbation ridge regression (central DP), see the module docstring.
 
     Parameters
@@ -157,15 +151,11 @@ class SSPRidge:
         calibration: str = "analytic",
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, allow_inf=True)
-        self.delta = check_delta(delta)
+        super().__init__(epsilon, delta, calibration, on_bound)
         self.ridge = check_positive("ridge", ridge)
         self.failure_prob = check_in_range(
             "failure_prob", failure_prob, 0.0, 1.0, low_inclusive=False, high_inclusive=False
         )
-        self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
-        self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
-        self.sigma = noise_multiplier(self.epsilon, self.delta, self.calibration)
 
     @property
     def std(self) -> float:
@@ -184,7 +174,7 @@ class SSPRidge:
         data = prepare(X, y, self.on_bound)
         n, d = data.X.shape
         ledger = Ledger(n)
-        v = privatize_vector(ssp_statistic(data.X, data.y), self.std, _rng(rng))
+        v = privatize_vector(ssp_statistic(data.X, data.y), self.std, as_generator(rng))
         ledger.record(Release("sufficient statistics", np.arange(n), SSP_SENSITIVITY, self.std))
         G, b = _unpack(v, d)
         e, rho = self.shift(d)
@@ -211,7 +201,7 @@ class SSPRidge:
         )
 
 
-class DPGradientDescent:
+class DPGradientDescent(PrivateOracle):
     """Full-batch projected gradient descent with per-sample clipping and Gaussian noise (central DP).
 
     Parameters
@@ -237,12 +227,10 @@ class DPGradientDescent:
         eta: float = 1.0,
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, allow_inf=True)
-        self.delta = check_delta(delta)
+        super().__init__(epsilon, delta, on_bound)
         self.steps = check_int("steps", steps, 1)
         self.clip = check_positive("clip", clip)
         self.eta = check_in_range("eta", eta, 0.0, 1.0, low_inclusive=False)
-        self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
 
     def step_std(self, n: int) -> float:
         """Noise std per step: ``sensitivity / sqrt(2 rho / T)`` for the zCDP ``rho`` of the request."""
@@ -255,7 +243,7 @@ class DPGradientDescent:
         self, X: object, y: object, rng: np.random.Generator | int | None = None
     ) -> RegressionEstimate:
         data = prepare(X, y, self.on_bound)
-        gen = _rng(rng)
+        gen = as_generator(rng)
         n, d = data.X.shape
         ledger = Ledger(n)
         s = self.step_std(n)

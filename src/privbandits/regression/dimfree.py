@@ -35,18 +35,16 @@ import numpy as np
 
 from privbandits.core.validation import (
     check_choice,
-    check_delta,
-    check_epsilon,
     check_in_range,
     check_int,
 )
-from privbandits.privacy.calibration import CALIBRATIONS
 from privbandits.privacy.guarantee import NON_PRIVATE
-from privbandits.regression.data import BOUND_POLICIES, prepare
+from privbandits.regression.base import GaussianOracle, as_generator
+from privbandits.regression.data import prepare
 from privbandits.regression.estimate import RegressionEstimate
 from privbandits.regression.links import link_constants
 from privbandits.regression.matrices import clip_rows
-from privbandits.regression.releases import Ledger, Release, noise_multiplier, privatize_vector
+from privbandits.regression.releases import Ledger, Release, privatize_vector
 
 __all__ = [
     "SQ_GRADIENT_NORM",
@@ -104,7 +102,7 @@ def improper_sgd_messages(
     )
 
 
-class ImproperBatchSGD:
+class ImproperBatchSGD(GaussianOracle):
     """``JDP_Improper_BatchSGD`` (``mode="jdp"``, Algorithm 5) / ``LDP_Improper_BatchSGD`` (``"ldp"``, Alg. 6).
 
     Parameters
@@ -131,14 +129,10 @@ class ImproperBatchSGD:
         calibration: str = "analytic",
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, allow_inf=True)
-        self.delta = check_delta(delta)
+        super().__init__(epsilon, delta, calibration, on_bound)
         self.mode = check_choice("mode", mode, ("jdp", "ldp"))
         self.K = None if K is None else check_int("K", K, 1)
         self.eta = check_in_range("eta", eta, 0.0, 1.0, low_inclusive=False)
-        self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
-        self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
-        self.sigma = noise_multiplier(self.epsilon, self.delta, self.calibration)
 
     def steps(self, n: int) -> tuple[int, float]:
         """``(K, eta)`` for ``n`` samples."""
@@ -159,7 +153,7 @@ class ImproperBatchSGD:
         self, X: object, y: object, rng: np.random.Generator | int | None = None
     ) -> RegressionEstimate:
         data = prepare(X, y, self.on_bound)
-        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        gen = as_generator(rng)
         n, d = data.X.shape
         K, eta = self.steps(n)
         N = n // K

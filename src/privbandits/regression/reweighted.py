@@ -57,20 +57,18 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
 from privbandits.core.validation import (
     check_choice,
-    check_delta,
-    check_epsilon,
     check_in_range,
     check_int,
     check_positive,
 )
-from privbandits.privacy.calibration import CALIBRATIONS
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
-from privbandits.regression.data import BOUND_POLICIES, prepare
+from privbandits.regression.base import GaussianOracle, as_generator
+from privbandits.regression.data import prepare
 from privbandits.regression.estimate import RegressionEstimate
 from privbandits.regression.links import LinkConstants, link_constants
 from privbandits.regression.matrices import EllipsoidProjector, clip_rows, row_norms
 from privbandits.regression.normalization import learn_normalization
-from privbandits.regression.releases import Ledger, Release, noise_multiplier, privatize_vector
+from privbandits.regression.releases import Ledger, Release, privatize_vector
 
 __all__ = [
     "GRADIENT_NORM",
@@ -251,7 +249,7 @@ class _Plan:
     B: int
 
 
-class ReweightedRegression:
+class ReweightedRegression(GaussianOracle):
     """Private re-weighted GLM regression with per-point confidence widths (Algorithms 2 and 8).
 
     Parameters
@@ -307,8 +305,7 @@ class ReweightedRegression:
         calibration: str = "analytic",
         on_bound: str = "clip",
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, allow_inf=True)
-        self.delta = check_delta(delta)
+        super().__init__(epsilon, delta, calibration, on_bound)
         self.mode = check_choice("mode", mode, ("jdp", "ldp"))
         self.link = link_constants(link)
         self.failure_prob = check_in_range(
@@ -326,9 +323,6 @@ class ReweightedRegression:
             "split", split, 0.0, 1.0, low_inclusive=False, high_inclusive=False
         )
         self.reg_coef = check_choice("reg_coef", reg_coef, ("L_nu", "mu"))
-        self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
-        self.on_bound = check_choice("on_bound", on_bound, BOUND_POLICIES)
-        self.sigma = noise_multiplier(self.epsilon, self.delta, self.calibration)
 
     @property
     def model(self) -> str:
@@ -379,7 +373,7 @@ class ReweightedRegression:
         sample per batch.
         """
         data = prepare(X, y, self.on_bound)
-        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        gen = as_generator(rng)
         n, d = data.X.shape
         p = self.plan(n)
         ledger = Ledger(n)
