@@ -47,6 +47,7 @@ import math
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from scipy import fft as sp_fft
 from scipy import stats
 
 from privbandits.core.errors import ValidationError
@@ -100,32 +101,99 @@ def _window(N: int, p: float, z: float) -> np.ndarray:
     return np.arange(lo, hi + 1)
 
 
+#: Above this many products (shifts x window) a cross-correlation runs blockwise by FFT
+#: (:func:`_correlate_blocks`); below it, as one exact matrix product.
+FFT_MIN_WORK: int = 20_000_000
+#: Constant of the absolute error bound of one FFT cross-correlation of non-negative vectors
+#: ``a, b`` (length ``n``): ``FFT_ERROR_C u (log2 n + 1) ||a||_1 ||b||_1``, ``u = 2^-53``.  The
+#: forward and inverse transforms each have a normwise relative error of at most ``~7 u log2 n``
+#: (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm. 24.2) and every
+#: spectrum entry is at most ``||a||_1`` (``||b||_1``); 64 covers the three transforms and the
+#: product with a margin of two.
+FFT_ERROR_C: float = 64.0
+#: A block's FFT entry is used only where that error bound is at most this fraction of it; the
+#: other shifts of the block are summed directly (exactly as the matrix-product path).
+FFT_MAX_REL_ERROR: float = 1e-8
+
+
+def _correlate_blocks(ta: np.ndarray, tb: np.ndarray, n_shift: int, sd: float) -> np.ndarray:
+    """``log sum_j exp(ta[j + k] + tb[j])`` for ``k = 0..n_shift-1``, an upper bound within ``1e-8`` relative.
+
+    ``tb`` (length ``m``) is cut into blocks of about ``sd / 4`` (where ``ta`` is nearly linear);
+    within a block both sides are tilted by ``ta``'s slope ``lam`` (``ta[i] - lam i`` and ``tb[j] +
+    lam j``; their sum at shift ``k`` is the untilted one minus ``lam k``), which leaves a small
+    dynamic range, so the FFT cross-correlation of the exponentials is accurate; its rigorous
+    absolute error bound (:data:`FFT_ERROR_C`) is added to every entry, so each block's sum, and
+    the log-sum over blocks, is an upper bound on the exact sum (never optimistic).  Entries whose
+    bound exceeds :data:`FFT_MAX_REL_ERROR` of their value are summed directly instead.
+    """
+    m = tb.size
+    block = int(min(65536, max(256, 2 ** round(math.log2(max(sd, 1.0) / 4.0)))))
+    k = np.arange(n_shift)
+    out = np.full(n_shift, -np.inf)
+    u = 2.0**-53
+    for j0 in range(0, m, block):
+        j1 = min(m, j0 + block)
+        a_seg = ta[j0 : j1 + n_shift - 1]
+        b_seg = tb[j0:j1]
+        fin = np.flatnonzero(np.isfinite(a_seg))
+        if fin.size == 0:
+            continue
+        lam = (a_seg[fin[-1]] - a_seg[fin[0]]) / (fin[-1] - fin[0]) if fin.size > 1 else 0.0
+        a_t = a_seg - lam * np.arange(a_seg.size)
+        b_t = b_seg + lam * np.arange(b_seg.size)
+        ma, mb = float(np.max(a_t)), float(np.max(b_t))
+        A = np.exp(a_t - ma)
+        B = np.exp(b_t - mb)
+        n_fft = sp_fft.next_fast_len(A.size, real=True)
+        corr = sp_fft.irfft(sp_fft.rfft(A, n_fft) * np.conj(sp_fft.rfft(B, n_fft)), n_fft)[:n_shift]
+        err = FFT_ERROR_C * u * (math.log2(n_fft) + 1.0) * float(np.sum(A)) * float(np.sum(B))
+        corr = np.maximum(corr, 0.0) + err
+        loose = np.flatnonzero(err > FFT_MAX_REL_ERROR * corr)
+        if loose.size:  # the bound would be loose here: these shifts exactly, as a direct sum
+            corr[loose] = sliding_window_view(A, B.size)[loose] @ B
+        with np.errstate(divide="ignore"):
+            log_c = np.log(corr) + ma + mb + lam * k
+        out = np.logaddexp(out, log_c)
+    return out
+
+
 def _log_sums(N: int, p: float, s_max: int, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``log A_alpha(s)`` for ``s = -s_max..s_max`` (shape ``(len(alphas), 2 s_max + 1)``) and the tail per alpha.
 
     ``A_alpha(s) = sum_(y in C) q(y - s)^alpha q(y)^(1 - alpha)`` (``q`` the ``Bin(N, p)`` pmf), a
     cross-correlation over the window ``C`` (``+-z`` standard deviations, ``z = min(Z_WINDOW,
     sqrt(1300 / (alpha - 1)))`` so that the scaled central terms stay far above the float
-    underflow), evaluated for all shifts at once.  A sum that still underflows is reported as
-    ``+inf`` (that order is then useless, never optimistic).
+    underflow), evaluated for all shifts at once: as one matrix product, or, for large windows
+    (more than :data:`FFT_MIN_WORK` products), blockwise by FFT with its rounding error bounded
+    and added (:func:`_correlate_blocks`).  A sum that still underflows is reported as ``+inf``
+    (that order is then useless, never optimistic).
     """
     shifts = np.arange(-s_max, s_max + 1)
     out = np.empty((alphas.size, shifts.size))
     tails = np.empty(alphas.size)
+    sd = math.sqrt(N * p * (1.0 - p))
+    widest = _window(N, p, Z_WINDOW)
+    w_lo = int(widest[0])
+    # the pmf once over the widest window (every order's window lies inside it, same centre)
+    log_q_all = stats.binom.logpmf(
+        np.arange(w_lo - s_max, int(widest[-1]) + s_max + 1), N, p
+    )  # -inf off the support
     for i, a in enumerate(alphas):
         y = _window(N, p, min(Z_WINDOW, math.sqrt(1300.0 / (a - 1.0))))
         lo, hi = int(y[0]), int(y[-1])
-        log_q_ext = stats.binom.logpmf(
-            np.arange(lo - s_max, hi + s_max + 1), N, p
-        )  # -inf off the support
+        log_q_ext = log_q_all[lo - w_lo : lo - w_lo + y.size + 2 * s_max]
         log_q = log_q_ext[s_max : s_max + y.size]
         ta = a * log_q_ext
         tb = (1.0 - a) * log_q
-        ma, mb = float(np.max(ta)), float(np.max(tb))
-        # corr[k] = sum_j a[j + k] b[j] (as np.correlate(a, b, "valid"), as a matrix product: faster)
-        corr = sliding_window_view(np.exp(ta - ma), y.size) @ np.exp(tb - mb)
-        with np.errstate(divide="ignore"):
-            row = (np.log(corr) + ma + mb)[::-1]  # k = s_max - s  ->  index s + s_max
+        if y.size * shifts.size > FFT_MIN_WORK:
+            row = _correlate_blocks(ta, tb, shifts.size, sd)[::-1]
+        else:
+            ma, mb = float(np.max(ta)), float(np.max(tb))
+            # corr[k] = sum_j a[j + k] b[j] (as np.correlate(a, b, "valid"), as a matrix product: faster)
+            corr = sliding_window_view(np.exp(ta - ma), y.size) @ np.exp(tb - mb)
+            with np.errstate(divide="ignore"):
+                row = (np.log(corr) + ma + mb)[::-1]  # k = s_max - s  ->  index s + s_max
         out[i] = np.where(np.isfinite(row), row, np.inf)
         # P_s(C^c) = P(Bin < lo - s) + P(Bin > hi - s), largest over |s| <= s_max
         tails[i] = float(
