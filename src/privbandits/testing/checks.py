@@ -434,6 +434,18 @@ def _reachable(obj: Any, types: tuple[type, ...], depth: int = 3) -> bool:
     return any(_reachable(c, types, depth - 1) for c in children)
 
 
+def _stopped_at_boundary(case: Case, tamper: Callable[[Algorithm], None]) -> bool:
+    """Whether a short reference run of ``case`` with ``tamper`` applied after every reset stops with
+    :class:`TrustBoundaryError`."""
+    alg = case.make()
+    after_reset(alg, tamper)
+    try:
+        _run(case, alg, engine="reference", horizon=5)
+    except TrustBoundaryError:
+        return True
+    return False
+
+
 def check_raw_output_rejected(case: Case) -> None:
     """A client that sends the raw rewards, or (a compiled kernel) a message of another randomizer,
     is stopped with :class:`TrustBoundaryError` before the server sees it."""
@@ -442,13 +454,7 @@ def check_raw_output_rejected(case: Case) -> None:
     def leak(a: Algorithm) -> None:
         a.client.randomize = lambda t, public, X, actions, rewards, rng: np.array(rewards)  # type: ignore[attr-defined]
 
-    alg = case.make()
-    after_reset(alg, leak)
-    try:
-        _run(case, alg, engine="reference", horizon=5)
-    except TrustBoundaryError:
-        pass
-    else:
+    if not _stopped_at_boundary(case, leak):
         raise AssertionError(
             "a client that returned the raw rewards was not stopped (TrustBoundaryError)"
         )
@@ -466,13 +472,8 @@ def check_raw_output_rejected(case: Case) -> None:
 
         a.client.randomize = randomize  # type: ignore[attr-defined]
 
-    alg = case.make()
-    after_reset(alg, forge)
-    try:
-        _run(case, alg, engine="reference", horizon=5)
-    except TrustBoundaryError:
-        return
-    raise AssertionError("a message of another randomizer reached the server")
+    if not _stopped_at_boundary(case, forge):
+        raise AssertionError("a message of another randomizer reached the server")
 
 
 # -- the device ------------------------------------------------------------------------------------
