@@ -248,10 +248,9 @@ class AdaPKLUCB(AdaPUCB):
 
     Parameters
     ----------
-    epsilon : float
-        Privacy budget of the whole run (pure DP, trusted learner).
-    alpha : float
-        Exploration exponent ``alpha > 3`` (3.1 as in the paper's experiments, section 5).
+    epsilon, alpha : float
+        As for :class:`AdaPUCB` (whose constructor this class inherits): the run's pure-DP budget
+        and the exploration exponent ``alpha > 3``.
 
     References
     ----------
@@ -269,6 +268,3 @@ class AdaPKLUCB(AdaPUCB):
         from privbandits.algorithms.mab.audit import adap_release_spec
 
         return (ReleaseCase("adap-klucb-release", adap_release_spec("adap-klucb")),)
-
-    def __init__(self, epsilon: float = 1.0, alpha: float = 3.1) -> None:
-        pass
