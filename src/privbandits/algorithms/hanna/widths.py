@@ -137,8 +137,23 @@ class NonPrivateWidth:
         return self.sigma * np.sqrt(2.0 * (plan.g / plan.scale) * ell)
 
 
+class _NoisyWidth:
+    """What the widths of the private batches share: ``(ell_i, s_i, q^i)`` of a batch plan."""
+
+    scale: ScaleFn
+    fail_prob: float | None
+
+    def _inputs(
+        self, plan: BatchPlan, spec: EnvSpec, L: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The confidence log ``ell_i``, the noise scale ``s_i`` (broadcast to its shape) and ``q^i``."""
+        ell = confidence_log(plan.n_active, spec.horizon, L, self.fail_prob)
+        s = np.broadcast_to(np.asarray(self.scale(plan), dtype=float), ell.shape)
+        return ell, s, plan.scale
+
+
 @dataclass(frozen=True)
-class CentralWidth:
+class CentralWidth(_NoisyWidth):
     """``gamma_i`` of Algorithm 1 (central model); ``scale`` gives the Laplace scale per batch.
 
     Parameters
@@ -161,9 +176,7 @@ class CentralWidth:
     fail_prob: float | None = None
 
     def __call__(self, plan: BatchPlan, spec: EnvSpec, L: int) -> np.ndarray:
-        ell = confidence_log(plan.n_active, spec.horizon, L, self.fail_prob)
-        s = np.broadcast_to(np.asarray(self.scale(plan), dtype=float), ell.shape)
-        qi = plan.scale
+        ell, s, qi = self._inputs(plan, spec, L)
         if self.width_mode == "paper":
             if self.core_set == "nocore-uniform":
                 return nocore_uniform_width_paper(plan.g, ell, qi, plan.n_active, s, self.sigma)
@@ -174,7 +187,7 @@ class CentralWidth:
 
 
 @dataclass(frozen=True)
-class LocalWidth:
+class LocalWidth(_NoisyWidth):
     """``gamma_i`` of Algorithms 2 and 3 (one Laplace report per user; ``scale`` per batch).
 
     For the shuffle model the scale depends on the batch: ``s_i = Delta / eps0^(i)`` with
@@ -187,9 +200,7 @@ class LocalWidth:
     fail_prob: float | None = None
 
     def __call__(self, plan: BatchPlan, spec: EnvSpec, L: int) -> np.ndarray:
-        ell = confidence_log(plan.n_active, spec.horizon, L, self.fail_prob)
-        s = np.broadcast_to(np.asarray(self.scale(plan), dtype=float), ell.shape)
-        qi = plan.scale
+        ell, s, qi = self._inputs(plan, spec, L)
         if self.width_mode == "paper":
             return local_width_paper(spec.d, ell, qi, plan.n_total.astype(float), s, self.sigma)
         return local_width_rigorous(plan.g / qi, ell, s, self.sigma)
