@@ -12,6 +12,12 @@ same final regret at the reference horizon.
 Usage::
 
     python benchmarks/bench_shuffle_glm.py [--ref-horizon 5000] [--horizons 20000,100000,300000] [--gamma 0.3]
+    python benchmarks/bench_shuffle_glm.py --calibration 10000,100000,300000
+
+``--calibration`` times the strict calibration alone (the rigorous Renyi accounting of every
+summation call, :mod:`privbandits.privacy.binomial_accounting`) at epsilon = 4, delta = 1e-5,
+logistic, S = 1, once with the blockwise-FFT Renyi sums and once with every sum as one direct
+matrix product, each in a fresh cache, and prints the accounted epsilon of both.
 
 Prints markdown; copy it into benchmarks/RESULTS.md.
 """
@@ -45,12 +51,42 @@ def run(T: int, engine: str, gamma: float | None, seed: int = 0) -> tuple[float,
     return time.perf_counter() - start, res.final_regret
 
 
+def calibration_time(T: int, direct: bool) -> tuple[float, float]:
+    """CPU seconds and accounted epsilon of one strict calibration (fresh caches)."""
+    from privbandits.algorithms.sarmasarkar import binomial_composition
+    from privbandits.privacy import binomial_accounting as ba
+
+    binomial_composition._terms.cache_clear()
+    saved = ba.FFT_MIN_WORK
+    ba.FFT_MIN_WORK = 10**18 if direct else saved
+    env = pb.SyntheticEnv(d=5, K=20, link="logistic", theta_norm=1.0, contexts="ball")
+    alg = ShuffleGLM(epsilon=4.0, delta=1e-5, path="aggregate", gamma=0.3)
+    try:
+        start = time.process_time()
+        cal = alg.calibrate(env.spec(T))
+        return time.process_time() - start, cal.guarantee.epsilon
+    finally:
+        ba.FFT_MIN_WORK = saved
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ref-horizon", type=int, default=5000)
     ap.add_argument("--horizons", default="20000,100000,300000")
     ap.add_argument("--gamma", type=float, default=0.3)
+    ap.add_argument("--calibration", default="", help="time the strict calibration at these T")
     args = ap.parse_args()
+    if args.calibration:
+        print(f"load average {os.getloadavg()[0]:.2f}\n")
+        print("| T | blockwise FFT: CPU s | epsilon | direct sums: CPU s | epsilon | speed-up |")
+        print("|---|---|---|---|---|---|")
+        for T in (int(v) for v in args.calibration.split(",") if v):
+            t_fft, e_fft = calibration_time(T, direct=False)
+            t_dir, e_dir = calibration_time(T, direct=True)
+            print(
+                f"| {T} | {t_fft:.1f} | {e_fft:.6f} | {t_dir:.1f} | {e_dir:.6f} | {t_dir / t_fft:.1f}x |"
+            )
+        return
     run(500, "compiled", args.gamma)  # warm-up: compilation excluded
     t_ref, reg_ref = run(args.ref_horizon, "reference", args.gamma)
     t_fast, reg_fast = run(args.ref_horizon, "compiled", args.gamma)
