@@ -248,9 +248,10 @@ class AdaPKLUCB(AdaPUCB):
 
     Parameters
     ----------
-    epsilon, alpha : float
-        As for :class:`AdaPUCB` (whose constructor this class inherits): the run's pure-DP budget
-        and the exploration exponent ``alpha > 3``.
+    epsilon : float
+        The run's pure-DP budget (as for :class:`AdaPUCB`, whose constructor this class inherits).
+    alpha : float
+        Exploration exponent ``alpha > 3``.
 
     References
     ----------
