@@ -63,6 +63,7 @@ __all__ = [
     "MessageLayout",
     "argmax_ties",
     "mirrored_scale",
+    "tally_max",
 ]
 
 #: Largest norm of an estimate a compiled local server publishes and its devices accept: a bound
@@ -181,21 +182,28 @@ class LocalKernel:
         return local_loops(self.choose, self.randomize, self.update, self.encode)
 
 
+@nb.njit(cache=True, inline="always")
+def tally_max(s, k, best, n, arg):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """One step of a running argmax that counts exact ties: the score ``s`` of index ``k`` against
+    the maximum ``best`` so far, attained ``n`` times (``n = 0``: nothing seen yet), first at
+    ``arg``; returns the updated ``(best, n, arg)`` (:func:`argmax_ties` and the compiled
+    choices that recompute their scores instead of storing them)."""
+    if n == 0 or s > best:
+        return s, 1, k
+    if s == best:
+        return best, n + 1, arg
+    return best, n, arg
+
+
 @nb.njit(cache=True)
 def argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> int:  # pragma: no cover - compiled
     """Argmax of ``scores`` (1-D) with exact ties broken uniformly at random.
 
     Consumes one uniform draw only when the maximum is attained more than once.
     """
-    best = scores[0]
-    n = 1
-    arg = 0
+    best, n, arg = scores[0], 1, 0
     for k in range(1, scores.shape[0]):
-        s = scores[k]
-        if s > best:
-            best, n, arg = s, 1, k
-        elif s == best:
-            n += 1
+        best, n, arg = tally_max(scores[k], k, best, n, arg)
     if n == 1:
         return arg
     pick = int(rng.random() * n)

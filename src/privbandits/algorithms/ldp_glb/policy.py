@@ -18,6 +18,7 @@ import math
 
 import numba as nb
 
+from privbandits.algorithms.kernel import tally_max
 from privbandits.core.links import link_mu
 
 __all__ = ["WARMUP_ORDERS", "greedy_arm", "greedy_arm_multi", "warmup_arm"]
@@ -45,11 +46,7 @@ def greedy_arm(X, theta, r, rng):  # type: ignore[no-untyped-def]  # pragma: no 
     K = X.shape[0]
     best, n, arg = _single_score(X, theta, r, 0), 1, 0
     for k in range(1, K):
-        s = _single_score(X, theta, r, k)
-        if s > best:
-            best, n, arg = s, 1, k
-        elif s == best:
-            n += 1
+        best, n, arg = tally_max(_single_score(X, theta, r, k), k, best, n, arg)
     if n == 1:
         return arg
     pick = int(rng.random() * n)
@@ -86,11 +83,7 @@ def greedy_arm_multi(X, theta, theta_warm, r, h, link, rng):  # type: ignore[no-
             w = link_mu(link, _multi_score(X, theta_warm, r, k))
             if not (w > w_max - h / 2.0 or w >= w_max):
                 continue
-        s = _multi_score(X, theta, r, k)
-        if n == 0 or s > best:
-            best, n, arg = s, 1, k
-        elif s == best:
-            n += 1
+        best, n, arg = tally_max(_multi_score(X, theta, r, k), k, best, n, arg)
     if n == 1:
         return arg
     pick = int(rng.random() * n)
