@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from privbandits.algorithms.base import LocalAlgorithm
 from privbandits.algorithms.ldp_glb.calibration import (
@@ -104,6 +105,24 @@ class HanAlgorithm(LocalAlgorithm):
             return Warmup(0, 0)
         s0 = self.s0 if self.s0 is not None else default_s0(spec.horizon, spec.K)
         return Warmup(s0, spec.K * s0, self.warmup_order, self.h)
+
+    def _kernel_head(self, n_warmup: int, s0: int) -> dict[str, Any]:
+        """The leading kernel parameters of both families (:class:`.kernels.OLSParams`,
+        :class:`.kernels.SGDParams`): the problem, Algorithm 2's schedule (``n_warmup``, ``s0`` of
+        the calibration; warm-up order, elimination threshold ``h``) and the data bounds."""
+        spec = self.spec
+        return {
+            "K": spec.K,
+            "d": spec.d,
+            "n_warmup": int(n_warmup),
+            "s0": max(1, int(s0)),
+            "blocks": self.warmup_order == "blocks",
+            "h": math.inf if self.h is None else float(self.h),
+            "link": spec.link.code,
+            "C_B": float(spec.context_bound),
+            "r_lo": float(spec.reward_range[0]),
+            "r_hi": float(spec.reward_range[1]),
+        }
 
     def _shift(self, spec: EnvSpec, sigma_unit: float) -> Shift:
         """``shift(t) = c_shift sqrt(t + offset)``, ``c_shift = shift_scale * c_tilde`` (3.2)."""

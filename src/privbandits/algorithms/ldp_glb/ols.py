@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -198,16 +197,7 @@ class LDPOLS(HanAlgorithm):
         d, K, multi = spec.d, spec.K, spec.setting == "multi"
         K_est = K if multi else 1
         params = OLSParams(
-            K=K,
-            d=d,
-            n_warmup=c.n_warmup,
-            s0=max(1, c.s0),
-            blocks=self.warmup_order == "blocks",
-            h=math.inf if self.h is None else float(self.h),
-            link=spec.link.code,
-            C_B=float(spec.context_bound),
-            r_lo=float(spec.reward_range[0]),
-            r_hi=float(spec.reward_range[1]),
+            **self._kernel_head(c.n_warmup, c.s0),
             s_W=c.s_W,
             s_u=c.s_u,
             s_W_warm=c.warm[0],

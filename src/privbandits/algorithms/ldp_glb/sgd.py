@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -352,16 +351,7 @@ class LDPSGD(HanAlgorithm):
                 self.epsilon, d * K, c.grad_bound
             )
         params = SGDParams(
-            K=K,
-            d=d,
-            n_warmup=int(c.n_warmup),
-            s0=max(1, int(c.s0)),
-            blocks=self.warmup_order == "blocks",
-            h=math.inf if self.h is None else float(self.h),
-            link=spec.link.code,
-            C_B=float(spec.context_bound),
-            r_lo=float(spec.reward_range[0]),
-            r_hi=float(spec.reward_range[1]),
+            **self._kernel_head(c.n_warmup, c.s0),
             R=float(c.grad_bound),
             epsilon=float(c.epsilon_slot),
             radius=float(c.radius),
