@@ -256,10 +256,8 @@ class GLMUCB(AuthorsCodeRun, Curator):
     ) -> None:
         pass
 
-    def calibrate(self, spec: EnvSpec) -> Calibration:
+    def _calibrate(self, spec: EnvSpec) -> Calibration:
         """Resolve the radius constants and the estimation path on ``spec`` (non-private)."""
-        if self.preset == "authors_code":
-            return authors_code.baseline_calibration(self, spec)
         bound = spec.context_bound * spec.theta_bound
         lo, hi = spec.reward_range
         mode = (
@@ -279,10 +277,9 @@ class GLMUCB(AuthorsCodeRun, Curator):
             ),
         )
 
-    def build_kernel(self) -> CuratorKernel | None:
-        if self.preset == "authors_code":  # numpy run (reference driver)
-            self._authors = authors_code.glm_ucb_runner(self)
-            return None
+    _authors_run = authors_code.glm_ucb_runner
+
+    def _build_kernel(self) -> CuratorKernel:
         c, spec, R = self.calibration.typed(GLMUCBConstants), self.spec, self.R
         d, K = spec.d, spec.K
         mode = MODES[c.mode]

@@ -262,10 +262,8 @@ class GLOC(AuthorsCodeRun, Curator):
     ) -> None:
         pass
 
-    def calibrate(self, spec: EnvSpec) -> Calibration:
+    def _calibrate(self, spec: EnvSpec) -> Calibration:
         """Resolve ``S``, ``kappa`` and the noise parameter ``R`` on ``spec`` (non-private)."""
-        if self.preset == "authors_code":
-            return authors_code.baseline_calibration(self, spec)
         block = spec.setting == "multi"
         # with block features built here (plain multi setting) the stacked parameter has norm <= sqrt(K) S_arm,
         # the bound SyntheticEnv(features="block") announces for the same problem
@@ -279,10 +277,9 @@ class GLOC(AuthorsCodeRun, Curator):
         D = spec.K * spec.d if block else spec.d
         return Calibration(NON_PRIVATE, constants=GLOCConstants(D, S, kappa, sigma))
 
-    def build_kernel(self) -> CuratorKernel | None:
-        if self.preset == "authors_code":  # numpy run (reference driver)
-            self._authors = authors_code.gloc_runner(self)
-            return None
+    _authors_run = authors_code.gloc_runner
+
+    def _build_kernel(self) -> CuratorKernel:
         c, R, spec = self.calibration.typed(GLOCConstants), self.R, self.spec
         D, S, kappa = int(c.D), float(c.S), float(c.kappa)
         eye = np.eye(D)

@@ -219,9 +219,7 @@ class RSGLinUCB(AuthorsCodeRun, Curator):
     ) -> None:
         pass
 
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        if self.preset == "authors_code":
-            return authors_code.baseline_calibration(self, spec)
+    def _calibrate(self, spec: EnvSpec) -> Calibration:
         """Resolve ``S``, ``kappa``, ``gamma``, ``beta`` and ``thr`` on ``spec`` (non-private)."""
         S = spec.theta_bound if self.S is None else self.S
         kappa, _ = resolve_kappas(spec, S, self.kappa, None)
@@ -237,10 +235,9 @@ class RSGLinUCB(AuthorsCodeRun, Curator):
         )
         return Calibration(NON_PRIVATE, constants=constants)
 
-    def build_kernel(self) -> CuratorKernel | None:
-        if self.preset == "authors_code":  # numpy run (reference driver)
-            self._authors = authors_code.rs_glinucb_runner(self)
-            return None
+    _authors_run = authors_code.rs_glinucb_runner
+
+    def _build_kernel(self) -> CuratorKernel:
         c, R, spec = self.calibration.typed(RSGLinUCBConstants), self.R, self.spec
         d, T = spec.d, spec.horizon
         eye = np.eye(d)

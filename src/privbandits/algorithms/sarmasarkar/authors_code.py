@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import brentq
@@ -77,6 +77,9 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ZCDP, to_guarantee
 from privbandits.privacy.guarantee import NON_PRIVATE, PrivacyGuarantee
+
+if TYPE_CHECKING:
+    from privbandits.algorithms.kernel import CuratorKernel
 
 __all__ = [
     "AUTHORS_BATCH",
@@ -687,12 +690,44 @@ class AuthorsGLMUCB:
 
 
 class AuthorsCodeRun:
-    """Mixin of a curator whose ``authors_code`` preset is a numpy run (``self._authors``, set by
-    its ``build_kernel``, which then returns no kernel): select, update and estimate go to that run
-    under the preset and to the curator's own kernel otherwise.  Listed before ``Curator``."""
+    """Mixin of a curator whose ``authors_code`` preset is a numpy run: calibrate, build_kernel,
+    select, update and estimate go to that run under the preset and to the curator's own path
+    otherwise.  Listed before ``Curator``.
+
+    The curator implements ``_calibrate`` and ``_build_kernel`` (its own path) and names the
+    preset's run ``_authors_run`` (a function of the algorithm; it becomes ``self._authors``, and
+    ``build_kernel`` then returns no kernel) and, if not :func:`baseline_calibration`, its
+    calibration ``_authors_calibration``.
+    """
 
     preset: str
     _authors: Any
+
+    def _authors_calibration(self, spec: EnvSpec) -> Calibration:
+        return baseline_calibration(self, spec)
+
+    def _authors_run(self) -> Any:
+        raise NotImplementedError
+
+    def _calibrate(self, spec: EnvSpec) -> Calibration:
+        raise NotImplementedError
+
+    def _build_kernel(self) -> CuratorKernel:
+        raise NotImplementedError
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        """The ``authors_code`` calibration under that preset, else the curator's own."""
+        if self.preset == "authors_code":
+            return self._authors_calibration(spec)
+        return self._calibrate(spec)
+
+    def build_kernel(self) -> CuratorKernel | None:
+        """The curator's compiled kernel, or none under ``authors_code`` (the reference driver
+        runs the numpy run)."""
+        if self.preset == "authors_code":
+            self._authors = self._authors_run()
+            return None
+        return self._build_kernel()
 
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         if self.preset == "authors_code":
