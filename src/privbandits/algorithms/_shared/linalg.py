@@ -493,16 +493,8 @@ def ucb_argmax(
 
 
 @nb.njit(cache=True, inline="always")
-def ucb_argmax_single(
-    X: np.ndarray,
-    theta: np.ndarray,
-    M: np.ndarray,
-    radius: float,
-    link_code: int,
-    squared: bool,
-    rng: np.random.Generator,
-) -> int:  # pragma: no cover - compiled
-    """:func:`ucb_argmax` for contexts ``X`` (K, d): ``x_a = X[a]``."""
+def ucb_argmax_single(X, theta, M, radius, link_code, squared, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`ucb_argmax` for contexts ``X`` (K, d): ``x_a = X[a]`` (its arguments but ``K``)."""
     return ucb_argmax(X, X.shape[0], theta, M, radius, link_code, squared, rng)
 
 
