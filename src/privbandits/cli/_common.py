@@ -287,7 +287,7 @@ def _print_outcome(outcome: Any, *, show_report: bool = True) -> None:
     out.print(
         _regret_table(
             outcome.series,
-            f"Final cumulative regret at T = {cfg.horizon} (mean ± std over {n_runs} runs per row)",
+            f"Final cumulative regret at {cfg.horizon_text()} (mean ± std over {n_runs} runs per row)",
         )
     )
     styles = {

@@ -17,12 +17,16 @@ kind          claim
               less than 25 % between adjacent values of the parameter (each pair as ``within``)
 ``slope``     ``items = [a]``, ``exponent = 0.5``, ``tolerance = 0.15``: the slope of a's log
               cumulative regret against log t over ``t in [T/10, T]`` lies within ``exponent +-
-              tolerance`` (``direction = "at_most"``: at most ``exponent + tolerance``)
+              tolerance`` (``direction = "at_most"``: at most ``exponent + tolerance``); with
+              ``param = "T"``: the slope of a's log final regret against log T across the separate
+              horizons of an experiment with ``horizons`` (any numeric parameter may be named)
 ============  ===================================================================================
 
-A ``slope`` claim is tested on the per-replication slopes (one least-squares fit per run): agree
-when the two-sided ``1 - level`` Student interval of their mean lies inside the claimed range,
-disagree when it lies entirely outside, inconclusive otherwise.
+A ``slope`` claim is tested on the per-replication slopes (one least-squares fit per run, by
+:func:`~privbandits.experiments.slopes.loglog_slope`; with ``param``, run ``i`` is the ``i``-th
+replication of the same seed at every value of the parameter): agree when the two-sided
+``1 - level`` Student interval of their mean lies inside the claimed range, disagree when it lies
+entirely outside, inconclusive otherwise.
 
 ``where = { epsilon = 1.0 }`` restricts a claim to the cells with those values.
 
@@ -53,6 +57,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from privbandits.experiments.slopes import loglog_slopes
 from privbandits.experiments.summary import TUNED_SUFFIX, Series, fmt_num, format_values
 
 __all__ = [
@@ -64,6 +69,7 @@ __all__ = [
     "Comparison",
     "compare",
     "evaluate_claims",
+    "param_slopes",
     "replication_slopes",
     "t_critical",
     "verdict_counts",
@@ -89,7 +95,9 @@ class Claim:
     above : tuple of str
         The upper tier of ``tiers``.
     param, direction : str
-        ``monotone``: the parameter and ``"decreasing"`` / ``"increasing"`` (``stable``: the parameter).
+        ``monotone``: the parameter and ``"decreasing"`` / ``"increasing"`` (``stable``: the
+        parameter; ``slope``: the parameter the final regret is fitted against, None: t within
+        each run, and ``"near"`` / ``"at_most"``).
     percent : float
         ``within`` and ``stable``: the tolerance in percent.
     where : dict
@@ -121,10 +129,15 @@ class Claim:
             core = f"{self.items[0]} stable within {self.percent:g} % across {self.param}"
         elif self.kind == "slope":
             hi = (self.exponent or 0.0) + (self.tolerance or 0.0)
+            what = (
+                f"log-log slope of {self.items[0]}'s final regret against {self.param}"
+                if self.param
+                else f"log-log regret slope of {self.items[0]}"
+            )
             core = (
-                f"log-log regret slope of {self.items[0]} at most {hi:g}"
+                f"{what} at most {hi:g}"
                 if self.direction == "at_most"
-                else f"log-log regret slope of {self.items[0]} within {self.exponent:g} ± {self.tolerance:g}"
+                else f"{what} within {self.exponent:g} ± {self.tolerance:g}"
             )
         else:
             core = f"{self.items[0]} {self.direction} in {self.param}"
@@ -339,19 +352,51 @@ def _within(a: Series, b: Series, percent: float, level: float) -> tuple[str, st
 
 def replication_slopes(s: Series, start: float = 0.1) -> np.ndarray:
     """Least-squares slope of log cumulative regret on log t over ``t >= start * T``, one per run."""
-    t = np.asarray(s.checkpoints, dtype=float)
-    keep = t >= start * t.max()
-    out = []
-    for run in s.regret:
-        r = np.asarray(run, dtype=float)
-        k = keep & (r > 0) & np.isfinite(r)
-        out.append(np.polyfit(np.log(t[k]), np.log(r[k]), 1)[0] if k.sum() >= 2 else np.nan)
-    return np.asarray(out, dtype=float)
+    return loglog_slopes(s.checkpoints, s.regret, start)
+
+
+def param_slopes(members: Sequence[Series], param: str) -> np.ndarray:
+    """Least-squares slope of log final regret on log ``param`` across ``members`` (series that
+    differ in ``param`` only, e.g. the separate horizons ``T``), one per run: run ``i`` is the
+    ``i``-th replication of the same seed in every member.
+
+    Raises
+    ------
+    ValueError
+        If the members did not run the same seeds and replications.
+    """
+    first = members[0]
+    if any(m.seeds != first.seeds or m.n != first.n for m in members):
+        raise ValueError("the series ran different seeds or replications")
+    x = np.asarray([float(m.value(param)) for m in members])
+    finals = np.column_stack([m.final for m in members])  # (runs, values of param)
+    return loglog_slopes(x, finals, start=0.0)
 
 
 def _slope(s: Series, claim: Claim, level: float) -> tuple[str, str]:
-    """Verdict and detail line of a ``slope`` claim on series ``s``."""
-    slopes = replication_slopes(s)
+    """Verdict and detail line of a ``slope`` claim on series ``s`` (over t within its runs)."""
+    return _slope_verdict(s.name, replication_slopes(s), claim, level)
+
+
+def _slope_over(members: Sequence[Series], claim: Claim, level: float) -> tuple[str, str]:
+    """Verdict and detail line of a ``slope`` claim across ``members`` (over ``claim.param``)."""
+    param = claim.param or ""
+    first = members[0]
+    rest = {k: v for k, v in first.grid.items() if k != param}
+    name = f"{first.label} ({format_values(rest)})" if rest else first.label
+    values = [m.value(param) for m in members]
+    try:
+        slopes = param_slopes(members, param)
+    except ValueError as exc:
+        return "incomplete", f"{name}: {exc}; no per-run slope across {param}"
+    what = f"final regret against {param} = {', '.join(f'{v:g}' for v in values)}"
+    return _slope_verdict(name, slopes, claim, level, what)
+
+
+def _slope_verdict(
+    name: str, slopes: np.ndarray, claim: Claim, level: float, what: str = ""
+) -> tuple[str, str]:
+    """Verdict and detail line of a ``slope`` claim from per-run slopes (Student interval)."""
     slopes = slopes[np.isfinite(slopes)]
     lo_claim = (
         -math.inf
@@ -362,7 +407,7 @@ def _slope(s: Series, claim: Claim, level: float) -> tuple[str, str]:
     if slopes.size < MIN_RUNS:
         return (
             "too few runs",
-            f"{s.name}: {slopes.size} runs with a slope, a verdict needs {MIN_RUNS}",
+            f"{name}: {slopes.size} runs with a slope, a verdict needs {MIN_RUNS}",
         )
     m = float(slopes.mean())
     hw = t_critical(level / 2, slopes.size - 1) * float(slopes.std(ddof=1)) / math.sqrt(slopes.size)
@@ -373,15 +418,36 @@ def _slope(s: Series, claim: Claim, level: float) -> tuple[str, str]:
     else:
         verdict = "inconclusive"
     rng = f"<= {hi_claim:g}" if claim.direction == "at_most" else f"in [{lo_claim:g}, {hi_claim:g}]"
+    of = f" of {what}" if what else ""
     return verdict, (
-        f"{s.name}: slope {m:.3f} ({100 * (1 - level):g} % CI {m - hw:.3f} .. {m + hw:.3f}, "
+        f"{name}: slope{of} {m:.3f} ({100 * (1 - level):g} % CI {m - hw:.3f} .. {m + hw:.3f}, "
         f"{slopes.size} runs), claimed {rng}: {verdict}"
+    )
+
+
+def _members(
+    involved: Sequence[Series], item: str, param: str, cell: Mapping[str, Any]
+) -> list[Series]:
+    """The series of ``item`` in ``cell`` that have a value of ``param``, by that value."""
+    return sorted(
+        (
+            s
+            for s in involved
+            if _matches(s, item) and _in_cell(s, cell) and s.value(param) is not None
+        ),
+        key=lambda s: s.value(param),
     )
 
 
 def _check_cell(
     claim: Claim, involved: Sequence[Series], cell: dict[str, Any], level: float
 ) -> ClaimResult:
+    if claim.kind == "slope" and claim.param:
+        members = _members(involved, claim.items[0], claim.param, cell)
+        if len(members) < 2:
+            return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
+        verdict, detail = _slope_over(members, claim, level)
+        return ClaimResult(claim, cell, verdict, (), detail=detail)
     if claim.kind == "slope":
         s = _pick(involved, claim.items[0], cell)
         if s is None:
@@ -389,16 +455,7 @@ def _check_cell(
         verdict, detail = _slope(s, claim, level)
         return ClaimResult(claim, cell, verdict, (), detail=detail)
     if claim.kind in ("monotone", "stable"):
-        members = sorted(
-            (
-                s
-                for s in involved
-                if _matches(s, claim.items[0])
-                and _in_cell(s, cell)
-                and s.value(claim.param or "") is not None
-            ),
-            key=lambda s: s.value(claim.param or ""),
-        )
+        members = _members(involved, claim.items[0], claim.param or "", cell)
         if len(members) < 2:
             return ClaimResult(claim, cell, "incomplete", missing=(claim.items[0],))
         if claim.kind == "stable":
@@ -459,7 +516,9 @@ def evaluate_claims(
     for claim in claims:
         names = claim.items + claim.above
         involved = [s for s in series if any(_matches(s, n) for n in names)]
-        exclude = [claim.param] if claim.kind in ("monotone", "stable") and claim.param else []
+        exclude = (
+            [claim.param] if claim.kind in ("monotone", "stable", "slope") and claim.param else []
+        )
         cells = _cells(involved, exclude, claim.where)
         if not cells:
             out.append(ClaimResult(claim, dict(claim.where), "incomplete", missing=names))

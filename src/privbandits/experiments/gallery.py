@@ -91,6 +91,7 @@ def _entry(name: str, outcome: Outcome | RegressionOutcome, out: Path) -> Galler
         horizon=cfg.horizon,
         runs=cfg.replications * len(cfg.seeds),
         wall_time=sum(s.wall_time for s in outcome.series),
+        size=", ".join(f"{h:g}" for h in cfg.horizons),  # separate horizons: all of them
         not_comparable=sum(1 for r in outcome.paper_rows if not r.comparable),
         no_learning=tuple(
             c.series

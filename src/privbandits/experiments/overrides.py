@@ -110,10 +110,15 @@ class Overrides:
             quick = out.get("quick", {})
             if isinstance(quick, dict):
                 out.update(quick)
+                for a, b in (("horizon", "horizons"), ("horizons", "horizon")):
+                    if a in quick:  # [quick] horizon(s) replaces the file's horizon(s)
+                        out.pop(b, None)
         for name in ("horizon", "replications", "engine"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.horizon is not None and "horizons" in out:  # one horizon of a file's horizons
+            out["horizons"] = [out.pop("horizon")]
         if self.seeds is not None:
             out["seeds"] = list(self.seeds)
         if self.data is not None:

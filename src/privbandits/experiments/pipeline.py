@@ -183,10 +183,12 @@ def _shape(config: ExperimentConfig) -> str:
     env = config.env
     dims = ", ".join(f"{k} = {env[k]}" for k in ("d", "K") if k in env)
     runs = config.replications * len(config.seeds)
-    shape = ", ".join(x for x in (dims, f"T = {config.horizon:,}", f"{runs} runs per series") if x)
+    shape = ", ".join(x for x in (dims, config.horizon_text(","), f"{runs} runs per series") if x)
     if config.reduced:  # a title that names the paper's T must not pass a quick run for a full one
         what = "QUICK RUN" if config.quick else "REDUCED RUN"
-        shape = f"{what}: {shape} (the experiment declares T = {config.declared_horizon:,})"
+        shape = (
+            f"{what}: {shape} (the experiment declares {config.horizon_text(',', declared=True)})"
+        )
     return shape
 
 

@@ -104,8 +104,8 @@ def reduced_banner(config: ExperimentConfig) -> list[str]:
     runs = config.replications * len(config.seeds)
     what = "Quick run" if config.quick else "Reduced run"
     return [
-        f"> **{what}: T = {config.horizon:g}, {runs} runs per series** (the experiment declares "
-        f"T = {config.declared_horizon:g}).  A smoke test of the pipeline, not the experiment's settings: "
+        f"> **{what}: {config.horizon_text('g')}, {runs} runs per series** (the experiment declares "
+        f"{config.horizon_text('g', declared=True)}).  A smoke test of the pipeline, not the experiment's settings: "
         "reference numbers measured at another horizon are shown but not compared, and verdicts with "
         f"fewer than {MIN_RUNS} runs per series are *too few runs*.",
         "",
@@ -132,7 +132,7 @@ def render_report(
     lines += reduced_banner(config)
     lines += [
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {_version()}.",
-        f"Horizon T = {config.horizon}, {config.replications} replications x {n_seeds} seed(s) "
+        f"Horizon {config.horizon_text()}, {config.replications} replications x {n_seeds} seed(s) "
         f"= {config.replications * n_seeds} runs per series; environment: "
         + ", ".join(f"{k}={v}" for k, v in config.env.items())
         + "".join(f"; {k} in {{{', '.join(map(str, vs))}}}" for k, vs in config.env_grid.items())

@@ -32,6 +32,7 @@ from privbandits.experiments.units import WorkUnit
 __all__ = [
     "CALIBRATION_PRESETS",
     "CONFIG_KINDS",
+    "HORIZON_PARAM",
     "SCHEMA",
     "AlgorithmEntry",
     "ExperimentConfig",
@@ -51,6 +52,8 @@ CALIBRATION_PRESETS: tuple[str, ...] = PRESETS
 #: (:mod:`privbandits.experiments.regression_study`).
 CONFIG_KINDS: tuple[str, ...] = ("bandit", "regression")
 FIGURE_KINDS: tuple[str, ...] = ("regret_vs_t", "final_vs_param")
+#: The parameter name of the horizon of an experiment with ``horizons`` (in every unit's grid).
+HORIZON_PARAM = "T"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 #: Keys checked as privacy parameters wherever they appear (grids, ``[env]``).
 PRIVACY_CONSTRAINTS: dict[str, Constraint] = {
@@ -242,11 +245,24 @@ SCHEMA: tuple[Key, ...] = (
         "",
         "horizon",
         "integer >= 1",
-        "Number of rounds T of every run (`1e4` is accepted for 10000).",
+        "Number of rounds T of every run (`1e4` is accepted for 10000); required unless "
+        "`horizons` is given instead.",
         Int(1),
         _REQUIRED,
         cli=("--horizon", "-T"),
-        cli_help="Override the horizon T.",
+        cli_help="Override the horizon T (of a file with `horizons`: run that one horizon).",
+    ),
+    Key(
+        "",
+        "horizons",
+        "list of integers >= 1",
+        "Several horizons instead of `horizon`: a separate set of runs for each T (an algorithm "
+        "whose schedule or calibration depends on T is run for that T, not read off a longer "
+        "run).  The horizon is then a parameter `T` of every series, for `[[figures]] x`, "
+        "`[[claims]] param` and `where`.  `--horizon` runs one horizon of the list.",
+        Int(1),  # the constraint of each element
+        None,
+        "none (one horizon, `horizon`)",
     ),
     Key(
         "",
@@ -435,6 +451,15 @@ SCHEMA: tuple[Key, ...] = (
     Key("quick", "horizon", "integer >= 1", "Horizon under `--quick`.", Int(1), None, "unchanged"),
     Key(
         "quick",
+        "horizons",
+        "list of integers >= 1",
+        "Horizons under `--quick` (a file with `horizons`).",
+        Int(1),
+        None,
+        "unchanged",
+    ),
+    Key(
+        "quick",
         "replications",
         "integer >= 1",
         "Replications under `--quick`.",
@@ -621,8 +646,9 @@ SCHEMA: tuple[Key, ...] = (
         "order: items ascend in final regret; tiers: every item below every `above`; within: "
         "items[0] within `percent` % of items[1]; monotone: items[0] falls (or rises) with `param`; "
         "stable: items[0] changes by less than `percent` % between adjacent values of `param`; "
-        "slope: the log-log slope of items[0]'s regret over t in [T/10, T] is near `exponent` (or at "
-        "most `exponent` + `tolerance`).",
+        "slope: the log-log slope of items[0]'s regret over t in [T/10, T] (with `param`: of its "
+        "final regret against that parameter, e.g. `T`) is near `exponent` (or at most `exponent` "
+        "+ `tolerance`).",
         Choice(*CLAIM_KINDS),
         _REQUIRED,
     ),
@@ -656,10 +682,11 @@ SCHEMA: tuple[Key, ...] = (
         "claims",
         "param",
         "string",
-        "monotone, stable: the parameter.",
+        "monotone, stable: the parameter; slope: the parameter whose values are the x of the fit "
+        '(`"T"`: final regret across the separate horizons of `horizons`) instead of t.',
         Text(nonempty=True),
         None,
-        "required (monotone, stable)",
+        "required (monotone, stable); slope: t within each run",
     ),
     Key(
         "claims",
@@ -777,7 +804,7 @@ CLAIM_KEYS: dict[str, tuple[str, ...]] = {
     "within": ("kind", "items", "percent", "where", "text"),
     "monotone": ("kind", "items", "param", "direction", "where", "text"),
     "stable": ("kind", "items", "param", "percent", "where", "text"),
-    "slope": ("kind", "items", "exponent", "tolerance", "direction", "where", "text"),
+    "slope": ("kind", "items", "exponent", "tolerance", "direction", "param", "where", "text"),
 }
 #: Keys of each figure kind (a subset of the ``figures`` table).
 FIGURE_KEYS: dict[str, tuple[str, ...]] = {
@@ -818,6 +845,15 @@ def cli_keys() -> tuple[Key, ...]:
 
 assert set(itertools.chain(*CLAIM_KEYS.values())) == set(table_keys("claims"))
 assert set(itertools.chain(*FIGURE_KEYS.values())) == set(table_keys("figures"))
+#: Claim kinds of a regression study (``kind = "regression"``, its ``[[claims]]``): ``coverage``:
+#: the widths of each of ``items`` covered ``f*`` at every held-out point in at least ``percent`` %
+#: of the seeds; ``monotone``: the mean L1 error of ``items[0]`` falls (or rises) with ``param``.
+#: Their keys are those of the ``claims`` table, validated by the same declarations.
+REGRESSION_CLAIM_KEYS: dict[str, tuple[str, ...]] = {
+    "coverage": ("kind", "items", "percent", "where", "text"),
+    "monotone": ("kind", "items", "param", "direction", "where", "text"),
+}
+assert set(itertools.chain(*REGRESSION_CLAIM_KEYS.values())) <= set(table_keys("claims"))
 
 # backwards-compatible key tuples (read by the regression study and the service)
 TOP_KEYS = table_keys("")
@@ -929,36 +965,58 @@ class ExperimentConfig:
     imports: tuple[str, ...] = ()
     #: What the command-line overrides changed (``Overrides.tag``): the run's own output directory.
     run_tag: str = ""
+    #: ``horizons``: the separate horizons, each a value of the parameter ``T`` of every series
+    #: (empty: the one ``horizon``, which is then their largest).
+    horizons: tuple[int, ...] = ()
+    #: The horizons the file declares (before ``--quick`` / ``--horizon``).
+    declared_horizons: tuple[int, ...] = ()
 
     @property
     def reduced(self) -> bool:
         """A quick run or one at another horizon than the file declares."""
-        return self.quick or (
-            self.declared_horizon is not None and self.horizon != self.declared_horizon
+        return (
+            self.quick
+            or (self.declared_horizon is not None and self.horizon != self.declared_horizon)
+            or self.horizons != self.declared_horizons
         )
+
+    def horizon_text(self, fmt: str = "", declared: bool = False) -> str:
+        """``"T = 100000"``, or ``"T in {1000, 3000} (separate runs)"`` with ``horizons``, each
+        number formatted with ``fmt``; ``declared``: the file's horizon(s)."""
+        many = self.declared_horizons if declared else self.horizons
+        if many:
+            return f"T in {{{', '.join(f'{h:{fmt}}' for h in many)}}} (separate runs)"
+        one = self.declared_horizon if declared and self.declared_horizon else self.horizon
+        return f"T = {one:{fmt}}"
+
+    def run_horizons(self) -> tuple[int, ...]:
+        """The horizons of the work units: ``horizons``, or the one ``horizon``."""
+        return self.horizons or (self.horizon,)
 
     def env_variants(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """``(environment, its grid values)`` for every combination of ``[env] grid`` (one without it)."""
         return env_variants(self.env, self.env_grid)
 
     def units(self) -> list[WorkUnit]:
-        """All work units: algorithm entries x variants x environment variants x seeds, in a
-        deterministic order."""
+        """All work units: horizons x algorithm entries x variants x environment variants x seeds,
+        in a deterministic order.  With ``horizons`` each unit's grid also holds its horizon as
+        ``T`` (so that series, claims and figures treat it as a parameter)."""
         return [
             WorkUnit(
                 experiment=self.name,
                 label=entry.label,
                 algorithm=entry.name,
                 params=params,
-                grid={**env_values, **grid},
+                grid={**env_values, **grid, **({HORIZON_PARAM: horizon} if self.horizons else {})},
                 env=env,
                 seed=seed,
-                horizon=self.horizon,
+                horizon=horizon,
                 replications=self.replications,
                 checkpoints=dict(self.checkpoints),
                 engine=self.engine,
                 imports=self.imports,
             )
+            for horizon in self.run_horizons()
             for entry in self.algorithms
             for params, grid in entry.variants
             for env, env_values in self.env_variants()

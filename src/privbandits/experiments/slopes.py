@@ -15,7 +15,7 @@ import numpy as np
 
 from privbandits.experiments.summary import Series
 
-__all__ = ["loglog_slope", "slope_rows"]
+__all__ = ["loglog_slope", "loglog_slopes", "slope_rows"]
 
 
 def loglog_slope(t: np.ndarray, regret: np.ndarray, start: float = 0.1) -> float:
@@ -27,6 +27,11 @@ def loglog_slope(t: np.ndarray, regret: np.ndarray, start: float = 0.1) -> float
     if keep.sum() < 2:
         return float("nan")
     return float(np.polyfit(np.log(t[keep]), np.log(r[keep]), 1)[0])
+
+
+def loglog_slopes(t: np.ndarray, regret: np.ndarray, start: float = 0.1) -> np.ndarray:
+    """:func:`loglog_slope` of every row of ``regret`` (one run each, shape ``(runs, len(t))``)."""
+    return np.asarray([loglog_slope(t, row, start) for row in np.atleast_2d(regret)], dtype=float)
 
 
 def slope_rows(series: Sequence[Series], theory: Mapping[str, float]) -> list[dict[str, str]]:

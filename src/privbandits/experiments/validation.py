@@ -40,6 +40,7 @@ from privbandits.experiments.paper_numbers import REFERENCE_KINDS, PaperNumber, 
 from privbandits.experiments.schema import (
     CLAIM_KEYS,
     FIGURE_KEYS,
+    HORIZON_PARAM,
     NAME_RE,
     PRIVACY_CONSTRAINTS,
     AlgorithmEntry,
@@ -107,13 +108,17 @@ def parse_config(
     else:
         raw = dict(text)
     declared = raw.get("horizon")
+    declared_list = _Validator(source).horizons(raw)
     imports = _imports(
         source, raw.get("import", []), overrides.imports if overrides is not None else ()
     )
     if overrides is not None:
         raw = overrides.apply(raw)
     cfg = _Validator(source).config(
-        raw, default_name, declared_horizon=declared if isinstance(declared, int) else None
+        raw,
+        default_name,
+        declared_horizon=declared if isinstance(declared, int) else None,
+        declared_horizons=declared_list,
     )
     if overrides is not None and overrides.quick:
         cfg = dataclasses.replace(cfg, quick=True)
@@ -602,6 +607,7 @@ class _Validator:
             if kind == "slope":
                 for name in ("exponent", "tolerance"):
                     extra[name] = self.needed("claims", name, entry, where, kind)
+                extra["param"] = self.value("claims", "param", entry, f"{where}.param")
             out.append(
                 Claim(
                     kind=kind,
@@ -678,7 +684,11 @@ class _Validator:
 
     # -- whole file -------------------------------------------------------------------------
     def config(
-        self, raw: dict[str, Any], default_name: str, declared_horizon: int | None = None
+        self,
+        raw: dict[str, Any],
+        default_name: str,
+        declared_horizon: int | None = None,
+        declared_horizons: tuple[int, ...] = (),
     ) -> ExperimentConfig:
         kind = self.value("", "kind", raw)
         if kind != "bandit":
@@ -691,11 +701,16 @@ class _Validator:
         self.keys(raw, table_keys(""), "the top level")
         name = self.value("", "name", {"name": default_name, **raw})
         description = self.value("", "description", raw)
-        if "horizon" not in raw:
+        if "horizon" not in raw and "horizons" not in raw:
             raise ConfigError(
-                f"{self.source}: missing required key 'horizon' (number of rounds T >= 1)"
+                f"{self.source}: missing required key 'horizon' (number of rounds T >= 1; "
+                "or 'horizons', a list of them)"
             )
         horizon, replications, seeds, checkpoints = self.scalars(raw)
+        horizons = self.horizons(raw)
+        if horizons:
+            horizon = max(horizons)
+            declared_horizon = max(declared_horizons) if declared_horizons else None
         preset = self.value("", "preset", raw)
         engine = self.value("", "engine", raw)
         quick = self.keys(raw.get("quick", {}), table_keys("quick"), "[quick]")
@@ -704,7 +719,11 @@ class _Validator:
                 k: v for k, v in raw.items() if k not in ("env", "algorithms", "grid", "quick")
             }
             probe.update(quick)
+            for a, b in (("horizon", "horizons"), ("horizons", "horizon")):
+                if a in quick:  # [quick] horizon(s) replaces the file's horizon(s)
+                    probe.pop(b, None)
             _Validator(f"{self.source} [quick]").scalars(probe)
+            _Validator(f"{self.source} [quick]").horizons(probe)
         env = self.env(raw.get("env", {}))
         env_grid = self.env_grid(env)
         variants = env_variants(env, env_grid)
@@ -741,6 +760,22 @@ class _Validator:
                 f"{self.source}: at least one [[algorithms]] entry is required "
                 f"(available: {', '.join(available())})"
             )
+        if horizons:  # the horizon is the parameter T of every series
+            grids: dict[str, Any] = {"env.grid": env_grid, "grid": global_grid}
+            grids.update(
+                {
+                    f"algorithms[{i}].grid": e.get("grid", {})
+                    for i, e in enumerate(entries)
+                    if isinstance(e, dict)
+                }
+            )
+            for gpath, gkeys in grids.items():
+                if isinstance(gkeys, dict) and HORIZON_PARAM in gkeys:
+                    raise self.fail(
+                        f"{gpath}.{HORIZON_PARAM}",
+                        gkeys[HORIZON_PARAM],
+                        f"'{HORIZON_PARAM}' is the horizon of an experiment with horizons",
+                    )
         probe_env = variants[0][0]  # algorithms are checked on the first environment variant
         algorithms = [
             self.algorithm(i, e, global_grid, preset, probe_env, horizon)
@@ -785,7 +820,31 @@ class _Validator:
             tables=self.tables(raw, known),
             env_grid=env_grid,
             declared_horizon=declared_horizon or horizon,
+            horizons=horizons,
+            declared_horizons=declared_horizons,
         )
+
+    def horizons(self, raw: Mapping[str, Any]) -> tuple[int, ...]:
+        """``horizons``: distinct integers >= 1 (empty when the file gives one ``horizon``)."""
+        if "horizons" not in raw:
+            return ()
+        if "horizon" in raw:
+            raise self.fail(
+                "horizons", raw["horizons"], "give either horizon or horizons, not both"
+            )
+        values = raw["horizons"]
+        if not isinstance(values, list) or not values:
+            raise self.fail(
+                "horizons", values, "must be a non-empty list of integers >= 1, e.g. [1000, 10000]"
+            )
+        rule = schema_key("", "horizons").constraint
+        checked = tuple(
+            self.check(f"horizons[{j}]", h, lambda h=h: rule.check("horizon", h))  # type: ignore[misc]
+            for j, h in enumerate(values)
+        )
+        if len(set(checked)) != len(checked):
+            raise self.fail("horizons", values, "contains duplicate horizons")
+        return checked
 
     def scalars(self, raw: dict[str, Any]) -> tuple[Any, Any, tuple[int, ...], dict[str, Any]]:
         """horizon, replications, seeds and checkpoints (also the ``[quick]`` overrides)."""
