@@ -37,7 +37,7 @@ from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibrat
 from privbandits.algorithms.chen.calibration import ChenConstants
 from privbandits.algorithms.chen.jdp_kernel import build_jdp_kernel
 from privbandits.algorithms.chen.planning import Billboard, Board
-from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, GaussianPrivacy
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError, ValidationError
@@ -46,7 +46,14 @@ from privbandits.core.spec import EnvSpec
 from privbandits.regression import ReweightedRegression
 from privbandits.regression.releases import noise_multiplier
 
-__all__ = ["ChenElimination", "ChenJDP", "check_problem", "epoch_regressor", "resolved_constants"]
+__all__ = [
+    "ChenElimination",
+    "ChenJDP",
+    "ChenPrivate",
+    "check_problem",
+    "epoch_regressor",
+    "resolved_constants",
+]
 
 COMMON_CONSTRAINTS = {
     "c_b": Positive,
@@ -153,18 +160,9 @@ class ChenElimination(Curator):
         pass
 
     # -- privacy --------------------------------------------------------------------------------
-    def _epsilon(self) -> float:
-        return math.inf
-
-    def _delta(self) -> float:
-        return 1e-5
-
-    def _calibration_name(self) -> str:
-        return "analytic"
-
     def regressor(self, spec: EnvSpec) -> ReweightedRegression:
-        """The per-epoch estimator (Algorithm 2 / 8) on problem ``spec``."""
-        return epoch_regressor(self, spec, self._epsilon(), self._delta(), self._calibration_name())
+        """The per-epoch estimator (Algorithm 2) on problem ``spec``."""
+        return epoch_regressor(self, spec, math.inf, 1e-5, "analytic")
 
     def _resolved(self, spec: EnvSpec) -> ChenConstants:
         return resolved_constants(self, spec, self.regressor(spec))
@@ -230,36 +228,18 @@ class ChenElimination(Curator):
         return self.billboard.latest()
 
 
-@register
-class ChenJDP(ChenElimination):
-    """Private linear contextual bandit by re-weighted regression, joint DP (Algorithm 3 + Algorithm 2).
+class ChenPrivate(GaussianPrivacy):
+    """The parameters and the calibration the private algorithms of Algorithm 3 share
+    (``chen-jdp``, ``chen-ldp``): every user in one Gaussian release at the noise multiplier of
+    ``(epsilon, delta)``, the per-epoch estimator at that level."""
 
-    Parameters
-    ----------
-    epsilon, delta, gaussian
-        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
-        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
-        :mod:`privbandits.algorithms.chen.privacy`.
-    c_b, first_epoch, min_fit, K_norm, c_lam, lam_shape, failure_prob, spanner_C
-        As for :class:`ChenElimination`.
-    """
-
-    name = "chen-jdp"
-    trust_model: ClassVar[str] = "joint"
-    paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 2 (JDP)"
+    links = ("identity", "logistic", "probit")
     constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
-
-    @classmethod
-    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
-        """The Gaussian releases of the per-epoch fit (Algorithm 1's normalization)."""
-        from privbandits.algorithms.chen.audit import chen_jdp_release_spec
-
-        return (ReleaseCase("chen-jdp-release", chen_jdp_release_spec),)
-
     test_params = (
         {"first_epoch": 32, "min_fit": 30},
         {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"},
     )
+    mode: ClassVar[str]
 
     def __init__(
         self,
@@ -277,27 +257,39 @@ class ChenJDP(ChenElimination):
     ) -> None:
         noise_multiplier(epsilon, delta, gaussian)  # classic with epsilon >= 1 raises here
 
-    def _epsilon(self) -> float:
-        return float(self.epsilon)
+    def regressor(self, spec: EnvSpec) -> ReweightedRegression:
+        """The per-epoch estimator (Algorithm 2 or 8, by ``mode``) at this privacy level on ``spec``."""
+        return epoch_regressor(self, spec, self.epsilon, self.delta, self.gaussian)
 
-    def _delta(self) -> float:
-        return float(self.delta)
+    def _resolved(self, spec: EnvSpec) -> ChenConstants:
+        return resolved_constants(self, spec, self.regressor(spec))
 
-    def _calibration_name(self) -> str:
-        return str(self.gaussian)
 
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = gaussian_guarantee(
-            self.trust_model,
-            self.epsilon,
-            self.delta,
-            self.gaussian,
-            "every user in one Gaussian release, disjoint epochs and batches: parallel "
-            "composition; actions by the billboard lemma",
-        )
-        return Calibration(
-            g,
-            preset="strict",
-            requested=(self.epsilon, self.delta),
-            constants=self._resolved(spec),
-        )
+@register
+class ChenJDP(ChenPrivate, ChenElimination):
+    """Private linear contextual bandit by re-weighted regression, joint DP (Algorithm 3 + Algorithm 2).
+
+    Parameters
+    ----------
+    epsilon, delta, gaussian
+        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
+        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
+        :mod:`privbandits.algorithms.chen.privacy`.
+    c_b, first_epoch, min_fit, K_norm, c_lam, lam_shape, failure_prob, spanner_C
+        As for :class:`ChenElimination`.
+    """
+
+    name = "chen-jdp"
+    trust_model: ClassVar[str] = "joint"
+    paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 2 (JDP)"
+    release_note = (
+        "every user in one Gaussian release, disjoint epochs and batches: parallel "
+        "composition; actions by the billboard lemma"
+    )
+
+    @classmethod
+    def audit_cases(cls) -> tuple[ReleaseCase, ...]:
+        """The Gaussian releases of the per-epoch fit (Algorithm 1's normalization)."""
+        from privbandits.algorithms.chen.audit import chen_jdp_release_spec
+
+        return (ReleaseCase("chen-jdp-release", chen_jdp_release_spec),)

@@ -47,18 +47,10 @@ from privbandits.algorithms.audit import (
     steep_direction,
 )
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
-from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.chen.calibration import ChenConstants
 from privbandits.algorithms.chen.device import PublicCheck
-from privbandits.algorithms.chen.jdp import (
-    COMMON_CONSTRAINTS,
-    check_problem,
-    epoch_regressor,
-    resolved_constants,
-)
+from privbandits.algorithms.chen.jdp import ChenPrivate, check_problem
 from privbandits.algorithms.chen.ldp_kernel import build_ldp_kernel
 from privbandits.algorithms.chen.planning import Billboard, choose_planned
-from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError
@@ -72,7 +64,6 @@ from privbandits.regression import ReweightedRegression
 from privbandits.regression.links import LinkConstants
 from privbandits.regression.matrices import EllipsoidProjector
 from privbandits.regression.normalization import SQRT2, normalization_encode, spectral_step
-from privbandits.regression.releases import noise_multiplier
 from privbandits.regression.reweighted import GRADIENT_SENSITIVITY, reweighted_gradient
 
 __all__ = ["PUBLIC_BOUND", "ChenLDP", "ChenLDPClient", "ChenLDPServer", "ldp_public_space"]
@@ -339,7 +330,7 @@ class ChenLDPServer(Server):
 
 
 @register
-class ChenLDP(LocalAlgorithm):
+class ChenLDP(ChenPrivate, LocalAlgorithm):
     """Private linear contextual bandit by re-weighted regression, local DP (Algorithm 3 + Algorithm 8).
 
     Parameters
@@ -354,12 +345,11 @@ class ChenLDP(LocalAlgorithm):
 
     name = "chen-ldp"
     trust_model: ClassVar[str] = "local"
-    links = ("identity", "logistic", "probit")
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Alg. 3 + Alg. 8 (LDP)"
-    constraints = {**COMMON_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
-    test_params = (
-        {"first_epoch": 32, "min_fit": 30},
-        {"epsilon": 0.5, "first_epoch": 16, "min_fit": 16, "c_b": 0.1, "gaussian": "classic"},
+    mode = "ldp"
+    release_note = (
+        "one Gaussian message per user: SymPriv of X at sensitivity sqrt(2)||U_k|| or Priv "
+        "of g at sensitivity 4"
     )
 
     @classmethod
@@ -372,47 +362,6 @@ class ChenLDP(LocalAlgorithm):
         # U = I and w = P e_2 / (B sin a), far outside the descent's ellipsoid ||U w|| <= 1
         public = public_state(slot=GRADIENT, U=lambda spec: np.eye(spec.d), w=steep_direction)
         return (near_parallel_case(cls, public, text),)
-
-    def __init__(
-        self,
-        epsilon: float = 1.0,
-        delta: float = 1e-5,
-        c_b: float = 1.0,
-        first_epoch: int = 1024,
-        min_fit: int = 1000,
-        K_norm: int = 5,
-        c_lam: float | None = None,
-        lam_shape: str = "paper",
-        failure_prob: float | None = None,
-        spanner_C: float = 2.0,
-        gaussian: str = "analytic",
-    ) -> None:
-        noise_multiplier(epsilon, delta, gaussian)  # classic with epsilon >= 1 raises here
-
-    mode = "ldp"
-
-    def regressor(self, spec: EnvSpec) -> ReweightedRegression:
-        """The epoch's Algorithm 8 (its plan, lambda and e_bar; the server runs it online)."""
-        return epoch_regressor(self, spec, self.epsilon, self.delta, self.gaussian)
-
-    def _resolved(self, spec: EnvSpec) -> ChenConstants:
-        return resolved_constants(self, spec, self.regressor(spec))
-
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = gaussian_guarantee(
-            "local",
-            self.epsilon,
-            self.delta,
-            self.gaussian,
-            "one Gaussian message per user: SymPriv of X at sensitivity sqrt(2)||U_k|| or Priv "
-            "of g at sensitivity 4",
-        )
-        return Calibration(
-            g,
-            preset="strict",
-            requested=(self.epsilon, self.delta),
-            constants=self._resolved(spec),
-        )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)

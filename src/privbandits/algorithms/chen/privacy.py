@@ -23,13 +23,19 @@ Chen, Li, Rakhlin & Simchi-Levi (2025), arXiv:2502.13115v1, Definition 2 and Lem
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from privbandits.algorithms.base import Algorithm
+from privbandits.algorithms.calibration import Calibration
 from privbandits.core.params import Choice, Constraint, Delta, Epsilon
+from privbandits.core.spec import EnvSpec
 from privbandits.privacy.calibration import gaussian_epsilon
 from privbandits.privacy.guarantee import PrivacyGuarantee
 from privbandits.privacy.ledger import Gaussian
 from privbandits.regression.releases import noise_multiplier
 
-__all__ = ["PRIVACY_CONSTRAINTS", "gaussian_guarantee"]
+__all__ = ["PRIVACY_CONSTRAINTS", "GaussianPrivacy", "gaussian_guarantee"]
 
 #: Constraints of ``epsilon``, ``delta`` and ``gaussian`` (see the module docstring).
 PRIVACY_CONSTRAINTS: dict[str, Constraint] = {
@@ -59,3 +65,35 @@ def gaussian_guarantee(
         delta=delta,
         ledger=Gaussian(sigma, 1.0, how, gaussian),
     )
+
+
+class GaussianPrivacy(Algorithm):
+    """The privacy side of every private algorithm of the family: the parameters ``epsilon``,
+    ``delta``, ``gaussian`` and the strict calibration of one Gaussian release per user.
+
+    A subclass names what each user's release is (:attr:`release_note`) and resolves its constants
+    (``_resolved``); the local ``squarecb-ldp`` accounts its message itself
+    (:meth:`release_guarantee`).
+    """
+
+    epsilon: float
+    delta: float
+    gaussian: str
+    #: What each user's one Gaussian release is (the guarantee's notes).
+    release_note: ClassVar[str] = ""
+    #: The constants a run on a problem resolves (a method of every subclass).
+    _resolved: Callable[[EnvSpec], Any]
+
+    def release_guarantee(self) -> PrivacyGuarantee:
+        """The accounted guarantee of every user's one release (:func:`gaussian_guarantee`)."""
+        return gaussian_guarantee(
+            self.trust_model, self.epsilon, self.delta, self.gaussian, self.release_note
+        )
+
+    def calibrate(self, spec: EnvSpec) -> Calibration:
+        return Calibration(
+            self.release_guarantee(),
+            preset="strict",
+            requested=(self.epsilon, self.delta),
+            constants=self._resolved(spec),
+        )

@@ -29,7 +29,7 @@ from privbandits.algorithms.audit import ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.calibration import SquareCBConstants
-from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, gaussian_guarantee
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, GaussianPrivacy
 from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import PrivacyError
@@ -185,7 +185,7 @@ class SquareCB(Curator):
 
 
 @register
-class SquareCBJDP(SquareCB):
+class SquareCBJDP(GaussianPrivacy, SquareCB):
     """SquareCB on ``JDP_Improper_BatchSGD`` (Chen et al. 2025, Algorithm 5): joint DP, dimension-free.
 
     Parameters
@@ -202,6 +202,10 @@ class SquareCBJDP(SquareCB):
     trust_model: ClassVar[str] = "joint"
     paper = "Chen, Li, Rakhlin & Simchi-Levi 2025, Sec. 6.2: SquareCB + Alg. 5 (JDP)"
     constraints = {**SQUARECB_CONSTRAINTS, **PRIVACY_CONSTRAINTS}
+    release_note = (
+        "each user in one output-perturbed estimate, disjoint epochs; actions by the "
+        "billboard lemma"
+    )
 
     @classmethod
     def audit_cases(cls) -> tuple[ReleaseCase, ...]:
@@ -225,19 +229,3 @@ class SquareCBJDP(SquareCB):
 
     def oracle(self) -> ImproperBatchSGD:
         return ImproperBatchSGD(self.epsilon, self.delta, calibration=self.gaussian)
-
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = gaussian_guarantee(
-            "joint",
-            self.epsilon,
-            self.delta,
-            self.gaussian,
-            "each user in one output-perturbed estimate, disjoint epochs; actions by the "
-            "billboard lemma",
-        )
-        return Calibration(
-            g,
-            preset="strict",
-            requested=(self.epsilon, self.delta),
-            constants=self._resolved(spec),
-        )

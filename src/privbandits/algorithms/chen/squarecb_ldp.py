@@ -50,11 +50,10 @@ from privbandits.algorithms.audit import (
     steep_direction,
 )
 from privbandits.algorithms.base import Client, LocalAlgorithm, Server
-from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chen.calibration import SquareCBLDPConstants
 from privbandits.algorithms.chen.device import PublicCheck
 from privbandits.algorithms.chen.jdp import check_problem
-from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS
+from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, GaussianPrivacy
 from privbandits.algorithms.chen.squarecb import SQUARECB_CONSTRAINTS, squarecb_epoch_ends
 from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_ldp_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
@@ -302,7 +301,7 @@ class SquareCBLDPServer(Server):
 
 
 @register
-class SquareCBLDP(LocalAlgorithm):
+class SquareCBLDP(GaussianPrivacy, LocalAlgorithm):
     """SquareCB on ``LDP_Improper_BatchSGD`` (Chen et al. 2025, Algorithm 6): local DP, dimension-free.
 
     Parameters
@@ -361,13 +360,10 @@ class SquareCBLDP(LocalAlgorithm):
             eta=tuple(float(eta) for _, eta in steps),
         )
 
-    def calibrate(self, spec: EnvSpec) -> Calibration:
-        g = message_guarantee(noise_multiplier(self.epsilon, self.delta, self.gaussian), self.delta)
-        return Calibration(
-            g,
-            preset="strict",
-            requested=(self.epsilon, self.delta),
-            constants=self._resolved(spec),
+    def release_guarantee(self) -> PrivacyGuarantee:
+        """The accountant's guarantee of one user's message (:func:`message_guarantee`)."""
+        return message_guarantee(
+            noise_multiplier(self.epsilon, self.delta, self.gaussian), self.delta
         )
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
