@@ -178,6 +178,10 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "a probability (delta) capped at 1: accounting arithmetic, no data",
     ),
+    "src/privbandits/privacy/binomial_accounting.py::_correlate_blocks::min-max#1": (
+        EXEMPT,
+        "the FFT block length bounded to [256, 65536]: accounting arithmetic, no data",
+    ),
     # -- core/ ------------------------------------------------------------------------------------
     "src/privbandits/core/convex.py::Domain.project::np.clip#1": (
         f"{T_HERE}::test_domain_projection_at_inside_and_beyond_the_boundary",
