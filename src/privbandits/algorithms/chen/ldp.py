@@ -46,19 +46,16 @@ from privbandits.algorithms.audit import (
     public_state,
     steep_direction,
 )
-from privbandits.algorithms.base import Client, LocalAlgorithm, Server
-from privbandits.algorithms.chen.device import PublicCheck
+from privbandits.algorithms.base import LocalAlgorithm, Server
+from privbandits.algorithms.chen.device import GaussianDevice
 from privbandits.algorithms.chen.jdp import ChenPrivate, check_problem
 from privbandits.algorithms.chen.ldp_kernel import build_ldp_kernel
 from privbandits.algorithms.chen.planning import Billboard, choose_planned
 from privbandits.algorithms.chen.schedule import epoch_ends
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import PrivacyError
 from privbandits.core.messages import PrivatizedMessage, PublicState, check_payload
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
-from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian_rows
 from privbandits.regression import ReweightedRegression
 from privbandits.regression.links import LinkConstants
@@ -101,13 +98,15 @@ def ldp_public_space(epochs: int) -> PublicSpace:
     )
 
 
-class ChenLDPClient(Client):
+class ChenLDPClient(GaussianDevice):
     """User side: choose by Algorithm 4 on the public billboard, then send one Gaussian message.
 
     The message is :meth:`encode` (the fields ``X`` (d, d) and ``g`` (d,), flattened in that
     order, after the device's clips) plus :meth:`noise` (``SymPriv`` at std ``sigma sqrt(2) ||U||``
     on ``X`` in a normalization slot, ``Priv`` at std ``4 sigma`` on ``g`` in a gradient slot, no
-    noise on the constant zero field).
+    noise on the constant zero field); the sensitivity is ``1 / sigma`` in l2 (``sqrt(2) ||U|| /
+    (sigma sqrt(2) ||U||)`` or ``4 / (4 sigma)``).  The public states are those of
+    :func:`ldp_public_space`.
 
     Parameters
     ----------
@@ -123,59 +122,18 @@ class ChenLDPClient(Client):
         Number of epochs: the most estimates the billboard can hold.
     """
 
+    algorithm = "chen-ldp"
+    mechanism = MECHANISM
+
     def __init__(
         self, sigma: float, link: LinkConstants, spanner_C: float, spec: EnvSpec, epochs: int
     ) -> None:
-        self.sigma, self.link, self.spanner_C, self.spec = sigma, link, spanner_C, spec
-        self._space = ldp_public_space(epochs)
-        self._check = PublicCheck(self._space, spec)
-
-    # -- the device's declarations ------------------------------------------------------------
-    def public_space(self) -> PublicSpace:
-        """The states of :func:`ldp_public_space` (checked on every call of the device)."""
-        return self._space
-
-    def sensitivity(self) -> DeviceSensitivity:
-        """``1 / sigma`` in l2: ``sqrt(2) ||U|| / (sigma sqrt(2) ||U||)`` or ``4 / (4 sigma)``."""
-        if not self.sigma > 0.0:
-            raise PrivacyError("chen-ldp without noise (sigma = 0) has no local guarantee")
-        return DeviceSensitivity("l2", 1.0 / self.sigma)
-
-    def noise(
-        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
-    ) -> DeviceNoise:
-        """Gaussian, per user: ``sigma sqrt(2) ||U||`` on ``X`` (normalization slot), ``4 sigma`` on
-        ``g`` (gradient slot), 0 elsewhere."""
-        X, _, _ = check_device_inputs(self.spec, contexts, actions)
-        pub = self._public(public, X.shape[0])
-        s_X, s_g = self._scales(pub)
-        d = self.spec.d
-        return DeviceNoise.gaussian(
-            np.concatenate(
-                [np.repeat(s_X[:, None], d * d, axis=1), np.repeat(s_g[:, None], d, axis=1)], axis=1
-            )
-        )
-
-    def encode(
-        self,
-        t: int,
-        public: PublicState,
-        contexts: np.ndarray,
-        actions: np.ndarray,
-        rewards: np.ndarray,
-    ) -> np.ndarray:
-        """The clipped fields ``X`` (flattened) and ``g`` of every user, ``(R, d^2 + d)``."""
-        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
-        assert a is not None and y is not None
-        Xm, g = self._fields(self._public(public, X.shape[0]), X, a, y)
-        return np.concatenate([Xm.reshape(X.shape[0], -1), g], axis=1)
-
-    def _public(self, public: PublicState, R: int) -> PublicState:
-        return self._check(public, R)
+        super().__init__(sigma, spec, ldp_public_space(epochs))
+        self.link, self.spanner_C = link, spanner_C
 
     def _fields(
         self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> dict[str, np.ndarray]:
         """The message before noise: ``X`` (R, d, d) and ``g`` (R, d), every clip applied."""
         R, d = contexts.shape[0], self.spec.d
         phi = contexts[np.arange(R), actions]
@@ -189,7 +147,7 @@ class ChenLDPClient(Client):
             g[rows] = reweighted_gradient(
                 pub["U"][rows], pub["w"][rows], phi[rows], rewards[rows], self.link
             )
-        return X, g
+        return {"X": X, "g": g}
 
     def _scales(self, pub: PublicState) -> tuple[np.ndarray, np.ndarray]:
         """Noise std per user on ``X`` and on ``g`` (R,) each."""
@@ -201,36 +159,19 @@ class ChenLDPClient(Client):
         s_g[slot == GRADIENT] = self.sigma * GRADIENT_SENSITIVITY
         return s_X, s_g
 
-    # -- the round ----------------------------------------------------------------------------
-    def choose(
-        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
-    ) -> np.ndarray:
-        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
-        pub = self._public(public, X.shape[0])
-        return choose_planned(
-            X,
-            pub["board_theta"],
-            pub["board_U"],
-            pub["board_scale"],
-            pub["n_boards"],
-            self.link,
-            self.spanner_C,
-            rng,
+    def _stds(self, pub: PublicState) -> np.ndarray:
+        """Gaussian, per user: ``sigma sqrt(2) ||U||`` on ``X`` (normalization slot), ``4 sigma``
+        on ``g`` (gradient slot), 0 elsewhere."""
+        s_X, s_g = self._scales(pub)
+        d = self.spec.d
+        return np.concatenate(
+            [np.repeat(s_X[:, None], d * d, axis=1), np.repeat(s_g[:, None], d, axis=1)], axis=1
         )
 
-    def randomize(
-        self,
-        t: int,
-        public: PublicState,
-        contexts: np.ndarray,
-        actions: np.ndarray,
-        rewards: np.ndarray,
-        rng: np.random.Generator,
-    ) -> PrivatizedMessage:
-        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
-        assert a is not None and y is not None
-        pub = self._public(public, X.shape[0])
-        Xm, g = self._fields(pub, X, a, y)
+    def _add_noise(
+        self, pub: PublicState, fields: dict[str, np.ndarray], rng: np.random.Generator
+    ) -> None:
+        Xm, g = fields["X"], fields["g"]
         s_X, s_g = self._scales(pub)
         slot = pub["slot"]
         rows = np.flatnonzero(slot == NORMALIZE)
@@ -243,7 +184,20 @@ class ChenLDPClient(Client):
             z = np.zeros((rows.size, g.shape[1]))
             add_gaussian(rng, 1.0, z)
             g[rows] += s_g[rows][:, None] * z
-        return PrivatizedMessage({"X": Xm, "g": g}, MECHANISM)
+
+    def _choose(
+        self, pub: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        return choose_planned(
+            contexts,
+            pub["board_theta"],
+            pub["board_U"],
+            pub["board_scale"],
+            pub["n_boards"],
+            self.link,
+            self.spanner_C,
+            rng,
+        )
 
 
 class ChenLDPServer(Server):

@@ -49,21 +49,18 @@ from privbandits.algorithms.audit import (
     public_state,
     steep_direction,
 )
-from privbandits.algorithms.base import Client, LocalAlgorithm, Server
+from privbandits.algorithms.base import LocalAlgorithm, Server
 from privbandits.algorithms.chen.calibration import SquareCBLDPConstants
-from privbandits.algorithms.chen.device import PublicCheck
+from privbandits.algorithms.chen.device import GaussianDevice
 from privbandits.algorithms.chen.jdp import check_problem
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, GaussianPrivacy
 from privbandits.algorithms.chen.squarecb import SQUARECB_CONSTRAINTS, squarecb_epoch_ends
 from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_ldp_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import PrivacyError
 from privbandits.core.messages import PrivatizedMessage, PublicState, check_payload
 from privbandits.core.public_space import PublicField, PublicSpace
 from privbandits.core.spec import EnvSpec
-from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.guarantee import PrivacyGuarantee
-from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.samplers import add_gaussian
 from privbandits.regression import ImproperBatchSGD
 from privbandits.regression.dimfree import SQ_GRADIENT_SENSITIVITY, improper_sgd_gradients
@@ -127,11 +124,13 @@ def squarecb_ldp_public_space() -> PublicSpace:
     )
 
 
-class SquareCBLDPClient(Client):
+class SquareCBLDPClient(GaussianDevice):
     """User side: inverse-gap weighting on the public estimate, then one Gaussian gradient message.
 
     The message is :meth:`encode` (the clipped gradient ``g`` (d,) in a gradient slot, the constant
-    zero otherwise) plus :meth:`noise` (``N(0, (8 sigma)^2)`` per coordinate in a gradient slot).
+    zero otherwise) plus :meth:`noise` (``N(0, (8 sigma)^2)`` per coordinate in a gradient slot);
+    the sensitivity is ``8 / (8 sigma) = 1 / sigma`` in l2.  The public states are those of
+    :func:`squarecb_ldp_public_space`.
 
     Parameters
     ----------
@@ -141,100 +140,58 @@ class SquareCBLDPClient(Client):
         The problem (shapes and the context bound the device checks its inputs against).
     """
 
+    algorithm = "squarecb-ldp"
+    mechanism = MECHANISM
+
     def __init__(self, sigma: float, spec: EnvSpec) -> None:
-        self.sigma, self.spec = sigma, spec
-        self._space = squarecb_ldp_public_space()
-        self._check = PublicCheck(self._space, spec)
+        super().__init__(sigma, spec, squarecb_ldp_public_space())
 
-    # -- the device's declarations ------------------------------------------------------------
-    def public_space(self) -> PublicSpace:
-        """The states of :func:`squarecb_ldp_public_space` (checked on every call of the device)."""
-        return self._space
-
-    def sensitivity(self) -> DeviceSensitivity:
-        """``8 / (8 sigma) = 1 / sigma`` in l2."""
-        if not self.sigma > 0.0:
-            raise PrivacyError("squarecb-ldp without noise (sigma = 0) has no local guarantee")
-        return DeviceSensitivity("l2", 1.0 / self.sigma)
-
-    def noise(
-        self, t: int, public: PublicState, contexts: np.ndarray, actions: np.ndarray
-    ) -> DeviceNoise:
-        """Gaussian, per user: ``8 sigma`` on every coordinate in a gradient slot, 0 otherwise."""
-        X, _, _ = check_device_inputs(self.spec, contexts, actions)
-        s = self._scales(self._public(public, X.shape[0]))
-        return DeviceNoise.gaussian(np.repeat(s[:, None], self.spec.d, axis=1))
-
-    def encode(
-        self,
-        t: int,
-        public: PublicState,
-        contexts: np.ndarray,
-        actions: np.ndarray,
-        rewards: np.ndarray,
-    ) -> np.ndarray:
-        """The clipped gradient of every user, ``(R, d)``."""
-        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
-        assert a is not None and y is not None
-        return self._gradients(self._public(public, X.shape[0]), X, a, y)
-
-    def _public(self, public: PublicState, R: int) -> PublicState:
-        return self._check(public, R)
-
-    def _gradients(
+    def _fields(
         self, pub: PublicState, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> np.ndarray:
+    ) -> dict[str, np.ndarray]:
+        """The clipped gradient ``g`` (R, d) of every user."""
         R = contexts.shape[0]
         phi = contexts[np.arange(R), actions]
         g = np.zeros((R, self.spec.d))
         rows = np.flatnonzero(pub["slot"] == GRADIENT)
         if rows.size:
             g[rows] = improper_sgd_gradients(pub["theta_sgd"][rows], phi[rows], rewards[rows])
-        return g
+        return {"g": g}
 
     def _scales(self, pub: PublicState) -> np.ndarray:
         """Noise std per user (R,)."""
         return np.where(pub["slot"] == GRADIENT, self.sigma * SQ_GRADIENT_SENSITIVITY, 0.0)
 
-    # -- the round ----------------------------------------------------------------------------
-    def choose(
-        self, t: int, public: PublicState, contexts: np.ndarray, rng: np.random.Generator
-    ) -> np.ndarray:
-        X, _, _ = check_device_inputs(self.spec, contexts, bound=False)
-        R = X.shape[0]
-        pub = self._public(public, R)
-        theta, gamma = pub["theta_hat"], pub["gamma"]
-        u = np.asarray(rng.random(R), dtype=float)
-        out = np.empty(R, dtype=np.int64)
-        igw_choose_rows(
-            np.ascontiguousarray(X, dtype=float),
-            np.ascontiguousarray(theta, dtype=float),
-            np.ascontiguousarray(gamma, dtype=float),
-            u,
-            out,
-        )
-        return out
+    def _stds(self, pub: PublicState) -> np.ndarray:
+        """Gaussian, per user: ``8 sigma`` on every coordinate in a gradient slot, 0 otherwise."""
+        return np.repeat(self._scales(pub)[:, None], self.spec.d, axis=1)
 
-    def randomize(
-        self,
-        t: int,
-        public: PublicState,
-        contexts: np.ndarray,
-        actions: np.ndarray,
-        rewards: np.ndarray,
-        rng: np.random.Generator,
-    ) -> PrivatizedMessage:
-        X, a, y = check_device_inputs(self.spec, contexts, actions, rewards)
-        assert a is not None and y is not None
-        pub = self._public(public, X.shape[0])
-        g = self._gradients(pub, X, a, y)
+    def _add_noise(
+        self, pub: PublicState, fields: dict[str, np.ndarray], rng: np.random.Generator
+    ) -> None:
+        g = fields["g"]
         s = self._scales(pub)
         rows = np.flatnonzero(pub["slot"] == GRADIENT)
         if rows.size:
             z = np.zeros((rows.size, g.shape[1]))
             add_gaussian(rng, 1.0, z)
             g[rows] += s[rows][:, None] * z
-        return PrivatizedMessage({"g": g}, MECHANISM)
+
+    def _choose(
+        self, pub: PublicState, contexts: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        R = contexts.shape[0]
+        theta, gamma = pub["theta_hat"], pub["gamma"]
+        u = np.asarray(rng.random(R), dtype=float)
+        out = np.empty(R, dtype=np.int64)
+        igw_choose_rows(
+            np.ascontiguousarray(contexts, dtype=float),
+            np.ascontiguousarray(theta, dtype=float),
+            np.ascontiguousarray(gamma, dtype=float),
+            u,
+            out,
+        )
+        return out
 
 
 class SquareCBLDPServer(Server):
