@@ -293,3 +293,13 @@ def test_the_horizons_preset_runs_separate_horizons() -> None:
     assert {u.horizon for u in quick.units()} == set(quick.horizons)
     assert any(c.kind == "slope" and c.param == "T" for c in quick.claims)
     assert quick.figures[0].x == "T"
+
+
+def test_tuning_runs_at_one_horizon() -> None:
+    """Tuning an experiment with several horizons tunes at one: the largest, or the given one."""
+    from privbandits.experiments.tuning import tuning_config
+
+    cfg, _ = tuning_config(parse_config(RAW), seeds=[5])
+    assert cfg.horizons == () and cfg.horizon == 80
+    cfg, _ = tuning_config(parse_config(RAW), seeds=[5], horizon=40)
+    assert cfg.horizons == () and {u.horizon for u in cfg.units()} == {40}

@@ -204,6 +204,7 @@ def tuning_config(
     raw["name"] = f"{config.name}-tune"
     raw["seeds"] = list(seeds)
     raw["horizon"] = int(horizon or config.horizon)
+    raw.pop("horizons", None)  # several horizons: tuned at one (the largest, or the given one)
     raw["replications"] = int(replications or config.replications)
     if horizon is not None and "checkpoints" in raw:
         raw.pop("checkpoints")
