@@ -102,36 +102,21 @@ def _views(ws, K: int, d: int):  # type: ignore[no-untyped-def]  # pragma: no co
     fb, ib = ws
     if fb.shape[0] < 2 * K + 3 * K * d + 5 * d * d + 2 * d or ib.shape[0] < 3 * K + 3 * d:
         raise ValueError("plan_one: the workspace is smaller than the context")
-    o = 0
-    f = fb[o : o + K]
-    o += K
-    b = fb[o : o + K]
-    o += K
-    Fs = fb[o : o + K * d].reshape((K, d))
-    o += K * d
-    G = fb[o : o + K * d].reshape((K, d))
-    o += K * d
-    H = fb[o : o + K * d].reshape((K, d))
-    o += K * d
-    Qb = fb[o : o + d * d].reshape((d, d))
-    o += d * d
-    S = fb[o : o + d * d].reshape((d, d))
-    o += d * d
-    V = fb[o : o + d * d].reshape((d, d))
-    o += d * d
-    Xi = fb[o : o + d * d].reshape((d, d))
-    o += d * d
-    LU = fb[o : o + d * d].reshape((d, d))
-    o += d * d
+    o = 2 * K + 3 * K * d
+    fK = fb[: 2 * K].reshape((2, K))  # f, b
+    KD = fb[2 * K : o].reshape((3, K, d))  # Fs, G, H
+    DD = fb[o : o + 5 * d * d].reshape((5, d, d))  # Qb, S, V, Xi, LU
+    o += 5 * d * d
     sv = fb[o : o + d]
-    o += d
-    z = fb[o : o + d]
+    z = fb[o + d : o + 2 * d]
     keep = ib[0:K]
     buf = ib[K : 2 * K]
     Si = ib[2 * K : 3 * K]
     order = ib[3 * K : 3 * K + d]
     piv = ib[3 * K + d : 3 * K + 2 * d]
     idx = ib[3 * K + 2 * d : 3 * K + 3 * d]
+    f, b, Fs, G, H = fK[0], fK[1], KD[0], KD[1], KD[2]
+    Qb, S, V, Xi, LU = DD[0], DD[1], DD[2], DD[3], DD[4]
     return (f, b, keep, buf, Si, Fs, Qb, S, V, sv, order, G, Xi, LU, piv, z, idx, H)
 
 
