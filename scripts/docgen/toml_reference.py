@@ -51,6 +51,15 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
         "Blocks of cells: one figure panel and one table section each.",
     ),
     "regression.quick": ("table", "{}", "Overrides applied by `--quick`."),
+    "regression.claims": (
+        "array of tables `[[claims]]`",
+        "[]",
+        "Expectations checked with a verdict in every cell: keys of the `claims` table above, kinds "
+        '`"coverage"` (`items`, `percent`: the widths cover f* at every held-out point in at least '
+        'that share of the fits; exact binomial test over the seeds) and `"monotone"` (`items`, '
+        '`param` = `"n"` | `"d"` | `"epsilon"` | `"c"` | `"p0"`, `direction`: the L1 error falls or '
+        "rises with it; Student t tests); `where` may name a `block`.",
+    ),
     "regression.report": (
         "table",
         "{}",
@@ -59,6 +68,11 @@ KEY_DOCS: dict[str, tuple[str, str | None, str]] = {
     "blocks.name": ("string", "required", "Block name (unique; letters, digits, `_ . -`)."),
     "blocks.x": ('"n" | "d" | "epsilon" | "c" | "p0"', '"n"', "The x axis of the block's panel."),
     "blocks.facet": ("one of the block's keys other than x", "none", "One line style per value."),
+    "blocks.replications": (
+        "integer >= 1",
+        "the study's",
+        "Seeds of every cell of this block (`-R` and `[quick] replications` override it).",
+    ),
     "blocks.n": ("list of integers >= 1", "required", "Sample sizes."),
     "blocks.d": ("list of integers >= 1", "required", "Dimensions (`[1]` with `p0`)."),
     "blocks.epsilon": (

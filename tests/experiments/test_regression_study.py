@@ -58,7 +58,7 @@ def test_the_preset_is_a_listed_reproduction() -> None:
     assert "chen2025-regression" in available_presets()
     study = load_reproduction("chen2025-regression")
     assert isinstance(study, RegressionStudy)
-    assert study.n_cells == 10 + 6 + 9 + 9 + 4 and study.replications == 3  # the grid of the README
+    assert study.n_cells == 10 + 6 + 9 + 9 + 4 + 4 and study.replications == 10  # the README's grid
     quick = load_reproduction("chen2025-regression", Overrides(quick=True))
     assert isinstance(quick, RegressionStudy)
     assert max(c["n"] for b in quick.blocks for c in b.cells) == 20_000 and quick.replications == 1

@@ -4,6 +4,8 @@ Every table entry is the mean over the seeds of a cell: held-out L1 error ``E|<p
 theta*>|``, L2 error ``E<phi, theta_hat - theta*>^2``, and the fraction of seeds whose widths
 covered ``f*`` at every held-out point.  The summary names, per cell, the private estimator with
 the lowest L1 error, and counts the cells where re-weighting (either lambda shape) is that estimator.
+The study's ``[[claims]]`` are checked with a verdict in every cell they apply to
+(:mod:`privbandits.experiments.regression_claims`).
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from privbandits.experiments.claims import ClaimResult, verdict_line
 from privbandits.experiments.plots import _save
+from privbandits.experiments.regression_claims import (
+    describe,
+    evaluate_regression_claims,
+    verdict_note,
+)
 
 __all__ = [
+    "LEVEL",
     "cell_means",
+    "claims_section",
     "regression_figure",
     "render_regression_report",
     "reweighting_summary",
@@ -32,6 +42,8 @@ NON_PRIVATE = frozenset({"least-squares"})
 #: The re-weighted estimators (Chen et al. 2025, Algorithm 2) among the experiment's estimators.
 REWEIGHTED = ("reweighted", "reweighted-bernstein")
 _LINESTYLES = ("-", "--", ":", "-.")
+#: One-sided level of the claims' tests.
+LEVEL = 0.05
 
 
 def _key(row: dict[str, Any], keys: Sequence[str]) -> tuple[Any, ...]:
@@ -50,8 +62,17 @@ def cell_means(
     return {k: {e: float(np.mean(v)) for e, v in by.items()} for k, by in acc.items()}
 
 
-def _seeds(rows: Sequence[dict[str, Any]]) -> int:
-    return len({r["seed"] for r in rows})
+def _seeds_text(study: Any, rows: Sequence[dict[str, Any]]) -> str:
+    """``"x 10 seeds"`` (the seeds per cell found in ``rows``, by block when they differ)."""
+    per_block: dict[str, int] = {}
+    for r in rows:
+        per_block[r["block"]] = max(per_block.get(r["block"], 0), int(r["seed"]) + 1)
+    counts = sorted(set(per_block.values()))
+    if len(counts) <= 1:
+        return f"x {counts[0] if counts else 0} seeds"
+    common = max(counts, key=lambda c: sum(v == c for v in per_block.values()))
+    own = [f"{v} in block {b}" for b, v in per_block.items() if v != common]
+    return f"x {common} seeds ({', '.join(own)})"
 
 
 def reweighting_summary(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -179,11 +200,51 @@ def regression_figure(study: Any, rows: Sequence[dict[str, Any]]) -> Figure:
         fontsize="small",
     )
     fig.suptitle(
-        f"{study.report.title or study.name}\nmean over {_seeds(rows)} seeds per cell, "
+        f"{study.report.title or study.name}\nmean over {_seeds_text(study, rows)[2:]} per cell, "
         f"{study.n_test:,} held-out covariates",
         fontsize="medium",
     )
     return fig
+
+
+def claims_section(study: Any, checks: Sequence[ClaimResult]) -> list[str]:
+    """The ``## Claims`` section: the study's framing text, then every claim with its verdict in each
+    cell and the tests behind it."""
+    lines = ["## Claims", ""]
+    if study.report.claims.strip():
+        lines += [" ".join(study.report.claims.split()), ""]
+    if not checks:
+        return lines
+    lines += [f"{verdict_note(LEVEL)}  Summary: {verdict_line(checks)}.", ""]
+    current = None
+    for chk in checks:
+        if chk.claim is not current:
+            if current is not None:
+                lines.append("")
+            current = chk.claim
+            text = f" — {' '.join(chk.claim.text.split())}" if chk.claim.text else ""
+            lines += [f"**Claim: {describe(chk.claim)}**{text}", ""]
+        lines.append(f"- **{chk.cell_name}**: {chk.verdict}")
+        lines += [f"  - {line}" for line in chk.lines()]
+    return lines + [""]
+
+
+def _timing(elapsed: float, fit_time: float | None, reused: int, units: int) -> str:
+    """The header's account of the time: the fits' own time as stored, and how many units this
+    invocation ran (a rerun reuses the stored rows and writes the report in seconds)."""
+    if fit_time is None:
+        return f"{elapsed:.0f} s"
+    ran = units - reused
+    if reused == 0:
+        how = f"all {units} units run by this invocation ({elapsed:.0f} s wall)"
+    elif ran == 0:
+        how = f"every unit's rows reused from the results store (this invocation: {elapsed:.0f} s)"
+    else:
+        how = (
+            f"{ran} units run by this invocation ({elapsed:.0f} s wall), {reused} reused from the "
+            "results store"
+        )
+    return f"fitting time {fit_time:,.0f} s summed over the units, {how}"
 
 
 def render_regression_report(
@@ -193,27 +254,41 @@ def render_regression_report(
     out_dir: Path,
     summary: Sequence[str],
     elapsed: float,
+    checks: Sequence[ClaimResult] = (),
+    fit_time: float | None = None,
+    reused: int = 0,
 ) -> str:
-    """The markdown of ``report.md``."""
+    """The markdown of ``report.md``.
+
+    ``elapsed`` is this invocation's wall time, ``fit_time`` the stored fitting time of every unit
+    (None: unknown) and ``reused`` how many units came from the results store.
+    """
     from privbandits import __version__
 
     est = list(study.estimators)
     quick = " --quick" if study.quick else ""
+    units = len(
+        {(r["block"], r["n"], r["d"], r["epsilon"], r["c"], r["p0"], r["seed"]) for r in rows}
+    )
     lines = [
         f"# {study.report.title or study.name}",
         "",
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by privbandits {__version__} "
-        f"(`privbandits reproduce {study.name}{quick}`); {study.n_cells} cells x {_seeds(rows)} seeds, "
-        f"{study.n_test:,} held-out covariates per fit, {elapsed:.0f} s.",
+        f"(`privbandits reproduce {study.name}{quick}`); {study.n_cells} cells "
+        f"{_seeds_text(study, rows)}, {study.n_test:,} held-out covariates per fit; "
+        f"{_timing(elapsed, fit_time, reused, units)}.",
         "",
     ]
     if study.report.source:
         lines += [f"Source: {study.report.source}", ""]
     if study.description.strip():
         lines += [" ".join(study.description.split()), ""]
-    lines += ["## Summary", ""] + [f"- {s}" for s in summary] + [""]
-    if study.report.claims.strip():
-        lines += ["## Claims", "", " ".join(study.report.claims.split()), ""]
+    lines += ["## Summary", ""] + [f"- {s}" for s in summary]
+    if checks:
+        lines.append(f"- {verdict_line(checks)} (below)")
+    lines.append("")
+    if checks or study.report.claims.strip():
+        lines += claims_section(study, checks)
     lines += [
         f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in figures if p.suffix == ".png"
     ] + [""]
@@ -261,13 +336,22 @@ def write_regression_report(
     formats: Sequence[str] = ("png", "pdf"),
     dpi: int = 150,
     elapsed: float = 0.0,
+    fit_time: float | None = None,
+    reused: int = 0,
 ) -> tuple[list[Path], Path, list[str]]:
-    """Write ``l1-error.<fmt>`` and ``report.md`` into ``out_dir``; returns (figures, report, summary)."""
+    """Write ``l1-error.<fmt>`` and ``report.md`` into ``out_dir``; returns (figures, report, summary)
+    (the summary ends with the claims' verdict line when the study declares claims)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = _save(regression_figure(study, rows), out_dir / "l1-error", formats, dpi)
     summary = reweighting_summary(rows)
+    checks = evaluate_regression_claims(getattr(study, "claims", ()), rows, LEVEL)
     path = out_dir / "report.md"
     path.write_text(
-        render_regression_report(study, rows, figures, out_dir, summary, elapsed), encoding="utf-8"
+        render_regression_report(
+            study, rows, figures, out_dir, summary, elapsed, checks, fit_time, reused
+        ),
+        encoding="utf-8",
     )
+    if checks:
+        summary = [*summary, verdict_line(checks)]
     return figures, path, summary

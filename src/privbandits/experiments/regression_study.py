@@ -24,6 +24,14 @@ and ``report.md`` (:mod:`privbandits.experiments.regression_report`).  Schema::
     epsilon = [1.0]
     c = [0.0, 3.0, 6.0]                # conditioning: coordinate scales exp(-c (i-1)/(d-1))
     # p0 = [0.1, 0.01]                 # the two-point instance of Proposition 3.1 (d = 1)
+    # replications = 60                # this block's seeds (default: the study's)
+
+    [[claims]]                         # an expectation, checked in every cell it applies to
+    kind = "coverage"                  # or "monotone" (privbandits.experiments.regression_claims)
+    items = ["reweighted"]
+    percent = 95                       # monotone: param = "n", direction = "decreasing"
+    where = { block = "coverage" }     # optional: only the cells with these values
+    text = "..."
 
     [quick]                            # applied by --quick
     replications = 1
@@ -37,7 +45,10 @@ and ``report.md`` (:mod:`privbandits.experiments.regression_report`).  Schema::
     notes = "..."
 
 Only ``x`` and ``facet`` may take several values in a block (a panel shows no more), so a sweep
-over two other keys is written as two blocks.  ``--replications`` overrides ``replications``;
+over two other keys is written as two blocks.  The claims' keys are those of the ``claims`` table of
+the experiment schema, with the kinds of :data:`privbandits.experiments.schema.REGRESSION_CLAIM_KEYS`;
+the report states a verdict for every claim in every cell.  ``--replications`` (and ``[quick]
+replications``) overrides ``replications`` of the study and of every block;
 ``--horizon``, ``--seed``, ``--preset`` and ``--engine`` do not apply to a regression study and are
 ignored (``reproduce --all`` passes them to every preset).
 
@@ -64,7 +75,9 @@ from rich.console import Console
 
 from privbandits.core.errors import ConfigError
 from privbandits.core.validation import check_in_range, check_int
+from privbandits.experiments.claims import Claim
 from privbandits.experiments.config import _NAME_RE, Overrides, ReportConfig, _suggest, _Validator
+from privbandits.experiments.schema import REGRESSION_CLAIM_KEYS
 from privbandits.experiments.store import DEFAULT_DB, ResultsStore
 from privbandits.experiments.units import canonical_json
 
@@ -88,12 +101,13 @@ REGRESSION_TOP_KEYS = (
     "n_test",
     "estimators",
     "blocks",
+    "claims",
     "quick",
     "report",
 )
 #: Keys of a block that hold the problem parameters (lists of values).
 CELL_KEYS = ("n", "d", "epsilon", "c", "p0")
-BLOCK_KEYS = ("name", "x", "facet", *CELL_KEYS)
+BLOCK_KEYS = ("name", "x", "facet", "replications", *CELL_KEYS)
 REGRESSION_QUICK_KEYS = ("replications", "n_test", "n_max")
 REGRESSION_REPORT_KEYS = ("title", "source", "claims", "notes")
 #: Version of the unit configuration hashed into every key (bump when its meaning changes).
@@ -108,6 +122,8 @@ class RegressionBlock:
     x: str
     facet: str | None
     cells: tuple[dict[str, Any], ...]
+    #: Seeds of every cell of the block (None: the study's ``replications``).
+    replications: int | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +173,12 @@ class RegressionStudy:
     report: ReportConfig = field(default_factory=ReportConfig)
     source: str = "<config>"
     quick: bool = False
+    #: The expectations checked in the report (kinds of ``REGRESSION_CLAIM_KEYS``).
+    claims: tuple[Claim, ...] = ()
+
+    def seeds(self, block: RegressionBlock) -> int:
+        """The number of seeds of every cell of ``block``."""
+        return block.replications or self.replications
 
     def units(self) -> list[RegressionUnit]:
         """Every (cell, seed), blocks in order."""
@@ -164,12 +186,18 @@ class RegressionStudy:
             RegressionUnit(self.name, cell, seed, self.n_test, self.estimators)
             for block in self.blocks
             for cell in block.cells
-            for seed in range(self.replications)
+            for seed in range(self.seeds(block))
         ]
 
     @property
     def n_cells(self) -> int:
         return sum(len(b.cells) for b in self.blocks)
+
+    @property
+    def seeds_text(self) -> str:
+        """``"x 10 seeds"``, or with blocks of their own: ``"x 10 seeds (60 in block coverage)"``."""
+        own = [f"{b.replications} in block {b.name}" for b in self.blocks if b.replications]
+        return f"x {self.replications} seeds" + (f" ({', '.join(own)})" if own else "")
 
     @property
     def size(self) -> str:
@@ -188,7 +216,7 @@ class RegressionOutcome:
     report: Path | None
     executed: int
     skipped: int
-    wall_time: float  # simulation time of every unit, as stored
+    wall_time: float  # fitting time of every unit, as stored (also of units reused from the store)
     summary: list[str]  # the report's key findings, one line each
 
 
@@ -220,10 +248,17 @@ def _numbers(v: _Validator, path: str, value: Any, key: str) -> list[Any]:
     return out
 
 
-def _block(v: _Validator, j: int, entry: dict[str, Any], n_max: int | None) -> RegressionBlock:
+def _block(
+    v: _Validator, j: int, entry: dict[str, Any], n_max: int | None, seeds_overridden: bool
+) -> RegressionBlock:
     where = f"blocks[{j}]"
     v.keys(entry, BLOCK_KEYS, where)
     name = v.string(f"{where}.name", entry.get("name", ""), _NAME_RE)
+    reps = entry.get("replications")
+    if reps is not None:
+        reps = v.check(f"{where}.replications", reps, lambda: check_int("replications", reps, 1))
+    if seeds_overridden:
+        reps = None
     for key in ("n", "d", "epsilon"):
         if key not in entry:
             raise ConfigError(f"{v.source}: {where} needs '{key}' (a list of values)")
@@ -268,7 +303,91 @@ def _block(v: _Validator, j: int, entry: dict[str, Any], n_max: int | None) -> R
     )
     for cell in cells:
         cell.setdefault("p0", None)
-    return RegressionBlock(name=name, x=x, facet=facet, cells=cells)
+    return RegressionBlock(name=name, x=x, facet=facet, cells=cells, replications=reps)
+
+
+def _claims(
+    v: _Validator,
+    raw: Mapping[str, Any],
+    estimators: Sequence[str],
+    blocks: Sequence[RegressionBlock],
+) -> tuple[Claim, ...]:
+    """The ``[[claims]]`` of a regression study, each key checked by its declaration in the
+    experiment schema's ``claims`` table."""
+    out = []
+    for i, entry in enumerate(v.entries(dict(raw), "claims")):
+        where = f"claims[{i}]"
+        kind = entry.get("kind")
+        if not isinstance(kind, str) or kind not in REGRESSION_CLAIM_KEYS:
+            raise v.fail(
+                f"{where}.kind",
+                kind,
+                f"unknown regression claim kind{_suggest(str(kind), REGRESSION_CLAIM_KEYS)}; "
+                f"allowed: {', '.join(REGRESSION_CLAIM_KEYS)}",
+            )
+        v.keys(entry, REGRESSION_CLAIM_KEYS[kind], f'{where} (kind = "{kind}")')
+        items = entry.get("items")
+        if (
+            not isinstance(items, list)
+            or not items
+            or not all(isinstance(e, str) for e in items)
+            or (kind == "monotone" and len(items) != 1)
+        ):
+            need = "exactly one estimator" if kind == "monotone" else "at least one estimator"
+            raise v.fail(f"{where}.items", items, f"must be a list of {need}")
+        for j, e in enumerate(items):
+            if e not in estimators:
+                raise v.fail(
+                    f"{where}.items[{j}]",
+                    e,
+                    f"not an estimator of the study{_suggest(e, estimators)}: {', '.join(estimators)}",
+                )
+        extra: dict[str, Any] = {}
+        if kind == "coverage":
+            pct = v.needed("claims", "percent", entry, where, kind)
+            if pct >= 100:
+                raise v.fail(f"{where}.percent", pct, "must lie in (0, 100)")
+            extra["percent"] = float(pct)
+        else:
+            param = v.needed("claims", "param", entry, where, kind)
+            if param not in CELL_KEYS:
+                raise v.fail(
+                    f"{where}.param",
+                    param,
+                    f"must be a cell key{_suggest(str(param), CELL_KEYS)}: {', '.join(CELL_KEYS)}",
+                )
+            direction = v.value("claims", "direction", entry, f"{where}.direction") or "decreasing"
+            if direction not in ("decreasing", "increasing"):
+                raise v.fail(
+                    f"{where}.direction", direction, 'must be "decreasing" or "increasing"'
+                )
+            extra.update(param=param, direction=direction)
+        cond = v.where(f"{where}.where", entry.get("where", {}))
+        allowed = ("block", *CELL_KEYS)
+        for k, val in cond.items():
+            if k not in allowed:
+                raise v.fail(
+                    f"{where}.where.{k}",
+                    val,
+                    f"not a cell key{_suggest(k, allowed)}: {', '.join(allowed)}",
+                )
+        names = {b.name for b in blocks}
+        if "block" in cond and cond["block"] not in names:
+            raise v.fail(
+                f"{where}.where.block",
+                cond["block"],
+                f"no such block{_suggest(str(cond['block']), names)}: {', '.join(sorted(names))}",
+            )
+        out.append(
+            Claim(
+                kind=kind,
+                items=tuple(items),
+                where=cond,
+                text=v.value("claims", "text", entry, f"{where}.text"),
+                **extra,
+            )
+        )
+    return tuple(out)
 
 
 def parse_regression_study(
@@ -291,11 +410,14 @@ def parse_regression_study(
     v.keys(raw, REGRESSION_TOP_KEYS, 'the top level (kind = "regression")')
     quick = v.keys(raw.get("quick", {}), REGRESSION_QUICK_KEYS, "[quick]")
     n_max = None
+    seeds_overridden = False
     if overrides is not None and overrides.quick:
         raw.update({k: val for k, val in quick.items() if k != "n_max"})
         n_max = quick.get("n_max")
+        seeds_overridden = "replications" in quick
     if overrides is not None and overrides.replications is not None:
         raw["replications"] = overrides.replications
+        seeds_overridden = True
     name = v.string("name", raw.get("name", default_name), _NAME_RE)
     description = raw.get("description", "")
     if not isinstance(description, str):
@@ -326,7 +448,7 @@ def parse_regression_study(
     entries = v.entries(raw, "blocks")
     if not entries:
         raise ConfigError(f"{source}: a regression study needs at least one [[blocks]] entry")
-    blocks = tuple(_block(v, j, entry, n_max) for j, entry in enumerate(entries))
+    blocks = tuple(_block(v, j, entry, n_max, seeds_overridden) for j, entry in enumerate(entries))
     names = [b.name for b in blocks]
     if len(set(names)) != len(names):
         raise v.fail("blocks.name", names, "block names must be unique")
@@ -349,6 +471,7 @@ def parse_regression_study(
             notes=rep.get("notes", ""),
         ),
         quick=bool(overrides is not None and overrides.quick),
+        claims=_claims(v, raw, tuple(est), blocks),
     )
 
 
@@ -401,7 +524,7 @@ def run_regression_study(
         n_workers = default_workers() if workers is None else check_int("workers", workers, 1)
         if not quiet:
             console.print(
-                f"{len(units)} regression units ({study.n_cells} cells x {study.replications} seeds): "
+                f"{len(units)} regression units ({study.n_cells} cells {study.seeds_text}): "
                 f"{len(stored)} already stored, {len(missing)} to run; results -> {store.path}"
             )
         if n_workers == 1 or len(missing) <= 1:
@@ -422,7 +545,14 @@ def run_regression_study(
     wall_time = sum(w for _, w in loaded)
     out_dir = Path(out) if out is not None else Path(db).parent / study.name
     figures, report, summary = write_regression_report(
-        study, rows, out_dir, formats=formats, dpi=dpi, elapsed=time.perf_counter() - start
+        study,
+        rows,
+        out_dir,
+        formats=formats,
+        dpi=dpi,
+        elapsed=time.perf_counter() - start,
+        fit_time=wall_time,
+        reused=len(stored),
     )
     return RegressionOutcome(
         config=study,
