@@ -38,7 +38,14 @@ import numpy as np
 from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_finite_array, check_in_range, check_int
 
-__all__ = ["Design", "design_g", "g_optimal_design", "greedy_spanning_subset", "working_subspace"]
+__all__ = [
+    "Design",
+    "design_g",
+    "fedorov_wynn_step",
+    "g_optimal_design",
+    "greedy_spanning_subset",
+    "working_subspace",
+]
 
 #: Relative rank tolerance of the working subspace (Hanna et al. 2022, correction Hanna22-11).
 RANK_TOL = 1e-9
@@ -127,6 +134,18 @@ def design_g(Y: np.ndarray, pi: np.ndarray) -> np.ndarray:
         Y @ np.linalg.inv(L).T
     )  # rows L^{-1} x_a; m is small, so the explicit m x m inverse is cheap
     return np.einsum("ij,ij->i", Z, Z)
+
+
+def fedorov_wynn_step(pi: np.ndarray, j: int, G: float, m: int) -> None:
+    """One Frank-Wolfe step of the design toward row ``j`` with the exact line search (in place).
+
+    ``pi <- (1 - nu) pi + nu e_j``, ``nu = (G/m - 1)/(G - 1)`` (``1/2`` when ``G`` is not finite),
+    where ``G = y_j^T V(pi)^{-1} y_j`` and ``m`` is the dimension (Todd 2016, Chapter 3).  Plain
+    numpy here; :mod:`.design_draws` compiles the same function for its loop.
+    """
+    nu = (G / m - 1.0) / (G - 1.0) if np.isfinite(G) else 0.5
+    pi *= 1.0 - nu
+    pi[j] += nu
 
 
 def _safe_g(Y: np.ndarray, pi: np.ndarray) -> np.ndarray:
@@ -237,9 +256,7 @@ def g_optimal_design(
         G = float(g[j])
         if G <= target or k >= max_iter:
             break
-        nu = (G / m - 1.0) / (G - 1.0) if np.isfinite(G) else 0.5
-        pi *= 1.0 - nu
-        pi[j] += nu
+        fedorov_wynn_step(pi, j, G, m)
         k += 1
         g = _safe_g(Y, pi)
 

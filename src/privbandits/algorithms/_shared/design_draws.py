@@ -24,9 +24,12 @@ import math
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms._shared.design import RANK_TOL
+from privbandits.algorithms._shared.design import RANK_TOL, fedorov_wynn_step
 
 __all__ = ["design_draws", "uniform_start_design"]
+
+#: The numpy path's Frank-Wolfe step, compiled (the same arithmetic).
+_fedorov_wynn_step = nb.njit(cache=True, inline="always")(fedorov_wynn_step)
 
 
 @nb.njit(cache=True)
@@ -98,9 +101,7 @@ def uniform_start_design(
         G = g[j]
         if G <= target or k >= max_iter:
             break
-        nu = (G / m - 1.0) / (G - 1.0) if np.isfinite(G) else 0.5
-        pi *= 1.0 - nu
-        pi[j] += nu
+        _fedorov_wynn_step(pi, j, G, m)
         k += 1
         _leverages(Y, pi, g)
     converged = g.max() <= target
