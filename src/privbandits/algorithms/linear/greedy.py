@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numba as nb
 import numpy as np
@@ -147,6 +147,9 @@ class _Greedy(Curator):
         "warmup_order": Choice(*WARMUP_ORDERS),
     }
 
+    #: The compiled updates: single-parameter setting, multi-parameter setting.
+    updates: ClassVar[tuple[Any, Any]]
+
     s0: int | None
     h: float | None
     warmup_order: str
@@ -189,8 +192,30 @@ class _Greedy(Curator):
         theta = np.zeros(shape) if theta0 is None else theta0
         return theta, np.zeros(shape)
 
-    def _estimate(self, theta: np.ndarray):  # type: ignore[no-untyped-def]
-        return (lambda: theta) if self.spec.setting == "multi" else (lambda: theta[:, 0])
+    def _initial_theta(self) -> np.ndarray | None:
+        """The initial iterate ``(R, K_est, d)`` (None: zeros)."""
+        return None
+
+    def _statistics(self, R: int, K_est: int, d: int) -> tuple[np.ndarray, ...]:
+        """The family's state after ``(theta, theta_warm)``."""
+        raise NotImplementedError
+
+    def _kernel_params(self) -> GreedyParams:
+        raise NotImplementedError
+
+    def build_kernel(self) -> CuratorKernel:
+        """The greedy choice and the family's update on ``(theta, theta_warm, *statistics)``; the
+        estimate is ``theta`` (multi) or its one row (single)."""
+        theta, theta_warm = self._theta(self._initial_theta())
+        state = (theta, theta_warm, *self._statistics(*theta.shape))
+        params = self._kernel_params()
+        if self.spec.setting == "multi":
+            return CuratorKernel(
+                _select_multi, self.updates[1], params, state, estimate=lambda: theta
+            )
+        return CuratorKernel(
+            _select_single, self.updates[0], params, state, estimate=lambda: theta[:, 0]
+        )
 
     @property
     def theta_warm(self) -> np.ndarray:
@@ -225,6 +250,7 @@ class GreedyOLS(_Greedy):
 
     name = "greedy-ols"
     links = ("identity",)
+    updates = (_ols_update_single, _ols_update_multi)
     constraints: ClassVar = {"lam": Positive}
     test_params: ClassVar = ({}, {"lam": 0.5, "s0": 2, "h": 0.5, "warmup_order": "blocks"})
 
@@ -239,26 +265,17 @@ class GreedyOLS(_Greedy):
     ) -> None:
         pass
 
-    def build_kernel(self) -> CuratorKernel:
-        R, d = self.R, self.spec.d
-        theta, theta_warm = self._theta()
-        K_est = theta.shape[1]
-        state = (
-            theta,
-            theta_warm,
+    def _statistics(self, R: int, K_est: int, d: int) -> tuple[np.ndarray, ...]:
+        """The ridge sums per arm, the solver's scratch and the round's statistic."""
+        return (
             np.zeros((R, K_est, d, d)),
             np.zeros((R, K_est, d)),
             np.zeros((R, d, d + 1)),
             np.zeros((R, d * d + d)),
         )
-        multi = self.spec.setting == "multi"
-        return CuratorKernel(
-            _select_multi if multi else _select_single,
-            _ols_update_multi if multi else _ols_update_single,
-            self._params(lam=self.lam),
-            state,
-            estimate=self._estimate(theta),
-        )
+
+    def _kernel_params(self) -> GreedyParams:
+        return self._params(lam=self.lam)
 
 
 @register
@@ -283,6 +300,7 @@ class GreedySGD(_Greedy):
 
     name = "greedy-sgd"
     links = ("*",)
+    updates = (_sgd_update_single, _sgd_update_multi)
     constraints: ClassVar = {
         "eta0": Positive,
         "t0": NonNegative,
@@ -324,26 +342,21 @@ class GreedySGD(_Greedy):
     ) -> None:
         pass
 
-    def build_kernel(self) -> CuratorKernel:
-        R, d = self.R, self.spec.d
+    def _initial_theta(self) -> np.ndarray | None:
+        if self.init != "random_unit":
+            return None
         K_est = self.spec.K if self.spec.setting == "multi" else 1
-        theta0 = (
-            random_unit(self.streams.server, (R, K_est, d)) if self.init == "random_unit" else None
-        )
-        theta, theta_warm = self._theta(theta0)
-        state = (theta, theta_warm, np.zeros((R, K_est)), np.zeros((R, d)))
-        multi = self.spec.setting == "multi"
-        params = self._params(
+        return random_unit(self.streams.server, (self.R, K_est, self.spec.d))
+
+    def _statistics(self, R: int, K_est: int, d: int) -> tuple[np.ndarray, ...]:
+        """The update counts per arm and the gradient scratch."""
+        return (np.zeros((R, K_est)), np.zeros((R, d)))
+
+    def _kernel_params(self) -> GreedyParams:
+        return self._params(
             eta0=self.eta0,
             t0=self.t0,
             inv_sqrt=self.step_schedule == "inv_sqrt_t",
             ridge=self.ridge,
             rho=math.inf if self.project_radius is None else self.project_radius,
-        )
-        return CuratorKernel(
-            _select_multi if multi else _select_single,
-            _sgd_update_multi if multi else _sgd_update_single,
-            params,
-            state,
-            estimate=self._estimate(theta),
         )
