@@ -143,6 +143,48 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
 
 
 @nb.njit(cache=True)
+def _refit(state, r, family, n, fit, bound, scale, ball, S, c, U, ev, radius, init, rng, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """One strict DPPGD fit (:func:`~.optim.dppgd`) on the stored data of ``family`` (1: the
+    exploration rounds, onto ``Theta_I = ball(S)``; 0: the others, onto the ellipsoid ``Theta_II``
+    around ``c``) from ``init`` into ``out``.
+
+    ``fit = (link, R, lam_reg, rho, zeta, max_iters)``: ``T_it`` iterations from the public ``n``
+    at level ``rho``, step ``eta = scale / (L sqrt(T_it))`` with ``L = R + lam_reg bound / n``
+    (Sarmasarkar 2026, Lemma U.4: ``scale`` is twice the diameter bound of the domain, ``bound``
+    the largest norm in it).
+    """
+    link_code, Rb, lam_reg, rho, zeta, max_iters = fit
+    T_it = _iterations(n, rho, out.shape[0], zeta, max_iters)
+    sigma = dppgd_sigma(Rb, T_it, rho)
+    L = Rb + lam_reg * bound / n
+    eta = scale / (L * math.sqrt(T_it))
+    X, y, member = state[_XS][r], state[_YS][r], state[_MEM][r]
+    dppgd(
+        X,
+        y,
+        member,
+        family,
+        n,
+        link_code,
+        Rb,
+        lam_reg,
+        float(n),
+        T_it,
+        sigma,
+        eta,
+        ball,
+        S,
+        c,
+        U,
+        ev,
+        radius,
+        init,
+        rng,
+        out,
+    )
+
+
+@nb.njit(cache=True)
 def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Releases for round ``n + 1`` after ``n`` leaves: ``V``, ``H_t``, the public ``theta_o`` refit, Criterion II."""
     (
@@ -189,33 +231,8 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
     if (
         s & (s - 1) == 0
     ):  # public schedule t = 2^k: refit theta_o on the exploration data (Theta_I = ball(S))
-        T_it = _iterations(n, rho_o, d, zeta_o, max_iters)
-        sigma = dppgd_sigma(Rb, T_it, rho_o)
-        L = Rb + lam_reg_o * S / n
-        eta = 2.0 * S / (L * math.sqrt(T_it))
-        dppgd(
-            state[_XS][r],
-            state[_YS][r],
-            state[_MEM][r],
-            1,
-            n,
-            link_code,
-            Rb,
-            lam_reg_o,
-            float(n),
-            T_it,
-            sigma,
-            eta,
-            True,
-            S,
-            zero,
-            U,
-            ev,
-            0.0,
-            zero,
-            rng,
-            th_o,
-        )
+        fit = (link_code, Rb, lam_reg_o, rho_o, zeta_o, max_iters)
+        _refit(state, r, 1, n, fit, S, 2.0 * S, True, S, zero, U, ev, 0.0, zero, rng, th_o)
         stats[3] += 1.0
     Ht = state[_HTAU][r]
     if state[_N2][r] < count2:
@@ -232,23 +249,18 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
             rad = gamma * sqrt_kappa
             vmin = vals[0]
             onrm = math.sqrt(np.sum(th_o * th_o))
-            T_it = _iterations(n, rho_tau, d, zeta_tau, max_iters)
-            sigma = dppgd_sigma(Rb, T_it, rho_tau)
-            L = Rb + lam_reg_tau * (onrm + rad / math.sqrt(vmin)) / n
-            eta = 2.0 * rad / math.sqrt(vmin) / (L * math.sqrt(T_it))
-            dppgd(
-                state[_XS][r],
-                state[_YS][r],
-                state[_MEM][r],
+            fit = (link_code, Rb, lam_reg_tau, rho_tau, zeta_tau, max_iters)
+            bound = onrm + rad / math.sqrt(vmin)
+            scale = 2.0 * rad / math.sqrt(vmin)
+            th_t = state[_TH_T][r]
+            _refit(
+                state,
+                r,
                 0,
                 n,
-                link_code,
-                Rb,
-                lam_reg_tau,
-                float(n),
-                T_it,
-                sigma,
-                eta,
+                fit,
+                bound,
+                scale,
                 False,
                 S,
                 th_o,
@@ -257,7 +269,7 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
                 rad,
                 th_o.copy(),
                 rng,
-                state[_TH_T][r],
+                th_t,
             )
             state[_N2][r] += 1
             stats[1] += 1.0
@@ -544,10 +556,11 @@ class JDPGLM(AuthorsCodeRun, Curator):
             C=self.C,
         )
 
-    def calibrate(self, spec: EnvSpec) -> Calibration:
+    _authors_calibration = authors_code.authors_calibration
+    _authors_run = authors_code.authors_runner
+
+    def _calibrate(self, spec: EnvSpec) -> Calibration:
         """Constants and the accounted guarantee (strict accounting) on ``spec``."""
-        if self.preset == "authors_code":
-            return authors_code.authors_calibration(self, spec)
         c = self.constants(spec)
         R = max(1.0, float(spec.reward_range[1]))
         g, parts = jdp_glm_accounting(c, spec.horizon, self.delta, R)
@@ -562,10 +575,7 @@ class JDPGLM(AuthorsCodeRun, Curator):
             g, preset=self.preset, requested=(self.epsilon, self.delta), constants=typed
         )
 
-    def build_kernel(self) -> CuratorKernel | None:
-        if self.preset == "authors_code":  # numpy run (reference driver)
-            self._authors = authors_code.authors_runner(self)
-            return None
+    def _build_kernel(self) -> CuratorKernel:
         c, R, spec = self.calibration.typed(JDPGLMConstants), self.R, self.spec
         d, T = spec.d, spec.horizon
         m = int(c.m)
