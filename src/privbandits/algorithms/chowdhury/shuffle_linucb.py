@@ -45,7 +45,7 @@ from privbandits.algorithms.chowdhury.constants import (
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_zheng.calibration import outer_vector_sensitivity
 from privbandits.algorithms.ldp_zheng.ldp_ucb import _encode, _randomize
-from privbandits.algorithms.ldp_zheng.ridge import additive_noise, choose, ridge_space
+from privbandits.algorithms.ldp_zheng.ridge import additive_noise, ridge_kernel, ridge_space
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PrivatizedMessage, ShuffledBatch
@@ -264,7 +264,6 @@ class BatchedLinUCB(ShuffleAlgorithm):
         """The kernel around the shared server: ``steps`` are ``(encode, randomize, update)``,
         ``c`` gives ``lambda``, ``beta`` and ``B``; the server holds the sums ``G``, ``u``, the batch count,
         the floor count and ``extra_server``; the first policy is published."""
-        encode, randomize, update = steps
         spec, R = self.spec, self.R
         d, T = spec.d, max(spec.horizon, 1)
         mine = (c.lam, c.beta, float(c.batch_size), float(T), 1e-6)
@@ -280,10 +279,8 @@ class BatchedLinUCB(ShuffleAlgorithm):
         for r in range(R):
             _publish(params, public, server, r)
         theta = public[0]
-        return LocalKernel(
-            choose,
-            randomize,
-            update,
+        return ridge_kernel(
+            steps,
             params,
             public,
             server,
@@ -291,7 +288,6 @@ class BatchedLinUCB(ShuffleAlgorithm):
             layout,
             estimate=lambda: theta,
             public_space=ridge_space(),
-            encode=encode,
             noise=noise,
             sensitivity=sensitivity,
         )

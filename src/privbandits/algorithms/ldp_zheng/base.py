@@ -27,7 +27,7 @@ from privbandits.algorithms.ldp_zheng.calibration import (
     gaussian_message_guarantee,
     laplace_message_guarantee,
 )
-from privbandits.algorithms.ldp_zheng.ridge import additive_noise, choose
+from privbandits.algorithms.ldp_zheng.ridge import additive_noise, ridge_kernel
 from privbandits.core.errors import NotResetError, ValidationError
 from privbandits.core.params import Bool, Choice, Delta, Epsilon, Int, Optional, Positive, Real
 from privbandits.core.public_space import PublicSpace
@@ -123,13 +123,24 @@ class ZhengAlgorithm(LocalAlgorithm):
         parts: tuple[tuple[str, float, float], ...],
         notes: list[str],
         rule: str,
+        problem: tuple[int, int, float, float, float],
         **fields: Any,
     ) -> Calibration:
-        """The calibration: the family's typed constants ``cls`` of ``fields`` and of the shared
-        parameters (mechanism, ``c_factor``, radius formula and multiplier, clipping), with the
-        message's guarantee (:meth:`_guarantee`, calibration ``rule``)."""
+        """The calibration: the family's typed constants ``cls`` of ``problem`` (``D``, ``T``, the
+        context bound and the reward range the message is calibrated for), ``fields`` and the
+        shared parameters (mechanism, ``c_factor``, radius formula and multiplier, clipping), with
+        the message's guarantee (:meth:`_guarantee`, calibration ``rule``)."""
         shared = ("mechanism", "c_factor", "beta_formula", "beta_scale", "clip")
-        constants = cls(**{k: getattr(self, k) for k in shared}, **fields)
+        D, T, C_B, lo, hi = problem
+        constants = cls(
+            **{k: getattr(self, k) for k in shared},
+            D=D,
+            T=T,
+            context_bound=C_B,
+            reward_lo=lo,
+            reward_hi=hi,
+            **fields,
+        )
         return Calibration(
             self._guarantee(parts, notes, constants.T, rule),
             preset=self.preset,
@@ -163,6 +174,19 @@ class ZhengAlgorithm(LocalAlgorithm):
             current,
         )
 
+    def _client_head(self, c: ZhengConstants) -> tuple[Any, ...]:
+        """The first entries of the client's parameter tuple, common to both families:
+        ``(D, C_B, y_lo, y_hi, clip, scale_V, scale_u)``."""
+        return (
+            c.D,
+            float(c.context_bound),
+            float(c.reward_lo),
+            float(c.reward_hi),
+            self.clip,
+            float(c.scale_V),
+            float(c.scale_u),
+        )
+
     def _kernel(
         self,
         c: ZhengConstants,
@@ -180,7 +204,6 @@ class ZhengAlgorithm(LocalAlgorithm):
         steps and the device's declarations (additive noise of ``scales`` per field; the
         accountant's parameter: the message's epsilon in units of the Laplace scales, or its
         joint l2 sensitivity over the stds)."""
-        encode, randomize, update = steps
         spec, R = self.spec, self.R
         laplace = c.mechanism == "laplace"
         sensitivity = (
@@ -190,10 +213,8 @@ class ZhengAlgorithm(LocalAlgorithm):
         )
         theta = public[0]
         block = spec.setting == "multi"
-        return LocalKernel(
-            choose,
-            randomize,
-            update,
+        return ridge_kernel(
+            steps,
             params,
             public,
             server,
@@ -201,7 +222,6 @@ class ZhengAlgorithm(LocalAlgorithm):
             MessageLayout(f"{self.name}/{c.mechanism}", fields),
             estimate=lambda: theta.reshape(R, spec.K, spec.d) if block else theta,
             public_space=public_space,
-            encode=encode,
             noise=additive_noise(c.D, scales, laplace),
             sensitivity=sensitivity,
         )

@@ -436,11 +436,7 @@ class LDPGLOC(ZhengAlgorithm):
             parts,
             notes,
             rule,
-            D=D,
-            T=T,
-            context_bound=C_B,
-            reward_lo=lo,
-            reward_hi=hi,
+            (D, T, C_B, lo, hi),
             gaussian_calibration=calib,
             sensitivity=J,
             scale_V=scale_V,
@@ -477,13 +473,7 @@ class LDPGLOC(ZhengAlgorithm):
         code = BETA_CODES["gloc-order" if self.beta_formula == "order" else "gloc-conservative"]
         choice = (K, False)
         client = (
-            D,
-            float(c.context_bound),
-            float(c.reward_lo),
-            float(c.reward_hi),
-            self.clip,
-            float(c.scale_V),
-            float(c.scale_u),
+            *self._client_head(c),
             float(c.scale_g),
             c.mechanism == "laplace",
             float(c.z_bound),

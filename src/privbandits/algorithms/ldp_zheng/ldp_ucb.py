@@ -290,11 +290,7 @@ class LDPUCB(ZhengAlgorithm):
             parts,
             notes,
             rule,
-            D=D,
-            T=T,
-            context_bound=C_B,
-            reward_lo=lo,
-            reward_hi=hi,
+            (D, T, C_B, lo, hi),
             gaussian_calibration=calib,
             sensitivity=joint,
             scale_V=scale_V,
@@ -313,16 +309,7 @@ class LDPUCB(ZhengAlgorithm):
         c, spec, R = self.calibration.typed(LDPUCBConstants), self.spec, self.R
         code = BETA_CODES["ucb-paper" if self.beta_formula == "paper" else "ucb-ss"]
         choice = (spec.K, c.bonus == "squared")
-        client = (
-            c.D,
-            float(c.context_bound),
-            float(c.reward_lo),
-            float(c.reward_hi),
-            self.clip,
-            float(c.scale_V),
-            float(c.scale_u),
-            c.mechanism == "laplace",
-        )
+        client = (*self._client_head(c), c.mechanism == "laplace")
         ridge = self._ridge_params(c, code, c_first=c.c_first, current=c.beta_index == "current")
         public, server = new_ridge_state(ridge, R, c.D, float(c.V0))
         # the message does not depend on the public state

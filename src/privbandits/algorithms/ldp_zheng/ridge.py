@@ -37,6 +37,9 @@ beta, ...)``, server ``(A, u, n, c, n_shifted, L, W)`` (``L``, ``W``: Cholesky s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -48,7 +51,13 @@ from privbandits.algorithms._shared.linalg import (
     ucb_argmax_block,
     ucb_argmax_single,
 )
-from privbandits.algorithms.kernel import ESTIMATE_BOUND, DeviceNoiseFn, mirrored_scale
+from privbandits.algorithms.kernel import (
+    ESTIMATE_BOUND,
+    DeviceNoiseFn,
+    LocalKernel,
+    MessageLayout,
+    mirrored_scale,
+)
 from privbandits.algorithms.ldp_zheng.constants import beta as beta_formula
 from privbandits.algorithms.ldp_zheng.constants import regularizer, upsilon
 from privbandits.core.links import LINK_IDENTITY
@@ -66,6 +75,7 @@ __all__ = [
     "additive_noise",
     "choose",
     "new_ridge_state",
+    "ridge_kernel",
     "ridge_receive",
     "ridge_refresh",
     "ridge_regularizer",
@@ -102,6 +112,24 @@ def ridge_space(*extra: PublicField) -> PublicSpace:
             PublicField("beta", ("R",), low=0.0, high=ESTIMATE_BOUND),
             *extra,
         )
+    )
+
+
+def ridge_kernel(
+    steps: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]],
+    params: tuple[Any, ...],
+    public: tuple[np.ndarray, ...],
+    server: tuple[Any, ...],
+    names: tuple[str, ...],
+    layout: MessageLayout,
+    **device: Any,
+) -> LocalKernel:
+    """The local kernel of a noisy ridge server: the users choose by :func:`choose` and run the
+    family's ``steps = (encode, randomize, update)``; ``device`` holds the rest of the kernel's
+    declarations (``estimate``, ``public_space``, ``noise``, ``sensitivity``)."""
+    encode, randomize, update = steps
+    return LocalKernel(
+        choose, randomize, update, params, public, server, names, layout, encode=encode, **device
     )
 
 
