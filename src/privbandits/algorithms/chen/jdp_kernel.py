@@ -28,7 +28,6 @@ Section 4 (Algorithms 1, 2) and Appendix C.4 (Algorithm 7).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numba as nb
 import numpy as np
@@ -46,11 +45,15 @@ from privbandits.algorithms.chen.ldp_kernel import (
     E_START,
     _clip_norm,
     _opnorm,
+    _row_times,
+    billboard_arrays,
     ellipsoid_point,
     epoch_table,
+    kernel_params,
+    latest_estimates,
+    plan_select,
     spectral_step_nb,
 )
-from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one, plan_workspace
 from privbandits.algorithms.kernel import CuratorKernel
 from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import CLIP_RTOL, add_gaussian, add_symmetric_gaussian
@@ -87,14 +90,7 @@ def fit_jdp(
     for k in range(Kn):  # Algorithm 1: one spectral step per batch
         S[:, :] = 0.0
         for i in range(k * N, (k + 1) * N):
-            sq = 0.0
-            for c in range(d):
-                v = 0.0
-                for j in range(d):
-                    v += Xb[i, j] * U[j, c]
-                V[c] = v
-                sq += v * v
-            nrm = math.sqrt(sq)
+            nrm = _row_times(Xb[i], U, V)
             inv = 1.0 / nrm if nrm > 0.0 else 0.0
             for a in range(d):
                 va = V[a] * inv
@@ -118,16 +114,10 @@ def fit_jdp(
     for m in range(M):  # Algorithm 7: one projected step per batch
         g[:] = 0.0
         for i in range(n1 + m * B, n1 + (m + 1) * B):
-            sq = 0.0
+            nrm = _row_times(Xb[i], U, V)
             z = 0.0
             for c in range(d):
-                v = 0.0
-                for j in range(d):
-                    v += Xb[i, j] * U[j, c]
-                V[c] = v
-                sq += v * v
-                z += v * w[c]
-            nrm = math.sqrt(sq)
+                z += V[c] * w[c]
             inv = 1.0 / nrm if nrm > 0.0 else 0.0
             resid = link_mu(code, min(max(z, -1.0), 1.0)) - min(max(yb[i], -1.0), 1.0)
             for c in range(d):
@@ -140,14 +130,6 @@ def fit_jdp(
             add_gaussian(rng, std, g)
         ellipsoid_point(w - eta * (g + c_reg * (U @ w)), u2, Q, w)
     return U @ w, U
-
-
-@nb.njit(cache=True)
-def select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Algorithm 4 on replication ``r``'s billboard (one ``policy`` uniform)."""
-    code, C = params[0], params[1]
-    n_boards, theta, bU, scale = state[3], state[4], state[5], state[6]
-    return plan_one(X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, params[6])
 
 
 @nb.njit(cache=True)
@@ -195,34 +177,18 @@ def build_jdp_kernel(
     for ``R`` replications (state: the epoch's features and rewards, the epoch, the billboard,
     rounds seen; ``n_actions``: the number of actions, the size of the planning step's scratch)."""
     table = epoch_table(reg, ends, min_fit, d)
-    J = len(ends)
     nmax = int(np.max(np.diff(ends, prepend=0)))
-    link = reg.link
-    params: tuple[Any, ...] = (
-        int(link.link.code),
-        float(spanner_C),
-        float(reg.sigma),
-        int(reg.K),
-        1.0 / (2.0 * link.L_nu),
-        table,
-        plan_workspace(int(n_actions), d),
-    )
     state = (
         np.zeros((R, nmax, d)),
         np.zeros((R, nmax)),
         np.zeros(R, dtype=np.int64),
-        np.zeros(R, dtype=np.int64),
-        np.zeros((R, J, d)),
-        np.zeros((R, J, d, d)),
-        np.zeros((R, J)),
+        *billboard_arrays(R, len(ends), d),
         np.zeros(R, dtype=np.int64),
     )
-
-    def estimate() -> np.ndarray:
-        n, theta = state[3], state[4]
-        out = np.zeros((R, d))
-        posted = n > 0
-        out[posted] = theta[np.flatnonzero(posted), n[posted] - 1]
-        return out
-
-    return CuratorKernel(select, update, params, state, estimate=estimate)
+    return CuratorKernel(
+        plan_select,
+        update,
+        kernel_params(reg, table, spanner_C, n_actions, d),
+        state,
+        estimate=lambda: latest_estimates(state[3], state[4]),
+    )

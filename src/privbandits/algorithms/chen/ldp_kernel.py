@@ -46,7 +46,15 @@ from privbandits.regression.reweighted import (
     ReweightedRegression,
 )
 
-__all__ = ["build_ldp_kernel", "epoch_table"]
+__all__ = [
+    "BOARDS",
+    "billboard_arrays",
+    "build_ldp_kernel",
+    "epoch_table",
+    "kernel_params",
+    "latest_estimates",
+    "plan_select",
+]
 
 #: Slot codes of the public schedule (as :mod:`privbandits.algorithms.chen.ldp`).
 IDLE, NORMALIZE, GRADIENT = 0, 1, 2
@@ -133,9 +141,9 @@ def _opnorm(U: np.ndarray) -> float:  # pragma: no cover - compiled
 @nb.njit(cache=True)
 def _device_opnorm(params, r, U):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``||U||`` as the device of replication ``r`` computes it, remembered with the matrix it was
-    computed from (the device's own memory, ``params[6]``: the server changes ``U`` a few times an
+    computed from (the device's own memory, ``params[7]``: the server changes ``U`` a few times an
     epoch; any other matrix is measured afresh)."""
-    seen, norm = params[6], params[7]
+    seen, norm = params[7], params[8]
     same = True
     d = U.shape[0]
     for i in range(d):
@@ -167,15 +175,73 @@ def _clip_norm(v: np.ndarray, bound: float) -> None:  # pragma: no cover - compi
             v[i] *= c
 
 
-# -- the user's side ------------------------------------------------------------------------
 @nb.njit(cache=True)
-def choose(params, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Algorithm 4 on replication ``r``'s billboard (one ``policy`` uniform)."""
+def _row_times(x: np.ndarray, U: np.ndarray, V: np.ndarray) -> float:  # pragma: no cover
+    """``V = U^T x`` in place (``x U`` for the row ``x``); returns ``||V||``."""
+    d = U.shape[0]
+    sq = 0.0
+    for c in range(d):
+        v = 0.0
+        for j in range(d):
+            v += x[j] * U[j, c]
+        V[c] = v
+        sq += v * v
+    return math.sqrt(sq)
+
+
+# -- the billboard and the kernels' shared layout ------------------------------------------------
+#: ``params`` of both Algorithm 3 kernels start with: the link code, the spanner constant ``C``,
+#: ``sigma``, the number ``K`` of normalization batches, the step ``eta = 1 / (2 L_nu)``, the epoch
+#: table and the planning scratch; their ``state`` / ``public`` hold the billboard at
+#: :data:`BOARDS` (the number posted, ``theta``, ``U``, the width scale).
+BOARDS = slice(3, 7)
+
+
+def kernel_params(
+    reg: ReweightedRegression, table: np.ndarray, spanner_C: float, n_actions: int, d: int
+) -> tuple[Any, ...]:
+    """The leading ``params`` of an Algorithm 3 kernel (see :data:`BOARDS`)."""
+    return (
+        int(reg.link.link.code),
+        float(spanner_C),
+        float(reg.sigma),
+        int(reg.K),
+        1.0 / (2.0 * reg.link.L_nu),
+        table,
+        plan_workspace(int(n_actions), d),
+    )
+
+
+def billboard_arrays(R: int, J: int, d: int) -> tuple[np.ndarray, ...]:
+    """An empty billboard of ``J`` estimates for ``R`` replications: the number posted, ``theta``,
+    ``U`` and the width scale."""
+    return (
+        np.zeros(R, dtype=np.int64),
+        np.zeros((R, J, d)),
+        np.zeros((R, J, d, d)),
+        np.zeros((R, J)),
+    )
+
+
+def latest_estimates(n_boards: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """The last posted ``theta`` of every replication (zero before the first), ``(R, d)``."""
+    R, _, d = theta.shape
+    out = np.zeros((R, d))
+    posted = n_boards > 0
+    out[posted] = theta[np.flatnonzero(posted), n_boards[posted] - 1]
+    return out
+
+
+@nb.njit(cache=True)
+def plan_select(params, boards, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Algorithm 4 on replication ``r``'s billboard (one ``policy`` uniform): the curator's
+    ``select`` of ``chen-jdp`` / ``chen-elim`` and the device's ``choose`` of ``chen-ldp``."""
     code, C = params[0], params[1]
-    n_boards, theta, bU, scale = public[3], public[4], public[5], public[6]
-    return plan_one(X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, params[8])
+    n_boards, theta, bU, scale = boards[3], boards[4], boards[5], boards[6]
+    return plan_one(X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, params[6])
 
 
+# -- the user's side ------------------------------------------------------------------------
 @nb.njit(cache=True)
 def encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The clipped fields ``X`` (flattened, ``d^2``) and ``g`` (``d``) of the user of replication ``r``."""
@@ -185,17 +251,8 @@ def encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def] 
     out[:] = 0.0
     if slot == IDLE:
         return
-    phi = X[a]
     V = np.zeros(d)
-    for j in range(d):
-        s = 0.0
-        for i in range(d):
-            s += phi[i] * U[i, j]
-        V[j] = s
-    sq = 0.0
-    for j in range(d):
-        sq += V[j] * V[j]
-    nrm = math.sqrt(sq)
+    nrm = _row_times(X[a], U, V)
     inv = 1.0 / nrm if nrm > 0.0 else 0.0
     if slot == NORMALIZE:
         M = out[: d * d]
@@ -317,28 +374,17 @@ def build_ldp_kernel(
     projector's eigen-decomposition, rounds received; ``n_actions``: the number of actions, the
     size of the planning step's scratch)."""
     table = epoch_table(reg, ends, min_fit, d)
-    J = len(ends)
-    link = reg.link
-    params: tuple[Any, ...] = (
-        int(link.link.code),
-        float(spanner_C),
-        float(reg.sigma),
-        int(reg.K),
-        1.0 / (2.0 * link.L_nu),
-        table,
+    params = (
+        *kernel_params(reg, table, spanner_C, n_actions, d),
         np.full((R, d, d), np.nan),
         np.zeros(R),
-        plan_workspace(int(n_actions), d),
     )
     slot = np.full(R, _slot_at(table, int(reg.K), 0, 0), dtype=np.int64)
     public = (
         slot,
         np.broadcast_to(np.eye(d), (R, d, d)).copy(),
         np.zeros((R, d)),
-        np.zeros(R, dtype=np.int64),
-        np.zeros((R, J, d)),
-        np.zeros((R, J, d, d)),
-        np.zeros((R, J)),
+        *billboard_arrays(R, len(ends), d),
     )
     server = (
         np.zeros(R, dtype=np.int64),
@@ -349,15 +395,8 @@ def build_ldp_kernel(
         np.zeros(R, dtype=np.int64),
     )
 
-    def estimate() -> np.ndarray:
-        n, theta = public[3], public[4]
-        out = np.zeros((R, d))
-        posted = n > 0
-        out[posted] = theta[np.flatnonzero(posted), n[posted] - 1]
-        return out
-
     return LocalKernel(
-        choose=choose,
+        choose=plan_select,
         randomize=randomize,
         update=update,
         params=params,
@@ -365,6 +404,6 @@ def build_ldp_kernel(
         server=server,
         public_names=("slot", "U", "w", "n_boards", "board_theta", "board_U", "board_scale"),
         message=MessageLayout("chen-ldp-gaussian", (("X", (d, d)), ("g", (d,)))),
-        estimate=estimate,
+        estimate=lambda: latest_estimates(public[3], public[4]),
         encode=encode,
     )
