@@ -44,6 +44,7 @@ __all__ = [
     "build_squarecb_ldp_kernel",
     "curator_table",
     "igw_choose",
+    "igw_select",
     "ldp_table",
 ]
 
@@ -141,15 +142,17 @@ def _unit_row(phi: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - c
         out[:] = phi
 
 
-# -- trusted curator: squarecb, squarecb-jdp ------------------------------------------------------
 @nb.njit(cache=True)
-def curator_select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """IGW on replication ``r``'s current estimate (one ``policy`` uniform)."""
+def igw_select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """IGW on replication ``r``'s estimate and rate (``state[2]``, ``state[3]``: the curator's
+    current ones, or the released ``(theta_hat, gamma)`` of the local public state; one
+    ``policy`` uniform)."""
     theta, gamma = state[2], state[3]
     u = rng.random()
     return igw_choose(X, theta[r], gamma[r], u)
 
 
+# -- trusted curator: squarecb, squarecb-jdp ------------------------------------------------------
 @nb.njit(cache=True)
 def curator_update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Store the round's data; at the end of an epoch fit Algorithm 5 on the epoch's data."""
@@ -207,20 +210,10 @@ def build_squarecb_kernel(
         np.zeros(R, dtype=np.int64),
     )
     theta = state[2]
-    return CuratorKernel(
-        curator_select, curator_update, (table,), state, estimate=lambda: theta.copy()
-    )
+    return CuratorKernel(igw_select, curator_update, (table,), state, estimate=lambda: theta.copy())
 
 
 # -- local model: squarecb-ldp ------------------------------------------------------------------
-@nb.njit(cache=True)
-def ldp_choose(params, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """IGW on the released ``(theta_hat, gamma)`` of replication ``r`` (one ``policy`` uniform)."""
-    theta_hat, gamma = public[2], public[3]
-    u = rng.random()
-    return igw_choose(X, theta_hat[r], gamma[r], u)
-
-
 @nb.njit(cache=True)
 def ldp_encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The clipped gradient ``2 (clip(<phi, theta_sgd>) - clip(y)) phi`` (norm 4) in a gradient
@@ -315,7 +308,7 @@ def build_squarecb_ldp_kernel(
     server = (np.zeros(R, dtype=np.int64), np.zeros((R, d)), np.zeros(R, dtype=np.int64))
     theta_hat = public[2]
     return LocalKernel(
-        choose=ldp_choose,
+        choose=igw_select,
         randomize=ldp_randomize,
         update=ldp_update,
         params=params,
