@@ -272,9 +272,7 @@ class ChenJDP(ChenPrivate, ChenElimination):
     Parameters
     ----------
     epsilon, delta, gaussian
-        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
-        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
-        :mod:`privbandits.algorithms.chen.privacy`.
+        As for :class:`~privbandits.algorithms.chen.privacy.GaussianPrivacy`.
     c_b, first_epoch, min_fit, K_norm, c_lam, lam_shape, failure_prob, spanner_C
         As for :class:`ChenElimination`.
     """

@@ -110,14 +110,14 @@ class ChenLDPClient(GaussianDevice):
 
     Parameters
     ----------
-    sigma : float
-        Noise multiplier per unit of sensitivity.
+    sigma
+        As for :class:`~privbandits.algorithms.chen.device.GaussianDevice`.
     link : LinkConstants
         The link ``nu`` of the model.
     spanner_C : float
         Barycentric spanner constant of Algorithm 4.
-    spec : EnvSpec
-        The problem (shapes and the context bound the device checks its inputs against).
+    spec
+        As for :class:`~privbandits.algorithms.chen.device.GaussianDevice`.
     epochs : int
         Number of epochs: the most estimates the billboard can hold.
     """
@@ -290,9 +290,7 @@ class ChenLDP(ChenPrivate, LocalAlgorithm):
     Parameters
     ----------
     epsilon, delta, gaussian
-        Privacy level ``(alpha, beta)`` of every user's single message and the Gaussian calibration
-        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
-        :mod:`privbandits.algorithms.chen.privacy`.
+        As for :class:`~privbandits.algorithms.chen.privacy.GaussianPrivacy`.
     c_b, first_epoch, min_fit, K_norm, c_lam, lam_shape, failure_prob, spanner_C
         As for :class:`~privbandits.algorithms.chen.jdp.ChenElimination` (``c_lam`` defaults to 2).
     """

@@ -74,6 +74,15 @@ class GaussianPrivacy(Algorithm):
     A subclass names what each user's release is (:attr:`release_note`) and resolves its constants
     (``_resolved``); the local ``squarecb-ldp`` accounts its message itself
     (:meth:`release_guarantee`).
+
+    Parameters
+    ----------
+    epsilon, delta
+        Privacy level ``(alpha, beta)`` of every user's single release (joint model: the one
+        estimate the user's epoch feeds; local model: the user's one message).
+    gaussian : {"analytic", "classic"}
+        The Gaussian calibration (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as
+        in the module docstring.
     """
 
     epsilon: float

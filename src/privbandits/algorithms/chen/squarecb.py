@@ -191,9 +191,7 @@ class SquareCBJDP(GaussianPrivacy, SquareCB):
     Parameters
     ----------
     epsilon, delta, gaussian
-        Privacy level ``(alpha, beta)`` of every user's single release and the Gaussian calibration
-        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
-        :mod:`privbandits.algorithms.chen.privacy`.
+        As for :class:`~privbandits.algorithms.chen.privacy.GaussianPrivacy`.
     c_gamma, m0, failure_prob
         As for :class:`SquareCB`.
     """

@@ -134,10 +134,8 @@ class SquareCBLDPClient(GaussianDevice):
 
     Parameters
     ----------
-    sigma : float
-        Noise multiplier per unit of sensitivity.
-    spec : EnvSpec
-        The problem (shapes and the context bound the device checks its inputs against).
+    sigma, spec
+        As for :class:`~privbandits.algorithms.chen.device.GaussianDevice`.
     """
 
     algorithm = "squarecb-ldp"
@@ -264,9 +262,7 @@ class SquareCBLDP(GaussianPrivacy, LocalAlgorithm):
     Parameters
     ----------
     epsilon, delta, gaussian
-        Privacy level ``(alpha, beta)`` of every user's single message and the Gaussian calibration
-        (``"analytic"``, or the paper's ``"classic"`` for epsilon < 1), as in
-        :mod:`privbandits.algorithms.chen.privacy`.
+        As for :class:`~privbandits.algorithms.chen.privacy.GaussianPrivacy`.
     c_gamma, m0
         As for :class:`~privbandits.algorithms.chen.squarecb.SquareCB`.
     """
