@@ -194,10 +194,7 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "draws members of a public-state space for adversarial tests",
     ),
     # -- curators (joint / central DP) and the regression primitives ----------------------------------
-    "src/privbandits/algorithms/chen/jdp.py::ChenElimination.update::np.clip#1": (
-        f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",
-    ),
-    "src/privbandits/algorithms/chen/squarecb.py::SquareCB.update::np.clip#1": (
+    "src/privbandits/algorithms/chen/schedule.py::EpochCurator.update::np.clip#1": (
         f"{T_HERE}::test_chen_curators_clip_the_reward_into_the_model_range",
     ),
     "src/privbandits/algorithms/hanna/curator.py::BatchedCurator.update::np.clip#1": (

@@ -32,15 +32,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.audit import ReleaseCase
-from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.calibration import ChenConstants
 from privbandits.algorithms.chen.jdp_kernel import build_jdp_kernel
 from privbandits.algorithms.chen.planning import Billboard, Board
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, GaussianPrivacy
-from privbandits.algorithms.chen.schedule import epoch_ends
+from privbandits.algorithms.chen.schedule import EpochCurator, epoch_ends
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import PrivacyError, ValidationError
+from privbandits.core.errors import ValidationError
 from privbandits.core.params import Choice, Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.regression import ReweightedRegression
@@ -112,7 +111,7 @@ def resolved_constants(alg: Any, spec: EnvSpec, reg: ReweightedRegression) -> Ch
 
 
 @register
-class ChenElimination(Curator):
+class ChenElimination(EpochCurator):
     """Epoch-based elimination with re-weighted regression, non-private twin (``epsilon = inf``).
 
     Parameters
@@ -177,10 +176,7 @@ class ChenElimination(Curator):
         self.ends = epoch_ends(spec.horizon, self.first_epoch)
         self.reg = self.regressor(spec)
         self.billboard = Billboard(self.R, len(self.ends), spec.d)
-        self.X = np.zeros((self.R, int(np.max(np.diff(self.ends, prepend=0))), spec.d))
-        self.y = np.zeros(self.X.shape[:2])
-        self.epoch = 0
-        self.start = 0
+        self._start_epochs(self.ends, spec.d)
         #: The same round as compiled steps, for the compiled driver only
         #: (:mod:`privbandits.algorithms.chen.jdp_kernel`); the numpy steps serve every other path.
         self.compiled_kernel = build_jdp_kernel(
@@ -190,30 +186,16 @@ class ChenElimination(Curator):
     def select(self, t: int, contexts: np.ndarray) -> np.ndarray:
         return self.billboard.choose(contexts, self.reg.link, self.spanner_C, self.streams.policy)
 
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        i = t - self.start
-        self.X[:, i] = contexts[np.arange(self.R), actions]
-        self.y[:, i] = np.clip(rewards, -1.0, 1.0)
-        if t + 1 == self.ends[self.epoch]:
-            n = t + 1 - self.start
-            if n >= self.min_fit:
-                self._release(n)
-            self.epoch += 1
-            self.start = t + 1
-
-    def _release(self, n: int) -> None:
-        """Fit Algorithm 2 on the epoch's data of every replication and post the estimates."""
-        claim = self.calibration.guarantee
+    def _end_epoch(self, n: int) -> None:
+        """Fit Algorithm 2 on the epoch's data of every replication and post the estimates (an
+        epoch shorter than ``min_fit`` releases nothing)."""
+        if n < self.min_fit:
+            return
         for r in range(self.R):
             est = self.reg.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
             if est.width_matrix is None:  # the trivial estimate: too few samples to fit
                 continue
-            if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
-                raise PrivacyError(
-                    f"{self.name}: a release accounts to {est.guarantee}, above the claim {claim}"
-                )
+            self._check_release(est.guarantee)
             self.billboard.post(r, est.theta, est.width_matrix, est.width_scale)
 
     @property

@@ -26,13 +26,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.audit import ReleaseCase
-from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import NON_PRIVATE_CALIBRATION, Calibration
 from privbandits.algorithms.chen.calibration import SquareCBConstants
 from privbandits.algorithms.chen.privacy import PRIVACY_CONSTRAINTS, GaussianPrivacy
+from privbandits.algorithms.chen.schedule import EpochCurator
 from privbandits.algorithms.chen.squarecb_kernel import build_squarecb_kernel, igw_choose_rows
 from privbandits.algorithms.registry import register
-from privbandits.core.errors import PrivacyError
 from privbandits.core.params import Int, Optional, Positive, Real
 from privbandits.core.spec import EnvSpec
 from privbandits.regression import ImproperBatchSGD
@@ -80,7 +79,7 @@ def squarecb_epoch_ends(T: int, m0: int) -> np.ndarray:
 
 
 @register
-class SquareCB(Curator):
+class SquareCB(EpochCurator):
     """SquareCB with the non-private improper batched SGD oracle (noiseless Algorithm 5).
 
     Parameters
@@ -128,12 +127,9 @@ class SquareCB(Curator):
 
     def reset(self, spec: Any, replications: int, streams: Any) -> None:
         super().reset(spec, replications, streams)
-        self.ends = squarecb_epoch_ends(spec.horizon, self.m0)
-        self.X = np.zeros((self.R, int(np.max(np.diff(self.ends, prepend=0))), spec.d))
-        self.y = np.zeros(self.X.shape[:2])
+        self._start_epochs(squarecb_epoch_ends(spec.horizon, self.m0), spec.d)
         self.theta = np.zeros((self.R, spec.d))
         self.gamma = 0.0
-        self.epoch, self.start = 0, 0
         self.orc = self.oracle()
         #: The same round as compiled steps, for the compiled driver only
         #: (:mod:`privbandits.algorithms.chen.squarecb_kernel`); the numpy steps serve every other path.
@@ -157,25 +153,13 @@ class SquareCB(Curator):
         )
         return out
 
-    def update(
-        self, t: int, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray
-    ) -> None:
-        i = t - self.start
-        self.X[:, i] = contexts[np.arange(self.R), actions]
-        self.y[:, i] = np.clip(rewards, -1.0, 1.0)
-        if t + 1 == self.ends[self.epoch]:
-            n = t + 1 - self.start
-            claim = self.calibration.guarantee
-            for r in range(self.R):
-                est = self.orc.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
-                if est.guarantee.is_private and est.guarantee.epsilon > claim.epsilon * (1 + 1e-9):
-                    raise PrivacyError(
-                        f"{self.name}: a release accounts to {est.guarantee}, above {claim}"
-                    )
-                self.theta[r] = est.theta
-            self.gamma = self.gamma_for(n)
-            self.epoch += 1
-            self.start = t + 1
+    def _end_epoch(self, n: int) -> None:
+        """Fit the oracle on the epoch's data of every replication; set the next epoch's rate."""
+        for r in range(self.R):
+            est = self.orc.fit(self.X[r, :n], self.y[r, :n], self.streams.server)
+            self._check_release(est.guarantee)
+            self.theta[r] = est.theta
+        self.gamma = self.gamma_for(n)
 
     def estimate(self) -> np.ndarray:
         k = self.compiled_kernel
