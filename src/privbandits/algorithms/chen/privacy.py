@@ -75,9 +75,9 @@ class GaussianPrivacy(Algorithm):
     (``_resolved``); the local ``squarecb-ldp`` accounts its message itself
     (:meth:`release_guarantee`).
 
-    Parameters
+    Attributes
     ----------
-    epsilon, delta
+    epsilon, delta : float
         Privacy level ``(alpha, beta)`` of every user's single release (joint model: the one
         estimate the user's epoch feeds; local model: the user's one message).
     gaussian : {"analytic", "classic"}
