@@ -82,6 +82,17 @@ def _lu_solve(LU: np.ndarray, piv: np.ndarray, b: np.ndarray) -> None:  # pragma
         b[i] = s / LU[i, i]
 
 
+@nb.njit(cache=True, inline="always")
+def _distinct(idx: np.ndarray, r: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The distinct values of the sorted ``idx[:r]`` into ``out``; returns their number."""
+    n = 0
+    for k in range(r):
+        if n == 0 or idx[k] != out[n - 1]:
+            out[n] = idx[k]
+            n += 1
+    return n
+
+
 #: Scratch arrays of one planning step (views of :func:`plan_workspace`'s two buffers).
 W_F, W_B, W_KEEP, W_BUF, W_S, W_FS, W_QB, W_GRAM, W_V, W_SV, W_ORDER, W_G, W_X, W_LU = range(14)
 W_PIV, W_Z, W_IDX, W_H = range(14, 18)
@@ -311,12 +322,7 @@ def _spanner_fast(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarr
             idx[k] = idx[k - 1]
             k -= 1
         idx[k] = v
-    n = 0
-    for k in range(r):
-        if n == 0 or idx[k] != out[n - 1]:
-            out[n] = idx[k]
-            n += 1
-    return n
+    return _distinct(idx, r, out)
 
 
 @nb.njit(cache=True)
@@ -360,12 +366,7 @@ def spanner_indices_lapack(
         X[:, ii] = G[jj]
         idx[ii] = jj
     idx.sort()
-    n = 0
-    for k in range(r):
-        if n == 0 or idx[k] != out[n - 1]:
-            out[n] = idx[k]
-            n += 1
-    return n
+    return _distinct(idx, r, out)
 
 
 @nb.njit(cache=True, inline="always")
