@@ -67,6 +67,7 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "Comparison",
+    "combine_verdicts",
     "compare",
     "evaluate_claims",
     "param_slopes",
@@ -291,7 +292,9 @@ def _matches(s: Series, item: str) -> bool:
     return s.algorithm == item and not s.label.endswith(TUNED_SUFFIX)
 
 
-def _combine(verdicts: Sequence[str]) -> str:
+def combine_verdicts(verdicts: Sequence[str]) -> str:
+    """One cell's verdict from its comparisons': any disagreement wins, then too few runs; agree
+    only when every comparison agrees; no comparison at all is incomplete."""
     if not verdicts:
         return "incomplete"
     if "disagree" in verdicts:
@@ -466,7 +469,7 @@ def _check_cell(
             return ClaimResult(
                 claim,
                 cell,
-                _combine([v for v, _ in checked]),
+                combine_verdicts([v for v, _ in checked]),
                 (),
                 detail="\n".join(d for _, d in checked),
             )
@@ -474,7 +477,7 @@ def _check_cell(
             comps = tuple(compare(hi, lo, level) for lo, hi in zip(members, members[1:]))
         else:
             comps = tuple(compare(lo, hi, level) for lo, hi in zip(members, members[1:]))
-        return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
+        return ClaimResult(claim, cell, combine_verdicts([c.verdict for c in comps]), comps)
     names = claim.items + claim.above
     picked = {n: _pick(involved, n, cell) for n in names}
     missing = tuple(n for n, s in picked.items() if s is None)
@@ -483,10 +486,10 @@ def _check_cell(
     sel: dict[str, Series] = {n: s for n, s in picked.items() if s is not None}
     if claim.kind == "order":
         comps = tuple(compare(sel[a], sel[b], level) for a, b in zip(claim.items, claim.items[1:]))
-        return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
+        return ClaimResult(claim, cell, combine_verdicts([c.verdict for c in comps]), comps)
     if claim.kind == "tiers":
         comps = tuple(compare(sel[a], sel[b], level) for a in claim.items for b in claim.above)
-        return ClaimResult(claim, cell, _combine([c.verdict for c in comps]), comps)
+        return ClaimResult(claim, cell, combine_verdicts([c.verdict for c in comps]), comps)
     # within: D = a - b relative to mean_b, two-sided interval
     verdict, detail = _within(
         sel[claim.items[0]], sel[claim.items[1]], float(claim.percent or 0.0), level

@@ -48,6 +48,7 @@ from privbandits.experiments.claims import (
     Claim,
     ClaimResult,
     Comparison,
+    combine_verdicts,
     t_critical,
 )
 from privbandits.experiments.summary import format_values
@@ -160,16 +161,6 @@ def monotone_comparison(
     )
 
 
-def _combine(verdicts: Sequence[str]) -> str:
-    if not verdicts:
-        return "incomplete"
-    if "disagree" in verdicts:
-        return "disagree"
-    if "too few runs" in verdicts:
-        return "too few runs"
-    return "agree" if all(v == "agree" for v in verdicts) else "inconclusive"
-
-
 def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
     return all(row.get(k) == v for k, v in where.items())
 
@@ -200,7 +191,9 @@ def _coverage(claim: Claim, rows: Sequence[Mapping[str, Any]], level: float) -> 
             details.append(f"{item}: {d}")
         missing = tuple(i for i in claim.items if i not in by)
         out.append(
-            ClaimResult(claim, cell, _combine(verdicts), detail="\n".join(details), missing=missing)
+            ClaimResult(
+                claim, cell, combine_verdicts(verdicts), detail="\n".join(details), missing=missing
+            )
         )
     return out
 
@@ -229,7 +222,9 @@ def _monotone(claim: Claim, rows: Sequence[Mapping[str, Any]], level: float) -> 
             else:
                 comps.append(monotone_comparison(at_lo, at_hi, paired, level))
         cell = _cell(dict(zip(rest, key)), rest)
-        out.append(ClaimResult(claim, cell, _combine([c.verdict for c in comps]), tuple(comps)))
+        out.append(
+            ClaimResult(claim, cell, combine_verdicts([c.verdict for c in comps]), tuple(comps))
+        )
     return out
 
 
