@@ -272,6 +272,17 @@ def test_presets_routed_to_algorithms_that_take_them(fake_private: str) -> None:
     assert params[fake_private] == {"preset": "paper"} and params["linucb"] == {}
     cfg = _cfg(text, overrides=Overrides(preset="authors_code"))
     assert cfg.algorithms[0].variants[0][0] == {"preset": "authors_code"}
+    # an entry that names its own preset keeps it under --preset (its label stays true)
+    pinned = (
+        BASE
+        + f"[[algorithms]]\nname = '{fake_private}'\n"
+        + f"[[algorithms]]\nname = '{fake_private}'\nlabel = 'twin (paper)'\npreset = 'paper'\n"
+    )
+    cfg = _cfg(pinned, overrides=Overrides(preset="authors_code"))
+    assert [e.variants[0][0] for e in cfg.algorithms] == [
+        {"preset": "authors_code"},
+        {"preset": "paper"},
+    ]
     msg = _err(BASE + "[[algorithms]]\nname = 'linucb'\npreset = 'paper'\n")
     assert "algorithms[0].preset = \"paper\": algorithm 'linucb' has no calibration presets" in msg
     msg = _err(BASE + f"[[algorithms]]\nname = '{fake_private}'\nparams = {{ preset = 'paper' }}\n")

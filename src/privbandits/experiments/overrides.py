@@ -124,11 +124,9 @@ class Overrides:
         if self.data is not None:
             out["env"] = _with_data(out.get("env", {}), self.data)
         if self.preset is not None:
+            # the default of every entry; an entry that names its own preset (e.g. the "(paper)"
+            # rows run beside the default ones) keeps it, so its label stays true
             out["preset"] = self.preset
-            out["algorithms"] = [
-                {k: v for k, v in a.items() if k != "preset"} if isinstance(a, dict) else a
-                for a in out.get("algorithms", [])
-            ]
         if self.grid:
             grid = dict(out.get("grid", {})) if isinstance(out.get("grid", {}), dict) else {}
             grid.update(self.grid)

@@ -250,7 +250,7 @@ SCHEMA: tuple[Key, ...] = (
         Int(1),
         _REQUIRED,
         cli=("--horizon", "-T"),
-        cli_help="Override the horizon T (of a file with `horizons`: run that one horizon).",
+        cli_help="Override the horizon T (of a file with several horizons: run that one).",
     ),
     Key(
         "",
@@ -299,13 +299,14 @@ SCHEMA: tuple[Key, ...] = (
         "",
         "preset",
         _PRESETS_TYPE,
-        "Calibration preset for every algorithm that takes one "
+        "Calibration preset for every algorithm that takes one and whose entry names none "
         "(see Concepts: calibration presets); algorithms without presets ignore it.",
         Choice(*CALIBRATION_PRESETS),
         None,
         "each algorithm's own (strict)",
         cli=("--preset",),
-        cli_help="Calibration preset for every algorithm that has one: "
+        cli_help="Calibration preset for every algorithm that has one (an entry that names "
+        "its own keeps it): "
         + ", ".join(CALIBRATION_PRESETS[:-1])
         + f" or {CALIBRATION_PRESETS[-1]}.",
     ),
