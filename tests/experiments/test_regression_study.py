@@ -207,5 +207,5 @@ def test_cli_reproduces_the_regression_preset_quickly(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "chen2025-regression: 30 cells x 1 seeds (30 units run, 0 stored)" in result.output
+    assert "chen2025-regression: 34 cells x 1 seeds (34 units run, 0 stored)" in result.output
     assert (tmp_path / "out" / "report.md").exists()
