@@ -30,6 +30,7 @@ Composition rules
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,8 +56,22 @@ __all__ = [
 RULES: tuple[str, ...] = ("basic", "zcdp", "advanced", "rdp", "disjoint", "worst", "joint")
 
 
+#: Fields that hold child events (:meth:`Event.children`), not parameters (:meth:`Event.fields`).
+_CHILD_FIELDS = ("event", "events")
+
+
 def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.6g}"
+
+
+def _on(what: str) -> str:
+    """``" on <what>"`` after a mechanism's name (empty when nothing is named)."""
+    return f" on {what}" if what else ""
+
+
+def _lead(what: str) -> str:
+    """``"<what>: "`` before a composition (empty when nothing is named)."""
+    return f"{what}: " if what else ""
 
 
 @dataclass(frozen=True)
@@ -75,8 +90,13 @@ class Event:
         return self.kind
 
     def fields(self) -> dict[str, Any]:
-        """The event's own parameters (JSON values)."""
-        return {}
+        """The event's own parameters (JSON values): its dataclass fields in declaration order,
+        without the child events (``event``, ``events``: :meth:`children`), mappings as dicts."""
+        return {
+            f.name: dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v
+            for f in dataclasses.fields(self)
+            if f.name not in _CHILD_FIELDS
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable tree (``event_from_dict`` reads it back)."""
@@ -121,16 +141,8 @@ class Gaussian(Event):
         """``sigma / sensitivity`` (dp-accounting's parameter)."""
         return math.inf if self.sensitivity == 0 else self.sigma / self.sensitivity
 
-    def fields(self) -> dict[str, Any]:
-        return {
-            "sigma": self.sigma,
-            "sensitivity": self.sensitivity,
-            "what": self.what,
-            "calibration": self.calibration,
-        }
-
     def describe(self) -> str:
-        what = f" on {self.what}" if self.what else ""
+        what = _on(self.what)
         return (
             f"Gaussian{what}: sigma = {_fmt(self.sigma)}, l2 sensitivity = "
             f"{_fmt(self.sensitivity)} ({self.calibration})"
@@ -151,11 +163,8 @@ class Laplace(Event):
         """``sensitivity / scale``."""
         return 0.0 if self.sensitivity == 0 else self.sensitivity / self.scale
 
-    def fields(self) -> dict[str, Any]:
-        return {"scale": self.scale, "sensitivity": self.sensitivity, "what": self.what}
-
     def describe(self) -> str:
-        what = f" on {self.what}" if self.what else ""
+        what = _on(self.what)
         return (
             f"Laplace{what}: scale = {_fmt(self.scale)}, l1 sensitivity = "
             f"{_fmt(self.sensitivity)} (epsilon = {_fmt(self.epsilon)})"
@@ -171,9 +180,6 @@ class PureLocal(Event):
     epsilon: float
     params: Mapping[str, float] = field(default_factory=dict)
     kind = "pure"
-
-    def fields(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "params": dict(self.params)}
 
     def describe(self) -> str:
         extra = "".join(f", {k} = {_fmt(v)}" for k, v in self.params.items())
@@ -198,14 +204,6 @@ class Accounted(Event):
 
     def children(self) -> tuple[Event, ...]:
         return tuple(self.events)
-
-    def fields(self) -> dict[str, Any]:
-        return {
-            "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "how": self.how,
-        }
 
     def describe(self) -> str:
         how = f" ({self.how})" if self.how else ""
@@ -240,20 +238,8 @@ class BinomialSum(Event):
         """Std of the binomial noise per label in input units: ``(Delta / g) sqrt(n b p (1 - p))``."""
         return self.Delta / self.g * math.sqrt(self.n * self.b * self.p * (1.0 - self.p))
 
-    def fields(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "b": self.b,
-            "p": self.p,
-            "g": self.g,
-            "Delta": self.Delta,
-            "labels": self.labels,
-            "sensitivity": self.sensitivity,
-            "what": self.what,
-        }
-
     def describe(self) -> str:
-        what = f" on {self.what}" if self.what else ""
+        what = _on(self.what)
         return (
             f"shuffled binomial sum{what}: n = {self.n} users, b = {self.b} bits of p = "
             f"{_fmt(self.p)} per label ({self.labels} labels), g = {_fmt(self.g)}, Delta = "
@@ -275,11 +261,8 @@ class SelfComposed(Event):
     def children(self) -> tuple[Event, ...]:
         return (self.event,)
 
-    def fields(self) -> dict[str, Any]:
-        return {"count": self.count, "rule": self.rule, "what": self.what}
-
     def describe(self) -> str:
-        what = f"{self.what}: " if self.what else ""
+        what = _lead(self.what)
         return f"{what}{self.count} x ({self.rule} composition)"
 
 
@@ -295,11 +278,8 @@ class Composed(Event):
     def children(self) -> tuple[Event, ...]:
         return tuple(self.events)
 
-    def fields(self) -> dict[str, Any]:
-        return {"rule": self.rule, "what": self.what}
-
     def describe(self) -> str:
-        what = f"{self.what}: " if self.what else ""
+        what = _lead(self.what)
         return f"{what}{self.rule} composition"
 
 
@@ -317,9 +297,6 @@ class Amplified(Event):
 
     def children(self) -> tuple[Event, ...]:
         return (self.event,)
-
-    def fields(self) -> dict[str, Any]:
-        return {"n": self.n, "bound": self.bound, "epsilon": self.epsilon, "delta": self.delta}
 
     def describe(self) -> str:
         return (
