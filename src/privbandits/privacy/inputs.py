@@ -8,6 +8,8 @@ the randomizers themselves (their recorded policy), so only finiteness is requir
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -90,6 +92,23 @@ def context_shape(spec: EnvSpec, R: int) -> tuple[int, ...]:
     return (R, spec.K, spec.d) if spec.setting == "single" else (R, spec.d)
 
 
+def _real(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` if its dtype holds real numbers (float, int; not bool), else a clear error."""
+    if values.dtype.kind not in "fiu" or values.dtype.kind == "b":
+        raise ValidationError(f"{name} must be real numbers, got dtype {values.dtype}")
+    return values
+
+
+def _one_per_user(values: Any, name: str, R: int, what: str) -> np.ndarray:
+    """``values`` as an array of shape ``(R,)`` (one ``what`` per user), else a clear error."""
+    arr = np.asarray(values)
+    if arr.shape != (R,):
+        raise ValidationError(
+            f"{name} have shape {arr.shape}, expected ({R},): one {what} per user"
+        )
+    return arr
+
+
 def check_device_inputs(
     spec: EnvSpec,
     contexts: object,
@@ -120,9 +139,7 @@ def check_device_inputs(
     DataBoundError
         Non-finite values or a context above the declared bound.
     """
-    X = np.asarray(contexts)
-    if X.dtype.kind not in "fiu" or X.dtype.kind == "b":
-        raise ValidationError(f"contexts must be real numbers, got dtype {X.dtype}")
+    X = _real(np.asarray(contexts), "contexts")
     if X.ndim == 0:
         raise ValidationError(
             "contexts must be an array with the users on the first axis, got a scalar"
@@ -138,11 +155,7 @@ def check_device_inputs(
     X = np.ascontiguousarray(X, dtype=np.float64)
     a: np.ndarray | None = None
     if actions is not None:
-        a_raw = np.asarray(actions)
-        if a_raw.shape != (R,):
-            raise ValidationError(
-                f"actions have shape {a_raw.shape}, expected ({R},): one arm per user"
-            )
+        a_raw = _one_per_user(actions, "actions", R, "arm")
         if a_raw.dtype.kind not in "iu":
             exact = (
                 a_raw.dtype.kind == "f"
@@ -161,13 +174,7 @@ def check_device_inputs(
             )
     y: np.ndarray | None = None
     if rewards is not None:
-        y_raw = np.asarray(rewards)
-        if y_raw.shape != (R,):
-            raise ValidationError(
-                f"rewards have shape {y_raw.shape}, expected ({R},): one reward per user"
-            )
-        if y_raw.dtype.kind not in "fiu" or y_raw.dtype.kind == "b":
-            raise ValidationError(f"rewards must be real numbers, got dtype {y_raw.dtype}")
+        y_raw = _real(_one_per_user(rewards, "rewards", R, "reward"), "rewards")
         y = np.ascontiguousarray(y_raw, dtype=np.float64)
     check_client_inputs(X, np.zeros(0) if y is None else y, spec.context_bound if bound else np.inf)
     return X, a, y
