@@ -65,7 +65,7 @@ import hashlib
 import itertools
 import multiprocessing as mp
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,29 +223,19 @@ class RegressionOutcome:
 # ------------------------------------------------------------------------------------------
 # validation
 # ------------------------------------------------------------------------------------------
+def _cell_value(key: str, item: Any) -> Any:
+    """One value of the cell key ``key``, checked (``c`` and ``p0`` as floats)."""
+    if key in ("n", "d"):
+        return check_int(key, item, 1)
+    if key == "epsilon":
+        return check_in_range("epsilon", item, 0.0, None, low_inclusive=False, allow_inf=True)
+    if key == "c":
+        return float(check_in_range("c", item, 0.0, None))
+    return float(check_in_range("p0", item, 0.0, 1.0, low_inclusive=False, high_inclusive=False))
+
+
 def _numbers(v: _Validator, path: str, value: Any, key: str) -> list[Any]:
-    if not isinstance(value, list) or not value:
-        raise v.fail(path, value, "must be a non-empty list of values")
-    out: list[Any] = []
-    for j, item in enumerate(value):
-        fn: Callable[[], Any]
-        if key in ("n", "d"):
-            fn = functools.partial(check_int, key, item, 1)
-        elif key == "epsilon":
-            fn = functools.partial(
-                check_in_range, "epsilon", item, 0.0, None, low_inclusive=False, allow_inf=True
-            )
-        elif key == "c":
-            fn = functools.partial(check_in_range, "c", item, 0.0, None)
-        else:
-            fn = functools.partial(
-                check_in_range, "p0", item, 0.0, 1.0, low_inclusive=False, high_inclusive=False
-            )
-        checked = v.check(f"{path}[{j}]", item, fn)
-        out.append(checked if key in ("n", "d", "epsilon") else float(checked))
-    if len(set(out)) != len(out):
-        raise v.fail(path, value, "contains duplicate values")
-    return out
+    return v.distinct(path, value, functools.partial(_cell_value, key))
 
 
 def _block(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import inspect
 import itertools
 import re
@@ -233,6 +234,26 @@ class _Validator:
         if pattern is not None and not pattern.match(value):
             raise self.fail(path, value, "may contain only letters, digits, '_', '.' and '-'")
         return value
+
+    def distinct(
+        self,
+        path: str,
+        values: Any,
+        check: Callable[[Any], Any],
+        need: str = "values",
+        what: str = "values",
+    ) -> list[Any]:
+        """A non-empty list of ``need`` without repeats, each item replaced by ``check(item)``
+        (errors name ``path[j]``); used for ``horizons``, ``seeds`` and the regression studies."""
+        if not isinstance(values, list) or not values:
+            raise self.fail(path, values, f"must be a non-empty list of {need}")
+        out = [
+            self.check(f"{path}[{j}]", item, functools.partial(check, item))
+            for j, item in enumerate(values)
+        ]
+        if len(set(out)) != len(out):
+            raise self.fail(path, values, f"contains duplicate {what}")
+        return out
 
     def privacy(self, path: str, name: str, value: Any) -> None:
         kind = _privacy_kind(name)
@@ -832,36 +853,31 @@ class _Validator:
             raise self.fail(
                 "horizons", raw["horizons"], "give either horizon or horizons, not both"
             )
-        values = raw["horizons"]
-        if not isinstance(values, list) or not values:
-            raise self.fail(
-                "horizons", values, "must be a non-empty list of integers >= 1, e.g. [1000, 10000]"
-            )
         rule = schema_key("", "horizons").constraint
-        checked = tuple(
-            self.check(f"horizons[{j}]", h, lambda h=h: rule.check("horizon", h))  # type: ignore[misc]
-            for j, h in enumerate(values)
+        return tuple(
+            self.distinct(
+                "horizons",
+                raw["horizons"],
+                functools.partial(rule.check, "horizon"),
+                "integers >= 1, e.g. [1000, 10000]",
+                "horizons",
+            )
         )
-        if len(set(checked)) != len(checked):
-            raise self.fail("horizons", values, "contains duplicate horizons")
-        return checked
 
     def scalars(self, raw: dict[str, Any]) -> tuple[Any, Any, tuple[int, ...], dict[str, Any]]:
         """horizon, replications, seeds and checkpoints (also the ``[quick]`` overrides)."""
         horizon = self.value("", "horizon", raw) if "horizon" in raw else None
         replications = self.value("", "replications", raw)
-        seeds = raw.get("seeds", schema_key("", "seeds").default)
-        if not isinstance(seeds, list) or not seeds:
-            raise self.fail(
-                "seeds", seeds, "must be a non-empty list of integers >= 0, e.g. [0, 1, 2]"
-            )
         rule = schema_key("", "seeds").constraint
         checked = tuple(
-            self.check(f"seeds[{j}]", s, lambda s=s: rule.check("seed", s))  # type: ignore[misc]
-            for j, s in enumerate(seeds)
+            self.distinct(
+                "seeds",
+                raw.get("seeds", schema_key("", "seeds").default),
+                functools.partial(rule.check, "seed"),
+                "integers >= 0, e.g. [0, 1, 2]",
+                "seeds",
+            )
         )
-        if len(set(checked)) != len(checked):
-            raise self.fail("seeds", seeds, "contains duplicate seeds")
         checkpoints = self.checkpoints(
             raw.get("checkpoints", schema_key("", "checkpoints").default)
         )
