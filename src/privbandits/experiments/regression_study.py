@@ -307,15 +307,7 @@ def _claims(
     out = []
     for i, entry in enumerate(v.entries(dict(raw), "claims")):
         where = f"claims[{i}]"
-        kind = entry.get("kind")
-        if not isinstance(kind, str) or kind not in REGRESSION_CLAIM_KEYS:
-            raise v.fail(
-                f"{where}.kind",
-                kind,
-                f"unknown regression claim kind{_suggest(str(kind), REGRESSION_CLAIM_KEYS)}; "
-                f"allowed: {', '.join(REGRESSION_CLAIM_KEYS)}",
-            )
-        v.keys(entry, REGRESSION_CLAIM_KEYS[kind], f'{where} (kind = "{kind}")')
+        kind = v.claim_kind(entry, where, REGRESSION_CLAIM_KEYS, "regression ")
         items = entry.get("items")
         if (
             not isinstance(items, list)

@@ -582,17 +582,7 @@ class _Validator:
         out = [Claim(kind="order", items=order)] if len(order) >= 2 else []
         for i, entry in enumerate(self.entries(raw, "claims")):
             where = f"claims[{i}]"
-            if "kind" not in entry:
-                entry = {"kind": None, **entry}
-            kind = entry["kind"]
-            if not isinstance(kind, str) or kind not in CLAIM_KEYS:
-                raise self.fail(
-                    f"{where}.kind",
-                    kind,
-                    f"unknown claim kind{_suggest(kind, CLAIM_KEYS)}; "
-                    f"allowed: {', '.join(CLAIM_KEYS)}",
-                )
-            self.keys(entry, CLAIM_KEYS[kind], f'{where} (kind = "{kind}")')
+            kind = self.claim_kind(entry, where, CLAIM_KEYS)
             need = {"order": 2, "tiers": 1, "within": 2, "monotone": 1, "stable": 1, "slope": 1}[
                 kind
             ]
@@ -639,6 +629,21 @@ class _Validator:
                 )
             )
         return tuple(out)
+
+    def claim_kind(
+        self, entry: dict[str, Any], where: str, kinds: Mapping[str, Sequence[str]], what: str = ""
+    ) -> str:
+        """The ``kind`` of a ``[[claims]]`` entry, one of ``kinds`` (kind -> its keys), and the
+        entry's keys checked against that kind's; ``what`` qualifies the kind in errors."""
+        kind = entry.get("kind")
+        if not isinstance(kind, str) or kind not in kinds:
+            raise self.fail(
+                f"{where}.kind",
+                kind,
+                f"unknown {what}claim kind{_suggest(kind, kinds)}; allowed: {', '.join(kinds)}",
+            )
+        self.keys(entry, kinds[kind], f'{where} (kind = "{kind}")')
+        return kind
 
     def needed(self, table: str, name: str, entry: Mapping[str, Any], where: str, kind: str) -> Any:
         """A key ``kind`` entries need (the schema's default is only documentation)."""
