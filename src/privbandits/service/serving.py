@@ -1,5 +1,5 @@
 """What ``privbandits serve`` and ``privbandits serve-shuffler`` share: the uvicorn options of their
-command lines, uvicorn itself, and the start of a deployment's database."""
+command lines, uvicorn itself and its arguments, and the start of a deployment's database."""
 
 from __future__ import annotations
 
@@ -12,14 +12,18 @@ import typer
 __all__ = [
     "Host",
     "LogLevel",
+    "Port",
     "SslCertfile",
     "SslKeyfile",
     "StateDir",
+    "base_url",
     "import_uvicorn",
     "open_deployment",
+    "uvicorn_options",
 ]
 
 Host = Annotated[str, typer.Option("--host", help="Address to bind.")]
+Port = Annotated[int, typer.Option("--port", help="Port to bind.")]
 SslKeyfile = Annotated[
     Optional[Path], typer.Option("--ssl-keyfile", help="TLS private key (uvicorn).")
 ]
@@ -35,6 +39,25 @@ StateDir = Annotated[
         "the config).",
     ),
 ]
+
+
+def base_url(host: str, port: int, ssl_certfile: Path | None) -> str:
+    """The address a process serves on, as its start-up line prints it (https with a certificate)."""
+    return f"{'https' if ssl_certfile else 'http'}://{host}:{port}"
+
+
+def uvicorn_options(
+    host: str, port: int, log_level: str, ssl_keyfile: Path | None, ssl_certfile: Path | None
+) -> dict[str, Any]:
+    """The keyword arguments of ``uvicorn.run`` for the command line's uvicorn options."""
+    from privbandits.service.tls import tls_options
+
+    return {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        **tls_options(ssl_keyfile, ssl_certfile),
+    }
 
 
 def import_uvicorn(command: str) -> Any:

@@ -10,13 +10,15 @@ import typer
 from privbandits.service.serving import (
     Host,
     LogLevel,
+    Port,
     SslCertfile,
     SslKeyfile,
     StateDir,
+    base_url,
     import_uvicorn,
     open_deployment,
+    uvicorn_options,
 )
-from privbandits.service.tls import tls_options
 
 __all__ = ["serve"]
 
@@ -38,7 +40,7 @@ def serve(
         ),
     ],
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8000,
+    port: Port = 8000,
     db: Annotated[
         Optional[str],
         typer.Option(
@@ -87,7 +89,7 @@ def serve(
     store, _, note = open_deployment(
         lambda: open_store(url), role="server", url=url, state_dir=sdir, init=init
     )
-    tls = tls_options(ssl_keyfile, ssl_certfile)
+    options = uvicorn_options(host, port, log_level, ssl_keyfile, ssl_certfile)
     if workers > 1:
         import json
         import os
@@ -105,8 +107,7 @@ def serve(
         )
         typer.echo(
             f"serving {cfg.algorithm} with {workers} workers on "
-            f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database "
-            f"{url.split('@')[-1]}; {note}",
+            f"{base_url(host, port, ssl_certfile)}; database {url.split('@')[-1]}; {note}",
             err=True,
         )
         uvicorn.run(
@@ -116,10 +117,7 @@ def serve(
             # a worker starts by calibrating and compiling the model: give it time before the
             # supervisor's health check restarts it
             timeout_worker_healthcheck=300,
-            host=host,
-            port=port,
-            log_level=log_level,
-            **tls,
+            **options,
         )
         return
     from privbandits.service.server.workers import SnapshotOnShutdown
@@ -128,9 +126,9 @@ def serve(
     svc = app.state.service
     typer.echo(
         f"serving {cfg.algorithm} ({svc.model.alg.trust_model} model, {svc.model.guarantee}) on "
-        f"{'https' if ssl_certfile else 'http'}://{host}:{port}; database {store.url.split('@')[-1]}; "
+        f"{base_url(host, port, ssl_certfile)}; database {store.url.split('@')[-1]}; "
         f"{note}; restored {svc.restored_events} stored request(s), model version "
         f"{svc.model.version}",
         err=True,
     )
-    uvicorn.run(SnapshotOnShutdown(app, svc), host=host, port=port, log_level=log_level, **tls)
+    uvicorn.run(SnapshotOnShutdown(app, svc), **options)

@@ -12,11 +12,14 @@ from privbandits.service.auth import read_tokens_file
 from privbandits.service.serving import (
     Host,
     LogLevel,
+    Port,
     SslCertfile,
     SslKeyfile,
     StateDir,
+    base_url,
     import_uvicorn,
     open_deployment,
+    uvicorn_options,
 )
 
 __all__ = ["refuse_when_lost", "serve_shuffler", "shuffler_secret"]
@@ -85,7 +88,7 @@ def serve_shuffler(
         ),
     ] = None,
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to bind.")] = 8001,
+    port: Port = 8001,
     db: Annotated[
         Optional[Path],
         typer.Option(
@@ -133,7 +136,6 @@ def serve_shuffler(
     from privbandits.service.shuffler.app import ShufflerSettings, create_shuffler_app
     from privbandits.service.shuffler.store import ShufflerStore
     from privbandits.service.storage.deployment import default_state_dir
-    from privbandits.service.tls import tls_options
 
     cfg = load_service_config(config)
     cls = get_algorithm(cfg.algorithm)
@@ -163,15 +165,12 @@ def serve_shuffler(
     store.expected_deployment = deployment
     pending = store.pending()
     typer.echo(
-        f"shuffler for {cfg.algorithm} on {'https' if ssl_certfile else 'http'}://{host}:{port} -> {server}; "
+        f"shuffler for {cfg.algorithm} on {base_url(host, port, ssl_certfile)} -> {server}; "
         f"min batch {settings.min_batch}; queue {path} ({pending} pending report(s), "
         f"{len(store.outbox())} batch(es) to forward); {note}",
         err=True,
     )
     uvicorn.run(
         refuse_when_lost(create_shuffler_app(settings, store)),
-        host=host,
-        port=port,
-        log_level=log_level,
-        **tls_options(ssl_keyfile, ssl_certfile),
+        **uvicorn_options(host, port, log_level, ssl_keyfile, ssl_certfile),
     )
