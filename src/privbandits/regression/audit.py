@@ -87,6 +87,53 @@ def _projected(
     return sample
 
 
+def _spec(
+    name: str,
+    f: float,
+    claim: float,
+    release: Callable[[int, int, np.random.Generator], np.ndarray],
+    clean: tuple[np.ndarray, ...],
+    neighbours: str,
+    statistic: str,
+    note: str,
+    noise: str,
+) -> AuditSpec:
+    """The :class:`AuditSpec` of one release at ``DELTA``: its samples projected on the difference
+    of the noiseless statistics ``clean``; ``note`` (may be empty) and the variant's note on its
+    ``noise`` make the notes."""
+    return AuditSpec(
+        variant_name(name, f),
+        claim,
+        DELTA,
+        _projected(release, (clean[0], clean[1])),
+        neighbours,
+        statistic,
+        N_SAMPLES,
+        "; ".join(p for p in (note, variant_note(f, noise)) if p),
+        f,
+    )
+
+
+def _tiled(
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    X: dict[int, np.ndarray],
+    Y: dict[int, np.ndarray],
+    std: float,
+) -> tuple[Callable[[int, int, np.random.Generator], np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Output perturbation of ``statistic`` of the prepared data ``(X[side], Y[side])``: the
+    release ``(side, n, rng)`` (``n`` independent releases, one row each, noise ``std``) and the
+    two noiseless statistics."""
+
+    def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        p = prepare(X[side], Y[side])
+        v = np.tile(statistic(p.X, p.y), (n, 1))
+        add_gaussian(rng, std, v)
+        return v
+
+    p0, p1 = prepare(X[0], Y[0]), prepare(X[1], Y[1])
+    return release, (statistic(p0.X, p0.y), statistic(p1.X, p1.y))
+
+
 def reweighted_normalization_spec(
     under_noised: float | None = None, *, mode: str = "jdp"
 ) -> AuditSpec:
@@ -109,25 +156,17 @@ def reweighted_normalization_spec(
         )
 
     _, sens, std = normalization_release(U, data[0], sigma, np.random.default_rng(0), mode)
-    name = "reweighted-normalization" + ("-ldp" if mode == "ldp" else "")
-    return AuditSpec(
-        variant_name(name, f),
+    return _spec(
+        "reweighted-normalization" + ("-ldp" if mode == "ldp" else ""),
+        f,
         gaussian_epsilon(std, DELTA, sens),
-        DELTA,
-        _projected(release, clean),
+        release,
+        clean,
         "last covariate e_1 vs 5 e_2 (clipped to e_2), public U = 2I"
         + (", batch of N = 2" if mode == "jdp" else ", one user's message"),
         "projection of the released upper triangle on the difference of the noiseless statistics",
-        N_SAMPLES,
-        "; ".join(
-            p
-            for p in (
-                f"sensitivity {sens:.6g}, noise std {std:.6g}",
-                variant_note(f, "noise multiplier"),
-            )
-            if p
-        ),
-        f,
+        f"sensitivity {sens:.6g}, noise std {std:.6g}",
+        "noise multiplier",
     )
 
 
@@ -163,24 +202,16 @@ def reweighted_gradient_spec(under_noised: float | None = None, *, mode: str = "
     _, sens, std = gradient_release(
         U, w, prep[0].X, prep[0].y, link, sigma, np.random.default_rng(0), mode
     )
-    name = "reweighted-gradient" + ("-ldp" if mode == "ldp" else "")
-    return AuditSpec(
-        variant_name(name, f),
+    return _spec(
+        "reweighted-gradient" + ("-ldp" if mode == "ldp" else ""),
+        f,
         gaussian_epsilon(std, DELTA, sens),
-        DELTA,
-        _projected(release, (clean[0], clean[1])),
+        release,
+        clean,
         "last sample (e_1, -1) vs (1e-6 e_1, 5) (response clipped to 1), U = I, w = e_1, identity link",
         "projection of the released gradient on the difference of the noiseless gradients",
-        N_SAMPLES,
-        "; ".join(
-            p
-            for p in (
-                f"declared sensitivity {sens:.6g}, the pair reaches 3/4 of it",
-                variant_note(f, "noise multiplier"),
-            )
-            if p
-        ),
-        f,
+        f"declared sensitivity {sens:.6g}, the pair reaches 3/4 of it",
+        "noise multiplier",
     )
 
 
@@ -190,26 +221,18 @@ def ssp_ridge_spec(under_noised: float | None = None) -> AuditSpec:
     est = SSPRidge(EPSILON, DELTA)
     X = {0: np.array([[1.0, 0.0]]), 1: np.array([[math.cos(1.1964), math.sin(1.1964)]])}
     Y = {0: np.array([1.0]), 1: np.array([-5.0])}
-    clean = tuple(ssp_statistic(prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y) for s in (0, 1))
-
-    def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        p = prepare(X[side], Y[side])
-        v = np.tile(ssp_statistic(p.X, p.y), (n, 1))  # n independent releases, one row each
-        add_gaussian(rng, est.std * f, v)
-        return v
-
-    g = est.fit(X[0], Y[0], 0).guarantee
-    return AuditSpec(
-        variant_name("ssp-ridge", f),
-        g.epsilon,
-        g.delta,
-        _projected(release, (clean[0], clean[1])),
+    release, clean = _tiled(ssp_statistic, X, Y, est.std * f)
+    return _spec(
+        "ssp-ridge",
+        f,
+        est.fit(X[0], Y[0], 0).guarantee.epsilon,
+        release,
+        clean,
         "(e_1, 1) vs ((cos 1.1964, sin 1.1964), -5) (response clipped to -1): distance 2.085 of the "
         "declared sensitivity 3/sqrt(2)",
         "projection of the released statistics on their noiseless difference",
-        N_SAMPLES,
-        variant_note(f, "noise std"),
-        f,
+        "",
+        "noise std",
     )
 
 
@@ -219,36 +242,21 @@ def improper_sgd_spec(under_noised: float | None = None) -> AuditSpec:
     est = ImproperBatchSGD(EPSILON, DELTA, K=2, eta=0.5)
     X = {0: np.array([[1.0, 0.0], [1.0, 0.0]]), 1: np.array([[1.0, 0.0], [0.0, 1.0]])}
     Y = {0: np.array([1.0, -1.0]), 1: np.array([1.0, 5.0])}
-    clean = tuple(
-        improper_sgd_pass(prepare(X[s], Y[s]).X, prepare(X[s], Y[s]).y, 2, 0.5) for s in (0, 1)
-    )
     s_out = SQ_GRADIENT_SENSITIVITY * 0.5 / 1
-
-    def release(side: int, n: int, rng: np.random.Generator) -> np.ndarray:
-        p = prepare(X[side], Y[side])
-        v = np.tile(improper_sgd_pass(p.X, p.y, 2, 0.5), (n, 1))
-        add_gaussian(rng, est.sigma * f * s_out, v)
-        return v
-
-    g = est.fit(X[0], Y[0], 0).guarantee
-    return AuditSpec(
-        variant_name("improper-sgd", f),
-        g.epsilon,
-        g.delta,
-        _projected(release, (clean[0], clean[1])),
+    release, clean = _tiled(
+        lambda X_, y_: improper_sgd_pass(X_, y_, 2, 0.5), X, Y, est.sigma * f * s_out
+    )
+    return _spec(
+        "improper-sgd",
+        f,
+        est.fit(X[0], Y[0], 0).guarantee.epsilon,
+        release,
+        clean,
         "second sample (e_1, -1) vs (e_2, 5) (response clipped to 1) after a first step to theta = e_1",
         "projection of the released theta on the difference of the noiseless passes",
-        N_SAMPLES,
-        "; ".join(
-            p
-            for p in (
-                "declared sensitivity 8 eta / N = 4; the pair reaches 2 (no pair found "
-                "above 4.47 eta / N: the bound is not attained)",
-                variant_note(f, "noise multiplier"),
-            )
-            if p
-        ),
-        f,
+        "declared sensitivity 8 eta / N = 4; the pair reaches 2 (no pair found "
+        "above 4.47 eta / N: the bound is not attained)",
+        "noise multiplier",
     )
 
 
@@ -274,24 +282,16 @@ def improper_sgd_ldp_spec(under_noised: float | None = None) -> AuditSpec:
             theta, np.broadcast_to(p.X, (n, 2)), np.broadcast_to(p.y, (n,)), sigma * f, rng
         )
 
-    claim = gaussian_epsilon(sigma * SQ_GRADIENT_SENSITIVITY, DELTA, SQ_GRADIENT_SENSITIVITY)
-    return AuditSpec(
-        variant_name("improper-sgd-ldp", f),
-        claim,
-        DELTA,
-        _projected(release, (clean[0], clean[1])),
+    return _spec(
+        "improper-sgd-ldp",
+        f,
+        gaussian_epsilon(sigma * SQ_GRADIENT_SENSITIVITY, DELTA, SQ_GRADIENT_SENSITIVITY),
+        release,
+        clean,
         "(e_1, -1) vs (5 (-2e-4, 1), 5) (covariate and response clipped), public theta = 1e4 e_1",
         "projection of the message on the difference of the noiseless gradients",
-        N_SAMPLES,
-        "; ".join(
-            p
-            for p in (
-                "declared sensitivity 8; the pair reaches 4 sqrt(2) = 5.66",
-                variant_note(f, "noise multiplier"),
-            )
-            if p
-        ),
-        f,
+        "declared sensitivity 8; the pair reaches 4 sqrt(2) = 5.66",
+        "noise multiplier",
     )
 
 
