@@ -205,18 +205,15 @@ def draw_figure(
     from privbandits.experiments.plots import plot_final_vs_param, plot_regret
 
     title = f"{spec.title or config.report.title or config.name}\n{_shape(config)}"
+    common: dict[str, Any] = {
+        "logx": spec.logx,
+        "logy": spec.logy,
+        "title": title,
+        "formats": formats,
+        "dpi": dpi,
+    }
     if spec.kind == "regret_vs_t":
-        return plot_regret(
-            series,
-            out_dir / spec.name,
-            facet=spec.facet,
-            band=spec.band,
-            logx=spec.logx,
-            logy=spec.logy,
-            title=title,
-            formats=formats,
-            dpi=dpi,
-        )
+        return plot_regret(series, out_dir / spec.name, facet=spec.facet, band=spec.band, **common)
     return plot_final_vs_param(
         series,
         out_dir / spec.name,
@@ -224,9 +221,5 @@ def draw_figure(
         labels=spec.series,
         baselines=spec.baselines,
         errorbars=spec.errorbars,
-        logx=spec.logx,
-        logy=spec.logy,
-        title=title,
-        formats=formats,
-        dpi=dpi,
+        **common,
     )
