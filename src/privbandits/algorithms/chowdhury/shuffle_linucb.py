@@ -243,13 +243,33 @@ class BatchedLinUCB(ShuffleAlgorithm):
     def _B(self, T: int) -> int:
         return theory_batch_size(T) if self.batch_size is None else int(self.batch_size)
 
-    def _radius(self, spec: EnvSpec, Gamma: float, C_B: float) -> tuple[float, float, float]:
-        """``(lambda, S, beta)`` for the noise level ``Gamma`` of the statistics (Chowdhury &
-        Zhou 2022): ``lambda = 2 Gamma`` and the scaled radius."""
+    def _batches(self, spec: EnvSpec) -> tuple[int, int, int, int, int, float, float]:
+        """``(T, d, B, n_min, n_max, r_lo, r_hi)``: the horizon (at least 1), the dimension, the
+        batch size, the smallest and largest batch (:func:`batch_sizes`) and the reward range."""
+        T, d = max(spec.horizon, 1), spec.d
+        B = self._B(T)
+        n_min, n_max = batch_sizes(T, B)
+        lo, hi = (float(v) for v in spec.reward_range)
+        return T, d, B, n_min, n_max, lo, hi
+
+    def _noise_level(
+        self, spec: EnvSpec, Gamma: float, C_B: float, lo: float, hi: float
+    ) -> dict[str, float]:
+        """The constants both instantiations derive from the noise level ``Gamma`` of the
+        statistics (Chowdhury & Zhou 2022): ``lambda = 2 Gamma``, ``S``, the scaled radius
+        ``beta``, with the context bound ``C_B`` and the reward range they clip to."""
         T, d = max(spec.horizon, 1), spec.d
         S = spec.theta_bound if self.S is None else self.S
         beta = self.beta_scale * radius(Gamma, S, spec.noise_scale, d, T, C_B)
-        return 2.0 * Gamma, S, beta
+        return {
+            "Gamma": Gamma,
+            "lam": 2.0 * Gamma,
+            "beta": beta,
+            "S": S,
+            "context_bound": C_B,
+            "reward_lo": lo,
+            "reward_hi": hi,
+        }
 
     def _batched_kernel(
         self,
@@ -352,11 +372,8 @@ class ShuffleLinUCB(BatchedLinUCB):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Per-user std, its local level, the amplified batch guarantee, ``lambda`` and ``beta``."""
-        T, d = max(spec.horizon, 1), spec.d
-        B = self._B(T)
-        n_min, n_max = batch_sizes(T, B)
+        T, d, B, n_min, n_max, lo, hi = self._batches(spec)
         C_B = spec.context_bound
-        lo, hi = (float(v) for v in spec.reward_range)
         sens = outer_vector_sensitivity(C_B, lo, hi)
         eps, dlt = self.epsilon, self.delta
         if self.preset == "strict":
@@ -387,8 +404,7 @@ class ShuffleLinUCB(BatchedLinUCB):
                 f"authors' code std sigma_A={sigma:.6g} (no sensitivity factor); certified at its "
                 f"local level ({eps0:.6g}, {delta0:.3g}) only (joint sensitivity {sens:.6g})"
             )
-        Gamma = sigma * math.sqrt(T * d)
-        lam, S, beta = self._radius(spec, Gamma, C_B)
+        level = self._noise_level(spec, sigma * math.sqrt(T * d), C_B, lo, hi)
         notes = (
             f"shuffle LinUCB (Chowdhury & Zhou 2022), preset={self.preset}, B={B}: {how}; "
             f"rows clipped to ||x|| <= {C_B:g}, y in [{lo:g}, {hi:g}]"
@@ -400,13 +416,7 @@ class ShuffleLinUCB(BatchedLinUCB):
             eps0=((eps0, eps0),),
             delta0=delta0,
             sensitivity=sens,
-            Gamma=Gamma,
-            lam=lam,
-            beta=beta,
-            S=S,
-            context_bound=C_B,
-            reward_lo=lo,
-            reward_hi=hi,
+            **level,
         )
         g = PrivacyGuarantee(
             model=model,

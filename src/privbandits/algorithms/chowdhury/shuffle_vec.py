@@ -46,7 +46,6 @@ from privbandits.algorithms.base import KernelClient, Server, Shuffler
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.chowdhury.constants import (
     VecConstants,
-    batch_sizes,
     joint_labels,
     joint_norm_bound,
     joint_sensitivity,
@@ -329,11 +328,8 @@ class ShuffleLinUCBVec(BatchedLinUCB):
 
     def calibrate(self, spec: EnvSpec) -> Calibration:
         """Both batch sizes' protocols, their worst guarantee, ``Gamma``, ``lambda`` and ``beta``."""
-        T, d = max(spec.horizon, 1), spec.d
-        B = self._B(T)
-        n_min, n_max = batch_sizes(T, B)
+        T, d, B, n_min, n_max, lo, hi = self._batches(spec)
         C = float(spec.context_bound)
-        lo, hi = (float(v) for v in spec.reward_range)
         Dlt = joint_norm_bound(C, lo, hi)
         eps, dlt = self.epsilon, self.delta
         mode = "calibrated" if self.preset == "strict" else "theory"
@@ -346,8 +342,7 @@ class ShuffleLinUCBVec(BatchedLinUCB):
         s0 = vec_sum_params(n_min, d, eps, dlt, Dlt, mode, sens)
         s1 = s0 if n_max == n_min else vec_sum_params(n_max, d, eps, dlt, Dlt, mode, sens)
         noise_std = max(s0.noise_std_bound, s1.noise_std_bound)
-        Gamma = noise_std * math.sqrt(d * T / B)
-        lam, S, beta = self._radius(spec, Gamma, C)
+        level = self._noise_level(spec, noise_std * math.sqrt(d * T / B), C, lo, hi)
         c = VecConstants(
             batch_size=B,
             batch_sizes=((n_min, n_max),),
@@ -358,14 +353,8 @@ class ShuffleLinUCBVec(BatchedLinUCB):
             b=(s0.b, s1.b),
             p=s0.p,
             noise_std=noise_std,
-            Gamma=Gamma,
-            lam=lam,
-            beta=beta,
-            S=S,
-            context_bound=C,
-            reward_lo=lo,
-            reward_hi=hi,
             sums=(s0, s1),
+            **level,
         )
         g0, g1 = c.batch_guarantees()
         worst = g0 if (g0.epsilon, g0.delta) >= (g1.epsilon, g1.delta) else g1
