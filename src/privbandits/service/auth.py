@@ -29,6 +29,7 @@ the user-level guarantee the algorithm states.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -37,6 +38,7 @@ import signal
 import threading
 import time
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,7 @@ __all__ = [
     "load_tokens",
     "parse_tokens",
     "read_tokens_file",
+    "reload_on_sighup",
     "report_budget",
 ]
 
@@ -338,3 +341,17 @@ def install_reload_signal(tokens: TokenSet, what: str = "server") -> bool:
     except (RuntimeError, ValueError, NotImplementedError):
         return False
     return True
+
+
+@contextlib.contextmanager
+def reload_on_sighup(tokens: TokenSet, what: str = "server") -> Iterator[bool]:
+    """:func:`install_reload_signal` for the length of the block (a web application's lifespan):
+    yields whether the handler was installed, and removes it on exit."""
+    installed = install_reload_signal(tokens, what)
+    try:
+        yield installed
+    finally:
+        if installed:
+            import asyncio
+
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)

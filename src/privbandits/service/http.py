@@ -1,4 +1,5 @@
-"""Strict reading of a JSON request body: the one reader of the server and the shuffler.
+"""Strict reading of a JSON request body: the one reader of the server and the shuffler (and
+:func:`service_app`, the bare FastAPI application both are built on).
 
 Every request body passes the same checks, in this order, and each failure is a
 :class:`~privbandits.service.codec.FieldError` (a 4xx naming the problem) rather than a crash:
@@ -34,17 +35,36 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from privbandits.service.codec import FieldError
 
-__all__ = ["MAX_DEPTH", "check_text", "printable", "read_json", "stream_limited"]
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+__all__ = ["MAX_DEPTH", "check_text", "printable", "read_json", "service_app", "stream_limited"]
 
 #: Deepest accepted nesting of JSON arrays and objects (a report matrix needs 3).
 MAX_DEPTH = 32
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def service_app(title: str, lifespan: Any, **options: Any) -> FastAPI:
+    """A FastAPI application with ``lifespan`` and without the interactive documentation and the
+    OpenAPI schema (no ``/docs``, ``/redoc`` or ``/openapi.json``): a process of the deployment
+    answers on its own routes only.  ``options`` go to :class:`fastapi.FastAPI`."""
+    from fastapi import FastAPI
+
+    return FastAPI(
+        title=title,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        **options,
+    )
 
 
 def printable(text: str, limit: int = 100) -> str:

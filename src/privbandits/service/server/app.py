@@ -40,7 +40,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -52,10 +51,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from privbandits.core.errors import ConfigError
-from privbandits.service.auth import RateLimiter, TokenSet, install_reload_signal
+from privbandits.service.auth import RateLimiter, TokenSet, reload_on_sighup
 from privbandits.service.codec import FieldError, reject_unknown
 from privbandits.service.config import ServiceConfig
-from privbandits.service.http import read_json
+from privbandits.service.http import read_json, service_app
 from privbandits.service.server.dashboard import dashboard_router
 from privbandits.service.server.service import Refusal, Service
 from privbandits.service.server.store import Store
@@ -213,23 +212,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        installed = install_reload_signal(tokens, "server")
-        try:
+        with reload_on_sighup(tokens, "server"):
             yield
-        finally:
-            if installed:
-                import asyncio
 
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-
-    app = FastAPI(
-        title="privbandits",
-        version="1",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-        lifespan=lifespan,
-    )
+    app = service_app("privbandits", lifespan, version="1")
     app.state.service = service
     app.state.metrics = metrics
     limit = config.max_body_bytes

@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import signal
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -55,11 +54,11 @@ from privbandits.service.auth import (
     Token,
     TokenSet,
     authenticate,
-    install_reload_signal,
+    reload_on_sighup,
 )
 from privbandits.service.auth import report_budget as budget_for
 from privbandits.service.codec import FieldError, canonical, reject_unknown
-from privbandits.service.http import read_json
+from privbandits.service.http import read_json, service_app
 from privbandits.service.reports import ReportFormat, schedule_of
 from privbandits.service.sealing import SealingError, check_envelope
 from privbandits.service.shuffler.store import CutBatch, ShufflerStore, report_digest
@@ -545,23 +544,15 @@ def create_shuffler_app(
             fwd = Forwarder(store, settings, client)
             app.state.forwarder = fwd
             task = asyncio.create_task(fwd.run(wake))
-            installed = install_reload_signal(settings.tokens, "shuffler")
             try:
-                yield
+                with reload_on_sighup(settings.tokens, "shuffler"):
+                    yield
             finally:
-                if installed:
-                    asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    app = FastAPI(
-        title="privbandits shuffler",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
+    app = service_app("privbandits shuffler", lifespan)
     app.state.settings = settings
     app.state.limiter = RateLimiter(time.monotonic)
 
