@@ -8,12 +8,12 @@ received and the allowed range.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from privbandits.core.errors import DataBoundError, ParameterError, ValidationError
+from privbandits.core.errors import ConfigError, DataBoundError, ParameterError, ValidationError
 
 __all__ = [
     "check_choice",
@@ -22,6 +22,7 @@ __all__ = [
     "check_finite_array",
     "check_in_range",
     "check_int",
+    "check_known_keys",
     "check_nonnegative",
     "check_norm_bound",
     "check_positive",
@@ -156,6 +157,24 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
             allowed=", ".join(map(repr, options)),
         )
     return str(value)
+
+
+def check_known_keys(
+    table: Iterable[str], allowed: Collection[str], where: str, *, section: str = ""
+) -> None:
+    """Refuse a configuration table with keys outside ``allowed``.
+
+    Raises
+    ------
+    ConfigError
+        ``"{where}: unknown key(s) [in {section}:] a, b; allowed: ..."``, the unknown keys sorted.
+    """
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        inside = f" in {section}:" if section else ""
+        raise ConfigError(
+            f"{where}: unknown key(s){inside} {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
 
 
 def check_finite_array(

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from privbandits.core.errors import ConfigError
+from privbandits.core.validation import check_known_keys
 
 __all__ = [
     "ROLES",
@@ -219,11 +220,7 @@ def parse_tokens(raw: dict[str, Any], source: str = "<tokens>") -> TokenSet:
         where = f"{source}: tokens[{i}]"
         if not isinstance(e, dict):
             raise ConfigError(f"{where}: must be a table")
-        unknown = sorted(set(e) - set(_TOKEN_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_TOKEN_KEYS)}"
-            )
+        check_known_keys(e, _TOKEN_KEYS, where)
         role = e.get("role")
         if role not in ROLES:
             raise ConfigError(f"{where}.role: must be one of {', '.join(ROLES)}, got {role!r}")

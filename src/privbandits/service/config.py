@@ -36,6 +36,7 @@ from privbandits.algorithms.base import Algorithm
 from privbandits.core.errors import ConfigError
 from privbandits.core.rng import make_streams
 from privbandits.core.spec import EnvSpec
+from privbandits.core.validation import check_known_keys
 from privbandits.envs.base import Environment
 from privbandits.experiments.config import parse_config
 from privbandits.experiments.units import build_env
@@ -162,12 +163,7 @@ def parse_service_config(raw: dict[str, Any], source: str = "<config>") -> Servi
     service = raw.pop("service", {})
     if not isinstance(service, dict):
         raise ConfigError(f"{source}: [service] must be a table, got {service!r}")
-    unknown = sorted(set(service) - set(SERVICE_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key(s) in [service]: {', '.join(unknown)}; "
-            f"allowed: {', '.join(SERVICE_KEYS)}"
-        )
+    check_known_keys(service, SERVICE_KEYS, source, section="[service]")
     exp = parse_config(raw, source=source)
     if len(exp.algorithms) != 1:
         raise ConfigError(
