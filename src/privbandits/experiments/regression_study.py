@@ -76,7 +76,7 @@ from rich.console import Console
 from privbandits.core.errors import ConfigError
 from privbandits.core.validation import check_in_range, check_int
 from privbandits.experiments.claims import Claim
-from privbandits.experiments.config import _NAME_RE, Overrides, ReportConfig, _suggest, _Validator
+from privbandits.experiments.config import _NAME_RE, Overrides, ReportConfig, _Validator
 from privbandits.experiments.schema import REGRESSION_CLAIM_KEYS
 from privbandits.experiments.store import DEFAULT_DB, ResultsStore
 from privbandits.experiments.units import canonical_json
@@ -263,12 +263,9 @@ def _block(
             "the two-point instance (p0) is one-dimensional: d must be [1]",
         )
     x = entry.get("x", "n")
-    if x not in values:
-        raise v.fail(
-            f"{where}.x",
-            x,
-            f"must be one of the block's keys{_suggest(str(x), values)}: {', '.join(values)}",
-        )
+    v.member(
+        f"{where}.x", x, x, values, "must be one of the block's keys", f": {', '.join(values)}"
+    )
     facet = entry.get("facet")
     if facet is not None and (facet not in values or facet == x):
         raise v.fail(
@@ -318,12 +315,14 @@ def _claims(
             need = "exactly one estimator" if kind == "monotone" else "at least one estimator"
             raise v.fail(f"{where}.items", items, f"must be a list of {need}")
         for j, e in enumerate(items):
-            if e not in estimators:
-                raise v.fail(
-                    f"{where}.items[{j}]",
-                    e,
-                    f"not an estimator of the study{_suggest(e, estimators)}: {', '.join(estimators)}",
-                )
+            v.member(
+                f"{where}.items[{j}]",
+                e,
+                e,
+                estimators,
+                "not an estimator of the study",
+                f": {', '.join(estimators)}",
+            )
         extra: dict[str, Any] = {}
         if kind == "coverage":
             pct = v.needed("claims", "percent", entry, where, kind)
@@ -332,12 +331,14 @@ def _claims(
             extra["percent"] = float(pct)
         else:
             param = v.needed("claims", "param", entry, where, kind)
-            if param not in CELL_KEYS:
-                raise v.fail(
-                    f"{where}.param",
-                    param,
-                    f"must be a cell key{_suggest(str(param), CELL_KEYS)}: {', '.join(CELL_KEYS)}",
-                )
+            v.member(
+                f"{where}.param",
+                param,
+                param,
+                CELL_KEYS,
+                "must be a cell key",
+                f": {', '.join(CELL_KEYS)}",
+            )
             direction = v.value("claims", "direction", entry, f"{where}.direction") or "decreasing"
             if direction not in ("decreasing", "increasing"):
                 raise v.fail(
@@ -347,18 +348,18 @@ def _claims(
         cond = v.where(f"{where}.where", entry.get("where", {}))
         allowed = ("block", *CELL_KEYS)
         for k, val in cond.items():
-            if k not in allowed:
-                raise v.fail(
-                    f"{where}.where.{k}",
-                    val,
-                    f"not a cell key{_suggest(k, allowed)}: {', '.join(allowed)}",
-                )
+            v.member(
+                f"{where}.where.{k}", val, k, allowed, "not a cell key", f": {', '.join(allowed)}"
+            )
         names = {b.name for b in blocks}
-        if "block" in cond and cond["block"] not in names:
-            raise v.fail(
+        if "block" in cond:
+            v.member(
                 f"{where}.where.block",
                 cond["block"],
-                f"no such block{_suggest(str(cond['block']), names)}: {', '.join(sorted(names))}",
+                cond["block"],
+                names,
+                "no such block",
+                f": {', '.join(sorted(names))}",
             )
         out.append(
             Claim(
@@ -420,13 +421,14 @@ def parse_regression_study(
             "estimators", est, f"must be a non-empty list of estimators: {', '.join(ESTIMATORS)}"
         )
     for j, e in enumerate(est):
-        if e not in ESTIMATORS:
-            raise v.fail(
-                f"estimators[{j}]",
-                e,
-                f"unknown estimator{_suggest(str(e), ESTIMATORS)}; "
-                f"available: {', '.join(ESTIMATORS)}",
-            )
+        v.member(
+            f"estimators[{j}]",
+            e,
+            e,
+            ESTIMATORS,
+            "unknown estimator",
+            f"; available: {', '.join(ESTIMATORS)}",
+        )
     entries = v.entries(raw, "blocks")
     if not entries:
         raise ConfigError(f"{source}: a regression study needs at least one [[blocks]] entry")

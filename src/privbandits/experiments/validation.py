@@ -19,7 +19,7 @@ import inspect
 import itertools
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ __all__ = ["ConfigKeyError", "load_config", "parse_config"]
 
 _NAME_RE = NAME_RE
 _GOT_RE = re.compile(r", got [^,]*$")
+_NOT_A_LABEL = "not a label or name of any [[algorithms]] entry"
 
 
 class ConfigKeyError(ConfigError, ParameterError):
@@ -235,6 +236,20 @@ class _Validator:
             raise self.fail(path, value, "may contain only letters, digits, '_', '.' and '-'")
         return value
 
+    def member(
+        self,
+        path: str,
+        value: Any,
+        name: Any,
+        options: Collection[Any],
+        reason: str,
+        listing: str = "",
+    ) -> None:
+        """Fail at ``path`` (showing ``value``) unless ``name`` is one of ``options``: ``reason``, a
+        close match if there is one, then ``listing``."""
+        if name not in options:
+            raise self.fail(path, value, f"{reason}{_suggest(name, options)}{listing}")
+
     def distinct(
         self,
         path: str,
@@ -296,13 +311,14 @@ class _Validator:
             raise self.fail("env", table, "must be a table")
         table = dict(table)
         kind = table.get("kind", "synthetic")
-        if kind not in ENV_KINDS:
-            raise self.fail(
-                "env.kind",
-                kind,
-                f"unknown environment kind{_suggest(kind, ENV_KINDS)}; "
-                f"allowed: {', '.join(ENV_KINDS)}",
-            )
+        self.member(
+            "env.kind",
+            kind,
+            kind,
+            ENV_KINDS,
+            "unknown environment kind",
+            f"; allowed: {', '.join(ENV_KINDS)}",
+        )
         self.keys(table, ("kind", "grid", *_env_args(ENV_KINDS[kind])), f'[env] (kind = "{kind}")')
         gridded = table.get("grid", {}) if isinstance(table.get("grid", {}), dict) else {}
         missing = [
@@ -333,12 +349,13 @@ class _Validator:
         out: dict[str, tuple[Any, ...]] = {}
         args = _env_args(ENV_KINDS[env["kind"]])
         for key, values in grid.items():
-            if key not in args:
-                raise self.fail(
-                    f"env.grid.{key}",
-                    values,
-                    f"not an argument of the environment kind {env['kind']!r}{_suggest(key, args)}",
-                )
+            self.member(
+                f"env.grid.{key}",
+                values,
+                key,
+                args,
+                f"not an argument of the environment kind {env['kind']!r}",
+            )
             if key in env:
                 raise self.fail(
                     f"env.grid.{key}", values, f"'{key}' is also set in [env]; give it in one place"
@@ -369,12 +386,14 @@ class _Validator:
             )
         name = self.value("algorithms", "name", entry, f"{where}.name")
         registry = available()
-        if name not in registry:
-            raise self.fail(
-                f"{where}.name",
-                name,
-                f"unknown algorithm{_suggest(name, registry)}; available: {', '.join(registry)}",
-            )
+        self.member(
+            f"{where}.name",
+            name,
+            name,
+            registry,
+            "unknown algorithm",
+            f"; available: {', '.join(registry)}",
+        )
         cls = registry[name]
         named, var_kw = _accepted(cls)
         allowed = sorted(named - {"preset"})
@@ -486,12 +505,7 @@ class _Validator:
                 "report.slopes", slopes, "must be a table of algorithm label = exponent"
             )
         for key, value in slopes.items():
-            if key not in known:
-                raise self.fail(
-                    f"report.slopes.{key}",
-                    key,
-                    f"not a label or name of any [[algorithms]] entry{_suggest(key, known)}",
-                )
+            self.member(f"report.slopes.{key}", key, key, known, _NOT_A_LABEL)
             self.value("report", "slopes", {"slopes": value}, f"report.slopes.{key}")
         return ReportConfig(
             claimed_order=tuple(order),
@@ -510,12 +524,7 @@ class _Validator:
         ):
             raise self.fail(path, value, f"must be a list of at least {min_len} algorithm label(s)")
         for j, item in enumerate(value):
-            if item not in known:
-                raise self.fail(
-                    f"{path}[{j}]",
-                    item,
-                    f"not a label or name of any [[algorithms]] entry{_suggest(item, known)}",
-                )
+            self.member(f"{path}[{j}]", item, item, known, _NOT_A_LABEL)
         return tuple(value)
 
     def where(self, path: str, value: Any) -> dict[str, Any]:
@@ -668,7 +677,7 @@ class _Validator:
                 raise self.fail(
                     f"{where}.algorithm",
                     alg,
-                    f"not a label or name of any [[algorithms]] entry{_suggest(alg, known)}",
+                    f"{_NOT_A_LABEL}{_suggest(alg, known)}",
                 )
             value = entry["value"]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
