@@ -115,6 +115,21 @@ class Snapshot:
 #: PostgreSQL advisory lock key of the deployment's writer (one writer at a time across workers).
 WRITER_LOCK = 0x70726976
 
+#: The columns of an :class:`Event` (a ``WHERE`` clause follows).
+_SELECT_EVENTS = "SELECT seq, kind, token, idem_key, body, body_hash, response FROM events "
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    """The :class:`Event` of a row of :data:`_SELECT_EVENTS`."""
+    seq, kind, token, key, body, bh, resp = row
+    return Event(int(seq), kind, token, key, json.loads(body), bh, json.loads(resp))
+
+
+def _model_row(row: tuple[Any, ...]) -> ModelRow:
+    """The :class:`ModelRow` of a row ``(version, seq, rounds, digest)`` of ``models``."""
+    version, seq, rounds, digest = row
+    return ModelRow(int(version), int(seq), int(rounds), str(digest))
+
 
 class Store(ABC):
     """A database of one served model (see the module docstring)."""
@@ -142,6 +157,11 @@ class Store(ABC):
     @abstractmethod
     def _has_table(self, name: str) -> bool:
         """Whether the table ``name`` exists (without creating anything)."""
+
+    def _first(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        """The first row of a query, if it returns any."""
+        rows = self._execute(sql, args)
+        return rows[0] if rows else None
 
     @abstractmethod
     def writer(self) -> AbstractContextManager[Store]:
@@ -247,39 +267,26 @@ class Store(ABC):
 
     def latest_snapshot(self) -> Snapshot | None:
         """The newest snapshot, if any."""
-        rows = self._execute(
+        row = self._first(
             "SELECT seq, version, digest, state FROM snapshots ORDER BY seq DESC LIMIT 1"
         )
-        if not rows:
+        if row is None:
             return None
-        seq, version, digest, state = rows[0]
+        seq, version, digest, state = row
         return Snapshot(int(seq), int(version), str(digest), bytes(state))
 
     def events(self, after: int = 0) -> Iterator[Event]:
         """Every stored event with ``seq > after`` in acceptance order."""
-        rows = self._execute(
-            self._q(
-                "SELECT seq, kind, token, idem_key, body, body_hash, response FROM events "
-                "WHERE seq > ? ORDER BY seq"
-            ),
-            (after,),
-        )
-        for seq, kind, token, key, body, bh, resp in rows:
-            yield Event(int(seq), kind, token, key, json.loads(body), bh, json.loads(resp))
+        rows = self._execute(self._q(_SELECT_EVENTS + "WHERE seq > ? ORDER BY seq"), (after,))
+        for row in rows:
+            yield _event(row)
 
     def find(self, token: str, idem_key: str) -> Event | None:
         """The event ``token`` sent with ``idem_key``, if any."""
-        rows = self._execute(
-            self._q(
-                "SELECT seq, kind, token, idem_key, body, body_hash, response FROM events "
-                "WHERE token = ? AND idem_key = ?"
-            ),
-            (token, idem_key),
+        row = self._first(
+            self._q(_SELECT_EVENTS + "WHERE token = ? AND idem_key = ?"), (token, idem_key)
         )
-        if not rows:
-            return None
-        seq, kind, tok, key, body, bh, resp = rows[0]
-        return Event(int(seq), kind, tok, key, json.loads(body), bh, json.loads(resp))
+        return None if row is None else _event(row)
 
     def append(
         self, event: Event, model: ModelRow | None, quarantined: list[Quarantined] | None = None
@@ -328,18 +335,15 @@ class Store(ABC):
 
     def latest_model(self) -> ModelRow | None:
         """The last model update, if any."""
-        rows = self._execute(
+        row = self._first(
             "SELECT version, seq, rounds, digest FROM models ORDER BY version DESC LIMIT 1"
         )
-        if not rows:
-            return None
-        version, seq, rounds, digest = rows[0]
-        return ModelRow(int(version), int(seq), int(rounds), str(digest))
+        return None if row is None else _model_row(row)
 
     def models(self) -> list[ModelRow]:
         """Every model update in version order."""
         rows = self._execute("SELECT version, seq, rounds, digest FROM models ORDER BY version")
-        return [ModelRow(int(v), int(s), int(r), d) for v, s, r, d in rows]
+        return [_model_row(row) for row in rows]
 
     def quarantined(self) -> list[Quarantined]:
         """Every quarantined report in acceptance order."""
