@@ -185,16 +185,16 @@ def project_ellipsoid(
 @nb.njit(cache=True)
 def _project(
     theta: np.ndarray,
-    ball: bool,
-    S: float,
-    c: np.ndarray,
-    U: np.ndarray,
-    v: np.ndarray,
-    radius: float,
+    region: tuple[bool, float, np.ndarray, np.ndarray, np.ndarray, float],
     out: np.ndarray,
     w: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Projection onto ``Theta_I = ball(S)`` (``ball``) or ``Theta_II`` (V-ellipsoid around ``c``), into ``out``."""
+    """Projection onto ``Theta_I = ball(S)`` (``ball``) or ``Theta_II`` (V-ellipsoid around ``c``), into ``out``.
+
+    ``region = (ball, S, c, U, v, radius)``, the constraint arguments of :func:`dppgd` and
+    :func:`newton_mle`.
+    """
+    ball, S, c, U, v, radius = region
     if ball:
         s = 0.0
         for i in range(theta.shape[0]):
@@ -240,6 +240,7 @@ def dppgd(
     ellipsoid ``{||theta - c||_V <= radius}`` with ``V = U diag(v) U^T``.
     """
     d = theta_init.shape[0]
+    region = (ball, S, c, U, v, radius)
     theta = theta_init.copy()
     g = np.empty(d)
     x = np.empty(d)
@@ -253,7 +254,7 @@ def dppgd(
         noisy_gradient_sum(Xs, ys, member, family, n, theta, link_code, R, sigma_sum, rng, g, x)
         for j in range(d):
             step[j] = theta[j] - eta * (g[j] + lam_reg * theta[j]) / n_pub
-        _project(step, ball, S, c, U, v, radius, theta, w)
+        _project(step, region, theta, w)
 
 
 @nb.njit(cache=True)
@@ -282,6 +283,7 @@ def newton_mle(
     the optimum this is the exact regularized MLE.
     """
     d = theta.shape[0]
+    region = (ball, S, c, U, v, radius)
     g = np.empty(d)
     Hs = np.empty((d, d))
     tmp = np.empty(d)
@@ -297,7 +299,7 @@ def newton_mle(
         for j in range(d):
             tmp[j] = theta[j] - delta[j]
             move += delta[j] * delta[j]
-        _project(tmp, ball, S, c, U, v, radius, theta, w)
+        _project(tmp, region, theta, w)
         if move < 1e-20:
             break
 
