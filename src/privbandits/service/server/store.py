@@ -33,7 +33,7 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,6 +176,13 @@ class Store(ABC):
     @abstractmethod
     def probe_write(self, timeout: float = 1.0) -> None:
         """Raise if a write transaction cannot start within ``timeout`` seconds (health check)."""
+
+    def _check_stored_deployment(self, query: Callable[[str], list[Any]]) -> None:
+        """In a write transaction of a bound process: :meth:`_check_deployment` on the id the
+        database holds, read with ``query`` (the transaction's own connection)."""
+        if self.expected_deployment is not None:
+            rows = query("SELECT value FROM meta WHERE key = 'deployment_id'")
+            self._check_deployment(rows[0][0] if rows else None)
 
     def _check_deployment(self, value: str | None) -> None:
         if self.expected_deployment is not None and value != self.expected_deployment:
@@ -379,9 +386,7 @@ class _Session(Store):
     def _transaction(
         self, statements: list[tuple[str, tuple[Any, ...]]], lock: bool = False
     ) -> None:
-        if self.expected_deployment is not None:
-            rows = self._run("SELECT value FROM meta WHERE key = 'deployment_id'", ())
-            self._check_deployment(rows[0][0] if rows else None)
+        self._check_stored_deployment(lambda sql: self._run(sql, ()))
         for sql, args in statements:
             self._run(sql, args)
 
@@ -473,11 +478,7 @@ class SQLiteStore(Store):
             cur = self.conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                if self.expected_deployment is not None:
-                    rows = cur.execute(
-                        "SELECT value FROM meta WHERE key = 'deployment_id'"
-                    ).fetchall()
-                    self._check_deployment(rows[0][0] if rows else None)
+                self._check_stored_deployment(lambda sql: cur.execute(sql).fetchall())
                 for sql, args in statements:
                     cur.execute(sql, args)
             except BaseException:
@@ -613,11 +614,7 @@ class PostgresStore(Store):
             with conn.transaction():
                 if lock:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
-                if self.expected_deployment is not None:
-                    rows = conn.execute(
-                        "SELECT value FROM meta WHERE key = 'deployment_id'"
-                    ).fetchall()
-                    self._check_deployment(rows[0][0] if rows else None)
+                self._check_stored_deployment(lambda sql: conn.execute(sql).fetchall())
                 for sql, args in statements:
                     conn.execute(sql, args)
 
