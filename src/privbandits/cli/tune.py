@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 
+from privbandits.cli._common import DbOpt, _out
 from privbandits.experiments.store import DEFAULT_DB
 
 __all__ = ["register_commands", "tune_command"]
@@ -22,7 +22,7 @@ def tune_command(
     config: Annotated[
         str, typer.Argument(help="Experiment file (TOML) or the name of a shipped experiment.")
     ],
-    db: Annotated[Path, typer.Option("--db", help="Results database (SQLite).")] = DEFAULT_DB,
+    db: DbOpt = DEFAULT_DB,
     out: Annotated[
         Optional[Path],
         typer.Option(
@@ -88,7 +88,7 @@ def tune_command(
         quiet=quiet,
     )
     path = write_choice(choice, out or Path(db).parent / f"{cfg.name}.tuned.toml")
-    console = Console(highlight=False)
+    console = _out()
     console.print(
         f"tuned on seeds {list(choice.seeds)} (evaluation seeds {list(cfg.seeds)}), "
         f"T = {choice.horizon}, {choice.replications} replications per seed:",
