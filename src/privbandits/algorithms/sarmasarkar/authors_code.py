@@ -72,7 +72,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from privbandits.algorithms.calibration import Calibration, Constants
-from privbandits.algorithms.sarmasarkar.constants import resolve_kappas
+from privbandits.algorithms.sarmasarkar.constants import resolve_kappas, worst_change
 from privbandits.core.errors import ValidationError
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ZCDP, to_guarantee
@@ -320,8 +320,7 @@ def authors_accounting(c: AuthorsConstants) -> tuple[PrivacyGuarantee, dict[str,
         "outside the warm-up": rho_H + rho_tau,
         "membership flip": 0.5 * (rho_V + rho_H) + rho_w + rho_tau,
     }
-    worst = max(cases, key=lambda k: cases[k])
-    rho = cases[worst]
+    worst, rho = worst_change(cases)
     notes = (
         f"JDP-GLM (authors_code: the authors' public code), accounted from the noise added; zCDP: "
         f"V tree {rho_V:.6g}, H tree {rho_H:.6g}, theta_w family {rho_w:.6g} (<= {c.count1_cutoff} "

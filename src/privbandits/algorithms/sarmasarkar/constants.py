@@ -40,12 +40,20 @@ __all__ = [
     "rho_for",
     "theory_tree_sigma",
     "w_max_for",
+    "worst_change",
 ]
 
 
 def rho_for(epsilon: float, delta: float) -> float:
     """``(sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2``: the largest rho whose Bun-Steinke conversion is ``(eps, delta)``."""
     return zcdp_for_approx_dp(epsilon, delta, method="bs").rho
+
+
+def worst_change(cases: dict[str, float]) -> tuple[str, float]:
+    """The form of one user's change with the largest zCDP cost and that cost (the JDP
+    statement is the worst form's; the first named form wins a tie)."""
+    worst = max(cases, key=lambda k: cases[k])
+    return worst, cases[worst]
 
 
 def w_max_for(link: Link, kappa_star: float) -> float:

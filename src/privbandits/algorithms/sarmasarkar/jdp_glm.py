@@ -62,6 +62,7 @@ from privbandits.algorithms.sarmasarkar.constants import (
     exact_tree_nodes,
     jdp_glm_constants,
     resolve_kappas,
+    worst_change,
 )
 from privbandits.algorithms.sarmasarkar.optim import (
     dppgd,
@@ -385,8 +386,7 @@ def jdp_glm_accounting(
         "outside T_o": rho_H + rho_tau,
         "membership flip": 0.5 * (rho_V + rho_H) + 0.25 * (rho_o + rho_tau),
     }
-    worst = max(cases, key=lambda k: cases[k])
-    rho = cases[worst]
+    worst, rho = worst_change(cases)
     notes = (
         f"JDP-GLM ({c.mode} constants), strict control flow; zCDP: V tree {rho_V:.6g}, H tree {rho_H:.6g}, "
         f"theta_o family {rho_o:.6g} ({c.n_refresh} public refits), theta_tau family {rho_tau:.6g} "
