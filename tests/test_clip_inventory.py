@@ -543,23 +543,7 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         EXEMPT,
         "a schedule length from public parameters",
     ),
-    "src/privbandits/regression/audit.py::reweighted_normalization_spec::_projected#1": (
-        EXEMPT,
-        "the regression audit's test statistic",
-    ),
-    "src/privbandits/regression/audit.py::reweighted_gradient_spec::_projected#1": (
-        EXEMPT,
-        "the regression audit's test statistic",
-    ),
-    "src/privbandits/regression/audit.py::ssp_ridge_spec::_projected#1": (
-        EXEMPT,
-        "the regression audit's test statistic",
-    ),
-    "src/privbandits/regression/audit.py::improper_sgd_spec::_projected#1": (
-        EXEMPT,
-        "the regression audit's test statistic",
-    ),
-    "src/privbandits/regression/audit.py::improper_sgd_ldp_spec::_projected#1": (
+    "src/privbandits/regression/audit.py::_spec::_projected#1": (
         EXEMPT,
         "the regression audit's test statistic",
     ),
