@@ -128,12 +128,14 @@ class ZhengAlgorithm(LocalAlgorithm):
     ) -> Calibration:
         """The calibration: the family's typed constants ``cls`` of ``problem`` (``D``, ``T``, the
         context bound and the reward range the message is calibrated for), ``fields`` and the
-        shared parameters (mechanism, ``c_factor``, radius formula and multiplier, clipping), with
-        the message's guarantee (:meth:`_guarantee`, calibration ``rule``)."""
+        shared parameters (mechanism, ``c_factor``, radius formula and multiplier, clipping, the
+        Gaussian calibration rule of :meth:`_calibration_rule`), with the message's guarantee
+        (:meth:`_guarantee`, calibration ``rule``)."""
         shared = ("mechanism", "c_factor", "beta_formula", "beta_scale", "clip")
         D, T, C_B, lo, hi = problem
         constants = cls(
             **{k: getattr(self, k) for k in shared},
+            gaussian_calibration=self._calibration_rule(),
             D=D,
             T=T,
             context_bound=C_B,

@@ -437,7 +437,6 @@ class LDPGLOC(ZhengAlgorithm):
             notes,
             rule,
             (D, T, C_B, lo, hi),
-            gaussian_calibration=calib,
             sensitivity=J,
             scale_V=scale_V,
             scale_u=scale_u,

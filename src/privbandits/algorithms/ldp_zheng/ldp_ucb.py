@@ -291,7 +291,6 @@ class LDPUCB(ZhengAlgorithm):
             notes,
             rule,
             (D, T, C_B, lo, hi),
-            gaussian_calibration=calib,
             sensitivity=joint,
             scale_V=scale_V,
             scale_u=scale_u,
