@@ -38,7 +38,7 @@ def test_twins_share_the_private_estimators_and_choice() -> None:
     servers and clients (fed raw statistics), not copies."""
     for fn in ("ols_accumulate", "ols_solve", "sgd_step", "step_size", "glm_gradient"):
         assert getattr(greedy, fn) is getattr(estimators, fn)
-    for fn in ("greedy_arm", "greedy_arm_multi", "warmup_arm"):
+    for fn in ("choose_single", "choose_multi"):
         assert getattr(greedy, fn) is getattr(policy, fn) is getattr(kernels, fn)
     for fn in ("ols_accumulate", "ols_solve", "sgd_step", "step_size"):
         assert getattr(kernels, fn) is getattr(estimators, fn)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from privbandits.algorithms.base import LocalAlgorithm
+from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.algorithms.ldp_glb.calibration import (
     GAUSSIAN_CALIBRATIONS,
     PRESETS,
@@ -14,7 +18,7 @@ from privbandits.algorithms.ldp_glb.calibration import (
     ols_shift_constant,
     ols_shift_defaults,
 )
-from privbandits.algorithms.ldp_glb.policy import WARMUP_ORDERS
+from privbandits.algorithms.ldp_glb.policy import WARMUP_ORDERS, choose_multi, choose_single
 from privbandits.core.errors import ValidationError
 from privbandits.core.params import (
     Bool,
@@ -123,6 +127,37 @@ class HanAlgorithm(LocalAlgorithm):
             "r_lo": float(spec.reward_range[0]),
             "r_hi": float(spec.reward_range[1]),
         }
+
+    def _kernel(
+        self,
+        steps: Mapping[str, tuple[Any, ...]],
+        params: tuple[Any, ...],
+        theta: np.ndarray,
+        server: tuple[np.ndarray, ...],
+        layout: MessageLayout,
+        device: dict[str, Any],
+    ) -> LocalKernel:
+        """The compiled kernel of both families: the greedy choice of Algorithm 1 (single
+        setting) or 2 (multi setting, the frozen warm-up estimates ``theta_warm`` beside
+        ``theta`` in the public state), the family's ``steps`` of the setting
+        (:data:`.kernels.OLS_STEPS`, :data:`.kernels.SGD_STEPS`) and the device's declarations
+        ``device`` (public space, noise, sensitivity)."""
+        multi = self.spec.setting == "multi"
+        encode, randomize, update = steps[self.spec.setting]
+        public = (theta, np.zeros(theta.shape)) if multi else (theta,)
+        return LocalKernel(
+            choose_multi if multi else choose_single,
+            randomize,
+            update,
+            params,
+            public,
+            server,
+            ("theta", "theta_warm")[: len(public)],
+            layout,
+            estimate=(lambda: theta) if multi else (lambda: theta[:, 0]),
+            encode=encode,
+            **device,
+        )
 
     def _shift(self, spec: EnvSpec, sigma_unit: float) -> Shift:
         """``shift(t) = c_shift sqrt(t + offset)``, ``c_shift = shift_scale * c_tilde`` (3.2)."""

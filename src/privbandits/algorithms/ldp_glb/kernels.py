@@ -40,7 +40,7 @@ import numba as nb
 import numpy as np
 
 from privbandits.algorithms.ldp_glb.estimators import ols_accumulate, ols_solve, sgd_step, step_size
-from privbandits.algorithms.ldp_glb.policy import greedy_arm, greedy_arm_multi, warmup_arm
+from privbandits.algorithms.ldp_glb.policy import choose_multi, choose_single, warmup_arm
 from privbandits.algorithms.ldp_glb.randomizers import (
     ols_noise_into,
     ols_statistic,
@@ -50,6 +50,8 @@ from privbandits.algorithms.ldp_glb.randomizers import (
 from privbandits.privacy.samplers import l2_ball
 
 __all__ = [
+    "OLS_STEPS",
+    "SGD_STEPS",
     "OLSParams",
     "SGDParams",
     "choose_multi",
@@ -169,21 +171,6 @@ def _bound_estimate(theta, r, k, bound):  # type: ignore[no-untyped-def]  # prag
         c = bound / math.sqrt(s)
         for i in range(d):
             theta[r, k, i] *= c
-
-
-# -- user side: choose ---------------------------------------------------------------------------
-@nb.njit(cache=True)
-def choose_single(p, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Algorithm 1, line 4: greedy on the broadcast ``theta_{t-1}``."""
-    return greedy_arm(X, public[0], r, rng)
-
-
-@nb.njit(cache=True)
-def choose_multi(p, public, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Algorithm 2, line 3 (public warm-up arm) or lines 9-11 (elimination, then greedy)."""
-    if t < p.n_warmup:
-        return warmup_arm(t, p.K, p.s0, p.blocks)
-    return greedy_arm_multi(X, public[0], public[1], r, p.h, p.link, rng)
 
 
 # -- LDP-OLS -------------------------------------------------------------------------------------
@@ -365,3 +352,16 @@ def update_sgd_multi(p, public, server, r, t, msg):  # type: ignore[no-untyped-d
             sgd_step(theta, r, k, msg, z0 + k * d, eta, p.ridge, p.rho)
     if t + 1 == p.n_warmup:
         _freeze(theta, theta_warm, r)
+
+
+#: Each estimator's steps per setting, ``(encode, randomize, update)``: the user's message before
+#: noise, the randomizer and the server's update (the choice is the shared greedy of
+#: :mod:`.policy`).
+OLS_STEPS = {
+    "single": (encode_ols_single, randomize_ols_single, update_ols_single),
+    "multi": (encode_ols_multi, randomize_ols_multi, update_ols_multi),
+}
+SGD_STEPS = {
+    "single": (encode_sgd_single, randomize_sgd_single, update_sgd_single),
+    "multi": (encode_sgd_multi, randomize_sgd_multi, update_sgd_multi),
+}

@@ -17,17 +17,7 @@ from privbandits.algorithms.ldp_glb.calibration import (
     ols_sensitivity,
 )
 from privbandits.algorithms.ldp_glb.device import estimates_space, ols_message_noise
-from privbandits.algorithms.ldp_glb.kernels import (
-    OLSParams,
-    choose_multi,
-    choose_single,
-    encode_ols_multi,
-    encode_ols_single,
-    randomize_ols_multi,
-    randomize_ols_single,
-    update_ols_multi,
-    update_ols_single,
-)
+from privbandits.algorithms.ldp_glb.kernels import OLS_STEPS, OLSParams
 from privbandits.algorithms.registry import register
 from privbandits.core.spec import EnvSpec
 from privbandits.privacy.accounting import ApproxDP, to_guarantee
@@ -210,7 +200,6 @@ class LDPOLS(HanAlgorithm):
         # accounted l2 sensitivity in noise units is mu (the worse phase in the multi setting)
         device: dict[str, Any] = {
             "public_space": estimates_space(multi, ESTIMATE_BOUND),
-            "encode": encode_ols_multi if multi else encode_ols_single,
             "noise": ols_message_noise(
                 d,
                 K,
@@ -223,30 +212,6 @@ class LDPOLS(HanAlgorithm):
         }
         theta = np.zeros((R, K_est, d))
         server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), np.zeros((R, d, d + 1)))
-        if multi:
-            layout = MessageLayout(OLS_MECHANISM, (("M", (K, d, d)), ("u", (K, d))))
-            return LocalKernel(
-                choose_multi,
-                randomize_ols_multi,
-                update_ols_multi,
-                params,
-                (theta, np.zeros((R, K, d))),
-                server,
-                ("theta", "theta_warm"),
-                layout,
-                estimate=lambda: theta,
-                **device,
-            )
-        layout = MessageLayout(OLS_MECHANISM, (("M", (d, d)), ("u", (d,))))
-        return LocalKernel(
-            choose_single,
-            randomize_ols_single,
-            update_ols_single,
-            params,
-            (theta,),
-            server,
-            ("theta",),
-            layout,
-            estimate=lambda: theta[:, 0],
-            **device,
-        )
+        arms = (K,) if multi else ()  # one (M, u) slot per arm in the multi setting
+        layout = MessageLayout(OLS_MECHANISM, (("M", (*arms, d, d)), ("u", (*arms, d))))
+        return self._kernel(OLS_STEPS, params, theta, server, layout, device)

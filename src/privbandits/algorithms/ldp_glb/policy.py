@@ -21,7 +21,14 @@ import numba as nb
 from privbandits.algorithms.kernel import tally_max
 from privbandits.core.links import link_mu
 
-__all__ = ["WARMUP_ORDERS", "greedy_arm", "greedy_arm_multi", "warmup_arm"]
+__all__ = [
+    "WARMUP_ORDERS",
+    "choose_multi",
+    "choose_single",
+    "greedy_arm",
+    "greedy_arm_multi",
+    "warmup_arm",
+]
 
 WARMUP_ORDERS: tuple[str, ...] = ("round_robin", "blocks")
 
@@ -97,3 +104,20 @@ def greedy_arm_multi(X, theta, theta_warm, r, h, link, rng):  # type: ignore[no-
                 return k
             pick -= 1
     return arg
+
+
+# -- the choice step of a kernel (``state`` or the broadcast public state: ``(theta, theta_warm)``)
+@nb.njit(cache=True)
+def choose_single(p, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Algorithm 1, line 4: greedy on ``theta_{t-1} = state[0]`` (the broadcast estimate of an
+    LDP client, the curator's own estimate in the non-private twin)."""
+    return greedy_arm(X, state[0], r, rng)
+
+
+@nb.njit(cache=True)
+def choose_multi(p, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Algorithm 2, line 3 (public warm-up arm) or lines 9-11 (elimination on the frozen
+    ``state[1]``, then greedy on ``state[0]``)."""
+    if t < p.n_warmup:
+        return warmup_arm(t, p.K, p.s0, p.blocks)
+    return greedy_arm_multi(X, state[0], state[1], r, p.h, p.link, rng)

@@ -19,17 +19,7 @@ from privbandits.algorithms.ldp_glb.calibration import (
 )
 from privbandits.algorithms.ldp_glb.device import estimates_space, sgd_message_noise
 from privbandits.algorithms.ldp_glb.estimators import STEP_SCHEDULES
-from privbandits.algorithms.ldp_glb.kernels import (
-    SGDParams,
-    choose_multi,
-    choose_single,
-    encode_sgd_multi,
-    encode_sgd_single,
-    randomize_sgd_multi,
-    randomize_sgd_single,
-    update_sgd_multi,
-    update_sgd_single,
-)
+from privbandits.algorithms.ldp_glb.kernels import SGD_STEPS, SGDParams
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, NonNegative, Optional, Positive
 from privbandits.core.spec import EnvSpec
@@ -392,7 +382,6 @@ class LDPSGD(HanAlgorithm):
             bound = ols_sensitivity(*ols_pair, spec.context_bound, spec.reward_bound)
         device: dict[str, Any] = {
             "public_space": estimates_space(multi, ball),
-            "encode": encode_sgd_multi if multi else encode_sgd_single,
             "noise": sgd_message_noise(
                 d,
                 K,
@@ -411,18 +400,7 @@ class LDPSGD(HanAlgorithm):
         }
         if not multi:
             layout = MessageLayout(SGD_MECHANISM, (("z", (d,)),))
-            return LocalKernel(
-                choose_single,
-                randomize_sgd_single,
-                update_sgd_single,
-                params,
-                (theta,),
-                (),
-                ("theta",),
-                layout,
-                estimate=lambda: theta[:, 0],
-                **device,
-            )
+            return self._kernel(SGD_STEPS, params, theta, (), layout, device)
         n = (R, K, d) if ols_warm else (0, 0, 0)  # the OLS arrays only with the OLS warm-up
         server = (np.zeros((R, K)), np.zeros(n + n[-1:]), np.zeros(n), np.zeros((n[0], d, d + 1)))
         fields: tuple[tuple[str, tuple[int, ...]], ...] = (("z", (K, d)),)
@@ -430,15 +408,6 @@ class LDPSGD(HanAlgorithm):
         if ols_warm:
             fields = (("M", (K, d, d)), ("u", (K, d)), *fields)
             mechanism = "han2021-ols-warmup+" + mechanism.removeprefix("han2021-")
-        return LocalKernel(
-            choose_multi,
-            randomize_sgd_multi,
-            update_sgd_multi,
-            params,
-            (theta, np.zeros((R, K, d))),
-            server,
-            ("theta", "theta_warm"),
-            MessageLayout(mechanism, fields),
-            estimate=lambda: theta,
-            **device,
+        return self._kernel(
+            SGD_STEPS, params, theta, server, MessageLayout(mechanism, fields), device
         )

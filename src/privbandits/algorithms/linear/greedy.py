@@ -34,12 +34,7 @@ from privbandits.algorithms.ldp_glb.estimators import (
     sgd_step,
     step_size,
 )
-from privbandits.algorithms.ldp_glb.policy import (
-    WARMUP_ORDERS,
-    greedy_arm,
-    greedy_arm_multi,
-    warmup_arm,
-)
+from privbandits.algorithms.ldp_glb.policy import WARMUP_ORDERS, choose_multi, choose_single
 from privbandits.algorithms.ldp_glb.sgd import INITS, random_unit
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, Int, NonNegative, Optional, Positive
@@ -64,19 +59,6 @@ class GreedyParams(NamedTuple):
     inv_sqrt: bool
     ridge: float
     rho: float  # projection radius (inf = none)
-
-
-# -- select (state[0] = theta, state[1] = theta_warm) --------------------------------------------
-@nb.njit(cache=True)
-def _select_single(p, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    return greedy_arm(X, state[0], r, rng)
-
-
-@nb.njit(cache=True)
-def _select_multi(p, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    if t < p.n_warmup:
-        return warmup_arm(t, p.K, p.s0, p.blocks)
-    return greedy_arm_multi(X, state[0], state[1], r, p.h, p.link, rng)
 
 
 @nb.njit(cache=True, inline="always")
@@ -211,10 +193,10 @@ class _Greedy(Curator):
         params = self._kernel_params()
         if self.spec.setting == "multi":
             return CuratorKernel(
-                _select_multi, self.updates[1], params, state, estimate=lambda: theta
+                choose_multi, self.updates[1], params, state, estimate=lambda: theta
             )
         return CuratorKernel(
-            _select_single, self.updates[0], params, state, estimate=lambda: theta[:, 0]
+            choose_single, self.updates[0], params, state, estimate=lambda: theta[:, 0]
         )
 
     @property
