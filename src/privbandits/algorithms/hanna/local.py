@@ -25,7 +25,7 @@ corrections and width modes on the documentation's Hanna et al. 2022 page.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -57,7 +57,14 @@ from privbandits.privacy.device import DeviceNoise, DeviceSensitivity
 from privbandits.privacy.inputs import check_device_inputs
 from privbandits.privacy.samplers import laplace_randomize
 
-__all__ = ["LOCAL_MECHANISM", "HannaLocal", "LocalClient", "LocalServer", "draw_from_remaining"]
+__all__ = [
+    "LOCAL_MECHANISM",
+    "HannaLocal",
+    "LocalClient",
+    "LocalServer",
+    "draw_from_remaining",
+    "laplace_reports",
+]
 
 #: Name of the local randomizer (recorded in every report).
 LOCAL_MECHANISM = "hanna-local-laplace"
@@ -75,6 +82,26 @@ def draw_from_remaining(remaining: np.ndarray, rng: np.random.Generator) -> np.n
     u = rng.random(remaining.shape[0]) * total
     a = np.argmax(cum > u[:, None], axis=1)
     return np.where(total > 0, a, -1)
+
+
+def laplace_reports(
+    rng: np.random.Generator,
+    value: np.ndarray,
+    report: np.ndarray,
+    lo: float,
+    hi: float,
+    scale: float | np.ndarray,
+) -> None:
+    """Replace, in place, the entries of the reporting users (``report``) of the encoded
+    ``value`` by ``clip(value, lo, hi) + Lap(scale)`` (Hanna et al. 2022, Algorithms 2-3),
+    drawn by the audited sampler :func:`~privbandits.privacy.samplers.laplace_randomize`;
+    ``scale`` is one scale or one per user.  Draw order: one uniform per reporting user."""
+    out = np.empty(int(report.sum()))
+    scales = np.ascontiguousarray(
+        np.broadcast_to(np.asarray(scale, dtype=float), value.shape)[report]
+    )
+    laplace_randomize(rng, np.ascontiguousarray(value[report]), lo, hi, scales, out)
+    value[report] = out
 
 
 class LocalClient(Client):
@@ -182,16 +209,7 @@ class LocalClient(Client):
         enc = self.encode(t, public, contexts, actions, rewards)
         report = enc[:, 0] >= 0
         value = enc[:, 1].copy()
-        out = np.empty(int(report.sum()))
-        laplace_randomize(
-            rng,
-            np.ascontiguousarray(value[report]),
-            self.r_lo,
-            self.r_hi,
-            np.full(out.size, self.scale),
-            out,
-        )
-        value[report] = out
+        laplace_reports(rng, value, report, self.r_lo, self.r_hi, self.scale)
         return PrivatizedMessage(
             payload={"action": enc[:, 0].astype(np.int64), "reward_hat": value},
             mechanism=LOCAL_MECHANISM,
@@ -322,9 +340,3 @@ class HannaLocal(LaplaceCalibration, ServerHeldEngine, LocalAlgorithm):
             lambda plan: np.full(len(plan), scale), c.width_mode, self.sigma, self.fail_prob
         )
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
-
-    @property
-    def batch_log(self) -> list[dict[str, Any]]:
-        """Per-batch public record of the run."""
-        server = self.__dict__.get("server")
-        return [] if server is None else server.batch_log

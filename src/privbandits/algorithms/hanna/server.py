@@ -144,3 +144,9 @@ class ServerHeldEngine:
         """The elimination engine of the current run (held by the untrusted server)."""
         server = self.__dict__.get("server")
         return None if server is None else server.core
+
+    @property
+    def batch_log(self) -> list[dict[str, Any]]:
+        """Per-batch public record of the run."""
+        server = self.__dict__.get("server")
+        return [] if server is None else server.batch_log

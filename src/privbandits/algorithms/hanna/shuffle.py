@@ -36,7 +36,7 @@ Feldman, McMillan & Talwar (2021), Thm 3.1; corrections Hanna22-14 and Hanna22-2
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from privbandits.algorithms.hanna.elimination import (
     max_pulls,
     n_batches,
 )
+from privbandits.algorithms.hanna.local import laplace_reports
 from privbandits.algorithms.hanna.presets import (
     ELIMINATION_CONSTRAINTS,
     SWITCH_CONSTRAINTS,
@@ -84,7 +85,6 @@ from privbandits.privacy.laplace_shuffle import (
     per_action_sums,
 )
 from privbandits.privacy.ledger import Accounted, Amplified, Event, Laplace, SelfComposed
-from privbandits.privacy.samplers import laplace_randomize
 
 __all__ = ["HannaShuffle", "HannaShuffler", "ShuffleAnalyzer", "ShuffleClient"]
 
@@ -196,13 +196,7 @@ class ShuffleClient(Client):
         the commit phase, where nothing is forwarded.  Draw order: one uniform per reporting user."""
         value = self.encode(t, public, contexts, actions, rewards)[:, 0]
         scale = self.scales(self.checked_public(public, value.shape[0])["n"])
-        report = scale > 0
-        out = np.empty(int(report.sum()))
-        b = self.budget
-        laplace_randomize(
-            rng, np.ascontiguousarray(value[report]), b.r_lo, b.r_hi, scale[report], out
-        )
-        value[report] = out
+        laplace_reports(rng, value, scale > 0, self.budget.r_lo, self.budget.r_hi, scale)
         return PrivatizedMessage(payload={"reward_hat": value}, mechanism=LAPLACE_MECHANISM)
 
 
@@ -545,9 +539,3 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
             self.fail_prob,
         )
         return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
-
-    @property
-    def batch_log(self) -> list[dict[str, Any]]:
-        """Per-batch public record of the run."""
-        server = self.__dict__.get("server")
-        return [] if server is None else server.batch_log
