@@ -69,6 +69,21 @@ def _on(what: str) -> str:
     return f" on {what}" if what else ""
 
 
+def _noise_line(
+    mechanism: str,
+    what: str,
+    scale: tuple[str, float],
+    sensitivity: tuple[str, float],
+    note: str,
+) -> str:
+    """One additive-noise event: ``"<mechanism> on <what>: <scale name> = <scale>, <norm>
+    sensitivity = <sensitivity> (<note>)"``."""
+    return (
+        f"{mechanism}{_on(what)}: {scale[0]} = {_fmt(scale[1])}, {sensitivity[0]} sensitivity = "
+        f"{_fmt(sensitivity[1])} ({note})"
+    )
+
+
 def _lead(what: str) -> str:
     """``"<what>: "`` before a composition (empty when nothing is named)."""
     return f"{what}: " if what else ""
@@ -142,10 +157,8 @@ class Gaussian(Event):
         return math.inf if self.sensitivity == 0 else self.sigma / self.sensitivity
 
     def describe(self) -> str:
-        what = _on(self.what)
-        return (
-            f"Gaussian{what}: sigma = {_fmt(self.sigma)}, l2 sensitivity = "
-            f"{_fmt(self.sensitivity)} ({self.calibration})"
+        return _noise_line(
+            "Gaussian", self.what, ("sigma", self.sigma), ("l2", self.sensitivity), self.calibration
         )
 
 
@@ -164,10 +177,9 @@ class Laplace(Event):
         return 0.0 if self.sensitivity == 0 else self.sensitivity / self.scale
 
     def describe(self) -> str:
-        what = _on(self.what)
-        return (
-            f"Laplace{what}: scale = {_fmt(self.scale)}, l1 sensitivity = "
-            f"{_fmt(self.sensitivity)} (epsilon = {_fmt(self.epsilon)})"
+        note = f"epsilon = {_fmt(self.epsilon)}"
+        return _noise_line(
+            "Laplace", self.what, ("scale", self.scale), ("l1", self.sensitivity), note
         )
 
 
