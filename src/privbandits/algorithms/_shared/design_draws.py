@@ -19,12 +19,11 @@ Algorithm 1.
 
 from __future__ import annotations
 
-import math
-
 import numba as nb
 import numpy as np
 
 from privbandits.algorithms._shared.design import RANK_TOL, fedorov_wynn_step
+from privbandits.algorithms._shared.linalg import cholesky_lower
 
 __all__ = ["design_draws", "uniform_start_design"]
 
@@ -43,19 +42,9 @@ def _leverages(Y: np.ndarray, pi: np.ndarray, g: np.ndarray) -> None:  # pragma:
                 for j in range(i + 1):
                     V[i, j] += pi[a] * Y[a, i] * Y[a, j]
     L = np.zeros((m, m))
-    for j in range(m):  # Cholesky, lower triangular; fails as LAPACK does on a non-positive pivot
-        s = V[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            g[:] = np.inf
-            return
-        L[j, j] = math.sqrt(s)
-        for i in range(j + 1, m):
-            s = V[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
+    if not cholesky_lower(V, L):  # fails as LAPACK does on a non-positive pivot
+        g[:] = np.inf
+        return
     z = np.empty(m)
     for a in range(n):
         tot = 0.0
