@@ -45,7 +45,6 @@ from privbandits.algorithms.hanna.presets import (
     SWITCH_CONSTRAINTS,
 )
 from privbandits.algorithms.hanna.server import EliminationServer, ServerHeldEngine, check_reports
-from privbandits.algorithms.hanna.widths import LocalWidth
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import PrivatizedMessage, PublicState
@@ -336,7 +335,4 @@ class HannaLocal(LaplaceCalibration, ServerHeldEngine, LocalAlgorithm):
         """The elimination engine with the local width (public quantities only)."""
         c = self.calibration.typed(LocalConstants)
         scale = c.laplace_scale
-        width = LocalWidth(
-            lambda plan: np.full(len(plan), scale), c.width_mode, self.sigma, self.fail_prob
-        )
-        return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
+        return self.local_core(A, lambda plan: np.full(len(plan), scale), c.width_mode)

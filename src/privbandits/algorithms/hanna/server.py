@@ -25,8 +25,10 @@ import numpy as np
 
 from privbandits.algorithms.base import Server
 from privbandits.algorithms.hanna.elimination import BatchPlan, HannaElimination
+from privbandits.algorithms.hanna.widths import LocalWidth, ScaleFn
 from privbandits.core.errors import TrustBoundaryError
 from privbandits.core.messages import PublicState, check_real_arrays
+from privbandits.core.spec import EnvSpec
 
 __all__ = ["REPORT_KEYS", "EliminationServer", "ServerHeldEngine", "check_reports"]
 
@@ -132,12 +134,22 @@ class ServerHeldEngine:
 
     server: Any
     make_core: Any
+    spec: EnvSpec
+    sigma: float
+    fail_prob: float | None
+    design_factor: float
 
     def start_batches(self, A: np.ndarray) -> HannaElimination:
         """Install the engine on the public action catalogue ``A`` (R, K, d) in the server."""
         core = self.make_core(np.array(A, dtype=float, copy=True))
         self.server.start(core)
         return core
+
+    def local_core(self, A: np.ndarray, scale: ScaleFn, width_mode: str) -> HannaElimination:
+        """The elimination engine of Algorithms 2 and 3: the local width of the per-batch Laplace
+        ``scale`` (public quantities only) and the greedy core set."""
+        width = LocalWidth(scale, width_mode, self.sigma, self.fail_prob)
+        return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
 
     @property
     def core(self) -> HannaElimination | None:

@@ -61,7 +61,6 @@ from privbandits.algorithms.hanna.presets import (
     resolve_switches,
 )
 from privbandits.algorithms.hanna.server import EliminationServer, ServerHeldEngine, check_reports
-from privbandits.algorithms.hanna.widths import LocalWidth
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import TrustBoundaryError, ValidationError
 from privbandits.core.messages import (
@@ -532,10 +531,5 @@ class HannaShuffle(ServerHeldEngine, ShuffleAlgorithm):
     # -- BatchedAlgorithm -------------------------------------------------------------------------
     def make_core(self, A: np.ndarray) -> HannaElimination:
         """The elimination engine with the shuffle width (``s_i`` from the public ``n_i``)."""
-        width = LocalWidth(
-            self.budget.scale_for,
-            self.calibration.typed(ShuffleConstants).width_mode,
-            self.sigma,
-            self.fail_prob,
-        )
-        return HannaElimination(A, self.spec, width, self.design_factor, "greedy")
+        width_mode = self.calibration.typed(ShuffleConstants).width_mode
+        return self.local_core(A, self.budget.scale_for, width_mode)
