@@ -39,6 +39,7 @@ from privbandits.privacy.ranges import Z_TAIL, OutputRange
 
 __all__ = [
     "GAUSSIAN_CALIBRATIONS",
+    "LAPLACE_NOTE",
     "MECHANISMS",
     "PRESETS",
     "REFERENCE_CODES",
@@ -61,6 +62,11 @@ GAUSSIAN_CALIBRATIONS: tuple[str, ...] = ("classic", "analytic")
 #: (github.com/liangzp/LDP-Bandit, the baseline of the Han et al. 2021 figures) or Zheng et al.'s
 #: own demo (github.com/MIFA-Lab/LDPbandit2020, ``src/linucb.py``).
 REFERENCE_CODES: tuple[str, ...] = ("han2021", "zheng2020")
+#: The guarantee's note on the Laplace mechanism (both algorithms).
+LAPLACE_NOTE = (
+    "Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas "
+    "with the Laplace std"
+)
 
 
 def outer_vector_sensitivity(C_B: float, lo: float, hi: float) -> float:

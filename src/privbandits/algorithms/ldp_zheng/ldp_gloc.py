@@ -59,6 +59,7 @@ from privbandits.algorithms.glm.gloc import relabel
 from privbandits.algorithms.kernel import ESTIMATE_BOUND, LocalKernel
 from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
 from privbandits.algorithms.ldp_zheng.calibration import (
+    LAPLACE_NOTE,
     LDPGLOCConstants,
     classic_sigma,
     outer_vector_sensitivity,
@@ -401,10 +402,7 @@ class LDPGLOC(ZhengAlgorithm):
                 scale_V = scale_u = (l1_V + l1_u) / (2.0 * eps / 3.0)
                 scale_g = l1_g / (eps / 3.0)
                 sigma, grad_sigma = _SQRT2 * scale_V, _SQRT2 * scale_g
-                notes.append(
-                    "Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
-                    "Laplace std"
-                )
+                notes.append(LAPLACE_NOTE)
             elif calib == "analytic":
                 rho = 2.0 * G / (C_B * (C_B + z_bound))
                 sigma = tight_sigma(eps, delta, math.hypot(J, 2.0 * G / rho))

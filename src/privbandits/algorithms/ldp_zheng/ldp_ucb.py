@@ -42,6 +42,7 @@ from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.kernel import LocalKernel
 from privbandits.algorithms.ldp_zheng.base import ZhengAlgorithm
 from privbandits.algorithms.ldp_zheng.calibration import (
+    LAPLACE_NOTE,
     REFERENCE_CODES,
     LDPUCBConstants,
     classic_sigma,
@@ -256,10 +257,7 @@ class LDPUCB(ZhengAlgorithm):
             b = (l1_V + l1_u) / eps
             scale_V = scale_u = b
             sigma = _SQRT2 * b
-            notes.append(
-                "Laplace variant (Zheng et al. 2020, correction Zheng20-17); radii reuse the Gaussian formulas with the "
-                "Laplace std"
-            )
+            notes.append(LAPLACE_NOTE)
             parts: tuple[tuple[str, float, float], ...] = (("x x^T", l1_V, b), ("y x", l1_u, b))
         else:
             if preset == "authors_code" and self.reference_code == "zheng2020":
