@@ -8,15 +8,14 @@ import numpy as np
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
-from privbandits.core.validation import check_choice, check_finite_array, check_positive
-from privbandits.envs.base import Environment
+from privbandits.core.validation import check_choice, check_finite_array
 from privbandits.envs.contexts import unit_sphere
-from privbandits.envs.synthetic import draw_theta
+from privbandits.envs.synthetic import SingleThetaEnv
 
 __all__ = ["FiniteActionEnv"]
 
 
-class FiniteActionEnv(Environment):
+class FiniteActionEnv(SingleThetaEnv):
     """The same action set ``A`` (K vectors in R^d) every round; mean reward ``mu(a @ theta*)``.
 
     Parameters
@@ -60,8 +59,7 @@ class FiniteActionEnv(Environment):
             if np.linalg.norm(arr, axis=1).max() > context_bound * (1 + 1e-9):
                 raise ValidationError(f"actions must have l2 norm <= context_bound={context_bound}")
         self.actions = actions
-        self.theta = theta
-        self.theta_norm = check_positive("theta_norm", theta_norm)
+        self._set_theta(theta, theta_norm)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -73,10 +71,6 @@ class FiniteActionEnv(Environment):
             theta_norm=self.theta_norm,
         )
         return out
-
-    @property
-    def theta_star(self) -> np.ndarray:
-        return self._theta
 
     @property
     def action_set(self) -> np.ndarray:
@@ -200,7 +194,7 @@ class FiniteActionEnv(Environment):
             A = self.context_bound * A
         else:
             A = np.broadcast_to(np.asarray(self.actions, float), (R, K, d)).copy()
-        self._theta = draw_theta(rng, (R,), d, self.theta, self.theta_norm)
+        self._draw_theta(rng)
         A.setflags(write=False)
         self._A = A
         self._means = self.link.mu(np.einsum("rkd,rd->rk", A, self._theta))

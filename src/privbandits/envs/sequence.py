@@ -9,14 +9,13 @@ import numpy as np
 
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import Link
-from privbandits.core.validation import check_finite_array, check_norm_bound, check_positive
-from privbandits.envs.base import Environment
-from privbandits.envs.synthetic import draw_theta
+from privbandits.core.validation import check_finite_array, check_norm_bound
+from privbandits.envs.synthetic import SingleThetaEnv
 
 __all__ = ["ContextSequenceEnv"]
 
 
-class ContextSequenceEnv(Environment):
+class ContextSequenceEnv(SingleThetaEnv):
     """Single-parameter environment whose per-round action sets come from an iterable.
 
     Parameters
@@ -49,19 +48,12 @@ class ContextSequenceEnv(Environment):
     ) -> None:
         super().__init__(d, K, link, noise, noise_scale, context_bound, reward_range)
         self._source = contexts
-        self.theta = theta
-        self.theta_norm = check_positive("theta_norm", theta_norm)
-
-    @property
-    def theta_star(self) -> np.ndarray:
-        return self._theta
+        self._set_theta(theta, theta_norm)
 
     def _reset(self) -> None:
         src = self._source() if callable(self._source) else self._source
         self._it: Iterator[Any] = iter(src)
-        self._theta = draw_theta(
-            self.streams.instance, (self.R,), self.d, self.theta, self.theta_norm
-        )
+        self._draw_theta(self.streams.instance)
 
     def chunk_rounds(self) -> int:
         return 256

@@ -14,7 +14,7 @@ from privbandits.core.validation import check_choice, check_finite_array, check_
 from privbandits.envs.base import CHUNK_FLOATS, MAX_CHUNK_ROUNDS, Environment
 from privbandits.envs.contexts import CONTEXT_DISTRIBUTIONS, sample_contexts, unit_sphere
 
-__all__ = ["SyntheticEnv", "draw_theta"]
+__all__ = ["SingleThetaEnv", "SyntheticEnv", "draw_theta"]
 
 
 @nb.njit(cache=True)
@@ -72,6 +72,29 @@ def draw_theta(
     if arr.shape != want:
         raise ValidationError(f"theta must have shape {want}, got {arr.shape}")
     return np.broadcast_to(arr, shape + (d,)).copy()
+
+
+class SingleThetaEnv(Environment):
+    """An environment with one true parameter ``theta*`` in R^d per replication, given or drawn
+    by :func:`draw_theta` from the ``theta`` and ``theta_norm`` it was constructed with (the
+    fixed action sets and the context sequences)."""
+
+    theta: Any
+    theta_norm: float
+    _theta: np.ndarray
+
+    def _set_theta(self, theta: Any, theta_norm: float) -> None:
+        """Keep the ``theta`` and ``theta_norm`` arguments (``theta_norm`` checked positive)."""
+        self.theta = theta
+        self.theta_norm = check_positive("theta_norm", theta_norm)
+
+    def _draw_theta(self, rng: np.random.Generator) -> None:
+        """Draw (or broadcast) this instance's ``theta*``, shape ``(R, d)``, from ``rng``."""
+        self._theta = draw_theta(rng, (self.R,), self.d, self.theta, self.theta_norm)
+
+    @property
+    def theta_star(self) -> np.ndarray:
+        return self._theta
 
 
 class SyntheticEnv(Environment):
