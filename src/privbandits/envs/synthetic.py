@@ -18,32 +18,22 @@ __all__ = ["SingleThetaEnv", "SyntheticEnv", "draw_theta"]
 
 
 @nb.njit(cache=True)
-def _scores_single(X: np.ndarray, theta: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``z[b, r, k] = X[b, r, k] @ theta[r]``."""
-    B, R, K, d = X.shape
+def _scores(X: np.ndarray, theta: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``z[b, r, k] = X[b, r, k] @ theta[r, k]``, an arm axis of length 1 standing for every arm:
+    single setting ``X`` (B, R, K, d) with ``theta`` (R, 1, d) (``X[b, r, k] @ theta[r]``), multi
+    setting ``X`` (B, R, 1, d) with ``theta`` (R, K, d) (``X[b, r] @ theta[r, k]``)."""
+    B, R, KX, d = X.shape
+    KT = theta.shape[1]
+    K = max(KX, KT)
     z = np.empty((B, R, K))
     for b in range(B):
         for r in range(R):
             for k in range(K):
+                kx = k if KX > 1 else 0
+                kt = k if KT > 1 else 0
                 s = 0.0
                 for j in range(d):
-                    s += X[b, r, k, j] * theta[r, j]
-                z[b, r, k] = s
-    return z
-
-
-@nb.njit(cache=True)
-def _scores_multi(X: np.ndarray, theta: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``z[b, r, k] = X[b, r] @ theta[r, k]``."""
-    B, R, d = X.shape
-    K = theta.shape[1]
-    z = np.empty((B, R, K))
-    for b in range(B):
-        for r in range(R):
-            for k in range(K):
-                s = 0.0
-                for j in range(d):
-                    s += X[b, r, j] * theta[r, k, j]
+                    s += X[b, r, kx, j] * theta[r, kt, j]
                 z[b, r, k] = s
     return z
 
@@ -215,12 +205,12 @@ class SyntheticEnv(Environment):
             X, nclip = sample_contexts(
                 rng, (B, self.R, self.K), self.d, self.contexts, self.context_bound, self.cov_sqrt
             )
-            z = _scores_single(X, self._theta)
+            z = _scores(X, self._theta[:, None, :])
         else:
             X, nclip = sample_contexts(
                 rng, (B, self.R), self.d, self.contexts, self.context_bound, self.cov_sqrt
             )
-            z = _scores_multi(X, self._theta)
+            z = _scores(X[:, :, None, :], self._theta)
         means = z if self.link.code == LINK_IDENTITY else self.link.mu(z)
         self.noise.check_means(means)
         self.n_clipped += nclip
