@@ -35,7 +35,7 @@ import numpy as np
 
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
 from privbandits.core.errors import PrivbanditsError, ValidationError
-from privbandits.core.messages import PublicState
+from privbandits.core.messages import PrivatizedMessage, PublicState
 from privbandits.engine.protocol import device_choose, device_randomize
 
 __all__ = ["DeviceClient", "ModelSnapshot", "Pin", "ServiceError", "local_algorithm"]
@@ -246,6 +246,29 @@ class DeviceClient:
             )
         return alg
 
+    def _randomize(
+        self,
+        alg: LocalAlgorithm,
+        version: int,
+        public: PublicState,
+        contexts: np.ndarray,
+        action: int,
+        reward: float,
+    ) -> tuple[PrivatizedMessage, dict[str, Any]]:
+        """The randomizer's message for the user's one round under ``public`` at model ``version``
+        (:func:`privbandits.engine.protocol.device_randomize`), and its payload as JSON lists."""
+        msg = device_randomize(
+            alg.client,
+            alg.spec,
+            version,
+            public,
+            np.asarray(contexts)[None],
+            np.array([action]),
+            np.array([reward]),
+            self.rng_client,
+        )
+        return msg, {k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()}
+
     # -- local model ------------------------------------------------------------------------
     def choose(self, contexts: np.ndarray, model: ModelSnapshot) -> int:
         """The action for the user's own ``contexts`` ((K, d) or (d,)), chosen on the device from the
@@ -264,20 +287,8 @@ class DeviceClient:
         (:func:`privbandits.engine.protocol.device_randomize`)."""
         alg = self._checked(model, LocalAlgorithm)
         assert isinstance(alg, LocalAlgorithm)
-        msg = device_randomize(
-            alg.client,
-            alg.spec,
-            model.version,
-            model.public,
-            np.asarray(contexts)[None],
-            np.array([action]),
-            np.array([reward]),
-            self.rng_client,
-        )
-        return {
-            "model_version": model.version,
-            "report": {k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()},
-        }
+        _, report = self._randomize(alg, model.version, model.public, contexts, action, reward)
+        return {"model_version": model.version, "report": report}
 
     def send(self, body: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """``POST /v1/reports`` with one idempotency key for every retry."""

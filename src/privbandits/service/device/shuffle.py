@@ -35,7 +35,6 @@ import numpy as np
 from privbandits.algorithms.base import ShuffleAlgorithm
 from privbandits.core.errors import ValidationError
 from privbandits.core.messages import PublicState
-from privbandits.engine.protocol import device_randomize
 from privbandits.service.device.client import (
     DeviceClient,
     ModelSnapshot,
@@ -125,18 +124,9 @@ class ShuffleDevice(DeviceClient):
         alg = self._checked(model, ShuffleAlgorithm)
         assert isinstance(alg, ShuffleAlgorithm)
         a = assigned.action
-        msg = device_randomize(
-            alg.client,
-            alg.spec,
-            assigned.version,
-            assigned.public,
-            np.asarray(contexts)[None],
-            np.array([a]),
-            np.array([reward]),
-            self.rng_client,
-        )
+        msg, payload = self._randomize(alg, assigned.version, assigned.public, contexts, a, reward)
         report: dict[str, Any] = {"action": a}
-        report.update({k: np.asarray(v)[0].tolist() for k, v in msg.payload.items()})
+        report.update(payload)
         # padded to the longest report of the device's own format: every sealed report has one size
         fmt = ReportFormat(
             msg.mechanism,
