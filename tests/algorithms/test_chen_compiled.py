@@ -216,3 +216,69 @@ def test_compiled_spanner_equals_the_svd_construction() -> None:
                 np.testing.assert_array_equal(buf[:k], barycentric_spanner(F, 2.0))
                 n += 1
     assert n == 165
+
+
+def test_remembered_planning_skips_only_estimates_that_eliminate_nothing() -> None:
+    """The device's memory of the billboard (``remember``) skips an estimate only when it certainly
+    keeps every action: the action equals the full evaluation's on boards with wide and narrow
+    widths, and after the server swaps in other matrices, non-finite entries or a non-symmetric
+    ``U`` (adversarial public states); both kinds of board occur (identity link: means in [-1, 1],
+    so a board whose widths are below 1 can eliminate)."""
+    from privbandits.algorithms.chen.planning_kernel import board_memory, plan_one, plan_workspace
+
+    rng = np.random.default_rng(3)
+    K, J = 8, 5
+    skipped = evaluated = 0
+    for d in (2, 4):
+        memory = board_memory(1, J, d)
+        work = plan_workspace(K, d)
+        for trial in range(300):
+            F = rng.standard_normal((K, d))
+            F /= np.linalg.norm(F, axis=1, keepdims=True)
+            F *= rng.uniform(0.2, 1.0, size=(K, 1))
+            theta = 2.0 * rng.standard_normal((J, d))
+            U = rng.standard_normal((J, d, d)) * 0.3 + np.eye(d)
+            scale = rng.choice([0.05, 0.5, 2.0, 50.0], size=J)
+            if trial % 7 == 0:
+                U[rng.integers(J), 0, 0] = np.nan
+            if trial % 11 == 0:
+                scale[rng.integers(J)] = np.inf
+            n = int(rng.integers(0, J + 1))
+            seed = int(rng.integers(2**32))
+            full = plan_one(
+                F,
+                theta,
+                U,
+                scale,
+                n,
+                0,
+                2.0,
+                SPANNER_TOL,
+                np.random.default_rng(seed),
+                work,
+                memory,
+                0,
+                False,
+            )
+            kept = plan_one(
+                F,
+                theta,
+                U,
+                scale,
+                n,
+                0,
+                2.0,
+                SPANNER_TOL,
+                np.random.default_rng(seed),
+                work,
+                memory,
+                0,
+                True,
+            )
+            assert kept == full, (d, trial)
+            floor = memory[2][0]
+            norm = float(np.min(np.linalg.norm(F, axis=1)))
+            inert = floor[:n] * norm >= 1.0
+            skipped += int(inert.sum())
+            evaluated += int(n - inert.sum())
+    assert skipped > 100 and evaluated > 100

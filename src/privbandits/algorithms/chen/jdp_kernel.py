@@ -188,7 +188,7 @@ def build_jdp_kernel(
     return CuratorKernel(
         plan_select,
         update,
-        kernel_params(reg, table, spanner_C, n_actions, d),
+        kernel_params(reg, table, spanner_C, n_actions, d, R),
         state,
         estimate=lambda: latest_estimates(state[3], state[4]),
     )

@@ -36,7 +36,12 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from privbandits.algorithms.chen.planning_kernel import SPANNER_TOL, plan_one, plan_workspace
+from privbandits.algorithms.chen.planning_kernel import (
+    SPANNER_TOL,
+    board_memory,
+    plan_one,
+    plan_workspace,
+)
 from privbandits.algorithms.kernel import LocalKernel, MessageLayout
 from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian
@@ -139,11 +144,11 @@ def _opnorm(U: np.ndarray) -> float:  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _device_opnorm(params, r, U):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _device_opnorm(seen, norm, r, U):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``||U||`` as the device of replication ``r`` computes it, remembered with the matrix it was
-    computed from (the device's own memory, ``params[7]``: the server changes ``U`` a few times an
-    epoch; any other matrix is measured afresh)."""
-    seen, norm = params[7], params[8]
+    computed from (the device's own memory ``seen``, ``norm``: ``params[10]``, ``params[11]``; the
+    server changes ``U`` a few times an epoch; any other matrix is measured afresh).  Takes the two
+    arrays rather than ``params``: passing the whole tuple costs more than the comparison."""
     same = True
     d = U.shape[0]
     for i in range(d):
@@ -192,15 +197,21 @@ def _row_times(x: np.ndarray, U: np.ndarray, V: np.ndarray) -> float:  # pragma:
 # -- the billboard and the kernels' shared layout ------------------------------------------------
 #: ``params`` of both Algorithm 3 kernels start with: the link code, the spanner constant ``C``,
 #: ``sigma``, the number ``K`` of normalization batches, the step ``eta = 1 / (2 L_nu)``, the epoch
-#: table and the planning scratch; their ``state`` / ``public`` hold the billboard at
-#: :data:`BOARDS` (the number posted, ``theta``, ``U``, the width scale).
+#: table, the planning step's scratch and its memory of the billboard (:func:`board_memory`, three
+#: arrays, kept flat in ``params``: nested tuples cost every call); their ``state`` / ``public``
+#: hold the billboard at :data:`BOARDS` (the number posted, ``theta``, ``U``, the width scale).
 BOARDS = slice(3, 7)
 
 
 def kernel_params(
-    reg: ReweightedRegression, table: np.ndarray, spanner_C: float, n_actions: int, d: int
+    reg: ReweightedRegression,
+    table: np.ndarray,
+    spanner_C: float,
+    n_actions: int,
+    d: int,
+    R: int,
 ) -> tuple[Any, ...]:
-    """The leading ``params`` of an Algorithm 3 kernel (see :data:`BOARDS`)."""
+    """The leading ``params`` of an Algorithm 3 kernel for ``R`` replications (see :data:`BOARDS`)."""
     return (
         int(reg.link.link.code),
         float(spanner_C),
@@ -209,6 +220,7 @@ def kernel_params(
         1.0 / (2.0 * reg.link.L_nu),
         table,
         plan_workspace(int(n_actions), d),
+        *board_memory(R, table.shape[0], d),
     )
 
 
@@ -237,8 +249,23 @@ def plan_select(params, boards, r, t, X, rng):  # type: ignore[no-untyped-def]  
     """Algorithm 4 on replication ``r``'s billboard (one ``policy`` uniform): the curator's
     ``select`` of ``chen-jdp`` / ``chen-elim`` and the device's ``choose`` of ``chen-ldp``."""
     code, C = params[0], params[1]
+    memory = (params[7], params[8], params[9])
     n_boards, theta, bU, scale = boards[3], boards[4], boards[5], boards[6]
-    return plan_one(X, theta[r], bU[r], scale[r], n_boards[r], code, C, SPANNER_TOL, rng, params[6])
+    return plan_one(
+        X,
+        theta[r],
+        bU[r],
+        scale[r],
+        n_boards[r],
+        code,
+        C,
+        SPANNER_TOL,
+        rng,
+        params[6],
+        memory,
+        r,
+        True,
+    )
 
 
 # -- the user's side ------------------------------------------------------------------------
@@ -259,7 +286,7 @@ def encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def] 
         for i in range(d):
             for j in range(d):
                 M[i * d + j] = (V[i] * inv) * V[j]
-        _clip_norm(M, _device_opnorm(params, r, U))
+        _clip_norm(M, _device_opnorm(params[10], params[11], r, U))
     else:
         z = 0.0
         for j in range(d):
@@ -279,7 +306,7 @@ def randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyp
     slot, U = public[0][r], public[1][r]
     d = U.shape[0]
     if slot == NORMALIZE:  # SymPriv: the shared sampler, in the numpy client's order
-        s = sigma * SQRT2 * _device_opnorm(params, r, U)
+        s = sigma * SQRT2 * _device_opnorm(params[10], params[11], r, U)
         Z = np.zeros((d, d))
         add_symmetric_gaussian(rng, 1.0, Z)
         for i in range(d):
@@ -375,7 +402,7 @@ def build_ldp_kernel(
     size of the planning step's scratch)."""
     table = epoch_table(reg, ends, min_fit, d)
     params = (
-        *kernel_params(reg, table, spanner_C, n_actions, d),
+        *kernel_params(reg, table, spanner_C, n_actions, d, R),
         np.full((R, d, d), np.nan),
         np.zeros(R),
     )

@@ -23,10 +23,12 @@ import math
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms._shared.linalg import cholesky_lower
 from privbandits.core.links import link_mu
 
 __all__ = [
     "SPANNER_TOL",
+    "board_memory",
     "plan_one",
     "plan_workspace",
     "select_planned",
@@ -217,6 +219,48 @@ def _row_basis(F: np.ndarray, m: int, tol: float, ws) -> int:  # type: ignore[no
     return r
 
 
+#: Smallest certified ratio ``lambda_min / lambda_max`` of ``F^T F`` (a singular-value ratio of
+#: 1e-4) for which :func:`_surely_full_rank` answers without the singular values: far above the
+#: rank tolerance's ``1e-18``, and far enough from 1 / rounding that the Cholesky factor is accurate.
+FULL_RANK_RATIO = 1e-8
+
+
+@nb.njit(cache=True, inline="always")
+def _surely_full_rank(F: np.ndarray, m: int, ws) -> bool:  # type: ignore[no-untyped-def]  # pragma: no cover
+    """True when the rows ``F[:m]`` certainly have full column rank ``d`` at the spanner's rank
+    tolerance (False: not decided here, the singular values decide).
+
+    With ``S = F^T F = L L^T`` (Cholesky), ``lambda_max(S) <= tr S`` and ``lambda_min(S) = 1 /
+    ||S^{-1}||_2 >= 1 / ||L^{-1}||_F^2``; the rank is ``d`` when the ratio of the two bounds exceeds
+    :data:`FULL_RANK_RATIO`, i.e. ``sigma_min / sigma_max > 1e-4``, far above ``SPANNER_TOL``.
+    """
+    d = F.shape[1]
+    S, L = ws[W_GRAM], ws[W_LU]
+    trace = 0.0
+    for i in range(d):
+        for j in range(i + 1):
+            acc = 0.0
+            for k in range(m):
+                acc += F[k, i] * F[k, j]
+            S[i, j] = acc
+        trace += S[i, i]
+    if not (trace > 0.0 and cholesky_lower(S, L)):
+        return False
+    inv_sq = 0.0  # ||L^{-1}||_F^2, column by column of the inverse (forward substitution)
+    z = ws[W_Z]
+    for c in range(d):
+        for i in range(d):
+            if i < c:
+                z[i] = 0.0
+                continue
+            acc = 1.0 if i == c else 0.0
+            for k in range(c, i):
+                acc -= L[i, k] * z[k]
+            z[i] = acc / L[i, i]
+            inv_sq += z[i] * z[i]
+    return 1.0 / (inv_sq * trace) > FULL_RANK_RATIO
+
+
 @nb.njit(cache=True, inline="always")
 def _spanner_fast(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarray) -> int:  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`spanner_indices` of the rows ``F[:m]`` without LAPACK calls or allocations (scratch:
@@ -225,21 +269,30 @@ def _spanner_fast(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarr
 
     The construction of :func:`~privbandits.algorithms.chen.spanner.barycentric_spanner` (phase 1:
     maximize the determinant column by column; phase 2: swap while a coefficient exceeds ``C``),
-    in coordinates of the right singular vectors of ``F`` (:func:`_row_basis`), with small
-    hand-written factorizations instead of LAPACK calls (this runs for every user of every round).
+    in the standard coordinates when the rows span ``R^d`` (certified by :func:`_surely_full_rank`
+    without singular values, or by :func:`_row_basis`) and in those of the leading right singular
+    vectors otherwise, with small hand-written factorizations instead of LAPACK calls (this runs for every user of every round).
     """
     d = F.shape[1]
     Qb = ws[W_QB]
-    r = _row_basis(F, m, tol, ws)
-    if r <= 0 or r < min(m, d):
-        return -1  # zero or rank-deficient rows: the exact construction decides
     G, Xi, LU, piv, z, idx = ws[W_G], ws[W_X], ws[W_LU], ws[W_PIV], ws[W_Z], ws[W_IDX]
-    for k in range(m):  # coordinates in span(F)
-        for c in range(r):
-            s = 0.0
-            for i in range(d):
-                s += F[k, i] * Qb[i, c]
-            G[k, c] = s
+    if m >= d and _surely_full_rank(F, m, ws):
+        r = d
+    else:
+        r = _row_basis(F, m, tol, ws)
+        if r <= 0 or r < min(m, d):
+            return -1  # zero or rank-deficient rows: the exact construction decides
+    if r == d:  # span(F) = R^d: the standard basis is an orthonormal basis of it
+        for k in range(m):
+            for c in range(d):
+                G[k, c] = F[k, c]
+    else:
+        for k in range(m):  # coordinates in span(F)
+            for c in range(r):
+                s = 0.0
+                for i in range(d):
+                    s += F[k, i] * Qb[i, c]
+                G[k, c] = s
     H = ws[W_H]
     for k in range(m):
         for c in range(r):
@@ -342,7 +395,8 @@ def spanner_indices_lapack(
     for v in s:
         if v > tol * s[0]:
             r += 1
-    G = F @ np.ascontiguousarray(vt[:r].T)  # coordinates in span(F): m x r
+    # coordinates in span(F): m x r (the standard basis when span(F) = R^d)
+    G = F.copy() if r == F.shape[1] else F @ np.ascontiguousarray(vt[:r].T)
     X = np.eye(r)
     idx = np.zeros(r, dtype=np.int64)
     for i in range(r):  # phase 1: det(X with column i := g) = det(X) (X^{-1} g)_i
@@ -397,6 +451,63 @@ def spanner_indices(
     return _spanner_rows(F, m, C, tol, ws, out)
 
 
+#: Relative margin by which every width must exceed 1 for :func:`plan_one` to skip an estimate.
+INERT_MARGIN = 1e-9
+
+
+def board_memory(R: int, J: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The planning step's memory of the billboards of ``R`` replications (``J`` estimates each):
+    the ``U`` and width scale each bound was computed from (NaN: none yet) and the lower bound on
+    ``scale sigma_min(U)`` (:func:`plan_one` with ``remember``)."""
+    return np.full((R, J, d, d), np.nan), np.full((R, J), np.nan), np.zeros((R, J))
+
+
+@nb.njit(cache=True)
+def _width_floor(U: np.ndarray, j: int, scale: float) -> float:  # pragma: no cover - compiled
+    """A lower bound on ``scale ||U[j]^T x|| / ||x||`` over every ``x != 0``: ``scale
+    sigma_min(U[j])`` less the singular values' rounding error (``8 d eps sigma_max``); 0 for a
+    non-finite ``U[j]`` or ``scale``."""
+    d = U.shape[1]
+    if not (math.isfinite(scale) and scale > 0.0):
+        return 0.0
+    A = np.empty((d, d))
+    for i in range(d):
+        for c in range(d):
+            if not math.isfinite(U[j, i, c]):
+                return 0.0
+            A[i, c] = U[j, i, c]
+    s = np.linalg.svd(A)[1]
+    return max(0.0, scale * (s[d - 1] - 8.0 * d * 2.220446049250313e-16 * s[0]))
+
+
+@nb.njit(cache=True)
+def _first_changed(U, scale, start, n_boards, seen_U, seen_scale):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The first estimate from ``start`` whose ``U`` or scale differs from the remembered one, or -1."""
+    d = U.shape[1]
+    for j in range(start, n_boards):
+        if seen_scale[j] != scale[j]:
+            return j
+        for i in range(d):
+            for c in range(d):
+                if seen_U[j, i, c] != U[j, i, c]:
+                    return j
+    return -1
+
+
+@nb.njit(cache=True)
+def _refresh_floors(U, scale, n_boards, seen_U, seen_scale, floor):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Recompute :func:`_width_floor` of every released estimate whose ``U`` or scale changed since
+    it was last computed (``seen_U``, ``seen_scale``, ``floor``: one replication's rows of
+    :func:`board_memory`).  A function of its own, apart from the planning loop: the rare
+    recomputation's LAPACK call would otherwise slow every check of the loop."""
+    j = _first_changed(U, scale, 0, n_boards, seen_U, seen_scale)
+    while j >= 0:
+        seen_U[j] = U[j]
+        seen_scale[j] = scale[j]
+        floor[j] = _width_floor(U, j, scale[j])
+        j = _first_changed(U, scale, j + 1, n_boards, seen_U, seen_scale)
+
+
 @nb.njit(cache=True, inline="always")
 def plan_one(
     F: np.ndarray,
@@ -409,16 +520,39 @@ def plan_one(
     tol: float,
     rng: np.random.Generator,
     work,  # type: ignore[no-untyped-def]
+    memory,  # type: ignore[no-untyped-def]
+    r: int,
+    remember: bool,
 ) -> int:  # pragma: no cover - compiled
     """One replication's round of Algorithm 4: an action uniform over the ``C``-spanner of the
     actions of ``F`` (K, d) that survive the first ``n_boards`` released estimates ``theta (J, d)``,
     ``U (J, d, d)``, ``scale (J,)`` (one ``policy`` uniform; ``work``: the scratch of
-    :func:`plan_workspace` for at least ``K`` actions, so that the step allocates nothing)."""
+    :func:`plan_workspace` for at least ``K`` actions, so that the step allocates nothing).
+
+    With ``remember``, an estimate certified to eliminate nothing at this context (every width above
+    1, by the remembered bound :func:`_width_floor` on ``scale sigma_min(U)`` and the smallest
+    feature norm) is skipped (``memory``: :func:`board_memory`, row ``r``), which gives the same
+    survivors: the Eq. (8) test is then only evaluated for estimates that can remove an action.
+    """
     K, d = F.shape
     ws = _views(work, K, d)
     f, b, keep, buf, S, Fs = ws[W_F], ws[W_B], ws[W_KEEP], ws[W_BUF], ws[W_S], ws[W_FS]
     keep[:] = True
+    floor = memory[2][r if remember else 0]
+    min_norm = 0.0
+    if remember and n_boards > 0:
+        _refresh_floors(U, scale, n_boards, memory[0][r], memory[1][r], floor)
+        min_norm = np.inf
+        for a in range(K):
+            sq = 0.0
+            for i in range(d):
+                sq += F[a, i] * F[a, i]
+            min_norm = min(min_norm, math.sqrt(sq))
     for j in range(n_boards):  # an estimate that would leave no action is skipped (as surviving)
+        if remember and floor[j] * min_norm >= 1.0 + INERT_MARGIN:
+            # certainly inert: every width b_a = min(2, scale ||U^T phi_a||) exceeds 1, so f_a + b_a
+            # > 0 > max_a' (f_a' - b_a') for means f in [-1, 1], and Eq. (8) keeps every action
+            continue
         lcb = -np.inf
         for a in range(K):
             z = 0.0
@@ -471,5 +605,20 @@ def select_planned(
     (:func:`plan_one` per replication, in replication order)."""
     R, K, d = contexts.shape
     ws = plan_workspace(K, d)
+    memory = (np.empty((1, 1, d, d)), np.empty((1, 1)), np.empty((1, 1)))  # unused: remember=False
     for r in range(R):
-        out[r] = plan_one(contexts[r], theta[r], U[r], scale[r], n_boards[r], code, C, tol, rng, ws)
+        out[r] = plan_one(
+            contexts[r],
+            theta[r],
+            U[r],
+            scale[r],
+            n_boards[r],
+            code,
+            C,
+            tol,
+            rng,
+            ws,
+            memory,
+            r,
+            False,
+        )

@@ -25,13 +25,15 @@ def barycentric_spanner(F: np.ndarray, C: float = 2.0, tol: float = 1e-9) -> np.
     """Indices of a ``C``-approximate barycentric spanner of the rows of ``F`` (m, d), ``C > 1``.
 
     Works in coordinates of an orthonormal basis of ``span(F)`` (numerical rank ``r``, tolerance
-    ``tol * sigma_max``); returns ``r`` distinct indices (one index when ``F = 0``).
+    ``tol * sigma_max``): the standard basis when ``r = d``, the leading right singular vectors
+    otherwise; returns ``r`` distinct indices (one index when ``F = 0``).
     """
     _, s, vt = np.linalg.svd(F, full_matrices=False)
     if s.size == 0 or s[0] <= 0.0:
         return np.array([0], dtype=np.int64)
     r = int(np.sum(s > tol * s[0]))
-    G = F @ vt[:r].T  # coordinates in span(F): m x r
+    # coordinates in span(F): m x r; when span(F) = R^d the standard basis is an orthonormal basis
+    G = F if r == F.shape[1] else F @ vt[:r].T
     X = np.eye(r)
     idx = np.zeros(r, dtype=np.int64)
     for i in range(r):  # phase 1: det(X with column i := g) = det(X) (X^{-1} g)_i
