@@ -245,36 +245,9 @@ def test_remembered_planning_skips_only_estimates_that_eliminate_nothing() -> No
                 scale[rng.integers(J)] = np.inf
             n = int(rng.integers(0, J + 1))
             seed = int(rng.integers(2**32))
-            full = plan_one(
-                F,
-                theta,
-                U,
-                scale,
-                n,
-                0,
-                2.0,
-                SPANNER_TOL,
-                np.random.default_rng(seed),
-                work,
-                memory,
-                0,
-                False,
-            )
-            kept = plan_one(
-                F,
-                theta,
-                U,
-                scale,
-                n,
-                0,
-                2.0,
-                SPANNER_TOL,
-                np.random.default_rng(seed),
-                work,
-                memory,
-                0,
-                True,
-            )
+            args = (F, theta, U, scale, n, 0, 2.0, SPANNER_TOL)
+            full = plan_one(*args, np.random.default_rng(seed), work, memory, 0, False)
+            kept = plan_one(*args, np.random.default_rng(seed), work, memory, 0, True)
             assert kept == full, (d, trial)
             floor = memory[2][0]
             norm = float(np.min(np.linalg.norm(F, axis=1)))
