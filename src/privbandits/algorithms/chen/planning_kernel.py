@@ -226,16 +226,19 @@ FULL_RANK_RATIO = 1e-8
 
 
 @nb.njit(cache=True, inline="always")
-def _surely_full_rank(F: np.ndarray, m: int, ws) -> bool:  # type: ignore[no-untyped-def]  # pragma: no cover
+def _surely_full_rank(
+    F: np.ndarray, m: int, S: np.ndarray, L: np.ndarray, z: np.ndarray
+) -> bool:  # pragma: no cover - compiled
     """True when the rows ``F[:m]`` certainly have full column rank ``d`` at the spanner's rank
-    tolerance (False: not decided here, the singular values decide).
+    tolerance (False: not decided here, the singular values decide); ``S``, ``L`` ``(d, d)`` and
+    ``z`` ``(d,)`` are scratch (passed as arrays: read through the workspace tuple the step is
+    several times slower).
 
     With ``S = F^T F = L L^T`` (Cholesky), ``lambda_max(S) <= tr S`` and ``lambda_min(S) = 1 /
     ||S^{-1}||_2 >= 1 / ||L^{-1}||_F^2``; the rank is ``d`` when the ratio of the two bounds exceeds
     :data:`FULL_RANK_RATIO`, i.e. ``sigma_min / sigma_max > 1e-4``, far above ``SPANNER_TOL``.
     """
     d = F.shape[1]
-    S, L = ws[W_GRAM], ws[W_LU]
     trace = 0.0
     for i in range(d):
         for j in range(i + 1):
@@ -247,7 +250,6 @@ def _surely_full_rank(F: np.ndarray, m: int, ws) -> bool:  # type: ignore[no-unt
     if not (trace > 0.0 and cholesky_lower(S, L)):
         return False
     inv_sq = 0.0  # ||L^{-1}||_F^2, column by column of the inverse (forward substitution)
-    z = ws[W_Z]
     for c in range(d):
         for i in range(d):
             if i < c:
@@ -276,7 +278,7 @@ def _spanner_fast(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarr
     d = F.shape[1]
     Qb = ws[W_QB]
     G, Xi, LU, piv, z, idx = ws[W_G], ws[W_X], ws[W_LU], ws[W_PIV], ws[W_Z], ws[W_IDX]
-    if m >= d and _surely_full_rank(F, m, ws):
+    if m >= d and _surely_full_rank(F, m, ws[W_GRAM], LU, z):
         r = d
     else:
         r = _row_basis(F, m, tol, ws)
