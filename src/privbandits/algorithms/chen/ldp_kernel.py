@@ -148,7 +148,7 @@ def _device_opnorm(seen, norm, r, U):  # type: ignore[no-untyped-def]  # pragma:
     """``||U||`` as the device of replication ``r`` computes it, remembered with the matrix it was
     computed from (the device's own memory ``seen``, ``norm``: ``params[10]``, ``params[11]``; the
     server changes ``U`` a few times an epoch; any other matrix is measured afresh).  Takes the two
-    arrays rather than ``params``: passing the whole tuple costs more than the comparison."""
+    arrays rather than ``params`` (measured faster in the compiled round)."""
     same = True
     d = U.shape[0]
     for i in range(d):
@@ -198,7 +198,7 @@ def _row_times(x: np.ndarray, U: np.ndarray, V: np.ndarray) -> float:  # pragma:
 #: ``params`` of both Algorithm 3 kernels start with: the link code, the spanner constant ``C``,
 #: ``sigma``, the number ``K`` of normalization batches, the step ``eta = 1 / (2 L_nu)``, the epoch
 #: table, the planning step's scratch and its memory of the billboard (:func:`board_memory`, three
-#: arrays, kept flat in ``params``: nested tuples cost every call); their ``state`` / ``public``
+#: arrays, kept flat in ``params``: nested, the round measured slower); their ``state`` / ``public``
 #: hold the billboard at :data:`BOARDS` (the number posted, ``theta``, ``U``, the width scale).
 BOARDS = slice(3, 7)
 
