@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import privbandits as pb
 from privbandits.algorithms.chen.ldp import GRADIENT, IDLE, NORMALIZE
@@ -255,3 +257,34 @@ def test_remembered_planning_skips_only_estimates_that_eliminate_nothing() -> No
             skipped += int(inert.sum())
             evaluated += int(n - inert.sum())
     assert skipped > 100 and evaluated > 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 6),
+    st.integers(0, 8),
+    st.floats(-14.0, 0.0),
+)
+def test_full_rank_certificate_only_certifies_full_rank(
+    seed: int, d: int, extra: int, log_kappa: float
+) -> None:
+    """The spanner's full-rank certificate (no singular values) never certifies rows whose
+    singular-value ratio is at or below 1e-4 (the rank tolerance is 1e-9), and certifies rows whose
+    ratio exceeds ``2e-4 d``: rows ``A diag(s) B`` with a chosen ratio ``s_min / s_max =
+    10^log_kappa``."""
+    from privbandits.algorithms.chen.planning_kernel import _surely_full_rank
+
+    rng = np.random.default_rng(seed)
+    m = d + extra
+    A = np.linalg.qr(rng.standard_normal((m, d)))[0]
+    B = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    s = np.logspace(0.0, log_kappa, d)
+    F = np.ascontiguousarray((A * s) @ B)
+    S, L, z = np.empty((d, d)), np.empty((d, d)), np.empty(d)
+    certified = _surely_full_rank(F, m, S, L, z)
+    ratio = s.min() / s.max()
+    if ratio <= 1e-4:
+        assert not certified
+    if ratio >= 2e-4 * d:  # the bound loses at most a factor d^2 on the squared ratio
+        assert certified
