@@ -108,8 +108,8 @@ MUTANTS = (
     Mutant(
         "server store looks idempotency keys up without the token",
         "service/server/store.py",
-        '"WHERE token = ? AND idem_key = ?"\n            ),\n            (token, idem_key),',
-        '"WHERE idem_key = ?"\n            ),\n            (idem_key,),',
+        '"WHERE token = ? AND idem_key = ?"), (token, idem_key)',
+        '"WHERE idem_key = ?"), (idem_key,)',
         ("tests/service/test_store_rows.py::test_lookup_is_scoped_by_token_and_key",),
     ),
     Mutant(
