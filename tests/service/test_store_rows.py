@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,3 +226,28 @@ def test_rows_are_immutable() -> None:
         _event(1).seq = 2  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         st.ModelRow(1, 1, 1, "d").rounds = 2  # type: ignore[misc]
+
+
+def test_snapshots_keep_the_two_newest_by_default(store: st.Store) -> None:
+    """``save_snapshot`` keeps the two newest snapshots unless told otherwise (a crash while the
+    newest is written still leaves the one before), and ``keep`` overrides it."""
+    for seq in (1, 2, 3):
+        store.save_snapshot(st.Snapshot(seq, 1, f"d{seq}", bytes([seq])))
+    assert [r[0] for r in store._execute("SELECT seq FROM snapshots ORDER BY seq")] == [2, 3]
+    store.save_snapshot(st.Snapshot(4, 1, "d4", b"\x04"), keep=1)
+    assert [r[0] for r in store._execute("SELECT seq FROM snapshots ORDER BY seq")] == [4]
+    latest = store.latest_snapshot()
+    assert latest is not None and (latest.seq, latest.state) == (4, b"\x04")
+
+
+def test_postgres_store_without_retries_runs_each_statement_once(postgres_module: Any) -> None:
+    """``retries = 0`` means one attempt per statement, not none: the store still initializes,
+    stores and finds an event."""
+    s = st.PostgresStore(str(postgres_module.create_database("noretries")), retries=0)
+    try:
+        s.init({"algorithm": "ldp-sgd", "horizon": 50})
+        s.append(_event(1), None)
+        found = s.find("client-0", "k1")
+        assert found is not None and found.seq == 1
+    finally:
+        s.close()
