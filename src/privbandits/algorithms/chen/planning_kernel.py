@@ -231,8 +231,9 @@ def _surely_full_rank(
 ) -> bool:  # pragma: no cover - compiled
     """True when the rows ``F[:m]`` certainly have full column rank ``d`` at the spanner's rank
     tolerance (False: not decided here, the singular values decide); ``S``, ``L`` ``(d, d)`` and
-    ``z`` ``(d,)`` are scratch (passed as arrays: read through the workspace tuple the step is
-    several times slower).
+    ``z`` ``(d,)`` are scratch (passed as arrays: read through the workspace tuple the step
+    measured several times slower).  ``||L^{-1}||_F^2 = tr(S^{-1})`` by forward substitution only
+    (:func:`~privbandits.algorithms._shared.linalg.cholesky_solve` would also back-substitute).
 
     With ``S = F^T F = L L^T`` (Cholesky), ``lambda_max(S) <= tr S`` and ``lambda_min(S) = 1 /
     ||S^{-1}||_2 >= 1 / ||L^{-1}||_F^2``; the rank is ``d`` when the ratio of the two bounds exceeds
@@ -273,7 +274,8 @@ def _spanner_fast(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarr
     maximize the determinant column by column; phase 2: swap while a coefficient exceeds ``C``),
     in the standard coordinates when the rows span ``R^d`` (certified by :func:`_surely_full_rank`
     without singular values, or by :func:`_row_basis`) and in those of the leading right singular
-    vectors otherwise, with small hand-written factorizations instead of LAPACK calls (this runs for every user of every round).
+    vectors otherwise, with small hand-written factorizations instead of LAPACK calls (this runs
+    for every user of every round).
     """
     d = F.shape[1]
     Qb = ws[W_QB]
