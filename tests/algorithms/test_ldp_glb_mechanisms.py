@@ -32,7 +32,13 @@ from privbandits.algorithms.ldp_glb.calibration import (
     sigma_priv,
     sigma_strict,
 )
-from privbandits.algorithms.ldp_glb.estimators import ols_accumulate, ols_solve, sgd_step, step_size
+from privbandits.algorithms.ldp_glb.estimators import (
+    ols_accumulate,
+    ols_solve,
+    sgd_step,
+    solver_scratch,
+    step_size,
+)
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import LOGISTIC
 from privbandits.core.rng import make_streams
@@ -439,7 +445,7 @@ def test_ols_solve_matches_linalg(d: int, seed: int, shift: float) -> None:
     B = rng.standard_normal((2, 1, d, d))
     S_M = B + np.swapaxes(B, -1, -2)  # symmetric, indefinite
     S_u = rng.standard_normal((2, 1, d))
-    theta, A = np.zeros((2, 1, d)), np.zeros((2, d, d + 1))
+    theta, A = np.zeros((2, 1, d)), solver_scratch(2, d)
     ols_solve(S_M, S_u, theta, A, 1, 0, shift)
     want = np.linalg.solve(S_M[1, 0] + shift * np.eye(d), S_u[1, 0])
     assert np.allclose(theta[1, 0], want, rtol=1e-7, atol=1e-9 * np.abs(want).max())
@@ -452,11 +458,38 @@ def test_ols_solve_singular_gets_the_basic_solution() -> None:
     S_M, S_u = np.zeros((1, 2, 3, 3)), np.ones((1, 2, 3))
     S_M[0, 0] = [[2.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
     S_u[0, 1] = 0.0
-    theta, A = np.full((1, 2, 3), 7.0), np.zeros((1, 3, 4))
+    theta, A = np.full((1, 2, 3), 7.0), solver_scratch(1, 3)
     ols_solve(S_M, S_u, theta, A, 0, 0, 0.0)
     assert np.allclose(theta[0, 0], [0.0, 1.0, 0.0])  # 2a + b = 1, a + b = 1; c free
     ols_solve(S_M, S_u, theta, A, 0, 1, 0.0)
     assert np.array_equal(theta[0, 1], np.zeros(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    d=st.integers(2, 6),
+    rank=st.integers(1, 5),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_ols_solve_singular_is_a_solution_with_free_coordinates_zero(
+    d: int, rank: int, seed: int
+) -> None:
+    """Rank-deficient consistent systems ``S_M theta = S_u`` (shift 0), with zero rows and
+    columns so that complete pivoting permutes columns: the basic solution solves the system,
+    has at least ``d - rank`` zero coordinates, and touches only estimator (r, k) = (1, 0)."""
+    rank = min(rank, d - 1)
+    rng = np.random.default_rng(seed)
+    B = np.zeros((d, rank))
+    rows = rng.permutation(d)[:rank]  # the other coordinates are exactly zero rows / columns
+    B[rows] = np.eye(rank) + 0.5 * rng.standard_normal((rank, rank))
+    S_M, S_u = np.zeros((2, 1, d, d)), np.zeros((2, 1, d))
+    S_M[1, 0] = B @ B.T
+    S_u[1, 0] = S_M[1, 0] @ rng.standard_normal(d)
+    theta, A = np.full((2, 1, d), 7.0), solver_scratch(2, d)
+    ols_solve(S_M, S_u, theta, A, 1, 0, 0.0)
+    assert np.allclose(S_M[1, 0] @ theta[1, 0], S_u[1, 0], atol=1e-8 * (1 + np.abs(S_u).max()))
+    assert np.count_nonzero(theta[1, 0]) <= rank
+    assert np.all(theta[0] == 7.0)
 
 
 def test_ols_accumulate_and_sgd_step() -> None:

@@ -130,8 +130,26 @@ class MessageLayout:
         return np.ascontiguousarray(np.concatenate(parts, axis=1))
 
 
+class _ChunkLoop:
+    """The compiled driver's chunk loop of a kernel (:mod:`privbandits.algorithms._shared.loops`)."""
+
+    allocates: bool
+
+    @property
+    def loops(self) -> Any:  # pragma: no cover - every kernel class defines it
+        """The round loops around the steps."""
+        raise NotImplementedError
+
+    @property
+    def chunk_loop(self) -> Any:
+        """``loops.run_borrowed`` (no reference counting) when the steps allocate no arrays
+        (``allocates = False``), else ``loops.run``."""
+        loops = self.loops
+        return loops.run if self.allocates else loops.run_borrowed
+
+
 @dataclass
-class CuratorKernel:
+class CuratorKernel(_ChunkLoop):
     """Compiled steps and state of a trusted-curator algorithm (see module docstring)."""
 
     select: Any
@@ -139,6 +157,9 @@ class CuratorKernel:
     params: tuple[Any, ...]
     state: tuple[np.ndarray, ...]
     estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
+    #: Whether the steps allocate arrays (False: the compiled driver runs them without numba's
+    #: runtime, :attr:`chunk_loop`).
+    allocates: bool = True
 
     @property
     def loops(self) -> Any:
@@ -149,7 +170,7 @@ class CuratorKernel:
 
 
 @dataclass
-class LocalKernel:
+class LocalKernel(_ChunkLoop):
     """Compiled user-side and server-side steps of a local-DP algorithm.
 
     ``public`` holds what the server broadcasts (named by ``public_names``), ``server`` the
@@ -173,6 +194,9 @@ class LocalKernel:
     noise: DeviceNoiseFn | None = None
     #: The accounted bound on the whitened distance of two neighbouring users' encodings.
     sensitivity: DeviceSensitivity | None = None
+    #: Whether the steps allocate arrays (False: the compiled driver runs them without numba's
+    #: runtime, :attr:`chunk_loop`).
+    allocates: bool = True
 
     @property
     def loops(self) -> Any:

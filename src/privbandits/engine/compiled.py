@@ -97,7 +97,7 @@ class ChunkRunner:
         self.local = isinstance(k, LocalKernel)
         self.msg = np.empty(k.message.size) if isinstance(k, LocalKernel) else None
         self.bound = float(alg.spec.context_bound)  # type: ignore[attr-defined]
-        self.loop = k.loops.run
+        self.loop = k.chunk_loop
 
     def __call__(
         self,

@@ -280,10 +280,12 @@ class BatchedLinUCB(ShuffleAlgorithm):
         layout: MessageLayout,
         noise: Any,
         sensitivity: DeviceSensitivity,
+        allocates: bool = True,
     ) -> LocalKernel:
         """The kernel around the shared server: ``steps`` are ``(encode, randomize, update)``,
         ``c`` gives ``lambda``, ``beta`` and ``B``; the server holds the sums ``G``, ``u``, the batch count,
-        the floor count and ``extra_server``; the first policy is published."""
+        the floor count and ``extra_server``; the first policy is published.  ``allocates``: whether
+        the steps allocate arrays (:attr:`~privbandits.algorithms.kernel.LocalKernel.allocates`)."""
         spec, R = self.spec, self.R
         d, T = spec.d, max(spec.horizon, 1)
         mine = (c.lam, c.beta, float(c.batch_size), float(T), 1e-6)
@@ -310,6 +312,7 @@ class BatchedLinUCB(ShuffleAlgorithm):
             public_space=ridge_space(),
             noise=noise,
             sensitivity=sensitivity,
+            allocates=allocates,
         )
 
     def batch_ends(self, t: int) -> bool:
@@ -446,6 +449,7 @@ class ShuffleLinUCB(BatchedLinUCB):
             MessageLayout("shuffle-linucb/gaussian", (("V", (d, d)), ("u", (d,)))),
             additive_noise(d, (sigma, sigma), False),
             DeviceSensitivity("l2", c.sensitivity / sigma),
+            allocates=False,
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:

@@ -267,7 +267,9 @@ class ECOLog(Curator):
             np.zeros((R, d)),
         )
         params = (float(c.lam), float(c.delta), float(c.S))
-        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
+        return CuratorKernel(
+            _select, _update, params, state, estimate=lambda: theta, allocates=False
+        )
 
     @property
     def condition_failures(self) -> np.ndarray:

@@ -335,6 +335,7 @@ class GLOC(AuthorsCodeRun, Curator):
             params,
             state,
             estimate=lambda: theta_hat.reshape(R, K, d) if block else theta_hat,
+            allocates=False,
         )
 
     def ons_estimate(self) -> np.ndarray:

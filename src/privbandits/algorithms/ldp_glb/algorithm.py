@@ -156,6 +156,7 @@ class HanAlgorithm(LocalAlgorithm):
             layout,
             estimate=(lambda: theta) if multi else (lambda: theta[:, 0]),
             encode=encode,
+            allocates=False,
             **device,
         )
 

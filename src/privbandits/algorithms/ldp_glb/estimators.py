@@ -3,7 +3,7 @@
 Compiled, one replication ``r`` and one estimator ``k`` at a time (``k = 0`` in the
 single-parameter setting, the arm in the multi-parameter setting), on state arrays
 ``S_M (R, K_est, d, d)``, ``S_u (R, K_est, d)``, ``theta (R, K_est, d)`` and the scratch
-``A (R, d, d + 1)``.
+``A (R, d, d + 2)`` (:func:`solver_scratch`).
 The same functions run the server of LDP-OLS / LDP-SGD (fed privatized messages) and the
 non-private twins of :mod:`privbandits.algorithms.linear.greedy` (fed raw statistics).
 
@@ -22,10 +22,24 @@ import numpy as np
 
 from privbandits.core.links import link_mu
 
-__all__ = ["STEP_SCHEDULES", "glm_gradient", "ols_accumulate", "ols_solve", "sgd_step", "step_size"]
+__all__ = [
+    "STEP_SCHEDULES",
+    "glm_gradient",
+    "ols_accumulate",
+    "ols_solve",
+    "sgd_step",
+    "solver_scratch",
+    "step_size",
+]
 
 #: ``eta0 m / (n + t0)`` ("inv_t") or ``eta0 m / sqrt(n + t0)`` ("inv_sqrt_t").
 STEP_SCHEDULES: tuple[str, ...] = ("inv_t", "inv_sqrt_t")
+
+
+def solver_scratch(R: int, d: int) -> np.ndarray:
+    """The solver's scratch ``A (R, d, d + 2)``: the augmented system ``[S_M + shift I | S_u]``
+    and, for the rare singular system, the column permutation (:func:`ols_solve`)."""
+    return np.zeros((R, d, d + 2))
 
 
 @nb.njit(cache=True, inline="always")
@@ -89,10 +103,14 @@ def ols_solve(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped-def] 
 def _basic_solution(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped-def]  # pragma: no cover
     """An exactly singular ``(S_M + shift I) theta = S_u`` (rare: e.g. ``shift = 0`` for an arm
     without data): Gaussian elimination with complete pivoting; the coordinates without a pivot
-    are set to 0 (``theta = 0`` when the matrix is 0)."""
+    are set to 0 (``theta = 0`` when the matrix is 0).
+
+    No allocation: the column permutation is kept (as exact small floats) in the scratch's
+    column ``d + 1`` and the solution overwrites the right-hand side, column ``d``."""
     d = theta.shape[2]
     _augment(S_M, S_u, A, r, k, shift, d)
-    col = np.arange(d)
+    for i in range(d):
+        A[r, i, d + 1] = i
     rank = d
     for c in range(d):
         p, q, big = c, c, 0.0
@@ -107,19 +125,20 @@ def _basic_solution(S_M, S_u, theta, A, r, k, shift):  # type: ignore[no-untyped
             A[r, c, j], A[r, p, j] = A[r, p, j], A[r, c, j]
         for i in range(d):
             A[r, i, c], A[r, i, q] = A[r, i, q], A[r, i, c]
-        col[c], col[q] = col[q], col[c]
+        A[r, c, d + 1], A[r, q, d + 1] = A[r, q, d + 1], A[r, c, d + 1]
         for i in range(c + 1, d):
             f = A[r, i, c] / A[r, c, c]
             for j in range(c, d + 1):
                 A[r, i, j] -= f * A[r, c, j]
-    x = np.zeros(d)
     for i in range(rank - 1, -1, -1):
         s = A[r, i, d]
         for j in range(i + 1, rank):
-            s -= A[r, i, j] * x[j]
-        x[i] = s / A[r, i, i]
+            s -= A[r, i, j] * A[r, j, d]
+        A[r, i, d] = s / A[r, i, i]
+    for i in range(rank, d):
+        A[r, i, d] = 0.0
     for i in range(d):
-        theta[r, k, col[i]] = x[i]
+        theta[r, k, int(A[r, i, d + 1])] = A[r, i, d]
 
 
 @nb.njit(cache=True, inline="always")

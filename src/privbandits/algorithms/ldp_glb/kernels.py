@@ -11,7 +11,7 @@ State (replication axis first; ``K_est = 1`` in the single-parameter setting, ``
 * public ``(theta,)`` (single) or ``(theta, theta_warm)`` (multi), ``theta (R, K_est, d)``: the
   broadcast estimates ``theta_{t-1}``; ``theta_warm (R, K, d)``: the estimates frozen at the end
   of the warm-up (zeros before), used only for elimination;
-* server, OLS: ``(S_M (R, K_est, d, d), S_u (R, K_est, d), A (R, d, d + 1))`` (``A``: solver
+* server, OLS: ``(S_M (R, K_est, d, d), S_u (R, K_est, d), A (R, d, d + 2))`` (``A``: solver
   scratch); SGD: ``(counts (R, K_est), S_M, S_u, A)`` (the OLS arrays only hold data with the OLS
   warm-up of the authors' code, correction Han21-25 in the documentation).
 

@@ -17,6 +17,7 @@ from privbandits.algorithms.ldp_glb.calibration import (
     ols_sensitivity,
 )
 from privbandits.algorithms.ldp_glb.device import estimates_space, ols_message_noise
+from privbandits.algorithms.ldp_glb.estimators import solver_scratch
 from privbandits.algorithms.ldp_glb.kernels import OLS_STEPS, OLSParams
 from privbandits.algorithms.registry import register
 from privbandits.core.spec import EnvSpec
@@ -211,7 +212,7 @@ class LDPOLS(HanAlgorithm):
             "sensitivity": DeviceSensitivity("l2", max(c.sensitivity, c.sensitivity_warm or 0.0)),
         }
         theta = np.zeros((R, K_est, d))
-        server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), np.zeros((R, d, d + 1)))
+        server = (np.zeros((R, K_est, d, d)), np.zeros((R, K_est, d)), solver_scratch(R, d))
         arms = (K,) if multi else ()  # one (M, u) slot per arm in the multi setting
         layout = MessageLayout(OLS_MECHANISM, (("M", (*arms, d, d)), ("u", (*arms, d))))
         return self._kernel(OLS_STEPS, params, theta, server, layout, device)

@@ -18,7 +18,7 @@ from privbandits.algorithms.ldp_glb.calibration import (
     sgd_defaults,
 )
 from privbandits.algorithms.ldp_glb.device import estimates_space, sgd_message_noise
-from privbandits.algorithms.ldp_glb.estimators import STEP_SCHEDULES
+from privbandits.algorithms.ldp_glb.estimators import STEP_SCHEDULES, solver_scratch
 from privbandits.algorithms.ldp_glb.kernels import SGD_STEPS, SGDParams
 from privbandits.algorithms.registry import register
 from privbandits.core.params import Choice, NonNegative, Optional, Positive
@@ -402,7 +402,7 @@ class LDPSGD(HanAlgorithm):
             layout = MessageLayout(SGD_MECHANISM, (("z", (d,)),))
             return self._kernel(SGD_STEPS, params, theta, (), layout, device)
         n = (R, K, d) if ols_warm else (0, 0, 0)  # the OLS arrays only with the OLS warm-up
-        server = (np.zeros((R, K)), np.zeros(n + n[-1:]), np.zeros(n), np.zeros((n[0], d, d + 1)))
+        server = (np.zeros((R, K)), np.zeros(n + n[-1:]), np.zeros(n), solver_scratch(n[0], d))
         fields: tuple[tuple[str, tuple[int, ...]], ...] = (("z", (K, d)),)
         mechanism = JOINT_MECHANISM if params.joint else SGD_MECHANISM
         if ols_warm:

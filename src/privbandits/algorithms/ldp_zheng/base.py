@@ -226,6 +226,7 @@ class ZhengAlgorithm(LocalAlgorithm):
             public_space=public_space,
             noise=additive_noise(c.D, scales, laplace),
             sensitivity=sensitivity,
+            allocates=False,
         )
 
     def _local_kernel(self) -> LocalKernel:

@@ -129,7 +129,16 @@ def ridge_kernel(
     declarations (``estimate``, ``public_space``, ``noise``, ``sensitivity``)."""
     encode, randomize, update = steps
     return LocalKernel(
-        choose, randomize, update, params, public, server, names, layout, encode=encode, **device
+        choose,
+        randomize,
+        update,
+        params,
+        public,
+        server,
+        names,
+        layout,
+        encode=encode,
+        **device,
     )
 
 

@@ -32,6 +32,7 @@ from privbandits.algorithms.ldp_glb.estimators import (
     ols_accumulate,
     ols_solve,
     sgd_step,
+    solver_scratch,
     step_size,
 )
 from privbandits.algorithms.ldp_glb.policy import WARMUP_ORDERS, choose_multi, choose_single
@@ -193,10 +194,20 @@ class _Greedy(Curator):
         params = self._kernel_params()
         if self.spec.setting == "multi":
             return CuratorKernel(
-                choose_multi, self.updates[1], params, state, estimate=lambda: theta
+                choose_multi,
+                self.updates[1],
+                params,
+                state,
+                estimate=lambda: theta,
+                allocates=False,
             )
         return CuratorKernel(
-            choose_single, self.updates[0], params, state, estimate=lambda: theta[:, 0]
+            choose_single,
+            self.updates[0],
+            params,
+            state,
+            estimate=lambda: theta[:, 0],
+            allocates=False,
         )
 
     @property
@@ -252,7 +263,7 @@ class GreedyOLS(_Greedy):
         return (
             np.zeros((R, K_est, d, d)),
             np.zeros((R, K_est, d)),
-            np.zeros((R, d, d + 1)),
+            solver_scratch(R, d),
             np.zeros((R, d * d + d)),
         )
 

@@ -39,4 +39,4 @@ class UniformRandom(Curator):
         pass
 
     def build_kernel(self) -> CuratorKernel:
-        return CuratorKernel(_select, _update, (self.spec.K,), (np.zeros(1),))
+        return CuratorKernel(_select, _update, (self.spec.K,), (np.zeros(1),), allocates=False)

@@ -229,7 +229,7 @@ class AdaPUCB(ArmCurator):
         ep = np.zeros((R, 4))
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)), np.zeros((R, K)), ep)
         params = (float(self.epsilon), float(self.alpha), lo, hi, self._kl)
-        return CuratorKernel(_select, _update, params, state)
+        return CuratorKernel(_select, _update, params, state, allocates=False)
 
     def private_means(self) -> np.ndarray:
         """The last released private means ``mu_tilde`` (rewards in ``[0, 1]``), ``(R, K)``."""

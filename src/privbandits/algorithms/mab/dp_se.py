@@ -195,7 +195,9 @@ class DPSE(Curator):
         info[:, 0] = 1.0
         info[:, 1] = c.R_1
         state = (np.zeros((R, K)), np.zeros((R, K)), np.ones((R, K)), np.zeros((R, K)), info)
-        return CuratorKernel(_select, _update, (float(self.epsilon), c.beta, lo, hi), state)
+        return CuratorKernel(
+            _select, _update, (float(self.epsilon), c.beta, lo, hi), state, allocates=False
+        )
 
     def surviving(self) -> np.ndarray:
         """Which arms are still in the race, ``(R, K)`` boolean."""

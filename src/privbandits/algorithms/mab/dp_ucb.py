@@ -182,7 +182,7 @@ class DPUCB(ArmCurator):
         lo, hi = (float(v) for v in self.spec.reward_range)
         state = (np.zeros((R, K)), np.zeros((R, K, h)), np.zeros((R, K, h)), np.zeros((R, K)))
         params = (c.node_scale, c.Gamma, lo, hi)
-        return CuratorKernel(_select, _update, params, state)
+        return CuratorKernel(_select, _update, params, state, allocates=False)
 
     def private_sums(self) -> np.ndarray:
         """The counters' current private prefix sums ``r_a(t)`` (rewards in ``[0, 1]``), ``(R, K)``."""

@@ -98,7 +98,9 @@ class EXP3(Curator):
         R, K = self.R, self.spec.K
         c = self.calibration.typed(Exp3Constants)
         state = (np.zeros((R, K)), np.full((R, K), 1.0 / K))
-        return CuratorKernel(_select, _update, (float(c.eta), float(c.loss_offset)), state)
+        return CuratorKernel(
+            _select, _update, (float(c.eta), float(c.loss_offset)), state, allocates=False
+        )
 
     def probabilities(self) -> np.ndarray:
         """The arm distribution of the last round played, ``(R, K)``."""

@@ -128,6 +128,7 @@ class SuccessiveElimination(Curator):
             _update,
             (float(self.calibration.typed(EliminationConstants).scale), self.alpha),
             state,
+            allocates=False,
         )
 
     def surviving(self) -> np.ndarray:

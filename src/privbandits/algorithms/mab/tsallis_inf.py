@@ -119,7 +119,7 @@ class TsallisINF(Curator):
         c = self.calibration.typed(TsallisConstants)
         state = (np.zeros((R, K)), np.full((R, K), 1.0 / K))
         params = (float(c.loss_offset), float(c.loss_range), float(self.eta_scale))
-        return CuratorKernel(_select, _update, params, state)
+        return CuratorKernel(_select, _update, params, state, allocates=False)
 
     def probabilities(self) -> np.ndarray:
         """The arm distribution of the last round played, ``(R, K)``."""

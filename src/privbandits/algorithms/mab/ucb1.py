@@ -89,5 +89,9 @@ class UCB1(ArmCurator):
         R, K = self.R, self.spec.K
         state = (np.zeros((R, K)), np.zeros((R, K)), np.zeros((R, K)))
         return CuratorKernel(
-            _select, _update, (float(self.calibration.typed(SubGaussianConstants).scale),), state
+            _select,
+            _update,
+            (float(self.calibration.typed(SubGaussianConstants).scale),),
+            state,
+            allocates=False,
         )

@@ -457,7 +457,9 @@ class JDPLinUCB(Curator):
         for r in range(R):  # the release of round 1: noise (and shift) only
             release_prefix(params, state, r, 0, self.streams.server)
         theta = state[_THETA]
-        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta.copy())
+        return CuratorKernel(
+            _select, _update, params, state, estimate=lambda: theta.copy(), allocates=False
+        )
 
     def diagnostics(self) -> dict[str, np.ndarray]:
         """Per replication: rounds whose released ``V_t`` needed the eigenvalue floor, rows clipped."""
