@@ -59,7 +59,7 @@ def test_estimate_is_the_ridge_solution_and_state_is_consistent() -> None:
     alg = LinUCB(lam=lam)
     X, r, _ = _run_rounds(alg, 40)
     assert isinstance(alg.kernel, CuratorKernel)
-    V_inv, b, theta, logdet, _scores = alg.kernel.state
+    V_inv, b, theta, logdet = alg.kernel.state[:4]
     for k in range(2):
         V = lam * np.eye(3) + X[k].T @ X[k]
         np.testing.assert_allclose(V_inv[k], np.linalg.inv(V), rtol=1e-9, atol=1e-12)

@@ -34,7 +34,7 @@ def oful_radius(
 @nb.njit(cache=True)
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     lam, delta, alpha, sigma, S = params
-    V_inv, b, theta, logdet, scores = state
+    V_inv, b, theta, logdet, scores, _ = state
     beta = sigma * math.sqrt(2.0 * math.log(1.0 / delta) + logdet[r]) + math.sqrt(lam) * S
     K, d = X.shape
     for k in range(K):
@@ -52,11 +52,10 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
 
 @nb.njit(cache=True)
 def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    V_inv, b, theta, logdet, scores = state
+    V_inv, b, theta, logdet, scores, Vx = state
     x = X[a]
     d = x.shape[0]
-    Vx = np.empty(d)
-    q = sherman_morrison_row(V_inv[r], x, Vx)
+    q = sherman_morrison_row(V_inv[r], x, Vx[r])
     logdet[r] += math.log1p(q)
     for i in range(d):
         b[r, i] += y * x[i]
@@ -124,6 +123,10 @@ class LinUCB(Curator):
         d, R, c = self.spec.d, self.R, self.calibration.typed(LinUCBConstants)
         V_inv = np.broadcast_to(np.eye(d) / self.lam, (R, d, d)).copy()
         theta = np.zeros((R, d))
-        state = (V_inv, np.zeros((R, d)), theta, np.zeros(R), np.zeros((R, self.spec.K)))
+        K = self.spec.K
+        # the last entry: the Sherman-Morrison scratch V^{-1} x per replication (the steps allocate nothing)
+        state = (V_inv, np.zeros((R, d)), theta, np.zeros(R), np.zeros((R, K)), np.zeros((R, d)))
         params = (self.lam, self.delta, self.alpha, float(c.sigma), float(c.S))
-        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
+        return CuratorKernel(
+            _select, _update, params, state, estimate=lambda: theta, allocates=False
+        )
