@@ -45,7 +45,7 @@ def test_igw_choice_equals_the_numpy_inverse_cdf() -> None:
         gamma = float(rng.choice([0.0, 0.5, 30.0, 1e6]))
         u = float(rng.random())
         want = igw_sample(np.clip(X @ theta, -1.0, 1.0), gamma, u)
-        assert igw_choose(X, theta, gamma, u) == want
+        assert igw_choose(X, theta, gamma, u, np.empty(6), np.empty(6)) == want
 
 
 def test_squarecb_ldp_compiled_encode_equals_the_device_beyond_every_clip() -> None:

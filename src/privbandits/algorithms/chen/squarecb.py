@@ -134,7 +134,7 @@ class SquareCB(EpochCurator):
         #: The same round as compiled steps, for the compiled driver only
         #: (:mod:`privbandits.algorithms.chen.squarecb_kernel`); the numpy steps serve every other path.
         self.compiled_kernel = build_squarecb_kernel(
-            self.orc, self.ends, self.gamma_for, spec.d, self.R
+            self.orc, self.ends, self.gamma_for, spec.d, self.R, spec.K
         )
 
     def gamma_for(self, n: int) -> float:

@@ -86,12 +86,14 @@ def ldp_table(
 
 # -- inverse-gap weighting ------------------------------------------------------------------------
 @nb.njit(cache=True)
-def igw_choose(X: np.ndarray, theta: np.ndarray, gamma: float, u: float) -> int:  # pragma: no cover
+def igw_choose(
+    X: np.ndarray, theta: np.ndarray, gamma: float, u: float, s: np.ndarray, p: np.ndarray
+) -> int:  # pragma: no cover - compiled
     """The action of inverse-gap weighting on the scores ``clip(X theta, -1, 1)`` at the uniform
     ``u`` (inverse CDF; ties to the lowest index), as
-    :func:`~privbandits.algorithms.chen.squarecb.igw_sample`."""
+    :func:`~privbandits.algorithms.chen.squarecb.igw_sample`; ``s``, ``p``: scratch of at least
+    ``A`` entries (the scores, the probabilities), so that the step allocates nothing."""
     A, d = X.shape
-    s = np.empty(A)
     best = 0
     for a in range(A):
         z = 0.0
@@ -100,7 +102,6 @@ def igw_choose(X: np.ndarray, theta: np.ndarray, gamma: float, u: float) -> int:
         s[a] = min(max(z, -1.0), 1.0)
         if s[a] > s[best]:
             best = a
-    p = np.empty(A)
     rest = 0.0
     for a in range(A):
         if a != best:
@@ -124,8 +125,10 @@ def igw_choose_rows(
     X: np.ndarray, theta: np.ndarray, gamma: np.ndarray, u: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """:func:`igw_choose` for every replication ``r`` (``X (R, A, d)``, ``theta (R, d)``)."""
+    A = X.shape[1]
+    s, p = np.empty(A), np.empty(A)
     for r in range(out.shape[0]):
-        out[r] = igw_choose(X[r], theta[r], gamma[r], u[r])
+        out[r] = igw_choose(X[r], theta[r], gamma[r], u[r], s, p)
 
 
 @nb.njit(cache=True)
@@ -139,17 +142,18 @@ def _unit_row(phi: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - c
         for i in range(phi.shape[0]):
             out[i] = phi[i] / nrm
     else:
-        out[:] = phi
+        for i in range(phi.shape[0]):
+            out[i] = phi[i]
 
 
 @nb.njit(cache=True)
 def igw_select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
     """IGW on replication ``r``'s estimate and rate (``state[2]``, ``state[3]``: the curator's
     current ones, or the released ``(theta_hat, gamma)`` of the local public state; one
-    ``policy`` uniform)."""
-    theta, gamma = state[2], state[3]
+    ``policy`` uniform; ``params[1]``: the scratch ``(R, 2, A)`` of :func:`igw_choose`)."""
+    theta, gamma, scratch = state[2], state[3], params[1]
     u = rng.random()
-    return igw_choose(X, theta[r], gamma[r], u)
+    return igw_choose(X, theta[r], gamma[r], u, scratch[r, 0], scratch[r, 1])
 
 
 # -- trusted curator: squarecb, squarecb-jdp ------------------------------------------------------
@@ -157,7 +161,7 @@ def igw_select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # 
 def curator_update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Store the round's data; at the end of an epoch fit Algorithm 5 on the epoch's data."""
     table = params[0]
-    Xb, yb, theta, gamma, epoch, rounds = state
+    Xb, yb, theta, gamma, epoch, rounds, grad = state
     e = epoch[r]
     row = table[e]
     i = t - int(row[S_START])
@@ -168,8 +172,8 @@ def curator_update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untype
         return
     K, eta, N = int(row[S_K]), row[S_ETA], int(row[S_N])
     d = Xb.shape[2]
-    th = np.zeros(d)
-    g = np.empty(d)
+    th, g = theta[r], grad[r]  # the fit runs in place: theta[r] is read by the next select only
+    th[:] = 0.0
     for k in range(K):  # Algorithm 5, lines 1-4
         g[:] = 0.0
         for j in range(k * N, (k + 1) * N):
@@ -188,17 +192,22 @@ def curator_update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untype
                 th[c] /= nt
     if row[S_STD] > 0.0:  # output perturbation
         add_gaussian(rng, row[S_STD], th)
-    theta[r] = th
     gamma[r] = row[S_GAMMA]
     epoch[r] = e + 1
 
 
 def build_squarecb_kernel(
-    orc: ImproperBatchSGD, ends: np.ndarray, gamma_of: Callable[[int], float], d: int, R: int
+    orc: ImproperBatchSGD,
+    ends: np.ndarray,
+    gamma_of: Callable[[int], float],
+    d: int,
+    R: int,
+    A: int,
 ) -> CuratorKernel:
     """A fresh :class:`~privbandits.algorithms.kernel.CuratorKernel` of ``squarecb`` /
-    ``squarecb-jdp`` for ``R`` replications (state: the epoch's features and rewards, the
-    estimate, the IGW rate, the epoch, rounds seen)."""
+    ``squarecb-jdp`` for ``R`` replications and ``A`` actions (state: the epoch's features and
+    rewards, the estimate, the IGW rate, the epoch, rounds seen, the fit's gradient scratch;
+    params: the epoch table, the IGW scratch).  The steps allocate nothing."""
     table = curator_table(orc, ends, gamma_of)
     nmax = int(np.max(np.diff(ends, prepend=0)))
     state = (
@@ -208,9 +217,18 @@ def build_squarecb_kernel(
         np.zeros(R),
         np.zeros(R, dtype=np.int64),
         np.zeros(R, dtype=np.int64),
+        np.zeros((R, d)),
     )
     theta = state[2]
-    return CuratorKernel(igw_select, curator_update, (table,), state, estimate=lambda: theta.copy())
+    params = (table, np.zeros((R, 2, A)))
+    return CuratorKernel(
+        igw_select,
+        curator_update,
+        params,
+        state,
+        estimate=lambda: theta.copy(),
+        allocates=False,
+    )
 
 
 # -- local model: squarecb-ldp ------------------------------------------------------------------
@@ -250,11 +268,11 @@ def ldp_randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-u
     numpy client's order: ``d`` standard normals per user)."""
     ldp_encode(params, public, r, t, X, a, y, out)
     if public[0][r] == GRADIENT:
-        s = params[1]
-        z = np.zeros(out.shape[0])
-        add_gaussian(rng, 1.0, z)
-        for i in range(out.shape[0]):
-            out[i] += s * z[i]
+        s = params[2]
+        for i in range(out.shape[0]):  # add_gaussian's draw and arithmetic on a zero vector
+            z = 0.0
+            z += 1.0 * rng.standard_normal()
+            out[i] += s * z
 
 
 @nb.njit(cache=True)
@@ -277,7 +295,8 @@ def ldp_update(params, public, server, r, t, msg):  # type: ignore[no-untyped-de
             acc[r] = 0.0
     rounds[r] += 1
     if t + 1 == int(row[S_END]):
-        theta_hat[r] = theta_sgd[r]
+        for i in range(d):
+            theta_hat[r, i] = theta_sgd[r, i]
         gamma[r] = row[S_GAMMA]
         epoch[r] = e + 1
         theta_sgd[r] = 0.0
@@ -291,13 +310,20 @@ def ldp_update(params, public, server, r, t, msg):  # type: ignore[no-untyped-de
 
 
 def build_squarecb_ldp_kernel(
-    orc: ImproperBatchSGD, ends: np.ndarray, gamma_of: Callable[[int], float], d: int, R: int
+    orc: ImproperBatchSGD,
+    ends: np.ndarray,
+    gamma_of: Callable[[int], float],
+    d: int,
+    R: int,
+    A: int,
 ) -> LocalKernel:
     """A fresh :class:`~privbandits.algorithms.kernel.LocalKernel` of ``squarecb-ldp`` for ``R``
-    replications (public: slot, ``theta_sgd``, ``theta_hat``, ``gamma``; server: epoch, batch
-    sums, rounds received)."""
+    replications and ``A`` actions (params: the epoch table, the IGW scratch, the message std;
+    public: slot, ``theta_sgd``, ``theta_hat``, ``gamma``; server: epoch, batch sums, rounds
+    received).  The steps allocate nothing."""
     table = ldp_table(orc, ends, gamma_of)
-    params: tuple[Any, ...] = (table, float(orc.sigma * SQ_GRADIENT_SENSITIVITY))
+    std = float(orc.sigma * SQ_GRADIENT_SENSITIVITY)
+    params: tuple[Any, ...] = (table, np.zeros((R, 2, A)), std)
     first = GRADIENT if int(table[0, S_K]) * int(table[0, S_N]) > 0 else IDLE
     public = (
         np.full(R, first, dtype=np.int64),
@@ -318,4 +344,5 @@ def build_squarecb_ldp_kernel(
         message=MessageLayout("squarecb-ldp-gaussian", (("g", (d,)),)),
         estimate=lambda: theta_hat.copy(),
         encode=ldp_encode,
+        allocates=False,
     )

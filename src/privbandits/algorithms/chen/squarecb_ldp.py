@@ -329,7 +329,7 @@ class SquareCBLDP(GaussianPrivacy, LocalAlgorithm):
         #: The same round as compiled steps, for the compiled driver only
         #: (:mod:`privbandits.algorithms.chen.squarecb_kernel`); the roles above serve every other path.
         self.compiled_kernel = build_squarecb_ldp_kernel(
-            orc, ends, self.server.gamma_for, spec.d, self.R
+            orc, ends, self.server.gamma_for, spec.d, self.R, spec.K
         )
 
     def estimate(self) -> np.ndarray | None:
