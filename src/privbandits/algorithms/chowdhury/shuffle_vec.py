@@ -91,10 +91,14 @@ def _which(c, t):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
 @nb.njit(cache=True)
 def _joint(params, X, a, y, w):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """The device's biased joint statistic ``w = (ut(x x^T), y x) + Delta`` of its own clipped
-    ``(x, y)``, projected onto the ball ``||.|| <= Delta`` before the bias (in ``[0, 2 Delta]``)."""
+    ``(x, y)``, projected onto the ball ``||.|| <= Delta`` before the bias (in ``[0, 2 Delta]``).
+
+    The clipped ``x`` is held in the last ``d`` entries of ``w`` (where ``y x`` goes, each entry
+    read before it is overwritten), so that the step allocates nothing."""
     c = params[1]
     d, C, lo, hi, Delta = int(c[0]), c[1], c[2], c[3], c[4]
-    x = np.empty(d)
+    m = w.shape[0] - d  # d (d + 1) / 2: the upper triangle of x x^T
+    x = w[m:]
     for i in range(d):
         x[i] = X[a, i]
     clip_l2(x, C)
@@ -154,7 +158,8 @@ def _absorb(params, public, server, r, o):  # type: ignore[no-untyped-def]  # pr
 @nb.njit(cache=True)
 def _update(params, public, server, r, t, msg):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Add one user's counts to the batch's per-label sums; at the batch end de-bias as the
-    analyzer does (``(Delta / g)(ones - p b n) - n Delta``) and publish."""
+    analyzer does (``(Delta / g)(ones - p b n) - n Delta``, into the scratch ``server[5]``) and
+    publish."""
     ones = server[4]
     for k in range(msg.shape[0]):
         ones[r, k] += msg[k]
@@ -165,7 +170,7 @@ def _update(params, public, server, r, t, msg):  # type: ignore[no-untyped-def] 
         n = server[2][r]
         i = 1 if n == c[11] else 0
         Delta, g, b, p = c[4], c[5 + 2 * i], c[6 + 2 * i], c[9]
-        o = np.empty(ones.shape[1])
+        o = server[5][r]
         for k in range(ones.shape[1]):
             o[k] = Delta / g * (ones[r, k] - p * b * n) - n * Delta
             ones[r, k] = 0.0
@@ -405,10 +410,12 @@ class ShuffleLinUCBVec(BatchedLinUCB):
             (_encode, _randomize, _update),
             client,
             c,
-            (np.zeros((R, c.n_labels)),),
+            # the batch's per-label sums of counts; the de-biased batch (scratch)
+            (np.zeros((R, c.n_labels)), np.zeros((R, c.n_labels))),
             MessageLayout(MECHANISM, (("count", (c.n_labels,)),)),
             _count_noise(c, T),
             DeviceSensitivity("l2", sens),
+            allocates=False,
         )
 
     def reset(self, spec: EnvSpec, replications: int, streams: Any) -> None:
