@@ -158,7 +158,8 @@ class CuratorKernel(_ChunkLoop):
     state: tuple[np.ndarray, ...]
     estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
     #: Whether the steps allocate arrays (False: the compiled driver runs them without numba's
-    #: runtime, :attr:`chunk_loop`).
+    #: runtime, :attr:`chunk_loop`; allocating branches pinned to it, returning no array, are
+    #: allowed: :mod:`privbandits.algorithms._shared.loops`).
     allocates: bool = True
 
     @property
@@ -195,7 +196,8 @@ class LocalKernel(_ChunkLoop):
     #: The accounted bound on the whitened distance of two neighbouring users' encodings.
     sensitivity: DeviceSensitivity | None = None
     #: Whether the steps allocate arrays (False: the compiled driver runs them without numba's
-    #: runtime, :attr:`chunk_loop`).
+    #: runtime, :attr:`chunk_loop`; allocating branches pinned to it, returning no array, are
+    #: allowed: :mod:`privbandits.algorithms._shared.loops`).
     allocates: bool = True
 
     @property

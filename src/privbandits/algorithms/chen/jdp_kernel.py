@@ -154,14 +154,35 @@ def update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  
     if t + 1 != int(row[E_END]):
         return
     if row[E_FIT] != 0.0:
-        n = i + 1
-        theta, U = fit_jdp(Xb[r, :n], yb[r, :n], row, Kn, sigma, eta, code, rng)
-        j = n_boards[r]
-        b_theta[r, j] = theta
-        b_U[r, j] = U
-        b_scale[r, j] = row[E_SCALE]
-        n_boards[r] += 1
+        _post(
+            Xb[r, : i + 1],
+            yb[r, : i + 1],
+            row,
+            Kn,
+            sigma,
+            eta,
+            code,
+            rng,
+            r,
+            n_boards,
+            b_theta,
+            b_U,
+            b_scale,
+        )
     epoch[r] = e + 1
+
+
+@nb.njit(cache=True, _nrt=True)
+def _post(Xb, yb, row, Kn, sigma, eta, code, rng, r, n_boards, b_theta, b_U, b_scale):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Fit Algorithm 2 on the epoch's data and post the estimate on replication ``r``'s billboard.
+    Pinned to numba's runtime (the fit allocates) and returns nothing, so that the per-round
+    step compiles without it (:attr:`~privbandits.algorithms.kernel.CuratorKernel.allocates`)."""
+    theta, U = fit_jdp(Xb, yb, row, Kn, sigma, eta, code, rng)
+    j = n_boards[r]
+    b_theta[r, j] = theta
+    b_U[r, j] = U
+    b_scale[r, j] = row[E_SCALE]
+    n_boards[r] += 1
 
 
 def build_jdp_kernel(
@@ -191,4 +212,5 @@ def build_jdp_kernel(
         kernel_params(reg, table, spanner_C, n_actions, d, R),
         state,
         estimate=lambda: latest_estimates(state[3], state[4]),
+        allocates=False,
     )

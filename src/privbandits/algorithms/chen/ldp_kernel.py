@@ -136,9 +136,10 @@ def ellipsoid_point(
     out[:] = Q @ (c / (1.0 + hi * u2))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)
 def _opnorm(U: np.ndarray) -> float:  # pragma: no cover - compiled
-    """Spectral norm (largest singular value) of ``U``."""
+    """Spectral norm (largest singular value) of ``U`` (LAPACK allocates: pinned to numba's
+    runtime, so that the allocation-free steps calling it compile without it)."""
     s = np.linalg.svd(U)[1]
     return float(s[0]) if s.shape[0] else 0.0
 
@@ -156,7 +157,9 @@ def _device_opnorm(seen, norm, r, U):  # type: ignore[no-untyped-def]  # pragma:
             if seen[r, i, j] != U[i, j]:
                 same = False
     if not same:
-        seen[r] = U
+        for i in range(d):
+            for j in range(d):
+                seen[r, i, j] = U[i, j]
         norm[r] = _opnorm(U)
     return norm[r]
 
@@ -278,7 +281,8 @@ def encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def] 
     out[:] = 0.0
     if slot == IDLE:
         return
-    V = np.zeros(d)
+    # ``V = U^T x`` is kept in the field the slot leaves at zero (reset after): no allocation
+    V = out[d * d :] if slot == NORMALIZE else out[:d]
     nrm = _row_times(X[a], U, V)
     inv = 1.0 / nrm if nrm > 0.0 else 0.0
     if slot == NORMALIZE:
@@ -286,6 +290,7 @@ def encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def] 
         for i in range(d):
             for j in range(d):
                 M[i * d + j] = (V[i] * inv) * V[j]
+        V[:] = 0.0
         _clip_norm(M, _device_opnorm(params[10], params[11], r, U))
     else:
         z = 0.0
@@ -295,6 +300,7 @@ def encode(params, public, r, t, X, a, y, out):  # type: ignore[no-untyped-def] 
         g = out[d * d :]
         for j in range(d):
             g[j] = V[j] * (inv * resid)
+        V[:] = 0.0
         _clip_norm(g, GRADIENT_NORM)
 
 
@@ -307,17 +313,9 @@ def randomize(params, public, r, t, X, a, y, rng, out):  # type: ignore[no-untyp
     d = U.shape[0]
     if slot == NORMALIZE:  # SymPriv: the shared sampler, in the numpy client's order
         s = sigma * SQRT2 * _device_opnorm(params[10], params[11], r, U)
-        Z = np.zeros((d, d))
-        add_symmetric_gaussian(rng, 1.0, Z)
-        for i in range(d):
-            for j in range(d):
-                out[i * d + j] += s * Z[i, j]
+        add_symmetric_gaussian(rng, s, out[: d * d].reshape((d, d)))
     elif slot == GRADIENT:  # Priv
-        s = sigma * GRADIENT_SENSITIVITY
-        z = np.zeros(d)
-        add_gaussian(rng, 1.0, z)
-        for j in range(d):
-            out[d * d + j] += s * z[j]
+        add_gaussian(rng, sigma * GRADIENT_SENSITIVITY, out[d * d :])
 
 
 # -- the server's side ----------------------------------------------------------------------
@@ -333,6 +331,35 @@ def _slot_at(table: np.ndarray, Kn: int, e: int, t: int) -> int:  # pragma: no c
     if n1 <= p < n1 + M * B:
         return GRADIENT
     return IDLE
+
+
+# The server's batch ends allocate (numpy's linear algebra); they are pinned to numba's runtime
+# and return nothing, so that the per-round steps compile without it (LocalKernel.allocates).
+@nb.njit(cache=True, _nrt=True)
+def _normalization_step(U, accX, r, N, lam, last, u2, Q):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """End of a normalization batch (Algorithm 1, lines 7-9): ``U`` in place from the batch sum
+    ``accX[r]``; after the last batch, ``U``'s eigenvalues squared and eigenvectors (``u2[r]``,
+    ``Q[r]``) for the projections of Algorithm 7."""
+    U[:, :] = spectral_step_nb(U.copy(), accX[r] / N, lam)
+    accX[r] = 0.0
+    if last:
+        u, q = np.linalg.eigh(0.5 * (U + U.T))
+        u2[r] = u * u
+        Q[r] = q
+
+
+@nb.njit(cache=True, _nrt=True)
+def _gradient_step(U, w, accg, r, B, c_reg, eta, u2, Q):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """End of a gradient batch (Algorithm 7, lines 6-7): the projected step of ``w`` in place."""
+    G = accg[r] / B + c_reg * (U @ w)
+    ellipsoid_point(w - eta * G, u2[r], Q[r], w)
+    accg[r] = 0.0
+
+
+@nb.njit(cache=True, _nrt=True)
+def _release(U, w, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The released estimate ``U w`` into ``out``."""
+    out[:] = U @ w
 
 
 @nb.njit(cache=True)
@@ -354,26 +381,21 @@ def update(params, public, server, r, t, msg):  # type: ignore[no-untyped-def]  
             for j in range(d):
                 accX[r, i, j] += msg[i * d + j]
         if (p + 1) % N == 0:  # end of normalization batch k: Algorithm 1, lines 7-9
-            U[:, :] = spectral_step_nb(U.copy(), accX[r] / N, row[E_LAM])
-            accX[r] = 0.0
-            if p + 1 == Kn * N:
-                u, q = np.linalg.eigh(0.5 * (U + U.T))
-                u2[r] = u * u
-                Q[r] = q
+            _normalization_step(U, accX, r, N, row[E_LAM], p + 1 == Kn * N, u2, Q)
     elif slot == GRADIENT:
         n1, B = int(row[E_N1]), int(row[E_B])
         for j in range(d):
             accg[r, j] += msg[d * d + j]
         if (p + 1 - n1) % B == 0:  # end of gradient batch m: Algorithm 7, lines 6-7
-            G = accg[r] / B + row[E_CREG] * (U @ w)
-            ellipsoid_point(w - eta * G, u2[r], Q[r], w)
-            accg[r] = 0.0
+            _gradient_step(U, w, accg, r, B, row[E_CREG], eta, u2, Q)
     rounds[r] += 1
     if t + 1 == int(row[E_END]):
         if row[E_FIT] != 0.0:
             j = n_boards[r]
-            b_theta[r, j] = U @ w
-            b_U[r, j] = U
+            _release(U, w, b_theta[r, j])
+            for i in range(d):
+                for c in range(d):
+                    b_U[r, j, i, c] = U[i, c]
             b_scale[r, j] = row[E_SCALE]
             n_boards[r] += 1
         epoch[r] = e + 1
@@ -433,4 +455,5 @@ def build_ldp_kernel(
         message=MessageLayout("chen-ldp-gaussian", (("X", (d, d)), ("g", (d,)))),
         estimate=lambda: latest_estimates(public[3], public[4]),
         encode=encode,
+        allocates=False,
     )

@@ -433,8 +433,17 @@ def _spanner_rows(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarr
     construction, or the LAPACK one when rounding could decide it."""
     n = _spanner_fast(F, m, C, tol, ws, out)
     if n < 0:
-        n = spanner_indices_lapack(np.ascontiguousarray(F[:m]), C, tol, out)
+        n = _spanner_lapack_rows(F, m, C, tol, out)
     return n
+
+
+@nb.njit(cache=True, _nrt=True)
+def _spanner_lapack_rows(
+    F: np.ndarray, m: int, C: float, tol: float, out: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """:func:`spanner_indices_lapack` of the rows ``F[:m]``, pinned to numba's runtime (LAPACK
+    allocates; it returns an integer), so that the planning step compiles without it."""
+    return spanner_indices_lapack(np.ascontiguousarray(F[:m]), C, tol, out)
 
 
 @nb.njit(cache=True)
@@ -498,12 +507,13 @@ def _first_changed(U, scale, start, n_boards, seen_U, seen_scale):  # type: igno
     return -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)
 def _refresh_floors(U, scale, n_boards, seen_U, seen_scale, floor):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Recompute :func:`_width_floor` of every released estimate whose ``U`` or scale changed since
     it was last computed (``seen_U``, ``seen_scale``, ``floor``: one replication's rows of
     :func:`board_memory`).  A function of its own, apart from the planning loop: the rare
-    recomputation's LAPACK call would otherwise slow every check of the loop."""
+    recomputation's LAPACK call would otherwise slow every check of the loop; pinned to numba's
+    runtime (LAPACK allocates; it returns nothing), so that the planning step compiles without it."""
     j = _first_changed(U, scale, 0, n_boards, seen_U, seen_scale)
     while j >= 0:
         seen_U[j] = U[j]
