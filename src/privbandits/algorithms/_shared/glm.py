@@ -149,13 +149,20 @@ def _gradient_hessian(theta, X, y, w, n, code, lam, grad, H):  # type: ignore[no
             H[k, j] = H[j, k]
 
 
+@nb.njit(cache=True, _nrt=True)
+def _lstsq_direction(H, grad, p):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``p`` = the least-squares solution of ``H p = grad`` (LAPACK allocates: pinned to numba's
+    runtime, so that allocation-free steps calling the solver compile without it)."""
+    p[:] = np.linalg.lstsq(H, grad)[0]
+
+
 @nb.njit(cache=True)
 def _newton_direction(H, grad, p, L):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``p = H^{-1} grad`` (Cholesky); least squares where ``H`` is singular (``lam = 0``)."""
     if cholesky_lower(H, L):
         cholesky_solve(L, grad, p)
     else:
-        p[:] = np.linalg.lstsq(H, grad)[0]
+        _lstsq_direction(H, grad, p)
 
 
 @nb.njit(cache=True)

@@ -95,6 +95,13 @@ def glm_ucb_radius(
     )
 
 
+@nb.njit(cache=True, _nrt=True)
+def _initial_kappa(V: np.ndarray, context_bound: float) -> float:  # pragma: no cover - compiled
+    """``kappa`` from ``lambda_0``, the smallest eigenvalue of ``V`` (LAPACK allocates: pinned to
+    numba's runtime, so that the allocation-free steps calling it compile without it)."""
+    return filippi_kappa(np.linalg.eigvalsh(V)[0], context_bound)
+
+
 @nb.njit(cache=True)
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Round-robin for ``t < n_init``, then ``argmax_a mu(x_a' theta_hat) + rho(t) ||x_a||_{V^{-1}}``."""
@@ -143,15 +150,18 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
             b[r, i] += y * x[i]
     elif mode == 1:
         if n_obs == 1:
-            arms[r, :, :] = X
+            for k in range(K):
+                for i in range(d):
+                    arms[r, k, i] = X[k, i]
         cnt[r, a] += 1.0
         ssum[r, a] += y
     else:
-        Xh[r, n_obs - 1, :] = x
+        for i in range(d):
+            Xh[r, n_obs - 1, i] = x[i]
         yh[r, n_obs - 1] = y
     if n_obs == n_init:
         # end of the initial phase: lambda_0 = smallest eigenvalue of V (Theorem 1)
-        kappa[r] = filippi_kappa(np.linalg.eigvalsh(V[r])[0], C_B)
+        kappa[r] = _initial_kappa(V[r], C_B)
     due = mode == 0 or n_fit[r] == 0 or n_obs >= math.ceil(refit_growth * n_fit[r])
     if n_obs < n_init or not due:
         return
@@ -326,7 +336,9 @@ class GLMUCB(AuthorsCodeRun, Curator):
             self.tol,
             spec.context_bound,
         )
-        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta)
+        return CuratorKernel(
+            _select, _update, params, state, estimate=lambda: theta, allocates=False
+        )
 
     def radius(self, t: int) -> np.ndarray:
         """``alpha * rho(t)`` per replication (R,), ``t`` the 1-based round."""
