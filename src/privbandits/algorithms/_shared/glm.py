@@ -149,7 +149,7 @@ def _gradient_hessian(theta, X, y, w, n, code, lam, grad, H):  # type: ignore[no
             H[k, j] = H[j, k]
 
 
-@nb.njit(cache=True, _nrt=True)
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
 def _lstsq_direction(H, grad, p):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``p`` = the least-squares solution of ``H p = grad`` (LAPACK allocates: pinned to numba's
     runtime, so that allocation-free steps calling the solver compile without it)."""

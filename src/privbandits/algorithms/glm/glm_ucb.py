@@ -95,7 +95,7 @@ def glm_ucb_radius(
     )
 
 
-@nb.njit(cache=True, _nrt=True)
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
 def _initial_kappa(V: np.ndarray, context_bound: float) -> float:  # pragma: no cover - compiled
     """``kappa`` from ``lambda_0``, the smallest eigenvalue of ``V`` (LAPACK allocates: pinned to
     numba's runtime, so that the allocation-free steps calling it compile without it)."""
