@@ -120,10 +120,11 @@ def chen_vs_ols(T: int, R: int, repeats: int) -> None:
         print(f"| {d} | {K} | {ns['ldp-ols']:.0f} | {ns['chen-ldp']:.0f} | {ratio:.1f}x |")
 
 
-def preset(name: str, horizon: int | None, rounds: int) -> None:
+def preset(name: str, horizon: int | None, rounds: int, labels: str = "") -> None:
     """The preset end to end through the runner with 2 workers, fused (groups balanced by
     estimated cost) and per-unit, alternated ``rounds`` times; wall seconds and the CPU seconds
-    of the worker processes."""
+    of the worker processes (``labels``: comma-separated, only those algorithms' units)."""
+    import dataclasses
     import resource
 
     from privbandits.experiments.overrides import Overrides
@@ -132,8 +133,14 @@ def preset(name: str, horizon: int | None, rounds: int) -> None:
     from privbandits.experiments.store import ResultsStore
 
     cfg = load_preset(name, Overrides(horizon=horizon) if horizon is not None else None)
+    keep = [x.strip() for x in labels.split(",") if x.strip()]
+    if keep:
+        algorithms = tuple(a for a in cfg.algorithms if a.label in keep)
+        cfg = dataclasses.replace(cfg, algorithms=algorithms, claims=())
+    units = len(cfg.units())
     print(
-        f"\n### `{name}` end to end, 2 workers, T = {cfg.horizon:g} (load {_load()} at the start)\n"
+        f"\n### `{name}` end to end{' (' + ', '.join(keep) + ')' if keep else ''}: {units} units, "
+        f"2 workers, T = {cfg.horizon:g} (load {_load()} at the start)\n"
     )
     print("| run | fused | wall (s) | workers' CPU (s) | load at the end |")
     print("|---:|---|---:|---:|---|")
@@ -159,6 +166,7 @@ def main() -> None:
     p.add_argument("--preset", default=None)
     p.add_argument("--preset-horizon", type=int, default=None, help="override the preset's T")
     p.add_argument("--preset-rounds", type=int, default=2, help="fused/per-unit alternations")
+    p.add_argument("--preset-labels", default="", help="comma-separated labels: only these units")
     p.add_argument("--skip", default="", help="comma-separated: fused,chen")
     args = p.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -167,7 +175,7 @@ def main() -> None:
     if "chen" not in skip:
         chen_vs_ols(args.chen_horizon, args.replications, args.repeats)
     if args.preset:
-        preset(args.preset, args.preset_horizon, args.preset_rounds)
+        preset(args.preset, args.preset_horizon, args.preset_rounds, args.preset_labels)
 
 
 if __name__ == "__main__":

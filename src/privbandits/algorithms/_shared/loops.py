@@ -23,7 +23,7 @@ returns no array: it counts references to the arrays it allocates and frees them
 borrowed arrays it receives carry no reference count to change.  Allocating steps fail to compile
 there when they are compiled for it (numba's typing rejects ``np.empty`` and the like without the
 runtime); a step compiled earlier in the process with the runtime is reused as it is, so the
-declarations are checked in a fresh process (``tests/engine/test_borrowed_loops.py``).  Reference
+declarations are checked in a fresh process by the test suite.  Reference
 counting never changes a value: both loops give the same trajectory.
 """
 
