@@ -54,6 +54,68 @@ _XS, _YS, _MEM, _V, _VINV, _H, _HTAU, _HTAU_INV, _TH_W, _TH_T, _EXPL, _SCORES, _
 )
 
 
+# Criterion II's log-determinant and switch and the warm-up refit allocate (numpy's linear
+# algebra, the Newton solver's scratch): they are pinned to numba's runtime and return no array, so that the
+# per-round steps compile without it (CuratorKernel.allocates).
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+def _logdet(H: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``log |det H|`` (LAPACK's LU of a copy of ``H``)."""
+    sign, logdet = np.linalg.slogdet(H)
+    return logdet
+
+
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+def _switch(state, r, t, V, H, th_w, th_t, link_code, lam, S, radius, newton_iters):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Criterion II's switch: ``H_tau = H_t``, its inverse, and the refit of ``theta_tau`` on the
+    non-warm-up rounds over ``{||theta - theta_w||_V <= radius}``."""
+    state[_HTAU][r][:, :] = H
+    state[_HTAU_INV][r][:, :] = np.linalg.inv(H)
+    vals, vecs = np.linalg.eigh(0.5 * (V + V.T))
+    th_t[:] = th_w
+    newton_mle(
+        state[_XS][r],
+        state[_YS][r],
+        state[_MEM][r],
+        0,
+        t,
+        link_code,
+        lam,
+        False,
+        S,
+        th_w.copy(),
+        vecs,
+        vals,
+        radius,
+        th_t,
+        newton_iters,
+    )
+
+
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+def _warmup_refit(state, r, t, V, link_code, lam, S, newton_iters):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """A warm-up round's ``V^{-1}`` and the refit of ``theta_w`` over ``ball(S)``."""
+    d = V.shape[0]
+    state[_VINV][r][:, :] = np.linalg.inv(V)
+    dummy = np.zeros(d)
+    newton_mle(
+        state[_XS][r],
+        state[_YS][r],
+        state[_MEM][r],
+        1,
+        t + 1,
+        link_code,
+        lam,
+        True,
+        S,
+        dummy,
+        np.eye(d),
+        np.ones(d),
+        0.0,
+        state[_TH_W][r],
+        newton_iters,
+    )
+
+
 @nb.njit(cache=True)
 def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Criterion I, Criterion II (with the refit of ``theta_tau``), elimination and the optimistic choice."""
@@ -66,31 +128,11 @@ def _select(params, state, r, t, X, rng):  # type: ignore[no-untyped-def]  # pra
         state[_EXPL][r] = 1
         return argmax_ties(scores, rng)
     state[_EXPL][r] = 0
-    H, Ht, th_w, th_t = state[_H][r], state[_HTAU][r], state[_TH_W][r], state[_TH_T][r]
-    sign, logdet = np.linalg.slogdet(H)
+    H, th_w, th_t = state[_H][r], state[_TH_W][r], state[_TH_T][r]
+    logdet = _logdet(H)
     if logdet > state[_LOGDET][r] + math.log(factor):  # Criterion II: det H_t > factor det H_tau
         state[_LOGDET][r] = logdet
-        Ht[:, :] = H
-        state[_HTAU_INV][r][:, :] = np.linalg.inv(H)
-        vals, vecs = np.linalg.eigh(0.5 * (V + V.T))
-        th_t[:] = th_w
-        newton_mle(
-            state[_XS][r],
-            state[_YS][r],
-            state[_MEM][r],
-            0,
-            t,
-            link_code,
-            lam,
-            False,
-            S,
-            th_w.copy(),
-            vecs,
-            vals,
-            gamma * sqrt_kappa,
-            th_t,
-            newton_iters,
-        )
+        _switch(state, r, t, V, H, th_w, th_t, link_code, lam, S, gamma * sqrt_kappa, newton_iters)
         state[_STATS][r, 1] += 1.0
     eliminate_and_score(X, th_w, gamma * sqrt_kappa, th_t, state[_HTAU_INV][r], beta, scores)
     return argmax_ties(scores, rng)
@@ -112,25 +154,7 @@ def _update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def] 
         for i in range(d):
             for j in range(d):
                 V[i, j] += x[i] * x[j]
-        state[_VINV][r][:, :] = np.linalg.inv(V)
-        dummy = np.zeros(d)
-        newton_mle(
-            state[_XS][r],
-            state[_YS][r],
-            state[_MEM][r],
-            1,
-            t + 1,
-            link_code,
-            lam,
-            True,
-            S,
-            dummy,
-            np.eye(d),
-            np.ones(d),
-            0.0,
-            state[_TH_W][r],
-            newton_iters,
-        )
+        _warmup_refit(state, r, t, V, link_code, lam, S, newton_iters)
         state[_STATS][r, 0] += 1.0
     else:
         z = 0.0
@@ -270,7 +294,9 @@ class RSGLinUCB(AuthorsCodeRun, Curator):
             int(self.newton_iters),
         )
         theta_t = state[_TH_T]
-        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
+        return CuratorKernel(
+            _select, _update, params, state, estimate=lambda: theta_t.copy(), allocates=False
+        )
 
     def diagnostics(self) -> dict[str, np.ndarray]:
         """Per-replication counts of warm-up rounds and Criterion-II switches."""
