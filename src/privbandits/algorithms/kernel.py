@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numba as nb
 import numpy as np
@@ -63,8 +63,20 @@ __all__ = [
     "MessageLayout",
     "argmax_ties",
     "mirrored_scale",
+    "pinned",
     "tally_max",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def pinned(fn: _F) -> _F:
+    """``fn`` compiled and cached with numba's runtime pinned on (``_nrt=True``): a rarely taken
+    branch of an allocation-free step (:attr:`LocalKernel.allocates`) that needs numpy's
+    allocating routines.  numba keeps a flag set on the function, so it compiles with the runtime
+    even when the borrowed loop calls it; it frees what it allocates and must return no array."""
+    return nb.njit(cache=True, _nrt=True)(fn)  # type: ignore[call-overload,no-any-return]
+
 
 #: Largest norm of an estimate a compiled local server publishes and its devices accept: a bound
 #: far above any estimate an honest run reaches, which keeps every product a device forms with it

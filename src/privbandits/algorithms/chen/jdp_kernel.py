@@ -54,7 +54,7 @@ from privbandits.algorithms.chen.ldp_kernel import (
     plan_select,
     spectral_step_nb,
 )
-from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.kernel import CuratorKernel, pinned
 from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import CLIP_RTOL, add_gaussian, add_symmetric_gaussian
 from privbandits.regression.reweighted import (
@@ -172,7 +172,7 @@ def update(params, state, r, t, X, a, y, rng):  # type: ignore[no-untyped-def]  
     epoch[r] = e + 1
 
 
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _post(Xb, yb, row, Kn, sigma, eta, code, rng, r, n_boards, b_theta, b_U, b_scale):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Fit Algorithm 2 on the epoch's data and post the estimate on replication ``r``'s billboard.
     Pinned to numba's runtime (the fit allocates) and returns nothing, so that the per-round

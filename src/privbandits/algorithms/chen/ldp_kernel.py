@@ -42,7 +42,7 @@ from privbandits.algorithms.chen.planning_kernel import (
     plan_one,
     plan_workspace,
 )
-from privbandits.algorithms.kernel import LocalKernel, MessageLayout
+from privbandits.algorithms.kernel import LocalKernel, MessageLayout, pinned
 from privbandits.core.links import link_mu
 from privbandits.privacy.samplers import add_gaussian, add_symmetric_gaussian
 from privbandits.regression.reweighted import (
@@ -136,7 +136,7 @@ def ellipsoid_point(
     out[:] = Q @ (c / (1.0 + hi * u2))
 
 
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _opnorm(U: np.ndarray) -> float:  # pragma: no cover - compiled
     """Spectral norm (largest singular value) of ``U`` (LAPACK allocates: pinned to numba's
     runtime, so that the allocation-free steps calling it compile without it)."""
@@ -335,7 +335,7 @@ def _slot_at(table: np.ndarray, Kn: int, e: int, t: int) -> int:  # pragma: no c
 
 # The server's batch ends allocate (numpy's linear algebra); they are pinned to numba's runtime
 # and return nothing, so that the per-round steps compile without it (LocalKernel.allocates).
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _normalization_step(U, accX, r, N, lam, last, u2, Q):  # type: ignore[no-untyped-def]  # pragma: no cover
     """End of a normalization batch (Algorithm 1, lines 7-9): ``U`` in place from the batch sum
     ``accX[r]``; after the last batch, ``U``'s eigenvalues squared and eigenvectors (``u2[r]``,
@@ -348,7 +348,7 @@ def _normalization_step(U, accX, r, N, lam, last, u2, Q):  # type: ignore[no-unt
         Q[r] = q
 
 
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _gradient_step(U, w, accg, r, B, c_reg, eta, u2, Q):  # type: ignore[no-untyped-def]  # pragma: no cover
     """End of a gradient batch (Algorithm 7, lines 6-7): the projected step of ``w`` in place."""
     G = accg[r] / B + c_reg * (U @ w)
@@ -356,7 +356,7 @@ def _gradient_step(U, w, accg, r, B, c_reg, eta, u2, Q):  # type: ignore[no-unty
     accg[r] = 0.0
 
 
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _release(U, w, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The released estimate ``U w`` into ``out``."""
     out[:] = U @ w

@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from privbandits.algorithms._shared.linalg import cholesky_lower
+from privbandits.algorithms.kernel import pinned
 from privbandits.core.links import link_mu
 
 __all__ = [
@@ -437,7 +438,7 @@ def _spanner_rows(F: np.ndarray, m: int, C: float, tol: float, ws, out: np.ndarr
     return n
 
 
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _spanner_lapack_rows(
     F: np.ndarray, m: int, C: float, tol: float, out: np.ndarray
 ) -> int:  # pragma: no cover - compiled
@@ -507,7 +508,7 @@ def _first_changed(U, scale, start, n_boards, seen_U, seen_scale):  # type: igno
     return -1
 
 
-@nb.njit(cache=True, _nrt=True)
+@pinned
 def _refresh_floors(U, scale, n_boards, seen_U, seen_scale, floor):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Recompute :func:`_width_floor` of every released estimate whose ``U`` or scale changed since
     it was last computed (``seen_U``, ``seen_scale``, ``floor``: one replication's rows of
