@@ -185,6 +185,50 @@ def _refit(state, r, family, n, fit, bound, scale, ball, S, c, U, ev, radius, in
     )
 
 
+# The optimizer's refits allocate (DPPGD's scratch, numpy's linear algebra): they run on the
+# public schedule and at the capped Criterion-II switches, pinned to numba's runtime and
+# returning no array, so that the per-round steps compile without it (CuratorKernel.allocates).
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+def _refresh_theta_o(state, r, n, fit, S, U, ev, rng, th_o):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The public-schedule refit of ``theta_o`` on the exploration data over ``Theta_I = ball(S)``."""
+    zero = np.zeros(th_o.shape[0])
+    _refit(state, r, 1, n, fit, S, 2.0 * S, True, S, zero, U, ev, 0.0, zero, rng, th_o)
+
+
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+def _switch(state, r, n, V, H, Htmp, Ht, th_o, U, ev, fit, rad, S, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Criterion II's switch: ``H_tau = H_t`` and its (floored) inverse ``Htmp``, ``V``'s
+    eigendecomposition for ``Theta_II`` and the refit of ``theta_tau`` over ``Theta_II``."""
+    Ht[:, :] = H
+    state[_HTAU_INV][r][:, :] = Htmp
+    vals, vecs = np.linalg.eigh(0.5 * (V + V.T))
+    ev[:] = vals
+    U[:, :] = vecs
+    vmin = vals[0]
+    onrm = math.sqrt(np.sum(th_o * th_o))
+    bound = onrm + rad / math.sqrt(vmin)
+    scale = 2.0 * rad / math.sqrt(vmin)
+    th_t = state[_TH_T][r]
+    _refit(
+        state,
+        r,
+        0,
+        n,
+        fit,
+        bound,
+        scale,
+        False,
+        S,
+        th_o,
+        U,
+        ev,
+        rad,
+        th_o.copy(),
+        rng,
+        th_t,
+    )
+
+
 @nb.njit(cache=True)
 def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Releases for round ``n + 1`` after ``n`` leaves: ``V``, ``H_t``, the public ``theta_o`` refit, Criterion II."""
@@ -228,12 +272,11 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
     s = n + 1
     th_o = state[_TH_O][r]
     U, ev = state[_U][r], state[_EV][r]
-    zero = np.zeros(d)
     if (
         s & (s - 1) == 0
     ):  # public schedule t = 2^k: refit theta_o on the exploration data (Theta_I = ball(S))
         fit = (link_code, Rb, lam_reg_o, rho_o, zeta_o, max_iters)
-        _refit(state, r, 1, n, fit, S, 2.0 * S, True, S, zero, U, ev, 0.0, zero, rng, th_o)
+        _refresh_theta_o(state, r, n, fit, S, U, ev, rng, th_o)
         stats[3] += 1.0
     Ht = state[_HTAU][r]
     if state[_N2][r] < count2:
@@ -242,36 +285,9 @@ def _prepare(params, state, r, n, rng):  # type: ignore[no-untyped-def]  # pragm
             for j in range(d):
                 nrm += 4.0 * Ht[i, j] * Ht[i, j]
         if max_eig_diff(H, Ht, 2.0) > 1e-10 * math.sqrt(nrm):  # Criterion II: H_t not below 2 H_tau
-            Ht[:, :] = H
-            state[_HTAU_INV][r][:, :] = Htmp
-            vals, vecs = np.linalg.eigh(0.5 * (V + V.T))
-            ev[:] = vals
-            U[:, :] = vecs
             rad = gamma * sqrt_kappa
-            vmin = vals[0]
-            onrm = math.sqrt(np.sum(th_o * th_o))
             fit = (link_code, Rb, lam_reg_tau, rho_tau, zeta_tau, max_iters)
-            bound = onrm + rad / math.sqrt(vmin)
-            scale = 2.0 * rad / math.sqrt(vmin)
-            th_t = state[_TH_T][r]
-            _refit(
-                state,
-                r,
-                0,
-                n,
-                fit,
-                bound,
-                scale,
-                False,
-                S,
-                th_o,
-                U,
-                ev,
-                rad,
-                th_o.copy(),
-                rng,
-                th_t,
-            )
+            _switch(state, r, n, V, H, Htmp, Ht, th_o, U, ev, fit, rad, S, rng)
             state[_N2][r] += 1
             stats[1] += 1.0
 
@@ -635,7 +651,9 @@ class JDPGLM(AuthorsCodeRun, Curator):
             1e-6,
         )
         theta_t = state[_TH_T]
-        return CuratorKernel(_select, _update, params, state, estimate=lambda: theta_t.copy())
+        return CuratorKernel(
+            _select, _update, params, state, estimate=lambda: theta_t.copy(), allocates=False
+        )
 
     # -- diagnostics -------------------------------------------------------------------------
     def diagnostics(self) -> dict[str, np.ndarray]:

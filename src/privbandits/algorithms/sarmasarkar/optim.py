@@ -304,14 +304,16 @@ def newton_mle(
             break
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
 def floor_pd_inverse(
     A: np.ndarray, floor: float, out_inv: np.ndarray
 ) -> bool:  # pragma: no cover - compiled
     """``A <- U max(Lambda, floor) U^T`` in place and ``out_inv = A^{-1}``; returns whether the floor was active.
 
     Pure post-processing of a released symmetric matrix (Sarmasarkar 2026, noisy matrices may be
-    indefinite when the regularizer is below the noise level).
+    indefinite when the regularizer is below the noise level).  LAPACK allocates: pinned to
+    numba's runtime (and returning no array), so that allocation-free steps calling it compile
+    without it (:mod:`privbandits.algorithms._shared.loops`).
     """
     d = A.shape[0]
     S = 0.5 * (A + A.T)
@@ -332,10 +334,11 @@ def floor_pd_inverse(
     return active
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
 def max_eig_diff(
     A: np.ndarray, B: np.ndarray, factor: float
 ) -> float:  # pragma: no cover - compiled
-    """``eigmax(A - factor B)`` (largest eigenvalue of the symmetrized difference)."""
+    """``eigmax(A - factor B)`` (largest eigenvalue of the symmetrized difference; pinned to
+    numba's runtime like :func:`floor_pd_inverse`)."""
     D = A - factor * B
     return np.linalg.eigvalsh(0.5 * (D + D.T))[-1]
