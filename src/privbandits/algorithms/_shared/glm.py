@@ -45,6 +45,7 @@ import numba as nb
 import numpy as np
 
 from privbandits.algorithms._shared.linalg import cholesky_lower, cholesky_solve
+from privbandits.algorithms.kernel import pinned
 from privbandits.core.errors import ValidationError
 from privbandits.core.links import (
     LINK_IDENTITY,
@@ -149,7 +150,7 @@ def _gradient_hessian(theta, X, y, w, n, code, lam, grad, H):  # type: ignore[no
             H[k, j] = H[j, k]
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _lstsq_direction(H, grad, p):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``p`` = the least-squares solution of ``H p = grad`` (LAPACK allocates: pinned to numba's
     runtime, so that allocation-free steps calling the solver compile without it)."""

@@ -64,7 +64,7 @@ from privbandits.algorithms._shared.linalg import (
 )
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration, Constants
-from privbandits.algorithms.kernel import CuratorKernel
+from privbandits.algorithms.kernel import CuratorKernel, pinned
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
@@ -95,7 +95,7 @@ def glm_ucb_radius(
     )
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _initial_kappa(V: np.ndarray, context_bound: float) -> float:  # pragma: no cover - compiled
     """``kappa`` from ``lambda_0``, the smallest eigenvalue of ``V`` (LAPACK allocates: pinned to
     numba's runtime, so that the allocation-free steps calling it compile without it)."""

@@ -36,7 +36,7 @@ import numpy as np
 from privbandits.algorithms._shared.linalg import eliminate_and_score, quadratic_forms
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration, Constants
-from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
+from privbandits.algorithms.kernel import CuratorKernel, argmax_ties, pinned
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
@@ -57,14 +57,14 @@ _XS, _YS, _MEM, _V, _VINV, _H, _HTAU, _HTAU_INV, _TH_W, _TH_T, _EXPL, _SCORES, _
 # Criterion II's log-determinant and switch and the warm-up refit allocate (numpy's linear
 # algebra, the Newton solver's scratch): they are pinned to numba's runtime and return no array, so that the
 # per-round steps compile without it (CuratorKernel.allocates).
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _logdet(H: np.ndarray) -> float:  # pragma: no cover - compiled
     """``log |det H|`` (LAPACK's LU of a copy of ``H``)."""
     sign, logdet = np.linalg.slogdet(H)
     return logdet
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _switch(state, r, t, V, H, th_w, th_t, link_code, lam, S, radius, newton_iters):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Criterion II's switch: ``H_tau = H_t``, its inverse, and the refit of ``theta_tau`` on the
     non-warm-up rounds over ``{||theta - theta_w||_V <= radius}``."""
@@ -91,7 +91,7 @@ def _switch(state, r, t, V, H, th_w, th_t, link_code, lam, S, radius, newton_ite
     )
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _warmup_refit(state, r, t, V, link_code, lam, S, newton_iters):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A warm-up round's ``V^{-1}`` and the refit of ``theta_w`` over ``ball(S)``."""
     d = V.shape[0]

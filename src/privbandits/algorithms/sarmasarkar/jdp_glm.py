@@ -53,7 +53,7 @@ from privbandits.algorithms._shared.linalg import eliminate_and_score, quadratic
 from privbandits.algorithms.audit import AuditCase, ReleaseCase
 from privbandits.algorithms.base import Curator
 from privbandits.algorithms.calibration import Calibration
-from privbandits.algorithms.kernel import CuratorKernel, argmax_ties
+from privbandits.algorithms.kernel import CuratorKernel, argmax_ties, pinned
 from privbandits.algorithms.registry import register
 from privbandits.algorithms.sarmasarkar import authors_code
 from privbandits.algorithms.sarmasarkar.authors_code import AuthorsCodeRun
@@ -188,14 +188,14 @@ def _refit(state, r, family, n, fit, bound, scale, ball, S, c, U, ev, radius, in
 # The optimizer's refits allocate (DPPGD's scratch, numpy's linear algebra): they run on the
 # public schedule and at the capped Criterion-II switches, pinned to numba's runtime and
 # returning no array, so that the per-round steps compile without it (CuratorKernel.allocates).
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _refresh_theta_o(state, r, n, fit, S, U, ev, rng, th_o):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The public-schedule refit of ``theta_o`` on the exploration data over ``Theta_I = ball(S)``."""
     zero = np.zeros(th_o.shape[0])
     _refit(state, r, 1, n, fit, S, 2.0 * S, True, S, zero, U, ev, 0.0, zero, rng, th_o)
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def _switch(state, r, n, V, H, Htmp, Ht, th_o, U, ev, fit, rad, S, rng):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Criterion II's switch: ``H_tau = H_t`` and its (floored) inverse ``Htmp``, ``V``'s
     eigendecomposition for ``Theta_II`` and the refit of ``theta_tau`` over ``Theta_II``."""

@@ -30,6 +30,7 @@ import math
 import numba as nb
 import numpy as np
 
+from privbandits.algorithms.kernel import pinned
 from privbandits.core.links import link_dmu, link_mu
 from privbandits.privacy.samplers import add_gaussian, clip_l2
 
@@ -304,7 +305,7 @@ def newton_mle(
             break
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def floor_pd_inverse(
     A: np.ndarray, floor: float, out_inv: np.ndarray
 ) -> bool:  # pragma: no cover - compiled
@@ -334,7 +335,7 @@ def floor_pd_inverse(
     return active
 
 
-@nb.njit(cache=True, _nrt=True)  # type: ignore[call-overload]
+@pinned
 def max_eig_diff(
     A: np.ndarray, B: np.ndarray, factor: float
 ) -> float:  # pragma: no cover - compiled
