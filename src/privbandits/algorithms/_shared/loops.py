@@ -18,13 +18,13 @@ the call, and no atomic increment / decrement is paid per array per step call (a
 a per-round local algorithm's time went to them).  A kernel whose steps allocate no arrays
 declares ``allocates = False`` and runs on ``run_borrowed``.  A rarely taken branch that needs
 numpy's allocating routines (an eigendecomposition at the end of a batch) goes into a function
-pinned to the runtime (``@nb.njit(_nrt=True)``: numba keeps a flag set on the function) that
-returns no array: it counts references to the arrays it allocates and frees them itself, and the
+pinned to the runtime (:func:`~privbandits.algorithms.kernel.pinned`, ``_nrt=True``: numba keeps
+a flag set on the function) that returns no array: it frees what it allocates itself, and the
 borrowed arrays it receives carry no reference count to change.  Allocating steps fail to compile
-there when they are compiled for it (numba's typing rejects ``np.empty`` and the like without the
-runtime); a step compiled earlier in the process with the runtime is reused as it is, so the
-declarations are checked in a fresh process by the test suite.  Reference
-counting never changes a value: both loops give the same trajectory.
+in the borrowed loop when they are compiled for it (numba's typing rejects ``np.empty`` and the
+like without the runtime); a step compiled earlier in the process with the runtime is reused as
+it is, so the declarations are checked in a fresh process by the test suite.  Reference counting
+never changes a value: both loops give the same trajectory.
 """
 
 from __future__ import annotations
