@@ -28,7 +28,7 @@ from privbandits.core.validation import check_choice, check_int
 from privbandits.engine import ENGINES
 from privbandits.engine.aggregate import drive_aggregate, supports_aggregate
 from privbandits.engine.compiled import drive_compiled, supports_compiled
-from privbandits.engine.convex import drive_convex, is_convex_env
+from privbandits.engine.convex import convex_kernel, drive_convex, is_convex_env
 from privbandits.engine.recorder import Recorder
 from privbandits.engine.reference import drive_reference
 from privbandits.envs.base import Environment
@@ -209,13 +209,15 @@ class SimulationResult:
 def _pick_engine(engine: str, alg: Algorithm, env: Environment) -> str:
     engine = check_choice("engine", engine, ENGINES)
     agg, comp = supports_aggregate(alg, env), supports_compiled(alg)
-    if is_convex_env(env):  # continuous actions: the bandit-convex-optimization driver
-        if engine not in ("auto", "reference"):
+    if is_convex_env(env):  # continuous actions: the bandit-convex-optimization drivers
+        comp = convex_kernel(alg) is not None
+        if engine == "aggregate" or (engine == "compiled" and not comp):
             raise ValidationError(
-                f"engine={engine!r}: loss environments (continuous actions) run on the "
-                "reference driver only (use 'auto' or 'reference')"
+                f"engine={engine!r}: on a loss environment (continuous actions) {alg.name!r} runs "
+                f"on the {'reference or compiled' if comp else 'reference'} driver only (use "
+                "'auto' or 'reference')"
             )
-        return "reference"
+        return "compiled" if comp and engine in ("auto", "compiled") else "reference"
     if engine == "auto":
         return "aggregate" if agg else "compiled" if comp else "reference"
     if engine == "aggregate" and not agg:

@@ -42,9 +42,16 @@ def compiled_kernel(alg: Algorithm) -> CuratorKernel | LocalKernel | None:
 
 
 def supports_compiled(alg: Algorithm) -> bool:
-    """Whether ``alg`` (after reset) has a compiled kernel the compiled driver can run, or is a
-    shuffle algorithm whose client serves a batch's users together (:mod:`privbandits.engine.batches`)."""
-    return compiled_kernel(alg) is not None or supports_batches(alg)
+    """Whether ``alg`` (after reset) has a compiled kernel the compiled driver can run (a compiled
+    round on a loss environment included: :mod:`privbandits.engine.convex`), or is a shuffle
+    algorithm whose client serves a batch's users together (:mod:`privbandits.engine.batches`)."""
+    from privbandits.engine.convex import convex_kernel
+
+    return (
+        compiled_kernel(alg) is not None
+        or convex_kernel(alg) is not None
+        or supports_batches(alg)
+    )
 
 
 def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress) -> None:
@@ -52,6 +59,11 @@ def drive_compiled(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick
     algorithm with a batch client: :func:`privbandits.engine.batches.drive_batches`)."""
     if supports_batches(alg):
         drive_batches(alg, env, T, rec, tick)
+        return
+    from privbandits.engine.convex import drive_convex_compiled, is_convex_env
+
+    if is_convex_env(env):
+        drive_convex_compiled(alg, env, T, rec, tick)
         return
     run = ChunkRunner(alg)
     t = 0

@@ -13,6 +13,10 @@ The same roles as :mod:`privbandits.engine.reference`, on a
 
 The recorded reward is minus the mean observed loss of the round; the regret is the
 environment's pseudo-regret (eq. (2) of Zheng et al. 2020 for two points).
+
+:func:`drive_convex_compiled` runs an algorithm's compiled round
+(:mod:`privbandits.algorithms.convex_kernel`) over the environment's chunks of loss parameters
+instead, with the environment's compiled losses: the same seed gives the same trajectory.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm, ShuffleAlgorithm
+from privbandits.algorithms.convex_kernel import ConvexCuratorKernel, ConvexLocalKernel
 from privbandits.core.errors import ValidationError
 from privbandits.engine import protocol
 from privbandits.engine.recorder import Progress, Recorder
 from privbandits.envs.base import Environment
 
-__all__ = ["drive_convex", "is_convex_env"]
+__all__ = ["ConvexChunkRunner", "drive_convex", "drive_convex_compiled", "is_convex_env"]
 
 
 def is_convex_env(env: Environment) -> bool:
@@ -99,3 +104,69 @@ def drive_convex(alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: 
             tick(t + 1)
     else:
         raise ValidationError(f"{type(alg).__name__} is not a Curator or LocalAlgorithm")
+
+
+def convex_kernel(alg: Algorithm) -> ConvexCuratorKernel | ConvexLocalKernel | None:
+    """The compiled round of a bandit-convex-optimization algorithm (after reset), or None."""
+    k = getattr(alg, "compiled_kernel", None)
+    return k if isinstance(k, (ConvexCuratorKernel, ConvexLocalKernel)) else None
+
+
+class ConvexChunkRunner:
+    """Advances one algorithm's compiled round over the rounds of loss-environment chunks, stopping
+    at every checkpoint of its recorder (the loop body of :func:`drive_convex_compiled`)."""
+
+    def __init__(self, alg: Algorithm, env: Environment) -> None:
+        k = convex_kernel(alg)
+        if k is None:
+            raise ValidationError(
+                f"algorithm {alg.name!r} has no compiled round on a loss environment; use "
+                "engine='reference'"
+            )
+        from privbandits.envs.convex import ConvexLossEnv
+
+        assert isinstance(env, ConvexLossEnv)
+        self.k, self.streams = k, alg.streams  # type: ignore[attr-defined]
+        self.problem = env.compiled_problem()
+        self.losses = np.empty(k.k)
+        self.points = np.empty((k.k, env.d))
+        self.msg = np.empty(k.message.size) if isinstance(k, ConvexLocalKernel) else None
+        self.loop = k.chunk_loop
+
+    def __call__(self, X: np.ndarray, B: int, t: int, rec: Recorder) -> None:
+        """Rounds ``t .. t + B - 1`` (the first ``B`` rounds of the chunk's loss parameters ``X``)."""
+        k, streams, run, problem = self.k, self.streams, self.loop, self.problem
+        start = 0
+        while start < B:
+            nxt = rec.next_t
+            stop = B if nxt < 0 else min(B, nxt - t)
+            rounds = (X, *problem, start, stop, t, streams.policy)
+            totals = (rec.cum_regret, rec.cum_reward)
+            if isinstance(k, ConvexLocalKernel):
+                run(k.params, k.public, k.server, *rounds, streams.client, self.losses, self.msg, *totals)
+            else:
+                run(k.params, k.state, *rounds, streams.server, self.points, self.losses, *totals)
+            if t + stop == rec.next_t:
+                rec.snapshot()
+            start = stop
+
+
+def drive_convex_compiled(
+    alg: Algorithm, env: Environment, T: int, rec: Recorder, tick: Progress
+) -> None:
+    """Run ``T`` rounds of ``alg``'s compiled round on the loss environment ``env`` (the users'
+    loss parameters of each chunk checked first: finite, the declared width)."""
+    from privbandits.algorithms.bco.problem import check_loss_parameters
+
+    run = ConvexChunkRunner(alg, env)
+    width = getattr(alg.spec, "param_dim", 0)  # type: ignore[attr-defined]
+    t = 0
+    while t < T:
+        ch = env.next_chunk()
+        B = min(ch.B, T - t)
+        X = np.ascontiguousarray(ch.X, dtype=float)
+        check_loss_parameters(alg.name, X[:B].reshape(-1, X.shape[-1]), None, width)
+        run(X, B, t, rec)
+        env.t = t + B
+        t += B
+        tick(t)

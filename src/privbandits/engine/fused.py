@@ -28,6 +28,7 @@ from privbandits.core.rng import make_streams
 from privbandits.core.validation import check_int
 from privbandits.engine.batches import supports_batches
 from privbandits.engine.compiled import ChunkRunner, chunk_arrays, compiled_kernel
+from privbandits.engine.convex import is_convex_env
 from privbandits.engine.recorder import Recorder
 from privbandits.envs.base import Environment
 from privbandits.privacy.inputs import check_client_inputs
@@ -49,7 +50,12 @@ def fusable(alg: Algorithm, env: Environment, engine: str = "auto") -> bool:
         chosen = _pick_engine(engine, alg, env)
     except Exception:  # the algorithm's own run reports it
         return False
-    return chosen == "compiled" and compiled_kernel(alg) is not None and not supports_batches(alg)
+    return (
+        chosen == "compiled"
+        and compiled_kernel(alg) is not None
+        and not supports_batches(alg)
+        and not is_convex_env(env)
+    )
 
 
 def simulate_fused(

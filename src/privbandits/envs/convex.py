@@ -41,6 +41,7 @@ from privbandits.core.errors import ValidationError
 from privbandits.core.validation import check_choice, check_in_range, check_int, check_positive
 from privbandits.envs.base import Chunk, Environment
 from privbandits.envs.contexts import unit_sphere
+from privbandits.envs.convex_losses import FAMILY_CODES, expected_rows, loss_rows
 
 __all__ = ["LOSS_FAMILIES", "ConvexLossEnv"]
 
@@ -154,32 +155,31 @@ class ConvexLossEnv(Environment):
 
     # -- losses --------------------------------------------------------------------------------
     def loss_values(self, params: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """``f(x)`` for loss parameters ``params`` (R, p) at ``points`` (R, k, d): ``(R, k)``."""
-        Rx, d = self.domain.outer_radius, self.d
-        if self.loss == "quadratic":
-            diff = points - params[:, None, :d]
-            return np.einsum("rkd,rkd->rk", diff, diff) / (4.0 * Rx * Rx)
-        if self.loss == "linear":
-            return 0.5 * (1.0 + np.einsum("rkd,rd->rk", points, params[:, :d]) / Rx)
-        margin = params[:, None, d] * np.einsum("rkd,rd->rk", points, params[:, :d]) / Rx
-        return np.logaddexp(0.0, -margin)
+        """``f(x)`` for loss parameters ``params`` (R, p) at ``points`` (R, k, d): ``(R, k)``
+        (:func:`~privbandits.envs.convex_losses.loss_at`)."""
+        pts = np.ascontiguousarray(points, dtype=float)
+        out = np.empty(pts.shape[:2])
+        loss_rows(self._code, self.domain.outer_radius, np.ascontiguousarray(params), pts, out)
+        return out
 
     def expected_loss(self, points: np.ndarray) -> np.ndarray:
         """``F(x) = E f_t(x)`` at ``points`` (R, k, d), up to an additive constant per replication
-        that cancels in the regret: ``(R, k)``."""
-        Rx, d = self.domain.outer_radius, self.d
-        if self.loss == "quadratic":
-            diff = points - self._center[:, None, :]
-            return np.einsum("rkd,rkd->rk", diff, diff) / (4.0 * Rx * Rx)
-        if self.loss == "linear":
-            return 0.5 * (1.0 + np.einsum("rkd,rd->rk", points, self._center) / Rx)
-        Z, y = self._pool[..., :d], self._pool[..., d]
-        margin = y[:, None, :] * np.einsum("rkd,rnd->rkn", points, Z) / Rx
-        return np.logaddexp(0.0, -margin).mean(axis=2)
+        that cancels in the regret: ``(R, k)`` (:func:`~privbandits.envs.convex_losses.expected_at`)."""
+        pts = np.ascontiguousarray(points, dtype=float)
+        out = np.empty(pts.shape[:2])
+        expected_rows(self._code, self.domain.outer_radius, self._center, self._pool, pts, out)
+        return out
+
+    def compiled_problem(self) -> tuple[int, float, np.ndarray, np.ndarray, np.ndarray]:
+        """What the compiled loss-environment loop reads of the instance: the family's code, the
+        outer radius ``Rx``, the mean parameters ``(R, d)``, the labelled pool ``(R, n, d + 1)``
+        (``n = 0`` outside the logistic family) and ``F(x*)`` ``(R,)``."""
+        return self._code, float(self.domain.outer_radius), self._center, self._pool, self._fstar
 
     # -- protocol ----------------------------------------------------------------------------
     def _reset(self) -> None:
         rng, R, d = self.streams.instance, self.R, self.d
+        self._code = FAMILY_CODES[self.loss]
         if self.loss == "logistic":
             w = unit_sphere(rng, (R,), d)
             Z = unit_sphere(rng, (R, self.pool), d)
@@ -190,6 +190,7 @@ class ConvexLossEnv(Environment):
             self._xstar = self._minimize()
         else:
             self._center = _uniform_ball(rng, (R,), d, self.center_norm * self._param_radius)
+            self._pool = np.zeros((R, 0, d + 1))
             if self.loss == "quadratic":
                 self._xstar = self._center.copy()
             else:

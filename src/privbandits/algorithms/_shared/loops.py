@@ -42,7 +42,7 @@ import numba as nb
 
 from privbandits._cache import cache_dir
 
-__all__ = ["curator_loops", "local_loops"]
+__all__ = ["convex_curator_loops", "convex_local_loops", "curator_loops", "local_loops"]
 
 #: The chunk loop's two instantiations: ``(name, compiled with the numba runtime)``.
 RUNS = (("run", True), ("run_borrowed", False))
@@ -126,6 +126,59 @@ ENCODE_TEMPLATE = """
 def encode_all(params, public, t, X, a, y, out):
     for r in range(a.shape[0]):
         encode(params, public, r, t, X[r], a[r], y[r], out[r])
+"""
+
+#: Loss environments (continuous actions, :mod:`privbandits.algorithms.convex_kernel`): the curator
+#: proposes ``k`` query points, the environment's compiled loss functions (``loss``, ``expected``:
+#: :mod:`privbandits.envs.convex_losses`) give the user's losses there and the pseudo-regret
+#: ``mean_i F(x_i) - F(x*)``; the recorded reward is minus the mean loss.
+CONVEX_CURATOR_RUN = """
+@nb.njit(cache=CACHE, _nrt=NRT)
+def NAME(params, state, X, kind, Rx, center, pool, fstar, start, stop, t0, rng_policy, rng_server,
+        points, losses, cum_regret, cum_reward):
+    R = fstar.shape[0]
+    k = losses.shape[0]
+    for i in range(start, stop):
+        t = t0 + i
+        for r in range(R):
+            propose(params, state, r, t, rng_policy, points)
+            lsum = 0.0
+            esum = 0.0
+            for j in range(k):
+                v = loss(kind, Rx, X[i, r], points[j])
+                losses[j] = v
+                lsum += v
+                esum += expected(kind, Rx, center[r], pool[r], points[j])
+            cum_regret[r] += esum / k - fstar[r]
+            cum_reward[r] += -(lsum / k)
+            update(params, state, r, t, points, losses, rng_server)
+"""
+
+#: Loss environments, local model: the server publishes replication ``r``'s query points
+#: (``public[0][r]``), the user observes its losses there and randomizes them into ``msg``, the
+#: server updates from ``msg`` only.
+CONVEX_LOCAL_RUN = """
+@nb.njit(cache=CACHE, _nrt=NRT)
+def NAME(params, public, server, X, kind, Rx, center, pool, fstar, start, stop, t0, rng_policy,
+        rng_client, losses, msg, cum_regret, cum_reward):
+    R = fstar.shape[0]
+    k = losses.shape[0]
+    points = public[0]
+    for i in range(start, stop):
+        t = t0 + i
+        for r in range(R):
+            publish(params, public, server, r, t, rng_policy)
+            lsum = 0.0
+            esum = 0.0
+            for j in range(k):
+                v = loss(kind, Rx, X[i, r], points[r, j])
+                losses[j] = v
+                lsum += v
+                esum += expected(kind, Rx, center[r], pool[r], points[r, j])
+            cum_regret[r] += esum / k - fstar[r]
+            cum_reward[r] += -(lsum / k)
+            randomize(params, public, r, t, losses, rng_client, msg)
+            update(params, public, server, r, t, msg)
 """
 
 _MEMO: dict[tuple[Any, ...], Any] = {}
@@ -216,3 +269,21 @@ def local_loops(choose: Any, randomize: Any, update: Any, encode: Any = None) ->
     if encode is None:
         return _build(template, steps)
     return _build(template + ENCODE_TEMPLATE, {**steps, "encode": encode})
+
+
+def _convex_steps() -> dict[str, Any]:
+    from privbandits.envs.convex_losses import expected_at, loss_at
+
+    return {"loss": loss_at, "expected": expected_at}
+
+
+def convex_curator_loops(propose: Any, update: Any) -> Any:
+    """``run`` and ``run_borrowed`` around a loss-environment curator's compiled steps."""
+    steps = {"propose": propose, "update": update, **_convex_steps()}
+    return _build(_with_runs("", CONVEX_CURATOR_RUN), steps)
+
+
+def convex_local_loops(publish: Any, randomize: Any, update: Any) -> Any:
+    """``run`` and ``run_borrowed`` around a loss-environment local algorithm's compiled steps."""
+    steps = {"publish": publish, "randomize": randomize, "update": update, **_convex_steps()}
+    return _build(_with_runs("", CONVEX_LOCAL_RUN), steps)

@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import Curator
+from privbandits.algorithms.bco.steps import fkm_params, fkm_propose, fkm_update
+from privbandits.algorithms.convex_kernel import ConvexCuratorKernel
 from privbandits.algorithms.bco.problem import (
     check_loss_parameters,
     check_losses,
@@ -111,13 +113,21 @@ class FKM(Curator):
         self.y = np.zeros((self.R, self.spec.d))
         self.u = np.zeros((self.R, self.spec.d))
         self._queried: np.ndarray | None = None
+        #: The same round compiled, on the same arrays (:mod:`privbandits.algorithms.bco.steps`).
+        self.compiled_kernel = ConvexCuratorKernel(
+            fkm_propose,
+            fkm_update,
+            fkm_params(self.spec.d, self.rho_v, self.xi_v, self.eta_v, self.spec.domain),  # type: ignore[attr-defined]
+            (self.y, self.u),
+            1,
+        )
 
     def select(self, t: int, contexts: np.ndarray | None) -> np.ndarray:
         """The round's query points; ``contexts`` (the users' loss parameters) are checked, not read
         (``None``: none given)."""
         if contexts is not None:
             check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
-        self.u = directions(self.streams.policy, self.R, self.spec.d)
+        self.u[...] = directions(self.streams.policy, self.R, self.spec.d)
         self._queried = (self.y + self.rho_v * self.u)[:, None, :]
         return self._queried.copy()
 
@@ -133,7 +143,7 @@ class FKM(Curator):
                 "last (select)"
             )
         g = (self.spec.d / self.rho_v) * m[:, None] * self.u
-        self.y = self.spec.domain.project(self.y - self.eta_v * g, self.xi_v)  # type: ignore[attr-defined]
+        self.y[...] = self.spec.domain.project(self.y - self.eta_v * g, self.xi_v)  # type: ignore[attr-defined]
 
     def estimate(self) -> np.ndarray | None:
         return self.y.copy()

@@ -26,7 +26,9 @@ sensitivity in units of the noise, ``2 G / sigma``, is the accounted one for eve
 of the decision set; both coincide with the paper's at ``g = 2 rho``.  ``m_t`` is exactly the
 two-point difference of the virtual loss ``f_t(x) + n_t^T x``, so the run is Algorithm 4 on those
 losses, path by path (Theorem 6); the scale-aware step uses ``sqrt(G^2 + sigma^2)``.  The roles are
-numpy code on the loss-environment driver; the noise comes from the compiled samplers.
+numpy code on the loss-environment driver; the compiled driver runs the same round as compiled
+steps (:mod:`privbandits.algorithms.bco.steps`) on the server's arrays; the device's math is the
+compiled privatizer in both.
 """
 
 from __future__ import annotations
@@ -58,7 +60,15 @@ from privbandits.algorithms.bco.two_point import (
     TwoPointState,
     algorithm_schedule,
 )
+from privbandits.algorithms.bco.steps import (
+    ldp_two_point_publish,
+    ldp_two_point_randomize,
+    ldp_two_point_update,
+    two_point_params,
+)
 from privbandits.algorithms.calibration import Calibration
+from privbandits.algorithms.convex_kernel import ConvexLocalKernel
+from privbandits.algorithms.kernel import MessageLayout
 from privbandits.algorithms.ldp_zheng.calibration import (
     gaussian_message_guarantee,
     laplace_message_guarantee,
@@ -444,3 +454,15 @@ class LDPTwoPoint(LocalAlgorithm):
             self.mechanism,
             c.whitened_sensitivity,
         )
+        self.compiled_kernel = None
+        if self.clip:  # without the clip the device refuses a user, which the loop cannot report
+            device = (c.clip_per_gap, True, c.noise_per_gap, self.mechanism == "laplace")
+            self.compiled_kernel = ConvexLocalKernel(
+                ldp_two_point_publish,
+                ldp_two_point_randomize,
+                ldp_two_point_update,
+                (two_point_params(state.d, c, state.domain), *device, np.empty(state.d)),
+                (np.zeros((self.R, 2, state.d)),),
+                (state.x, state.u),
+                MessageLayout(self.server.mechanism, (("difference", ()),)),
+            )

@@ -18,9 +18,11 @@ projected vector: l1 distance ``2 c / s`` in units of the scale.
 A gap below :data:`MIN_GAP` (zero included) is read as zero: the message is exactly 0, no data and
 no noise (sub-normal floating-point arithmetic would make neither the clip nor the noise exact).
 
-The three steps -- :func:`query_gaps`, :func:`encode_differences` and
-:func:`add_difference_noise` -- are the only implementation of the math: the client's ``encode``,
-``noise`` and ``randomize`` and the composite :func:`privatize_difference` all call them.  The
+The three steps of one user -- :func:`query_gap`, :func:`encode_difference` and
+:func:`difference_noise` -- are the only implementation of the math: their batched forms
+(:func:`query_gaps`, :func:`encode_differences`, :func:`add_difference_noise`), the client's
+``encode``, ``noise`` and ``randomize``, the composite :func:`privatize_difference` and the compiled
+round (:mod:`privbandits.algorithms.bco.steps`) all call them.  The
 client hands them validated arrays; each step also refuses mismatched shapes itself (``ValueError``),
 so no call reads or writes past an array.
 """
@@ -37,8 +39,11 @@ from privbandits.privacy.samplers import add_gaussian, clip_scalar, laplace_draw
 __all__ = [
     "MIN_GAP",
     "add_difference_noise",
+    "difference_noise",
+    "encode_difference",
     "encode_differences",
     "privatize_difference",
+    "query_gap",
     "query_gaps",
 ]
 
@@ -47,24 +52,71 @@ MIN_GAP = 1e-150
 
 
 @nb.njit(cache=True)
+def query_gap(points: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``||points[0] - points[1]||`` of one user's two query points ``(2, d)`` (scaled by the
+    largest entry, so neither overflow nor underflow), 0 below :data:`MIN_GAP`."""
+    d = points.shape[1]
+    m = 0.0
+    for j in range(d):
+        m = max(m, abs(points[0, j] - points[1, j]))
+    g = 0.0
+    if m > 0.0:
+        s = 0.0
+        for j in range(d):
+            z = (points[0, j] - points[1, j]) / m
+            s += z * z
+        g = m * math.sqrt(s)
+    return g if g >= MIN_GAP else 0.0
+
+
+@nb.njit(cache=True)
+def encode_difference(
+    v1: float, v2: float, gap: float, clip_per_gap: float, clip: bool
+) -> float:  # pragma: no cover - compiled
+    """One user's encoded difference: ``clip(v1 - v2, -c g, c g)`` with ``c = clip_per_gap`` and
+    ``g = gap`` (unclipped without ``clip``); 0 where the gap is 0."""
+    if gap == 0.0:
+        return 0.0
+    a = v1 - v2
+    if clip:
+        c = clip_per_gap * gap
+        a = clip_scalar(a, -c, c)
+    return a
+
+
+@nb.njit(cache=True)
+def difference_noise(
+    rng: np.random.Generator,
+    points: np.ndarray,
+    gap: float,
+    scale_per_gap: float,
+    laplace: bool,
+    noise: np.ndarray,
+) -> float:  # pragma: no cover - compiled
+    """One user's noise: ``n^T (x_1 - x_2)``, ``n ~ N(0, s^2 I_d)`` (one normal per coordinate,
+    into the ``(d,)`` work array ``noise``), or ``Lap(s g)`` with ``laplace``; ``s =
+    scale_per_gap``, ``points`` ``(2, d)``.  A zero gap gets nothing and draws nothing."""
+    if gap == 0.0:
+        return 0.0
+    if laplace:
+        return laplace_draw(rng, scale_per_gap * gap)
+    d = points.shape[1]
+    for j in range(d):
+        noise[j] = 0.0
+    add_gaussian(rng, scale_per_gap, noise)
+    s = 0.0
+    for j in range(d):
+        s += noise[j] * (points[0, j] - points[1, j])
+    return s
+
+
+@nb.njit(cache=True)
 def query_gaps(points: np.ndarray, gaps: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``gaps[i] = ||points[i, 0] - points[i, 1]||`` (scaled by the largest entry, so neither
-    overflow nor underflow), set to 0 below :data:`MIN_GAP`."""
+    """``gaps[i] = ||points[i, 0] - points[i, 1]||`` (:func:`query_gap`, user by user)."""
     if points.shape[1] != 2 or gaps.shape[0] != points.shape[0]:
         raise ValueError("query_gaps: points must be (R, 2, d) and gaps (R,)")
-    d = points.shape[2]
     for i in range(points.shape[0]):
-        m = 0.0
-        for j in range(d):
-            m = max(m, abs(points[i, 0, j] - points[i, 1, j]))
-        g = 0.0
-        if m > 0.0:
-            s = 0.0
-            for j in range(d):
-                z = (points[i, 0, j] - points[i, 1, j]) / m
-                s += z * z
-            g = m * math.sqrt(s)
-        gaps[i] = g if g >= MIN_GAP else 0.0
+        gaps[i] = query_gap(points[i])
 
 
 @nb.njit(cache=True)
@@ -72,19 +124,11 @@ def encode_differences(
     values: np.ndarray, gaps: np.ndarray, clip_per_gap: float, clip: bool, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[i] = clip(values[i, 0] - values[i, 1], -c g_i, c g_i)`` with ``c = clip_per_gap``
-    (unclipped without ``clip``); 0 where the gap is 0."""
+    (unclipped without ``clip``); 0 where the gap is 0 (:func:`encode_difference`, user by user)."""
     if values.shape[1] != 2 or gaps.shape[0] != values.shape[0] or out.shape[0] != values.shape[0]:
         raise ValueError("encode_differences: values must be (R, 2), gaps and out (R,)")
     for i in range(values.shape[0]):
-        g = gaps[i]
-        if g == 0.0:
-            out[i] = 0.0
-            continue
-        a = values[i, 0] - values[i, 1]
-        if clip:
-            c = clip_per_gap * g
-            a = clip_scalar(a, -c, c)
-        out[i] = a
+        out[i] = encode_difference(values[i, 0], values[i, 1], gaps[i], clip_per_gap, clip)
 
 
 @nb.njit(cache=True)
@@ -97,9 +141,9 @@ def add_difference_noise(
     noise: np.ndarray,
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """``out[i] += n_i^T (x_{i,1} - x_{i,2})``, ``n_i ~ N(0, s^2 I_d)`` (one normal per coordinate,
-    user by user), or ``out[i] += Lap(s g_i)`` with ``laplace``; ``s = scale_per_gap``.  Users with a
-    zero gap get nothing and draw nothing.  ``noise`` is a ``(d,)`` work array."""
+    """``out[i] += n_i^T (x_{i,1} - x_{i,2})``, ``n_i ~ N(0, s^2 I_d)``, or ``out[i] += Lap(s g_i)``
+    with ``laplace`` (:func:`difference_noise`, user by user); ``s = scale_per_gap``.  ``noise``
+    is a ``(d,)`` work array."""
     if (
         points.shape[1] != 2
         or points.shape[0] != out.shape[0]
@@ -109,21 +153,8 @@ def add_difference_noise(
         raise ValueError(
             "add_difference_noise: points must be (R, 2, d), gaps and out (R,), noise (d,)"
         )
-    d = points.shape[2]
     for i in range(out.shape[0]):
-        g = gaps[i]
-        if g == 0.0:
-            continue
-        if laplace:
-            out[i] += laplace_draw(rng, scale_per_gap * g)
-            continue
-        for j in range(d):
-            noise[j] = 0.0
-        add_gaussian(rng, scale_per_gap, noise)
-        s = 0.0
-        for j in range(d):
-            s += noise[j] * (points[i, 0, j] - points[i, 1, j])
-        out[i] += s
+        out[i] += difference_noise(rng, points[i], gaps[i], scale_per_gap, laplace, noise)
 
 
 @nb.njit(cache=True)

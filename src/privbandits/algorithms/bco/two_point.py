@@ -29,7 +29,9 @@ from privbandits.algorithms.bco.problem import (
     convex_spec,
     directions,
 )
+from privbandits.algorithms.bco.steps import two_point_params, two_point_propose, two_point_update
 from privbandits.algorithms.calibration import Calibration, Constants
+from privbandits.algorithms.convex_kernel import ConvexCuratorKernel
 from privbandits.algorithms.registry import register
 from privbandits.core.convex import ConvexSpec, Domain
 from privbandits.core.errors import ValidationError
@@ -113,7 +115,11 @@ def algorithm_schedule(alg: Any, spec: ConvexSpec, sigma: float) -> TwoPointCons
 
 
 class TwoPointState:
-    """The iterate of Algorithm 4 for ``R`` replications (server side of LDP-TwoPoint)."""
+    """The iterate of Algorithm 4 for ``R`` replications (server side of LDP-TwoPoint).
+
+    ``x`` and ``u`` are updated in place: the compiled round (:mod:`privbandits.algorithms.bco.steps`)
+    works on the same arrays.
+    """
 
     def __init__(
         self, domain: Domain, R: int, consts: TwoPointConstants, rng: np.random.Generator
@@ -123,27 +129,29 @@ class TwoPointState:
         self.rho, self.xi = float(consts.rho), float(consts.xi)
         self.eta, self.mu, self.eta_scale = consts.eta, consts.mu, float(consts.eta_scale)
         self.x = np.zeros((R, self.d))
-        self.u: np.ndarray | None = None
+        self.u = np.zeros((R, self.d))
+        self.drawn = False
 
     def query(self) -> np.ndarray:
         """Draw ``u_t`` (once per round) and return ``(x_t + rho u_t, x_t - rho u_t)``, ``(R, 2, d)``."""
-        if self.u is None:
-            self.u = directions(self.rng, self.R, self.d)
+        if not self.drawn:
+            self.u[...] = directions(self.rng, self.R, self.d)
+            self.drawn = True
         return np.stack([self.x + self.rho * self.u, self.x - self.rho * self.u], axis=1)
 
     def step(self, t: int, D: np.ndarray, u: np.ndarray | None = None) -> None:
         """Gradient step with the (possibly privatized) differences ``D`` (R,) of round ``t`` (0-based),
         along the round's direction (``u``: the direction of points queried earlier)."""
         if u is None:
+            if not self.drawn:
+                raise ValidationError(
+                    "two-point BCO: a difference arrived before the round's points were queried"
+                )
             u = self.u
-        if u is None:
-            raise ValidationError(
-                "two-point BCO: a difference arrived before the round's points were queried"
-            )
         eta = self.eta if self.mu is None else self.eta_scale / (self.mu * (t + 1))
         g = (self.d / (2.0 * self.rho)) * np.asarray(D, dtype=float)[:, None] * u
-        self.x = self.domain.project(self.x - eta * g, self.xi)
-        self.u = None
+        self.x[...] = self.domain.project(self.x - eta * g, self.xi)
+        self.drawn = False
 
 
 @register
@@ -216,6 +224,14 @@ class TwoPointBCO(Curator):
         )
         self._queried: np.ndarray | None = None
         self._u: np.ndarray | None = None
+        #: The same round compiled, on the same arrays (:mod:`privbandits.algorithms.bco.steps`).
+        self.compiled_kernel = ConvexCuratorKernel(
+            two_point_propose,
+            two_point_update,
+            two_point_params(self.spec.d, self.calibration.typed(TwoPointConstants), self.spec.domain),  # type: ignore[attr-defined]
+            (self.state.x, self.state.u),
+            2,
+        )
 
     def select(self, t: int, contexts: np.ndarray | None) -> np.ndarray:
         """The round's query points; ``contexts`` (the users' loss parameters) are checked, not read
@@ -223,7 +239,7 @@ class TwoPointBCO(Curator):
         if contexts is not None:
             check_loss_parameters(self.name, contexts, self.R, self.spec.param_dim)  # type: ignore[attr-defined]
         pts = self.state.query()
-        self._queried, self._u = pts, self.state.u
+        self._queried, self._u = pts, self.state.u.copy()
         return pts.copy()
 
     def update(

@@ -19,7 +19,8 @@ Each user takes part in one round and sends one message, so the per-user guarant
 accountant's guarantee of one scalar Gaussian (Laplace) mechanism (Theorem 2), and by Theorem 1 it
 is also the guarantee of the whole run in the streaming sense.  The wrapper runs on the reference
 driver (the black box may be a numpy algorithm); the wrapped algorithm's own steps are compiled
-when it has a kernel.
+when it has a kernel.  Around FKM on a loss environment the whole round is compiled as well
+(:mod:`privbandits.algorithms.bco.steps`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,17 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from privbandits.algorithms.audit import AuditCase, arm_pairs, k_armed_env, mechanism_cases
+import numpy as np
+
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm
+from privbandits.algorithms.bco.fkm import FKM
+from privbandits.algorithms.ldp_onepoint.steps import (
+    onepoint_fkm_publish,
+    onepoint_fkm_randomize,
+    onepoint_fkm_update,
+)
+from privbandits.algorithms.convex_kernel import ConvexCuratorKernel, ConvexLocalKernel
+from privbandits.algorithms.kernel import MessageLayout
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_onepoint.calibration import (
     OnePointCalibration,
@@ -110,6 +121,28 @@ class ParamDict(Constraint):
 
     def describe(self) -> str:
         return "None or a mapping of parameter names to values"
+
+
+def _fkm_kernel(
+    base: Curator, c: OnePointConstants, clip: bool, mechanism: str, R: int
+) -> ConvexLocalKernel | None:
+    """The compiled round of LDP-OnePoint around FKM (one-point bandit convex optimization,
+    Corollary 4): FKM's compiled steps on the black box's own arrays, the device's clip and noise
+    (:mod:`privbandits.algorithms.bco.steps`); None for any other black box, or without the clip
+    (the device then refuses a user, which the compiled loop cannot report)."""
+    inner = getattr(base, "compiled_kernel", None)
+    if not (isinstance(base, FKM) and isinstance(inner, ConvexCuratorKernel) and clip):
+        return None
+    device = (float(c.clip_lo), float(c.clip_hi), True, float(c.noise_scale))
+    return ConvexLocalKernel(
+        onepoint_fkm_publish,
+        onepoint_fkm_randomize,
+        onepoint_fkm_update,
+        (inner.params, *device, c.mechanism == "laplace"),
+        (np.zeros((R, 1, base.y.shape[1])),),
+        inner.state,
+        MessageLayout(mechanism, (("value", ()),)),
+    )
 
 
 @register
@@ -312,6 +345,7 @@ class LDPOnePoint(LocalAlgorithm):
             self.mechanism,
             c.sensitivity,
         )
+        self.compiled_kernel = _fkm_kernel(base, c, self.clip, self.server.mechanism, self.R)
 
     @property
     def black_box(self) -> Curator:
