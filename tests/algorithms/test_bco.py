@@ -90,8 +90,11 @@ def test_queries_outside_the_domain_and_arm_algorithms_are_rejected() -> None:
         pb.simulate(pb.make("ucb1"), env, 5)
     with pytest.raises(ValidationError, match="loss environment"):
         pb.simulate(pb.make("fkm"), pb.MultiArmedEnv(K=3), 5)
-    with pytest.raises(ValidationError, match="reference driver"):
-        pb.simulate(pb.make("fkm"), env, 5, engine="compiled")
+    with pytest.raises(ValidationError, match="reference or compiled driver"):
+        pb.simulate(pb.make("fkm"), env, 5, engine="aggregate")
+    # without the clip the device refuses users, which only the reference driver reports
+    with pytest.raises(ValidationError, match="reference driver only"):
+        pb.simulate(pb.make("ldp-twopoint", clip=False), env, 5, engine="compiled")
 
 
 @pytest.mark.parametrize("name", ["chen-elim", "chen-jdp", "squarecb", "squarecb-jdp", "ldp-ols"])

@@ -665,7 +665,7 @@ def test_a_dishonest_server_cannot_move_the_device_off_its_guarantee() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pb.simulate(SmallGap(), env, 20, replications=3, seed=0)
+        pb.simulate(SmallGap(), env, 20, replications=3, seed=0, engine="reference")
     G = env.reset(1, make_streams(0), 20).lipschitz
     assert len(seen) == 20 and all(np.all(np.abs(e) <= G * 1e-3 * (1 + 1e-9)) for e in seen)
 
@@ -677,7 +677,7 @@ def test_a_dishonest_server_cannot_move_the_device_off_its_guarantee() -> None:
             self.server.public_state = lambda: _public(np.full((replications, 2, 2), 3.0))  # type: ignore[method-assign]
 
     with pytest.raises(PublicStateError, match="points"):
-        pb.simulate(Outside(), env, 5, replications=2, seed=0)
+        pb.simulate(Outside(), env, 5, replications=2, seed=0, engine="reference")
 
 
 def test_compiled_steps_refuse_mismatched_shapes() -> None:
