@@ -36,26 +36,29 @@ warnings.filterwarnings("ignore")
 import privbandits as pb
 from privbandits.algorithms import registry
 from privbandits.engine.compiled import compiled_kernel
+from privbandits.engine.convex import convex_kernel
 from privbandits.engine.batches import supports_batches
 from privbandits.testing.cases import env_kinds, make_env
 from privbandits.core.rng import make_streams
 done, failed = [], []
-for name, cls in sorted(registry.available().items()):
-    for i, params in enumerate(cls.test_params):
-        for kind in env_kinds(cls):
-            alg = pb.make(name, **params)
-            env = make_env(cls, kind)
-            alg.reset(env.reset(2, make_streams(0), 20), 2, make_streams(0))
-            k = compiled_kernel(alg)
-            if k is None or k.allocates or supports_batches(alg):
-                continue
-            case = f"{name}[{i}]/{kind}"
-            try:
-                pb.simulate(pb.make(name, **params), make_env(cls, kind), 20, replications=2,
-                            seed=0, engine="compiled")
-                done.append(case)
-            except Exception as e:
-                failed.append(f"{case}: {type(e).__name__}: {str(e)[:300]}")
+cases = [(name, i, params, kind) for name, cls in sorted(registry.available().items())
+         for i, params in enumerate(cls.test_params) for kind in env_kinds(cls)]
+cases.append(("ldp-onepoint", "fkm", {"base": "fkm"}, "convex"))
+for name, i, params, kind in cases:
+    cls = registry.get(name)
+    alg = pb.make(name, **params)
+    env = make_env(cls, kind)
+    alg.reset(env.reset(2, make_streams(0), 20), 2, make_streams(0))
+    k = compiled_kernel(alg) or convex_kernel(alg)
+    if k is None or k.allocates or supports_batches(alg):
+        continue
+    case = f"{name}[{i}]/{kind}"
+    try:
+        pb.simulate(pb.make(name, **params), make_env(cls, kind), 20, replications=2,
+                    seed=0, engine="compiled")
+        done.append(case)
+    except Exception as e:
+        failed.append(f"{case}: {type(e).__name__}: {str(e)[:300]}")
 print(json.dumps({"done": done, "failed": failed}))
 """
 
@@ -76,7 +79,9 @@ def test_every_allocation_free_declaration_compiles_without_the_runtime(tmp_path
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["failed"] == []
     # the declarations this test covers, at least the Fig. 5.1 algorithms in both settings
-    for case in ("ldp-ols[0]/single", "ldp-ols[0]/multi", "ldp-sgd[0]/single", "ldp-ucb[0]/single"):
+    fig51 = ("ldp-ols[0]/single", "ldp-ols[0]/multi", "ldp-sgd[0]/single", "ldp-ucb[0]/single")
+    bco = ("fkm[0]/convex", "two-point-bco[0]/convex", "ldp-twopoint[1]/convex")
+    for case in (*fig51, *bco, "ldp-onepoint[fkm]/convex"):
         assert case in report["done"]
     assert len(report["done"]) >= 40
 

@@ -128,10 +128,11 @@ def _fkm_kernel(
 ) -> ConvexLocalKernel | None:
     """The compiled round of LDP-OnePoint around FKM (one-point bandit convex optimization,
     Corollary 4): FKM's compiled steps on the black box's own arrays, the device's clip and noise
-    (:mod:`privbandits.algorithms.bco.steps`); None for any other black box, or without the clip
-    (the device then refuses a user, which the compiled loop cannot report)."""
+    (:mod:`privbandits.algorithms.ldp_onepoint.steps`).  None for any other black box (a subclass
+    of FKM included: it may change the round) and without the clip (the device then refuses a
+    user, which the compiled loop cannot report)."""
     inner = getattr(base, "compiled_kernel", None)
-    if not (isinstance(base, FKM) and isinstance(inner, ConvexCuratorKernel) and clip):
+    if not (type(base) is FKM and isinstance(inner, ConvexCuratorKernel) and clip):
         return None
     device = (float(c.clip_lo), float(c.clip_hi), True, float(c.noise_scale))
     return ConvexLocalKernel(
