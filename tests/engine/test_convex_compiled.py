@@ -56,7 +56,9 @@ def test_the_compiled_round_gives_the_reference_trajectory(
     np.testing.assert_allclose(com.reward, ref.reward, rtol=0, atol=1e-9)
     if ref.estimation_error is not None:
         np.testing.assert_allclose(com.estimation_error, ref.estimation_error, rtol=0, atol=1e-9)
-    other = _run(name, params, pb.ConvexLossEnv(d=3, loss=loss, domain=domain), "auto", **{**kw, "seed": 5})
+    other = _run(
+        name, params, pb.ConvexLossEnv(d=3, loss=loss, domain=domain), "auto", **{**kw, "seed": 5}
+    )
     assert not np.array_equal(other.regret, com.regret)
 
 
@@ -65,7 +67,12 @@ def test_the_compiled_round_crosses_chunks_and_checkpoints() -> None:
     env = pb.ConvexLossEnv(d=3)
     env.reset(256, make_streams(0), 2500)
     assert env.chunk_rounds() == 1024
-    kw = {"horizon": 2500, "replications": 256, "seed": 1, "checkpoints": [1, 1023, 1024, 1025, 2500]}
+    kw = {
+        "horizon": 2500,
+        "replications": 256,
+        "seed": 1,
+        "checkpoints": [1, 1023, 1024, 1025, 2500],
+    }
     ref = _run("ldp-twopoint", {}, pb.ConvexLossEnv(d=3), "reference", **kw)
     com = _run("ldp-twopoint", {}, pb.ConvexLossEnv(d=3), "compiled", **kw)
     np.testing.assert_array_equal(com.checkpoints, [1, 1023, 1024, 1025, 2500])
@@ -138,7 +145,9 @@ def test_the_compiled_onepoint_device_sends_the_clients_message(mechanism: str) 
     X = env.next_round()
     pts = np.array([[[0.1, 0.2]], [[-0.9, 0.0]], [[0.0, 0.0]]])
     losses = np.array([[0.3], [7.0], [-4.0]])  # beyond the declared range: clipped
-    want = alg.client.randomize(0, PublicState({"points": pts}), X, pts, losses, np.random.default_rng(2))
+    want = alg.client.randomize(
+        0, PublicState({"points": pts}), X, pts, losses, np.random.default_rng(2)
+    )
     rng = np.random.default_rng(2)
     got = []
     for r in range(3):

@@ -48,9 +48,7 @@ def supports_compiled(alg: Algorithm) -> bool:
     from privbandits.engine.convex import convex_kernel
 
     return (
-        compiled_kernel(alg) is not None
-        or convex_kernel(alg) is not None
-        or supports_batches(alg)
+        compiled_kernel(alg) is not None or convex_kernel(alg) is not None or supports_batches(alg)
     )
 
 

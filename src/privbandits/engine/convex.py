@@ -143,7 +143,16 @@ class ConvexChunkRunner:
             rounds = (X, *problem, start, stop, t, streams.policy)
             totals = (rec.cum_regret, rec.cum_reward)
             if isinstance(k, ConvexLocalKernel):
-                run(k.params, k.public, k.server, *rounds, streams.client, self.losses, self.msg, *totals)
+                run(
+                    k.params,
+                    k.public,
+                    k.server,
+                    *rounds,
+                    streams.client,
+                    self.losses,
+                    self.msg,
+                    *totals,
+                )
             else:
                 run(k.params, k.state, *rounds, streams.server, self.points, self.losses, *totals)
             if t + stop == rec.next_t:

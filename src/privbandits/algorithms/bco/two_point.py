@@ -228,7 +228,9 @@ class TwoPointBCO(Curator):
         self.compiled_kernel = ConvexCuratorKernel(
             two_point_propose,
             two_point_update,
-            two_point_params(self.spec.d, self.calibration.typed(TwoPointConstants), self.spec.domain),  # type: ignore[attr-defined]
+            two_point_params(
+                self.spec.d, self.calibration.typed(TwoPointConstants), self.spec.domain
+            ),  # type: ignore[attr-defined]
             (self.state.x, self.state.u),
             2,
         )
