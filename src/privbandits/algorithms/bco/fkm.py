@@ -23,8 +23,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privbandits.algorithms.base import Curator
-from privbandits.algorithms.bco.steps import fkm_params, fkm_propose, fkm_update
-from privbandits.algorithms.convex_kernel import ConvexCuratorKernel
 from privbandits.algorithms.bco.problem import (
     check_loss_parameters,
     check_losses,
@@ -32,7 +30,9 @@ from privbandits.algorithms.bco.problem import (
     convex_spec,
     directions,
 )
+from privbandits.algorithms.bco.steps import fkm_params, fkm_propose, fkm_update
 from privbandits.algorithms.calibration import Calibration, Constants
+from privbandits.algorithms.convex_kernel import ConvexCuratorKernel
 from privbandits.algorithms.registry import register
 from privbandits.core.errors import ValidationError
 from privbandits.core.params import Int, Optional, Positive

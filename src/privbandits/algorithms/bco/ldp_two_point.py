@@ -54,17 +54,17 @@ from privbandits.algorithms.bco.problem import (
     convex_spec,
     query_points_field,
 )
-from privbandits.algorithms.bco.two_point import (
-    SCHEDULES,
-    TwoPointConstants,
-    TwoPointState,
-    algorithm_schedule,
-)
 from privbandits.algorithms.bco.steps import (
     ldp_two_point_publish,
     ldp_two_point_randomize,
     ldp_two_point_update,
     two_point_params,
+)
+from privbandits.algorithms.bco.two_point import (
+    SCHEDULES,
+    TwoPointConstants,
+    TwoPointState,
+    algorithm_schedule,
 )
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.convex_kernel import ConvexLocalKernel

@@ -28,19 +28,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from privbandits.algorithms.audit import AuditCase, arm_pairs, k_armed_env, mechanism_cases
 import numpy as np
 
+from privbandits.algorithms.audit import AuditCase, arm_pairs, k_armed_env, mechanism_cases
 from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm
 from privbandits.algorithms.bco.fkm import FKM
-from privbandits.algorithms.ldp_onepoint.steps import (
-    onepoint_fkm_publish,
-    onepoint_fkm_randomize,
-    onepoint_fkm_update,
-)
+from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.convex_kernel import ConvexCuratorKernel, ConvexLocalKernel
 from privbandits.algorithms.kernel import MessageLayout
-from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.ldp_onepoint.calibration import (
     OnePointCalibration,
     OnePointConstants,
@@ -49,6 +44,11 @@ from privbandits.algorithms.ldp_onepoint.calibration import (
     noise_bound,
 )
 from privbandits.algorithms.ldp_onepoint.roles import OnePointClient, OnePointServer
+from privbandits.algorithms.ldp_onepoint.steps import (
+    onepoint_fkm_publish,
+    onepoint_fkm_randomize,
+    onepoint_fkm_update,
+)
 from privbandits.algorithms.registry import get, make, register
 from privbandits.core.convex import ConvexSpec
 from privbandits.core.errors import UnknownNameError, ValidationError
