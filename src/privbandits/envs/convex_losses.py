@@ -60,7 +60,7 @@ def loss_at(kind: int, Rx: float, param: np.ndarray, x: np.ndarray) -> float:  #
         s += x[j] * param[j]
     if kind == LINEAR:
         return 0.5 * (1.0 + s / Rx)
-    return _log1p_exp_neg(param[d] * s / Rx)
+    return _log1p_exp_neg(float(param[d] * s / Rx))
 
 
 @nb.njit(cache=True)

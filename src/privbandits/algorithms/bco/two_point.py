@@ -149,6 +149,7 @@ class TwoPointState:
                 )
             u = self.u
         eta = self.eta if self.mu is None else self.eta_scale / (self.mu * (t + 1))
+        assert eta is not None  # a constant step or the strongly convex schedule
         g = (self.d / (2.0 * self.rho)) * np.asarray(D, dtype=float)[:, None] * u
         self.x[...] = self.domain.project(self.x - eta * g, self.xi)
         self.drawn = False
