@@ -128,6 +128,20 @@ def encode_all(params, public, t, X, a, y, out):
         encode(params, public, r, t, X[r], a[r], y[r], out[r])
 """
 
+#: The losses of the user of replication ``r`` at its query points ``q`` ``(k, d)``, the round's
+#: pseudo-regret and reward (the body shared by the two loss-environment loops below).
+CONVEX_LOSSES = """\
+            lsum = 0.0
+            esum = 0.0
+            for j in range(k):
+                v = loss(kind, Rx, X[i, r], q[j])
+                losses[j] = v
+                lsum += v
+                esum += expected(kind, Rx, center[r], pool[r], q[j])
+            cum_regret[r] += esum / k - fstar[r]
+            cum_reward[r] += -(lsum / k)
+"""
+
 #: Loss environments (continuous actions, :mod:`privbandits.algorithms.convex_kernel`): the curator
 #: proposes ``k`` query points, the environment's compiled loss functions (``loss``, ``expected``:
 #: :mod:`privbandits.envs.convex_losses`) give the user's losses there and the pseudo-regret
@@ -142,16 +156,8 @@ def NAME(params, state, X, kind, Rx, center, pool, fstar, start, stop, t0, rng_p
         t = t0 + i
         for r in range(R):
             propose(params, state, r, t, rng_policy, points)
-            lsum = 0.0
-            esum = 0.0
-            for j in range(k):
-                v = loss(kind, Rx, X[i, r], points[j])
-                losses[j] = v
-                lsum += v
-                esum += expected(kind, Rx, center[r], pool[r], points[j])
-            cum_regret[r] += esum / k - fstar[r]
-            cum_reward[r] += -(lsum / k)
-            update(params, state, r, t, points, losses, rng_server)
+            q = points
+LOSSES            update(params, state, r, t, points, losses, rng_server)
 """
 
 #: Loss environments, local model: the server publishes replication ``r``'s query points
@@ -168,16 +174,8 @@ def NAME(params, public, server, X, kind, Rx, center, pool, fstar, start, stop, 
         t = t0 + i
         for r in range(R):
             publish(params, public, server, r, t, rng_policy)
-            lsum = 0.0
-            esum = 0.0
-            for j in range(k):
-                v = loss(kind, Rx, X[i, r], points[r, j])
-                losses[j] = v
-                lsum += v
-                esum += expected(kind, Rx, center[r], pool[r], points[r, j])
-            cum_regret[r] += esum / k - fstar[r]
-            cum_reward[r] += -(lsum / k)
-            randomize(params, public, r, t, losses, rng_client, msg)
+            q = points[r]
+LOSSES            randomize(params, public, r, t, losses, rng_client, msg)
             update(params, public, server, r, t, msg)
 """
 
@@ -280,10 +278,10 @@ def _convex_steps() -> dict[str, Any]:
 def convex_curator_loops(propose: Any, update: Any) -> Any:
     """``run`` and ``run_borrowed`` around a loss-environment curator's compiled steps."""
     steps = {"propose": propose, "update": update, **_convex_steps()}
-    return _build(_with_runs("", CONVEX_CURATOR_RUN), steps)
+    return _build(_with_runs("", CONVEX_CURATOR_RUN.replace("LOSSES", CONVEX_LOSSES)), steps)
 
 
 def convex_local_loops(publish: Any, randomize: Any, update: Any) -> Any:
     """``run`` and ``run_borrowed`` around a loss-environment local algorithm's compiled steps."""
     steps = {"publish": publish, "randomize": randomize, "update": update, **_convex_steps()}
-    return _build(_with_runs("", CONVEX_LOCAL_RUN), steps)
+    return _build(_with_runs("", CONVEX_LOCAL_RUN.replace("LOSSES", CONVEX_LOSSES)), steps)

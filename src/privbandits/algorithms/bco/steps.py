@@ -39,9 +39,11 @@ __all__ = [
     "fkm_query",
     "fkm_step",
     "fkm_update",
+    "gradient_step",
     "ldp_two_point_publish",
     "ldp_two_point_randomize",
     "ldp_two_point_update",
+    "perturbed_points",
     "project_row",
     "two_point_params",
     "two_point_propose",
@@ -97,24 +99,39 @@ def project_row(x: np.ndarray, box: bool, s: float) -> None:  # pragma: no cover
         x[j] = x[j] * f
 
 
+@nb.njit(cache=True)
+def perturbed_points(x, u, rho, rng, points):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Draw the direction ``u`` and write ``x + rho u`` into ``points[0]`` (and ``x - rho u`` into
+    ``points[1]`` when ``points`` has two rows): the query points of FKM and of Algorithm 4."""
+    draw_direction(rng, u)
+    two = points.shape[0] == 2
+    for j in range(x.shape[0]):
+        points[0, j] = x[j] + rho * u[j]
+        if two:
+            points[1, j] = x[j] - rho * u[j]
+
+
+@nb.njit(cache=True)
+def gradient_step(x, u, eta, c, box, s):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``x <- Pi(x - eta (c u))`` onto the box or ball of size ``s`` (``c u``: the one- or two-point
+    gradient estimate)."""
+    for j in range(x.shape[0]):
+        x[j] = x[j] - eta * (c * u[j])
+    project_row(x, box, s)
+
+
 # -- FKM ---------------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def fkm_query(params, y, u, rng, points):  # type: ignore[no-untyped-def]  # pragma: no cover
     """FKM's query point of one replication: draw ``u``, write ``y + rho u`` into ``points[0]``."""
-    rho = params[1]
-    draw_direction(rng, u)
-    for j in range(y.shape[0]):
-        points[0, j] = y[j] + rho * u[j]
+    perturbed_points(y, u, params[1], rng, points)
 
 
 @nb.njit(cache=True)
 def fkm_step(params, y, u, m):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """FKM's step of one replication with the (possibly privatized) loss ``m``."""
     d, rho, xi, eta, box, size = params
-    c = (d / rho) * m
-    for j in range(y.shape[0]):
-        y[j] = y[j] - eta * (c * u[j])
-    project_row(y, box, (1.0 - xi) * size)
+    gradient_step(y, u, eta, (d / rho) * m, box, (1.0 - xi) * size)
 
 
 @nb.njit(cache=True)
@@ -132,11 +149,7 @@ def fkm_update(params, state, r, t, points, losses, rng):  # type: ignore[no-unt
 # -- Algorithm 4 -------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _two_point_query(params, x, u, rng, points):  # type: ignore[no-untyped-def]  # pragma: no cover
-    rho = params[1]
-    draw_direction(rng, u)
-    for j in range(x.shape[0]):
-        points[0, j] = x[j] + rho * u[j]
-        points[1, j] = x[j] - rho * u[j]
+    perturbed_points(x, u, params[1], rng, points)
 
 
 @nb.njit(cache=True)
@@ -144,10 +157,7 @@ def _two_point_step(params, x, u, t, D):  # type: ignore[no-untyped-def]  # prag
     d, rho, xi, eta, mu, eta_scale, box, size = params
     if mu > 0.0:
         eta = eta_scale / (mu * (t + 1))
-    c = (d / (2.0 * rho)) * D
-    for j in range(x.shape[0]):
-        x[j] = x[j] - eta * (c * u[j])
-    project_row(x, box, (1.0 - xi) * size)
+    gradient_step(x, u, eta, (d / (2.0 * rho)) * D, box, (1.0 - xi) * size)
 
 
 @nb.njit(cache=True)
