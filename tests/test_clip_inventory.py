@@ -292,7 +292,7 @@ INVENTORY: dict[str, tuple[str, ...]] = {
         "the auditor's simulated dishonest server keeps its broadcast inside the declared space",
     ),
     # -- device clips of the local and shuffle algorithms ---------------------------------------------
-    "src/privbandits/algorithms/bco/privatizer.py::encode_differences::clip_scalar#1": (
+    "src/privbandits/algorithms/bco/privatizer.py::encode_difference::clip_scalar#1": (
         "tests/algorithms/test_bco_devices.py::test_difference_clip_at_inside_and_beyond_the_bound",
     ),
     "src/privbandits/algorithms/ldp_onepoint/privatizer.py::encode_values::clip_scalar#1": (
@@ -441,6 +441,18 @@ INVENTORY: dict[str, tuple[str, ...]] = {
     "src/privbandits/algorithms/bco/fkm.py::FKM.update::.project#1": (
         EXEMPT,
         "projection of the non-private learner's iterate onto its domain (no privacy claim)",
+    ),
+    "src/privbandits/algorithms/bco/steps.py::project_row::min-max#1": (
+        "tests/engine/test_convex_compiled.py::test_the_compiled_projection_at_inside_and_beyond_the_boundary",
+        "tests/engine/test_convex_compiled.py::test_the_compiled_projection_is_the_domains",
+    ),
+    "src/privbandits/algorithms/bco/steps.py::project_row::min(1)#1": (
+        "tests/engine/test_convex_compiled.py::test_the_compiled_projection_at_inside_and_beyond_the_boundary",
+        "tests/engine/test_convex_compiled.py::test_the_compiled_projection_is_the_domains",
+    ),
+    "src/privbandits/algorithms/bco/steps.py::gradient_step::project_row#1": (
+        EXEMPT,
+        "the compiled server's / learner's iterate projected onto the domain: post-processing",
     ),
     "src/privbandits/algorithms/bco/two_point.py::TwoPointState.step::.project#1": (
         EXEMPT,

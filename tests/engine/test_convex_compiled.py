@@ -208,3 +208,17 @@ def test_the_compiled_projection_is_the_domains(
     project_row(got, kind == "box", (1.0 - shrink) * size)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
     assert dom.contains(got, shrink)
+
+
+@pytest.mark.parametrize("box", [False, True])
+def test_the_compiled_projection_at_inside_and_beyond_the_boundary(box: bool) -> None:
+    s = 0.7
+    v = np.array([0.6, -0.8, 0.0])  # unit norm, largest entry 0.8
+    unit = 0.8 if box else 1.0  # the size at which v lies on the boundary
+    for f, want in ((1.0, 1.0), (1 - 1e-9, 1 - 1e-9), (3.0, 1.0)):
+        x = v * (s / unit) * f
+        project_row(x, box, s)
+        expected = v * (s / unit) * want
+        if box and f > 1:  # each entry clamped to [-s, s]
+            expected = np.clip(v * (s / unit) * f, -s, s)
+        np.testing.assert_allclose(x, expected, rtol=1e-15, atol=0)
