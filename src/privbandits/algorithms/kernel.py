@@ -61,6 +61,7 @@ __all__ = [
     "KernelServer",
     "LocalKernel",
     "MessageLayout",
+    "ProposalKernel",
     "argmax_ties",
     "mirrored_scale",
     "pinned",
@@ -218,6 +219,32 @@ class LocalKernel(_ChunkLoop):
         from privbandits.algorithms._shared.loops import local_loops
 
         return local_loops(self.choose, self.randomize, self.update, self.encode)
+
+
+@dataclass
+class ProposalKernel(_ChunkLoop):
+    """A local algorithm whose server proposes each user's arm with a non-private curator's
+    compiled steps (``base``, reading the public arm ``catalogue`` ``(R, K, K)``) and feeds it the
+    user's privatized reward only: LDP-OnePoint (Zheng et al. 2020, Algorithm 1).  ``device``
+    ``(params, y, rng_client, msg)`` writes the message of a user with reward ``y`` into ``msg``
+    (``message.size``); the curator's update receives ``msg[0]``.  For the compiled driver only
+    (the reference driver runs the algorithm's roles)."""
+
+    base: CuratorKernel
+    device: Any
+    params: tuple[Any, ...]
+    catalogue: np.ndarray
+    message: MessageLayout
+    estimate: Callable[[], np.ndarray | None] = field(default=lambda: None)
+    #: Whether the steps allocate arrays (:attr:`LocalKernel.allocates`).
+    allocates: bool = True
+
+    @property
+    def loops(self) -> Any:
+        """The chunk loops (:func:`privbandits.algorithms._shared.loops.proposal_loops`)."""
+        from privbandits.algorithms._shared.loops import proposal_loops
+
+        return proposal_loops(self.base.select, self.base.update, self.device)
 
 
 @nb.njit(cache=True, inline="always")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.algorithms.base import Algorithm
-from privbandits.algorithms.kernel import CuratorKernel, LocalKernel
+from privbandits.algorithms.kernel import CuratorKernel, LocalKernel, ProposalKernel
 from privbandits.core.errors import ValidationError
 from privbandits.engine.batches import drive_batches, supports_batches
 from privbandits.engine.recorder import Progress, Recorder
@@ -31,14 +31,14 @@ __all__ = [
 ]
 
 
-def compiled_kernel(alg: Algorithm) -> CuratorKernel | LocalKernel | None:
+def compiled_kernel(alg: Algorithm) -> CuratorKernel | LocalKernel | ProposalKernel | None:
     """The compiled steps the compiled driver runs: the algorithm's kernel (shared with its roles),
     else a kernel it keeps for the compiled driver only (``compiled_kernel``: numpy roles for the
     reference driver, the same round compiled, tested equal), else None."""
     k = getattr(alg, "kernel", None)
     if k is None:
         k = getattr(alg, "compiled_kernel", None)
-    return k if isinstance(k, (CuratorKernel, LocalKernel)) else None
+    return k if isinstance(k, (CuratorKernel, LocalKernel, ProposalKernel)) else None
 
 
 def supports_compiled(alg: Algorithm) -> bool:
@@ -104,8 +104,8 @@ class ChunkRunner:
             )
         self.k = k
         self.streams = alg.streams  # type: ignore[attr-defined]
-        self.local = isinstance(k, LocalKernel)
-        self.msg = np.empty(k.message.size) if isinstance(k, LocalKernel) else None
+        self.local = isinstance(k, (LocalKernel, ProposalKernel))
+        self.msg = np.empty(k.message.size) if self.local else None
         self.bound = float(alg.spec.context_bound)  # type: ignore[attr-defined]
         self.loop = k.chunk_loop
 
@@ -127,6 +127,9 @@ class ChunkRunner:
             totals = (rec.cum_regret, rec.cum_reward)
             if isinstance(k, LocalKernel):
                 run(k.params, k.public, k.server, *rounds, streams.client, self.msg, *totals)
+            elif isinstance(k, ProposalKernel):
+                base = (k.params, k.base.params, k.base.state, k.catalogue)
+                run(*base, *rounds, streams.client, streams.server, self.msg, *totals)
             else:
                 run(k.params, k.state, *rounds, streams.server, *totals)
             if t + stop == rec.next_t:

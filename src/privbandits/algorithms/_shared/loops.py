@@ -42,7 +42,13 @@ import numba as nb
 
 from privbandits._cache import cache_dir
 
-__all__ = ["convex_curator_loops", "convex_local_loops", "curator_loops", "local_loops"]
+__all__ = [
+    "convex_curator_loops",
+    "convex_local_loops",
+    "curator_loops",
+    "local_loops",
+    "proposal_loops",
+]
 
 #: The chunk loop's two instantiations: ``(name, compiled with the numba runtime)``.
 RUNS = (("run", True), ("run_borrowed", False))
@@ -126,6 +132,26 @@ ENCODE_TEMPLATE = """
 def encode_all(params, public, t, X, a, y, out):
     for r in range(a.shape[0]):
         encode(params, public, r, t, X[r], a[r], y[r], out[r])
+"""
+
+#: A server that proposes each user's arm with a non-private curator's compiled steps
+#: (``select``, ``update``: the black box of LDP-OnePoint, Zheng et al. 2020, Algorithm 1): the
+#: user plays the proposal, its device randomizes the reward into ``msg`` (``device``), the
+#: curator updates from ``msg[0]`` only; the curator sees the public arm catalogue ``catalogue[r]``.
+PROPOSAL_RUN = """
+@nb.njit(cache=CACHE, _nrt=NRT)
+def NAME(params, bparams, bstate, catalogue, X, means, rewards, best, start, stop, t0, rng_policy,
+        rng_client, rng_server, msg, cum_regret, cum_reward):
+    R = best.shape[1]
+    for i in range(start, stop):
+        t = t0 + i
+        for r in range(R):
+            a = select(bparams, bstate, r, t, catalogue[r], rng_policy)
+            y = rewards[i, r, a]
+            cum_regret[r] += best[i, r] - means[i, r, a]
+            cum_reward[r] += y
+            device(params, y, rng_client, msg)
+            update(bparams, bstate, r, t, catalogue[r], a, msg[0], rng_server)
 """
 
 #: The losses of the user of replication ``r`` at its query points ``q`` ``(k, d)``, the round's
@@ -285,3 +311,10 @@ def convex_local_loops(publish: Any, randomize: Any, update: Any) -> Any:
     """``run`` and ``run_borrowed`` around a loss-environment local algorithm's compiled steps."""
     steps = {"publish": publish, "randomize": randomize, "update": update, **_convex_steps()}
     return _build(_with_runs("", CONVEX_LOCAL_RUN.replace("LOSSES", CONVEX_LOSSES)), steps)
+
+
+def proposal_loops(select: Any, update: Any, device: Any) -> Any:
+    """``run`` and ``run_borrowed`` of a server proposing arms with a curator's compiled ``select``
+    / ``update`` around a one-value device step ``device(params, y, rng, msg)``."""
+    steps = {"select": select, "update": update, "device": device}
+    return _build(_with_runs("", PROPOSAL_RUN), steps)

@@ -17,10 +17,11 @@ the same sensitivity and the wrapped algorithms maximize rewards.
 
 Each user takes part in one round and sends one message, so the per-user guarantee is the
 accountant's guarantee of one scalar Gaussian (Laplace) mechanism (Theorem 2), and by Theorem 1 it
-is also the guarantee of the whole run in the streaming sense.  The wrapper runs on the reference
+is also the guarantee of the whole run in the streaming sense.  The wrapper's roles run on the reference
 driver (the black box may be a numpy algorithm); the wrapped algorithm's own steps are compiled
-when it has a kernel.  Around FKM on a loss environment the whole round is compiled as well
-(:mod:`privbandits.algorithms.bco.steps`).
+when it has a kernel.  The whole round is compiled as well, for the compiled driver, around
+FKM on a loss environment and around a black box with a compiled kernel on arms
+(:mod:`privbandits.algorithms.ldp_onepoint.steps`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from privbandits.algorithms.base import Algorithm, Curator, LocalAlgorithm
 from privbandits.algorithms.bco.fkm import FKM
 from privbandits.algorithms.calibration import Calibration
 from privbandits.algorithms.convex_kernel import ConvexCuratorKernel, ConvexLocalKernel
-from privbandits.algorithms.kernel import MessageLayout
+from privbandits.algorithms.kernel import CuratorKernel, MessageLayout, ProposalKernel
 from privbandits.algorithms.ldp_onepoint.calibration import (
     OnePointCalibration,
     OnePointConstants,
@@ -48,6 +49,7 @@ from privbandits.algorithms.ldp_onepoint.steps import (
     onepoint_fkm_publish,
     onepoint_fkm_randomize,
     onepoint_fkm_update,
+    onepoint_value,
 )
 from privbandits.algorithms.registry import get, make, register
 from privbandits.core.convex import ConvexSpec
@@ -123,26 +125,52 @@ class ParamDict(Constraint):
         return "None or a mapping of parameter names to values"
 
 
+def _device(c: OnePointConstants) -> tuple[float, float, bool, float, bool]:
+    """The device's parameters ``(lo, hi, clip, scale, laplace)`` (clipping on)."""
+    lo, hi, scale = float(c.clip_lo), float(c.clip_hi), float(c.noise_scale)
+    return lo, hi, True, scale, c.mechanism == "laplace"
+
+
 def _fkm_kernel(
-    base: Curator, c: OnePointConstants, clip: bool, mechanism: str, R: int
+    base: Curator, c: OnePointConstants, mechanism: str, R: int
 ) -> ConvexLocalKernel | None:
     """The compiled round of LDP-OnePoint around FKM (one-point bandit convex optimization,
     Corollary 4): FKM's compiled steps on the black box's own arrays, the device's clip and noise
-    (:mod:`privbandits.algorithms.ldp_onepoint.steps`).  None for any other black box (a subclass
-    of FKM included: it may change the round) and without the clip (the device then refuses a
-    user, which the compiled loop cannot report)."""
+    (:mod:`privbandits.algorithms.ldp_onepoint.steps`); None for any other black box (a subclass
+    of FKM included: it may change the round)."""
     inner = getattr(base, "compiled_kernel", None)
-    if not (type(base) is FKM and isinstance(inner, ConvexCuratorKernel) and clip):
+    if not (type(base) is FKM and isinstance(inner, ConvexCuratorKernel)):
         return None
-    device = (float(c.clip_lo), float(c.clip_hi), True, float(c.noise_scale))
     return ConvexLocalKernel(
         onepoint_fkm_publish,
         onepoint_fkm_randomize,
         onepoint_fkm_update,
-        (inner.params, *device, c.mechanism == "laplace"),
+        (inner.params, *_device(c)),
         (np.zeros((R, 1, base.y.shape[1])),),
         inner.state,
         MessageLayout(mechanism, (("value", ()),)),
+    )
+
+
+def _proposal_kernel(
+    base: Curator, c: OnePointConstants, server: OnePointServer
+) -> ProposalKernel | None:
+    """The compiled round of LDP-OnePoint around a black box with a compiled kernel (on arms): its
+    steps on its own state, proposing from the public one-hot catalogue, updated with the device's
+    privatized reward (:func:`~privbandits.algorithms.ldp_onepoint.steps.onepoint_value`); None
+    when the black box has no compiled kernel."""
+    inner = getattr(base, "kernel", None)
+    if inner is None:  # a kernel kept for the compiled driver only (numpy roles otherwise)
+        inner = getattr(base, "compiled_kernel", None)
+    if not isinstance(inner, CuratorKernel):
+        return None
+    return ProposalKernel(
+        inner,
+        onepoint_value,
+        _device(c),
+        np.ascontiguousarray(server.catalogue),
+        MessageLayout(server.mechanism, (("value", ()),)),
+        allocates=inner.allocates,
     )
 
 
@@ -346,7 +374,12 @@ class LDPOnePoint(LocalAlgorithm):
             self.mechanism,
             c.sensitivity,
         )
-        self.compiled_kernel = _fkm_kernel(base, c, self.clip, self.server.mechanism, self.R)
+        self.compiled_kernel: ConvexLocalKernel | ProposalKernel | None = None
+        if self.clip:  # without the clip the device refuses a user, which a loop cannot report
+            if points is not None:
+                self.compiled_kernel = _fkm_kernel(base, c, self.server.mechanism, self.R)
+            else:
+                self.compiled_kernel = _proposal_kernel(base, c, self.server)
 
     @property
     def black_box(self) -> Curator:
