@@ -105,7 +105,7 @@ class ChunkRunner:
         self.k = k
         self.streams = alg.streams  # type: ignore[attr-defined]
         self.local = isinstance(k, (LocalKernel, ProposalKernel))
-        self.msg = np.empty(k.message.size) if self.local else None
+        self.msg = None if isinstance(k, CuratorKernel) else np.empty(k.message.size)
         self.bound = float(alg.spec.context_bound)  # type: ignore[attr-defined]
         self.loop = k.chunk_loop
 
